@@ -1,0 +1,394 @@
+"""Reading a text corpus from files and folders, streaming, with per-source reports and statistics.
+
+A `Corpus` is the result of one scan over its sources: what was loaded or skipped and why, counts, a
+document-length distribution and a few sample documents. It does not hold the documents in memory;
+`Corpus.iter_documents()` streams them again from disk, so corpora larger than memory work.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import json
+import random
+import sys
+from array import array
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from mlm_studio.core.progress import Progress
+
+KINDS = {".txt": "text", ".md": "text", ".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv"}
+SNIFF_BYTES = 8192
+MAX_ISSUES_KEPT = 200
+SAMPLE_SIZE = 8
+CHECK_EVERY = 256
+
+csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+
+
+class CorpusError(Exception):
+    """A corpus could not be loaded; the message says why and what to do."""
+
+
+class SourceSkipped(Exception):
+    """One source cannot be used; the message is the reason shown to the user."""
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How files are split into documents."""
+
+    text_unit: Literal["paragraph", "line"] = "paragraph"  # .txt/.md: blank-line paragraphs or lines
+    jsonl_field: str = "text"  # .jsonl: the field holding the text
+    table_column: str = "text"  # .csv/.tsv: the column holding the text (by header name)
+
+    def __post_init__(self) -> None:
+        if self.text_unit not in ("paragraph", "line"):
+            raise ValueError(f"text unit must be 'paragraph' or 'line', not {self.text_unit!r}")
+        if not self.jsonl_field.strip():
+            raise ValueError("the JSONL field name must not be empty")
+        if not self.table_column.strip():
+            raise ValueError("the CSV/TSV column name must not be empty")
+
+
+@dataclass(frozen=True)
+class Issue:
+    """A problem with one line of a source (a bad JSON line, a row without the text column, ...)."""
+
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+@dataclass(frozen=True)
+class SourceReport:
+    """What happened to one file: loaded (with counts) or skipped (with the reason)."""
+
+    path: Path
+    kind: str
+    loaded: bool
+    reason: str = ""
+    encoding: str = ""
+    encoding_note: str = ""
+    documents: int = 0
+    words: int = 0
+    characters: int = 0
+    issues: tuple[Issue, ...] = ()
+    issue_count: int = 0
+
+    @property
+    def status(self) -> str:
+        return "loaded" if self.loaded else f"skipped: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """The outcome of scanning some sources: reports, totals, document lengths and samples."""
+
+    sources: tuple[SourceReport, ...]
+    options: ReadOptions = ReadOptions()
+    doc_words: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint32), repr=False)
+    samples: tuple[str, ...] = ()
+
+    @property
+    def loaded_sources(self) -> tuple[SourceReport, ...]:
+        return tuple(s for s in self.sources if s.loaded)
+
+    @property
+    def documents(self) -> int:
+        return sum(s.documents for s in self.sources)
+
+    @property
+    def words(self) -> int:
+        return sum(s.words for s in self.sources)
+
+    @property
+    def characters(self) -> int:
+        return sum(s.characters for s in self.sources)
+
+    def iter_documents(self) -> Iterator[str]:
+        """Stream every document of the loaded sources again, in order, from disk."""
+        for source in self.loaded_sources:
+            yield from _documents(source.path, source.kind, source.encoding, self.options, _IssueLog())
+
+
+def expand_sources(paths: Iterable[str | Path]) -> tuple[list[Path], list[SourceReport]]:
+    """Files to read (folders expanded recursively, duplicates dropped) and reports for unusable paths."""
+    files: list[Path] = []
+    skipped: list[SourceReport] = []
+    seen: set[Path] = set()
+
+    def add(path: Path) -> None:
+        key = path.resolve()
+        if key not in seen:
+            seen.add(key)
+            files.append(path)
+
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(
+                p
+                for p in path.rglob("*")
+                if p.is_file()
+                and p.suffix.lower() in KINDS
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            )
+            if not found:
+                skipped.append(_skip(path, "folder", f"no {', '.join(KINDS)} files in this folder"))
+            for p in found:
+                add(p)
+        elif not path.exists():
+            skipped.append(_skip(path, "?", "file not found"))
+        elif path.suffix.lower() not in KINDS:
+            supported = ", ".join(KINDS)
+            skipped.append(_skip(path, "?", f"unsupported file type '{path.suffix}' (supported: {supported})"))
+        else:
+            add(path)
+    return files, skipped
+
+
+def load_corpus(
+    paths: Iterable[str | Path], options: ReadOptions = ReadOptions(), progress: Progress | None = None
+) -> Corpus:
+    """Scan `paths` (files and folders) and return the corpus; raise `CorpusError` if nothing is usable."""
+    progress = progress or Progress()
+    files, reports = expand_sources(paths)
+    sizes = [_size(p) for p in files]
+    total = sum(sizes)
+    done_before = 0
+    lengths = array("I")
+    sampler = _Sampler(SAMPLE_SIZE, seed=0)
+    for path, size in zip(files, sizes):
+        progress.check()
+        progress.report(done_before, total, f"Reading {path.name}")
+        reports.append(_scan(path, options, progress, done_before, total, lengths, sampler))
+        done_before += size
+    progress.report(total, total, "Done")
+    reports.sort(key=lambda r: str(r.path))
+    corpus = Corpus(tuple(reports), options, np.frombuffer(lengths, dtype=np.uint32).copy(), sampler.items())
+    if corpus.documents == 0:
+        reasons = "; ".join(f"{r.path.name}: {r.reason}" for r in reports) or "no files were given"
+        raise CorpusError(f"No usable text in the corpus ({reasons}). Add files that contain text.")
+    return corpus
+
+
+def _skip(path: Path, kind: str, reason: str, **extra) -> SourceReport:
+    return SourceReport(path=path, kind=kind, loaded=False, reason=reason, **extra)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _scan(
+    path: Path, options: ReadOptions, progress: Progress, done_before: int, total: int, lengths: array, sampler
+) -> SourceReport:
+    """Read one file once for its counts, choosing its encoding; never raises for a bad file."""
+    kind = KINDS[path.suffix.lower()]
+    try:
+        encoding = _sniff_encoding(path)
+    except SourceSkipped as exc:
+        return _skip(path, kind, str(exc))
+    note = ""
+    while True:
+        issues = _IssueLog()
+        mark = len(lengths)
+        docs = words = chars = 0
+        try:
+            reader = _documents(path, kind, encoding, options, issues, strict=encoding == "utf-8")
+            for doc in reader:
+                n_words = len(doc.split())
+                docs += 1
+                words += n_words
+                chars += len(doc)
+                lengths.append(n_words)
+                sampler.offer(doc)
+                if docs % CHECK_EVERY == 0:
+                    progress.check()
+                    progress.report(done_before + issues.position, total, f"Reading {path.name}")
+            break
+        except _NotUtf8 as exc:
+            del lengths[mark:]
+            sampler.forget_after(mark)
+            encoding = "cp1252"
+            note = f"{exc}: read as cp1252"
+        except SourceSkipped as exc:
+            del lengths[mark:]
+            sampler.forget_after(mark)
+            return _skip(path, kind, str(exc), encoding=encoding)
+        except OSError as exc:
+            del lengths[mark:]
+            sampler.forget_after(mark)
+            return _skip(path, kind, f"cannot be read ({exc.strerror or exc})")
+    extra = dict(encoding=encoding, encoding_note=note, issues=tuple(issues.kept), issue_count=issues.count)
+    if docs == 0:
+        reason = "no usable text"
+        if issues.count:
+            reason += f" ({issues.count} problem lines, first: {issues.kept[0]})"
+        return _skip(path, kind, reason, **extra)
+    return SourceReport(path, kind, True, documents=docs, words=words, characters=chars, **extra)
+
+
+def _sniff_encoding(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except OSError as exc:
+        raise SourceSkipped(f"cannot be read ({exc.strerror or exc})") from exc
+    if head.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    if b"\x00" in head:
+        raise SourceSkipped("binary file (a NUL byte in the first 8 KB), not text")
+    return "utf-8"
+
+
+class _IssueLog:
+    """Counts line problems, keeps the first few, and tracks the byte position for progress."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.kept: list[Issue] = []
+        self.position = 0
+
+    def add(self, line: int, message: str) -> None:
+        self.count += 1
+        if len(self.kept) < MAX_ISSUES_KEPT:
+            self.kept.append(Issue(line, message))
+
+
+class _Sampler:
+    """A deterministic reservoir sample of documents, undoable when a file is re-read."""
+
+    def __init__(self, size: int, seed: int) -> None:
+        self.size = size
+        self.rng = random.Random(seed)
+        self.seen = 0
+        self.slots: list[tuple[int, str]] = []
+
+    def offer(self, doc: str) -> None:
+        index = self.seen
+        self.seen += 1
+        if len(self.slots) < self.size:
+            self.slots.append((index, doc))
+        else:
+            j = self.rng.randrange(self.seen)
+            if j < self.size:
+                self.slots[j] = (index, doc)
+
+    def forget_after(self, index: int) -> None:
+        self.slots = [(i, d) for i, d in self.slots if i < index]
+        self.seen = index
+
+    def items(self) -> tuple[str, ...]:
+        return tuple(d for _, d in sorted(self.slots))
+
+
+def _documents(
+    path: Path, kind: str, encoding: str, options: ReadOptions, issues: _IssueLog, strict: bool = False
+) -> Iterator[str]:
+    """Yield the documents of one file, streaming; line problems go to `issues`."""
+    with open(path, "rb") as raw:
+        text = io.TextIOWrapper(raw, encoding=encoding, errors="strict" if strict else "replace", newline="")
+        lines = _tracked(text, raw, issues)
+        if kind == "text":
+            yield from (_paragraphs(lines) if options.text_unit == "paragraph" else _lines(lines))
+        elif kind == "jsonl":
+            yield from _jsonl(lines, options.jsonl_field, issues)
+        else:
+            yield from _table(lines, "," if kind == "csv" else "\t", options.table_column, issues)
+
+
+class _NotUtf8(Exception):
+    def __init__(self, offset: int, byte: int) -> None:
+        super().__init__(f"not valid UTF-8 (byte {byte:#04x} at offset {offset})")
+
+
+def _tracked(text: io.TextIOWrapper, raw, issues: _IssueLog) -> Iterator[str]:
+    lines = iter(text)
+    while True:
+        try:
+            line = next(lines)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            offset = raw.tell() - len(exc.object) + exc.start
+            raise _NotUtf8(offset, exc.object[exc.start]) from exc
+        issues.position = raw.tell()
+        yield line
+
+
+def _lines(lines: Iterable[str]) -> Iterator[str]:
+    for line in lines:
+        line = line.strip()
+        if line:
+            yield line
+
+
+def _paragraphs(lines: Iterable[str]) -> Iterator[str]:
+    block: list[str] = []
+    for line in lines:
+        line = line.strip()
+        if line:
+            block.append(line)
+        elif block:
+            yield "\n".join(block)
+            block = []
+    if block:
+        yield "\n".join(block)
+
+
+def _jsonl(lines: Iterable[str], key: str, issues: _IssueLog) -> Iterator[str]:
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            issues.add(number, f"invalid JSON ({exc.msg})")
+            continue
+        if not isinstance(record, dict) or key not in record:
+            issues.add(number, f"no field '{key}'")
+        elif not isinstance(record[key], str):
+            issues.add(number, f"field '{key}' is not a string")
+        elif record[key].strip():
+            yield record[key].strip()
+
+
+def _table(lines: Iterable[str], delimiter: str, column: str, issues: _IssueLog) -> Iterator[str]:
+    reader = csv.reader(lines, delimiter=delimiter)
+    try:
+        header = next(reader)
+    except StopIteration:
+        return
+    names = [h.strip().lstrip("\ufeff") for h in header]
+    if column not in names:
+        raise SourceSkipped(f"no column '{column}' (columns: {', '.join(names) or 'none'})")
+    index = names.index(column)
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            issues.add(reader.line_num, f"malformed row ({exc})")
+            continue
+        if not row:
+            continue
+        if index >= len(row):
+            issues.add(reader.line_num, f"row has no '{column}' value ({len(row)} of {len(names)} fields)")
+        elif row[index].strip():
+            yield row[index].strip()

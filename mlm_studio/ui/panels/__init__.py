@@ -1,0 +1,1 @@
+"""The workbench panels, one per step of the workflow."""

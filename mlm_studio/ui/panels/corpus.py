@@ -1,0 +1,374 @@
+"""Corpus panel: add files and folders (dialog or drag & drop), see what loaded and why not, stats, samples."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QStyle,
+    QTableWidget,
+    QTableWidgetItem,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from mlm_studio.core.builtin_corpus import builtin_corpus_location, ensure_builtin_corpus
+from mlm_studio.core.corpus import KINDS, Corpus, ReadOptions, SourceReport, load_corpus
+from mlm_studio.core.progress import Progress
+from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.widgets.message_bar import MessageBar
+from mlm_studio.ui.widgets.plots import accent_colour, themed_plot
+from mlm_studio.ui.workspace import Workspace
+
+BUILTIN_LABEL = "Python documentation (built-in)"
+COLUMNS = ("Source", "Type", "Status", "Documents", "Words", "Encoding", "Problems")
+FILE_FILTER = f"Text corpora ({' '.join('*' + ext for ext in KINDS)});;All files (*)"
+ISSUES_SHOWN = 20
+
+
+class CorpusPanel(QWidget):
+    """Builds the workspace corpus from the user's sources; the scan runs in the background."""
+
+    loading_finished = Signal()
+
+    def __init__(self, workspace: Workspace, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.workspace = workspace
+        self.paths: list[Path] = []
+        self.runner = TaskRunner(self)
+        self.runner.progress.connect(self._on_progress)
+        self.runner.succeeded.connect(self._on_loaded)
+        self.runner.failed.connect(self._on_failed)
+        self.runner.cancelled.connect(self._on_cancelled)
+        self.runner.finished.connect(self._on_finished)
+        self.setAcceptDrops(True)
+        self._build()
+        self._update_buttons()
+
+    # --- layout -------------------------------------------------------------------------------------
+    def _build(self) -> None:
+        style = self.style()
+        self.add_files_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_FileIcon), "Add files…")
+        self.add_folder_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_DirIcon), "Add folder…")
+        self.remove_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_TrashIcon), "Remove")
+        self.builtin_button = QPushButton(
+            style.standardIcon(QStyle.StandardPixmap.SP_DriveHDIcon), "Use built-in corpus"
+        )
+        self.builtin_button.setToolTip("Replace the sources with text built from the documentation inside Python")
+        self.remove_button.setToolTip("Remove the selected sources")
+        self.add_files_button.clicked.connect(self.add_files_dialog)
+        self.add_folder_button.clicked.connect(self.add_folder_dialog)
+        self.remove_button.clicked.connect(self.remove_selected)
+        self.builtin_button.clicked.connect(self.use_builtin)
+        buttons = QHBoxLayout()
+        for button in (self.add_files_button, self.add_folder_button, self.remove_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.builtin_button)
+
+        self.unit_combo = QComboBox()
+        self.unit_combo.addItem("one per paragraph (blank-line separated)", "paragraph")
+        self.unit_combo.addItem("one per line", "line")
+        self.unit_combo.setToolTip("How .txt and .md files are split into documents")
+        self.field_edit = QLineEdit("text")
+        self.field_edit.setToolTip("The JSON field that holds the text in .jsonl files")
+        self.column_edit = QLineEdit("text")
+        self.column_edit.setToolTip("The header name of the column that holds the text in .csv and .tsv files")
+        self.unit_combo.currentIndexChanged.connect(self._on_options_edited)
+        for edit in (self.field_edit, self.column_edit):
+            edit.setMaximumWidth(160)
+            edit.textChanged.connect(self._validate_options)
+            edit.editingFinished.connect(self._on_options_edited)
+        options = QHBoxLayout()
+        options.addWidget(QLabel("Text files: documents"))
+        options.addWidget(self.unit_combo)
+        options.addSpacing(16)
+        options.addWidget(QLabel("JSONL field"))
+        options.addWidget(self.field_edit)
+        options.addSpacing(16)
+        options.addWidget(QLabel("CSV/TSV column"))
+        options.addWidget(self.column_edit)
+        options.addStretch(1)
+
+        self.progress_bar = QProgressBar()
+        self.progress_label = QLabel()
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.runner.cancel)
+        progress = QHBoxLayout()
+        progress.addWidget(self.progress_label)
+        progress.addWidget(self.progress_bar, 1)
+        progress.addWidget(self.cancel_button)
+        self.progress_row = QWidget()
+        self.progress_row.setLayout(progress)
+        progress.setContentsMargins(0, 0, 0, 0)
+        self.progress_row.hide()
+
+        self.message_bar = MessageBar()
+
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().hide()
+        self.table.setAlternatingRowColors(True)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        self.table.itemSelectionChanged.connect(self._on_selection)
+        self.details = QLabel()
+        self.details.setWordWrap(True)
+        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.details.setAlignment(Qt.AlignmentFlag.AlignTop)
+        sources_box = QGroupBox("Sources — drop files or folders here")
+        sources_layout = QVBoxLayout(sources_box)
+        sources_layout.addWidget(self.table, 1)
+        sources_layout.addWidget(self.details)
+
+        self.totals = QLabel("No corpus loaded")
+        self.histogram = themed_plot("words per document", "documents")
+        self.histogram_curve = self.histogram.plot(
+            [0, 1], [0], stepMode="center", fillLevel=0, brush=accent_colour(), pen=pg.mkPen(accent_colour())
+        )
+        stats_box = QGroupBox("Statistics")
+        stats_layout = QFormLayout(stats_box)
+        stats_layout.addRow(self.totals)
+        stats_layout.addRow(self.histogram)
+        self.samples = QTextBrowser()
+        self.samples.setOpenLinks(False)
+        samples_box = QGroupBox("Sample documents")
+        QVBoxLayout(samples_box).addWidget(self.samples)
+        lower = QSplitter(Qt.Orientation.Horizontal)
+        lower.addWidget(stats_box)
+        lower.addWidget(samples_box)
+        lower.setSizes([500, 500])
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(sources_box)
+        splitter.addWidget(lower)
+        splitter.setSizes([300, 340])
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(buttons)
+        layout.addLayout(options)
+        layout.addWidget(self.progress_row)
+        layout.addWidget(self.message_bar)
+        layout.addWidget(splitter, 1)
+
+    # --- actions ------------------------------------------------------------------------------------
+    def add_files_dialog(self) -> None:
+        files, _ = QFileDialog.getOpenFileNames(self, "Add corpus files", "", FILE_FILTER)
+        if files:
+            self.add_paths(files)
+
+    def add_folder_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Add a folder of corpus files")
+        if folder:
+            self.add_paths([folder])
+
+    def add_paths(self, paths: list[str | Path]) -> None:
+        """Add sources to the current ones and rescan."""
+        self._load(self.paths + [Path(p) for p in paths])
+
+    def remove_selected(self) -> None:
+        rows = {index.row() for index in self.table.selectionModel().selectedRows()}
+        if rows:
+            self._load([p for i, p in enumerate(self.paths) if i not in rows])
+
+    def use_builtin(self) -> None:
+        """Replace the sources with the built-in corpus (built and cached on first use)."""
+        options = self._options()
+
+        def build_and_load(progress: Progress) -> Corpus:
+            path = ensure_builtin_corpus(progress)
+            return load_corpus([path], options, progress)
+
+        self._start(build_and_load, "Preparing the built-in corpus")
+
+    def reload(self) -> None:
+        self._load(list(self.paths))
+
+    def _load(self, paths: list[Path]) -> None:
+        if not paths:
+            self.paths = []
+            self._show_corpus(None)
+            self.workspace.set_corpus(None)
+            return
+        options = self._options()
+        self._start(lambda progress: load_corpus(paths, options, progress), "Reading")
+
+    def _start(self, fn, label: str) -> None:
+        self.message_bar.clear()
+        self.progress_label.setText(label)
+        self.progress_bar.setRange(0, 0)
+        self.progress_row.show()
+        self.runner.start(fn)
+        self._update_buttons()
+
+    def _options(self) -> ReadOptions:
+        return ReadOptions(
+            text_unit=self.unit_combo.currentData(),
+            jsonl_field=self.field_edit.text().strip() or "text",
+            table_column=self.column_edit.text().strip() or "text",
+        )
+
+    # --- outcomes -----------------------------------------------------------------------------------
+    def _on_progress(self, done: int, total: int, message: str) -> None:
+        self.progress_label.setText(message)
+        if total > 0:
+            self.progress_bar.setRange(0, 1000)
+            self.progress_bar.setValue(int(1000 * done / total))
+
+    def _on_loaded(self, corpus: Corpus) -> None:
+        self.paths = [report.path for report in corpus.sources]
+        self._show_corpus(corpus)
+        skipped = [s for s in corpus.sources if not s.loaded]
+        problems = sum(s.issue_count for s in corpus.sources)
+        if skipped or problems:
+            parts = []
+            if skipped:
+                parts.append(f"{len(skipped)} source(s) skipped: " + "; ".join(_short(s) for s in skipped[:3]))
+            if problems:
+                parts.append(f"{problems} problem line(s) were not used — select a source to see which")
+            self.message_bar.show_message(". ".join(parts) + ".", "warning")
+        self.workspace.set_corpus(corpus)
+
+    def _on_failed(self, message: str) -> None:
+        kept = "The previous corpus is kept." if self.workspace.corpus else ""
+        self.message_bar.show_message(f"{message} {kept}".strip(), "error")
+
+    def _on_cancelled(self) -> None:
+        kept = " The previous corpus is kept." if self.workspace.corpus else ""
+        self.message_bar.show_message("Loading was cancelled." + kept, "info")
+
+    def _on_finished(self) -> None:
+        self.progress_row.hide()
+        self._update_buttons()
+        self.loading_finished.emit()
+
+    # --- display ------------------------------------------------------------------------------------
+    def _show_corpus(self, corpus: Corpus | None) -> None:
+        reports = corpus.sources if corpus else ()
+        self.table.setRowCount(len(reports))
+        ok = self.style().standardIcon(QStyle.StandardPixmap.SP_DialogApplyButton)
+        warn = self.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)
+        for row, report in enumerate(reports):
+            encoding = report.encoding + (" (fallback)" if report.encoding_note else "")
+            values = (
+                self._display_name(report.path),
+                report.kind,
+                report.status,
+                f"{report.documents:,}",
+                f"{report.words:,}",
+                encoding,
+                f"{report.issue_count:,}" if report.issue_count else "",
+            )
+            for column, value in enumerate(values):
+                item = QTableWidgetItem(value)
+                item.setToolTip(_tooltip(report))
+                if column in (3, 4, 6):
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self.table.setItem(row, column, item)
+            self.table.item(row, 2).setIcon(ok if report.loaded and not report.issue_count else warn)
+        self.details.setText("")
+        if corpus is None:
+            self.totals.setText("No corpus loaded")
+            self.histogram_curve.setData([0, 1], [0])
+            self.samples.clear()
+            return
+        self.totals.setText(
+            f"<b>{corpus.documents:,}</b> documents · <b>{corpus.words:,}</b> words · "
+            f"<b>{corpus.characters:,}</b> characters from <b>{len(corpus.loaded_sources)}</b> source(s)"
+        )
+        lengths = corpus.doc_words
+        upper = max(1, int(np.percentile(lengths, 99))) if len(lengths) else 1
+        counts, edges = np.histogram(np.minimum(lengths, upper), bins=min(40, upper))
+        self.histogram_curve.setData(edges, counts)
+        self.samples.setHtml("".join(f"<p>{html.escape(s[:600])}</p><hr>" for s in corpus.samples))
+
+    def _display_name(self, path: Path) -> str:
+        return BUILTIN_LABEL if path == builtin_corpus_location() else path.name
+
+    def _on_selection(self) -> None:
+        rows = self.table.selectionModel().selectedRows()
+        corpus = self.workspace.corpus
+        if len(rows) != 1 or corpus is None or rows[0].row() >= len(corpus.sources):
+            self.details.setText("")
+        else:
+            self.details.setText(_tooltip(corpus.sources[rows[0].row()]))
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        busy = self.runner.running
+        self.remove_button.setEnabled(not busy and bool(self.table.selectionModel().selectedRows()))
+        self.add_files_button.setEnabled(not busy)
+        self.add_folder_button.setEnabled(not busy)
+        self.builtin_button.setEnabled(not busy)
+
+    def _validate_options(self) -> None:
+        for edit in (self.field_edit, self.column_edit):
+            edit.setStyleSheet("" if edit.text().strip() else "QLineEdit { border: 1px solid #c0392b; }")
+
+    def _on_options_edited(self) -> None:
+        if self.paths and not self.runner.running and self._options() != self.workspace.read_options:
+            self.reload()
+
+    def set_options(self, options: ReadOptions) -> None:
+        self.unit_combo.setCurrentIndex(max(0, self.unit_combo.findData(options.text_unit)))
+        self.field_edit.setText(options.jsonl_field)
+        self.column_edit.setText(options.table_column)
+
+    # --- drag & drop --------------------------------------------------------------------------------
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 (Qt override)
+        if any(url.isLocalFile() for url in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 (Qt override)
+        paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        if paths:
+            event.acceptProposedAction()
+            self.add_paths(paths)
+
+
+def _short(report: SourceReport) -> str:
+    return f"{report.path.name} ({report.reason})"
+
+
+def _tooltip(report: SourceReport) -> str:
+    lines = [str(report.path), report.status]
+    if report.encoding_note:
+        lines.append(f"Encoding: {report.encoding_note}")
+    if report.issue_count:
+        lines.append(f"{report.issue_count} problem line(s) not used:")
+        lines.extend(f"  {issue}" for issue in report.issues[:ISSUES_SHOWN])
+        if report.issue_count > ISSUES_SHOWN:
+            lines.append(f"  … and {report.issue_count - ISSUES_SHOWN} more")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication([])
+    panel = CorpusPanel(Workspace())
+    panel.resize(1000, 700)
+    panel.show()
+    panel.use_builtin()
+    app.exec()

@@ -1,0 +1,125 @@
+"""Run one engine function off the GUI thread, with throttled progress, cancel and a readable outcome."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, QThread, Signal
+
+from mlm_studio.core.progress import Cancelled, Progress
+
+log = logging.getLogger(__name__)
+PROGRESS_INTERVAL_S = 0.05
+
+
+class _SignalProgress(Progress):
+    """A `Progress` that forwards reports to a Qt signal, at most every PROGRESS_INTERVAL_S seconds."""
+
+    def __init__(self, thread: _TaskThread) -> None:
+        super().__init__()
+        self._thread = thread
+        self._last = 0.0
+
+    def report(self, done: int, total: int, message: str = "") -> None:
+        now = time.monotonic()
+        if now - self._last >= PROGRESS_INTERVAL_S or done >= total:
+            self._last = now
+            self._thread.progressed.emit(self._thread, done, total, message)
+
+
+class _TaskThread(QThread):
+    progressed = Signal(object, int, int, str)  # (thread, done, total, message)
+    outcome = Signal(object, str, object)  # (thread, "ok" | "failed" | "cancelled", result or message)
+
+    def __init__(self, fn: Callable[[Progress], Any], parent: QObject) -> None:
+        super().__init__(parent)
+        self.fn = fn
+        self.progress = _SignalProgress(self)
+
+    def run(self) -> None:
+        try:
+            result = self.fn(self.progress)
+        except Cancelled:
+            self.outcome.emit(self, "cancelled", None)
+        except Exception as exc:  # every failure reaches the user as a message
+            log.exception("background task failed")
+            self.outcome.emit(self, "failed", user_message(exc))
+        else:
+            self.outcome.emit(self, "ok", result)
+
+
+def user_message(exc: BaseException) -> str:
+    """A message for the user: the engine's own words, or the kind of error for unexpected ones."""
+    if isinstance(exc, (ValueError, OSError, RuntimeError)) or type(exc).__module__.startswith("mlm_studio"):
+        return str(exc)
+    return f"Unexpected error ({type(exc).__name__}): {exc}"
+
+
+class TaskRunner(QObject):
+    """Runs one function at a time in a QThread; starting another cancels the one running.
+
+    Signals arrive on the GUI thread. Exactly one of `succeeded`, `failed` or `cancelled` follows `start`,
+    then `finished`; a task superseded by a newer one reports nothing.
+    """
+
+    progress = Signal(int, int, str)
+    succeeded = Signal(object)
+    failed = Signal(str)
+    cancelled = Signal()
+    finished = Signal()
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._current: _TaskThread | None = None
+        self._threads: set[_TaskThread] = set()
+
+    @property
+    def running(self) -> bool:
+        return self._current is not None
+
+    def start(self, fn: Callable[[Progress], Any]) -> None:
+        self.cancel()
+        thread = _TaskThread(fn, self)
+        thread.progressed.connect(self._on_progress)
+        thread.outcome.connect(self._on_outcome)
+        thread.finished.connect(self._on_thread_finished)
+        self._current = thread
+        self._threads.add(thread)
+        thread.start()
+
+    def cancel(self) -> None:
+        """Ask the running task to stop; it reports `cancelled` when it does."""
+        if self._current is not None:
+            self._current.progress.cancel()
+
+    def shutdown(self, timeout_ms: int = 5000) -> bool:
+        """Cancel everything and wait for the threads; True if all of them ended in time."""
+        for thread in list(self._threads):
+            thread.progress.cancel()
+        ended = all(thread.wait(timeout_ms) for thread in list(self._threads))
+        self._current = None
+        return ended
+
+    def _on_progress(self, thread: _TaskThread, done: int, total: int, message: str) -> None:
+        if thread is self._current:
+            self.progress.emit(done, total, message)
+
+    def _on_outcome(self, thread: _TaskThread, kind: str, value: object) -> None:
+        if thread is not self._current:
+            return
+        self._current = None
+        if kind == "ok":
+            self.succeeded.emit(value)
+        elif kind == "failed":
+            self.failed.emit(value)
+        else:
+            self.cancelled.emit()
+        self.finished.emit()
+
+    def _on_thread_finished(self) -> None:
+        thread = self.sender()
+        self._threads.discard(thread)
+        thread.deleteLater()

@@ -1,0 +1,54 @@
+"""An inline bar that tells the user what happened, in place of dialogs and tracebacks."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QStyle, QToolButton, QWidget
+
+_LEVELS = {
+    "info": (QStyle.StandardPixmap.SP_MessageBoxInformation, "#2f6fb3"),
+    "warning": (QStyle.StandardPixmap.SP_MessageBoxWarning, "#b7791f"),
+    "error": (QStyle.StandardPixmap.SP_MessageBoxCritical, "#c0392b"),
+}
+
+
+class MessageBar(QFrame):
+    """Hidden until `show_message`; the user closes it with its × button."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("messageBar")
+        self.level = ""
+        self._icon = QLabel()
+        self._text = QLabel()
+        self._text.setWordWrap(True)
+        self._text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        close = QToolButton()
+        close.setText("×")
+        close.setAutoRaise(True)
+        close.setToolTip("Dismiss")
+        close.clicked.connect(self.clear)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 4, 4, 4)
+        layout.addWidget(self._icon)
+        layout.addWidget(self._text, 1)
+        layout.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
+        self.hide()
+
+    @property
+    def text(self) -> str:
+        return self._text.text() if self.isVisibleTo(self.parentWidget()) else ""
+
+    def show_message(self, text: str, level: str = "error") -> None:
+        icon, colour = _LEVELS[level]
+        self.level = level
+        size = self.style().pixelMetric(QStyle.PixelMetric.PM_SmallIconSize)
+        self._icon.setPixmap(self.style().standardIcon(icon).pixmap(size, size))
+        self._text.setText(text)
+        self.setStyleSheet(f"#messageBar {{ border: 1px solid {colour}; border-radius: 4px; }}")
+        self.show()
+
+    def clear(self) -> None:
+        self.level = ""
+        self._text.clear()
+        self.hide()

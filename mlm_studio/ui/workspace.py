@@ -1,0 +1,28 @@
+"""The state shared by all panels: the current corpus and how it is read (tokenizer, configs and run later)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Signal
+
+from mlm_studio.core.corpus import Corpus, ReadOptions
+
+
+class Workspace(QObject):
+    """One current workspace; panels read it and subscribe to its `*_changed` signals."""
+
+    corpus_changed = Signal(object)  # Corpus | None
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._corpus: Corpus | None = None
+        self.read_options = ReadOptions()
+
+    @property
+    def corpus(self) -> Corpus | None:
+        return self._corpus
+
+    def set_corpus(self, corpus: Corpus | None) -> None:
+        self._corpus = corpus
+        if corpus is not None:
+            self.read_options = corpus.options
+        self.corpus_changed.emit(corpus)

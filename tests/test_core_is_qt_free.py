@@ -1,0 +1,31 @@
+"""The engine must be usable without Qt: import every core module with Qt made unimportable."""
+
+import subprocess
+import sys
+
+SCRIPT = r"""
+import importlib, pkgutil, sys
+
+BLOCKED = ("PySide6", "shiboken6", "pyqtgraph", "superqt", "qtpy", "PyQt5", "PyQt6")
+
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"{name} is blocked in this test")
+
+sys.meta_path.insert(0, Block())
+import mlm_studio.core as core
+names = [m.name for m in pkgutil.walk_packages(core.__path__, "mlm_studio.core.")]
+for name in names:
+    importlib.import_module(name)
+import mlm_studio.cli
+leaked = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
+assert not leaked, leaked
+print(len(names))
+"""
+
+
+def test_every_core_module_imports_without_qt():
+    result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout.strip()) >= 5

@@ -1,0 +1,182 @@
+import json
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+from PySide6.QtWidgets import QFileDialog
+
+from mlm_studio.ui.panels.corpus import BUILTIN_LABEL, CorpusPanel
+from mlm_studio.ui.workspace import Workspace
+
+LOAD_TIMEOUT_MS = 60_000
+
+
+@pytest.fixture
+def panel(qtbot):
+    widget = CorpusPanel(Workspace())
+    qtbot.addWidget(widget)
+    widget.resize(1000, 700)
+    widget.show()
+    yield widget
+    widget.runner.shutdown()
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def column(panel, index):
+    return [panel.table.item(row, index).text() for row in range(panel.table.rowCount())]
+
+
+def click_and_wait(qtbot, panel, button):
+    with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
+        qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+
+
+def test_add_files_through_the_dialog(qtbot, panel, tmp_path, monkeypatch):
+    a = write(tmp_path / "a.txt", "alpha beta\n\ngamma")
+    b = write(tmp_path / "b.jsonl", json.dumps({"text": "delta epsilon zeta"}) + "\n")
+    monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *args, **kw: ([str(a), str(b)], ""))
+    click_and_wait(qtbot, panel, panel.add_files_button)
+    assert column(panel, 0) == ["a.txt", "b.jsonl"]
+    assert column(panel, 2) == ["loaded", "loaded"]
+    assert column(panel, 3) == ["2", "1"]
+    assert panel.workspace.corpus.documents == 3
+    assert "<b>3</b> documents" in panel.totals.text() and "<b>6</b> words" in panel.totals.text()
+    assert panel.message_bar.text == ""
+    assert "delta epsilon zeta" in panel.samples.toPlainText()
+
+
+def test_add_folder_through_the_dialog(qtbot, panel, tmp_path, monkeypatch):
+    (tmp_path / "docs" / "sub").mkdir(parents=True)
+    write(tmp_path / "docs" / "one.txt", "one")
+    write(tmp_path / "docs" / "sub" / "two.md", "two")
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *args, **kw: str(tmp_path / "docs"))
+    click_and_wait(qtbot, panel, panel.add_folder_button)
+    assert column(panel, 0) == ["one.txt", "two.md"]
+
+
+def test_bad_sources_are_listed_with_reasons_and_good_ones_kept(qtbot, panel, tmp_path):
+    good = write(tmp_path / "good.txt", "fine text")
+    binary = tmp_path / "blob.txt"
+    binary.write_bytes(b"\x00\x01\x02")
+    bad_json = write(tmp_path / "bad.jsonl", '{"text": "kept"}\n{oops\n')
+    with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
+        panel.add_paths([good, binary, bad_json])
+    statuses = dict(zip(column(panel, 0), column(panel, 2)))
+    assert statuses["blob.txt"].startswith("skipped: binary file")
+    assert statuses["bad.jsonl"] == "loaded" and statuses["good.txt"] == "loaded"
+    assert dict(zip(column(panel, 0), column(panel, 6)))["bad.jsonl"] == "1"
+    assert panel.message_bar.level == "warning"
+    assert "blob.txt (binary file" in panel.message_bar.text and "1 problem line(s)" in panel.message_bar.text
+    row = column(panel, 0).index("bad.jsonl")
+    panel.table.selectRow(row)
+    assert "line 2: invalid JSON" in panel.details.text()
+
+
+def test_nothing_usable_shows_an_error_and_keeps_the_previous_corpus(qtbot, panel, tmp_path):
+    f = write(tmp_path / "d.jsonl", json.dumps({"text": "kept text"}) + "\n")
+    with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
+        panel.add_paths([f])
+    before = panel.workspace.corpus
+    panel.field_edit.clear()
+    qtbot.keyClicks(panel.field_edit, "missing")
+    with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
+        qtbot.keyClick(panel.field_edit, Qt.Key.Key_Return)
+    assert panel.workspace.corpus is before
+    assert panel.message_bar.level == "error"
+    assert "No usable text" in panel.message_bar.text and "d.jsonl: no usable text" in panel.message_bar.text
+    assert "line 1: no field 'missing'" in panel.message_bar.text
+    assert "previous corpus is kept" in panel.message_bar.text
+    assert column(panel, 0) == ["d.jsonl"]
+
+
+def test_remove_selected_source(qtbot, panel, tmp_path):
+    a = write(tmp_path / "a.txt", "alpha")
+    b = write(tmp_path / "b.txt", "beta gamma")
+    with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
+        panel.add_paths([a, b])
+    assert not panel.remove_button.isEnabled()
+    panel.table.selectRow(0)
+    assert panel.remove_button.isEnabled()
+    click_and_wait(qtbot, panel, panel.remove_button)
+    assert column(panel, 0) == ["b.txt"]
+    assert panel.workspace.corpus.words == 2
+
+
+def test_removing_the_last_source_clears_the_corpus(qtbot, panel, tmp_path):
+    with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
+        panel.add_paths([write(tmp_path / "a.txt", "alpha")])
+    panel.table.selectRow(0)
+    with qtbot.waitSignal(panel.workspace.corpus_changed):
+        qtbot.mouseClick(panel.remove_button, Qt.MouseButton.LeftButton)
+    assert panel.workspace.corpus is None and panel.table.rowCount() == 0
+    assert panel.totals.text() == "No corpus loaded"
+
+
+def test_use_builtin_corpus(qtbot, panel):
+    click_and_wait(qtbot, panel, panel.builtin_button)
+    assert column(panel, 0) == [BUILTIN_LABEL]
+    assert panel.workspace.corpus.documents > 5_000
+    x, y = panel.histogram_curve.getData()
+    assert y.sum() == panel.workspace.corpus.documents
+
+
+def test_drag_and_drop_adds_files(qtbot, panel, tmp_path):
+    f = write(tmp_path / "dropped.txt", "dropped words here")
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(f))])
+    event = QDropEvent(
+        QPoint(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+    )
+    with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
+        panel.dropEvent(event)
+    assert column(panel, 0) == ["dropped.txt"]
+
+
+def test_changing_the_text_unit_rereads(qtbot, panel, tmp_path):
+    f = write(tmp_path / "a.txt", "one\ntwo\n\nthree")
+    with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
+        panel.add_paths([f])
+    assert panel.workspace.corpus.documents == 2
+    with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
+        panel.unit_combo.setCurrentIndex(panel.unit_combo.findData("line"))
+    assert panel.workspace.corpus.documents == 3
+
+
+def test_typing_a_jsonl_field_rereads(qtbot, panel, tmp_path):
+    f = write(tmp_path / "d.jsonl", json.dumps({"body": "in the body"}) + "\n" + json.dumps({"text": "t"}) + "\n")
+    with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
+        panel.add_paths([f])
+    assert list(panel.workspace.corpus.iter_documents()) == ["t"]
+    panel.field_edit.clear()
+    assert "border" in panel.field_edit.styleSheet()  # an empty name is marked as typed
+    qtbot.keyClicks(panel.field_edit, "body")
+    assert panel.field_edit.styleSheet() == ""
+    with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
+        qtbot.keyClick(panel.field_edit, Qt.Key.Key_Return)
+    assert list(panel.workspace.corpus.iter_documents()) == ["in the body"]
+
+
+def test_cancel_keeps_the_previous_corpus(qtbot, panel, tmp_path):
+    small = write(tmp_path / "small.txt", "small")
+    with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
+        panel.add_paths([small])
+    before = panel.workspace.corpus
+    big = tmp_path / "big.txt"
+    with open(big, "w") as out:
+        for _ in range(300_000):
+            out.write("many words on many lines\n")
+    panel.unit_combo.blockSignals(True)
+    panel.unit_combo.setCurrentIndex(panel.unit_combo.findData("line"))
+    panel.unit_combo.blockSignals(False)
+    with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
+        panel.add_paths([big])
+        assert panel.progress_row.isVisibleTo(panel) and not panel.add_files_button.isEnabled()
+        qtbot.mouseClick(panel.cancel_button, Qt.MouseButton.LeftButton)
+    assert panel.workspace.corpus is before
+    assert panel.message_bar.level == "info" and "cancelled" in panel.message_bar.text
+    assert not panel.progress_row.isVisibleTo(panel) and panel.add_files_button.isEnabled()

@@ -1,0 +1,76 @@
+import subprocess
+import sys
+
+import pytest
+from PySide6.QtCore import QSettings
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QFileDialog
+
+from mlm_studio.ui.main_window import MainWindow
+from mlm_studio.ui.panels.corpus import BUILTIN_LABEL
+
+LOAD_TIMEOUT_MS = 60_000
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+
+
+def open_window(qtbot, settings):
+    window = MainWindow(settings)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(lambda: window.workspace.corpus is not None, timeout=LOAD_TIMEOUT_MS)
+    return window
+
+
+def test_first_start_opens_on_the_builtin_corpus(qtbot, settings):
+    window = open_window(qtbot, settings)
+    assert window.corpus_panel.table.item(0, 0).text() == BUILTIN_LABEL
+    assert window.corpus_label.text().startswith("Corpus: ") and "documents" in window.corpus_label.text()
+    qtbot.waitUntil(lambda: "detecting" not in window.device_label.text(), timeout=LOAD_TIMEOUT_MS)
+    assert window.device_label.text().startswith("Device: ") and "CPU" in window.device_label.toolTip()
+    assert window.navigation.item(0).text() == "Corpus"
+    assert window.memory_label.text().startswith("Memory: ")
+
+
+def test_sources_and_options_are_remembered_between_starts(qtbot, settings, tmp_path, monkeypatch):
+    f = tmp_path / "mine.txt"
+    f.write_text("one\ntwo\nthree", encoding="utf-8")
+    window = open_window(qtbot, settings)
+    monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *args, **kw: ([str(f)], ""))
+    panel = window.corpus_panel
+    panel.unit_combo.blockSignals(True)
+    panel.unit_combo.setCurrentIndex(panel.unit_combo.findData("line"))
+    panel.unit_combo.blockSignals(False)
+    panel.builtin_button.click()
+    qtbot.waitUntil(lambda: not panel.runner.running, timeout=LOAD_TIMEOUT_MS)
+    panel.table.selectRow(0)
+    with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
+        window.open_corpus_action.trigger()
+    names = [panel.table.item(r, 0).text() for r in range(panel.table.rowCount())]
+    assert names == [BUILTIN_LABEL, "mine.txt"] or names == ["mine.txt", BUILTIN_LABEL]
+    window.close()
+
+    again = open_window(qtbot, settings)
+    qtbot.waitUntil(lambda: not again.corpus_panel.runner.running, timeout=LOAD_TIMEOUT_MS)
+    assert sorted(str(p) for p in again.corpus_panel.paths) == sorted(str(p) for p in panel.paths)
+    assert again.workspace.read_options.text_unit == "line"
+
+
+def test_cli_help_lists_the_commands():
+    result = subprocess.run([sys.executable, "-m", "mlm_studio", "--help"], capture_output=True, text=True)
+    assert result.returncode == 0
+    assert "gui" in result.stdout and "--screenshot" in result.stdout
+
+
+def test_screenshot_command_writes_the_window_image(tmp_path):
+    out = tmp_path / "shot.png"
+    result = subprocess.run(
+        [sys.executable, "-m", "mlm_studio", "--screenshot", str(out)], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == (1280, 800)
+    assert len({image.pixel(x, y) for x in range(0, 1280, 40) for y in range(0, 800, 40)}) > 5
