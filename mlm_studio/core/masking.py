@@ -1,0 +1,206 @@
+"""Masking for the MLM objective: one vectorised implementation for the preview and the trainer.
+
+Each *unit* — a token, a whole word, or a span of whole words — is selected independently with probability
+`rate`, so every selectable token is selected with probability exactly `rate`, whatever the strategy.
+Special tokens and padding are never selected. A selected token becomes `[MASK]` (`mask_fraction`), a random
+non-special token (`random_fraction`) or stays as it is (`keep_fraction`); its label is the original id,
+and every other label is -100 (ignored by the loss).
+
+Spans follow SpanBERT: the words of a sequence are tiled into spans whose lengths, in words, follow a
+geometric law with parameter `span_p` truncated to `1..max_span` and renormalised.
+
+All work is on tensors on the input's device; there is no Python loop over positions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+import torch
+
+STRATEGIES = ("token", "whole_word", "span")
+IGNORE_INDEX = -100
+
+
+class MaskKind(IntEnum):
+    """What masking did to a token."""
+
+    UNTOUCHED = 0
+    MASK = 1  # replaced by [MASK]
+    RANDOM = 2  # replaced by a random non-special token
+    KEPT = 3  # selected for prediction but left unchanged
+
+
+@dataclass(frozen=True)
+class MaskingConfig:
+    """How tokens are chosen for prediction and what happens to them."""
+
+    rate: float = 0.15  # probability that a token is selected for prediction
+    mask_fraction: float = 0.8  # of the selected: replaced by [MASK]
+    random_fraction: float = 0.1  # of the selected: replaced by a random token
+    keep_fraction: float = 0.1  # of the selected: left unchanged
+    strategy: str = "token"  # "token" | "whole_word" | "span"
+    span_p: float = 0.2  # span strategy: geometric parameter of the span length in words
+    max_span: int = 10  # span strategy: longest span in words
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.rate < 1.0:
+            raise ValueError(f"masking rate must be between 0 and 1 (exclusive), not {self.rate}")
+        for name in ("mask_fraction", "random_fraction", "keep_fraction"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name.replace('_', ' ')} must be between 0 and 1, not {value}")
+        total = self.mask_fraction + self.random_fraction + self.keep_fraction
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"mask, random and keep fractions must sum to 1, not {total:.4g}")
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"masking strategy must be one of {', '.join(STRATEGIES)}, not {self.strategy!r}")
+        if not 0.0 < self.span_p <= 1.0:
+            raise ValueError(f"span parameter p must be in (0, 1], not {self.span_p}")
+        if not 1 <= self.max_span <= 64:
+            raise ValueError(f"longest span must be between 1 and 64 words, not {self.max_span}")
+
+    def span_length_probabilities(self) -> np.ndarray:
+        """P(length = 1..max_span) of the truncated, renormalised geometric law of span lengths."""
+        lengths = np.arange(1, self.max_span + 1)
+        weights = self.span_p * (1.0 - self.span_p) ** (lengths - 1)
+        return weights / weights.sum()
+
+
+@dataclass(frozen=True)
+class MaskedBatch:
+    """The result of masking a batch of sequences."""
+
+    input_ids: torch.Tensor  # (B, L) ids with replacements applied
+    labels: torch.Tensor  # (B, L) original ids where selected, -100 elsewhere
+    kinds: torch.Tensor  # (B, L) uint8 MaskKind
+    spans: torch.Tensor  # (S, 3) row, first word, length in words of the selected spans (span strategy)
+
+
+class Masker:
+    """Applies a `MaskingConfig` to batches of token ids for one vocabulary, on one device."""
+
+    def __init__(
+        self,
+        config: MaskingConfig,
+        special_mask: np.ndarray | torch.Tensor,
+        mask_id: int,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        """`special_mask`: (vocab_size,) bool, True for ids that are never selected nor drawn as random."""
+        self.config = config
+        self.device = torch.device(device)
+        self.mask_id = int(mask_id)
+        self.is_special = torch.as_tensor(np.asarray(special_mask, dtype=bool), device=self.device)  # (V,)
+        self.candidates = (~self.is_special).nonzero().flatten()  # (V - n_special,)
+        if len(self.candidates) == 0:
+            raise ValueError("the vocabulary has no non-special tokens to draw random replacements from")
+        self.span_probabilities = torch.as_tensor(
+            config.span_length_probabilities(), dtype=torch.float, device=self.device
+        )
+
+    @classmethod
+    def for_tokenizer(cls, config: MaskingConfig, tokenizer, device: torch.device | str = "cpu") -> Masker:
+        return cls(config, tokenizer.special_mask(), tokenizer.mask_id, device)
+
+    def __call__(
+        self,
+        input_ids: torch.Tensor,
+        word_ids: torch.Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> MaskedBatch:
+        """Mask `input_ids` (B, L); `word_ids` (B, L) numbers the words of each row (-1 outside words).
+
+        Without `word_ids`, each token counts as a word. The generator must live on this masker's device.
+        """
+        cfg = self.config
+        ids = input_ids.to(self.device)
+        rows, length = ids.shape
+        selectable = ~self.is_special[ids]  # (B, L)
+        spans = torch.zeros((0, 3), dtype=torch.long, device=self.device)
+        if cfg.strategy == "token":
+            selected = self._draw(rows, length, generator) < cfg.rate
+        else:
+            if word_ids is None:
+                positions = torch.arange(length, device=self.device).expand(rows, length)
+                words = torch.where(selectable, positions, -1)
+            else:
+                words = word_ids.to(self.device, torch.long)
+            n_words = int(words.max()) + 1 if words.numel() else 0
+            if cfg.strategy == "whole_word":
+                word_selected = self._draw(rows, n_words, generator) < cfg.rate  # (B, W)
+            else:
+                word_selected, spans = self._spans(words, n_words, generator)
+            if n_words == 0:
+                selected = torch.zeros_like(selectable)
+            else:
+                selected = word_selected.gather(1, words.clamp(min=0)) & (words >= 0)  # (B, L)
+        selected &= selectable
+
+        split = self._draw(rows, length, generator)  # (B, L)
+        to_mask = selected & (split < cfg.mask_fraction)
+        to_random = selected & (split >= cfg.mask_fraction) & (split < cfg.mask_fraction + cfg.random_fraction)
+        kept = selected & ~to_mask & ~to_random
+        draws = torch.randint(len(self.candidates), (rows, length), generator=generator, device=self.device)
+        random_ids = self.candidates[draws]  # (B, L)
+        masked = torch.where(to_mask, torch.full_like(ids, self.mask_id), torch.where(to_random, random_ids, ids))
+        labels = torch.where(selected, ids, torch.full_like(ids, IGNORE_INDEX))
+        kinds = (
+            to_mask.to(torch.uint8) * MaskKind.MASK
+            + to_random.to(torch.uint8) * MaskKind.RANDOM
+            + kept.to(torch.uint8) * MaskKind.KEPT
+        )
+        return MaskedBatch(masked, labels, kinds, spans)
+
+    def _draw(self, rows: int, columns: int, generator: torch.Generator | None) -> torch.Tensor:
+        return torch.rand((rows, columns), generator=generator, device=self.device)
+
+    def _spans(
+        self, words: torch.Tensor, n_words: int, generator: torch.Generator | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Tile each row's words into spans of random length and select spans; (B, W) word selection, spans."""
+        rows = words.shape[0]
+        if n_words == 0:
+            return torch.zeros((rows, 0), dtype=torch.bool, device=self.device), torch.zeros(
+                (0, 3), dtype=torch.long, device=self.device
+            )
+        draws = torch.multinomial(self.span_probabilities, rows * n_words, replacement=True, generator=generator)
+        lengths = draws.view(rows, n_words) + 1  # (B, W) span lengths in words
+        ends = lengths.cumsum(1)  # (B, W) one past the last word of each span
+        word_index = torch.arange(n_words, device=self.device).expand(rows, n_words).contiguous()
+        span_of_word = torch.searchsorted(ends, word_index, right=True)  # (B, W) in [0, W)
+        span_selected = self._draw(rows, n_words, generator) < self.config.rate  # (B, W)
+        word_selected = span_selected.gather(1, span_of_word)
+
+        words_in_row = (words.max(dim=1).values + 1).unsqueeze(1)  # (B, 1)
+        starts = ends - lengths
+        actual = torch.minimum(ends, words_in_row) - starts  # spans cut at the row's last word
+        chosen = span_selected & (starts < words_in_row)
+        row, index = chosen.nonzero(as_tuple=True)
+        spans = torch.stack([row, starts[row, index], actual[row, index]], dim=1)
+        return word_selected, spans
+
+
+def achieved_rates(kinds: torch.Tensor, selectable: torch.Tensor) -> dict[str, tuple[int, int]]:
+    """Counts behind the measured rates: {name: (hits, trials)} for selection and the three-way split."""
+    kinds = kinds[selectable]
+    selected = int((kinds != MaskKind.UNTOUCHED).sum())
+    return {
+        "selected": (selected, int(kinds.numel())),
+        "mask": (int((kinds == MaskKind.MASK).sum()), selected),
+        "random": (int((kinds == MaskKind.RANDOM).sum()), selected),
+        "keep": (int((kinds == MaskKind.KEPT).sum()), selected),
+    }
+
+
+def wilson_interval(hits: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a proportion (95% by default)."""
+    if trials == 0:
+        return 0.0, 1.0
+    p = hits / trials
+    denominator = 1 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denominator
+    half = z * np.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)

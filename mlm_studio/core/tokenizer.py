@@ -1,0 +1,260 @@
+"""WordPiece tokenizers: train one on a corpus, or load `tokenizer.json` / a BERT `vocab.txt`; save exactly.
+
+`MLMTokenizer` wraps a Hugging Face `tokenizers.Tokenizer` with BERT's normalizer and pre-tokenizer and the
+special tokens `[PAD] [UNK] [CLS] [SEP] [MASK]`, and gives the engine what it needs: special-token ids, a
+mask of special ids, batch encoding with word boundaries for whole-word masking, and a fingerprint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+from mlm_studio.core.progress import Progress
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+MIN_VOCAB = len(SPECIAL_TOKENS) + 64
+MAX_VOCAB = 2**20
+
+
+class TokenizerError(Exception):
+    """A tokenizer file cannot be used; the message says why."""
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    """How a WordPiece vocabulary is trained."""
+
+    vocab_size: int = 8000  # pieces including the special tokens and the alphabet
+    min_frequency: int = 2  # a pair must occur this often to be merged
+    lowercase: bool = True  # lowercase and strip accents (BERT "uncased")
+
+    def __post_init__(self) -> None:
+        if not MIN_VOCAB <= self.vocab_size <= MAX_VOCAB:
+            raise ValueError(f"vocabulary size must be between {MIN_VOCAB} and {MAX_VOCAB:,}, not {self.vocab_size}")
+        if self.min_frequency < 1:
+            raise ValueError(f"minimum frequency must be at least 1, not {self.min_frequency}")
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """Token ids of one text (no special tokens) and, for each token, whether it starts a word."""
+
+    ids: np.ndarray  # (T,) int64
+    word_starts: np.ndarray  # (T,) bool
+
+
+@dataclass(frozen=True)
+class TokenizerStats:
+    """How well a vocabulary covers some text."""
+
+    words: int
+    tokens: int
+    unknown: int
+
+    @property
+    def unknown_rate(self) -> float:
+        return self.unknown / self.tokens if self.tokens else 0.0
+
+    @property
+    def pieces_per_word(self) -> float:
+        return self.tokens / self.words if self.words else 0.0
+
+
+class MLMTokenizer:
+    """A WordPiece tokenizer with BERT's special tokens."""
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        missing = [t for t in SPECIAL_TOKENS if tokenizer.token_to_id(t) is None]
+        if missing:
+            raise TokenizerError(f"the tokenizer lacks the special token(s) {', '.join(missing)}")
+        self.backend = tokenizer
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
+            tokenizer.token_to_id(t) for t in SPECIAL_TOKENS
+        )
+        self.backend.no_padding()
+        self.backend.no_truncation()
+
+    @property
+    def vocab_size(self) -> int:
+        return self.backend.get_vocab_size(with_added_tokens=True)
+
+    @property
+    def special_ids(self) -> tuple[int, ...]:
+        return (self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id)
+
+    def special_mask(self) -> np.ndarray:
+        """(vocab_size,) bool: True for the ids of special tokens, which masking never selects."""
+        mask = np.zeros(self.vocab_size, dtype=bool)
+        mask[list(self.special_ids)] = True
+        return mask
+
+    def encode_batch(self, texts: Sequence[str]) -> list[Encoded]:
+        """Encode texts without special tokens, in parallel, with word boundaries from the pre-tokenizer."""
+        out = []
+        for enc in self.backend.encode_batch(list(texts), add_special_tokens=False):
+            ids = np.asarray(enc.ids, dtype=np.int64)
+            words = np.asarray([-1 if w is None else w for w in enc.word_ids], dtype=np.int64)
+            starts = np.ones(len(ids), dtype=bool)
+            starts[1:] = words[1:] != words[:-1]
+            out.append(Encoded(ids, starts))
+        return out
+
+    def tokens(self, text: str) -> list[str]:
+        """The word pieces of `text`, without special tokens."""
+        return self.backend.encode(text, add_special_tokens=False).tokens
+
+    def id_to_token(self, token_id: int) -> str:
+        return self.backend.id_to_token(int(token_id)) or "[UNK]"
+
+    def convert_ids(self, ids: Iterable[int]) -> list[str]:
+        return [self.id_to_token(i) for i in ids]
+
+    def stats(self, texts: Iterable[str]) -> TokenizerStats:
+        """[UNK] rate and pieces per word over `texts` (words as the pre-tokenizer splits them)."""
+        words = tokens = unknown = 0
+        for batch in _batches(texts, 512):
+            for enc in self.backend.encode_batch(batch, add_special_tokens=False):
+                tokens += len(enc.ids)
+                unknown += enc.ids.count(self.unk_id)
+                words += len({w for w in enc.word_ids if w is not None})
+        return TokenizerStats(words, tokens, unknown)
+
+    def fingerprint(self) -> str:
+        """A short hash of everything that decides the ids: vocabulary, normalizer, pre-tokenizer."""
+        return hashlib.sha256(self.backend.to_str().encode()).hexdigest()[:16]
+
+    def save(self, path: str | Path) -> Path:
+        """Write `tokenizer.json` (or BERT's `vocab.txt` for a `.txt` path) atomically; a folder gets
+        `tokenizer.json` inside it."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / "tokenizer.json"
+        text = vocab_txt(self) if path.suffix == ".txt" else self.backend.to_str(pretty=True)
+        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> MLMTokenizer:
+        """Load `tokenizer.json`, a BERT `vocab.txt`, or a folder holding either."""
+        path = Path(path)
+        if path.is_dir():
+            candidates = [path / "tokenizer.json", path / "vocab.txt"]
+            found = next((c for c in candidates if c.is_file()), None)
+            if found is None:
+                raise TokenizerError(f"{path} holds neither tokenizer.json nor vocab.txt")
+            path = found
+        if not path.is_file():
+            raise TokenizerError(f"{path} does not exist")
+        if path.suffix == ".txt":
+            return cls(_from_vocab_txt(path))
+        try:
+            backend = Tokenizer.from_str(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, OSError) as exc:
+            raise TokenizerError(f"{path.name} cannot be read as text ({exc})") from exc
+        except Exception as exc:  # the tokenizers library raises its own untyped errors for bad files
+            raise TokenizerError(f"{path.name} is not a valid tokenizer.json ({_first_line(exc)})") from exc
+        try:
+            return cls(backend)
+        except TokenizerError as exc:
+            raise TokenizerError(f"{path.name}: {exc}") from exc
+
+
+def train_tokenizer(
+    documents: Iterable[str], config: TokenizerConfig = TokenizerConfig(), total: int = 0, progress: Progress | None = None
+) -> MLMTokenizer:
+    """Train a WordPiece vocabulary on `documents` (`total` of them, if known, for progress)."""
+    progress = progress or Progress()
+    backend = _bert_pipeline(Tokenizer(models.WordPiece(unk_token="[UNK]")), config.lowercase)
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=config.vocab_size,
+        min_frequency=config.min_frequency,
+        special_tokens=list(SPECIAL_TOKENS),
+        show_progress=False,
+    )
+
+    def fed() -> Iterator[str]:
+        for i, doc in enumerate(documents):
+            if i % 1000 == 0:
+                progress.check()
+                progress.report(i, total, "Counting words")
+            yield doc
+        progress.report(total, total, "Building the vocabulary")
+
+    backend.train_from_iterator(fed(), trainer, length=total or None)
+    progress.check()
+    return MLMTokenizer(_with_post_processor(backend))
+
+
+def _bert_pipeline(backend: Tokenizer, lowercase: bool) -> Tokenizer:
+    backend.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, lowercase=lowercase)
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    backend.decoder = decoders.WordPiece(prefix="##")
+    return backend
+
+
+def _with_post_processor(backend: Tokenizer) -> Tokenizer:
+    cls_id, sep_id = backend.token_to_id("[CLS]"), backend.token_to_id("[SEP]")
+    backend.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)]
+    )
+    return backend
+
+
+def _from_vocab_txt(path: Path) -> Tokenizer:
+    """A BERT tokenizer from `vocab.txt`; cased unless no piece has an upper-case letter."""
+    try:
+        pieces = path.read_text(encoding="utf-8").splitlines()
+    except (UnicodeDecodeError, OSError) as exc:
+        raise TokenizerError(f"{path.name} cannot be read as UTF-8 text ({exc})") from exc
+    vocab: dict[str, int] = {}
+    for line_number, piece in enumerate(pieces, start=1):
+        piece = piece.rstrip("\r")
+        if not piece:
+            raise TokenizerError(f"{path.name} line {line_number}: empty vocabulary entry")
+        if piece in vocab:
+            raise TokenizerError(f"{path.name} line {line_number}: '{piece}' appears twice")
+        vocab[piece] = len(vocab)
+    missing = [t for t in SPECIAL_TOKENS if t not in vocab]
+    if missing:
+        raise TokenizerError(f"{path.name} lacks the special token(s) {', '.join(missing)}")
+    lowercase = not any(any(c.isupper() for c in p) for p in vocab if p not in SPECIAL_TOKENS)
+    backend = _bert_pipeline(Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]")), lowercase)
+    backend.add_special_tokens(list(SPECIAL_TOKENS))
+    return _with_post_processor(backend)
+
+
+def _batches(texts: Iterable[str], size: int) -> Iterator[list[str]]:
+    batch: list[str] = []
+    for text in texts:
+        batch.append(text)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def vocab_txt(tokenizer: MLMTokenizer) -> str:
+    """The vocabulary as BERT's `vocab.txt`: one piece per line, in id order."""
+    vocab = tokenizer.backend.get_vocab(with_added_tokens=True)
+    ordered = sorted(vocab.items(), key=lambda item: item[1])
+    if [i for _, i in ordered] != list(range(len(ordered))):
+        raise TokenizerError("the vocabulary ids are not contiguous; it cannot be written as vocab.txt")
+    return "".join(piece + "\n" for piece, _ in ordered)

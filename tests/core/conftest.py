@@ -1,0 +1,17 @@
+"""Shared engine fixtures: the built-in corpus and a small tokenizer trained on it (once per session)."""
+
+import pytest
+
+from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
+from mlm_studio.core.corpus import load_corpus
+from mlm_studio.core.tokenizer import TokenizerConfig, train_tokenizer
+
+
+@pytest.fixture(scope="session")
+def builtin_corpus():
+    return load_corpus([ensure_builtin_corpus()])
+
+
+@pytest.fixture(scope="session")
+def tokenizer(builtin_corpus):
+    return train_tokenizer(builtin_corpus.iter_documents(), TokenizerConfig(vocab_size=4000), builtin_corpus.documents)
