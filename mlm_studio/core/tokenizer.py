@@ -172,7 +172,10 @@ class MLMTokenizer:
 
 
 def train_tokenizer(
-    documents: Iterable[str], config: TokenizerConfig = TokenizerConfig(), total: int = 0, progress: Progress | None = None
+    documents: Iterable[str],
+    config: TokenizerConfig = TokenizerConfig(),
+    total: int = 0,
+    progress: Progress | None = None,
 ) -> MLMTokenizer:
     """Train a WordPiece vocabulary on `documents` (`total` of them, if known, for progress)."""
     progress = progress or Progress()
@@ -207,7 +210,9 @@ def _bert_pipeline(backend: Tokenizer, lowercase: bool) -> Tokenizer:
 def _with_post_processor(backend: Tokenizer) -> Tokenizer:
     cls_id, sep_id = backend.token_to_id("[CLS]"), backend.token_to_id("[SEP]")
     backend.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)]
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
     )
     return backend
 

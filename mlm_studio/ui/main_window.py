@@ -24,7 +24,8 @@ from mlm_studio.core.builtin_corpus import builtin_corpus_location
 from mlm_studio.core.corpus import ReadOptions
 from mlm_studio.core.device import available_devices
 from mlm_studio.ui.panels.corpus import CorpusPanel
-from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.panels.masking import MaskingPanel
+from mlm_studio.ui.tasks import TaskRunner, stop_all_tasks
 from mlm_studio.ui.workspace import Workspace
 
 MEMORY_REFRESH_MS = 2000
@@ -52,7 +53,9 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
 
         self.corpus_panel = CorpusPanel(self.workspace)
+        self.masking_panel = MaskingPanel(self.workspace)
         self.add_panel("Corpus", self.corpus_panel, QStyle.StandardPixmap.SP_FileDialogContentsView)
+        self.add_panel("Masking preview", self.masking_panel, QStyle.StandardPixmap.SP_FileDialogInfoView)
         self._build_menus()
         self._build_status_bar()
         self.workspace.corpus_changed.connect(self._update_corpus_status)
@@ -172,8 +175,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
         self._save()
         self._memory_timer.stop()
-        self.corpus_panel.runner.shutdown()
-        self._device_probe.shutdown()
+        stop_all_tasks()
         event.accept()
 
 

@@ -34,8 +34,8 @@ class _TaskThread(QThread):
     progressed = Signal(object, int, int, str)  # (thread, done, total, message)
     outcome = Signal(object, str, object)  # (thread, "ok" | "failed" | "cancelled", result or message)
 
-    def __init__(self, fn: Callable[[Progress], Any], parent: QObject) -> None:
-        super().__init__(parent)
+    def __init__(self, fn: Callable[[Progress], Any]) -> None:
+        super().__init__()
         self.fn = fn
         self.progress = _SignalProgress(self)
 
@@ -58,11 +58,27 @@ def user_message(exc: BaseException) -> str:
     return f"Unexpected error ({type(exc).__name__}): {exc}"
 
 
+_LIVE: set[_TaskThread] = set()  # threads outlive the widget that started them, until they end
+
+
+def stop_all_tasks(timeout_ms: int = 10_000) -> bool:
+    """Cancel every running task and wait for it; True if all ended in time (used at exit and by tests)."""
+    for thread in list(_LIVE):
+        thread.progress.cancel()
+    return all(thread.wait(timeout_ms) for thread in list(_LIVE))
+
+
+def _forget(thread: _TaskThread) -> None:
+    _LIVE.discard(thread)
+    thread.deleteLater()
+
+
 class TaskRunner(QObject):
     """Runs one function at a time in a QThread; starting another cancels the one running.
 
     Signals arrive on the GUI thread. Exactly one of `succeeded`, `failed` or `cancelled` follows `start`,
-    then `finished`; a task superseded by a newer one reports nothing.
+    then `finished`; a task superseded by a newer one reports nothing. If the runner is destroyed first,
+    its tasks are cancelled and end on their own.
     """
 
     progress = Signal(int, int, str)
@@ -75,6 +91,8 @@ class TaskRunner(QObject):
         super().__init__(parent)
         self._current: _TaskThread | None = None
         self._threads: set[_TaskThread] = set()
+        threads = self._threads
+        self.destroyed.connect(lambda *_: [thread.progress.cancel() for thread in list(threads)])
 
     @property
     def running(self) -> bool:
@@ -82,12 +100,14 @@ class TaskRunner(QObject):
 
     def start(self, fn: Callable[[Progress], Any]) -> None:
         self.cancel()
-        thread = _TaskThread(fn, self)
+        thread = _TaskThread(fn)
         thread.progressed.connect(self._on_progress)
         thread.outcome.connect(self._on_outcome)
         thread.finished.connect(self._on_thread_finished)
+        thread.finished.connect(lambda t=thread: _forget(t))
         self._current = thread
         self._threads.add(thread)
+        _LIVE.add(thread)
         thread.start()
 
     def cancel(self) -> None:
@@ -120,6 +140,4 @@ class TaskRunner(QObject):
         self.finished.emit()
 
     def _on_thread_finished(self) -> None:
-        thread = self.sender()
-        self._threads.discard(thread)
-        thread.deleteLater()
+        self._threads.discard(self.sender())

@@ -64,8 +64,9 @@ def check_invariants(batch, ids, word_ids, strategy):
 )
 def test_masking_invariants(seed, rows, length, strategy, rate, split):
     ids, word_ids = random_batch(np.random.default_rng(seed), rows, length)
-    config = MaskingConfig(rate=rate, mask_fraction=split[0], random_fraction=split[1], keep_fraction=split[2],
-                           strategy=strategy)
+    config = MaskingConfig(
+        rate=rate, mask_fraction=split[0], random_fraction=split[1], keep_fraction=split[2], strategy=strategy
+    )
     batch = Masker(config, SPECIAL, MASK)(ids, word_ids, torch.Generator().manual_seed(seed))
     check_invariants(batch, ids, word_ids, strategy)
 

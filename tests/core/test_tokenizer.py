@@ -1,5 +1,5 @@
-import re
 import json
+import re
 
 import numpy as np
 import pytest
@@ -85,7 +85,9 @@ def test_bad_tokenizer_files_are_refused_clearly(tmp_path, name, content, messag
 def test_tokenizer_json_without_special_tokens_is_refused(tmp_path):
     from tokenizers import Tokenizer, models
 
-    (tmp_path / "tokenizer.json").write_text(Tokenizer(models.WordPiece({"a": 0, "[UNK]": 1}, unk_token="[UNK]")).to_str())
+    (tmp_path / "tokenizer.json").write_text(
+        Tokenizer(models.WordPiece({"a": 0, "[UNK]": 1}, unk_token="[UNK]")).to_str()
+    )
     with pytest.raises(TokenizerError, match=r"tokenizer.json: the tokenizer lacks the special token\(s\) \[PAD\]"):
         MLMTokenizer.load(tmp_path / "tokenizer.json")
 
@@ -107,7 +109,9 @@ def test_training_reports_progress_and_can_be_cancelled(builtin_corpus):
         def report(self, done, total, message=""):
             seen.append((done, total))
 
-    train_tokenizer(builtin_corpus.iter_documents(), TokenizerConfig(vocab_size=500), builtin_corpus.documents, Recorder())
+    train_tokenizer(
+        builtin_corpus.iter_documents(), TokenizerConfig(vocab_size=500), builtin_corpus.documents, Recorder()
+    )
     assert seen[0] == (0, builtin_corpus.documents) and seen[-1] == (builtin_corpus.documents,) * 2
 
     class CancelEarly(Progress):

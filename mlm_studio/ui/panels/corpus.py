@@ -13,7 +13,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
     QFileDialog,
-    QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
@@ -25,6 +24,7 @@ from PySide6.QtWidgets import (
     QStyle,
     QTableWidget,
     QTableWidgetItem,
+    QTabWidget,
     QTextBrowser,
     QVBoxLayout,
     QWidget,
@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 from mlm_studio.core.builtin_corpus import builtin_corpus_location, ensure_builtin_corpus
 from mlm_studio.core.corpus import KINDS, Corpus, ReadOptions, SourceReport, load_corpus
 from mlm_studio.core.progress import Progress
+from mlm_studio.ui.panels.tokenizer_section import TokenizerSection
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.plots import accent_colour, themed_plot
@@ -148,22 +149,24 @@ class CorpusPanel(QWidget):
         self.histogram_curve = self.histogram.plot(
             [0, 1], [0], stepMode="center", fillLevel=0, brush=accent_colour(), pen=pg.mkPen(accent_colour())
         )
-        stats_box = QGroupBox("Statistics")
-        stats_layout = QFormLayout(stats_box)
-        stats_layout.addRow(self.totals)
-        stats_layout.addRow(self.histogram)
+        stats_page = QWidget()
+        stats_layout = QVBoxLayout(stats_page)
+        stats_layout.addWidget(self.totals)
+        stats_layout.addWidget(self.histogram, 1)
         self.samples = QTextBrowser()
         self.samples.setOpenLinks(False)
-        samples_box = QGroupBox("Sample documents")
-        QVBoxLayout(samples_box).addWidget(self.samples)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(stats_page, "Statistics")
+        self.tabs.addTab(self.samples, "Sample documents")
+        self.tokenizer_section = TokenizerSection(self.workspace)
         lower = QSplitter(Qt.Orientation.Horizontal)
-        lower.addWidget(stats_box)
-        lower.addWidget(samples_box)
-        lower.setSizes([500, 500])
+        lower.addWidget(self.tabs)
+        lower.addWidget(self.tokenizer_section)
+        lower.setSizes([520, 480])
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(sources_box)
         splitter.addWidget(lower)
-        splitter.setSizes([300, 340])
+        splitter.setSizes([260, 380])
 
         layout = QVBoxLayout(self)
         layout.addLayout(buttons)

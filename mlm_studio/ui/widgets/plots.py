@@ -18,6 +18,7 @@ def themed_plot(x_label: str, y_label: str, parent: QWidget | None = None) -> pg
         axis = plot.getAxis(name)
         axis.setPen(pg.mkPen(text))
         axis.setTextPen(pg.mkPen(text))
+        axis.enableAutoSIPrefix(False)
     plot.setLabel("bottom", x_label, color=text.name())
     plot.setLabel("left", y_label, color=text.name())
     plot.showGrid(x=True, y=True, alpha=0.15)

@@ -1,0 +1,97 @@
+"""What the masking preview shows: a few masked samples token by token, and rates measured over many blocks.
+
+It runs the trainer's own `Masker` on the trainer's own blocks, so what the user sees is what training does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from mlm_studio.core.dataset import BlockSet
+from mlm_studio.core.masking import Masker, MaskKind, achieved_rates
+from mlm_studio.core.progress import Progress
+from mlm_studio.core.tokenizer import MLMTokenizer
+
+MEASURE_BATCH = 256
+
+
+@dataclass(frozen=True)
+class PreviewToken:
+    """One position of a sample: the original piece, what the model sees, and what masking did."""
+
+    original: str
+    shown: str
+    kind: MaskKind
+    special: bool
+
+
+@dataclass(frozen=True)
+class MaskingPreview:
+    samples: tuple[tuple[PreviewToken, ...], ...]
+    counts: dict[str, tuple[int, int]]  # name -> (hits, trials), see `achieved_rates`
+    span_lengths: np.ndarray  # (max_span,) how many selected spans had 1..max_span words
+    blocks_measured: int
+
+
+def masking_preview(
+    blocks: BlockSet,
+    tokenizer: MLMTokenizer,
+    masker: Masker,
+    seed: int,
+    samples: int = 4,
+    measure: int = 1000,
+    progress: Progress | None = None,
+) -> MaskingPreview:
+    """Mask `samples` blocks for display and `measure` blocks for statistics, all chosen by `seed`."""
+    progress = progress or Progress()
+    rng = np.random.default_rng(seed)
+    generator = torch.Generator(device=masker.device).manual_seed(seed)
+    shown = rng.choice(len(blocks), size=min(samples, len(blocks)), replace=False)
+    batch = blocks.batch(np.sort(shown))
+    masked = masker(torch.from_numpy(batch.input_ids), torch.from_numpy(batch.word_ids), generator)
+    rows = tuple(
+        _row(
+            tokenizer,
+            batch.input_ids[r],
+            masked.input_ids[r].cpu().numpy(),
+            masked.kinds[r].cpu().numpy(),
+            batch.attention_mask[r],
+        )
+        for r in range(len(shown))
+    )
+
+    measured = rng.choice(len(blocks), size=min(measure, len(blocks)), replace=False)
+    totals: dict[str, list[int]] = {}
+    span_counts = np.zeros(masker.config.max_span, dtype=np.int64)
+    special = torch.from_numpy(tokenizer.special_mask())
+    for start in range(0, len(measured), MEASURE_BATCH):
+        progress.check()
+        progress.report(start, len(measured), "Measuring masking rates")
+        part = blocks.batch(measured[start : start + MEASURE_BATCH])
+        ids = torch.from_numpy(part.input_ids)
+        result = masker(ids, torch.from_numpy(part.word_ids), generator)
+        for name, (hits, trials) in achieved_rates(result.kinds.cpu(), ~special[ids]).items():
+            pair = totals.setdefault(name, [0, 0])
+            pair[0] += hits
+            pair[1] += trials
+        if len(result.spans):
+            span_counts += np.bincount(result.spans[:, 2].cpu().numpy(), minlength=len(span_counts) + 1)[1:]
+    counts = {name: (hits, trials) for name, (hits, trials) in totals.items()}
+    return MaskingPreview(rows, counts, span_counts, len(measured))
+
+
+def _row(tokenizer: MLMTokenizer, original, masked, kinds, attention) -> tuple[PreviewToken, ...]:
+    specials = set(tokenizer.special_ids)
+    return tuple(
+        PreviewToken(
+            original=tokenizer.id_to_token(original[i]),
+            shown=tokenizer.id_to_token(masked[i]),
+            kind=MaskKind(int(kinds[i])),
+            special=int(original[i]) in specials,
+        )
+        for i in range(len(original))
+        if attention[i]
+    )

@@ -1,0 +1,382 @@
+"""Masking preview: real blocks of the corpus masked by the trainer's own masker, colour-coded token by
+token, with the achieved rates measured over many blocks against the configured ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QFrame,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from mlm_studio.core.dataset import DataConfig, split_blocks, tokenize_corpus
+from mlm_studio.core.masking import Masker, MaskingConfig, MaskKind, wilson_interval
+from mlm_studio.core.preview import MaskingPreview, PreviewToken, masking_preview
+from mlm_studio.core.progress import Progress
+from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.widgets.message_bar import MessageBar
+from mlm_studio.ui.widgets.plots import accent_colour, themed_plot
+from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
+from mlm_studio.ui.workspace import Workspace
+
+KIND_COLOURS = {
+    MaskKind.MASK: QColor("#d9534f"),
+    MaskKind.RANDOM: QColor("#f0a030"),
+    MaskKind.KEPT: QColor("#4caf50"),
+}
+SPECIAL_COLOUR = QColor("#9e9e9e")
+INVALID_STYLE = "QAbstractSpinBox { border: 1px solid #c0392b; }"
+SAMPLES = 4
+MEASURED_BLOCKS = 1000
+REFRESH_DELAY_MS = 120
+STRATEGY_LABELS = {"token": "Token", "whole_word": "Whole word", "span": "Span (SpanBERT)"}
+
+
+def token_cell(token: PreviewToken) -> TokenCell:
+    """How one preview token is drawn: colour by what masking did, with a tooltip that says it."""
+    if token.special:
+        return TokenCell(token.original, None, f"{token.original}: a special token, never masked", muted=True)
+    if token.kind == MaskKind.MASK:
+        return TokenCell(token.original, KIND_COLOURS[token.kind], f"'{token.original}' → [MASK]; the model predicts it")
+    if token.kind == MaskKind.RANDOM:
+        text = f"{token.original} → {token.shown}"
+        return TokenCell(text, KIND_COLOURS[token.kind], f"'{token.original}' replaced by the random '{token.shown}'")
+    if token.kind == MaskKind.KEPT:
+        return TokenCell(token.original, KIND_COLOURS[token.kind], f"'{token.original}' kept, but the model predicts it")
+    return TokenCell(token.original, None, "not selected")
+
+
+class MaskingPanel(QWidget):
+    """Controls on the left; samples, measured rates and span lengths on the right."""
+
+    preview_updated = Signal()
+
+    def __init__(self, workspace: Workspace, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.workspace = workspace
+        self.tokenized = None
+        self.blocks = None
+        self.preview: MaskingPreview | None = None
+        self.data_runner = TaskRunner(self)
+        self.data_runner.progress.connect(self._on_progress)
+        self.data_runner.succeeded.connect(self._on_data)
+        self.data_runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
+        self.data_runner.finished.connect(self._on_data_finished)
+        self.preview_runner = TaskRunner(self)
+        self.preview_runner.succeeded.connect(self._on_preview)
+        self.preview_runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
+        self._refresh_timer = QTimer(self)
+        self._refresh_timer.setSingleShot(True)
+        self._refresh_timer.setInterval(REFRESH_DELAY_MS)
+        self._refresh_timer.timeout.connect(self.refresh)
+        self._build()
+        workspace.corpus_changed.connect(self.prepare_data)
+        workspace.tokenizer_changed.connect(self.prepare_data)
+        self._on_strategy()
+        self.prepare_data()
+
+    # --- layout -------------------------------------------------------------------------------------
+    def _build(self) -> None:
+        self.strategy_combo = QComboBox()
+        for value, label in STRATEGY_LABELS.items():
+            self.strategy_combo.addItem(label, value)
+        self.strategy_combo.setToolTip(
+            "Token: each piece on its own. Whole word: all pieces of a word together. "
+            "Span: runs of whole words with geometric lengths (SpanBERT)"
+        )
+        defaults = MaskingConfig()
+        self.rate_spin = _fraction_spin(defaults.rate, 0.01, 0.99, "Share of tokens the model must predict (BERT: 0.15)")
+        self.mask_spin = _fraction_spin(defaults.mask_fraction, 0, 1, "Of those: replaced by [MASK] (BERT: 0.8)")
+        self.random_spin = _fraction_spin(defaults.random_fraction, 0, 1, "Of those: replaced by a random token (0.1)")
+        self.keep_spin = _fraction_spin(defaults.keep_fraction, 0, 1, "Of those: left unchanged (0.1)")
+        self.span_p_spin = _fraction_spin(defaults.span_p, 0.01, 1, "Geometric parameter of span lengths (SpanBERT: 0.2)")
+        self.max_span_spin = QSpinBox()
+        self.max_span_spin.setRange(1, 64)
+        self.max_span_spin.setValue(defaults.max_span)
+        self.max_span_spin.setToolTip("Longest span in words (SpanBERT: 10)")
+        self.length_spin = QSpinBox()
+        self.length_spin.setRange(16, 1024)
+        self.length_spin.setSingleStep(16)
+        self.length_spin.setValue(DataConfig.max_seq_len)
+        self.length_spin.setToolTip("Tokens per block, [CLS] and [SEP] included")
+        self.packing_check = QCheckBox("pack documents")
+        self.packing_check.setChecked(DataConfig.packing)
+        self.packing_check.setToolTip("Fill blocks with consecutive documents; otherwise one document per padded block")
+        self.seed_spin = QSpinBox()
+        self.seed_spin.setRange(0, 2**31 - 1)
+        self.reroll_button = QPushButton("Re-roll")
+        self.reroll_button.setToolTip("Draw new samples and a new masking (next seed)")
+        self.reroll_button.clicked.connect(lambda: self.seed_spin.setValue(self.seed_spin.value() + 1))
+        self.validation_label = QLabel()
+        self.validation_label.setWordWrap(True)
+        self.validation_label.setStyleSheet("color: #c0392b;")
+
+        masking_box = QGroupBox("Masking")
+        form = QFormLayout(masking_box)
+        form.addRow("Strategy", self.strategy_combo)
+        form.addRow("Rate", self.rate_spin)
+        form.addRow("[MASK]", self.mask_spin)
+        form.addRow("Random", self.random_spin)
+        form.addRow("Keep", self.keep_spin)
+        form.addRow("Span p", self.span_p_spin)
+        form.addRow("Longest span", self.max_span_spin)
+        form.addRow(self.validation_label)
+        data_box = QGroupBox("Samples")
+        data_form = QFormLayout(data_box)
+        data_form.addRow("Block length", self.length_spin)
+        data_form.addRow(self.packing_check)
+        seed_row = QHBoxLayout()
+        seed_row.addWidget(self.seed_spin, 1)
+        seed_row.addWidget(self.reroll_button)
+        data_form.addRow("Seed", seed_row)
+        legend = TokenView()
+        legend.set_cells(
+            [
+                TokenCell("[MASK]", KIND_COLOURS[MaskKind.MASK], "replaced by [MASK]"),
+                TokenCell("random → new", KIND_COLOURS[MaskKind.RANDOM], "replaced by a random token"),
+                TokenCell("kept", KIND_COLOURS[MaskKind.KEPT], "unchanged, but predicted"),
+                TokenCell("untouched", None, "not selected"),
+                TokenCell("[CLS]", None, "special token, never masked", muted=True),
+            ]
+        )
+        legend_box = QGroupBox("Legend")
+        QVBoxLayout(legend_box).addWidget(legend)
+        controls = QWidget()
+        controls_layout = QVBoxLayout(controls)
+        controls_layout.setContentsMargins(0, 0, 0, 0)
+        controls_layout.addWidget(masking_box)
+        controls_layout.addWidget(data_box)
+        controls_layout.addWidget(legend_box)
+        controls_layout.addStretch(1)
+        controls.setFixedWidth(300)
+
+        for spin in (self.rate_spin, self.mask_spin, self.random_spin, self.keep_spin, self.span_p_spin):
+            spin.valueChanged.connect(self._on_edit)
+        self.max_span_spin.valueChanged.connect(self._on_edit)
+        self.seed_spin.valueChanged.connect(self._on_edit)
+        self.strategy_combo.currentIndexChanged.connect(self._on_strategy)
+        self.length_spin.valueChanged.connect(self._on_data_settings)
+        self.packing_check.toggled.connect(self._on_data_settings)
+
+        self.message_bar = MessageBar()
+        self.progress_bar = QProgressBar()
+        self.progress_bar.hide()
+        self.empty_label = QLabel("Load a corpus and a tokenizer in the Corpus panel to preview masking.")
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.sample_views = [TokenView() for _ in range(SAMPLES)]
+        samples = QWidget()
+        samples_layout = QVBoxLayout(samples)
+        for i, view in enumerate(self.sample_views):
+            if i:
+                line = QFrame()
+                line.setFrameShape(QFrame.Shape.HLine)
+                line.setFrameShadow(QFrame.Shadow.Sunken)
+                samples_layout.addWidget(line)
+            samples_layout.addWidget(view)
+        samples_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(samples)
+
+        self.rates_table = QTableWidget(4, 4)
+        self.rates_table.setHorizontalHeaderLabels(["Configured", "Measured", "95% interval", "Tokens"])
+        self.rates_table.setVerticalHeaderLabels(["Selected", "→ [MASK]", "→ random", "→ kept"])
+        self.rates_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.rates_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.rates_table.horizontalHeader().setStretchLastSection(True)
+        self.rates_caption = QLabel()
+        rates_box = QGroupBox("Measured rates")
+        rates_layout = QVBoxLayout(rates_box)
+        rates_layout.addWidget(self.rates_caption)
+        rates_layout.addWidget(self.rates_table)
+        self.span_plot = themed_plot("span length (words)", "share of spans")
+        self.span_bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush=accent_colour())
+        self.span_plot.addItem(self.span_bars)
+        self.span_theory = self.span_plot.plot([], [], pen=pg.mkPen("#d9534f", width=1), symbol="o", symbolSize=6)
+        self.span_plot.addLegend(offset=(-10, 10)).addItem(self.span_theory, "truncated geometric law")
+        self.span_box = QGroupBox("Span lengths")
+        QVBoxLayout(self.span_box).addWidget(self.span_plot)
+        lower = QSplitter(Qt.Orientation.Horizontal)
+        lower.addWidget(rates_box)
+        lower.addWidget(self.span_box)
+        lower.setSizes([560, 400])
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(scroll)
+        right.addWidget(lower)
+        right.setSizes([420, 260])
+
+        results = QVBoxLayout()
+        results.addWidget(self.message_bar)
+        results.addWidget(self.progress_bar)
+        results.addWidget(self.empty_label)
+        results.addWidget(right, 1)
+        self.results = right
+        layout = QHBoxLayout(self)
+        layout.addWidget(controls)
+        layout.addLayout(results, 1)
+
+    # --- configuration ------------------------------------------------------------------------------
+    def masking_config(self) -> MaskingConfig:
+        """The configuration in the controls; raises ValueError with the reason when invalid."""
+        return MaskingConfig(
+            rate=self.rate_spin.value(),
+            mask_fraction=self.mask_spin.value(),
+            random_fraction=self.random_spin.value(),
+            keep_fraction=self.keep_spin.value(),
+            strategy=self.strategy_combo.currentData(),
+            span_p=self.span_p_spin.value(),
+            max_span=self.max_span_spin.value(),
+        )
+
+    def data_config(self) -> DataConfig:
+        return DataConfig(max_seq_len=self.length_spin.value(), packing=self.packing_check.isChecked())
+
+    def _on_strategy(self) -> None:
+        span = self.strategy_combo.currentData() == "span"
+        self.span_p_spin.setEnabled(span)
+        self.max_span_spin.setEnabled(span)
+        self.span_box.setVisible(span)
+        self._on_edit()
+
+    def _on_edit(self) -> None:
+        split = (self.mask_spin, self.random_spin, self.keep_spin)
+        try:
+            self.masking_config()
+        except ValueError as exc:
+            self.validation_label.setText(str(exc).capitalize() + ".")
+            for spin in split:
+                spin.setStyleSheet(INVALID_STYLE)
+            return
+        self.validation_label.clear()
+        for spin in split:
+            spin.setStyleSheet("")
+        self._refresh_timer.start()
+
+    # --- data and preview ---------------------------------------------------------------------------
+    def prepare_data(self) -> None:
+        """Tokenize the workspace corpus (cached) and cut it into blocks, in the background."""
+        corpus, tokenizer = self.workspace.corpus, self.workspace.tokenizer
+        self.tokenized = self.blocks = None
+        self._show_empty(True)
+        if corpus is None or tokenizer is None:
+            self.data_runner.cancel()
+            return
+        config = self.data_config()
+
+        def work(progress: Progress):
+            tokenized = tokenize_corpus(corpus, tokenizer, progress)
+            return tokenized, split_blocks(tokenized, config, tokenizer)[0]
+
+        self.progress_bar.setRange(0, 0)
+        self.progress_bar.show()
+        self.data_runner.start(work)
+
+    def _on_data_settings(self) -> None:
+        if self.tokenized is not None and self.workspace.tokenizer is not None:
+            self.blocks = split_blocks(self.tokenized, self.data_config(), self.workspace.tokenizer)[0]
+            self.refresh()
+
+    def _on_progress(self, done: int, total: int, message: str) -> None:
+        self.progress_bar.setFormat(f"{message} %p%")
+        if total > 0:
+            self.progress_bar.setRange(0, total)
+            self.progress_bar.setValue(done)
+
+    def _on_data(self, result) -> None:
+        self.tokenized, self.blocks = result
+        self.refresh()
+
+    def _on_data_finished(self) -> None:
+        self.progress_bar.hide()
+
+    def refresh(self) -> None:
+        """Mask new samples and measure the rates with the current settings."""
+        tokenizer = self.workspace.tokenizer
+        if self.blocks is None or tokenizer is None or len(self.blocks) == 0:
+            return
+        try:
+            config = self.masking_config()
+        except ValueError:
+            return
+        masker = Masker.for_tokenizer(config, tokenizer)
+        blocks, seed = self.blocks, self.seed_spin.value()
+        self.preview_runner.start(
+            lambda progress: masking_preview(blocks, tokenizer, masker, seed, SAMPLES, MEASURED_BLOCKS, progress)
+        )
+
+    def _on_preview(self, preview: MaskingPreview) -> None:
+        self.preview = preview
+        self._show_empty(False)
+        for view, sample in zip(self.sample_views, preview.samples):
+            view.set_cells([token_cell(token) for token in sample])
+        config = self.masking_config()
+        configured = (config.rate, config.mask_fraction, config.random_fraction, config.keep_fraction)
+        for row, (name, expected) in enumerate(zip(("selected", "mask", "random", "keep"), configured)):
+            hits, trials = preview.counts[name]
+            low, high = wilson_interval(hits, trials)
+            measured = hits / trials if trials else 0.0
+            values = (f"{expected:.3f}", f"{measured:.3f}", f"{low:.3f}–{high:.3f}", f"{hits:,} of {trials:,}")
+            for column, value in enumerate(values):
+                item = QTableWidgetItem(value)
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if column == 2 and not low <= expected <= high:
+                    item.setToolTip("The configured value lies outside the 95% interval of this measurement")
+                self.rates_table.setItem(row, column, item)
+        self.rates_caption.setText(f"Over {preview.blocks_measured:,} blocks of the corpus, same masker as training")
+        spans = preview.span_lengths
+        lengths = np.arange(1, len(spans) + 1)
+        share = spans / spans.sum() if spans.sum() else spans.astype(float)
+        self.span_bars.setOpts(x=lengths, height=share, width=0.7)
+        self.span_theory.setData(lengths, config.span_length_probabilities())
+        self.preview_updated.emit()
+
+    def _show_empty(self, empty: bool) -> None:
+        self.empty_label.setVisible(empty)
+        self.results.setVisible(not empty)
+
+
+def _fraction_spin(value: float, low: float, high: float, tooltip: str) -> QDoubleSpinBox:
+    spin = QDoubleSpinBox()
+    spin.setRange(low, high)
+    spin.setDecimals(2)
+    spin.setSingleStep(0.05)
+    spin.setValue(value)
+    spin.setToolTip(tooltip)
+    return spin
+
+
+if __name__ == "__main__":
+    from PySide6.QtWidgets import QApplication
+
+    from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
+    from mlm_studio.core.corpus import load_corpus
+    from mlm_studio.core.tokenizer import train_tokenizer
+
+    app = QApplication([])
+    workspace = Workspace()
+    panel = MaskingPanel(workspace)
+    panel.resize(1200, 760)
+    panel.show()
+    corpus = load_corpus([ensure_builtin_corpus()])
+    workspace.set_corpus(corpus)
+    workspace.set_tokenizer(train_tokenizer(corpus.iter_documents(), total=corpus.documents))
+    app.exec()

@@ -1,0 +1,258 @@
+"""The tokenizer part of the Corpus panel: train WordPiece on the corpus, or load / save one; inspect it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from mlm_studio.core.corpus import Corpus
+from mlm_studio.core.progress import Progress
+from mlm_studio.core.tokenizer import (
+    MAX_VOCAB,
+    MIN_VOCAB,
+    MLMTokenizer,
+    TokenizerConfig,
+    TokenizerStats,
+    train_tokenizer,
+)
+from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.widgets.message_bar import MessageBar
+from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
+from mlm_studio.ui.workspace import Workspace
+
+STATS_DOCUMENTS = 5000
+SAMPLE_TEXT = "Masked language models learn unexpectedly much from predicting hidden words."
+PIECE_COLOURS = (QColor("#cfe3f7"), QColor("#f7e3cf"))
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    tokenizer: MLMTokenizer
+    stats: TokenizerStats | None
+    origin: str
+
+
+def _stats(tokenizer: MLMTokenizer, corpus: Corpus | None) -> TokenizerStats | None:
+    return tokenizer.stats(islice(corpus.iter_documents(), STATS_DOCUMENTS)) if corpus else None
+
+
+class TokenizerSection(QGroupBox):
+    """Trains a tokenizer automatically the first time a corpus appears, so the workbench is ready to use."""
+
+    busy_changed = Signal(bool)
+
+    def __init__(self, workspace: Workspace, parent: QWidget | None = None) -> None:
+        super().__init__("Tokenizer", parent)
+        self.workspace = workspace
+        self.origin = ""
+        self.runner = TaskRunner(self)
+        self.runner.progress.connect(self._on_progress)
+        self.runner.succeeded.connect(self._on_ready)
+        self.runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
+        self.runner.cancelled.connect(lambda: self.message_bar.show_message("Cancelled; nothing changed.", "info"))
+        self.runner.finished.connect(self._on_finished)
+        self._build()
+        workspace.corpus_changed.connect(self._on_corpus)
+        self._update_buttons()
+
+    def _build(self) -> None:
+        self.vocab_spin = QSpinBox()
+        self.vocab_spin.setRange(MIN_VOCAB, MAX_VOCAB)
+        self.vocab_spin.setSingleStep(1000)
+        self.vocab_spin.setValue(TokenizerConfig.vocab_size)
+        self.vocab_spin.setGroupSeparatorShown(True)
+        self.vocab_spin.setToolTip("Word pieces in the vocabulary, special tokens included (BERT uses 30,522)")
+        self.min_freq_spin = QSpinBox()
+        self.min_freq_spin.setRange(1, 10_000)
+        self.min_freq_spin.setValue(TokenizerConfig.min_frequency)
+        self.min_freq_spin.setToolTip("A pair of pieces must occur this often to be merged into one")
+        self.lowercase_check = QCheckBox("lowercase and strip accents")
+        self.lowercase_check.setChecked(TokenizerConfig.lowercase)
+        self.train_button = QPushButton("Train")
+        self.train_button.setToolTip("Train a WordPiece vocabulary on the current corpus")
+        self.load_button = QPushButton("Load…")
+        self.load_button.setToolTip("Load a tokenizer.json or a BERT vocab.txt")
+        self.save_button = QPushButton("Save…")
+        self.train_button.clicked.connect(self.train)
+        self.load_button.clicked.connect(self.load_dialog)
+        self.save_button.clicked.connect(self.save_dialog)
+        settings = QHBoxLayout()
+        settings.addWidget(QLabel("Vocabulary"))
+        settings.addWidget(self.vocab_spin)
+        settings.addWidget(QLabel("min. frequency"))
+        settings.addWidget(self.min_freq_spin)
+        settings.addWidget(self.lowercase_check)
+        settings.addStretch(1)
+        buttons = QHBoxLayout()
+        for button in (self.train_button, self.load_button, self.save_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+
+        self.progress_bar = QProgressBar()
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.runner.cancel)
+        progress = QHBoxLayout()
+        progress.setContentsMargins(0, 0, 0, 0)
+        progress.addWidget(self.progress_bar, 1)
+        progress.addWidget(self.cancel_button)
+        self.progress_row = QWidget()
+        self.progress_row.setLayout(progress)
+        self.progress_row.hide()
+        self.message_bar = MessageBar()
+
+        self.summary = QLabel("No tokenizer yet")
+        self.summary.setWordWrap(True)
+        self.sample_edit = QLineEdit(SAMPLE_TEXT)
+        self.sample_edit.setToolTip("Type any text to see it as word pieces")
+        self.sample_edit.textChanged.connect(self._update_pieces)
+        self.pieces = TokenView()
+        info = QFormLayout()
+        info.addRow("Try a line", self.sample_edit)
+        info.addRow("Pieces", self.pieces)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(settings)
+        layout.addLayout(buttons)
+        layout.addWidget(self.progress_row)
+        layout.addWidget(self.message_bar)
+        layout.addWidget(self.summary)
+        layout.addLayout(info)
+        layout.addStretch(1)
+
+    # --- actions ------------------------------------------------------------------------------------
+    def config(self) -> TokenizerConfig:
+        return TokenizerConfig(self.vocab_spin.value(), self.min_freq_spin.value(), self.lowercase_check.isChecked())
+
+    def train(self) -> None:
+        corpus = self.workspace.corpus
+        if corpus is None:
+            self.message_bar.show_message("Load a corpus first: the tokenizer is trained on it.", "warning")
+            return
+        config = self.config()
+        origin = f"trained on {corpus.documents:,} documents"
+
+        def work(progress: Progress) -> _Outcome:
+            tokenizer = train_tokenizer(corpus.iter_documents(), config, corpus.documents, progress)
+            return _Outcome(tokenizer, _stats(tokenizer, corpus), origin)
+
+        self._start(work)
+
+    def load_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Load a tokenizer", "", "Tokenizers (tokenizer.json vocab.txt *.json *.txt);;All files (*)"
+        )
+        if path:
+            self.load_path(path)
+
+    def load_path(self, path: str | Path) -> None:
+        corpus = self.workspace.corpus
+
+        def work(progress: Progress) -> _Outcome:
+            tokenizer = MLMTokenizer.load(path)
+            return _Outcome(tokenizer, _stats(tokenizer, corpus), f"loaded from {Path(path).name}")
+
+        self._start(work)
+
+    def save_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Save the tokenizer", "tokenizer.json", "tokenizer.json (*.json);;BERT vocab.txt (*.txt)"
+        )
+        if path:
+            self.save_path(path)
+
+    def save_path(self, path: str | Path) -> None:
+        tokenizer = self.workspace.tokenizer
+        if tokenizer is None:
+            return
+        try:
+            saved = tokenizer.save(path)
+        except (OSError, ValueError) as exc:
+            self.message_bar.show_message(f"Could not save the tokenizer: {exc}", "error")
+        else:
+            self.message_bar.show_message(f"Saved to {saved}.", "info")
+
+    def _start(self, work) -> None:
+        self.message_bar.clear()
+        self.progress_bar.setRange(0, 0)
+        self.progress_row.show()
+        self.runner.start(work)
+        self._update_buttons()
+        self.busy_changed.emit(True)
+
+    # --- outcomes -----------------------------------------------------------------------------------
+    def _on_corpus(self, corpus: Corpus | None) -> None:
+        tokenizer = self.workspace.tokenizer
+        if corpus is None or self.runner.running:
+            self._update_buttons()
+        elif tokenizer is None:
+            self.train()
+        else:
+            origin = self.origin
+            self._start(lambda progress: _Outcome(tokenizer, _stats(tokenizer, corpus), origin))
+
+    def _on_progress(self, done: int, total: int, message: str) -> None:
+        self.progress_bar.setFormat(f"{message} %p%")
+        if total > 0:
+            self.progress_bar.setRange(0, total)
+            self.progress_bar.setValue(done)
+
+    def _on_ready(self, outcome: _Outcome) -> None:
+        self.origin = outcome.origin
+        text = f"<b>WordPiece</b>, {outcome.tokenizer.vocab_size:,} pieces, {outcome.origin}."
+        if outcome.stats is not None:
+            text += (
+                f"<br>On the corpus: <b>{outcome.stats.unknown_rate:.2%}</b> [UNK] · "
+                f"<b>{outcome.stats.pieces_per_word:.2f}</b> pieces per word"
+            )
+        self.summary.setText(text)
+        if outcome.tokenizer is not self.workspace.tokenizer:
+            self.workspace.set_tokenizer(outcome.tokenizer)
+        self._update_pieces()
+
+    def _on_finished(self) -> None:
+        self.progress_row.hide()
+        self._update_buttons()
+        self.busy_changed.emit(False)
+
+    def _update_pieces(self) -> None:
+        tokenizer = self.workspace.tokenizer
+        if tokenizer is None:
+            self.pieces.set_cells([])
+            return
+        cells, word = [], -1
+        for piece in tokenizer.tokens(self.sample_edit.text()):
+            if not piece.startswith("##"):
+                word += 1
+            unknown = piece == "[UNK]"
+            tooltip = (
+                "not in the vocabulary"
+                if unknown
+                else ("continues the word" if word >= 0 and piece.startswith("##") else "starts a word")
+            )
+            colour = QColor("#e57373") if unknown else PIECE_COLOURS[word % 2]
+            cells.append(TokenCell(piece, colour, tooltip))
+        self.pieces.set_cells(cells)
+
+    def _update_buttons(self) -> None:
+        busy = self.runner.running
+        self.train_button.setEnabled(not busy and self.workspace.corpus is not None)
+        self.load_button.setEnabled(not busy)
+        self.save_button.setEnabled(not busy and self.workspace.tokenizer is not None)

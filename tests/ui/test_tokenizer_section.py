@@ -1,0 +1,84 @@
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog
+
+from mlm_studio.core.tokenizer import MLMTokenizer
+from mlm_studio.ui.panels.tokenizer_section import TokenizerSection
+from mlm_studio.ui.workspace import Workspace
+
+TIMEOUT_MS = 60_000
+
+
+@pytest.fixture
+def section(qtbot):
+    widget = TokenizerSection(Workspace())
+    qtbot.addWidget(widget)
+    widget.resize(600, 400)
+    widget.show()
+    yield widget
+    widget.runner.shutdown()
+
+
+def test_a_tokenizer_is_trained_when_the_first_corpus_arrives(qtbot, section, builtin_corpus):
+    assert not section.train_button.isEnabled() and not section.save_button.isEnabled()
+    with qtbot.waitSignal(section.workspace.tokenizer_changed, timeout=TIMEOUT_MS):
+        section.workspace.set_corpus(builtin_corpus)
+    tokenizer = section.workspace.tokenizer
+    assert tokenizer.vocab_size == 8000
+    qtbot.waitUntil(lambda: section.save_button.isEnabled(), timeout=TIMEOUT_MS)
+    assert "8,000 pieces, trained on 9," in section.summary.text() and "[UNK]" in section.summary.text()
+    assert [cell.text for cell in section.pieces.cells] == tokenizer.tokens(section.sample_edit.text())
+
+
+def test_retrain_with_settings_typed_by_the_user(qtbot, section, builtin_corpus):
+    with qtbot.waitSignal(section.workspace.tokenizer_changed, timeout=TIMEOUT_MS):
+        section.workspace.set_corpus(builtin_corpus)
+    qtbot.waitUntil(lambda: section.train_button.isEnabled(), timeout=TIMEOUT_MS)
+    section.vocab_spin.selectAll()
+    qtbot.keyClicks(section.vocab_spin, "2000")
+    section.lowercase_check.setChecked(False)
+    with qtbot.waitSignal(section.workspace.tokenizer_changed, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(section.train_button, Qt.MouseButton.LeftButton)
+    tokenizer = section.workspace.tokenizer
+    assert tokenizer.vocab_size == 2000
+    assert "Python" in tokenizer.tokens("Python is")
+    section.sample_edit.setText("Python ✓")
+    assert [cell.text for cell in section.pieces.cells][-1] == "[UNK]"
+    assert section.pieces.cells[-1].tooltip == "not in the vocabulary"
+
+
+def test_save_then_load_through_the_dialogs(qtbot, section, builtin_corpus, small_tokenizer, tmp_path, monkeypatch):
+    section.workspace.set_tokenizer(small_tokenizer)
+    section._update_buttons()
+    target = tmp_path / "tok.json"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
+    qtbot.mouseClick(section.save_button, Qt.MouseButton.LeftButton)
+    assert MLMTokenizer.load(target).fingerprint() == small_tokenizer.fingerprint()
+    assert section.message_bar.level == "info"
+    section.workspace.set_tokenizer(None)
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(target), ""))
+    with qtbot.waitSignal(section.workspace.tokenizer_changed, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(section.load_button, Qt.MouseButton.LeftButton)
+    assert section.workspace.tokenizer.fingerprint() == small_tokenizer.fingerprint()
+    qtbot.waitUntil(lambda: not section.runner.running, timeout=TIMEOUT_MS)
+    assert "loaded from tok.json" in section.summary.text()
+
+
+def test_a_bad_tokenizer_file_is_refused_and_the_current_one_kept(qtbot, section, small_tokenizer, tmp_path):
+    section.workspace.set_tokenizer(small_tokenizer)
+    bad = tmp_path / "vocab.txt"
+    bad.write_text("hello\n")
+    with qtbot.waitSignal(section.runner.finished, timeout=TIMEOUT_MS):
+        section.load_path(bad)
+    assert section.message_bar.level == "error" and "lacks the special token(s)" in section.message_bar.text
+    assert section.workspace.tokenizer is small_tokenizer
+
+
+def test_training_can_be_cancelled(qtbot, section, builtin_corpus, small_tokenizer):
+    section.workspace.set_tokenizer(small_tokenizer)
+    section.workspace.set_corpus(builtin_corpus)  # starts a statistics job; training replaces it
+    with qtbot.waitSignal(section.runner.finished, timeout=TIMEOUT_MS):
+        section.train()
+        qtbot.mouseClick(section.cancel_button, Qt.MouseButton.LeftButton)
+    assert section.workspace.tokenizer is small_tokenizer
+    assert section.message_bar.level == "info" and "Cancelled" in section.message_bar.text
