@@ -55,13 +55,14 @@ def token_cell(token: PreviewToken) -> TokenCell:
     """How one preview token is drawn: colour by what masking did, with a tooltip that says it."""
     if token.special:
         return TokenCell(token.original, None, f"{token.original}: a special token, never masked", muted=True)
+    colour = KIND_COLOURS.get(token.kind)
     if token.kind == MaskKind.MASK:
-        return TokenCell(token.original, KIND_COLOURS[token.kind], f"'{token.original}' → [MASK]; the model predicts it")
+        return TokenCell(token.original, colour, f"'{token.original}' → [MASK]; the model predicts it")
     if token.kind == MaskKind.RANDOM:
         text = f"{token.original} → {token.shown}"
-        return TokenCell(text, KIND_COLOURS[token.kind], f"'{token.original}' replaced by the random '{token.shown}'")
+        return TokenCell(text, colour, f"'{token.original}' replaced by the random '{token.shown}'")
     if token.kind == MaskKind.KEPT:
-        return TokenCell(token.original, KIND_COLOURS[token.kind], f"'{token.original}' kept, but the model predicts it")
+        return TokenCell(token.original, colour, f"'{token.original}' kept, but the model predicts it")
     return TokenCell(token.original, None, "not selected")
 
 
@@ -104,11 +105,11 @@ class MaskingPanel(QWidget):
             "Span: runs of whole words with geometric lengths (SpanBERT)"
         )
         defaults = MaskingConfig()
-        self.rate_spin = _fraction_spin(defaults.rate, 0.01, 0.99, "Share of tokens the model must predict (BERT: 0.15)")
+        self.rate_spin = _fraction_spin(defaults.rate, 0.01, 0.99, "Share of tokens to predict (BERT: 0.15)")
         self.mask_spin = _fraction_spin(defaults.mask_fraction, 0, 1, "Of those: replaced by [MASK] (BERT: 0.8)")
         self.random_spin = _fraction_spin(defaults.random_fraction, 0, 1, "Of those: replaced by a random token (0.1)")
         self.keep_spin = _fraction_spin(defaults.keep_fraction, 0, 1, "Of those: left unchanged (0.1)")
-        self.span_p_spin = _fraction_spin(defaults.span_p, 0.01, 1, "Geometric parameter of span lengths (SpanBERT: 0.2)")
+        self.span_p_spin = _fraction_spin(defaults.span_p, 0.01, 1, "Geometric law of span lengths (SpanBERT: 0.2)")
         self.max_span_spin = QSpinBox()
         self.max_span_spin.setRange(1, 64)
         self.max_span_spin.setValue(defaults.max_span)
