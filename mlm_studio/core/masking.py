@@ -97,6 +97,8 @@ class Masker:
         self.candidates = (~self.is_special).nonzero().flatten()  # (V - n_special,)
         if len(self.candidates) == 0:
             raise ValueError("the vocabulary has no non-special tokens to draw random replacements from")
+        bounds = [-1.0, config.mask_fraction, config.mask_fraction + config.random_fraction]
+        self.split_bounds = torch.tensor(bounds, device=self.device)
         self.span_probabilities = torch.as_tensor(
             config.span_length_probabilities(), dtype=torch.float, device=self.device
         )
@@ -118,10 +120,13 @@ class Masker:
         cfg = self.config
         ids = input_ids.to(self.device)
         rows, length = ids.shape
-        selectable = ~self.is_special[ids]  # (B, L)
+        selectable = ~torch.take(self.is_special, ids)  # (B, L)
         spans = torch.zeros((0, 3), dtype=torch.long, device=self.device)
         if cfg.strategy == "token":
-            selected = self._draw(rows, length, generator) < cfg.rate
+            # One uniform draw decides both: selected if u < rate, and then u / rate (uniform) picks the kind.
+            split = self._draw(rows, length, generator)  # (B, L)
+            selected = split < cfg.rate
+            split = split / cfg.rate
         else:
             if word_ids is None:
                 positions = torch.arange(length, device=self.device).expand(rows, length)
@@ -137,21 +142,17 @@ class Masker:
                 selected = torch.zeros_like(selectable)
             else:
                 selected = word_selected.gather(1, words.clamp(min=0)) & (words >= 0)  # (B, L)
+            split = self._draw(rows, length, generator)  # (B, L)
         selected &= selectable
 
-        split = self._draw(rows, length, generator)  # (B, L)
-        to_mask = selected & (split < cfg.mask_fraction)
-        to_random = selected & (split >= cfg.mask_fraction) & (split < cfg.mask_fraction + cfg.random_fraction)
-        kept = selected & ~to_mask & ~to_random
+        # [MASK] below mask_fraction, random up to mask + random fraction, kept above: kinds 1, 2, 3.
+        kinds = torch.where(selected, torch.bucketize(split, self.split_bounds, right=True), 0).to(torch.uint8)
         draws = torch.randint(len(self.candidates), (rows, length), generator=generator, device=self.device)
-        random_ids = self.candidates[draws]  # (B, L)
-        masked = torch.where(to_mask, torch.full_like(ids, self.mask_id), torch.where(to_random, random_ids, ids))
-        labels = torch.where(selected, ids, torch.full_like(ids, IGNORE_INDEX))
-        kinds = (
-            to_mask.to(torch.uint8) * MaskKind.MASK
-            + to_random.to(torch.uint8) * MaskKind.RANDOM
-            + kept.to(torch.uint8) * MaskKind.KEPT
+        random_ids = torch.take(self.candidates, draws)  # (B, L)
+        masked = torch.where(
+            kinds == MaskKind.MASK, self.mask_id, torch.where(kinds == MaskKind.RANDOM, random_ids, ids)
         )
+        labels = torch.where(selected, ids, IGNORE_INDEX)
         return MaskedBatch(masked, labels, kinds, spans)
 
     def _draw(self, rows: int, columns: int, generator: torch.Generator | None) -> torch.Tensor:

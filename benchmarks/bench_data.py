@@ -1,0 +1,69 @@
+"""Tokenization throughput and memory: the built-in corpus and a corpus ten times larger, each tokenized
+into the memory-mapped cache in a fresh process; peak resident memory should barely grow.
+
+Run: python benchmarks/bench_data.py
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+WORKER = r"""
+import json, os, resource, sys, time
+from pathlib import Path
+from mlm_studio.core.corpus import load_corpus
+from mlm_studio.core.dataset import tokenize_corpus
+from mlm_studio.core.tokenizer import MLMTokenizer
+
+paths, tokenizer_file, root = json.loads(sys.argv[1])
+tokenizer = MLMTokenizer.load(tokenizer_file)
+corpus = load_corpus(paths)
+start = time.perf_counter()
+data = tokenize_corpus(corpus, tokenizer, root=Path(root))
+seconds = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+size = sum(source.path.stat().st_size for source in corpus.loaded_sources)
+print(json.dumps({"tokens": data.tokens, "documents": data.documents, "seconds": seconds, "peak": peak, "bytes": size}))
+"""
+
+
+def run(paths: list[str], tokenizer: str, root: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", WORKER, json.dumps([paths, tokenizer, root])], check=True, capture_output=True, text=True
+    )
+    return json.loads(out.stdout)
+
+
+def main() -> None:
+    from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
+    from mlm_studio.core.corpus import load_corpus
+    from mlm_studio.core.tokenizer import TokenizerConfig, train_tokenizer
+
+    builtin = ensure_builtin_corpus()
+    corpus = load_corpus([builtin])
+    with tempfile.TemporaryDirectory() as tmp:
+        tokenizer = train_tokenizer(corpus.iter_documents(), TokenizerConfig(), corpus.documents).save(Path(tmp))
+        copies = []
+        for i in range(10):
+            copy = Path(tmp) / f"copy{i}.txt"
+            copy.write_bytes(builtin.read_bytes())
+            copies.append(str(copy))
+        print("| corpus | size | documents | tokens | tokenize time | tokens/s | peak RSS |")
+        print("|---|---|---|---|---|---|---|")
+        results = {}
+        for name, paths in (("built-in", [str(builtin)]), ("10× built-in", copies)):
+            r = results[name] = run(paths, str(tokenizer), str(Path(tmp) / f"cache-{len(paths)}"))
+            print(
+                f"| {name} | {r['bytes'] / 2**20:.1f} MiB | {r['documents']:,} | {r['tokens']:,} | "
+                f"{r['seconds']:.2f} s | {r['tokens'] / r['seconds']:,.0f} | {r['peak'] / 2**20:.0f} MiB |"
+            )
+        growth = results["10× built-in"]["peak"] / results["built-in"]["peak"]
+        print(f"\nPeak RSS grows {growth:.2f}× for 10× the text.")
+
+
+if __name__ == "__main__":
+    main()
