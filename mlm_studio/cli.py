@@ -1,8 +1,9 @@
-"""The `mlm-studio` command: the GUI by default, and subcommands for terminals and servers."""
+"""The `mlm-studio` command: the GUI by default, and subcommands for terminals, servers and clusters."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from mlm_studio import __version__
@@ -23,6 +24,30 @@ def build_parser() -> argparse.ArgumentParser:
             type=Path,
             help="render the window offscreen on the built-in corpus, save it as a PNG and exit",
         )
+
+    train = commands.add_parser(
+        "train",
+        help="train a model from the terminal (multi-GPU: torchrun --nproc_per_node=N -m mlm_studio train …)",
+    )
+    train.add_argument("--config", type=Path, metavar="FILE.toml", help="a run configuration saved by MLM Studio")
+    train.add_argument("--preset", metavar="NAME", help="a preset: quickstart, tiny, mini, small, medium, base")
+    train.add_argument("--corpus", type=Path, nargs="+", metavar="PATH", help="files or folders (default: built-in)")
+    train.add_argument(
+        "--tokenizer", type=Path, metavar="PATH", help="tokenizer.json or vocab.txt (default: train one)"
+    )
+    train.add_argument("--out", type=Path, metavar="RUN_DIR", help="the run folder (default: runs/<date>-<preset>)")
+    train.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run from its latest checkpoint")
+    train.add_argument("--max-steps", type=int, metavar="N", help="optimizer steps in total")
+    train.add_argument("--device", help="auto, cpu, cuda, cuda:N or mps")
+    train.add_argument("--precision", choices=("fp32", "bf16", "fp16"))
+
+    predict = commands.add_parser("predict", help="fill the [MASK]s of a text with a trained model")
+    predict.add_argument("model", type=Path, metavar="MODEL", help="a run folder or one of its checkpoint folders")
+    predict.add_argument("text", help='a text with one or more [MASK], e.g. "Return the [MASK] of the list."')
+    predict.add_argument("--top-k", type=int, default=5, metavar="K", help="candidates per mask (default 5)")
+    predict.add_argument("--json", action="store_true", help="print JSON: one list of candidates per mask")
+    predict.add_argument("--fill", action="store_true", help="fill masks one by one, most confident first")
+    predict.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
     return parser
 
 
@@ -32,4 +57,14 @@ def main(argv: list[str] | None = None) -> int:
         from mlm_studio.ui.app import run_gui
 
         return run_gui(screenshot=args.screenshot)
-    raise AssertionError(f"unhandled command {args.command}")
+    if args.command == "train":
+        from mlm_studio.headless import train
+
+        return train(args)
+    from mlm_studio.headless import predict
+
+    return predict(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,258 @@
+"""Run folders and crash-safe checkpoints.
+
+A run folder holds `config.toml`, `tokenizer.json`, `corpus.json` (where the text came from),
+`metrics.jsonl` (one record per line, appended and flushed) and `checkpoints/step-NNNNNNN/`, each with the
+weights (`model.safetensors`), the optimizer moments (`optimizer.safetensors`) and plain values
+(`state.json`). Nothing is pickled. A checkpoint is written under a temporary name and renamed when
+complete, so a crash never leaves a broken latest checkpoint; only folders with a `state.json` count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file, save_model
+
+from mlm_studio.core.config import ConfigError, RunConfig
+from mlm_studio.core.corpus import ReadOptions
+from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerError
+
+FORMAT_VERSION = 1
+CHECKPOINTS = "checkpoints"
+
+
+class CheckpointError(Exception):
+    """A run folder or checkpoint cannot be used; the message says what is wrong and what to do."""
+
+
+class RunDir:
+    """One training run on disk."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if not (self.path / "config.toml").is_file():
+            raise CheckpointError(f"{self.path} is not a run folder (it has no config.toml)")
+
+    @classmethod
+    def create(
+        cls, path: str | Path, config: RunConfig, tokenizer: MLMTokenizer, sources: list[Path], options: ReadOptions
+    ) -> RunDir:
+        """Start a new run folder; refuses a folder that already holds a run."""
+        path = Path(path)
+        if (path / "config.toml").exists():
+            raise CheckpointError(f"{path} already holds a run; resume it or choose another folder")
+        path.mkdir(parents=True, exist_ok=True)
+        tokenizer.save(path / "tokenizer.json")
+        corpus = {"sources": [str(Path(s).resolve()) for s in sources], "options": asdict(options)}
+        _write_json(path / "corpus.json", corpus)
+        config.save(path / "config.toml")
+        return cls(path)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def config(self) -> RunConfig:
+        try:
+            return RunConfig.load(self.path / "config.toml")
+        except ConfigError as exc:
+            raise CheckpointError(f"run {self.name}: {exc}") from exc
+
+    @property
+    def tokenizer(self) -> MLMTokenizer:
+        try:
+            return MLMTokenizer.load(self.path / "tokenizer.json")
+        except TokenizerError as exc:
+            raise CheckpointError(f"run {self.name}: {exc}") from exc
+
+    def corpus_sources(self) -> tuple[list[Path], ReadOptions]:
+        """The corpus files and reading options the run was started with."""
+        try:
+            raw = json.loads((self.path / "corpus.json").read_text(encoding="utf-8"))
+            return [Path(s) for s in raw["sources"]], ReadOptions(**raw["options"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CheckpointError(f"run {self.name}: corpus.json is missing or damaged ({exc})") from exc
+
+    # --- metrics ------------------------------------------------------------------------------------
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / "metrics.jsonl"
+
+    def append_metrics(self, records: list[dict[str, Any]]) -> None:
+        with open(self.metrics_path, "a", encoding="utf-8") as f:
+            for record in records:
+                f.write(json.dumps(record) + "\n")
+            f.flush()
+
+    def read_metrics(self) -> list[dict[str, Any]]:
+        """Every complete record; a line cut short by a crash is left out."""
+        if not self.metrics_path.exists():
+            return []
+        records = []
+        for line in self.metrics_path.read_text(encoding="utf-8").splitlines():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        return records
+
+    def truncate_metrics_after(self, step: int) -> None:
+        """Drop records past `step` (written after the checkpoint a resume starts from)."""
+        kept = [r for r in self.read_metrics() if r.get("step", 0) <= step]
+        tmp = self.metrics_path.with_name("metrics.jsonl.tmp")
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+        os.replace(tmp, self.metrics_path)
+
+    # --- checkpoints --------------------------------------------------------------------------------
+    def checkpoints(self) -> list[Path]:
+        """Complete checkpoints, oldest first."""
+        folder = self.path / CHECKPOINTS
+        if not folder.is_dir():
+            return []
+        found = [p for p in folder.iterdir() if p.name.startswith("step-") and (p / "state.json").is_file()]
+        return sorted(found, key=lambda p: int(p.name.split("-")[1]))
+
+    def latest_checkpoint(self) -> Path | None:
+        found = self.checkpoints()
+        return found[-1] if found else None
+
+    def best_checkpoint(self) -> Path | None:
+        best, best_loss = None, float("inf")
+        for path in self.checkpoints():
+            loss = read_state(path).get("val_loss")
+            if loss is not None and loss < best_loss:
+                best, best_loss = path, loss
+        return best
+
+    def save_checkpoint(
+        self, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, state: dict[str, Any], keep: int
+    ) -> Path:
+        """Write a checkpoint atomically, then keep only the `keep` latest and the best."""
+        folder = self.path / CHECKPOINTS
+        folder.mkdir(exist_ok=True)
+        final = folder / f"step-{step:07d}"
+        tmp = folder / f".step-{step:07d}.tmp{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        try:
+            save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+            tensors, groups = _optimizer_tensors(optimizer)
+            save_file(tensors, str(tmp / "optimizer.safetensors"), metadata={"format": "pt"})
+            _write_json(tmp / "state.json", {**state, "format": FORMAT_VERSION, "step": step, "param_groups": groups})
+            _fsync_dir(tmp)
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+            _fsync_dir(folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        self._prune(keep)
+        return final
+
+    def _prune(self, keep: int) -> None:
+        found = self.checkpoints()
+        best = self.best_checkpoint()
+        for path in found[:-keep]:
+            if path != best:
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def read_state(checkpoint: Path) -> dict[str, Any]:
+    try:
+        return json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"{checkpoint.name}: state.json is missing or damaged ({exc})") from exc
+
+
+def load_weights(checkpoint: Path, model: torch.nn.Module) -> None:
+    """Load `model.safetensors` into `model`; differences in names or shapes are listed."""
+    path = checkpoint / "model.safetensors"
+    try:
+        tensors = load_file(str(path), device="cpu")
+    except (OSError, SafetensorError) as exc:
+        raise CheckpointError(f"{checkpoint.name}: model.safetensors cannot be read ({exc})") from exc
+    expected = {name: p for name, p in model.state_dict().items()}
+    aliases = _aliases(model)
+    missing = [n for n in expected if n not in tensors and not any(a in tensors for a in aliases.get(n, ()))]
+    unexpected = [n for n in tensors if n not in expected]
+    wrong = [
+        f"{n} {tuple(tensors[n].shape)} ≠ {tuple(expected[n].shape)}"
+        for n in tensors
+        if n in expected and tensors[n].shape != expected[n].shape
+    ]
+    if missing or unexpected or wrong:
+        parts = []
+        if missing:
+            parts.append(f"missing: {', '.join(missing[:8])}")
+        if unexpected:
+            parts.append(f"unexpected: {', '.join(unexpected[:8])}")
+        if wrong:
+            parts.append(f"shapes differ: {', '.join(wrong[:8])}")
+        raise CheckpointError(f"{checkpoint.name} does not fit this model ({'; '.join(parts)})")
+    with torch.no_grad():
+        for name, value in expected.items():
+            source = tensors.get(name)
+            if source is None:
+                source = next(tensors[a] for a in aliases[name] if a in tensors)
+            value.copy_(source)
+
+
+def load_optimizer(checkpoint: Path, optimizer: torch.optim.Optimizer) -> None:
+    state = read_state(checkpoint)
+    try:
+        tensors = load_file(str(checkpoint / "optimizer.safetensors"), device="cpu")
+    except (OSError, SafetensorError) as exc:
+        raise CheckpointError(f"{checkpoint.name}: optimizer.safetensors cannot be read ({exc})") from exc
+    per_param: dict[int, dict[str, torch.Tensor]] = {}
+    for key, tensor in tensors.items():
+        _, index, name = key.split(".", 2)
+        per_param.setdefault(int(index), {})[name] = tensor
+    try:
+        optimizer.load_state_dict({"state": per_param, "param_groups": state["param_groups"]})
+    except (KeyError, ValueError, RuntimeError) as exc:
+        raise CheckpointError(f"{checkpoint.name}: the optimizer state does not fit this model ({exc})") from exc
+
+
+def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], list[dict]]:
+    state = optimizer.state_dict()
+    tensors = {}
+    for index, values in state["state"].items():
+        for name, value in values.items():
+            tensor = value if torch.is_tensor(value) else torch.tensor(value)
+            tensors[f"state.{index}.{name}"] = tensor.detach().cpu().contiguous()
+    return tensors, state["param_groups"]
+
+
+def _aliases(model: torch.nn.Module) -> dict[str, list[str]]:
+    """For each state-dict name, the other names of the same tensor (tied weights)."""
+    by_tensor: dict[int, list[str]] = {}
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        by_tensor.setdefault(id(tensor), []).append(name)
+    return {name: [n for n in names if n != name] for names in by_tensor.values() for name in names}
+
+
+def _write_json(path: Path, value: Any) -> None:
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _fsync_dir(path: Path) -> None:
+    if os.name == "nt":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

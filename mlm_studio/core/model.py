@@ -1,0 +1,246 @@
+"""BERT for masked language modeling, with Hugging Face `BertForMaskedLM` parameter names.
+
+Attention runs through `scaled_dot_product_attention`. In training the vocabulary projection is computed
+only at the positions that carry a label (sparse prediction): with 15% masking that skips 85% of the
+largest matrix multiply of a small model, and gives the same loss as the dense head.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mlm_studio.core.config import ModelConfig
+from mlm_studio.core.masking import IGNORE_INDEX
+
+
+@dataclass
+class MLMOutput:
+    loss: torch.Tensor | None  # mean cross-entropy over labelled positions
+    logits: torch.Tensor  # (N, V) at labelled positions when labels are given, else (B, L, V)
+    labels: torch.Tensor | None  # (N,) the labels those logits predict
+
+
+class BertEmbeddings(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        if config.position_embedding_type == "absolute":
+            self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        else:
+            self.register_buffer("sinusoid", _sinusoids(config.max_position_embeddings, config.hidden_size), False)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)  # noqa: N815 (HF name)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        length = input_ids.shape[1]
+        if hasattr(self, "position_embeddings"):
+            positions = self.position_embeddings.weight[:length]  # (L, H)
+        else:
+            positions = self.sinusoid[:length]
+        types = (
+            self.token_type_embeddings.weight[0]
+            if token_type_ids is None
+            else self.token_type_embeddings(token_type_ids)
+        )
+        x = self.word_embeddings(input_ids) + positions + types  # (B, L, H)
+        return self.dropout(self.LayerNorm(x))
+
+
+def _sinusoids(positions: int, size: int) -> torch.Tensor:
+    position = torch.arange(positions, dtype=torch.float).unsqueeze(1)
+    frequency = torch.exp(torch.arange(0, size, 2, dtype=torch.float) * (-math.log(10000.0) / size))
+    table = torch.zeros(positions, size)
+    table[:, 0::2] = torch.sin(position * frequency)
+    table[:, 1::2] = torch.cos(position * frequency)[:, : size // 2]
+    return table
+
+
+class BertSelfAttention(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.heads = config.num_attention_heads
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout_p = config.attention_probs_dropout_prob
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        b, length, h = x.shape
+
+        def heads(t: torch.Tensor) -> torch.Tensor:
+            return t.view(b, length, self.heads, h // self.heads).transpose(1, 2)  # (B, nh, L, hs)
+
+        q, k, v = heads(self.query(x)), heads(self.key(x)), heads(self.value(x))
+        dropout = self.dropout_p if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)  # (B, nh, L, hs)
+        return y.transpose(1, 2).reshape(b, length, h)
+
+
+class BertSelfOutput(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)  # noqa: N815 (HF name)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+
+class BertAttention(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.self = BertSelfAttention(config)
+        self.output = BertSelfOutput(config)
+
+
+class BertIntermediate(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+
+
+class BertOutput(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)  # noqa: N815 (HF name)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+
+class BertLayer(nn.Module):
+    """Attention then feed-forward, each in a residual branch with LayerNorm after (BERT) or before."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.pre_layer_norm = config.pre_layer_norm
+        self.attention = BertAttention(config)
+        self.intermediate = BertIntermediate(config)
+        self.output = BertOutput(config)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        att, ff = self.attention.output, self.output
+        if self.pre_layer_norm:
+            x = x + att.dropout(att.dense(self.attention.self(att.LayerNorm(x), mask)))
+            return x + ff.dropout(ff.dense(F.gelu(self.intermediate.dense(ff.LayerNorm(x)))))
+        x = att.LayerNorm(x + att.dropout(att.dense(self.attention.self(x, mask))))
+        return ff.LayerNorm(x + ff.dropout(ff.dense(F.gelu(self.intermediate.dense(x)))))
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+        if config.pre_layer_norm:
+            self.final_layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        for layer in self.layer:
+            x = layer(x, mask)
+        return self.final_layer_norm(x) if hasattr(self, "final_layer_norm") else x
+
+
+class BertModel(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.embeddings = BertEmbeddings(config)
+        self.encoder = BertEncoder(config)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, L) ids and optional (B, L) bool mask (False on padding) → (B, L, H) hidden states."""
+        mask = None if attention_mask is None else attention_mask[:, None, None, :].bool()  # (B, 1, 1, L)
+        return self.encoder(self.embeddings(input_ids), mask)
+
+
+class BertPredictionHeadTransform(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)  # noqa: N815 (HF name)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.LayerNorm(F.gelu(self.dense(x)))
+
+
+class BertLMPredictionHead(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.transform = BertPredictionHeadTransform(config)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
+        self.bias = self.decoder.bias  # one parameter under both Hugging Face names
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.decoder(self.transform(x))
+
+
+class BertOnlyMLMHead(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.predictions = BertLMPredictionHead(config)
+
+
+class BertForMaskedLM(nn.Module):
+    """The encoder and the MLM head; the decoder's weight is the word-embedding matrix."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config)
+        self.cls = BertOnlyMLMHead(config)
+        self.apply(self._init_weights)
+        self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
+
+    def _init_weights(self, module: nn.Module) -> None:
+        std = self.config.initializer_range
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, 0.0, std)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, 0.0, std)
+            if module.padding_idx is not None:
+                nn.init.zeros_(module.weight[module.padding_idx])
+        elif isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        dense: bool = False,
+    ) -> MLMOutput:
+        """With `labels`, logits and loss only where a label is set (unless `dense`); without, every position."""
+        hidden = self.bert(input_ids, attention_mask)  # (B, L, H)
+        head = self.cls.predictions
+        if labels is None:
+            return MLMOutput(None, head(hidden), None)
+        if dense:
+            logits = head(hidden)  # (B, L, V)
+            loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE_INDEX)
+            return MLMOutput(loss, logits, labels)
+        selected = labels != IGNORE_INDEX  # (B, L)
+        targets = labels[selected]  # (N,)
+        logits = head(hidden[selected])  # (N, V)
+        loss = F.cross_entropy(logits.float(), targets) if len(targets) else logits.sum() * 0.0
+        return MLMOutput(loss, logits, targets)
+
+    def predict_at(self, input_ids: torch.Tensor, positions: torch.Tensor, attention_mask=None) -> torch.Tensor:
+        """Logits (N, V) at the (N, 2) [row, column] `positions` only."""
+        hidden = self.bert(input_ids, attention_mask)
+        return self.cls.predictions(hidden[positions[:, 0], positions[:, 1]])
+
+
+def decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """Optimizer parameter groups: weight decay on matrices, none on biases, LayerNorm and embeddings' norms."""
+    decay, no_decay, seen = [], [], set()
+    for name, parameter in model.named_parameters():
+        if id(parameter) in seen or not parameter.requires_grad:
+            continue
+        seen.add(id(parameter))
+        (no_decay if parameter.ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(parameter)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]

@@ -1,0 +1,74 @@
+"""Starting and resuming runs: the steps between a corpus and a `Trainer`, shared by the CLI and the GUI."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, fields
+from pathlib import Path
+
+from mlm_studio.core.checkpoint import CheckpointError, RunDir
+from mlm_studio.core.config import RunConfig
+from mlm_studio.core.corpus import Corpus, load_corpus
+from mlm_studio.core.dataset import BlockSet, split_blocks, tokenize_corpus
+from mlm_studio.core.progress import Progress
+from mlm_studio.core.tokenizer import MLMTokenizer
+
+
+def new_run_path(root: str | Path, preset: str) -> Path:
+    """A fresh folder name under `root`: date, time and preset."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = Path(root) / f"{stamp}-{preset}"
+    suffix = 1
+    while path.exists():
+        suffix += 1
+        path = Path(root) / f"{stamp}-{preset}-{suffix}"
+    return path
+
+
+def start_run(path: str | Path, config: RunConfig, corpus: Corpus, tokenizer: MLMTokenizer) -> RunDir:
+    """Create the run folder for a new run on `corpus` with `tokenizer` (its size sets the vocabulary)."""
+    config = config.with_vocab_size(tokenizer.vocab_size)
+    sources = [s.path for s in corpus.loaded_sources]
+    return RunDir.create(path, config, tokenizer, sources, corpus.options)
+
+
+def training_blocks(
+    run: RunDir, corpus: Corpus | None = None, progress: Progress | None = None
+) -> tuple[BlockSet, BlockSet]:
+    """Training and validation blocks of a run; without `corpus`, the sources recorded in the run are read."""
+    if corpus is None:
+        sources, options = run.corpus_sources()
+        missing = [str(s) for s in sources if not s.exists()]
+        if missing:
+            raise CheckpointError(f"run {run.name}: its corpus files are gone: {', '.join(missing[:5])}")
+        corpus = load_corpus(sources, options, progress)
+    tokenizer = run.tokenizer
+    return split_blocks(tokenize_corpus(corpus, tokenizer, progress), run.config.data, tokenizer)
+
+
+def config_differences(old: RunConfig, new: RunConfig, sections: tuple[str, ...] = ("model", "data")) -> list[str]:
+    """Field-by-field differences, such as "model.hidden_size: 256 → 512"."""
+    changes = []
+    for section in sections:
+        a, b = asdict(getattr(old, section)), asdict(getattr(new, section))
+        for f in fields(getattr(old, section)):
+            if a[f.name] != b[f.name]:
+                changes.append(f"{section}.{f.name}: {a[f.name]} → {b[f.name]}")
+    return changes
+
+
+def check_resume(run: RunDir, config: RunConfig | None, tokenizer: MLMTokenizer | None) -> None:
+    """Refuse to resume with a model shape, data layout or tokenizer other than the run's, listing each difference."""
+    problems = []
+    if config is not None:
+        problems += config_differences(run.config, config.with_vocab_size(run.config.model.vocab_size))
+    if tokenizer is not None and tokenizer.fingerprint() != run.tokenizer.fingerprint():
+        theirs = run.tokenizer
+        problems.append(
+            f"tokenizer: {theirs.vocab_size:,} pieces ({theirs.fingerprint()}) → "
+            f"{tokenizer.vocab_size:,} pieces ({tokenizer.fingerprint()})"
+        )
+    if problems:
+        raise CheckpointError(
+            f"cannot resume {run.name}: these settings differ from the run's (run → given): " + "; ".join(problems)
+        )

@@ -1,0 +1,520 @@
+"""The training loop: a generator of immutable records, steered by a `TrainingControl` between steps.
+
+Everything random is derived from the seed and the step: the order of blocks (one permutation per epoch),
+the masking of each micro-batch, and dropout. A run resumed from a checkpoint therefore continues exactly
+as if it had never stopped, with nothing but the step number and the optimizer moments restored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from mlm_studio.core.checkpoint import RunDir, load_optimizer, load_weights, read_state
+from mlm_studio.core.config import RunConfig
+from mlm_studio.core.dataset import BlockSet
+from mlm_studio.core.masking import Masker
+from mlm_studio.core.model import BertForMaskedLM, decay_groups
+
+log = logging.getLogger(__name__)
+EVAL_SEED = 1_234_567  # validation masking is the same at every evaluation of every run
+
+
+# --- records ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Record:
+    step: int
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__.removesuffix("Record").lower()
+
+    def to_dict(self) -> dict:
+        return {"type": self.kind, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class StepRecord(Record):
+    tokens_seen: int
+    loss: float
+    accuracy: float  # masked-token accuracy over the steps since the last record
+    learning_rate: float
+    grad_norm: float
+    tokens_per_second: float
+    elapsed: float
+
+
+@dataclass(frozen=True)
+class EvalRecord(Record):
+    tokens_seen: int
+    loss: float
+    accuracy: float
+    top5_accuracy: float
+    perplexity: float
+    elapsed: float
+
+
+@dataclass(frozen=True)
+class CheckpointRecord(Record):
+    path: str
+
+
+@dataclass(frozen=True)
+class WarningRecord(Record):
+    message: str
+
+
+@dataclass(frozen=True)
+class FinishedRecord(Record):
+    reason: str  # "completed" | "stopped"
+    run_dir: str
+    val_loss: float | None
+    val_accuracy: float | None
+
+
+@dataclass(frozen=True)
+class FailedRecord(Record):
+    message: str
+
+
+class TrainingControl:
+    """Pause, resume and stop requests from another thread; the trainer acts on them between steps."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._running = threading.Event()
+        self._running.set()
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._running.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop.is_set()
+
+    def wait_while_paused(self) -> None:
+        self._running.wait()
+
+
+@dataclass(frozen=True)
+class Distributed:
+    """This process's place in a multi-process run."""
+
+    rank: int
+    world_size: int
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+SINGLE = Distributed(0, 1)
+
+
+# --- devices ----------------------------------------------------------------------------------------
+def resolve_device(name: str) -> torch.device:
+    """The torch device for a config value; "auto" prefers CUDA, then MPS, then the CPU."""
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {name} was asked for, but PyTorch sees no CUDA GPU; choose cpu or auto")
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise ValueError(f"device {name} does not exist; this machine has {torch.cuda.device_count()} GPU(s)")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError("device mps was asked for, but Apple's GPU is not available; choose cpu or auto")
+    return device
+
+
+def _autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+    if precision == "fp32":
+        return None
+    if precision == "fp16" and device.type != "cuda":
+        raise ValueError("fp16 needs a CUDA GPU (it relies on loss scaling there); use bf16 or fp32")
+    return torch.bfloat16 if precision == "bf16" else torch.float16
+
+
+# --- the loop ---------------------------------------------------------------------------------------
+class Trainer:
+    """Trains the run's model on `train` blocks, evaluating on `validation` blocks."""
+
+    def __init__(
+        self,
+        run: RunDir,
+        train: BlockSet,
+        validation: BlockSet,
+        control: TrainingControl | None = None,
+        distributed: Distributed = SINGLE,
+        device: torch.device | None = None,
+    ) -> None:
+        self.run_dir = run
+        self.config: RunConfig = run.config
+        self.train_blocks, self.validation = train, validation
+        self.control = control or TrainingControl()
+        self.dist = distributed
+        t = self.config.training
+        self.device = device or resolve_device(t.device)
+        self.autocast = _autocast_dtype(t.precision, self.device)
+        if len(train) == 0:
+            raise ValueError("the training split has no blocks; add text to the corpus")
+        tokenizer = run.tokenizer
+        if tokenizer.vocab_size != self.config.model.vocab_size:
+            raise ValueError(
+                f"the tokenizer has {tokenizer.vocab_size} pieces but the model expects {self.config.model.vocab_size}"
+            )
+        torch.manual_seed(t.seed)
+        self.model = BertForMaskedLM(self.config.model).to(self.device)
+        self.optimizer = torch.optim.AdamW(
+            decay_groups(self.model, t.weight_decay),
+            lr=t.learning_rate,
+            betas=(t.adam_beta1, t.adam_beta2),
+            eps=t.adam_epsilon,
+            **_fused_if_supported(self.device),
+        )
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=t.precision == "fp16")
+        self.masker = Masker.for_tokenizer(self.config.masking, tokenizer, self.device)
+        self.generator = torch.Generator(device=self.device)
+        self.total_steps = self.config.steps_for(len(train))
+        self.step = 0
+        self.tokens_seen = 0
+        self.elapsed = 0.0
+        self.best_val_loss = math.inf
+        self.last_eval: EvalRecord | None = None
+        self._resume()
+        self.forward = self.model
+        if distributed.world_size > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.forward = DistributedDataParallel(self.model, device_ids=ids)
+        if t.compile:
+            self.forward = torch.compile(self.forward)
+        self._permutations: dict[int, np.ndarray] = {}
+
+    def _resume(self) -> None:
+        checkpoint = self.run_dir.latest_checkpoint()
+        if checkpoint is None:
+            return
+        state = read_state(checkpoint)
+        load_weights(checkpoint, self.model)
+        load_optimizer(checkpoint, self.optimizer)
+        self.step = int(state["step"])
+        self.tokens_seen = int(state["tokens_seen"])
+        self.elapsed = float(state["elapsed"])
+        self.best_val_loss = float(state.get("best_val_loss") or math.inf)
+        if state.get("scaler"):
+            self.scaler.load_state_dict(state["scaler"])
+        if self.dist.main:
+            self.run_dir.truncate_metrics_after(self.step)
+
+    # --- schedule and data ----------------------------------------------------------------------------
+    def learning_rate(self, step: int) -> float:
+        """Linear warm-up to the peak, then linear or cosine decay to zero (or constant)."""
+        t = self.config.training
+        if step < t.warmup_steps:
+            return t.learning_rate * (step + 1) / t.warmup_steps
+        if t.schedule == "constant":
+            return t.learning_rate
+        progress = (step - t.warmup_steps) / max(1, self.total_steps - t.warmup_steps)
+        progress = min(1.0, progress)
+        if t.schedule == "cosine":
+            return t.learning_rate * 0.5 * (1.0 + math.cos(math.pi * progress))
+        return t.learning_rate * (1.0 - progress)
+
+    def _block_indices(self, micro_batch: int) -> np.ndarray:
+        """The blocks of one micro-batch of this process: a slice of an endless stream of epoch permutations."""
+        size = self.config.training.batch_size
+        n = len(self.train_blocks)
+        start = (micro_batch * self.dist.world_size + self.dist.rank) * size
+        positions = np.arange(start, start + size)
+        epochs, within = np.divmod(positions, n)
+        out = np.empty(size, dtype=np.int64)
+        for epoch in np.unique(epochs):
+            if epoch not in self._permutations:
+                self._permutations = {e: p for e, p in self._permutations.items() if e >= epoch - 1}
+                rng = np.random.default_rng([self.config.training.seed, int(epoch)])
+                self._permutations[int(epoch)] = rng.permutation(n)
+            out[epochs == epoch] = self._permutations[int(epoch)][within[epochs == epoch]]
+        return out
+
+    def _to_device(self, array: np.ndarray) -> torch.Tensor:
+        tensor = torch.from_numpy(array)
+        if self.device.type == "cuda":
+            return tensor.pin_memory().to(self.device, non_blocking=True)
+        return tensor.to(self.device)
+
+    def _micro_batch(self, blocks: BlockSet, indices: np.ndarray, seed: int):
+        batch = blocks.batch(indices)
+        ids = self._to_device(batch.input_ids)
+        words = self._to_device(batch.word_ids)
+        attention = None if batch.attention_mask.all() else self._to_device(batch.attention_mask)
+        self.generator.manual_seed(seed)
+        masked = self.masker(ids, words, self.generator)
+        return masked, attention, int(batch.attention_mask.sum())
+
+    # --- one run ------------------------------------------------------------------------------------
+    def run(self) -> Iterator[Record]:
+        """Train until the step budget is spent or a stop is requested, yielding records as they happen."""
+        try:
+            yield from self._loop()
+        except torch.cuda.OutOfMemoryError:
+            yield FailedRecord(self.step, _OOM_MESSAGE)
+        except RuntimeError as exc:
+            if "out of memory" in str(exc).lower():
+                yield FailedRecord(self.step, _OOM_MESSAGE)
+            else:
+                log.exception("training failed")
+                yield FailedRecord(self.step, f"Training stopped by an error: {exc}")
+
+    def _loop(self) -> Iterator[Record]:
+        t = self.config.training
+        self.model.train()
+        window = _Window()
+        nonfinite_in_a_row = 0
+        last_saved = self.step
+        clock = time.perf_counter()
+        while self.step < self.total_steps:
+            self.control.wait_while_paused()
+            if self._agree(self.control.stop_requested):
+                break
+            started = time.perf_counter()
+            lr = self.learning_rate(self.step)
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+            torch.manual_seed(t.seed * 1_000_003 + self.step)  # dropout, reproducible per step
+            loss_sum = torch.zeros((), device=self.device)
+            correct = torch.zeros((), device=self.device, dtype=torch.long)
+            predicted = tokens = 0
+            for micro in range(t.grad_accumulation):
+                index = self.step * t.grad_accumulation + micro
+                seed = (t.seed * 2_000_003 + index) * max(1, self.dist.world_size) + self.dist.rank
+                masked, attention, real = self._micro_batch(self.train_blocks, self._block_indices(index), seed)
+                tokens += real
+                sync = micro == t.grad_accumulation - 1 or self.dist.world_size == 1
+                with _maybe_no_sync(self.forward, sync), self._autocast():
+                    out = self.forward(masked.input_ids, attention, masked.labels)
+                self.scaler.scale(out.loss / t.grad_accumulation).backward()
+                n = len(out.labels)
+                loss_sum += out.loss.detach().float() * n
+                correct += (out.logits.detach().argmax(-1) == out.labels).sum()
+                predicted += n
+            finite = bool(torch.isfinite(loss_sum))
+            if not self._agree(not finite):
+                self.scaler.unscale_(self.optimizer)
+                norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.max_grad_norm or math.inf)
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+                nonfinite_in_a_row = 0
+                window.add(loss_sum, correct, predicted, norm)
+            else:
+                nonfinite_in_a_row += 1
+                yield WarningRecord(self.step + 1, f"non-finite loss at step {self.step + 1}; the update was skipped")
+                if nonfinite_in_a_row >= t.max_nonfinite_steps:
+                    self.optimizer.zero_grad(set_to_none=True)
+                    yield FailedRecord(
+                        self.step + 1, _nonfinite_message(nonfinite_in_a_row, self.run_dir.latest_checkpoint())
+                    )
+                    return
+            self.optimizer.zero_grad(set_to_none=True)
+            self.step += 1
+            self.tokens_seen += tokens * self.dist.world_size
+            window.tokens += tokens * self.dist.world_size
+            window.seconds += time.perf_counter() - started
+            now = time.perf_counter()
+            self.elapsed += now - clock
+            clock = now
+            last = self.step == self.total_steps
+            if self.step % t.log_interval == 0 or last:
+                record = self._step_record(window, lr)
+                if record is not None:
+                    yield self._logged(record)
+                window = _Window()
+            if self.step % t.eval_interval == 0 or last:
+                yield self._logged(self.evaluate())
+                clock = time.perf_counter()
+            if self.step % t.checkpoint_interval == 0 or last:
+                yield self._save()
+                last_saved = self.step
+                clock = time.perf_counter()
+        stopped = self.step < self.total_steps
+        if stopped and self.step > last_saved:
+            yield self._save()
+        final = self.last_eval
+        yield self._logged(
+            FinishedRecord(
+                self.step,
+                "stopped" if stopped else "completed",
+                str(self.run_dir.path),
+                final.loss if final else None,
+                final.accuracy if final else None,
+            )
+        )
+
+    def _autocast(self):
+        if self.autocast is None:
+            return torch.autocast(self.device.type, enabled=False)
+        return torch.autocast(self.device.type, dtype=self.autocast)
+
+    def _agree(self, flag: bool) -> bool:
+        """True if any process raises `flag` (all processes must stop or skip together)."""
+        if self.dist.world_size == 1:
+            return flag
+        value = torch.tensor([1.0 if flag else 0.0], device=self.device)
+        torch.distributed.all_reduce(value, op=torch.distributed.ReduceOp.MAX)
+        return bool(value.item())
+
+    def _reduce(self, *values: float) -> list[float]:
+        if self.dist.world_size == 1:
+            return list(values)
+        tensor = torch.tensor(values, dtype=torch.float64, device=self.device)
+        torch.distributed.all_reduce(tensor)
+        return tensor.tolist()
+
+    def _step_record(self, window: _Window, lr: float) -> StepRecord | None:
+        loss_sum, correct, predicted, norm_sum, steps = self._reduce(
+            float(window.loss_sum), float(window.correct), float(window.predicted), window.norm_sum, window.steps
+        )
+        if steps == 0 or predicted == 0:
+            return None
+        return StepRecord(
+            step=self.step,
+            tokens_seen=self.tokens_seen,
+            loss=loss_sum / predicted,
+            accuracy=correct / predicted,
+            learning_rate=lr,
+            grad_norm=norm_sum / steps,
+            tokens_per_second=window.tokens / window.seconds if window.seconds else 0.0,
+            elapsed=self.elapsed,
+        )
+
+    @torch.no_grad()
+    def evaluate(self) -> EvalRecord:
+        """Validation loss, accuracy and top-5 accuracy with a fixed masking, comparable across runs."""
+        self.model.eval()
+        t = self.config.training
+        count = len(self.validation) if t.eval_blocks == 0 else min(t.eval_blocks, len(self.validation))
+        mine = np.arange(self.dist.rank, count, self.dist.world_size)
+        loss_sum = top1 = top5 = predicted = 0.0
+        for number, start in enumerate(range(0, len(mine), t.batch_size)):
+            indices = mine[start : start + t.batch_size]
+            masked, attention, _ = self._micro_batch(self.validation, indices, EVAL_SEED + number)
+            with self._autocast():
+                out = self.model(masked.input_ids, attention, masked.labels)
+            if len(out.labels) == 0:
+                continue
+            logits = out.logits.float()
+            loss_sum += float(F.cross_entropy(logits, out.labels, reduction="sum"))
+            best = logits.topk(min(5, logits.shape[-1]), dim=-1).indices
+            top1 += float((best[:, 0] == out.labels).sum())
+            top5 += float((best == out.labels[:, None]).any(-1).sum())
+            predicted += len(out.labels)
+        self.model.train()
+        loss_sum, top1, top5, predicted = self._reduce(loss_sum, top1, top5, predicted)
+        loss = loss_sum / predicted if predicted else math.nan
+        record = EvalRecord(
+            step=self.step,
+            tokens_seen=self.tokens_seen,
+            loss=loss,
+            accuracy=top1 / predicted if predicted else math.nan,
+            top5_accuracy=top5 / predicted if predicted else math.nan,
+            perplexity=math.exp(min(loss, 50.0)) if predicted else math.nan,
+            elapsed=self.elapsed,
+        )
+        self.last_eval = record
+        return record
+
+    def _save(self) -> CheckpointRecord:
+        val_loss = self.last_eval.loss if self.last_eval and self.last_eval.step == self.step else None
+        if val_loss is not None and val_loss < self.best_val_loss:
+            self.best_val_loss = val_loss
+        path = Path()
+        if self.dist.main:
+            state = {
+                "tokens_seen": self.tokens_seen,
+                "elapsed": self.elapsed,
+                "val_loss": val_loss,
+                "best_val_loss": None if math.isinf(self.best_val_loss) else self.best_val_loss,
+                "scaler": self.scaler.state_dict() if self.scaler.is_enabled() else None,
+                "micro_batches": self.step * self.config.training.grad_accumulation,
+                "world_size": self.dist.world_size,
+            }
+            path = self.run_dir.save_checkpoint(
+                self.step, self.model, self.optimizer, state, self.config.training.keep_checkpoints
+            )
+        if self.dist.world_size > 1:
+            torch.distributed.barrier()
+        return self._logged(CheckpointRecord(self.step, str(path)))
+
+    def _logged(self, record: Record) -> Record:
+        if self.dist.main:
+            self.run_dir.append_metrics([record.to_dict()])
+        return record
+
+
+class _Window:
+    """Sums over the steps between two step records."""
+
+    def __init__(self) -> None:
+        self.loss_sum = torch.zeros(())
+        self.correct = torch.zeros((), dtype=torch.long)
+        self.predicted = 0
+        self.norm_sum = 0.0
+        self.steps = 0
+        self.tokens = 0
+        self.seconds = 0.0
+
+    def add(self, loss_sum: torch.Tensor, correct: torch.Tensor, predicted: int, norm: torch.Tensor) -> None:
+        self.loss_sum = self.loss_sum + loss_sum.cpu()
+        self.correct = self.correct + correct.cpu()
+        self.predicted += predicted
+        self.norm_sum += float(norm)
+        self.steps += 1
+
+
+def _maybe_no_sync(module, sync: bool):
+    if sync or not hasattr(module, "no_sync"):
+        return contextlib.nullcontext()
+    return module.no_sync()
+
+
+def _fused_if_supported(device: torch.device) -> dict:
+    return {"fused": True} if device.type in ("cuda", "cpu", "mps") else {}
+
+
+_OOM_MESSAGE = (
+    "The device ran out of memory. Lower the batch size (use gradient accumulation to keep the effective "
+    "batch), shorten the sequence length, or train in bf16/fp16 on a GPU."
+)
+
+
+def _nonfinite_message(count: int, checkpoint: Path | None) -> str:
+    kept = f" The last good checkpoint, {checkpoint.name}, is intact." if checkpoint else ""
+    return (
+        f"The loss was not a finite number {count} steps in a row, so training stopped.{kept} Lower the learning "
+        "rate, keep gradient clipping on, or use fp32/bf16 instead of fp16."
+    )

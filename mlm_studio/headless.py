@@ -1,0 +1,253 @@
+"""The terminal front end of the engine: `mlm-studio train` and `mlm-studio predict`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import replace
+
+from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
+from mlm_studio.core.checkpoint import CheckpointError, RunDir
+from mlm_studio.core.config import ConfigError, RunConfig, preset
+from mlm_studio.core.corpus import CorpusError, load_corpus
+from mlm_studio.core.predict import FillMask, PredictError
+from mlm_studio.core.progress import Progress
+from mlm_studio.core.runs import check_resume, new_run_path, start_run, training_blocks
+from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerError, train_tokenizer
+from mlm_studio.core.trainer import (
+    CheckpointRecord,
+    Distributed,
+    EvalRecord,
+    FailedRecord,
+    FinishedRecord,
+    StepRecord,
+    Trainer,
+    TrainingControl,
+    WarningRecord,
+)
+
+USER_ERRORS = (ConfigError, CorpusError, TokenizerError, CheckpointError, PredictError, ValueError, OSError)
+DEFAULT_PRESET = "quickstart"
+
+
+def _fail(message: str) -> int:
+    print(f"mlm-studio: {message}", file=sys.stderr)
+    return 1
+
+
+class _Status(Progress):
+    """Progress of data preparation on stderr."""
+
+    def report(self, done: int, total: int, message: str = "") -> None:
+        if sys.stderr.isatty() and total:
+            print(f"\r{message}: {100 * done / total:5.1f}%\033[K", end="", file=sys.stderr, flush=True)
+
+
+def _distributed():
+    """Join the process group when started by torchrun; (Distributed, device name or None)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return Distributed(0, 1), None
+    import torch
+    import torch.distributed as dist
+
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    cuda = torch.cuda.is_available()
+    if cuda:
+        torch.cuda.set_device(local)
+    dist.init_process_group("nccl" if cuda else "gloo")
+    return Distributed(dist.get_rank(), dist.get_world_size()), (f"cuda:{local}" if cuda else "cpu")
+
+
+def _config(args) -> RunConfig:
+    if args.config is not None:
+        config = RunConfig.load(args.config)
+    else:
+        config = preset(args.preset or DEFAULT_PRESET)
+    training = config.training
+    if args.max_steps is not None:
+        training = replace(training, max_steps=args.max_steps, epochs=0.0)
+    if args.device is not None:
+        training = replace(training, device=args.device)
+    if args.precision is not None:
+        training = replace(training, precision=args.precision)
+    return replace(config, training=training)
+
+
+def train(args) -> int:
+    """Train (or resume) a run, printing progress; Ctrl-C stops cleanly with a checkpoint."""
+    try:
+        dist, device = _distributed()
+    except (RuntimeError, ValueError) as exc:
+        return _fail(f"could not join the distributed run ({exc})")
+    shared = False
+    try:
+        if dist.main:
+            run, corpus = _prepare_run(args)
+            train_set, validation = training_blocks(run, corpus, _Status())
+            if sys.stderr.isatty():
+                print("\r\033[K", end="", file=sys.stderr)
+        outcome = _share(dist, str(run.path) if dist.main else None)
+        shared = True
+        if not dist.main:
+            run = RunDir(outcome)
+            train_set, validation = training_blocks(run)  # the token cache rank 0 wrote
+        trainer = Trainer(run, train_set, validation, _control_on_ctrl_c(dist), dist, _device(device))
+    except USER_ERRORS as exc:
+        if not shared:
+            _share(dist, None, error=str(exc))
+        return _fail(str(exc))
+    except _RankZeroFailed as exc:
+        return _fail(str(exc))
+    if dist.main:
+        model = run.config.model
+        print(
+            f"Training {run.path} on {trainer.device}: {model.num_hidden_layers} layers × {model.hidden_size}, "
+            f"{model.parameter_count():,} parameters, {len(train_set):,} training blocks, "
+            f"steps {trainer.step} → {trainer.total_steps}",
+            flush=True,
+        )
+    code = _report(trainer, dist)
+    if dist.world_size > 1:
+        import torch.distributed
+
+        torch.distributed.destroy_process_group()
+    return code
+
+
+class _RankZeroFailed(Exception):
+    """Rank 0 could not prepare the run; the other ranks stop with its message."""
+
+
+def _share(dist: Distributed, path: str | None, error: str | None = None) -> str | None:
+    """Rank 0 tells the other ranks the run folder it prepared, or why it could not."""
+    if dist.world_size == 1:
+        return path
+    import torch.distributed
+
+    message = [{"path": path, "error": error}]
+    torch.distributed.broadcast_object_list(message, src=0)
+    if message[0]["error"] is not None and not dist.main:
+        raise _RankZeroFailed(message[0]["error"])
+    return message[0]["path"]
+
+
+def _device(name: str | None):
+    if name is None:
+        return None
+    import torch
+
+    return torch.device(name)
+
+
+def _prepare_run(args):
+    """The run folder (new, or the one to resume) and the corpus, when it is given or built in."""
+    if args.resume is not None:
+        run = RunDir(args.resume)
+        given = RunConfig.load(args.config) if args.config else (preset(args.preset) if args.preset else None)
+        check_resume(run, given, MLMTokenizer.load(args.tokenizer) if args.tokenizer else None)
+        if args.max_steps is not None:
+            config = run.config
+            training = replace(config.training, max_steps=args.max_steps, epochs=0.0)
+            replace(config, training=training).save(run.path / "config.toml")
+        return run, (load_corpus(args.corpus) if args.corpus else None)
+    config = _config(args)
+    corpus = load_corpus(args.corpus or [ensure_builtin_corpus()], progress=_Status())
+    if args.tokenizer is not None:
+        tokenizer = MLMTokenizer.load(args.tokenizer)
+    else:
+        tokenizer = train_tokenizer(corpus.iter_documents(), config.tokenizer, corpus.documents, _Status())
+    return start_run(args.out or new_run_path("runs", config.preset), config, corpus, tokenizer), corpus
+
+
+def _control_on_ctrl_c(dist: Distributed) -> TrainingControl:
+    control = TrainingControl()
+
+    def on_interrupt(signum, frame):
+        if control.stop_requested:
+            raise KeyboardInterrupt
+        if dist.main:
+            print("\nStopping after this step and saving a checkpoint (Ctrl-C again to abort)…", file=sys.stderr)
+        control.stop()
+
+    signal.signal(signal.SIGINT, on_interrupt)
+    return control
+
+
+def _report(trainer: Trainer, dist: Distributed) -> int:
+    tty = sys.stderr.isatty()
+    started = time.monotonic()
+    first_step = trainer.step
+    for record in trainer.run():
+        if not dist.main:
+            continue
+        if isinstance(record, StepRecord):
+            done = record.step - first_step
+            left = trainer.total_steps - record.step
+            eta = (time.monotonic() - started) / max(done, 1) * left
+            line = (
+                f"step {record.step}/{trainer.total_steps} loss {record.loss:.4f} acc {record.accuracy:.1%} "
+                f"lr {record.learning_rate:.2e} {record.tokens_per_second:,.0f} tok/s ETA {_duration(eta)}"
+            )
+            print(f"\r{line}\033[K" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
+        elif isinstance(record, EvalRecord):
+            _line(
+                tty,
+                f"eval @ {record.step}: loss {record.loss:.4f} acc {record.accuracy:.1%} "
+                f"top-5 {record.top5_accuracy:.1%} perplexity {record.perplexity:,.1f}",
+            )
+        elif isinstance(record, CheckpointRecord):
+            _line(tty, f"checkpoint {record.path}")
+        elif isinstance(record, WarningRecord):
+            _line(tty, f"warning: {record.message}")
+        elif isinstance(record, FailedRecord):
+            _line(tty, "")
+            return _fail(record.message)
+        elif isinstance(record, FinishedRecord):
+            _line(tty, "")
+            loss = f"{record.val_loss:.4f}" if record.val_loss is not None else "n/a"
+            accuracy = f"{record.val_accuracy:.1%}" if record.val_accuracy is not None else "n/a"
+            print(
+                f"Finished ({record.reason}) at step {record.step}: validation loss {loss}, "
+                f"accuracy {accuracy}, run folder {record.run_dir}",
+                flush=True,
+            )
+    return 0
+
+
+def _line(tty: bool, text: str) -> None:
+    if tty:
+        print("\r\033[K", end="", file=sys.stderr)
+    if text:
+        print(text, file=sys.stderr, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def predict(args) -> int:
+    """Print the top-k candidates for each [MASK] (or the filled text with --fill)."""
+    try:
+        predictor = FillMask.from_path(args.model, args.device)
+        if args.fill:
+            filled = predictor.fill(args.text, args.top_k)
+            results, text = list(filled.candidates), filled.text
+        else:
+            results, text = predictor.predict(args.text, args.top_k), None
+    except USER_ERRORS as exc:
+        return _fail(str(exc))
+    if args.json:
+        payload = [[{"token": c.token, "token_id": c.token_id, "score": c.score} for c in mask] for mask in results]
+        print(json.dumps(payload if text is None else {"text": text, "masks": payload}, ensure_ascii=False))
+        return 0
+    if text is not None:
+        print(text)
+    for number, candidates in enumerate(results, start=1):
+        shown = "  ".join(f"{c.token} {c.score:.3f}" for c in candidates)
+        print(f"[MASK] {number}: {shown}")
+    return 0
