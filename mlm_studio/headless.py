@@ -95,7 +95,7 @@ def train(args) -> int:
         if not dist.main:
             run = RunDir(outcome)
             train_set, validation = training_blocks(run)  # the token cache rank 0 wrote
-        trainer = Trainer(run, train_set, validation, _control_on_ctrl_c(dist), dist, _device(device))
+        trainer = Trainer(run, train_set, validation, TrainingControl(), dist, _device(device))
     except USER_ERRORS as exc:
         if not shared:
             _share(dist, None, error=str(exc))
@@ -110,7 +110,11 @@ def train(args) -> int:
             f"steps {trainer.step} → {trainer.total_steps}",
             flush=True,
         )
-    code = _report(trainer, dist)
+    previous = signal.signal(signal.SIGINT, _interrupt_handler(trainer.control, dist))
+    try:
+        code = _report(trainer, dist)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     if dist.world_size > 1:
         import torch.distributed
 
@@ -163,8 +167,8 @@ def _prepare_run(args):
     return start_run(args.out or new_run_path("runs", config.preset), config, corpus, tokenizer), corpus
 
 
-def _control_on_ctrl_c(dist: Distributed) -> TrainingControl:
-    control = TrainingControl()
+def _interrupt_handler(control: TrainingControl, dist: Distributed):
+    """First Ctrl-C: stop after the current step with a checkpoint; second: abort at once."""
 
     def on_interrupt(signum, frame):
         if control.stop_requested:
@@ -173,8 +177,7 @@ def _control_on_ctrl_c(dist: Distributed) -> TrainingControl:
             print("\nStopping after this step and saving a checkpoint (Ctrl-C again to abort)…", file=sys.stderr)
         control.stop()
 
-    signal.signal(signal.SIGINT, on_interrupt)
-    return control
+    return on_interrupt
 
 
 def _report(trainer: Trainer, dist: Distributed) -> int:

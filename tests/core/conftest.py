@@ -15,3 +15,18 @@ def builtin_corpus():
 @pytest.fixture(scope="session")
 def tokenizer(builtin_corpus):
     return train_tokenizer(builtin_corpus.iter_documents(), TokenizerConfig(vocab_size=4000), builtin_corpus.documents)
+
+
+@pytest.fixture(scope="session")
+def small_corpus(builtin_corpus, tmp_path_factory):
+    """The first 400 documents of the built-in corpus as a file of its own."""
+    from itertools import islice
+
+    path = tmp_path_factory.mktemp("small") / "small.txt"
+    path.write_text("\n\n".join(islice(builtin_corpus.iter_documents(), 400)), encoding="utf-8")
+    return load_corpus([path])
+
+
+@pytest.fixture(scope="session")
+def small_tokenizer(small_corpus):
+    return train_tokenizer(small_corpus.iter_documents(), TokenizerConfig(vocab_size=400), small_corpus.documents)

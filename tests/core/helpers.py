@@ -1,0 +1,34 @@
+"""Small configurations that train in seconds on the CPU."""
+
+from dataclasses import replace
+
+from mlm_studio.core.config import ModelConfig, RunConfig, TrainConfig
+from mlm_studio.core.dataset import DataConfig
+
+
+def small_config(**training) -> RunConfig:
+    defaults = dict(
+        batch_size=8,
+        max_steps=8,
+        warmup_steps=2,
+        eval_interval=4,
+        eval_blocks=16,
+        checkpoint_interval=4,
+        log_interval=1,
+        learning_rate=1e-3,
+    )
+    return RunConfig(
+        model=ModelConfig(
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=64,
+        ),
+        data=DataConfig(max_seq_len=32),
+        training=TrainConfig(**{**defaults, **training}),
+    )
+
+
+def with_training(config: RunConfig, **training) -> RunConfig:
+    return replace(config, training=replace(config.training, **training))

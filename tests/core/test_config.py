@@ -1,0 +1,101 @@
+import pytest
+import torch
+
+from mlm_studio.core.config import PRESETS, ConfigError, ModelConfig, RunConfig, TrainConfig, preset
+from mlm_studio.core.dataset import DataConfig
+from mlm_studio.core.model import BertForMaskedLM
+
+
+@pytest.mark.parametrize(
+    ("name", "layers", "hidden"),
+    [("tiny", 2, 128), ("mini", 4, 256), ("small", 4, 512), ("medium", 8, 512), ("base", 12, 768)],
+)
+def test_presets_have_bert_shapes(name, layers, hidden):
+    model = preset(name).model
+    assert (model.num_hidden_layers, model.hidden_size) == (layers, hidden)
+    assert model.num_attention_heads == hidden // 64 and model.intermediate_size == 4 * hidden
+    assert preset(name).preset == name
+
+
+def test_quickstart_exists_and_unknown_presets_are_named():
+    assert "quickstart" in PRESETS
+    with pytest.raises(ConfigError, match="unknown preset 'huge'; choose one of quickstart, tiny"):
+        preset("huge")
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        ModelConfig(vocab_size=500, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96),
+        ModelConfig(vocab_size=500, hidden_size=64, num_attention_heads=2, position_embedding_type="sinusoidal"),
+        ModelConfig(vocab_size=500, hidden_size=64, num_attention_heads=2, pre_layer_norm=True),
+    ],
+)
+def test_parameter_count_matches_the_model(model):
+    counted = sum(p.numel() for p in BertForMaskedLM(model).parameters())
+    assert model.parameter_count() == counted
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: ModelConfig(hidden_size=100, num_attention_heads=3), r"hidden_size \(100\) must be divisible by"),
+        (lambda: ModelConfig(hidden_dropout_prob=1.0), "hidden_dropout_prob must be in"),
+        (lambda: ModelConfig(position_embedding_type="rotary"), "position_embedding_type must be one of"),
+        (lambda: TrainConfig(learning_rate=0), "learning rate must be between 0 and 1"),
+        (lambda: TrainConfig(batch_size=0), "batch size must be at least 1"),
+        (lambda: TrainConfig(device="gpu"), "device must be auto, cpu, cuda, cuda:N or mps"),
+        (lambda: TrainConfig(precision="fp8"), "precision must be one of fp32, bf16, fp16"),
+        (lambda: TrainConfig(schedule="step"), "schedule must be one of linear, cosine, constant"),
+        (
+            lambda: RunConfig(model=ModelConfig(max_position_embeddings=64), data=DataConfig(max_seq_len=128)),
+            r"sequence length \(128\) must not exceed max_position_embeddings \(64\)",
+        ),
+    ],
+)
+def test_invalid_values_fail_at_construction_with_readable_messages(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_toml_round_trip(tmp_path):
+    config = RunConfig(
+        model=ModelConfig(hidden_size=64, num_attention_heads=2, pre_layer_norm=True),
+        training=TrainConfig(learning_rate=3e-4, device="cuda:1", precision="bf16", epochs=1.5),
+        preset="custom",
+    )
+    path = config.save(tmp_path / "config.toml")
+    assert RunConfig.load(path) == config
+    text = path.read_text()
+    assert "[model]" in text and "hidden_size = 64" in text and 'device = "cuda:1"' in text
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[model\n", "not valid TOML"),
+        ("[model]\nhidden = 3\n", r"unknown field\(s\) in \[model\]: hidden"),
+        ("[optimizer]\n", r"unknown section\(s\) optimizer"),
+        ('[model]\nhidden_size = "big"\n', "model.hidden_size must be int, not str"),
+        ("[training]\nlearning_rate = 2\n", r"\[training\] learning rate must be between 0 and 1"),
+    ],
+)
+def test_bad_toml_is_refused_clearly(text, message):
+    with pytest.raises(ConfigError, match=message):
+        RunConfig.from_toml(text, "my.toml")
+
+
+def test_integers_are_accepted_where_floats_are_expected():
+    assert RunConfig.from_toml("[training]\nweight_decay = 0\n").training.weight_decay == 0.0
+
+
+def test_epochs_decide_the_step_count():
+    config = RunConfig(training=TrainConfig(batch_size=4, grad_accumulation=2, epochs=2))
+    assert config.steps_for(100) == 25
+    assert RunConfig(training=TrainConfig(max_steps=7)).steps_for(100) == 7
+
+
+def test_tied_decoder_is_counted_once():
+    model = BertForMaskedLM(ModelConfig(vocab_size=100, hidden_size=16, num_attention_heads=1))
+    assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight
+    assert torch.equal(model.cls.predictions.bias, model.cls.predictions.decoder.bias)

@@ -1,0 +1,140 @@
+import pytest
+import torch
+import transformers
+
+from mlm_studio.core.config import ModelConfig
+from mlm_studio.core.masking import IGNORE_INDEX
+from mlm_studio.core.model import BertForMaskedLM, decay_groups
+
+CONFIG = ModelConfig(
+    vocab_size=300,
+    hidden_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=128,
+    max_position_embeddings=64,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+)
+
+
+def hf_model(config: ModelConfig) -> transformers.BertForMaskedLM:
+    torch.manual_seed(0)
+    hf_config = transformers.BertConfig(
+        **{
+            k: getattr(config, k)
+            for k in (
+                "vocab_size",
+                "hidden_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "intermediate_size",
+                "hidden_act",
+                "hidden_dropout_prob",
+                "attention_probs_dropout_prob",
+                "max_position_embeddings",
+                "type_vocab_size",
+                "initializer_range",
+                "layer_norm_eps",
+                "pad_token_id",
+            )
+        }
+    )
+    return transformers.BertForMaskedLM(hf_config).eval()
+
+
+def batch(rows=3, length=20, pad_from=14):
+    generator = torch.Generator().manual_seed(1)
+    ids = torch.randint(5, CONFIG.vocab_size, (rows, length), generator=generator)
+    attention = torch.ones(rows, length, dtype=torch.bool)
+    attention[0, pad_from:] = False
+    ids[0, pad_from:] = 0
+    return ids, attention
+
+
+def test_parameter_names_are_hugging_face_names():
+    ours = set(BertForMaskedLM(CONFIG).state_dict())
+    theirs = {k for k in hf_model(CONFIG).state_dict() if not k.endswith("position_ids")}
+    assert ours == theirs
+
+
+def test_same_logits_as_transformers_with_the_same_weights():
+    reference = hf_model(CONFIG)
+    ours = BertForMaskedLM(CONFIG).eval()
+    ours.load_state_dict(reference.state_dict(), strict=False)
+    ids, attention = batch()
+    with torch.no_grad():
+        expected = reference(input_ids=ids, attention_mask=attention.long()).logits
+        got = ours(ids, attention).logits
+    real = attention  # padded positions are not compared: their outputs are meaningless in both
+    assert torch.allclose(got[real], expected[real], atol=1e-5)
+
+
+def test_sparse_prediction_loss_equals_the_dense_head():
+    model = BertForMaskedLM(CONFIG).eval()
+    ids, attention = batch()
+    labels = torch.full_like(ids, IGNORE_INDEX)
+    chosen = torch.rand(ids.shape, generator=torch.Generator().manual_seed(2)) < 0.15
+    labels[chosen & attention] = ids[chosen & attention]
+    with torch.no_grad():
+        sparse = model(ids, attention, labels)
+        dense = model(ids, attention, labels, dense=True)
+    assert sparse.logits.shape == (int((labels != IGNORE_INDEX).sum()), CONFIG.vocab_size)
+    assert abs(float(sparse.loss) - float(dense.loss)) < 1e-5
+    assert torch.allclose(sparse.logits, dense.logits[labels != IGNORE_INDEX], atol=1e-6)
+
+
+def test_gradients_of_sparse_and_dense_agree():
+    model = BertForMaskedLM(CONFIG)
+    ids, attention = batch()
+    labels = torch.where(torch.arange(ids.shape[1]) % 5 == 1, ids, IGNORE_INDEX)
+    grads = []
+    for dense in (False, True):
+        model.zero_grad()
+        torch.manual_seed(3)
+        model.eval()
+        model(ids, attention, labels, dense=dense).loss.backward()
+        grads.append(model.bert.embeddings.word_embeddings.weight.grad.clone())
+    assert torch.allclose(grads[0], grads[1], atol=1e-6)
+
+
+def test_padding_does_not_change_real_positions():
+    model = BertForMaskedLM(CONFIG).eval()
+    ids, attention = batch(rows=1, pad_from=10)
+    with torch.no_grad():
+        padded = model(ids, attention).logits[0, :10]
+        alone = model(ids[:, :10]).logits[0]
+    assert torch.allclose(padded, alone, atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", [{"pre_layer_norm": True}, {"position_embedding_type": "sinusoidal"}])
+def test_variants_train_and_have_their_own_parameters(variant):
+    from dataclasses import replace
+
+    config = replace(CONFIG, **variant)
+    model = BertForMaskedLM(config)
+    names = set(model.state_dict())
+    assert ("bert.encoder.final_layer_norm.weight" in names) == config.pre_layer_norm
+    assert ("bert.embeddings.position_embeddings.weight" in names) == (config.position_embedding_type == "absolute")
+    ids, attention = batch()
+    labels = torch.where(torch.arange(ids.shape[1]) % 4 == 1, ids, IGNORE_INDEX)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(10):
+        loss = model(ids, attention, labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0] - 1.0
+
+
+def test_weight_decay_skips_biases_and_layer_norms():
+    model = BertForMaskedLM(CONFIG)
+    decay, no_decay = decay_groups(model, 0.01)
+    names = {id(p): n for n, p in model.named_parameters()}
+    assert all(p.ndim == 2 for p in decay["params"])
+    assert any("LayerNorm" in names[id(p)] for p in no_decay["params"])
+    assert all(p.ndim == 1 for p in no_decay["params"])
+    total = len(decay["params"]) + len(no_decay["params"])
+    assert total == len(list(model.parameters()))

@@ -1,0 +1,75 @@
+import pytest
+import torch
+
+from mlm_studio.core.checkpoint import CheckpointError
+from mlm_studio.core.predict import FillMask, PredictError
+from mlm_studio.core.runs import start_run, training_blocks
+from mlm_studio.core.trainer import Trainer
+from tests.core.helpers import small_config
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory, small_corpus, small_tokenizer):
+    run = start_run(
+        tmp_path_factory.mktemp("runs") / "run",
+        small_config(max_steps=30, learning_rate=5e-3),
+        small_corpus,
+        small_tokenizer,
+    )
+    list(Trainer(run, *training_blocks(run, small_corpus)).run())
+    return run
+
+
+def test_top_k_for_each_mask_sorted_with_probabilities(trained_run):
+    predictor = FillMask.from_path(trained_run.path)
+    results = predictor.predict("Return the [MASK] of the [MASK] .", top_k=4)
+    assert len(results) == 2
+    for candidates in results:
+        scores = [c.score for c in candidates]
+        assert len(candidates) == 4 and scores == sorted(scores, reverse=True)
+        assert 0 < sum(scores) <= 1 + 1e-6
+        assert all(predictor.tokenizer.id_to_token(c.token_id) == c.token for c in candidates)
+
+
+def test_scores_match_a_dense_forward_pass(trained_run):
+    predictor = FillMask.from_path(trained_run.path)
+    ids = predictor.encode("the [MASK] is")
+    with torch.no_grad():
+        dense = predictor.model(ids).logits[0].softmax(-1)
+    position = int((ids[0] == predictor.tokenizer.mask_id).nonzero())
+    best = predictor.predict("the [MASK] is", top_k=1)[0][0]
+    assert best.token_id == int(dense[position].argmax())
+    assert best.score == pytest.approx(float(dense[position].max()), abs=1e-6)
+
+
+def test_iterative_fill_replaces_every_mask(trained_run):
+    predictor = FillMask.from_path(trained_run.path)
+    filled = predictor.fill("the [MASK] of the [MASK] [MASK]", top_k=3)
+    assert "[MASK]" not in filled.text and sorted(filled.order) == [0, 1, 2]
+    assert len(filled.candidates) == 3 and all(len(c) == 3 for c in filled.candidates)
+
+
+def test_a_checkpoint_folder_loads_too_and_models_are_cached(trained_run):
+    from_run = FillMask.from_path(trained_run.path)
+    assert FillMask.from_path(trained_run.path) is from_run
+    checkpoint = FillMask.from_path(trained_run.latest_checkpoint())
+    assert checkpoint.source.endswith("step-0000030")
+    text = "the [MASK] is"
+    assert checkpoint.predict(text) == from_run.predict(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("no masks here", "has no \\[MASK\\]"), ("[MASK] " + "word " * 100, "this model reads at most 64")],
+)
+def test_unusable_texts_are_refused_clearly(trained_run, text, message):
+    with pytest.raises(PredictError, match=message):
+        FillMask.from_path(trained_run.path).predict(text)
+
+
+def test_a_run_without_checkpoints_or_a_wrong_folder_is_refused(tmp_path, small_corpus, small_tokenizer):
+    run = start_run(tmp_path / "fresh", small_config(), small_corpus, small_tokenizer)
+    with pytest.raises(CheckpointError, match="has no checkpoint yet"):
+        FillMask.from_path(run.path)
+    with pytest.raises(CheckpointError, match="is not a run folder"):
+        FillMask.from_path(tmp_path)

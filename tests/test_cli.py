@@ -1,0 +1,176 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from mlm_studio.cli import main
+from mlm_studio.core.checkpoint import RunDir
+from tests.core.helpers import small_config
+
+
+@pytest.fixture(scope="module")
+def corpus_file(tmp_path_factory):
+    from itertools import islice
+
+    from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
+    from mlm_studio.core.corpus import load_corpus
+
+    path = tmp_path_factory.mktemp("corpus") / "small.txt"
+    docs = islice(load_corpus([ensure_builtin_corpus()]).iter_documents(), 400)
+    path.write_text("\n\n".join(docs), encoding="utf-8")
+    return path
+
+
+def config_file(tmp_path, **training):
+    config = small_config(**training)
+    config = type(config)(
+        model=config.model, data=config.data, training=config.training, tokenizer=type(config.tokenizer)(vocab_size=400)
+    )
+    return config.save(tmp_path / "config.toml")
+
+
+def test_train_predict_and_resume(tmp_path, corpus_file, capsys):
+    cfg = config_file(tmp_path, learning_rate=5e-3)
+    run = tmp_path / "run"
+    code = main(["train", "--config", str(cfg), "--corpus", str(corpus_file), "--out", str(run), "--max-steps", "6"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "Finished (completed) at step 6: validation loss" in out.out and str(run) in out.out
+    assert "step 6/6 loss" in out.err and "eval @ 4" in out.err
+
+    assert main(["predict", str(run), "the [MASK] of the [MASK]", "--json", "--top-k", "3"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert len(payload) == 2 and all(len(mask) == 3 for mask in payload)
+    assert set(payload[0][0]) == {"token", "token_id", "score"}
+    assert [c["score"] for c in payload[0]] == sorted((c["score"] for c in payload[0]), reverse=True)
+
+    assert main(["predict", str(run), "the [MASK] is", "--fill"]) == 0
+    assert "[MASK] 1:" in capsys.readouterr().out
+
+    assert main(["train", "--resume", str(run), "--max-steps", "9"]) == 0
+    out = capsys.readouterr()
+    assert "steps 6 → 9" in out.out and "Finished (completed) at step 9" in out.out
+    assert RunDir(run).latest_checkpoint().name == "step-0000009"
+
+
+def test_errors_are_one_readable_line(tmp_path, corpus_file, capsys):
+    assert main(["predict", str(tmp_path), "a [MASK]"]) == 1
+    assert capsys.readouterr().err.strip() == f"mlm-studio: {tmp_path} is not a run folder (it has no config.toml)"
+    empty = tmp_path / "empty.txt"
+    empty.write_text(" ")
+    assert main(["train", "--corpus", str(empty), "--out", str(tmp_path / "r")]) == 1
+    assert "No usable text in the corpus (empty.txt: no usable text)" in capsys.readouterr().err
+    assert main(["train", "--preset", "enormous", "--out", str(tmp_path / "r")]) == 1
+    assert "unknown preset 'enormous'" in capsys.readouterr().err
+
+
+def test_resume_with_another_tokenizer_is_refused(tmp_path, corpus_file, capsys):
+    cfg = config_file(tmp_path)
+    run = tmp_path / "run"
+    assert (
+        main(["train", "--config", str(cfg), "--corpus", str(corpus_file), "--out", str(run), "--max-steps", "2"]) == 0
+    )
+    other = tmp_path / "vocab.txt"
+    other.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n" + "".join(f"w{i}\n" for i in range(100)))
+    capsys.readouterr()
+    assert main(["train", "--resume", str(run), "--tokenizer", str(other)]) == 1
+    assert "differ from the run's (run → given): tokenizer: 400 pieces" in capsys.readouterr().err
+
+
+def command(*args):
+    return [sys.executable, "-m", "mlm_studio", *map(str, args)]
+
+
+def test_kill_dash_nine_then_resume_continues_from_the_last_checkpoint(tmp_path, corpus_file):
+    cfg = config_file(tmp_path, max_steps=10_000, checkpoint_interval=3, eval_interval=1000)
+    run = tmp_path / "run"
+    process = subprocess.Popen(
+        command("train", "--config", cfg, "--corpus", corpus_file, "--out", run),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    checkpoints = 0
+    for line in process.stderr:
+        checkpoints += line.startswith("checkpoint ")
+        if checkpoints == 2:
+            break
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    latest = RunDir(run).latest_checkpoint()
+    assert latest is not None and int(latest.name.split("-")[1]) >= 6
+    resumed = subprocess.run(
+        command("train", "--resume", run, "--max-steps", int(latest.name.split("-")[1]) + 3),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"steps {int(latest.name.split('-')[1])} →" in resumed.stdout and "Finished (completed)" in resumed.stdout
+
+
+def test_ctrl_c_stops_cleanly_with_a_checkpoint(tmp_path, corpus_file):
+    cfg = config_file(tmp_path, max_steps=10_000, checkpoint_interval=10_000, eval_interval=10_000)
+    run = tmp_path / "run"
+    process = subprocess.Popen(
+        command("train", "--config", cfg, "--corpus", corpus_file, "--out", run),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    for line in process.stderr:
+        if line.startswith("step 3/"):
+            break
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert "Finished (stopped)" in out
+    assert RunDir(run).latest_checkpoint() is not None
+
+
+def test_torchrun_with_two_cpu_processes_trains_like_one(tmp_path, corpus_file):
+    """Two gloo processes with 8 blocks each take the steps one process takes with 16 blocks."""
+    single = config_file(tmp_path, batch_size=16, max_steps=30, eval_interval=30, learning_rate=5e-3)
+    alone = subprocess.run(
+        command("train", "--config", single, "--corpus", corpus_file, "--out", tmp_path / "one"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert alone.returncode == 0, alone.stderr
+    (tmp_path / "two-cfg").mkdir()
+    double = config_file(tmp_path / "two-cfg", batch_size=8, max_steps=30, eval_interval=30, learning_rate=5e-3)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    pair = subprocess.run(
+        [
+            *torchrun,
+            "-m",
+            "mlm_studio",
+            "train",
+            "--config",
+            str(double),
+            "--corpus",
+            str(corpus_file),
+            "--out",
+            str(tmp_path / "two"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert pair.returncode == 0, pair.stderr
+    assert pair.stdout.count("Finished (completed) at step 30") == 1  # only rank 0 reports
+
+    def losses(path):
+        return [r["loss"] for r in RunDir(path).read_metrics() if r["type"] == "step"]
+
+    one, two = losses(tmp_path / "one"), losses(tmp_path / "two")
+    assert len(one) == len(two) == 30
+    assert two[-1] < two[0] - 0.5 and one[-1] < one[0] - 0.5, (one, two)
+    assert abs(one[-1] - two[-1]) < 0.25
+    state = json.loads((RunDir(tmp_path / "two").latest_checkpoint() / "state.json").read_text())
+    assert state["world_size"] == 2 and state["tokens_seen"] == 30 * 16 * 32
