@@ -119,7 +119,7 @@ class TrainConfig:
     epochs: float = 0.0  # passes over the training blocks; 0 means use max_steps
     eval_interval: int = 200  # steps between evaluations
     eval_blocks: int = 256  # validation blocks per evaluation (0: all of them)
-    checkpoint_interval: int = 500  # steps between checkpoints
+    checkpoint_interval: int = 200  # steps between checkpoints (the playground reads the latest)
     keep_checkpoints: int = 2  # the most recent kept, besides the best by validation loss
     log_interval: int = 10  # steps between step records
     seed: int = 0
@@ -170,6 +170,16 @@ class RunConfig:
             f"sequence length ({self.data.max_seq_len}) must not exceed max_position_embeddings "
             f"({self.model.max_position_embeddings})",
         )
+
+    def training_memory_bytes(self) -> int:
+        """A rough estimate of training memory: fp32 weights, gradients and Adam moments, plus activations."""
+        m, t = self.model, self.training
+        states = 16 * m.parameter_count()  # weights, gradients, two moments: 4 bytes each
+        tokens = t.batch_size * self.data.max_seq_len
+        per_layer = tokens * (16 * m.hidden_size + 2 * m.intermediate_size) * 4  # kept for the backward pass
+        attention = t.batch_size * m.num_attention_heads * self.data.max_seq_len**2 * 4 * 2
+        head = int(tokens * self.masking.rate) * m.vocab_size * 4 * 2  # sparse logits and their gradient
+        return states + m.num_hidden_layers * (per_layer + attention) + head
 
     def steps_for(self, train_blocks: int) -> int:
         """Optimizer steps of this run for a training set of `train_blocks` blocks."""

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 from array import array
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -96,9 +97,7 @@ def tokenize_corpus(
     if (folder / "meta.json").exists():
         return TokenizedCorpus(folder)
     root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".{folder.name}.tmp{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=root))  # unique even for two threads
     try:
         _write_tokens(corpus, tokenizer, tmp, progress)
         try:

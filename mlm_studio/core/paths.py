@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 CACHE_ENV = "MLM_STUDIO_CACHE"
+RUNS_ENV = "MLM_STUDIO_RUNS"
 
 
 def cache_dir() -> Path:
@@ -22,3 +23,17 @@ def cache_dir() -> Path:
         base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mlm-studio"
     base.mkdir(parents=True, exist_ok=True)
     return base
+
+
+def default_runs_dir() -> Path:
+    """Where the workbench keeps its runs unless the user picks another folder."""
+    override = os.environ.get(RUNS_ENV)
+    if override:
+        return Path(override)
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local")) / "mlm-studio"
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support" / "mlm-studio"
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share")) / "mlm-studio"
+    return base / "runs"

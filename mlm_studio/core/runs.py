@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import time
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -72,3 +74,36 @@ def check_resume(run: RunDir, config: RunConfig | None, tokenizer: MLMTokenizer 
         raise CheckpointError(
             f"cannot resume {run.name}: these settings differ from the run's (run → given): " + "; ".join(problems)
         )
+
+
+CSV_COLUMNS = (
+    "type",
+    "step",
+    "tokens_seen",
+    "elapsed",
+    "loss",
+    "accuracy",
+    "top5_accuracy",
+    "perplexity",
+    "learning_rate",
+    "grad_norm",
+    "tokens_per_second",
+)
+
+
+def metrics_csv(records: list[dict]) -> str:
+    """Training and evaluation records as CSV, one row each, in the order they were written."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(r for r in records if r.get("type") in ("step", "eval"))
+    return out.getvalue()
+
+
+def list_runs(root: str | Path) -> list[RunDir]:
+    """Run folders directly under `root`, newest first."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    runs = [RunDir(p) for p in root.iterdir() if (p / "config.toml").is_file()]
+    return sorted(runs, key=lambda r: r.path.stat().st_mtime, reverse=True)

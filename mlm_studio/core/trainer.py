@@ -25,6 +25,7 @@ from mlm_studio.core.config import RunConfig
 from mlm_studio.core.dataset import BlockSet
 from mlm_studio.core.masking import Masker
 from mlm_studio.core.model import BertForMaskedLM, decay_groups
+from mlm_studio.core.probes import ProbeResult, load_probes, score_probes
 
 log = logging.getLogger(__name__)
 EVAL_SEED = 1_234_567  # validation masking is the same at every evaluation of every run
@@ -62,6 +63,11 @@ class EvalRecord(Record):
     top5_accuracy: float
     perplexity: float
     elapsed: float
+
+
+@dataclass(frozen=True)
+class ProbeRecord(Record):
+    results: tuple[ProbeResult, ...]
 
 
 @dataclass(frozen=True)
@@ -198,6 +204,8 @@ class Trainer:
         )
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=t.precision == "fp16")
         self.masker = Masker.for_tokenizer(self.config.masking, tokenizer, self.device)
+        self.tokenizer = tokenizer
+        self.probes = load_probes(run.path)
         self.generator = torch.Generator(device=self.device)
         self.total_steps = self.config.steps_for(len(train))
         self.step = 0
@@ -356,6 +364,8 @@ class Trainer:
                 window = _Window()
             if self.step % t.eval_interval == 0 or last:
                 yield self._logged(self.evaluate())
+                if self.probes and self.dist.main:
+                    yield self._logged(ProbeRecord(self.step, score_probes(self.model, self.tokenizer, self.probes)))
                 clock = time.perf_counter()
             if self.step % t.checkpoint_interval == 0 or last:
                 yield self._save()

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, QSize, QTimer
+from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QFileDialog,
     QHBoxLayout,
     QLabel,
     QListWidget,
@@ -21,20 +24,28 @@ from PySide6.QtWidgets import (
 
 from mlm_studio import __version__
 from mlm_studio.core.builtin_corpus import builtin_corpus_location
+from mlm_studio.core.config import ConfigError, RunConfig
 from mlm_studio.core.corpus import ReadOptions
 from mlm_studio.core.device import available_devices
+from mlm_studio.core.paths import default_runs_dir
+from mlm_studio.core.probes import Probe
+from mlm_studio.ui.panels.config import ConfigPanel
 from mlm_studio.ui.panels.corpus import CorpusPanel
 from mlm_studio.ui.panels.masking import MaskingPanel
+from mlm_studio.ui.panels.playground import PlaygroundPanel
+from mlm_studio.ui.panels.training import TrainingPanel
 from mlm_studio.ui.tasks import TaskRunner, stop_all_tasks
+from mlm_studio.ui.training import IDLE, PAUSED
 from mlm_studio.ui.workspace import Workspace
 
 MEMORY_REFRESH_MS = 2000
+STOP_WAIT_MS = 120_000
 
 
 class MainWindow(QMainWindow):
     """Panels in workflow order on the left, the chosen one on the right."""
 
-    def __init__(self, settings: QSettings | None = None, restore: bool = True) -> None:
+    def __init__(self, settings: QSettings | None = None, restore: bool = True, runs_root: Path | None = None) -> None:
         super().__init__()
         self.settings = settings
         self.workspace = Workspace(self)
@@ -52,10 +63,25 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.stack, 1)
         self.setCentralWidget(central)
 
+        if runs_root is None and settings is not None:
+            runs_root = Path(str(settings.value("runs/root", default_runs_dir())))
+        runs_root = runs_root or default_runs_dir()
         self.corpus_panel = CorpusPanel(self.workspace)
         self.masking_panel = MaskingPanel(self.workspace)
+        self.config_panel = ConfigPanel(self.workspace)
+        self.training_panel = TrainingPanel(self.workspace, runs_root)
+        self.playground_panel = PlaygroundPanel(self.workspace, runs_root)
         self.add_panel("Corpus", self.corpus_panel, QStyle.StandardPixmap.SP_FileDialogContentsView)
         self.add_panel("Masking preview", self.masking_panel, QStyle.StandardPixmap.SP_FileDialogInfoView)
+        self.add_panel("Configuration", self.config_panel, QStyle.StandardPixmap.SP_FileDialogDetailedView)
+        self.add_panel("Training", self.training_panel, QStyle.StandardPixmap.SP_MediaPlay)
+        self.add_panel("Playground", self.playground_panel, QStyle.StandardPixmap.SP_DialogHelpButton)
+        self.config_panel.validity_changed.connect(self.training_panel.set_config_error)
+        self.training_panel.checkpoint_written.connect(self.playground_panel.on_checkpoint)
+        self.training_panel.run_finished.connect(self._on_run_finished)
+        self.training_panel.controller.state_changed.connect(self._update_run_status)
+        self.workspace.run_changed.connect(lambda _: self._update_run_status())
+        self._quit_when_done = False
         self._build_menus()
         self._build_status_bar()
         self.workspace.corpus_changed.connect(self._update_corpus_status)
@@ -75,13 +101,21 @@ class MainWindow(QMainWindow):
 
     # --- menus and status bar -----------------------------------------------------------------------
     def _build_menus(self) -> None:
-        panel = self.corpus_panel
+        corpus, training = self.corpus_panel, self.training_panel
         file_menu = self.menuBar().addMenu("&File")
-        self.open_corpus_action = self._action(file_menu, "&Add corpus files…", panel.add_files_dialog, "Ctrl+O")
-        self._action(file_menu, "Add corpus &folder…", panel.add_folder_dialog, "Ctrl+Shift+O")
-        self.builtin_action = self._action(file_menu, "Use &built-in corpus", panel.use_builtin)
+        self.open_corpus_action = self._action(file_menu, "&Add corpus files…", corpus.add_files_dialog, "Ctrl+O")
+        self._action(file_menu, "Add corpus &folder…", corpus.add_folder_dialog, "Ctrl+Shift+O")
+        self.builtin_action = self._action(file_menu, "Use &built-in corpus", corpus.use_builtin)
+        file_menu.addSeparator()
+        self._action(file_menu, "&Open run…", self.open_run_dialog, "Ctrl+Shift+R")
+        self._action(file_menu, "Load &configuration…", self.config_panel.load_dialog)
+        self._action(file_menu, "&Save configuration…", self.config_panel.save_dialog, "Ctrl+S")
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        run_menu = self.menuBar().addMenu("&Run")
+        self.start_action = self._action(run_menu, "&Start training", self._start_training, "Ctrl+R")
+        self.pause_action = self._action(run_menu, "&Pause / resume", training.toggle_pause, "Ctrl+P")
+        self.stop_action = self._action(run_menu, "S&top", training.stop, "Ctrl+.")
         view_menu = self.menuBar().addMenu("&View")
         for row in range(self.navigation.count()):
             title = self.navigation.item(row).text()
@@ -97,12 +131,34 @@ class MainWindow(QMainWindow):
         menu.addAction(action)
         return action
 
+    def _start_training(self) -> None:
+        self.show_panel(self.training_panel)
+        self.training_panel.start()
+
+    def open_run_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Open a run folder", str(self.training_panel.runs_root))
+        if folder:
+            self.open_run(Path(folder))
+
+    def open_run(self, path: Path) -> None:
+        """Show a run's curves and make it the playground's current model."""
+        panel = self.training_panel
+        panel.runs_root = path.parent
+        panel.refresh_runs()
+        for row in range(panel.runs_list.count()):
+            if Path(panel.runs_list.item(row).data(Qt.ItemDataRole.UserRole)) == path:
+                panel.runs_list.setCurrentRow(row)
+        panel.open_selected_run()
+        self.show_panel(panel)
+
     def _build_status_bar(self) -> None:
         self.device_label = QLabel("Device: detecting…")
         self.corpus_label = QLabel("No corpus")
+        self.run_label = QLabel()
         self.memory_label = QLabel()
         bar = self.statusBar()
         bar.addWidget(self.corpus_label, 1)
+        bar.addWidget(self.run_label, 1)
         bar.addPermanentWidget(self.device_label)
         bar.addPermanentWidget(self.memory_label)
         self._device_probe = TaskRunner(self)
@@ -117,12 +173,20 @@ class MainWindow(QMainWindow):
     def _on_devices(self, devices) -> None:
         self.device_label.setText(f"Device: {devices[0].label}")
         self.device_label.setToolTip("\n".join(d.label for d in devices))
+        self.config_panel.set_devices([d.name for d in devices])
 
     def _update_corpus_status(self, corpus) -> None:
         if corpus is None:
             self.corpus_label.setText("No corpus")
         else:
             self.corpus_label.setText(f"Corpus: {corpus.documents:,} documents, {corpus.words:,} words")
+
+    def _update_run_status(self, *_) -> None:
+        run = self.workspace.run
+        state = self.training_panel.controller.state
+        name = run.name if run is not None else "none"
+        self.run_label.setText(f"Run: {name}" + ("" if state == IDLE else f" ({state})"))
+        self.pause_action.setText("&Resume" if state == PAUSED else "&Pause")
 
     def _update_memory(self) -> None:
         rss = _resident_memory_bytes()
@@ -138,7 +202,7 @@ class MainWindow(QMainWindow):
 
     # --- settings -----------------------------------------------------------------------------------
     def _restore(self) -> None:
-        """Reopen the last session's sources, or the built-in corpus on first start."""
+        """Reopen the last session's sources, configuration and probes, or the built-in corpus on first start."""
         settings = self.settings
         paths = []
         if settings is not None:
@@ -153,8 +217,14 @@ class MainWindow(QMainWindow):
                         table_column=str(settings.value("corpus/table_column", "text")),
                     )
                 )
-            except ValueError:
-                pass  # settings from a damaged file: keep the defaults
+                config = settings.value("training/config")
+                if config:
+                    self.workspace.set_config(RunConfig.from_toml(str(config), "saved settings"))
+                probes = settings.value("training/probes")
+                if probes:
+                    self.training_panel.set_probes([Probe(**p) for p in json.loads(str(probes))])
+            except (ValueError, TypeError, ConfigError):
+                pass  # settings from another version or a damaged file: keep the defaults
             paths = [p for p in settings.value("corpus/paths", [], type=list) if p]
         if paths and paths != [str(builtin_corpus_location())]:
             self.corpus_panel.add_paths(paths)
@@ -170,13 +240,53 @@ class MainWindow(QMainWindow):
         self.settings.setValue("corpus/text_unit", options.text_unit)
         self.settings.setValue("corpus/jsonl_field", options.jsonl_field)
         self.settings.setValue("corpus/table_column", options.table_column)
+        self.settings.setValue("training/config", self.workspace.config.to_toml())
+        try:
+            probes = [p.__dict__ for p in self.training_panel.probes()]
+            self.settings.setValue("training/probes", json.dumps(probes))
+        except ValueError:
+            pass  # an unfinished probe is not remembered
+        self.settings.setValue("runs/root", str(self.training_panel.runs_root))
         self.settings.sync()
 
+    # --- closing ------------------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
+        controller = self.training_panel.controller
+        if controller.busy and not self._quit_when_done:
+            choice = self._ask_about_training()
+            if choice == "cancel":
+                event.ignore()
+                return
+            if choice == "keep":
+                self._quit_when_done = True
+                self.statusBar().showMessage("MLM Studio will close when the training finishes.")
+                event.ignore()
+                return
+            controller.stop()
+            if not controller.wait(STOP_WAIT_MS):
+                QMessageBox.warning(self, "Still saving", "The checkpoint is still being written; try again.")
+                event.ignore()
+                return
         self._save()
         self._memory_timer.stop()
         stop_all_tasks()
         event.accept()
+
+    def _ask_about_training(self) -> str:
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Question)
+        box.setWindowTitle("Training is running")
+        box.setText("A training is running. Stop it and save a checkpoint before closing?")
+        stop = box.addButton("Stop && save", QMessageBox.ButtonRole.AcceptRole)
+        keep = box.addButton("Keep training", QMessageBox.ButtonRole.ActionRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.exec()
+        clicked = box.clickedButton()
+        return "stop" if clicked is stop else "keep" if clicked is keep else "cancel"
+
+    def _on_run_finished(self) -> None:
+        if self._quit_when_done:
+            self.close()
 
 
 def _resident_memory_bytes() -> int:

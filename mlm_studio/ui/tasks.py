@@ -45,15 +45,21 @@ class _TaskThread(QThread):
         except Cancelled:
             self.outcome.emit(self, "cancelled", None)
         except Exception as exc:  # every failure reaches the user as a message
-            log.exception("background task failed")
+            if not _expected(exc):
+                log.exception("background task failed")
             self.outcome.emit(self, "failed", user_message(exc))
         else:
             self.outcome.emit(self, "ok", result)
 
 
+def _expected(exc: BaseException) -> bool:
+    """Errors the engine raises for the user (bad files, bad settings), as opposed to bugs."""
+    return isinstance(exc, (ValueError, OSError)) or type(exc).__module__.startswith("mlm_studio")
+
+
 def user_message(exc: BaseException) -> str:
     """A message for the user: the engine's own words, or the kind of error for unexpected ones."""
-    if isinstance(exc, (ValueError, OSError, RuntimeError)) or type(exc).__module__.startswith("mlm_studio"):
+    if _expected(exc) or isinstance(exc, RuntimeError):
         return str(exc)
     return f"Unexpected error ({type(exc).__name__}): {exc}"
 

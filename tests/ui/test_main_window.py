@@ -17,8 +17,8 @@ def settings(tmp_path):
     return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
 
 
-def open_window(qtbot, settings):
-    window = MainWindow(settings)
+def open_window(qtbot, settings, runs_root=None):
+    window = MainWindow(settings, runs_root=runs_root)
     qtbot.addWidget(window)
     window.show()
     qtbot.waitUntil(lambda: window.workspace.corpus is not None, timeout=LOAD_TIMEOUT_MS)
@@ -31,7 +31,8 @@ def test_first_start_opens_on_the_builtin_corpus(qtbot, settings):
     assert window.corpus_label.text().startswith("Corpus: ") and "documents" in window.corpus_label.text()
     qtbot.waitUntil(lambda: "detecting" not in window.device_label.text(), timeout=LOAD_TIMEOUT_MS)
     assert window.device_label.text().startswith("Device: ") and "CPU" in window.device_label.toolTip()
-    assert window.navigation.item(0).text() == "Corpus"
+    titles = [window.navigation.item(i).text() for i in range(window.navigation.count())]
+    assert titles == ["Corpus", "Masking preview", "Configuration", "Training", "Playground"]
     assert window.memory_label.text().startswith("Memory: ")
 
 
@@ -74,3 +75,88 @@ def test_screenshot_command_writes_the_window_image(tmp_path):
     image = QImage(str(out))
     assert (image.width(), image.height()) == (1280, 800)
     assert len({image.pixel(x, y) for x in range(0, 1280, 40) for y in range(0, 800, 40)}) > 5
+
+
+CLOSE_SCRIPT = r"""
+import os, sys
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+from PySide6.QtWidgets import QApplication
+app = QApplication([])
+from mlm_studio.ui.main_window import MainWindow
+from tests.core.helpers import small_config
+window = MainWindow(None, restore=False, runs_root=sys.argv[1])
+window._ask_about_training = lambda: "stop"
+window.workspace.set_config(small_config(max_steps=100_000, eval_interval=100_000, checkpoint_interval=100_000))
+window.show()
+window.corpus_panel.add_paths([sys.argv[2]])
+window.workspace.tokenizer_changed.connect(lambda tokenizer: tokenizer and window.training_panel.start())
+steps = []
+def on_record(record):
+    steps.append(record)
+    if len(steps) == 3:
+        window.close()
+window.training_panel.controller.record.connect(on_record)
+app.exec()
+print("exited after", len(steps), "records", flush=True)
+"""
+
+
+def test_closing_mid_training_stops_saves_and_exits_cleanly(tmp_path, small_corpus):
+    import os
+    from pathlib import Path
+
+    from mlm_studio.core.checkpoint import RunDir
+    from mlm_studio.core.runs import list_runs
+
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run(
+        [sys.executable, "-c", CLOSE_SCRIPT, str(tmp_path / "runs"), str(small_corpus.sources[0].path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "QThread: Destroyed" not in result.stderr and "Fatal" not in result.stderr
+    assert "exited after" in result.stdout
+    (run,) = list_runs(tmp_path / "runs")
+    assert RunDir(run.path).latest_checkpoint() is not None
+    assert RunDir(run.path).read_metrics()[-1]["reason"] == "stopped"
+
+
+def test_the_whole_workflow_with_the_mouse(qtbot, settings, tmp_path):
+    """Built-in corpus → tokenizer → masking preview → a tiny training → a prediction in the playground."""
+    from PySide6.QtCore import Qt
+
+    window = open_window(qtbot, settings, runs_root=tmp_path / "runs")
+    qtbot.waitUntil(lambda: window.workspace.tokenizer is not None, timeout=LOAD_TIMEOUT_MS)
+    window.show_panel(window.masking_panel)
+    qtbot.waitUntil(lambda: window.masking_panel.preview is not None, timeout=LOAD_TIMEOUT_MS)
+    assert window.masking_panel.rates_table.item(0, 1).text()
+
+    window.show_panel(window.config_panel)
+    config_panel = window.config_panel
+    config_panel.preset_combo.setCurrentIndex(config_panel.preset_combo.findData("tiny"))
+    for field, text in (
+        (("training", "max_steps"), "20"),
+        (("training", "eval_interval"), "10"),
+        (("training", "checkpoint_interval"), "10"),
+    ):
+        editor = config_panel.editors[field]
+        editor.selectAll()
+        qtbot.keyClicks(editor, text)
+    assert config_panel.error == ""
+    assert window.workspace.config.training.max_steps == 20
+
+    window.show_panel(window.training_panel)
+    with qtbot.waitSignal(window.training_panel.run_finished, timeout=LOAD_TIMEOUT_MS * 3):
+        qtbot.mouseClick(window.training_panel.start_button, Qt.MouseButton.LeftButton)
+    assert "Training completed at step 20" in window.training_panel.message_bar.text
+
+    window.show_panel(window.playground_panel)
+    playground = window.playground_panel
+    assert playground.views[0].model_combo.currentText().startswith("Current run:")
+    with qtbot.waitSignal(playground.predicted, timeout=LOAD_TIMEOUT_MS):
+        playground.text_edit.setText("Return a [MASK] of the list.")
+    assert len(playground.views[0].buttons[0]) == 5

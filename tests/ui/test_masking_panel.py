@@ -65,8 +65,9 @@ def test_a_split_that_does_not_sum_to_one_is_flagged_and_not_applied(qtbot, pane
     panel.mask_spin.setValue(0.9)
     assert "must sum to 1" in panel.validation_label.text()
     assert "border" in panel.mask_spin.styleSheet()
-    qtbot.wait(300)  # longer than the refresh delay: nothing may be recomputed from an invalid configuration
+    assert not panel._refresh_timer.isActive() and not panel.preview_runner.running  # nothing recomputed
     assert panel.preview is before
+    assert panel.workspace.config.masking.mask_fraction == 0.8  # the invalid split never left the panel
     with qtbot.waitSignal(panel.preview_updated, timeout=TIMEOUT_MS):
         panel.random_spin.setValue(0.0)
     assert panel.validation_label.text() == "" and panel.mask_spin.styleSheet() == ""

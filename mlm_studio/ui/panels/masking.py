@@ -3,6 +3,8 @@ token, with the achieved rates measured over many blocks against the configured 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -92,6 +94,8 @@ class MaskingPanel(QWidget):
         self._build()
         workspace.corpus_changed.connect(self.prepare_data)
         workspace.tokenizer_changed.connect(self.prepare_data)
+        workspace.config_changed.connect(self.show_config)
+        self.show_config(workspace.config)
         self._on_strategy()
         self.prepare_data()
 
@@ -249,7 +253,67 @@ class MaskingPanel(QWidget):
         )
 
     def data_config(self) -> DataConfig:
-        return DataConfig(max_seq_len=self.length_spin.value(), packing=self.packing_check.isChecked())
+        return replace(
+            self.workspace.config.data, max_seq_len=self.length_spin.value(), packing=self.packing_check.isChecked()
+        )
+
+    def show_config(self, config) -> None:
+        """Reflect the workspace configuration's masking and data settings in the controls."""
+        m, d = config.masking, config.data
+        if m == self._masking_or_none() and d == self.data_config():
+            return
+        controls = (
+            self.strategy_combo,
+            self.rate_spin,
+            self.mask_spin,
+            self.random_spin,
+            self.keep_spin,
+            self.span_p_spin,
+            self.max_span_spin,
+            self.length_spin,
+            self.packing_check,
+        )
+        for control in controls:
+            control.blockSignals(True)
+        self.strategy_combo.setCurrentIndex(self.strategy_combo.findData(m.strategy))
+        for spin, value in (
+            (self.rate_spin, m.rate),
+            (self.mask_spin, m.mask_fraction),
+            (self.random_spin, m.random_fraction),
+            (self.keep_spin, m.keep_fraction),
+            (self.span_p_spin, m.span_p),
+            (self.max_span_spin, m.max_span),
+            (self.length_spin, d.max_seq_len),
+        ):
+            spin.setValue(value)
+        self.packing_check.setChecked(d.packing)
+        for control in controls:
+            control.blockSignals(False)
+        self._on_strategy()
+        self._on_data_settings()
+
+    def _masking_or_none(self) -> MaskingConfig | None:
+        try:
+            return self.masking_config()
+        except ValueError:
+            return None
+
+    def _push_config(self) -> None:
+        """Share valid masking and data settings with the rest of the workbench."""
+        masking = self._masking_or_none()
+        if masking is None:
+            return
+        config = self.workspace.config
+        try:
+            updated = replace(
+                config,
+                masking=masking,
+                data=replace(config.data, max_seq_len=self.length_spin.value(), packing=self.packing_check.isChecked()),
+            )
+        except ValueError as exc:
+            self.validation_label.setText(str(exc).capitalize() + ".")
+            return
+        self.workspace.set_config(updated)
 
     def _on_strategy(self) -> None:
         span = self.strategy_combo.currentData() == "span"
@@ -263,6 +327,7 @@ class MaskingPanel(QWidget):
         try:
             self.masking_config()
         except ValueError as exc:
+            self._refresh_timer.stop()
             self.validation_label.setText(str(exc).capitalize() + ".")
             for spin in split:
                 spin.setStyleSheet(INVALID_STYLE)
@@ -270,6 +335,7 @@ class MaskingPanel(QWidget):
         self.validation_label.clear()
         for spin in split:
             spin.setStyleSheet("")
+        self._push_config()
         self._refresh_timer.start()
 
     # --- data and preview ---------------------------------------------------------------------------
@@ -292,6 +358,7 @@ class MaskingPanel(QWidget):
         self.data_runner.start(work)
 
     def _on_data_settings(self) -> None:
+        self._push_config()
         if self.tokenized is not None and self.workspace.tokenizer is not None:
             self.blocks = split_blocks(self.tokenized, self.data_config(), self.workspace.tokenizer)[0]
             self.refresh()
@@ -321,15 +388,18 @@ class MaskingPanel(QWidget):
         masker = Masker.for_tokenizer(config, tokenizer)
         blocks, seed = self.blocks, self.seed_spin.value()
         self.preview_runner.start(
-            lambda progress: masking_preview(blocks, tokenizer, masker, seed, SAMPLES, MEASURED_BLOCKS, progress)
+            lambda progress: (
+                config,
+                masking_preview(blocks, tokenizer, masker, seed, SAMPLES, MEASURED_BLOCKS, progress),
+            )
         )
 
-    def _on_preview(self, preview: MaskingPreview) -> None:
+    def _on_preview(self, result: tuple[MaskingConfig, MaskingPreview]) -> None:
+        config, preview = result
         self.preview = preview
         self._show_empty(False)
         for view, sample in zip(self.sample_views, preview.samples):
             view.set_cells([token_cell(token) for token in sample])
-        config = self.masking_config()
         configured = (config.rate, config.mask_fraction, config.random_fraction, config.keep_fraction)
         for row, (name, expected) in enumerate(zip(("selected", "mask", "random", "keep"), configured)):
             hits, trials = preview.counts[name]

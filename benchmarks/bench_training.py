@@ -1,0 +1,174 @@
+"""Training throughput against transformers, side by side in one process, and model FLOPs utilisation.
+
+Seed configuration: vocabulary 30,000, hidden 256, 4 layers, 8 heads, feed-forward 512, sequence 128,
+batch 32, fp32. The peer is `transformers.BertForMaskedLM` fed by `DataCollatorForLanguageModeling`
+with `torch.optim.AdamW`, the loop a user writes; ours is `mlm_studio.core.trainer.Trainer`, the loop
+the app and the CLI run. Both use the same blocks of the built-in corpus and the same threads.
+
+Run: python benchmarks/bench_training.py [--device cuda --precision bf16 --preset base]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import machine  # noqa: E402
+
+from mlm_studio.core.builtin_corpus import ensure_builtin_corpus  # noqa: E402
+from mlm_studio.core.config import ModelConfig, RunConfig, TrainConfig, preset  # noqa: E402
+from mlm_studio.core.corpus import load_corpus  # noqa: E402
+from mlm_studio.core.dataset import DataConfig  # noqa: E402
+from mlm_studio.core.runs import start_run, training_blocks  # noqa: E402
+from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerConfig, train_tokenizer  # noqa: E402
+from mlm_studio.core.trainer import StepRecord, Trainer  # noqa: E402
+
+SEED_MODEL = ModelConfig(
+    vocab_size=30000, hidden_size=256, num_hidden_layers=4, num_attention_heads=8, intermediate_size=512
+)
+
+
+def matmul_flops(device: torch.device, dtype: torch.dtype, size: int = 2048, repeats: int = 10) -> float:
+    """Dense matrix-multiply FLOP/s of this device: the physical ceiling for MFU."""
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
+    for _ in range(2):
+        a @ b
+    _sync(device)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    _sync(device)
+    return 2 * size**3 * repeats / (time.perf_counter() - start)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def model_flops_per_token(config: ModelConfig, seq: int, masked: float) -> float:
+    """Useful training FLOPs per token: 6·N (non-embedding) + attention + the vocabulary projection at masks."""
+    attention = 6 * 2 * seq * config.hidden_size * config.num_hidden_layers
+    head = 6 * config.vocab_size * config.hidden_size * masked
+    return 6 * config.non_embedding_parameter_count() + attention + head
+
+
+def _with_vocab_size(tokenizer: MLMTokenizer, size: int) -> MLMTokenizer:
+    """The built-in corpus yields fewer pieces than the seed vocabulary: pad with BERT-style [unusedN] pieces."""
+    if tokenizer.vocab_size >= size:
+        return tokenizer
+    with tempfile.TemporaryDirectory() as tmp:
+        path = tokenizer.save(Path(tmp) / "vocab.txt")
+        with open(path, "a", encoding="utf-8") as f:
+            f.writelines(f"[unused{i}]\n" for i in range(size - tokenizer.vocab_size))
+        return MLMTokenizer.load(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--precision", default="fp32", choices=("fp32", "bf16"))
+    parser.add_argument("--preset", help="a preset's model instead of the seed configuration (e.g. base)")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=5, help="steps per timed turn")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    from transformers import BertConfig, DataCollatorForLanguageModeling, PreTrainedTokenizerFast
+    from transformers import BertForMaskedLM as PeerModel
+
+    device = torch.device(args.device)
+    dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    model_config = preset(args.preset).model if args.preset else SEED_MODEL
+    corpus = load_corpus([ensure_builtin_corpus()])
+    tokenizer = _with_vocab_size(
+        train_tokenizer(corpus.iter_documents(), TokenizerConfig(vocab_size=30000), corpus.documents),
+        model_config.vocab_size,
+    )
+    model_config = replace(model_config, vocab_size=tokenizer.vocab_size)
+    config = RunConfig(
+        model=model_config,
+        data=DataConfig(max_seq_len=128),
+        training=TrainConfig(
+            batch_size=args.batch, max_steps=10**6, log_interval=args.steps, eval_interval=10**6,
+            checkpoint_interval=10**6, device=args.device, precision=args.precision, warmup_steps=10,
+        ),
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        run = start_run(Path(tmp) / "run", config, corpus, tokenizer)
+        train, validation = training_blocks(run, corpus)
+        ours = Trainer(run, train, validation).run()
+
+        hf_tokenizer = PreTrainedTokenizerFast(
+            tokenizer_object=tokenizer.backend,
+            pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
+        )
+        collator = DataCollatorForLanguageModeling(hf_tokenizer, mlm_probability=0.15, return_tensors="pt")
+        peer = PeerModel(
+            BertConfig(**{k: getattr(model_config, k) for k in (
+                "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings",
+            )})
+        ).to(device).train()
+        optimizer = torch.optim.AdamW(peer.parameters(), lr=5e-4, weight_decay=0.01)
+        rng = np.random.default_rng(0)
+
+        def peer_steps() -> None:
+            for _ in range(args.steps):
+                blocks = train.batch(rng.integers(0, len(train), args.batch))
+                batch = collator([{"input_ids": row} for row in blocks.input_ids.tolist()])
+                batch = {k: v.to(device) for k, v in batch.items()}
+                with torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32):
+                    loss = peer(**batch).loss
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+            _sync(device)
+
+        def our_steps() -> None:
+            while not isinstance(next(ours), StepRecord):
+                pass
+            _sync(device)
+
+        for fn in (our_steps, peer_steps):  # warm-up
+            fn()
+        times: dict[str, list[float]] = {"MLM Studio Trainer": [], "transformers BertForMaskedLM + collator": []}
+        for _ in range(args.repeats):
+            for name, fn in zip(times, (our_steps, peer_steps)):
+                start = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - start)
+        peak = matmul_flops(device, dtype)
+
+    tokens = args.steps * args.batch * 128
+    flops_per_token = model_flops_per_token(model_config, 128, 0.15)
+    ours_median = statistics.median(times["MLM Studio Trainer"])
+    print(
+        f"Training, {model_config.num_hidden_layers}×{model_config.hidden_size}, vocab {model_config.vocab_size}, "
+        f"seq 128, batch {args.batch}, {args.precision} on {device}; {args.steps} steps per turn, "
+        f"{args.repeats} turns alternated; {machine()}"
+    )
+    print(f"Dense matmul: {peak / 1e9:,.1f} GFLOP/s; useful model FLOPs per token: {flops_per_token / 1e6:,.1f} M")
+    print("| trainer | tokens/s, median (spread) | MFU | MLM Studio speed-up |")
+    print("|---|---|---|---|")
+    for name, seconds in times.items():
+        rates = sorted(tokens / s for s in seconds)
+        median = statistics.median(rates)
+        mfu = median * flops_per_token / peak
+        print(
+            f"| {name} | {median:,.0f} ({rates[0]:,.0f}–{rates[-1]:,.0f}) | {mfu:.0%} | "
+            f"{statistics.median(seconds) / ours_median:.2f}× |"
+        )
+
+
+if __name__ == "__main__":
+    main()

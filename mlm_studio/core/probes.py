@@ -1,0 +1,80 @@
+"""Cloze probes: sentences with one [MASK] and the word expected there, scored at every evaluation.
+
+A probe shows what the model has learnt in words rather than in loss: the rank of the expected word among
+all pieces (1 is the top prediction) and its probability. A word the tokenizer splits into several pieces
+is judged by its first piece.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from mlm_studio.core.model import BertForMaskedLM
+from mlm_studio.core.tokenizer import MLMTokenizer
+
+PROBES_FILE = "probes.json"
+
+
+@dataclass(frozen=True)
+class Probe:
+    text: str  # with exactly one [MASK]
+    expected: str  # the word that belongs there
+
+    def __post_init__(self) -> None:
+        if self.text.count("[MASK]") != 1:
+            raise ValueError(f"a probe needs exactly one [MASK]: {self.text!r}")
+        if not self.expected.strip() or " " in self.expected.strip():
+            raise ValueError(f"a probe expects one word, not {self.expected!r}")
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    text: str
+    expected: str
+    rank: int  # 1 = the model's top prediction
+    probability: float
+
+
+def save_probes(folder: Path, probes: list[Probe]) -> None:
+    path = Path(folder) / PROBES_FILE
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps([asdict(p) for p in probes], indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def load_probes(folder: Path) -> list[Probe]:
+    """The probes saved in a run folder; none if there is no probes file."""
+    path = Path(folder) / PROBES_FILE
+    if not path.exists():
+        return []
+    try:
+        return [Probe(**item) for item in json.loads(path.read_text(encoding="utf-8"))]
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{path.name} is damaged ({exc})") from exc
+
+
+@torch.no_grad()
+def score_probes(model: BertForMaskedLM, tokenizer: MLMTokenizer, probes: list[Probe]) -> tuple[ProbeResult, ...]:
+    """Rank and probability of each probe's expected word at its [MASK]."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    results = []
+    for probe in probes:
+        ids = torch.tensor([tokenizer.backend.encode(probe.text).ids], device=device)
+        position = (ids[0] == tokenizer.mask_id).nonzero().flatten()[:1]
+        pieces = tokenizer.encode_batch([probe.expected.strip()])[0].ids
+        if len(position) == 0 or len(pieces) == 0:
+            continue
+        logits = model.predict_at(ids, torch.stack([torch.zeros_like(position), position], dim=1))[0]
+        probabilities = logits.float().softmax(-1)
+        target = probabilities[int(pieces[0])]
+        rank = int((probabilities > target).sum()) + 1
+        results.append(ProbeResult(probe.text, probe.expected, rank, float(target)))
+    model.train(was_training)
+    return tuple(results)

@@ -1,0 +1,406 @@
+"""Training configuration panel: a preset, then every field of the run configuration, validated as typed.
+
+The form is built from the engine's dataclasses, so a new field appears here by itself; `FIELDS` gives
+each a label, a group and a tooltip with its usual range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import replace
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from mlm_studio.core.config import PRECISIONS, PRESETS, SCHEDULES, ConfigError, RunConfig
+from mlm_studio.core.masking import STRATEGIES
+from mlm_studio.ui.widgets.message_bar import MessageBar
+from mlm_studio.ui.workspace import Workspace
+
+INVALID = "border: 1px solid #c0392b;"
+CUSTOM = "custom"
+
+# (section, field): (group, label, tooltip)
+FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {
+    ("model", "hidden_size"): ("Model", "Hidden size", "Width of every layer; 128–1024 (BERT-base: 768)"),
+    ("model", "num_hidden_layers"): ("Model", "Layers", "Transformer layers; 2–24 (BERT-base: 12)"),
+    ("model", "num_attention_heads"): ("Model", "Attention heads", "Must divide the hidden size; usually hidden/64"),
+    ("model", "intermediate_size"): (
+        "Model",
+        "Feed-forward size",
+        "Inner width of each feed-forward; usually 4× hidden",
+    ),
+    ("model", "hidden_dropout_prob"): ("Model", "Dropout", "Dropout after each sub-layer; 0–0.1"),
+    ("model", "attention_probs_dropout_prob"): ("Model", "Attention dropout", "Dropout on attention weights; 0–0.1"),
+    ("model", "max_position_embeddings"): ("Model", "Max positions", "Longest sequence the model can read; ≥ length"),
+    ("model", "position_embedding_type"): ("Model", "Positions", "Learned (absolute, as BERT) or fixed sinusoidal"),
+    ("model", "pre_layer_norm"): (
+        "Model",
+        "Pre-LayerNorm",
+        "LayerNorm before each sub-layer: steadier at high learning rates",
+    ),
+    ("model", "layer_norm_eps"): ("Model", "LayerNorm ε", "Numerical guard of LayerNorm; 1e-12 (BERT) to 1e-5"),
+    ("model", "initializer_range"): ("Model", "Init std", "Standard deviation of the initial weights; 0.02"),
+    ("model", "type_vocab_size"): ("Model", "Segment types", "Segment embeddings (sentence A/B); 2"),
+    ("training", "learning_rate"): (
+        "Optimisation",
+        "Learning rate",
+        "Peak AdamW learning rate; 1e-4–1e-3 for small models",
+    ),
+    ("training", "batch_size"): ("Optimisation", "Batch size", "Blocks per micro-batch; 8–256, as memory allows"),
+    ("training", "grad_accumulation"): (
+        "Optimisation",
+        "Accumulation",
+        "Micro-batches per step (effective batch = batch × this)",
+    ),
+    ("training", "weight_decay"): ("Optimisation", "Weight decay", "AdamW decay, not on biases or LayerNorm; 0.01"),
+    ("training", "max_grad_norm"): ("Optimisation", "Gradient clip", "Clip the gradient norm to this; 1.0 (0: off)"),
+    ("training", "adam_beta1"): ("Optimisation", "Adam β1", "0.9"),
+    ("training", "adam_beta2"): ("Optimisation", "Adam β2", "0.98–0.999"),
+    ("training", "adam_epsilon"): ("Optimisation", "Adam ε", "1e-6–1e-8"),
+    ("training", "max_steps"): ("Schedule", "Steps", "Optimizer steps to train for"),
+    ("training", "epochs"): ("Schedule", "Epochs", "Passes over the data; overrides Steps when above 0"),
+    ("training", "warmup_steps"): ("Schedule", "Warm-up steps", "Steps of linear warm-up; 1–10% of the steps"),
+    ("training", "schedule"): ("Schedule", "Decay", "Learning-rate decay after warm-up"),
+    ("training", "eval_interval"): ("Schedule", "Evaluate every", "Steps between validation evaluations"),
+    ("training", "eval_blocks"): ("Schedule", "Validation blocks", "Blocks per evaluation (0: the whole split)"),
+    ("training", "checkpoint_interval"): ("Schedule", "Checkpoint every", "Steps between checkpoints"),
+    ("training", "keep_checkpoints"): ("Schedule", "Keep checkpoints", "Latest checkpoints kept, besides the best"),
+    ("training", "log_interval"): ("Schedule", "Log every", "Steps between plotted training points"),
+    ("data", "max_seq_len"): ("Data & masking", "Sequence length", "Tokens per block; 64–512"),
+    ("data", "packing"): ("Data & masking", "Pack documents", "Fill blocks with consecutive documents (no padding)"),
+    ("data", "validation_fraction"): ("Data & masking", "Validation share", "Documents held out; 0.01–0.1"),
+    ("data", "split_seed"): ("Data & masking", "Split seed", "Decides which documents are held out"),
+    ("masking", "strategy"): ("Data & masking", "Masking", "Token, whole word or span (SpanBERT)"),
+    ("masking", "rate"): ("Data & masking", "Masking rate", "Share of tokens to predict; 0.15 (BERT) to 0.4"),
+    ("masking", "mask_fraction"): ("Data & masking", "→ [MASK]", "Of those: replaced by [MASK]; 0.8"),
+    ("masking", "random_fraction"): ("Data & masking", "→ random", "Of those: replaced by a random token; 0.1"),
+    ("masking", "keep_fraction"): ("Data & masking", "→ kept", "Of those: left unchanged; 0.1"),
+    ("masking", "span_p"): ("Data & masking", "Span p", "Geometric law of span lengths; 0.2"),
+    ("masking", "max_span"): ("Data & masking", "Longest span", "In words; 10"),
+    ("training", "device"): ("Hardware", "Device", "Where to train: auto picks CUDA, then MPS, then the CPU"),
+    ("training", "precision"): ("Hardware", "Precision", "fp32 everywhere; bf16 on recent GPUs and CPUs; fp16 on CUDA"),
+    ("training", "compile"): ("Hardware", "torch.compile", "Compile the model: faster steps after a slow first one"),
+    ("training", "seed"): ("Hardware", "Seed", "Decides initial weights, data order, masking and dropout"),
+    ("training", "max_nonfinite_steps"): (
+        "Hardware",
+        "Stop after NaN steps",
+        "Consecutive non-finite losses tolerated",
+    ),
+}
+# Words the engine's messages use for a field, besides its name.
+MESSAGE_WORDS = {
+    "max_seq_len": "sequence length",
+    "warmup_steps": "warm-up steps",
+    "max_grad_norm": "gradient clipping",
+    "eval_blocks": "evaluation blocks",
+    "validation_fraction": "validation share",
+    "adam_beta1": "adam betas",
+    "adam_beta2": "adam betas",
+    "rate": "masking rate",
+    "mask_fraction": "fractions must sum",
+    "random_fraction": "fractions must sum",
+    "keep_fraction": "fractions must sum",
+    "span_p": "span parameter",
+    "max_span": "longest span",
+    "strategy": "masking strategy",
+}
+GROUPS = ("Model", "Optimisation", "Schedule", "Data & masking", "Hardware")
+CHOICES = {
+    "position_embedding_type": ("absolute", "sinusoidal"),
+    "schedule": SCHEDULES,
+    "strategy": STRATEGIES,
+    "precision": PRECISIONS,
+}
+
+
+class ConfigPanel(QWidget):
+    """Edits the workspace's run configuration; only valid configurations reach the workspace."""
+
+    validity_changed = Signal(str)  # "" when valid, else the reason
+
+    def __init__(self, workspace: Workspace, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.workspace = workspace
+        self.error = ""
+        self.editors: dict[tuple[str, str], QWidget] = {}
+        self._applying = False
+        self._devices = ["auto", "cpu"]
+        self._build()
+        self.show_config(workspace.config)
+        workspace.config_changed.connect(self._on_workspace_config)
+        workspace.tokenizer_changed.connect(lambda _: self._on_edit())
+
+    # --- layout -------------------------------------------------------------------------------------
+    def _build(self) -> None:
+        self.preset_combo = QComboBox()
+        for name in (*PRESETS, CUSTOM):
+            self.preset_combo.addItem(name, name)
+        self.preset_combo.setToolTip(
+            "Model sizes (layers × hidden): tiny 2×128, mini 4×256, small 4×512, "
+            "medium 8×512, base 12×768; quickstart learns fastest on a CPU"
+        )
+        self.preset_combo.currentIndexChanged.connect(self._on_preset)
+        self.load_button = QPushButton("Load…")
+        self.load_button.setToolTip("Load a configuration (TOML), for example a run's config.toml")
+        self.save_button = QPushButton("Save…")
+        self.load_button.clicked.connect(self.load_dialog)
+        self.save_button.clicked.connect(self.save_dialog)
+        self.summary = QLabel()
+        top = QHBoxLayout()
+        top.addWidget(QLabel("Preset"))
+        top.addWidget(self.preset_combo)
+        top.addWidget(self.summary, 1)
+        top.addWidget(self.load_button)
+        top.addWidget(self.save_button)
+
+        self.error_label = QLabel()
+        self.error_label.setWordWrap(True)
+        self.error_label.setStyleSheet("color: #c0392b;")
+        self.message_bar = MessageBar()
+
+        groups = {name: QFormLayout() for name in GROUPS}
+        for (section, name), (group, label, tooltip) in FIELDS.items():
+            editor = self._editor(section, name)
+            editor.setToolTip(tooltip)
+            caption = QLabel(label)
+            caption.setToolTip(tooltip)
+            groups[group].addRow(caption, editor)
+            self.editors[(section, name)] = editor
+        self.tokenizer_note = QLabel()
+        self.tokenizer_note.setWordWrap(True)
+        groups["Model"].addRow("Vocabulary", self.tokenizer_note)
+        grid = QGridLayout()
+        positions = {
+            "Model": (0, 0, 2),
+            "Optimisation": (0, 1, 1),
+            "Schedule": (1, 1, 1),
+            "Data & masking": (0, 2, 1),
+            "Hardware": (1, 2, 1),
+        }
+        for name, (row, column, span) in positions.items():
+            box = QGroupBox(name.replace("&", "&&"))
+            box.setLayout(groups[name])
+            grid.addWidget(box, row, column, span, 1)
+        form = QWidget()
+        form.setLayout(grid)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(form)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.error_label)
+        layout.addWidget(self.message_bar)
+        layout.addWidget(scroll, 1)
+
+    def _editor(self, section: str, name: str) -> QWidget:
+        default = getattr(getattr(RunConfig(), section), name)
+        if isinstance(default, bool):
+            editor = QCheckBox()
+            editor.toggled.connect(self._on_edit)
+        elif name in CHOICES or name == "device":
+            editor = QComboBox()
+            for choice in CHOICES.get(name, self._devices):
+                editor.addItem(choice, choice)
+            editor.currentIndexChanged.connect(self._on_edit)
+        elif isinstance(default, int):
+            editor = QSpinBox()
+            editor.setRange(0, 10**9)
+            editor.setGroupSeparatorShown(True)
+            editor.valueChanged.connect(self._on_edit)
+        else:
+            editor = QLineEdit()
+            editor.textEdited.connect(self._on_edit)
+        return editor
+
+    # --- values -------------------------------------------------------------------------------------
+    def show_config(self, config: RunConfig) -> None:
+        """Put a configuration into the form (without treating it as an edit)."""
+        self._applying = True
+        try:
+            for (section, name), editor in self.editors.items():
+                value = getattr(getattr(config, section), name)
+                if isinstance(editor, QCheckBox):
+                    editor.setChecked(value)
+                elif isinstance(editor, QComboBox):
+                    if editor.findData(value) < 0:
+                        editor.addItem(value, value)
+                    editor.setCurrentIndex(editor.findData(value))
+                elif isinstance(editor, QSpinBox):
+                    editor.setValue(value)
+                else:
+                    editor.setText(f"{value:g}")
+            self.preset_combo.setCurrentIndex(
+                self.preset_combo.findData(config.preset if config.preset in PRESETS else CUSTOM)
+            )
+        finally:
+            self._applying = False
+        self._on_edit(from_user=False)
+
+    def read_config(self) -> RunConfig:
+        """The configuration in the form; raises ConfigError naming the first problem."""
+        values: dict[str, dict] = {section: {} for section in ("model", "data", "masking", "training")}
+        for (section, name), editor in self.editors.items():
+            if isinstance(editor, QCheckBox):
+                values[section][name] = editor.isChecked()
+            elif isinstance(editor, QComboBox):
+                values[section][name] = editor.currentData()
+            elif isinstance(editor, QSpinBox):
+                values[section][name] = editor.value()
+            else:
+                try:
+                    values[section][name] = float(editor.text())
+                except ValueError:
+                    raise ConfigError(f"{name} must be a number, not {editor.text()!r}") from None
+        base = self.workspace.config
+        tokenizer = self.workspace.tokenizer
+        vocab = tokenizer.vocab_size if tokenizer is not None else base.model.vocab_size
+        try:
+            return RunConfig(
+                model=replace(base.model, vocab_size=vocab, **values["model"]),
+                data=replace(base.data, **values["data"]),
+                masking=replace(base.masking, **values["masking"]),
+                tokenizer=base.tokenizer,
+                training=replace(base.training, **values["training"]),
+                preset=self.preset_combo.currentData(),
+            )
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+
+    def set_devices(self, names: list[str]) -> None:
+        """Offer the devices present on this machine (auto first)."""
+        self._devices = ["auto", *names]
+        editor = self.editors[("training", "device")]
+        current = editor.currentData()
+        self._applying = True
+        editor.clear()
+        for name in self._devices:
+            editor.addItem(name, name)
+        editor.setCurrentIndex(max(0, editor.findData(current)))
+        self._applying = False
+        self._on_edit(from_user=False)
+
+    # --- reactions ----------------------------------------------------------------------------------
+    def _on_preset(self) -> None:
+        name = self.preset_combo.currentData()
+        if self._applying or name == CUSTOM:
+            return
+        chosen = PRESETS[name]
+        current = self.workspace.config
+        self.show_config(replace(current, model=chosen.model, training=chosen.training, preset=name))
+
+    def _on_edit(self, *_, from_user: bool = True) -> None:
+        if self._applying:
+            return
+        if from_user and self.sender() is not None and self._is_model_editor(self.sender()):
+            self._applying = True
+            self.preset_combo.setCurrentIndex(self.preset_combo.findData(CUSTOM))
+            self._applying = False
+        self._update_precisions()
+        for editor in self.editors.values():
+            editor.setStyleSheet("")
+        try:
+            config = self.read_config()
+        except ConfigError as exc:
+            self._set_error(str(exc))
+            message = str(exc).lower()
+            for (_, name), editor in self.editors.items():
+                words = (MESSAGE_WORDS[name],) if name in MESSAGE_WORDS else (name, name.replace("_", " "))
+                if any(word in message for word in words):
+                    editor.setStyleSheet(INVALID)
+            return
+        self._set_error("")
+        self._show_summary(config)
+        self.workspace.set_config(config)
+
+    def _is_model_editor(self, widget) -> bool:
+        return any(editor is widget for (section, _), editor in self.editors.items() if section == "model")
+
+    def _update_precisions(self) -> None:
+        device = self.editors[("training", "device")].currentData() or "auto"
+        allowed = PRECISIONS if device.startswith("cuda") else ("fp32", "bf16")
+        editor = self.editors[("training", "precision")]
+        for index in range(editor.count()):
+            item = editor.model().item(index)
+            item.setEnabled(editor.itemData(index) in allowed)
+        if editor.currentData() not in allowed:
+            editor.setCurrentIndex(editor.findData("fp32"))
+
+    def _set_error(self, message: str) -> None:
+        self.error = message
+        self.error_label.setText(f"{message[0].upper()}{message[1:]}." if message else "")
+        self.error_label.setVisible(bool(message))
+        self.validity_changed.emit(message)
+
+    def _show_summary(self, config: RunConfig) -> None:
+        params = config.model.parameter_count()
+        memory = config.training_memory_bytes() / 2**20
+        self.summary.setText(f"<b>{params / 1e6:,.2f} M</b> parameters · about <b>{memory:,.0f} MiB</b> to train")
+        tokenizer = self.workspace.tokenizer
+        self.tokenizer_note.setText(
+            f"{tokenizer.vocab_size:,} pieces, from the Corpus panel's tokenizer"
+            if tokenizer is not None
+            else "set by the tokenizer (train or load one in the Corpus panel)"
+        )
+
+    def _on_workspace_config(self, config: RunConfig) -> None:
+        try:
+            mine = self.read_config()
+        except ConfigError:
+            mine = None
+        if mine != config:
+            self.show_config(config)
+
+    # --- files --------------------------------------------------------------------------------------
+    def load_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Load a configuration", "", "Configurations (*.toml)")
+        if path:
+            self.load_path(path)
+
+    def load_path(self, path: str) -> None:
+        try:
+            config = RunConfig.load(path)
+        except ConfigError as exc:
+            self.message_bar.show_message(str(exc), "error")
+            return
+        self.message_bar.show_message(f"Loaded {path}.", "info")
+        self.show_config(config)
+
+    def save_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save the configuration", "config.toml", "Configurations (*.toml)")
+        if path:
+            self.save_path(path)
+
+    def save_path(self, path: str) -> None:
+        try:
+            self.read_config().save(path)
+        except (ConfigError, OSError) as exc:
+            self.message_bar.show_message(f"Not saved: {exc}", "error")
+        else:
+            self.message_bar.show_message(f"Saved {path}.", "info")
+
+
+def field_names() -> set[tuple[str, str]]:
+    """Every configurable (section, field) of the engine, for checking that the form covers them all."""
+    hidden = {("model", "vocab_size"), ("model", "hidden_act"), ("model", "pad_token_id")}
+    names = set()
+    for section in ("model", "data", "masking", "training"):
+        for f in dataclasses.fields(getattr(RunConfig(), section)):
+            names.add((section, f.name))
+    return names - hidden

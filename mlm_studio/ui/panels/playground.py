@@ -1,0 +1,294 @@
+"""Fill-mask playground: type a sentence with [MASK], see each mask's top candidates with probabilities,
+click one to fill it in; compare two models side by side. Models come from checkpoints on disk, never
+from the weights being trained."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from mlm_studio.core.predict import Candidate, FillMask
+from mlm_studio.core.runs import list_runs
+from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.widgets.message_bar import MessageBar
+from mlm_studio.ui.workspace import Workspace
+
+MASK = "[MASK]"
+DEBOUNCE_MS = 250
+CURRENT_RUN = "current"
+DEFAULT_TEXT = "Return a [MASK] of the list."
+
+
+@dataclass(frozen=True)
+class Prediction:
+    source: str
+    masks: tuple[tuple[Candidate, ...], ...]
+    filled: str | None  # the text with every mask filled (iterative mode)
+    milliseconds: float
+
+
+def predict(path: str, text: str, top_k: int, iterative: bool) -> Prediction:
+    """Load (cached) and score, timing the scoring alone."""
+    model = FillMask.from_path(path)
+    start = time.perf_counter()
+    if iterative:
+        filled = model.fill(text, top_k)
+        masks, text = filled.candidates, filled.text
+    else:
+        masks, text = tuple(model.predict(text, top_k)), None
+    return Prediction(model.source, masks, text, (time.perf_counter() - start) * 1000)
+
+
+class ResultsView(QGroupBox):
+    """One model's candidates: per mask, buttons with probability bars."""
+
+    candidate_clicked = Signal(int, str)  # mask number, token
+
+    def __init__(self, title: str) -> None:
+        super().__init__(title)
+        self.model_combo = QComboBox()
+        self.model_combo.setToolTip("The model: the current run's latest checkpoint, a saved run, or a folder")
+        self.latency = QLabel()
+        self.body = QWidget()
+        self.grid = QGridLayout(self.body)
+        self.grid.setAlignment(Qt.AlignmentFlag.AlignTop)
+        self.filled = QLabel()
+        self.filled.setWordWrap(True)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.body)
+        header = QHBoxLayout()
+        header.addWidget(self.model_combo, 1)
+        header.addWidget(self.latency)
+        layout = QVBoxLayout(self)
+        layout.addLayout(header)
+        layout.addWidget(self.filled)
+        layout.addWidget(scroll, 1)
+        self.buttons: list[list[QPushButton]] = []
+
+    def show_prediction(self, prediction: Prediction) -> None:
+        self._clear()
+        self.latency.setText(f"{prediction.milliseconds:.1f} ms")
+        self.filled.setText(f"Filled: <b>{prediction.filled}</b>" if prediction.filled else "")
+        self.filled.setVisible(bool(prediction.filled))
+        row = 0
+        for number, candidates in enumerate(prediction.masks):
+            self.grid.addWidget(QLabel(f"<b>[MASK] {number + 1}</b>"), row, 0, 1, 2)
+            row += 1
+            buttons = []
+            for candidate in candidates:
+                button = QPushButton(candidate.token)
+                button.setFlat(True)
+                button.setToolTip(f"Put '{candidate.token}' in place of [MASK] {number + 1}")
+                button.clicked.connect(lambda _=False, n=number, t=candidate.token: self.candidate_clicked.emit(n, t))
+                bar = QProgressBar()
+                bar.setRange(0, 1000)
+                bar.setValue(round(candidate.score * 1000))
+                bar.setFormat(f"{candidate.score:.1%}")
+                bar.setMaximumHeight(16)
+                self.grid.addWidget(button, row, 0)
+                self.grid.addWidget(bar, row, 1)
+                buttons.append(button)
+                row += 1
+            self.buttons.append(buttons)
+
+    def show_message(self, text: str) -> None:
+        self._clear()
+        self.latency.setText("")
+        self.filled.setVisible(False)
+        label = QLabel(text)
+        label.setWordWrap(True)
+        self.grid.addWidget(label, 0, 0)
+
+    def _clear(self) -> None:
+        self.buttons = []
+        while self.grid.count():
+            widget = self.grid.takeAt(0).widget()
+            if widget is not None:
+                widget.deleteLater()
+
+
+class PlaygroundPanel(QWidget):
+    """Predictions run in the background, debounced as the user types."""
+
+    predicted = Signal()
+
+    def __init__(self, workspace: Workspace, runs_root: Path, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.workspace = workspace
+        self.runs_root = Path(runs_root)
+        self.folders: list[str] = []
+        self._build()
+        self.runners = [TaskRunner(self), TaskRunner(self)]
+        for runner, view in zip(self.runners, self.views):
+            runner.succeeded.connect(lambda prediction, v=view: self._on_prediction(v, prediction))
+            runner.failed.connect(lambda message, v=view: v.show_message(message))
+        self.timer = QTimer(self)
+        self.timer.setSingleShot(True)
+        self.timer.setInterval(DEBOUNCE_MS)
+        self.timer.timeout.connect(self.predict_now)
+        workspace.run_changed.connect(lambda _: self.refresh_models())
+        self.refresh_models()
+
+    def _build(self) -> None:
+        self.text_edit = QLineEdit(DEFAULT_TEXT)
+        self.text_edit.setPlaceholderText("Type a sentence with [MASK] where a word is missing")
+        self.text_edit.textChanged.connect(self._schedule)
+        self.mask_button = QPushButton("Mask selection")
+        self.mask_button.setToolTip("Replace the selected word with [MASK] (Ctrl+M)")
+        self.mask_button.clicked.connect(self.mask_selection)
+        QShortcut(QKeySequence("Ctrl+M"), self, self.mask_selection)
+        self.top_k_spin = QSpinBox()
+        self.top_k_spin.setRange(1, 50)
+        self.top_k_spin.setValue(5)
+        self.top_k_spin.setToolTip("Candidates per mask")
+        self.top_k_spin.valueChanged.connect(self._schedule)
+        self.mode_combo = QComboBox()
+        self.mode_combo.addItem("independent", False)
+        self.mode_combo.addItem("iterative", True)
+        self.mode_combo.setToolTip(
+            "Independent: each mask scored with the others masked. Iterative: fill the most confident mask, "
+            "then predict the rest again"
+        )
+        self.mode_combo.currentIndexChanged.connect(self._schedule)
+        self.compare_check = QCheckBox("compare two models")
+        self.compare_check.toggled.connect(self._on_compare)
+        self.browse_button = QPushButton("Model folder…")
+        self.browse_button.setToolTip("Use a run or checkpoint folder from anywhere")
+        self.browse_button.clicked.connect(self.browse)
+        controls = QHBoxLayout()
+        controls.addWidget(self.text_edit, 1)
+        controls.addWidget(self.mask_button)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Top"))
+        row.addWidget(self.top_k_spin)
+        row.addWidget(self.mode_combo)
+        row.addWidget(self.compare_check)
+        row.addStretch(1)
+        row.addWidget(self.browse_button)
+        self.message_bar = MessageBar()
+        self.views = [ResultsView("Model A"), ResultsView("Model B")]
+        results = QHBoxLayout()
+        for view in self.views:
+            view.candidate_clicked.connect(self.fill_mask)
+            view.model_combo.currentIndexChanged.connect(self._schedule)
+            results.addWidget(view)
+        self.views[1].hide()
+        layout = QVBoxLayout(self)
+        layout.addLayout(controls)
+        layout.addLayout(row)
+        layout.addWidget(self.message_bar)
+        layout.addLayout(results, 1)
+
+    # --- models -------------------------------------------------------------------------------------
+    def refresh_models(self) -> None:
+        """List the current run, the saved runs and the folders the user chose."""
+        entries = []
+        if self.workspace.run is not None:
+            entries.append((f"Current run: {self.workspace.run.name} (latest checkpoint)", str(self.workspace.run)))
+        for run in list_runs(self.runs_root):
+            if run.latest_checkpoint() is not None and run.path != self.workspace.run:
+                entries.append((run.name, str(run.path)))
+        entries += [(f"Folder: {Path(f).name}", f) for f in self.folders]
+        for view in self.views:
+            current = view.model_combo.currentData()
+            view.model_combo.blockSignals(True)
+            view.model_combo.clear()
+            for label, path in entries:
+                view.model_combo.addItem(label, path)
+            index = view.model_combo.findData(current)
+            view.model_combo.setCurrentIndex(index if index >= 0 else 0)
+            view.model_combo.blockSignals(False)
+        self._schedule()
+
+    def on_checkpoint(self, path: str) -> None:
+        """A new checkpoint of the current run: predict again from it."""
+        self._schedule()
+
+    def browse(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "A run or checkpoint folder")
+        if folder:
+            self.add_folder(folder)
+
+    def add_folder(self, folder: str) -> None:
+        if folder not in self.folders:
+            self.folders.append(folder)
+        self.refresh_models()
+        view = self.views[0]
+        view.model_combo.setCurrentIndex(view.model_combo.findData(folder))
+
+    # --- text ---------------------------------------------------------------------------------------
+    def mask_selection(self) -> None:
+        """Replace the selected text (or the word at the cursor) with [MASK]."""
+        edit = self.text_edit
+        text = edit.text()
+        if edit.hasSelectedText():
+            start, length = edit.selectionStart(), len(edit.selectedText())
+        else:
+            cursor = edit.cursorPosition()
+            match = next((m for m in re.finditer(r"[\w'-]+", text) if m.start() <= cursor <= m.end()), None)
+            if match is None:
+                return
+            start, length = match.start(), match.end() - match.start()
+        edit.setText(text[:start] + MASK + text[start + length :])
+        edit.setCursorPosition(start + len(MASK))
+
+    def fill_mask(self, number: int, token: str) -> None:
+        """Put `token` in place of the mask number `number` (counting from 0)."""
+        parts = self.text_edit.text().split(MASK)
+        if number + 1 >= len(parts):
+            return
+        word = token[2:] if token.startswith("##") else token
+        joined = MASK.join(parts[: number + 1]) + word + MASK.join(parts[number + 1 :])
+        self.text_edit.setText(joined)
+
+    # --- predictions --------------------------------------------------------------------------------
+    def _on_compare(self, on: bool) -> None:
+        self.views[1].setVisible(on)
+        if on and self.views[1].model_combo.count() > 1:
+            self.views[1].model_combo.setCurrentIndex(1)
+        self._schedule()
+
+    def _schedule(self, *_) -> None:
+        self.timer.start()
+
+    def predict_now(self) -> None:
+        text = self.text_edit.text()
+        top_k, iterative = self.top_k_spin.value(), self.mode_combo.currentData()
+        for runner, view in zip(self.runners, self.views):
+            if view is self.views[1] and not self.compare_check.isChecked():
+                continue
+            path = view.model_combo.currentData()
+            if path is None:
+                view.show_message("No trained model yet: train one in the Training panel, or choose a folder.")
+                continue
+            if MASK not in text:
+                view.show_message("Write [MASK] where a word is missing (or select a word and press Ctrl+M).")
+                continue
+            runner.start(lambda progress, p=path: predict(p, text, top_k, iterative))
+
+    def _on_prediction(self, view: ResultsView, prediction: Prediction) -> None:
+        view.show_prediction(prediction)
+        view.setTitle(prediction.source)
+        self.predicted.emit()

@@ -1,0 +1,452 @@
+"""Training panel: start, pause, resume and stop a run, watch its curves live, compare and export runs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QSlider,
+    QSplitter,
+    QStyle,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from mlm_studio.core.checkpoint import CheckpointError, RunDir
+from mlm_studio.core.paths import default_runs_dir
+from mlm_studio.core.probes import Probe, save_probes
+from mlm_studio.core.runs import list_runs, metrics_csv, new_run_path, start_run, training_blocks
+from mlm_studio.core.trainer import (
+    CheckpointRecord,
+    EvalRecord,
+    FailedRecord,
+    FinishedRecord,
+    ProbeRecord,
+    StepRecord,
+    Trainer,
+    WarningRecord,
+)
+from mlm_studio.ui.training import IDLE, PAUSED, PREPARING, RUNNING, STOPPING, Started, TrainingController
+from mlm_studio.ui.widgets.live_plots import LivePlots
+from mlm_studio.ui.widgets.message_bar import MessageBar
+from mlm_studio.ui.workspace import Workspace
+
+DEFAULT_PROBES = (
+    Probe("Return a [MASK] of the list.", "copy"),
+    Probe("The [MASK] statement imports a module.", "import"),
+    Probe("Raise an [MASK] if the value is invalid.", "exception"),
+)
+
+
+class TrainingPanel(QWidget):
+    """Runs the engine's trainer through a `TrainingController`; never blocks the event loop."""
+
+    checkpoint_written = Signal(str)
+    run_finished = Signal()
+
+    def __init__(self, workspace: Workspace, runs_root: Path | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.workspace = workspace
+        self.runs_root = Path(runs_root) if runs_root else default_runs_dir()
+        self.config_error = ""
+        self.started: Started | None = None
+        self.controller = TrainingController(self)
+        self.controller.state_changed.connect(self._on_state)
+        self.controller.prepared.connect(self._on_prepared)
+        self.controller.progress.connect(self._on_prepare_progress)
+        self.controller.record.connect(self._on_record)
+        self.controller.failed.connect(self._on_failed)
+        self.controller.finished.connect(self._on_finished)
+        self._started_at = 0.0
+        self._build()
+        for signal in (workspace.corpus_changed, workspace.tokenizer_changed, workspace.config_changed):
+            signal.connect(lambda *_: self._update_controls())
+        self.set_probes(list(DEFAULT_PROBES))
+        self.refresh_runs()
+        self._update_controls()
+
+    # --- layout -------------------------------------------------------------------------------------
+    def _build(self) -> None:
+        style = self.style()
+        self.start_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_MediaPlay), "Start")
+        self.pause_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_MediaPause), "Pause")
+        self.stop_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_MediaStop), "Stop")
+        self.start_button.clicked.connect(self.start)
+        self.pause_button.clicked.connect(self.toggle_pause)
+        self.stop_button.clicked.connect(self.stop)
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setFormat("%v / %m steps")
+        self.status_label = QLabel()
+        self.status_label.setMinimumWidth(260)
+        top = QHBoxLayout()
+        for button in (self.start_button, self.pause_button, self.stop_button):
+            top.addWidget(button)
+        top.addWidget(self.progress_bar, 1)
+        top.addWidget(self.status_label)
+        self.message_bar = MessageBar()
+
+        self.plots = LivePlots()
+        self.axis_combo = QComboBox()
+        for axis in ("step", "tokens", "time"):
+            self.axis_combo.addItem(f"x: {axis}", axis)
+        self.axis_combo.currentIndexChanged.connect(lambda: self.plots.set_axis(self.axis_combo.currentData()))
+        self.smoothing_slider = QSlider(Qt.Orientation.Horizontal)
+        self.smoothing_slider.setRange(1, 200)
+        self.smoothing_slider.setValue(self.plots.smoothing)
+        self.smoothing_slider.setToolTip("Points in the moving average of the smoothed training loss")
+        self.smoothing_slider.valueChanged.connect(self.plots.set_smoothing)
+        self.png_button = QPushButton("Export PNG…")
+        self.csv_button = QPushButton("Export CSV…")
+        self.png_button.clicked.connect(self.export_png_dialog)
+        self.csv_button.clicked.connect(self.export_csv_dialog)
+        plot_bar = QHBoxLayout()
+        plot_bar.addWidget(self.axis_combo)
+        plot_bar.addWidget(QLabel("smoothing"))
+        plot_bar.addWidget(self.smoothing_slider)
+        plot_bar.addStretch(1)
+        plot_bar.addWidget(self.png_button)
+        plot_bar.addWidget(self.csv_button)
+        plots_area = QWidget()
+        plots_layout = QVBoxLayout(plots_area)
+        plots_layout.setContentsMargins(0, 0, 0, 0)
+        plots_layout.addLayout(plot_bar)
+        plots_layout.addWidget(self.plots, 1)
+
+        self.runs_list = QListWidget()
+        self.runs_list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.runs_list.itemDoubleClicked.connect(lambda _: self.open_selected_run())
+        self.runs_list.itemSelectionChanged.connect(self._update_controls)
+        self.open_button = QPushButton("Open")
+        self.open_button.setToolTip("Show the selected run's curves")
+        self.overlay_button = QPushButton("Overlay")
+        self.overlay_button.setToolTip("Draw the selected run's curves over the current ones")
+        self.resume_button = QPushButton("Resume")
+        self.resume_button.setToolTip("Continue the selected run from its latest checkpoint")
+        self.folder_button = QPushButton("Folder…")
+        self.folder_button.setToolTip("Choose the folder that holds the runs")
+        self.open_button.clicked.connect(self.open_selected_run)
+        self.overlay_button.clicked.connect(self.overlay_selected_run)
+        self.resume_button.clicked.connect(self.resume_selected_run)
+        self.folder_button.clicked.connect(self.choose_runs_folder)
+        self.runs_label = QLabel()
+        self.runs_label.setWordWrap(True)
+        run_buttons = QHBoxLayout()
+        for button in (self.open_button, self.overlay_button, self.resume_button, self.folder_button):
+            run_buttons.addWidget(button)
+        runs_page = QWidget()
+        runs_layout = QVBoxLayout(runs_page)
+        runs_layout.addWidget(self.runs_label)
+        runs_layout.addWidget(self.runs_list, 1)
+        runs_layout.addLayout(run_buttons)
+
+        self.probes_table = QTableWidget(0, 2)
+        self.probes_table.setHorizontalHeaderLabels(["Sentence with [MASK]", "Expected"])
+        self.probes_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.probes_table.verticalHeader().hide()
+        add_probe = QPushButton("Add")
+        remove_probe = QPushButton("Remove")
+        add_probe.clicked.connect(lambda: self._add_probe_row("The [MASK] is …", ""))
+        remove_probe.clicked.connect(lambda: self.probes_table.removeRow(self.probes_table.currentRow()))
+        probe_buttons = QHBoxLayout()
+        probe_buttons.addWidget(add_probe)
+        probe_buttons.addWidget(remove_probe)
+        probe_buttons.addStretch(1)
+        probes_page = QWidget()
+        probes_layout = QVBoxLayout(probes_page)
+        probes_layout.addWidget(QLabel("Scored at every evaluation: the expected word's rank is plotted."))
+        probes_layout.addWidget(self.probes_table, 1)
+        probes_layout.addLayout(probe_buttons)
+
+        self.log = QPlainTextEdit()
+        self.log.setReadOnly(True)
+        self.log.setMaximumBlockCount(5000)
+        self.side = QTabWidget()
+        self.side.addTab(runs_page, "Runs")
+        self.side.addTab(probes_page, "Probes")
+        self.side.addTab(self.log, "Log")
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.side)
+        splitter.addWidget(plots_area)
+        splitter.setSizes([330, 900])
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.message_bar)
+        layout.addWidget(splitter, 1)
+
+    # --- probes -------------------------------------------------------------------------------------
+    def set_probes(self, probes: list[Probe]) -> None:
+        self.probes_table.setRowCount(0)
+        for probe in probes:
+            self._add_probe_row(probe.text, probe.expected)
+
+    def _add_probe_row(self, text: str, expected: str) -> None:
+        row = self.probes_table.rowCount()
+        self.probes_table.insertRow(row)
+        self.probes_table.setItem(row, 0, QTableWidgetItem(text))
+        self.probes_table.setItem(row, 1, QTableWidgetItem(expected))
+
+    def probes(self) -> list[Probe]:
+        """The probes in the table; raises ValueError naming the first bad row."""
+        probes = []
+        for row in range(self.probes_table.rowCount()):
+            text = self.probes_table.item(row, 0).text().strip() if self.probes_table.item(row, 0) else ""
+            expected = self.probes_table.item(row, 1).text().strip() if self.probes_table.item(row, 1) else ""
+            if not text and not expected:
+                continue
+            try:
+                probes.append(Probe(text, expected))
+            except ValueError as exc:
+                raise ValueError(f"probe {row + 1}: {exc}") from None
+        return probes
+
+    # --- actions ------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start a new run with the workspace's corpus, tokenizer and configuration."""
+        reason = self._not_ready()
+        if reason:
+            self.message_bar.show_message(reason, "warning")
+            return
+        try:
+            probes = self.probes()
+        except ValueError as exc:
+            self.message_bar.show_message(f"Fix the probes first: {exc}.", "error")
+            return
+        corpus, tokenizer, config = self.workspace.corpus, self.workspace.tokenizer, self.workspace.config
+        path = new_run_path(self.runs_root, config.preset)
+
+        def prepare(progress, control) -> Trainer:
+            run = start_run(path, config, corpus, tokenizer)
+            save_probes(run.path, probes)
+            train, validation = training_blocks(run, corpus, progress)
+            return Trainer(run, train, validation, control)
+
+        self._launch(prepare, f"Starting {path.name}")
+
+    def resume_run(self, path: Path) -> None:
+        """Continue a run from its latest checkpoint, on the corpus recorded in it."""
+
+        def prepare(progress, control) -> Trainer:
+            run = RunDir(path)
+            train, validation = training_blocks(run, None, progress)
+            return Trainer(run, train, validation, control)
+
+        self._launch(prepare, f"Resuming {path.name}")
+
+    def _launch(self, prepare, message: str) -> None:
+        self.message_bar.clear()
+        self.plots.clear()
+        self._log(message)
+        self.progress_bar.setRange(0, 0)
+        self.controller.start(prepare)
+
+    def toggle_pause(self) -> None:
+        if self.controller.state == RUNNING:
+            self.controller.pause()
+            self._log("Paused")
+        elif self.controller.state == PAUSED:
+            self.controller.resume()
+            self._log("Resumed")
+
+    def stop(self) -> None:
+        if self.controller.busy:
+            self._log("Stopping after this step…")
+            self.controller.stop()
+
+    # --- runs ---------------------------------------------------------------------------------------
+    def refresh_runs(self) -> None:
+        self.runs_label.setText(f"Runs in {self.runs_root}")
+        self.runs_list.clear()
+        for run in list_runs(self.runs_root):
+            latest = run.latest_checkpoint()
+            detail = f"step {int(latest.name.split('-')[1]):,}" if latest else "no checkpoint"
+            item = QListWidgetItem(f"{run.name}  ({detail})")
+            item.setData(Qt.ItemDataRole.UserRole, str(run.path))
+            self.runs_list.addItem(item)
+
+    def selected_run(self) -> Path | None:
+        items = self.runs_list.selectedItems()
+        return Path(items[0].data(Qt.ItemDataRole.UserRole)) if items else None
+
+    def open_selected_run(self) -> None:
+        path = self.selected_run()
+        if path is None:
+            return
+        try:
+            records = RunDir(path).read_metrics()
+        except CheckpointError as exc:
+            self.message_bar.show_message(str(exc), "error")
+            return
+        self.plots.load(records)
+        self.workspace.set_run(path)
+        self._log(f"Opened {path.name}: {len(records)} records")
+
+    def overlay_selected_run(self) -> None:
+        path = self.selected_run()
+        if path is not None:
+            self.plots.overlay(path.name, RunDir(path).read_metrics())
+
+    def resume_selected_run(self) -> None:
+        path = self.selected_run()
+        if path is not None and not self.controller.busy:
+            self.resume_run(path)
+
+    def choose_runs_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Folder of runs", str(self.runs_root))
+        if folder:
+            self.runs_root = Path(folder)
+            self.refresh_runs()
+
+    # --- export -------------------------------------------------------------------------------------
+    def export_png_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export the plots", "training.png", "PNG images (*.png)")
+        if path:
+            self.export_png(path)
+
+    def export_png(self, path: str) -> bool:
+        self.plots.redraw()
+        ok = self.plots.grab().save(path)
+        if not ok:
+            self.message_bar.show_message(f"Could not write {path}.", "error")
+        return ok
+
+    def export_csv_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export the metrics", "metrics.csv", "CSV files (*.csv)")
+        if path:
+            self.export_csv(path)
+
+    def export_csv(self, path: str) -> None:
+        run = self.workspace.run
+        if run is None:
+            self.message_bar.show_message("Open or train a run first.", "warning")
+            return
+        try:
+            Path(path).write_text(metrics_csv(RunDir(run).read_metrics()), encoding="utf-8")
+        except (OSError, CheckpointError) as exc:
+            self.message_bar.show_message(f"Could not export: {exc}", "error")
+
+    # --- controller signals -------------------------------------------------------------------------
+    def _on_prepare_progress(self, done: int, total: int, message: str) -> None:
+        self.status_label.setText(f"{message} {100 * done / max(total, 1):.0f}%")
+
+    def _on_prepared(self, started: Started) -> None:
+        self.started = started
+        self._started_at = time.monotonic()
+        self.progress_bar.setRange(0, started.total_steps)
+        self.progress_bar.setValue(started.start_step)
+        if started.start_step:
+            self.plots.load([r for r in RunDir(started.run_dir).read_metrics() if r["step"] <= started.start_step])
+        self.workspace.set_run(started.run_dir)
+        model = started.model
+        self._log(
+            f"Training {started.run_dir.name} on {started.device}: {model.num_hidden_layers}×{model.hidden_size}, "
+            f"{model.parameter_count():,} parameters, {started.train_blocks:,} blocks, steps {started.start_step} → "
+            f"{started.total_steps}"
+        )
+        self.refresh_runs()
+
+    def _on_record(self, record) -> None:
+        self.plots.add(record.kind, record.to_dict())
+        if isinstance(record, StepRecord):
+            self.progress_bar.setValue(record.step)
+            done = record.step - self.started.start_step if self.started else 1
+            left = self.started.total_steps - record.step if self.started else 0
+            eta = (time.monotonic() - self._started_at) / max(done, 1) * left
+            self.status_label.setText(
+                f"step {record.step:,} · loss {record.loss:.3f} · {record.tokens_per_second:,.0f} tok/s · "
+                f"ETA {_duration(eta)}"
+            )
+        elif isinstance(record, EvalRecord):
+            self._log(
+                f"Evaluation at step {record.step}: loss {record.loss:.4f}, accuracy {record.accuracy:.1%}, "
+                f"top-5 {record.top5_accuracy:.1%}, perplexity {record.perplexity:,.1f}"
+            )
+        elif isinstance(record, ProbeRecord):
+            ranks = ", ".join(f"{r.expected} #{r.rank} ({r.probability:.1%})" for r in record.results)
+            self._log(f"Probes at step {record.step}: {ranks}")
+        elif isinstance(record, CheckpointRecord):
+            self._log(f"Checkpoint written: {record.path}")
+            self.checkpoint_written.emit(record.path)
+            self.refresh_runs()
+        elif isinstance(record, WarningRecord):
+            self._log(f"Warning: {record.message}")
+        elif isinstance(record, FinishedRecord):
+            result = f"validation loss {record.val_loss:.4f}" if record.val_loss is not None else "no evaluation"
+            self._log(f"Finished ({record.reason}) at step {record.step}: {result}")
+            self.message_bar.show_message(
+                f"Training {record.reason} at step {record.step} ({result}). Try the model in the Playground.", "info"
+            )
+        elif isinstance(record, FailedRecord):
+            self._log(f"Failed: {record.message}")
+
+    def _on_failed(self, message: str) -> None:
+        self._log(f"Error: {message}")
+        self.message_bar.show_message(message, "error")
+
+    def _on_finished(self) -> None:
+        self.started = None
+        self.status_label.setText("")
+        if self.progress_bar.maximum() == 0:
+            self.progress_bar.setRange(0, 1)
+        self.refresh_runs()
+        self.run_finished.emit()
+
+    def _on_state(self, state: str) -> None:
+        self.pause_button.setText("Resume" if state == PAUSED else "Pause")
+        self._update_controls()
+
+    # --- helpers ------------------------------------------------------------------------------------
+    def set_config_error(self, message: str) -> None:
+        self.config_error = message
+        self._update_controls()
+
+    def _not_ready(self) -> str:
+        if self.controller.busy:
+            return "A training is already running."
+        if self.workspace.corpus is None:
+            return "Load a corpus first (Corpus panel)."
+        if self.workspace.tokenizer is None:
+            return "Train or load a tokenizer first (Corpus panel)."
+        if self.config_error:
+            return f"Fix the configuration first: {self.config_error}."
+        return ""
+
+    def _update_controls(self) -> None:
+        state = self.controller.state
+        reason = self._not_ready()
+        self.start_button.setEnabled(not reason)
+        self.start_button.setToolTip(reason or "Train a new run with the current configuration (Ctrl+R)")
+        self.pause_button.setEnabled(state in (RUNNING, PAUSED))
+        self.stop_button.setEnabled(state in (PREPARING, RUNNING, PAUSED))
+        selected = self.selected_run() is not None
+        self.open_button.setEnabled(selected)
+        self.overlay_button.setEnabled(selected)
+        self.resume_button.setEnabled(selected and state == IDLE)
+        if state == STOPPING:
+            self.status_label.setText("Stopping after this step…")
+
+    def _log(self, text: str) -> None:
+        self.log.appendPlainText(f"{time.strftime('%H:%M:%S')}  {text}")
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s"

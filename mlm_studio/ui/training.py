@@ -1,0 +1,172 @@
+"""The engine's trainer in a dedicated QThread: a worker that re-emits its records as signals, and the
+controller the panels talk to. The worker never touches a widget."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+
+from mlm_studio.core.config import ModelConfig
+from mlm_studio.core.progress import Cancelled, Progress
+from mlm_studio.core.trainer import FailedRecord, Trainer, TrainingControl
+from mlm_studio.ui.tasks import user_message
+
+log = logging.getLogger(__name__)
+IDLE, PREPARING, RUNNING, PAUSED, STOPPING = "idle", "preparing", "running", "paused", "stopping"
+
+
+class _ControlledProgress(Progress):
+    """Preparation progress as a signal; a stop request cancels the preparation."""
+
+    def __init__(self, worker: TrainingWorker) -> None:
+        super().__init__()
+        self.worker = worker
+
+    def report(self, done: int, total: int, message: str = "") -> None:
+        self.worker.progress.emit(done, total, message)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.worker.control.stop_requested
+
+    def check(self) -> None:
+        if self.cancelled:
+            raise Cancelled("stopped before training began")
+
+
+@dataclass(frozen=True)
+class Started:
+    """What the panels need to know about a training as it begins (read before the trainer moves on)."""
+
+    run_dir: Path
+    start_step: int
+    total_steps: int
+    device: str
+    model: ModelConfig
+    train_blocks: int
+
+
+class TrainingWorker(QObject):
+    """Prepares a trainer, then runs it, emitting every record."""
+
+    prepared = Signal(object)  # Started
+    progress = Signal(int, int, str)
+    record = Signal(object)
+    failed = Signal(str)
+    done = Signal()
+
+    def __init__(self, prepare: Callable[[Progress, TrainingControl], Trainer], control: TrainingControl) -> None:
+        super().__init__()
+        self.prepare = prepare
+        self.control = control
+
+    @Slot()
+    def run(self) -> None:
+        try:
+            trainer = self.prepare(_ControlledProgress(self), self.control)
+            self.prepared.emit(
+                Started(
+                    trainer.run_dir.path,
+                    trainer.step,
+                    trainer.total_steps,
+                    str(trainer.device),
+                    trainer.config.model,
+                    len(trainer.train_blocks),
+                )
+            )
+            for record in trainer.run():
+                if isinstance(record, FailedRecord):
+                    self.failed.emit(record.message)
+                self.record.emit(record)
+        except Cancelled:
+            pass
+        except Exception as exc:  # every failure reaches the user as a message
+            log.exception("training failed")
+            self.failed.emit(user_message(exc))
+        finally:
+            self.done.emit()
+
+
+class TrainingController(QObject):
+    """Start, pause, resume and stop one training at a time; all signals arrive on the GUI thread."""
+
+    state_changed = Signal(str)
+    prepared = Signal(object)
+    progress = Signal(int, int, str)
+    record = Signal(object)
+    failed = Signal(str)
+    finished = Signal()
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._state = IDLE
+        self._thread: QThread | None = None
+        self._worker: TrainingWorker | None = None
+        self.control = TrainingControl()
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @property
+    def busy(self) -> bool:
+        return self._state != IDLE
+
+    def start(self, prepare: Callable[[Progress, TrainingControl], Trainer]) -> None:
+        """Run `prepare(progress, control)` then the trainer it returns, in a new thread."""
+        if self.busy:
+            raise RuntimeError("a training is already running")
+        self.control = TrainingControl()
+        thread = QThread()
+        worker = TrainingWorker(prepare, self.control)
+        worker.moveToThread(thread)
+        thread.started.connect(worker.run)
+        worker.prepared.connect(self._on_prepared)
+        worker.progress.connect(self.progress)
+        worker.record.connect(self.record)
+        worker.failed.connect(self.failed)
+        worker.done.connect(thread.quit, Qt.ConnectionType.DirectConnection)  # works while the GUI waits
+        thread.finished.connect(self._on_thread_finished)
+        self._thread, self._worker = thread, worker
+        self._set_state(PREPARING)
+        thread.start()
+
+    def pause(self) -> None:
+        if self._state == RUNNING:
+            self.control.pause()
+            self._set_state(PAUSED)
+
+    def resume(self) -> None:
+        if self._state == PAUSED:
+            self.control.resume()
+            self._set_state(RUNNING)
+
+    def stop(self) -> None:
+        """Ask the trainer to stop after the current step; it saves a checkpoint and finishes."""
+        if self.busy and self._state != STOPPING:
+            self.control.stop()
+            self._set_state(STOPPING)
+
+    def wait(self, timeout_ms: int) -> bool:
+        """Block until the training thread has ended; False if it is still running after `timeout_ms`."""
+        return self._thread is None or self._thread.wait(timeout_ms)
+
+    def _on_prepared(self, started: Started) -> None:
+        if self._state == PREPARING:
+            self._set_state(RUNNING)
+        self.prepared.emit(started)
+
+    def _on_thread_finished(self) -> None:
+        thread, self._thread, self._worker = self._thread, None, None
+        if thread is not None:
+            thread.deleteLater()
+        self._set_state(IDLE)
+        self.finished.emit()
+
+    def _set_state(self, state: str) -> None:
+        self._state = state
+        self.state_changed.emit(state)

@@ -1,0 +1,115 @@
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog
+
+from mlm_studio.core.config import RunConfig, preset
+from mlm_studio.ui.panels.config import INVALID, ConfigPanel, field_names
+from mlm_studio.ui.workspace import Workspace
+
+
+@pytest.fixture
+def panel(qtbot):
+    widget = ConfigPanel(Workspace())
+    qtbot.addWidget(widget)
+    widget.resize(1100, 760)
+    widget.show()
+    return widget
+
+
+def type_into(qtbot, editor, text):
+    editor.selectAll()
+    qtbot.keyClicks(editor, text)
+
+
+def test_every_engine_field_has_an_editor_with_a_tooltip(panel):
+    assert field_names() <= set(panel.editors)
+    assert all(editor.toolTip() for editor in panel.editors.values())
+
+
+def test_hidden_size_not_divisible_by_heads_is_flagged_and_not_applied(qtbot, panel):
+    before = panel.workspace.config
+    with qtbot.waitSignal(panel.validity_changed) as blocker:
+        type_into(qtbot, panel.editors[("model", "num_attention_heads")], "3")
+    assert "must be divisible by num_attention_heads (3)" in blocker.args[0]
+    assert panel.error_label.isVisible() and "divisible" in panel.error_label.text()
+    assert INVALID in panel.editors[("model", "num_attention_heads")].styleSheet()
+    assert INVALID in panel.editors[("model", "hidden_size")].styleSheet()
+    assert INVALID not in panel.editors[("training", "learning_rate")].styleSheet()
+    assert panel.workspace.config == before
+    type_into(qtbot, panel.editors[("model", "num_attention_heads")], "8")
+    assert panel.error == "" and not panel.error_label.isVisible()
+    assert panel.workspace.config.model.num_attention_heads == 8
+    assert panel.preset_combo.currentData() == "custom"
+
+
+@pytest.mark.parametrize(
+    ("field", "text", "message"),
+    [
+        (("training", "learning_rate"), "fast", "learning_rate must be a number"),
+        (("training", "learning_rate"), "2", "learning rate must be between 0 and 1"),
+        (("data", "max_seq_len"), "1024", "sequence length (1024) must not exceed max_position_embeddings"),
+        (("masking", "mask_fraction"), "0.9", "fractions must sum to 1"),
+    ],
+)
+def test_invalid_values_mark_their_field(qtbot, panel, field, text, message):
+    type_into(qtbot, panel.editors[field], text)
+    assert message in panel.error
+    assert INVALID in panel.editors[field].styleSheet()
+
+
+def test_presets_fill_the_model_and_the_summary_follows(qtbot, panel):
+    panel.preset_combo.setCurrentIndex(panel.preset_combo.findData("base"))
+    assert panel.editors[("model", "hidden_size")].value() == 768
+    assert panel.editors[("model", "num_hidden_layers")].value() == 12
+    assert panel.workspace.config.model == preset("base").model.__class__(
+        **{**preset("base").model.__dict__, "vocab_size": panel.workspace.config.model.vocab_size}
+    )
+    params = panel.workspace.config.model.parameter_count() / 1e6
+    assert f"{params:,.2f} M" in panel.summary.text() and "MiB" in panel.summary.text()
+
+
+def test_precision_choices_follow_the_device(qtbot, panel):
+    panel.set_devices(["cuda:0", "cpu"])
+    device = panel.editors[("training", "device")]
+    precision = panel.editors[("training", "precision")]
+    fp16 = precision.findData("fp16")
+    device.setCurrentIndex(device.findData("cpu"))
+    assert not precision.model().item(fp16).isEnabled()
+    device.setCurrentIndex(device.findData("cuda:0"))
+    assert precision.model().item(fp16).isEnabled()
+    precision.setCurrentIndex(fp16)
+    device.setCurrentIndex(device.findData("cpu"))
+    assert precision.currentData() == "fp32"
+
+
+def test_save_and_load_toml_through_the_dialogs(qtbot, panel, tmp_path, monkeypatch):
+    type_into(qtbot, panel.editors[("training", "learning_rate")], "0.0003")
+    target = tmp_path / "mine.toml"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
+    qtbot.mouseClick(panel.save_button, Qt.MouseButton.LeftButton)
+    assert RunConfig.load(target).training.learning_rate == 0.0003
+    type_into(qtbot, panel.editors[("training", "learning_rate")], "0.001")
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(target), ""))
+    qtbot.mouseClick(panel.load_button, Qt.MouseButton.LeftButton)
+    assert panel.editors[("training", "learning_rate")].text() == "0.0003"
+    assert panel.workspace.config.training.learning_rate == 0.0003
+
+
+def test_a_broken_toml_is_refused_with_its_reason(qtbot, panel, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[model]\nhidden_size = 'wide'\n")
+    before = panel.workspace.config
+    panel.load_path(str(bad))
+    assert panel.message_bar.level == "error" and "model.hidden_size must be int, not str" in panel.message_bar.text
+    assert panel.workspace.config == before
+
+
+def test_the_masking_panel_and_the_form_share_one_configuration(qtbot, panel):
+    from mlm_studio.ui.panels.masking import MaskingPanel
+
+    masking = MaskingPanel(panel.workspace)
+    qtbot.addWidget(masking)
+    masking.rate_spin.setValue(0.3)
+    assert panel.editors[("masking", "rate")].text() == "0.3"
+    type_into(qtbot, panel.editors[("data", "max_seq_len")], "64")
+    assert masking.length_spin.value() == 64

@@ -1,0 +1,99 @@
+import pytest
+from PySide6.QtCore import Qt
+
+from mlm_studio.core.predict import FillMask
+from mlm_studio.ui.panels.playground import PlaygroundPanel
+from mlm_studio.ui.workspace import Workspace
+
+TIMEOUT_MS = 60_000
+
+
+@pytest.fixture
+def panel(qtbot, trained_runs):
+    workspace = Workspace()
+    widget = PlaygroundPanel(workspace, trained_runs)
+    qtbot.addWidget(widget)
+    widget.resize(1100, 700)
+    widget.show()
+    return widget
+
+
+def choose(panel, name, view=0):
+    combo = panel.views[view].model_combo
+    combo.setCurrentIndex(next(i for i in range(combo.count()) if combo.itemText(i) == name))
+
+
+def test_typing_predicts_top_k_with_probability_bars(qtbot, panel, trained_runs):
+    choose(panel, "late")
+    with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
+        panel.text_edit.setText("Return the [MASK] of the [MASK].")
+    view = panel.views[0]
+    assert len(view.buttons) == 2 and all(len(b) == 5 for b in view.buttons)
+    expected = FillMask.from_path(trained_runs / "late").predict("Return the [MASK] of the [MASK].")
+    assert [b.text() for b in view.buttons[0]] == [c.token for c in expected[0]]
+    assert view.latency.text().endswith(" ms")
+    assert view.title() == "late / step-0000040"
+    with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
+        panel.top_k_spin.setValue(8)
+    assert len(panel.views[0].buttons[0]) == 8
+
+
+def test_clicking_a_candidate_fills_its_mask(qtbot, panel):
+    choose(panel, "late")
+    with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
+        panel.text_edit.setText("a [MASK] b [MASK] c")
+    second = panel.views[0].buttons[1][0]
+    token = second.text().removeprefix("##")
+    with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(second, Qt.MouseButton.LeftButton)
+    assert panel.text_edit.text() == f"a [MASK] b {token} c"
+
+
+def test_mask_the_selected_word_with_the_shortcut(qtbot, panel):
+    panel.text_edit.setText("Return the value of the list.")
+    panel.text_edit.setSelection(len("Return the "), len("value"))
+    panel.text_edit.setFocus()
+    qtbot.keyClick(panel.text_edit, Qt.Key.Key_M, Qt.KeyboardModifier.ControlModifier)
+    assert panel.text_edit.text() == "Return the [MASK] of the list."
+    panel.text_edit.setCursorPosition(len("Return the [MASK] of the li"))
+    qtbot.mouseClick(panel.mask_button, Qt.MouseButton.LeftButton)
+    assert panel.text_edit.text() == "Return the [MASK] of the [MASK]."
+
+
+def test_iterative_mode_shows_the_filled_sentence(qtbot, panel):
+    choose(panel, "late")
+    panel.mode_combo.setCurrentIndex(panel.mode_combo.findData(True))
+    with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
+        panel.text_edit.setText("the [MASK] [MASK] is")
+    assert panel.views[0].filled.isVisible() and "[MASK]" not in panel.views[0].filled.text()
+
+
+def test_two_models_side_by_side(qtbot, panel):
+    choose(panel, "late")
+    with qtbot.waitSignals([panel.predicted, panel.predicted], timeout=TIMEOUT_MS):
+        panel.compare_check.setChecked(True)
+        choose(panel, "early", view=1)
+    assert panel.views[1].isVisible()
+    assert {panel.views[0].title(), panel.views[1].title()} == {"late / step-0000040", "early / step-0000004"}
+
+
+def test_text_without_a_mask_gets_a_hint(qtbot, panel):
+    choose(panel, "late")
+    panel.text_edit.setText("no mask at all")
+    panel.predict_now()
+    assert "Write [MASK] where a word is missing" in panel.views[0].grid.itemAt(0).widget().text()
+
+
+def test_a_model_folder_chosen_by_the_user(qtbot, panel, trained_runs):
+    checkpoint = trained_runs / "late" / "checkpoints" / "step-0000040"
+    with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
+        panel.add_folder(str(checkpoint))
+    assert panel.views[0].model_combo.currentText() == "Folder: step-0000040"
+    assert panel.views[0].title() == "late / step-0000040"
+
+
+def test_without_any_model_the_user_is_told_what_to_do(qtbot, tmp_path):
+    widget = PlaygroundPanel(Workspace(), tmp_path)
+    qtbot.addWidget(widget)
+    widget.predict_now()
+    assert "No trained model yet" in widget.views[0].grid.itemAt(0).widget().text()

@@ -1,0 +1,138 @@
+import csv
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
+
+from mlm_studio.core.checkpoint import RunDir
+from mlm_studio.core.probes import Probe
+from mlm_studio.ui.panels import training as training_module
+from mlm_studio.ui.panels.training import TrainingPanel
+from mlm_studio.ui.training import IDLE, PAUSED, RUNNING
+from mlm_studio.ui.workspace import Workspace
+from tests.core.helpers import small_config
+
+TIMEOUT_MS = 120_000
+
+
+@pytest.fixture
+def panel(qtbot, small_corpus, tiny_tokenizer, tmp_path):
+    workspace = Workspace()
+    workspace.set_corpus(small_corpus)
+    workspace.set_tokenizer(tiny_tokenizer)
+    workspace.set_config(small_config(max_steps=30, eval_interval=10, checkpoint_interval=10, log_interval=2))
+    widget = TrainingPanel(workspace, tmp_path / "runs")
+    qtbot.addWidget(widget)
+    widget.resize(1200, 760)
+    widget.show()
+    yield widget
+    widget.controller.stop()
+    widget.controller.wait(60_000)
+
+
+def click(qtbot, button):
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+
+
+def test_a_run_started_from_the_gui_plots_evaluates_and_checkpoints(qtbot, panel):
+    panel.set_probes([Probe("Return the [MASK] of the list.", "value")])
+    with qtbot.waitSignal(panel.run_finished, timeout=TIMEOUT_MS):
+        click(qtbot, panel.start_button)
+        assert not panel.start_button.isEnabled()
+    series = panel.plots.series
+    assert series["loss"].size == 15 and series["val_loss"].size == 3 and series["probe0"].size == 3
+    assert series["loss"].y[-1] < series["loss"].y[0]
+    assert panel.progress_bar.value() == 30
+    log = panel.log.toPlainText()
+    assert "Evaluation at step 10" in log and "Checkpoint written" in log and "Probes at step 30: value #" in log
+    assert panel.message_bar.level == "info" and "Training completed at step 30" in panel.message_bar.text
+    run = RunDir(panel.workspace.run)
+    assert [p.name for p in run.checkpoints()][-1] == "step-0000030"
+    assert panel.runs_list.count() == 1 and "step 30" in panel.runs_list.item(0).text()
+    assert panel.start_button.isEnabled() and not panel.stop_button.isEnabled()
+
+
+def test_pause_resume_and_stop(qtbot, panel):
+    panel.workspace.set_config(small_config(max_steps=100_000, eval_interval=10_000, checkpoint_interval=10_000))
+    records = []
+    panel.controller.record.connect(records.append)
+    click(qtbot, panel.start_button)
+    qtbot.waitUntil(lambda: len(records) >= 2, timeout=TIMEOUT_MS)
+    click(qtbot, panel.pause_button)
+    assert panel.controller.state == PAUSED and panel.pause_button.text() == "Resume"
+    assert panel.controller.control.paused
+    click(qtbot, panel.pause_button)
+    assert panel.controller.state == RUNNING and not panel.controller.control.paused
+    with qtbot.waitSignal(panel.run_finished, timeout=TIMEOUT_MS):
+        click(qtbot, panel.stop_button)
+    assert panel.controller.state == IDLE
+    finished = [r for r in records if r.kind == "finished"]
+    assert finished and finished[0].reason == "stopped"
+    assert RunDir(panel.workspace.run).latest_checkpoint() is not None
+    assert "Training stopped at step" in panel.message_bar.text
+
+
+def test_a_worker_error_reaches_the_user_and_the_controls_recover(qtbot, panel, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ValueError("the data could not be prepared")
+
+    monkeypatch.setattr(training_module, "training_blocks", broken)
+    with qtbot.waitSignal(panel.run_finished, timeout=TIMEOUT_MS):
+        click(qtbot, panel.start_button)
+    assert panel.message_bar.level == "error" and panel.message_bar.text == "the data could not be prepared"
+    assert panel.start_button.isEnabled() and not panel.pause_button.isEnabled()
+
+
+def test_start_is_disabled_with_the_reason_while_something_is_missing(qtbot, panel):
+    panel.set_config_error("hidden_size (100) must be divisible by num_attention_heads (3)")
+    assert not panel.start_button.isEnabled() and "Fix the configuration first" in panel.start_button.toolTip()
+    panel.set_config_error("")
+    panel.workspace.set_tokenizer(None)
+    assert not panel.start_button.isEnabled() and "tokenizer" in panel.start_button.toolTip()
+
+
+def test_a_bad_probe_is_refused_before_starting(qtbot, panel):
+    panel.set_probes([Probe("Return the [MASK].", "value")])
+    panel.probes_table.item(0, 0).setText("no mask here")
+    click(qtbot, panel.start_button)
+    assert panel.controller.state == IDLE
+    assert "probe 1: a probe needs exactly one [MASK]" in panel.message_bar.text
+
+
+def test_runs_open_overlay_resume_and_export(qtbot, panel, trained_runs, tmp_path, monkeypatch):
+    panel.runs_root = trained_runs
+    panel.refresh_runs()
+    names = [panel.runs_list.item(i).text().split()[0] for i in range(panel.runs_list.count())]
+    assert sorted(names) == ["early", "late"]
+    panel.runs_list.setCurrentRow(names.index("late"))
+    click(qtbot, panel.open_button)
+    assert panel.plots.series["loss"].size == 40 and panel.workspace.run.name == "late"
+    panel.runs_list.setCurrentRow(names.index("early"))
+    click(qtbot, panel.overlay_button)
+    assert panel.plots.overlays == ["early"] and panel.plots.series["overlay:early:step:loss"].size == 4
+
+    csv_path = tmp_path / "metrics.csv"
+    monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getSaveFileName", lambda *a, **k: (str(csv_path), ""))
+    click(qtbot, panel.csv_button)
+    rows = list(csv.DictReader(csv_path.open()))
+    assert len([r for r in rows if r["type"] == "step"]) == 40 and rows[0]["loss"]
+    png = tmp_path / "plots.png"
+    assert panel.export_png(str(png)) and not QImage(str(png)).isNull()
+
+    copy = tmp_path / "runs2"
+    import shutil
+
+    shutil.copytree(trained_runs / "early", copy / "early")
+    config = RunDir(copy / "early").config
+    config.__class__(
+        **{**config.__dict__, "training": config.training.__class__(**{**config.training.__dict__, "max_steps": 8})}
+    ).save(copy / "early" / "config.toml")
+    panel.runs_root = copy
+    panel.refresh_runs()
+    panel.runs_list.setCurrentRow(0)
+    with qtbot.waitSignal(panel.run_finished, timeout=TIMEOUT_MS):
+        click(qtbot, panel.resume_button)
+    assert "steps 4 → 8" in panel.log.toPlainText()
+    assert RunDir(copy / "early").latest_checkpoint().name == "step-0000008"
+    assert Path(panel.workspace.run) == copy / "early"
