@@ -1,62 +1,84 @@
-"""Start the Qt application: the interactive window, or an offscreen screenshot of it."""
+"""Start the Qt application: the interactive window, or an offscreen screenshot of it mid-training."""
 
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 SCREENSHOT_SIZE = (1280, 800)
-SCREENSHOT_TIMEOUT_MS = 300_000
+SCREENSHOT_TIMEOUT_MS = 600_000
+SCREENSHOT_EVALUATIONS = 3
 POLL_MS = 100
 
 
 def run_gui(screenshot: Path | None = None) -> int:
-    """Open the main window; with `screenshot`, render it offscreen once loaded, save the PNG and exit."""
+    """Open the main window; with `screenshot`, train briefly offscreen, save a PNG of the window and exit."""
     if screenshot is not None:
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
-    from PySide6.QtCore import QSettings, QTimer
+    from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
-
-    from mlm_studio.ui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("MLM Studio")
     app.setApplicationName("MLM Studio")
     app.setStyle("Fusion")
+    from mlm_studio.ui.main_window import MainWindow
+
     if screenshot is None:
         window = MainWindow(QSettings())
         window.show()
         return app.exec()
+    with tempfile.TemporaryDirectory() as runs:
+        window = MainWindow(settings=None, restore=False, runs_root=Path(runs))
+        return _screenshot(app, window, screenshot)
 
-    window = MainWindow(settings=None, restore=False)
+
+def _screenshot(app, window, path: Path) -> int:
+    """Built-in corpus, tokenizer, a quick-start training with frequent evaluations; capture mid-training."""
+    from PySide6.QtCore import QTimer
+
     window.resize(*SCREENSHOT_SIZE)
     window.show()
     window.corpus_panel.use_builtin()
-    outcome = {"code": 1}
+    config = window.workspace.config
+    window.workspace.set_config(replace(config, training=replace(config.training, eval_interval=40, log_interval=5)))
+    evaluations = []
+    window.training_panel.controller.record.connect(lambda r: r.kind == "eval" and evaluations.append(r))
+    outcome = {"code": 1, "started": False}
 
-    def capture_when_ready() -> None:
-        if window.corpus_panel.runner.running or window.device_label.text().endswith("detecting…"):
+    def step() -> None:
+        panel = window.training_panel
+        if not outcome["started"]:
+            ready = window.workspace.tokenizer is not None and not window.corpus_panel.runner.running
+            if ready and not window.device_label.text().endswith("detecting…"):
+                window.show_panel(panel)
+                panel.start()
+                outcome["started"] = True
             return
-        poll.stop()
-        if window.workspace.corpus is None:
-            print("The built-in corpus could not be loaded; no screenshot was written.", file=sys.stderr)
-        elif window.grab().save(str(screenshot)):
-            outcome["code"] = 0
-            print(f"Screenshot written to {screenshot}")
-        else:
-            print(f"Could not write {screenshot}.", file=sys.stderr)
-        window.close()
-        app.quit()
+        if panel.message_bar.level == "error":
+            finish(f"Training failed: {panel.message_bar.text}")
+        elif len(evaluations) >= SCREENSHOT_EVALUATIONS:
+            panel.plots.redraw()
+            if window.grab().save(str(path)):
+                outcome["code"] = 0
+                print(f"Screenshot written to {path}")
+            finish(None if outcome["code"] == 0 else f"Could not write {path}.")
 
-    def give_up() -> None:
-        print("Timed out waiting for the built-in corpus; no screenshot was written.", file=sys.stderr)
+    def finish(error: str | None) -> None:
+        poll.stop()
+        if error:
+            print(error, file=sys.stderr)
+        window.training_panel.controller.stop()
+        window.training_panel.controller.wait(60_000)
         window.close()
         app.quit()
 
     poll = QTimer(window)
-    poll.timeout.connect(capture_when_ready)
+    poll.timeout.connect(step)
     poll.start(POLL_MS)
-    QTimer.singleShot(SCREENSHOT_TIMEOUT_MS, give_up)
+    QTimer.singleShot(SCREENSHOT_TIMEOUT_MS, lambda: finish("Timed out before the screenshot could be taken."))
     app.exec()
     return outcome["code"]
