@@ -152,8 +152,14 @@ class TrainingController(QObject):
             self._set_state(STOPPING)
 
     def wait(self, timeout_ms: int) -> bool:
-        """Block until the training thread has ended; False if it is still running after `timeout_ms`."""
-        return self._thread is None or self._thread.wait(timeout_ms)
+        """Block until the training thread has ended (then the controller is idle at once); False if it is
+        still running after `timeout_ms`."""
+        if self._thread is None:
+            return True
+        if not self._thread.wait(timeout_ms):
+            return False
+        self._finish()
+        return True
 
     def _on_prepared(self, started: Started) -> None:
         if self._state == PREPARING:
@@ -161,9 +167,12 @@ class TrainingController(QObject):
         self.prepared.emit(started)
 
     def _on_thread_finished(self) -> None:
+        if self.sender() is self._thread:  # not an earlier thread already handled by `wait`
+            self._finish()
+
+    def _finish(self) -> None:
         thread, self._thread, self._worker = self._thread, None, None
-        if thread is not None:
-            thread.deleteLater()
+        thread.deleteLater()
         self._set_state(IDLE)
         self.finished.emit()
 
