@@ -99,8 +99,14 @@ def main() -> None:
         model=model_config,
         data=DataConfig(max_seq_len=128),
         training=TrainConfig(
-            batch_size=args.batch, max_steps=10**6, log_interval=args.steps, eval_interval=10**6,
-            checkpoint_interval=10**6, device=args.device, precision=args.precision, warmup_steps=10,
+            batch_size=args.batch,
+            max_steps=10**6,
+            log_interval=args.steps,
+            eval_interval=10**6,
+            checkpoint_interval=10**6,
+            device=args.device,
+            precision=args.precision,
+            warmup_steps=10,
         ),
     )
     with tempfile.TemporaryDirectory() as tmp:
@@ -110,15 +116,34 @@ def main() -> None:
 
         hf_tokenizer = PreTrainedTokenizerFast(
             tokenizer_object=tokenizer.backend,
-            pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
+            pad_token="[PAD]",
+            unk_token="[UNK]",
+            cls_token="[CLS]",
+            sep_token="[SEP]",
+            mask_token="[MASK]",
         )
         collator = DataCollatorForLanguageModeling(hf_tokenizer, mlm_probability=0.15, return_tensors="pt")
-        peer = PeerModel(
-            BertConfig(**{k: getattr(model_config, k) for k in (
-                "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings",
-            )})
-        ).to(device).train()
+        peer = (
+            PeerModel(
+                BertConfig(
+                    **{
+                        k: getattr(model_config, k)
+                        for k in (
+                            "vocab_size",
+                            "hidden_size",
+                            "num_hidden_layers",
+                            "num_attention_heads",
+                            "intermediate_size",
+                            "hidden_dropout_prob",
+                            "attention_probs_dropout_prob",
+                            "max_position_embeddings",
+                        )
+                    }
+                )
+            )
+            .to(device)
+            .train()
+        )
         optimizer = torch.optim.AdamW(peer.parameters(), lr=5e-4, weight_decay=0.01)
         rng = np.random.default_rng(0)
 

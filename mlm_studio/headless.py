@@ -14,7 +14,7 @@ from mlm_studio.core.checkpoint import CheckpointError, RunDir
 from mlm_studio.core.config import ConfigError, RunConfig, preset
 from mlm_studio.core.corpus import CorpusError, load_corpus
 from mlm_studio.core.predict import FillMask, PredictError
-from mlm_studio.core.progress import Progress
+from mlm_studio.core.progress import Progress, format_duration
 from mlm_studio.core.runs import check_resume, new_run_path, start_run, training_blocks
 from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerError, train_tokenizer
 from mlm_studio.core.trainer import (
@@ -193,7 +193,7 @@ def _report(trainer: Trainer, dist: Distributed) -> int:
             eta = (time.monotonic() - started) / max(done, 1) * left
             line = (
                 f"step {record.step}/{trainer.total_steps} loss {record.loss:.4f} acc {record.accuracy:.1%} "
-                f"lr {record.learning_rate:.2e} {record.tokens_per_second:,.0f} tok/s ETA {_duration(eta)}"
+                f"lr {record.learning_rate:.2e} {record.tokens_per_second:,.0f} tok/s ETA {format_duration(eta)}"
             )
             print(f"\r{line}\033[K" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
         elif isinstance(record, EvalRecord):
@@ -226,11 +226,6 @@ def _line(tty: bool, text: str) -> None:
         print("\r\033[K", end="", file=sys.stderr)
     if text:
         print(text, file=sys.stderr, flush=True)
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
 
 
 def predict(args) -> int:

@@ -1,13 +1,37 @@
-"""Test configuration: headless Qt, an isolated cache, derandomized hypothesis in CI."""
+"""Test configuration: headless Qt, an isolated cache, derandomized hypothesis in CI, shared corpora."""
 
 import os
 import tempfile
+from itertools import islice
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["MLM_STUDIO_CACHE"] = tempfile.mkdtemp(prefix="mlm-studio-test-cache-")
 
+import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
+
+from mlm_studio.core.builtin_corpus import ensure_builtin_corpus  # noqa: E402
+from mlm_studio.core.corpus import load_corpus  # noqa: E402
+from mlm_studio.core.tokenizer import TokenizerConfig, train_tokenizer  # noqa: E402
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@pytest.fixture(scope="session")
+def builtin_corpus():
+    return load_corpus([ensure_builtin_corpus()])
+
+
+@pytest.fixture(scope="session")
+def small_corpus(builtin_corpus, tmp_path_factory):
+    """The first 400 documents of the built-in corpus as a file of its own: trains in seconds."""
+    path = tmp_path_factory.mktemp("small") / "small.txt"
+    path.write_text("\n\n".join(islice(builtin_corpus.iter_documents(), 400)), encoding="utf-8")
+    return load_corpus([path])
+
+
+@pytest.fixture(scope="session")
+def small_tokenizer(small_corpus):
+    return train_tokenizer(small_corpus.iter_documents(), TokenizerConfig(vocab_size=400), small_corpus.documents)

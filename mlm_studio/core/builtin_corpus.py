@@ -13,6 +13,7 @@ import inspect
 import os
 import re
 import sysconfig
+import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,9 +102,10 @@ def _prose_paragraphs(text: str) -> Iterator[str]:
 
 
 def _write_atomically(path: Path, documents: Iterator[str]) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    tmp = Path(name)
     try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             for doc in documents:
                 f.write(doc + "\n\n")
             f.flush()

@@ -22,6 +22,7 @@ from safetensors.torch import load_file, save_file, save_model
 
 from mlm_studio.core.config import ConfigError, RunConfig
 from mlm_studio.core.corpus import ReadOptions
+from mlm_studio.core.files import atomic_write_text
 from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerError
 
 FORMAT_VERSION = 1
@@ -107,9 +108,7 @@ class RunDir:
     def truncate_metrics_after(self, step: int) -> None:
         """Drop records past `step` (written after the checkpoint a resume starts from)."""
         kept = [r for r in self.read_metrics() if r.get("step", 0) <= step]
-        tmp = self.metrics_path.with_name("metrics.jsonl.tmp")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
-        os.replace(tmp, self.metrics_path)
+        atomic_write_text(self.metrics_path, "".join(json.dumps(r) + "\n" for r in kept))
 
     # --- checkpoints --------------------------------------------------------------------------------
     def checkpoints(self) -> list[Path]:
@@ -240,12 +239,7 @@ def _aliases(model: torch.nn.Module) -> dict[str, list[str]]:
 
 
 def _write_json(path: Path, value: Any) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(value, indent=1))
 
 
 def _fsync_dir(path: Path) -> None:

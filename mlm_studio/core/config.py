@@ -8,13 +8,13 @@ and is what a run folder's `config.toml` holds.
 from __future__ import annotations
 
 import math
-import os
 import sys
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from mlm_studio.core.dataset import DataConfig
+from mlm_studio.core.files import atomic_write_text
 from mlm_studio.core.masking import MaskingConfig
 from mlm_studio.core.tokenizer import TokenizerConfig
 
@@ -236,17 +236,7 @@ class RunConfig:
 
     def save(self, path: str | Path) -> Path:
         """Write the TOML atomically."""
-        path = Path(path)
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-        try:
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(self.to_toml())
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return path
+        return atomic_write_text(path, self.to_toml())
 
     @classmethod
     def load(cls, path: str | Path) -> RunConfig:

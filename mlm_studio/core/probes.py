@@ -8,12 +8,12 @@ is judged by its first piece.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
+from mlm_studio.core.files import atomic_write_text
 from mlm_studio.core.model import BertForMaskedLM
 from mlm_studio.core.tokenizer import MLMTokenizer
 
@@ -41,10 +41,7 @@ class ProbeResult:
 
 
 def save_probes(folder: Path, probes: list[Probe]) -> None:
-    path = Path(folder) / PROBES_FILE
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps([asdict(p) for p in probes], indent=1), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(Path(folder) / PROBES_FILE, json.dumps([asdict(p) for p in probes], indent=1))
 
 
 def load_probes(folder: Path) -> list[Probe]:

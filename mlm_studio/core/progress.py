@@ -35,3 +35,11 @@ class Progress:
         """Raise `Cancelled` if cancellation was requested."""
         if self._cancel.is_set():
             raise Cancelled("cancelled by the user")
+
+
+def format_duration(seconds: float) -> str:
+    """A short duration for people: 4m07s, 1h05m."""
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s"

@@ -8,7 +8,6 @@ mask of special ids, batch encoding with word boundaries for whole-word masking,
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
+from mlm_studio.core.files import atomic_write_text
 from mlm_studio.core.progress import Progress
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -136,14 +136,7 @@ class MLMTokenizer:
         path = Path(path)
         if path.is_dir():
             path = path / "tokenizer.json"
-        text = vocab_txt(self) if path.suffix == ".txt" else self.backend.to_str(pretty=True)
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-        try:
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return path
+        return atomic_write_text(path, vocab_txt(self) if path.suffix == ".txt" else self.backend.to_str(pretty=True))
 
     @classmethod
     def load(cls, path: str | Path) -> MLMTokenizer:

@@ -9,7 +9,7 @@ TIMEOUT_MS = 60_000
 
 
 @pytest.fixture
-def panel(qtbot, builtin_corpus, small_tokenizer):
+def panel(qtbot, builtin_corpus, builtin_tokenizer):
     workspace = Workspace()
     widget = MaskingPanel(workspace)
     qtbot.addWidget(widget)
@@ -18,7 +18,7 @@ def panel(qtbot, builtin_corpus, small_tokenizer):
     assert widget.empty_label.isVisible()
     workspace.set_corpus(builtin_corpus)
     with qtbot.waitSignal(widget.preview_updated, timeout=TIMEOUT_MS):
-        workspace.set_tokenizer(small_tokenizer)
+        workspace.set_tokenizer(builtin_tokenizer)
     yield widget
     for runner in (widget.data_runner, widget.preview_runner):
         runner.shutdown()

@@ -47,38 +47,38 @@ def test_retrain_with_settings_typed_by_the_user(qtbot, section, builtin_corpus)
     assert section.pieces.cells[-1].tooltip == "not in the vocabulary"
 
 
-def test_save_then_load_through_the_dialogs(qtbot, section, builtin_corpus, small_tokenizer, tmp_path, monkeypatch):
-    section.workspace.set_tokenizer(small_tokenizer)
+def test_save_then_load_through_the_dialogs(qtbot, section, builtin_corpus, builtin_tokenizer, tmp_path, monkeypatch):
+    section.workspace.set_tokenizer(builtin_tokenizer)
     section._update_buttons()
     target = tmp_path / "tok.json"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
     qtbot.mouseClick(section.save_button, Qt.MouseButton.LeftButton)
-    assert MLMTokenizer.load(target).fingerprint() == small_tokenizer.fingerprint()
+    assert MLMTokenizer.load(target).fingerprint() == builtin_tokenizer.fingerprint()
     assert section.message_bar.level == "info"
     section.workspace.set_tokenizer(None)
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(target), ""))
     with qtbot.waitSignal(section.workspace.tokenizer_changed, timeout=TIMEOUT_MS):
         qtbot.mouseClick(section.load_button, Qt.MouseButton.LeftButton)
-    assert section.workspace.tokenizer.fingerprint() == small_tokenizer.fingerprint()
+    assert section.workspace.tokenizer.fingerprint() == builtin_tokenizer.fingerprint()
     qtbot.waitUntil(lambda: not section.runner.running, timeout=TIMEOUT_MS)
     assert "loaded from tok.json" in section.summary.text()
 
 
-def test_a_bad_tokenizer_file_is_refused_and_the_current_one_kept(qtbot, section, small_tokenizer, tmp_path):
-    section.workspace.set_tokenizer(small_tokenizer)
+def test_a_bad_tokenizer_file_is_refused_and_the_current_one_kept(qtbot, section, builtin_tokenizer, tmp_path):
+    section.workspace.set_tokenizer(builtin_tokenizer)
     bad = tmp_path / "vocab.txt"
     bad.write_text("hello\n")
     with qtbot.waitSignal(section.runner.finished, timeout=TIMEOUT_MS):
         section.load_path(bad)
     assert section.message_bar.level == "error" and "lacks the special token(s)" in section.message_bar.text
-    assert section.workspace.tokenizer is small_tokenizer
+    assert section.workspace.tokenizer is builtin_tokenizer
 
 
-def test_training_can_be_cancelled(qtbot, section, builtin_corpus, small_tokenizer):
-    section.workspace.set_tokenizer(small_tokenizer)
+def test_training_can_be_cancelled(qtbot, section, builtin_corpus, builtin_tokenizer):
+    section.workspace.set_tokenizer(builtin_tokenizer)
     section.workspace.set_corpus(builtin_corpus)  # starts a statistics job; training replaces it
     with qtbot.waitSignal(section.runner.finished, timeout=TIMEOUT_MS):
         section.train()
         qtbot.mouseClick(section.cancel_button, Qt.MouseButton.LeftButton)
-    assert section.workspace.tokenizer is small_tokenizer
+    assert section.workspace.tokenizer is builtin_tokenizer
     assert section.message_bar.level == "info" and "Cancelled" in section.message_bar.text

@@ -17,10 +17,10 @@ TIMEOUT_MS = 120_000
 
 
 @pytest.fixture
-def panel(qtbot, small_corpus, tiny_tokenizer, tmp_path):
+def panel(qtbot, small_corpus, small_tokenizer, tmp_path):
     workspace = Workspace()
     workspace.set_corpus(small_corpus)
-    workspace.set_tokenizer(tiny_tokenizer)
+    workspace.set_tokenizer(small_tokenizer)
     workspace.set_config(small_config(max_steps=30, eval_interval=10, checkpoint_interval=10, log_interval=2))
     widget = TrainingPanel(workspace, tmp_path / "runs")
     qtbot.addWidget(widget)

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 from mlm_studio.core.checkpoint import CheckpointError, RunDir
 from mlm_studio.core.paths import default_runs_dir
 from mlm_studio.core.probes import Probe, save_probes
+from mlm_studio.core.progress import format_duration
 from mlm_studio.core.runs import list_runs, metrics_csv, new_run_path, start_run, training_blocks
 from mlm_studio.core.trainer import (
     CheckpointRecord,
@@ -370,7 +371,7 @@ class TrainingPanel(QWidget):
             eta = (time.monotonic() - self._started_at) / max(done, 1) * left
             self.status_label.setText(
                 f"step {record.step:,} · loss {record.loss:.3f} · {record.tokens_per_second:,.0f} tok/s · "
-                f"ETA {_duration(eta)}"
+                f"ETA {format_duration(eta)}"
             )
         elif isinstance(record, EvalRecord):
             self._log(
@@ -443,10 +444,3 @@ class TrainingPanel(QWidget):
 
     def _log(self, text: str) -> None:
         self.log.appendPlainText(f"{time.strftime('%H:%M:%S')}  {text}")
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
-    return f"{seconds // 60}m{seconds % 60:02d}s"

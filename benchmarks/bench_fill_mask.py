@@ -1,0 +1,107 @@
+"""Fill-mask latency for one sentence: MLM Studio's predictor against `transformers.pipeline("fill-mask")`
+holding the very same weights and tokenizer, side by side, same threads. The mini preset by default.
+
+Run: python benchmarks/bench_fill_mask.py [--preset mini]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import machine  # noqa: E402
+
+from mlm_studio.core.builtin_corpus import ensure_builtin_corpus  # noqa: E402
+from mlm_studio.core.config import preset  # noqa: E402
+from mlm_studio.core.corpus import load_corpus  # noqa: E402
+from mlm_studio.core.model import BertForMaskedLM  # noqa: E402
+from mlm_studio.core.predict import FillMask  # noqa: E402
+from mlm_studio.core.runs import start_run  # noqa: E402
+from mlm_studio.core.tokenizer import train_tokenizer  # noqa: E402
+
+SENTENCE = "Return a new [MASK] containing the items of the list in reverse order."
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--preset", default="mini")
+    parser.add_argument("--calls", type=int, default=200)
+    args = parser.parse_args()
+    from transformers import BertConfig, PreTrainedTokenizerFast, pipeline
+    from transformers import BertForMaskedLM as PeerModel
+
+    corpus = load_corpus([ensure_builtin_corpus()])
+    config = preset(args.preset)
+    tokenizer = train_tokenizer(corpus.iter_documents(), config.tokenizer, corpus.documents)
+    with tempfile.TemporaryDirectory() as tmp:
+        run = start_run(Path(tmp) / "run", config, corpus, tokenizer)
+        model = BertForMaskedLM(run.config.model)
+        optimizer = torch.optim.AdamW(model.parameters())
+        run.save_checkpoint(0, model, optimizer, {"tokens_seen": 0, "elapsed": 0.0}, keep=1)
+        ours = FillMask.from_path(run.path)
+
+        fields = (
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "intermediate_size",
+            "max_position_embeddings",
+            "layer_norm_eps",
+        )
+        peer_model = PeerModel(BertConfig(**{k: getattr(run.config.model, k) for k in fields})).eval()
+        peer_model.load_state_dict(model.state_dict(), strict=False)
+        peer_tokenizer = PreTrainedTokenizerFast(
+            tokenizer_object=tokenizer.backend,
+            pad_token="[PAD]",
+            unk_token="[UNK]",
+            cls_token="[CLS]",
+            sep_token="[SEP]",
+            mask_token="[MASK]",
+        )
+        peer = pipeline("fill-mask", model=peer_model, tokenizer=peer_tokenizer, device="cpu")
+
+        ours_top = [c.token for c in ours.predict(SENTENCE, 5)[0]]
+        peer_top = [r["token_str"].replace(" ", "") for r in peer(SENTENCE, top_k=5)]
+        candidates = {
+            "MLM Studio FillMask.predict": lambda: ours.predict(SENTENCE, 5),
+            'transformers pipeline("fill-mask")': lambda: peer(SENTENCE, top_k=5),
+        }
+        for fn in candidates.values():
+            for _ in range(10):
+                fn()
+        times: dict[str, list[float]] = {name: [] for name in candidates}
+        for _ in range(args.calls):
+            for name, fn in candidates.items():
+                start = time.perf_counter()
+                fn()
+                times[name].append((time.perf_counter() - start) * 1000)
+
+    model_config = run.config.model
+    print(
+        f"Fill-mask, one sentence, {args.preset} preset ({model_config.num_hidden_layers}×{model_config.hidden_size}, "
+        f"vocab {model_config.vocab_size}), {args.calls} calls each, alternated; {machine()}"
+    )
+    print(f"Same top-5 from both: {ours_top == peer_top}")
+    print("| predictor | p50 | p90 | p50 ÷ MLM Studio |")
+    print("|---|---|---|---|")
+    ours_p50 = statistics.median(times["MLM Studio FillMask.predict"])
+    for name, values in times.items():
+        p50 = statistics.median(values)
+        print(f"| {name} | {p50:.2f} ms | {percentile(values, 0.9):.2f} ms | {p50 / ours_p50:.2f}× |")
+
+
+if __name__ == "__main__":
+    main()

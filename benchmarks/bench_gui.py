@@ -1,0 +1,122 @@
+"""The workbench's own cost: training tokens/s with the window open and plots live against the same run
+headless, the longest event-loop stall while training (a 5 ms timer probe), and start-up to window shown.
+
+Run: python benchmarks/bench_gui.py
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import machine  # noqa: E402
+
+STEPS = 300
+REPEATS = 3
+PROBE_MS = 5
+
+
+def headless(config, corpus, tokenizer, root: Path) -> float:
+    from mlm_studio.core.runs import new_run_path, start_run, training_blocks
+    from mlm_studio.core.trainer import StepRecord, Trainer
+
+    run = start_run(new_run_path(root, "cli"), config, corpus, tokenizer)
+    rates = [
+        r.tokens_per_second for r in Trainer(run, *training_blocks(run, corpus)).run() if isinstance(r, StepRecord)
+    ]
+    return statistics.median(rates)
+
+
+def in_the_window(app, config, corpus, tokenizer, root: Path) -> tuple[float, float]:
+    """Median tokens/s and the longest gap between 5 ms timer ticks, training from the Training panel."""
+    from PySide6.QtCore import QElapsedTimer, QTimer
+
+    from mlm_studio.core.trainer import StepRecord
+    from mlm_studio.ui.main_window import MainWindow
+
+    window = MainWindow(settings=None, restore=False, runs_root=root)
+    window.resize(1280, 800)
+    window.show()
+    window.workspace.set_corpus(corpus)
+    window.workspace.set_tokenizer(tokenizer)
+    window.workspace.set_config(config)
+    window.show_panel(window.training_panel)
+    rates, gaps = [], []
+    clock = QElapsedTimer()
+    probe = QTimer()
+    probe.setInterval(PROBE_MS)
+
+    def tick() -> None:
+        if clock.isValid():
+            gaps.append(clock.restart())
+        else:
+            clock.start()
+
+    probe.timeout.connect(tick)
+    window.training_panel.controller.record.connect(
+        lambda r: isinstance(r, StepRecord) and rates.append(r.tokens_per_second)
+    )
+    window.training_panel.controller.state_changed.connect(lambda state: state == "running" and probe.start())
+    window.training_panel.run_finished.connect(app.quit)
+    window.training_panel.start()
+    app.exec()
+    probe.stop()
+    window.close()
+    return statistics.median(rates), max(gaps) - PROBE_MS
+
+
+def startup_seconds() -> float:
+    script = (
+        "import time; t = time.perf_counter()\n"
+        "import os; os.environ['QT_QPA_PLATFORM'] = 'offscreen'\n"
+        "from PySide6.QtWidgets import QApplication; app = QApplication([])\n"
+        "from mlm_studio.ui.main_window import MainWindow\n"
+        "w = MainWindow(None, restore=False); w.show(); app.processEvents()\n"
+        "print(time.perf_counter() - t)\n"
+    )
+    return float(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout)
+
+
+def main() -> None:
+    from PySide6.QtWidgets import QApplication
+
+    from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
+    from mlm_studio.core.config import preset
+    from mlm_studio.core.corpus import load_corpus
+    from mlm_studio.core.tokenizer import train_tokenizer
+
+    app = QApplication.instance() or QApplication([])
+    corpus = load_corpus([ensure_builtin_corpus()])
+    config = preset("quickstart")
+    tokenizer = train_tokenizer(corpus.iter_documents(), config.tokenizer, corpus.documents)
+    config = replace(
+        config, training=replace(config.training, max_steps=STEPS, eval_interval=100, checkpoint_interval=10**6)
+    )
+    cli, gui, stalls = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(REPEATS):
+            cli.append(headless(config, corpus, tokenizer, Path(tmp)))
+            rate, stall = in_the_window(app, config, corpus, tokenizer, Path(tmp))
+            gui.append(rate)
+            stalls.append(stall)
+    starts = [startup_seconds() for _ in range(3)]
+    print(f"quickstart preset, {STEPS} steps per run, {REPEATS} runs alternated; {machine()}")
+    print("| measure | value |")
+    print("|---|---|")
+    print(f"| tokens/s headless (median of runs) | {statistics.median(cli):,.0f} ({min(cli):,.0f}–{max(cli):,.0f}) |")
+    print(f"| tokens/s in the window, plots live | {statistics.median(gui):,.0f} ({min(gui):,.0f}–{max(gui):,.0f}) |")
+    print(f"| window ÷ headless | {statistics.median(gui) / statistics.median(cli):.2f}× |")
+    runs = ", ".join(f"{s:.0f}" for s in stalls)
+    print(f"| longest event-loop stall while training | {max(stalls):.0f} ms (runs: {runs}) |")
+    print(f"| start to window shown | {statistics.median(starts):.2f} s |")
+
+
+if __name__ == "__main__":
+    main()
