@@ -47,7 +47,8 @@ def main() -> None:
     tokenizer = train_tokenizer(corpus.iter_documents(), config.tokenizer, corpus.documents)
     with tempfile.TemporaryDirectory() as tmp:
         run = start_run(Path(tmp) / "run", config, corpus, tokenizer)
-        model = BertForMaskedLM(run.config.model)
+        model_config = run.config.model
+        model = BertForMaskedLM(model_config)
         optimizer = torch.optim.AdamW(model.parameters())
         run.save_checkpoint(0, model, optimizer, {"tokens_seen": 0, "elapsed": 0.0}, keep=1)
         ours = FillMask.from_path(run.path)
@@ -61,7 +62,7 @@ def main() -> None:
             "max_position_embeddings",
             "layer_norm_eps",
         )
-        peer_model = PeerModel(BertConfig(**{k: getattr(run.config.model, k) for k in fields})).eval()
+        peer_model = PeerModel(BertConfig(**{k: getattr(model_config, k) for k in fields})).eval()
         peer_model.load_state_dict(model.state_dict(), strict=False)
         peer_tokenizer = PreTrainedTokenizerFast(
             tokenizer_object=tokenizer.backend,
@@ -89,7 +90,6 @@ def main() -> None:
                 fn()
                 times[name].append((time.perf_counter() - start) * 1000)
 
-    model_config = run.config.model
     print(
         f"Fill-mask, one sentence, {args.preset} preset ({model_config.num_hidden_layers}×{model_config.hidden_size}, "
         f"vocab {model_config.vocab_size}), {args.calls} calls each, alternated; {machine()}"

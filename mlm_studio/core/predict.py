@@ -56,7 +56,7 @@ class FillMask:
             raise PredictError(f"The text is {len(ids)} tokens long; this model reads at most {limit}.")
         return torch.tensor([ids], device=self.device)
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def _scores(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         positions = (ids[0] == self.tokenizer.mask_id).nonzero().flatten()  # (M,)
         rows = torch.zeros_like(positions)

@@ -61,7 +61,7 @@ def _screenshot(app, window, path: Path) -> int:
         if panel.message_bar.level == "error":
             finish(f"Training failed: {panel.message_bar.text}")
         elif len(evaluations) >= SCREENSHOT_EVALUATIONS:
-            panel.plots.redraw()
+            panel.plots.redraw(everything=True)
             if window.grab().save(str(path)):
                 outcome["code"] = 0
                 print(f"Screenshot written to {path}")

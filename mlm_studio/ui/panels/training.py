@@ -321,7 +321,7 @@ class TrainingPanel(QWidget):
             self.export_png(path)
 
     def export_png(self, path: str) -> bool:
-        self.plots.redraw()
+        self.plots.redraw(everything=True)
         ok = self.plots.grab().save(path)
         if not ok:
             self.message_bar.show_message(f"Could not write {path}.", "error")

@@ -1,6 +1,7 @@
 """Live training curves: records go into NumPy buffers, a timer redraws what changed at 15 Hz.
 
-Long histories stay smooth through pyqtgraph's clip-to-view and peak downsampling and pens of width 1.
+Each tick repaints at most one plot that changed, so the event loop never spends a frame painting all six;
+long histories stay smooth through pyqtgraph's clip-to-view and peak downsampling and pens of width 1.
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ class LivePlots(QWidget):
         self.curves: dict[str, pg.PlotDataItem] = {}
         self.plots: dict[str, pg.PlotWidget] = {}
         self.overlays: list[str] = []  # names of the runs drawn for comparison
-        self._dirty = False
+        self._dirty: set[str] = set()  # plots whose curves changed since they were drawn
+        self._plot_of: dict[str, str] = {}  # curve key -> plot name
         layout = QGridLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         for index, (name, (label, log_y)) in enumerate(self.PLOTS.items()):
@@ -92,6 +94,8 @@ class LivePlots(QWidget):
             self.series[key] = Series()
             pen = pg.mkPen(colour, width=width, style=style) if style is not None else pg.mkPen(colour, width=width)
             self.curves[key] = self.plots[plot].plot([], [], pen=pen, name=label)
+            self._plot_of[key] = plot
+        self._dirty.add(plot)
         return self.series[key]
 
     def add(self, kind: str, record: dict) -> None:
@@ -117,14 +121,13 @@ class LivePlots(QWidget):
                 colour = COLOURS[index % len(COLOURS)]
                 label = f"{result['expected']}"
                 self._curve(f"probe{index}", "probes", label, colour).append(*point, result["rank"])
-        self._dirty = True
 
     def load(self, records: list[dict]) -> None:
         """Replace the curves with a run's recorded metrics."""
         self.clear()
         for record in records:
             self.add(record.get("type", ""), record)
-        self.redraw()
+        self.redraw(everything=True)
 
     def clear(self) -> None:
         for curve in self.curves.values():
@@ -134,8 +137,9 @@ class LivePlots(QWidget):
                     plot.plotItem.legend.removeItem(curve)
         self.series.clear()
         self.curves.clear()
+        self._plot_of.clear()
         self.overlays.clear()
-        self._dirty = True
+        self._dirty = set(self.plots)
 
     def overlay(self, name: str, records: list[dict]) -> None:
         """Draw another run's loss and accuracy, dashed, for comparison."""
@@ -151,24 +155,25 @@ class LivePlots(QWidget):
                         record["step"], record.get("tokens_seen", 0), record.get("elapsed", 0.0), record[field]
                     )
         self.overlays.append(name)
-        self._dirty = True
-        self.redraw()
+        self.redraw(everything=True)
 
     # --- drawing ------------------------------------------------------------------------------------
     def set_axis(self, axis: str) -> None:
         self.axis = axis
         for plot in self.plots.values():
             plot.setLabel("bottom", X_AXES[axis])
-        self._dirty = True
+        self._dirty = set(self.plots)
 
     def set_smoothing(self, window: int) -> None:
         self.smoothing = window
-        self._dirty = True
+        self._dirty.add("loss")
 
-    def redraw(self) -> None:
-        if not self._dirty:
-            return
-        self._dirty = False
-        for key, series in self.series.items():
-            y = moving_average(series.y, self.smoothing) if key == "loss_smooth" else series.y
-            self.curves[key].setData(series.x(self.axis), y)
+    def redraw(self, everything: bool = False) -> None:
+        """Put the buffers into the curves: of the next changed plot, or of all changed plots."""
+        names = [name for name in self.plots if name in self._dirty]
+        for name in names if everything else names[:1]:
+            self._dirty.discard(name)
+            for key, series in self.series.items():
+                if self._plot_of[key] == name:
+                    y = moving_average(series.y, self.smoothing) if key == "loss_smooth" else series.y
+                    self.curves[key].setData(series.x(self.axis), y)
