@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine  # noqa: E402
+from common import machine, peer_model, peer_tokenizer  # noqa: E402
 
 from mlm_studio.core.builtin_corpus import ensure_builtin_corpus  # noqa: E402
 from mlm_studio.core.config import preset  # noqa: E402
@@ -39,8 +39,7 @@ def main() -> None:
     parser.add_argument("--preset", default="mini")
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args()
-    from transformers import BertConfig, PreTrainedTokenizerFast, pipeline
-    from transformers import BertForMaskedLM as PeerModel
+    from transformers import pipeline
 
     corpus = load_corpus([ensure_builtin_corpus()])
     config = preset(args.preset)
@@ -53,26 +52,9 @@ def main() -> None:
         run.save_checkpoint(0, model, optimizer, {"tokens_seen": 0, "elapsed": 0.0}, keep=1)
         ours = FillMask.from_path(run.path)
 
-        fields = (
-            "vocab_size",
-            "hidden_size",
-            "num_hidden_layers",
-            "num_attention_heads",
-            "intermediate_size",
-            "max_position_embeddings",
-            "layer_norm_eps",
-        )
-        peer_model = PeerModel(BertConfig(**{k: getattr(model_config, k) for k in fields})).eval()
-        peer_model.load_state_dict(model.state_dict(), strict=False)
-        peer_tokenizer = PreTrainedTokenizerFast(
-            tokenizer_object=tokenizer.backend,
-            pad_token="[PAD]",
-            unk_token="[UNK]",
-            cls_token="[CLS]",
-            sep_token="[SEP]",
-            mask_token="[MASK]",
-        )
-        peer = pipeline("fill-mask", model=peer_model, tokenizer=peer_tokenizer, device="cpu")
+        reference = peer_model(model_config).eval()
+        reference.load_state_dict(model.state_dict(), strict=False)
+        peer = pipeline("fill-mask", model=reference, tokenizer=peer_tokenizer(tokenizer), device="cpu")
 
         ours_top = [c.token for c in ours.predict(SENTENCE, 5)[0]]
         peer_top = [r["token_str"].replace(" ", "") for r in peer(SENTENCE, top_k=5)]

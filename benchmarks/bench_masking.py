@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import alternate, machine, summary  # noqa: E402
+from common import alternate, machine, peer_tokenizer, summary  # noqa: E402
 
 from mlm_studio.core.builtin_corpus import ensure_builtin_corpus  # noqa: E402
 from mlm_studio.core.corpus import load_corpus  # noqa: E402
@@ -26,7 +26,7 @@ BATCH, LENGTH, CALLS = 32, 128, 200
 
 
 def main() -> None:
-    from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerFast
+    from transformers import DataCollatorForLanguageModeling
 
     corpus = load_corpus([ensure_builtin_corpus()])
     tokenizer = train_tokenizer(corpus.iter_documents(), TokenizerConfig(vocab_size=30000), corpus.documents)
@@ -36,14 +36,7 @@ def main() -> None:
     words = torch.from_numpy(batch.word_ids)
     special_mask = torch.from_numpy(tokenizer.special_mask())[ids]
 
-    hf_tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer.backend,
-        pad_token="[PAD]",
-        unk_token="[UNK]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        mask_token="[MASK]",
-    )
+    hf_tokenizer = peer_tokenizer(tokenizer)
     collator = DataCollatorForLanguageModeling(hf_tokenizer, mlm_probability=0.15, return_tensors="pt")
     generator = torch.Generator().manual_seed(0)
     maskers = {s: Masker.for_tokenizer(MaskingConfig(strategy=s), tokenizer) for s in ("token", "whole_word", "span")}

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine  # noqa: E402
+from common import machine, peer_model, peer_tokenizer  # noqa: E402
 
 from mlm_studio.core.builtin_corpus import ensure_builtin_corpus  # noqa: E402
 from mlm_studio.core.config import ModelConfig, RunConfig, TrainConfig, preset  # noqa: E402
@@ -83,8 +83,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5, help="steps per timed turn")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    from transformers import BertConfig, DataCollatorForLanguageModeling, PreTrainedTokenizerFast
-    from transformers import BertForMaskedLM as PeerModel
+    from transformers import DataCollatorForLanguageModeling
 
     device = torch.device(args.device)
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
@@ -114,36 +113,9 @@ def main() -> None:
         train, validation = training_blocks(run, corpus)
         ours = Trainer(run, train, validation).run()
 
-        hf_tokenizer = PreTrainedTokenizerFast(
-            tokenizer_object=tokenizer.backend,
-            pad_token="[PAD]",
-            unk_token="[UNK]",
-            cls_token="[CLS]",
-            sep_token="[SEP]",
-            mask_token="[MASK]",
-        )
+        hf_tokenizer = peer_tokenizer(tokenizer)
         collator = DataCollatorForLanguageModeling(hf_tokenizer, mlm_probability=0.15, return_tensors="pt")
-        peer = (
-            PeerModel(
-                BertConfig(
-                    **{
-                        k: getattr(model_config, k)
-                        for k in (
-                            "vocab_size",
-                            "hidden_size",
-                            "num_hidden_layers",
-                            "num_attention_heads",
-                            "intermediate_size",
-                            "hidden_dropout_prob",
-                            "attention_probs_dropout_prob",
-                            "max_position_embeddings",
-                        )
-                    }
-                )
-            )
-            .to(device)
-            .train()
-        )
+        peer = peer_model(model_config).to(device).train()
         optimizer = torch.optim.AdamW(peer.parameters(), lr=5e-4, weight_decay=0.01)
         rng = np.random.default_rng(0)
 

@@ -33,3 +33,37 @@ def summary(seconds: list[float]) -> str:
 def machine() -> str:
     threads = torch.get_num_threads()
     return f"{platform.machine()}, {threads} threads, torch {torch.__version__}, Python {platform.python_version()}"
+
+
+BERT_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "layer_norm_eps",
+)
+
+
+def peer_tokenizer(tokenizer):
+    """Our tokenizer as the `transformers` peer uses it."""
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer.backend,
+        pad_token="[PAD]",
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
+
+
+def peer_model(config):
+    """A `transformers.BertForMaskedLM` of the same shape as our ModelConfig."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    return BertForMaskedLM(BertConfig(**{k: getattr(config, k) for k in BERT_FIELDS}))
