@@ -133,7 +133,7 @@ def test_ctrl_c_stops_cleanly_with_a_checkpoint(tmp_path, corpus_file):
 
 def test_torchrun_with_two_cpu_processes_trains_like_one(tmp_path, corpus_file):
     """Two gloo processes with 8 blocks each take the steps one process takes with 16 blocks."""
-    single = config_file(tmp_path, batch_size=16, max_steps=30, eval_interval=30, learning_rate=5e-3)
+    single = config_file(tmp_path, batch_size=16, max_steps=40, eval_interval=40, learning_rate=5e-3)
     alone = subprocess.run(
         command("train", "--config", single, "--corpus", corpus_file, "--out", tmp_path / "one"),
         capture_output=True,
@@ -142,7 +142,7 @@ def test_torchrun_with_two_cpu_processes_trains_like_one(tmp_path, corpus_file):
     )
     assert alone.returncode == 0, alone.stderr
     (tmp_path / "two-cfg").mkdir()
-    double = config_file(tmp_path / "two-cfg", batch_size=8, max_steps=30, eval_interval=30, learning_rate=5e-3)
+    double = config_file(tmp_path / "two-cfg", batch_size=8, max_steps=40, eval_interval=40, learning_rate=5e-3)
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
     pair = subprocess.run(
         [
@@ -163,14 +163,18 @@ def test_torchrun_with_two_cpu_processes_trains_like_one(tmp_path, corpus_file):
         env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
     assert pair.returncode == 0, pair.stderr
-    assert pair.stdout.count("Finished (completed) at step 30") == 1  # only rank 0 reports
+    assert pair.stdout.count("Finished (completed) at step 40") == 1  # only rank 0 reports
 
     def losses(path):
         return [r["loss"] for r in RunDir(path).read_metrics() if r["type"] == "step"]
 
     one, two = losses(tmp_path / "one"), losses(tmp_path / "two")
-    assert len(one) == len(two) == 30
-    assert two[-1] < two[0] - 0.5 and one[-1] < one[0] - 0.5, (one, two)
-    assert abs(one[-1] - two[-1]) < 0.25
+    assert len(one) == len(two) == 40
+    def mean(values):
+        return sum(values) / len(values)
+
+    # Single steps are noisy; the trend is compared over the first and last five steps.
+    assert mean(one[-5:]) < mean(one[:5]) - 0.3 and mean(two[-5:]) < mean(two[:5]) - 0.3, (one, two)
+    assert abs(mean(one[-5:]) - mean(two[-5:])) < 0.25
     state = json.loads((RunDir(tmp_path / "two").latest_checkpoint() / "state.json").read_text())
-    assert state["world_size"] == 2 and state["tokens_seen"] == 30 * 16 * 32
+    assert state["world_size"] == 2 and state["tokens_seen"] == 40 * 16 * 32
