@@ -170,6 +170,7 @@ def test_torchrun_with_two_cpu_processes_trains_like_one(tmp_path, corpus_file):
 
     one, two = losses(tmp_path / "one"), losses(tmp_path / "two")
     assert len(one) == len(two) == 40
+
     def mean(values):
         return sum(values) / len(values)
 

@@ -81,10 +81,6 @@ class ModelConfig:
             f"position_embedding_type must be one of {', '.join(POSITION_TYPES)}, not {self.position_embedding_type!r}",
         )
 
-    @property
-    def head_size(self) -> int:
-        return self.hidden_size // self.num_attention_heads
-
     def parameter_count(self) -> int:
         """Trainable parameters (the decoder shares the word embeddings)."""
         h, v, f, n = self.hidden_size, self.vocab_size, self.intermediate_size, self.num_hidden_layers

@@ -20,7 +20,29 @@ def available_devices() -> list[DeviceInfo]:
     devices = [
         DeviceInfo(f"cuda:{i}", f"CUDA {i}: {torch.cuda.get_device_name(i)}") for i in range(torch.cuda.device_count())
     ]
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+    if _mps_available():
         devices.append(DeviceInfo("mps", "Apple GPU (MPS)"))
     devices.append(DeviceInfo("cpu", f"CPU ({torch.get_num_threads()} threads)"))
     return devices
+
+
+def resolve_device(name: str):
+    """The torch device for a config value; "auto" is the best of `available_devices()`."""
+    import torch
+
+    if name == "auto":
+        return torch.device(available_devices()[0].name)
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {name} was asked for, but PyTorch sees no CUDA GPU; choose cpu or auto")
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise ValueError(f"device {name} does not exist; this machine has {torch.cuda.device_count()} GPU(s)")
+    if device.type == "mps" and not _mps_available():
+        raise ValueError("device mps was asked for, but Apple's GPU is not available; choose cpu or auto")
+    return device
+
+
+def _mps_available() -> bool:
+    import torch
+
+    return getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from mlm_studio.core.checkpoint import RunDir, load_optimizer, load_weights, read_state
 from mlm_studio.core.config import RunConfig
 from mlm_studio.core.dataset import BlockSet
+from mlm_studio.core.device import resolve_device
 from mlm_studio.core.masking import Masker
 from mlm_studio.core.model import BertForMaskedLM, decay_groups
 from mlm_studio.core.probes import ProbeResult, load_probes, score_probes
@@ -136,25 +137,6 @@ class Distributed:
 
 
 SINGLE = Distributed(0, 1)
-
-
-# --- devices ----------------------------------------------------------------------------------------
-def resolve_device(name: str) -> torch.device:
-    """The torch device for a config value; "auto" prefers CUDA, then MPS, then the CPU."""
-    if name == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {name} was asked for, but PyTorch sees no CUDA GPU; choose cpu or auto")
-    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
-        raise ValueError(f"device {name} does not exist; this machine has {torch.cuda.device_count()} GPU(s)")
-    if device.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError("device mps was asked for, but Apple's GPU is not available; choose cpu or auto")
-    return device
 
 
 def _autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:

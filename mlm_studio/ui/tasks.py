@@ -121,14 +121,6 @@ class TaskRunner(QObject):
         if self._current is not None:
             self._current.progress.cancel()
 
-    def shutdown(self, timeout_ms: int = 5000) -> bool:
-        """Cancel everything and wait for the threads; True if all of them ended in time."""
-        for thread in list(self._threads):
-            thread.progress.cancel()
-        ended = all(thread.wait(timeout_ms) for thread in list(self._threads))
-        self._current = None
-        return ended
-
     def _on_progress(self, thread: _TaskThread, done: int, total: int, message: str) -> None:
         if thread is self._current:
             self.progress.emit(done, total, message)

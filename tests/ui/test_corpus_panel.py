@@ -18,8 +18,7 @@ def panel(qtbot):
     qtbot.addWidget(widget)
     widget.resize(1000, 700)
     widget.show()
-    yield widget
-    widget.runner.shutdown()
+    return widget
 
 
 def write(path: Path, text: str) -> Path:

@@ -19,9 +19,7 @@ def panel(qtbot, builtin_corpus, builtin_tokenizer):
     workspace.set_corpus(builtin_corpus)
     with qtbot.waitSignal(widget.preview_updated, timeout=TIMEOUT_MS):
         workspace.set_tokenizer(builtin_tokenizer)
-    yield widget
-    for runner in (widget.data_runner, widget.preview_runner):
-        runner.shutdown()
+    return widget
 
 
 def table(panel):

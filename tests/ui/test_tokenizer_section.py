@@ -15,8 +15,7 @@ def section(qtbot):
     qtbot.addWidget(widget)
     widget.resize(600, 400)
     widget.show()
-    yield widget
-    widget.runner.shutdown()
+    return widget
 
 
 def test_a_tokenizer_is_trained_when_the_first_corpus_arrives(qtbot, section, builtin_corpus):
