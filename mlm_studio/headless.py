@@ -116,10 +116,20 @@ def train(args) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
     if dist.world_size > 1:
-        import torch.distributed
-
-        torch.distributed.destroy_process_group()
+        del trainer  # DistributedDataParallel holds the process group; release it first
+        _leave_process_group()
     return code
+
+
+def _leave_process_group() -> None:
+    """Every rank waits for the others, then the group is torn down before the interpreter exits."""
+    import gc
+
+    import torch.distributed
+
+    gc.collect()
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()
 
 
 class _RankZeroFailed(Exception):
