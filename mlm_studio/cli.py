@@ -37,17 +37,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--out", type=Path, metavar="RUN_DIR", help="the run folder (default: runs/<date>-<preset>)")
     train.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run from its latest checkpoint")
+    train.add_argument(
+        "--init-from",
+        type=Path,
+        metavar="HF_DIR",
+        help="continue pre-training a Hugging Face BERT folder (its architecture and tokenizer are kept)",
+    )
     train.add_argument("--max-steps", type=int, metavar="N", help="optimizer steps in total")
     train.add_argument("--device", help="auto, cpu, cuda, cuda:N or mps")
     train.add_argument("--precision", choices=("fp32", "bf16", "fp16"))
 
     predict = commands.add_parser("predict", help="fill the [MASK]s of a text with a trained model")
-    predict.add_argument("model", type=Path, metavar="MODEL", help="a run folder or one of its checkpoint folders")
+    predict.add_argument(
+        "model",
+        type=Path,
+        metavar="MODEL",
+        help="a run folder, one of its checkpoint folders, or a Hugging Face folder",
+    )
     predict.add_argument("text", help='a text with one or more [MASK], e.g. "Return the [MASK] of the list."')
     predict.add_argument("--top-k", type=int, default=5, metavar="K", help="candidates per mask (default 5)")
     predict.add_argument("--json", action="store_true", help="print JSON: one list of candidates per mask")
     predict.add_argument("--fill", action="store_true", help="fill masks one by one, most confident first")
     predict.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
+
+    export = commands.add_parser("export", help="write a run as a Hugging Face transformers folder")
+    export.add_argument("model", type=Path, metavar="RUN_OR_CHECKPOINT", help="a run folder or a checkpoint folder")
+    export.add_argument("out", type=Path, metavar="OUT_DIR", help="the folder to write (new or empty)")
+    export.add_argument("--best", action="store_true", help="the checkpoint with the lowest validation loss")
+    export.add_argument("--overwrite", action="store_true", help="replace an earlier export in OUT_DIR")
     return parser
 
 
@@ -61,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         from mlm_studio.headless import train
 
         return train(args)
+    if args.command == "export":
+        from mlm_studio.headless import export
+
+        return export(args)
     from mlm_studio.headless import predict
 
     return predict(args)

@@ -1,4 +1,4 @@
-"""The terminal front end of the engine: `mlm-studio train` and `mlm-studio predict`."""
+"""The terminal front end of the engine: `mlm-studio train`, `predict` and `export`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.checkpoint import CheckpointError, RunDir
 from mlm_studio.core.config import ConfigError, RunConfig, preset
 from mlm_studio.core.corpus import CorpusError, load_corpus
+from mlm_studio.core.hf import export_model, import_model
 from mlm_studio.core.predict import FillMask, PredictError
 from mlm_studio.core.progress import Progress, format_duration
 from mlm_studio.core.runs import check_resume, new_run_path, start_run, training_blocks
@@ -160,6 +161,8 @@ def _device(name: str | None):
 def _prepare_run(args):
     """The run folder (new, or the one to resume) and the corpus, when it is given or built in."""
     if args.resume is not None:
+        if args.init_from is not None:
+            raise ConfigError("--init-from starts a new run; it cannot be combined with --resume")
         run = RunDir(args.resume)
         given = RunConfig.load(args.config) if args.config else (preset(args.preset) if args.preset else None)
         check_resume(run, given, MLMTokenizer.load(args.tokenizer) if args.tokenizer else None)
@@ -169,12 +172,21 @@ def _prepare_run(args):
             replace(config, training=training).save(run.path / "config.toml")
         return run, (load_corpus(args.corpus) if args.corpus else None)
     config = _config(args)
+    initial = None
+    if args.init_from is not None:
+        if args.tokenizer is not None:
+            raise ConfigError("--init-from brings the model's own tokenizer; leave out --tokenizer")
+        initial = import_model(args.init_from)
+        print(initial.summary(), file=sys.stderr, flush=True)
     corpus = load_corpus(args.corpus or [ensure_builtin_corpus()], progress=_Status())
-    if args.tokenizer is not None:
+    if initial is not None:
+        tokenizer = initial.tokenizer
+    elif args.tokenizer is not None:
         tokenizer = MLMTokenizer.load(args.tokenizer)
     else:
         tokenizer = train_tokenizer(corpus.iter_documents(), config.tokenizer, corpus.documents, _Status())
-    return start_run(args.out or new_run_path("runs", config.preset), config, corpus, tokenizer), corpus
+    path = args.out or new_run_path("runs", config.preset)
+    return start_run(path, config, corpus, tokenizer, initial), corpus
 
 
 def _interrupt_handler(control: TrainingControl, dist: Distributed):
@@ -236,6 +248,18 @@ def _line(tty: bool, text: str) -> None:
         print("\r\033[K", end="", file=sys.stderr)
     if text:
         print(text, file=sys.stderr, flush=True)
+
+
+def export(args) -> int:
+    """Write a run (latest or best checkpoint) or a checkpoint folder as a Hugging Face `transformers` folder."""
+    try:
+        out = export_model(args.model, args.out, best=args.best, overwrite=args.overwrite, progress=_Status())
+    except USER_ERRORS as exc:
+        return _fail(str(exc))
+    if sys.stderr.isatty():
+        print("\r\033[K", end="", file=sys.stderr)
+    print(f"Exported to {out}; load it with AutoModelForMaskedLM.from_pretrained({str(out)!r})")
+    return 0
 
 
 def predict(args) -> int:

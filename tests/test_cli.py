@@ -56,6 +56,39 @@ def test_train_predict_and_resume(tmp_path, corpus_file, capsys):
     assert RunDir(run).latest_checkpoint().name == "step-0000009"
 
 
+def test_export_then_predict_the_export_then_continue_pre_training_it(tmp_path, corpus_file, capsys):
+    cfg = config_file(tmp_path, learning_rate=5e-3)
+    run, exported, further = tmp_path / "run", tmp_path / "hf", tmp_path / "further"
+    assert (
+        main(["train", "--config", str(cfg), "--corpus", str(corpus_file), "--out", str(run), "--max-steps", "4"]) == 0
+    )
+    capsys.readouterr()
+    assert main(["export", str(run), str(exported)]) == 0
+    assert "AutoModelForMaskedLM.from_pretrained" in capsys.readouterr().out
+    assert (exported / "model.safetensors").is_file() and (exported / "README.md").is_file()
+
+    text = "the [MASK] of the list"
+    assert main(["predict", str(run), text, "--json"]) == 0
+    from_run = json.loads(capsys.readouterr().out)
+    assert main(["predict", str(exported), text, "--json"]) == 0
+    from_export = json.loads(capsys.readouterr().out)
+    assert [c["token"] for c in from_export[0]] == [c["token"] for c in from_run[0]]
+    assert [c["score"] for c in from_export[0]] == pytest.approx([c["score"] for c in from_run[0]], abs=1e-6)
+
+    assert main(["export", str(run), str(exported)]) == 1
+    assert "allow overwriting" in capsys.readouterr().err
+
+    args = ["train", "--init-from", str(exported), "--corpus", str(corpus_file), "--out", str(further)]
+    assert main([*args, "--config", str(cfg), "--max-steps", "2"]) == 0
+    out = capsys.readouterr()
+    assert "BERT 1 layers × 32" in out.err and "Finished (completed) at step 2" in out.out
+    assert RunDir(further).initial_weights is not None
+    assert RunDir(further).tokenizer.fingerprint() == RunDir(run).tokenizer.fingerprint()
+
+    assert main([*args[:-1], str(tmp_path / "other"), "--tokenizer", str(exported / "vocab.txt")]) == 1
+    assert "leave out --tokenizer" in capsys.readouterr().err
+
+
 def test_errors_are_one_readable_line(tmp_path, corpus_file, capsys):
     assert main(["predict", str(tmp_path), "a [MASK]"]) == 1
     assert capsys.readouterr().err.strip() == f"mlm-studio: {tmp_path} is not a run folder (it has no config.toml)"

@@ -1,7 +1,8 @@
 """Run folders and crash-safe checkpoints.
 
 A run folder holds `config.toml`, `tokenizer.json`, `corpus.json` (where the text came from),
-`metrics.jsonl` (one record per line, appended and flushed) and `checkpoints/step-NNNNNNN/`, each with the
+`metrics.jsonl` (one record per line, appended and flushed), `init/` when it starts from imported weights,
+and `checkpoints/step-NNNNNNN/`, each with the
 weights (`model.safetensors`), the optimizer moments (`optimizer.safetensors`) and plain values
 (`state.json`). Nothing is pickled. A checkpoint is written under a temporary name and renamed when
 complete, so a crash never leaves a broken latest checkpoint; only folders with a `state.json` count.
@@ -27,6 +28,7 @@ from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerError
 
 FORMAT_VERSION = 1
 CHECKPOINTS = "checkpoints"
+INITIAL = "init"
 
 
 class CheckpointError(Exception):
@@ -135,26 +137,34 @@ class RunDir:
         self, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, state: dict[str, Any], keep: int
     ) -> Path:
         """Write a checkpoint atomically, then keep only the `keep` latest and the best."""
-        folder = self.path / CHECKPOINTS
-        folder.mkdir(exist_ok=True)
-        final = folder / f"step-{step:07d}"
-        tmp = folder / f".step-{step:07d}.tmp{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
-        try:
-            save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+
+        def fill(folder: Path) -> None:
+            save_model(model, str(folder / "model.safetensors"), metadata={"format": "pt"})
             tensors, groups = _optimizer_tensors(optimizer)
-            save_file(tensors, str(tmp / "optimizer.safetensors"), metadata={"format": "pt"})
-            _write_json(tmp / "state.json", {**state, "format": FORMAT_VERSION, "step": step, "param_groups": groups})
-            _fsync_dir(tmp)
-            if final.exists():
-                shutil.rmtree(final)
-            os.replace(tmp, final)
-            _fsync_dir(folder)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            save_file(tensors, str(folder / "optimizer.safetensors"), metadata={"format": "pt"})
+            _write_json(
+                folder / "state.json", {**state, "format": FORMAT_VERSION, "step": step, "param_groups": groups}
+            )
+
+        final = _write_folder(self.path / CHECKPOINTS / f"step-{step:07d}", fill)
         self._prune(keep)
         return final
+
+    # --- initial weights ------------------------------------------------------------------------------
+    @property
+    def initial_weights(self) -> Path | None:
+        """The folder of weights the run starts from (an imported model), or None for a fresh model."""
+        folder = self.path / INITIAL
+        return folder if (folder / "origin.json").is_file() else None
+
+    def save_initial_weights(self, model: torch.nn.Module, origin: dict[str, Any]) -> Path:
+        """Record the weights step 0 starts from, and where they came from."""
+
+        def fill(folder: Path) -> None:
+            save_model(model, str(folder / "model.safetensors"), metadata={"format": "pt"})
+            _write_json(folder / "origin.json", origin)
+
+        return _write_folder(self.path / INITIAL, fill)
 
     def _prune(self, keep: int) -> None:
         found = self.checkpoints()
@@ -178,7 +188,13 @@ def load_weights(checkpoint: Path, model: torch.nn.Module) -> None:
         tensors = load_file(str(path), device="cpu")
     except (OSError, SafetensorError) as exc:
         raise CheckpointError(f"{checkpoint.name}: model.safetensors cannot be read ({exc})") from exc
-    expected = {name: p for name, p in model.state_dict().items()}
+    load_state(tensors, model, checkpoint.name)
+
+
+def load_state(tensors: dict[str, torch.Tensor], model: torch.nn.Module, source: str) -> None:
+    """Copy `tensors` into `model` by name (tied weights may appear under any of their names); refuses, listing
+    them, missing or unexpected names and different shapes."""
+    expected = dict(model.state_dict())
     aliases = _aliases(model)
     missing = [n for n in expected if n not in tensors and not any(a in tensors for a in aliases.get(n, ()))]
     unexpected = [n for n in tensors if n not in expected]
@@ -190,18 +206,23 @@ def load_weights(checkpoint: Path, model: torch.nn.Module) -> None:
     if missing or unexpected or wrong:
         parts = []
         if missing:
-            parts.append(f"missing: {', '.join(missing[:8])}")
+            parts.append(f"missing: {_listed(missing)}")
         if unexpected:
-            parts.append(f"unexpected: {', '.join(unexpected[:8])}")
+            parts.append(f"unexpected: {_listed(unexpected)}")
         if wrong:
-            parts.append(f"shapes differ: {', '.join(wrong[:8])}")
-        raise CheckpointError(f"{checkpoint.name} does not fit this model ({'; '.join(parts)})")
+            parts.append(f"shapes differ: {_listed(wrong)}")
+        raise CheckpointError(f"{source} does not fit this model ({'; '.join(parts)})")
     with torch.no_grad():
         for name, value in expected.items():
-            source = tensors.get(name)
-            if source is None:
-                source = next(tensors[a] for a in aliases[name] if a in tensors)
-            value.copy_(source)
+            source_tensor = tensors.get(name)
+            if source_tensor is None:
+                source_tensor = next(tensors[a] for a in aliases[name] if a in tensors)
+            value.copy_(source_tensor)
+
+
+def _listed(names: list[str], limit: int = 8) -> str:
+    shown = ", ".join(names[:limit])
+    return shown if len(names) <= limit else f"{shown} and {len(names) - limit} more"
 
 
 def load_optimizer(checkpoint: Path, optimizer: torch.optim.Optimizer) -> None:
@@ -236,6 +257,36 @@ def _aliases(model: torch.nn.Module) -> dict[str, list[str]]:
     for name, tensor in model.state_dict(keep_vars=True).items():
         by_tensor.setdefault(id(tensor), []).append(name)
     return {name: [n for n in names if n != name] for names in by_tensor.values() for name in names}
+
+
+def resolve_checkpoint(path: str | Path, best: bool = False) -> tuple[RunDir, Path]:
+    """A run folder (its latest checkpoint, or its best by validation loss) or one of its checkpoint folders."""
+    folder = Path(path)
+    if (folder / "state.json").is_file() and (folder / "model.safetensors").is_file():
+        return RunDir(folder.parent.parent), folder
+    run = RunDir(folder)
+    checkpoint = (run.best_checkpoint() if best else None) or run.latest_checkpoint()
+    if checkpoint is None:
+        raise CheckpointError(f"run {run.name} has no checkpoint yet; train it first")
+    return run, checkpoint
+
+
+def _write_folder(final: Path, fill) -> Path:
+    """Fill a temporary folder beside `final`, then rename it into place: readers never see half of it."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.parent / f".{final.name}.tmp{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        fill(tmp)
+        _fsync_dir(tmp)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        _fsync_dir(final.parent)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
 
 
 def _write_json(path: Path, value: Any) -> None:

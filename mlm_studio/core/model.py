@@ -48,7 +48,7 @@ class BertEmbeddings(nn.Module):
             if token_type_ids is None
             else self.token_type_embeddings(token_type_ids)
         )
-        x = self.word_embeddings(input_ids) + positions + types  # (B, L, H)
+        x = self.word_embeddings(input_ids) + types + positions  # (B, L, H), summed in transformers' order
         return self.dropout(self.LayerNorm(x))
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import torch
 
-from mlm_studio.core.checkpoint import CheckpointError, RunDir, load_weights
+from mlm_studio.core.checkpoint import load_weights, resolve_checkpoint
+from mlm_studio.core.hf import import_model, is_hf_folder
 from mlm_studio.core.model import BertForMaskedLM
 from mlm_studio.core.tokenizer import MLMTokenizer
 
@@ -44,7 +45,8 @@ class FillMask:
 
     @classmethod
     def from_path(cls, path: str | Path, device: str = "cpu") -> FillMask:
-        """Load from a run folder (its latest checkpoint) or from one checkpoint folder of a run."""
+        """Load from a run folder (its latest checkpoint), one checkpoint folder of a run, or a Hugging Face
+        BERT folder."""
         return _load_cached(str(Path(path).resolve()), device, _stamp(Path(path)))
 
     def encode(self, text: str) -> torch.Tensor:
@@ -106,13 +108,11 @@ def _stamp(path: Path) -> float:
 @functools.lru_cache(maxsize=4)
 def _load_cached(path: str, device: str, stamp: float) -> FillMask:
     folder = Path(path)
-    if (folder / "state.json").is_file() and (folder / "model.safetensors").is_file():
-        run, checkpoint = RunDir(folder.parent.parent), folder
-    else:
-        run = RunDir(folder)
-        checkpoint = run.latest_checkpoint()
-        if checkpoint is None:
-            raise CheckpointError(f"run {run.name} has no checkpoint yet; train it first")
+    if is_hf_folder(folder):
+        imported = import_model(folder)
+        note = " (untrained head)" if imported.fresh_head else ""
+        return FillMask(imported.build_model().to(device), imported.tokenizer, f"{folder.name} (Hugging Face){note}")
+    run, checkpoint = resolve_checkpoint(folder)
     model = BertForMaskedLM(run.config.model)
     load_weights(checkpoint, model)
     return FillMask(model.to(device), run.tokenizer, f"{run.name} / {checkpoint.name}")

@@ -5,13 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import time
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 
 from mlm_studio.core.checkpoint import CheckpointError, RunDir
-from mlm_studio.core.config import RunConfig
+from mlm_studio.core.config import ConfigError, RunConfig
 from mlm_studio.core.corpus import Corpus, load_corpus
 from mlm_studio.core.dataset import BlockSet, split_blocks, tokenize_corpus
+from mlm_studio.core.hf import ImportedModel
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.tokenizer import MLMTokenizer
 
@@ -27,11 +28,29 @@ def new_run_path(root: str | Path, preset: str) -> Path:
     return path
 
 
-def start_run(path: str | Path, config: RunConfig, corpus: Corpus, tokenizer: MLMTokenizer) -> RunDir:
-    """Create the run folder for a new run on `corpus` with `tokenizer` (its size sets the vocabulary)."""
-    config = config.with_vocab_size(tokenizer.vocab_size)
+def start_run(
+    path: str | Path, config: RunConfig, corpus: Corpus, tokenizer: MLMTokenizer, initial: ImportedModel | None = None
+) -> RunDir:
+    """Create the run folder for a new run on `corpus` with `tokenizer` (its size sets the vocabulary). With
+    `initial`, the run continues pre-training an imported model: its architecture and tokenizer are used."""
+    if initial is not None:
+        config = with_architecture(config, initial)
+        tokenizer = initial.tokenizer
+    else:
+        config = config.with_vocab_size(tokenizer.vocab_size)
     sources = [s.path for s in corpus.loaded_sources]
-    return RunDir.create(path, config, tokenizer, sources, corpus.options)
+    run = RunDir.create(path, config, tokenizer, sources, corpus.options)
+    if initial is not None:
+        run.save_initial_weights(initial.build_model(), initial.origin())
+    return run
+
+
+def with_architecture(config: RunConfig, initial: ImportedModel) -> RunConfig:
+    """`config` with the imported model's architecture; refuses a sequence length the model cannot read."""
+    limit = initial.config.max_position_embeddings
+    if config.data.max_seq_len > limit:
+        raise ConfigError(f"sequence length ({config.data.max_seq_len}) must not exceed this model's {limit} positions")
+    return replace(config, model=initial.config)
 
 
 def training_blocks(

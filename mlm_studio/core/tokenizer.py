@@ -139,8 +139,9 @@ class MLMTokenizer:
         return atomic_write_text(path, vocab_txt(self) if path.suffix == ".txt" else self.backend.to_str(pretty=True))
 
     @classmethod
-    def load(cls, path: str | Path) -> MLMTokenizer:
-        """Load `tokenizer.json`, a BERT `vocab.txt`, or a folder holding either."""
+    def load(cls, path: str | Path, lowercase: bool | None = None) -> MLMTokenizer:
+        """Load `tokenizer.json`, a BERT `vocab.txt`, or a folder holding either. For a `vocab.txt`,
+        `lowercase` says whether text is lower-cased (None: only if no piece has an upper-case letter)."""
         path = Path(path)
         if path.is_dir():
             candidates = [path / "tokenizer.json", path / "vocab.txt"]
@@ -151,7 +152,7 @@ class MLMTokenizer:
         if not path.is_file():
             raise TokenizerError(f"{path} does not exist")
         if path.suffix == ".txt":
-            return cls(_from_vocab_txt(path))
+            return cls(_from_vocab_txt(path, lowercase))
         try:
             backend = Tokenizer.from_str(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, OSError) as exc:
@@ -210,8 +211,8 @@ def _with_post_processor(backend: Tokenizer) -> Tokenizer:
     return backend
 
 
-def _from_vocab_txt(path: Path) -> Tokenizer:
-    """A BERT tokenizer from `vocab.txt`; cased unless no piece has an upper-case letter."""
+def _from_vocab_txt(path: Path, lowercase: bool | None = None) -> Tokenizer:
+    """A BERT tokenizer from `vocab.txt`; unless told, cased unless no piece has an upper-case letter."""
     try:
         pieces = path.read_text(encoding="utf-8").splitlines()
     except (UnicodeDecodeError, OSError) as exc:
@@ -227,7 +228,8 @@ def _from_vocab_txt(path: Path) -> Tokenizer:
     missing = [t for t in SPECIAL_TOKENS if t not in vocab]
     if missing:
         raise TokenizerError(f"{path.name} lacks the special token(s) {', '.join(missing)}")
-    lowercase = not any(any(c.isupper() for c in p) for p in vocab if p not in SPECIAL_TOKENS)
+    if lowercase is None:
+        lowercase = not any(any(c.isupper() for c in p) for p in vocab if p not in SPECIAL_TOKENS)
     backend = _bert_pipeline(Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]")), lowercase)
     backend.add_special_tokens(list(SPECIAL_TOKENS))
     return _with_post_processor(backend)

@@ -171,9 +171,9 @@ class Trainer:
         if len(train) == 0:
             raise ValueError("the training split has no blocks; add text to the corpus")
         tokenizer = run.tokenizer
-        if tokenizer.vocab_size != self.config.model.vocab_size:
+        if tokenizer.vocab_size > self.config.model.vocab_size:
             raise ValueError(
-                f"the tokenizer has {tokenizer.vocab_size} pieces but the model expects {self.config.model.vocab_size}"
+                f"the tokenizer has {tokenizer.vocab_size} pieces but the model only {self.config.model.vocab_size}"
             )
         torch.manual_seed(t.seed)
         self.model = BertForMaskedLM(self.config.model).to(self.device)
@@ -209,6 +209,9 @@ class Trainer:
     def _resume(self) -> None:
         checkpoint = self.run_dir.latest_checkpoint()
         if checkpoint is None:
+            initial = self.run_dir.initial_weights
+            if initial is not None:
+                load_weights(initial, self.model)
             return
         state = read_state(checkpoint)
         load_weights(checkpoint, self.model)

@@ -111,6 +111,9 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "Load &configuration…", self.config_panel.load_dialog)
         self._action(file_menu, "&Save configuration…", self.config_panel.save_dialog, "Ctrl+S")
         file_menu.addSeparator()
+        self.import_action = self._action(file_menu, "&Import Hugging Face model…", self._import_model, "Ctrl+I")
+        self.export_action = self._action(file_menu, "&Export run to Hugging Face…", self._export_run, "Ctrl+E")
+        file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         run_menu = self.menuBar().addMenu("&Run")
         self.start_action = self._action(run_menu, "&Start training", self._start_training, "Ctrl+R")
@@ -134,6 +137,15 @@ class MainWindow(QMainWindow):
     def _start_training(self) -> None:
         self.show_panel(self.training_panel)
         self.training_panel.start()
+
+    def _import_model(self) -> None:
+        self.show_panel(self.config_panel)
+        self.config_panel.import_dialog()
+
+    def _export_run(self) -> None:
+        """Export the run selected in the Training panel, else the current one, else one the user picks."""
+        self.show_panel(self.training_panel)
+        self.training_panel.export_dialog(self.training_panel.selected_run() or self.workspace.run)
 
     def open_run_dialog(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Open a run folder", str(self.training_panel.runs_root))

@@ -1,13 +1,17 @@
-"""The state shared by all panels: corpus, reading options, tokenizer, run configuration and current run."""
+"""The state shared by all panels: corpus, reading options, tokenizer, run configuration, current run, and
+an imported model that new runs continue pre-training."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
 from mlm_studio.core.config import RunConfig, preset
 from mlm_studio.core.corpus import Corpus, ReadOptions
+from mlm_studio.core.hf import ImportedModel
+from mlm_studio.core.runs import with_architecture
 from mlm_studio.core.tokenizer import MLMTokenizer
 
 DEFAULT_PRESET = "quickstart"
@@ -20,6 +24,7 @@ class Workspace(QObject):
     tokenizer_changed = Signal(object)  # MLMTokenizer | None
     config_changed = Signal(object)  # RunConfig
     run_changed = Signal(object)  # Path | None: the run being trained or last opened
+    initial_model_changed = Signal(object)  # ImportedModel | None: what new runs start from
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -27,6 +32,7 @@ class Workspace(QObject):
         self._tokenizer: MLMTokenizer | None = None
         self._config = preset(DEFAULT_PRESET)
         self._run: Path | None = None
+        self._initial: ImportedModel | None = None
         self.read_options = ReadOptions()
 
     @property
@@ -44,6 +50,9 @@ class Workspace(QObject):
         return self._tokenizer
 
     def set_tokenizer(self, tokenizer: MLMTokenizer | None) -> None:
+        """Another tokenizer than the imported model's ends the import: that model cannot read its ids."""
+        if self._initial is not None and tokenizer is not self._initial.tokenizer:
+            self.set_initial_model(None)
         self._tokenizer = tokenizer
         self.tokenizer_changed.emit(tokenizer)
 
@@ -55,6 +64,23 @@ class Workspace(QObject):
         if config != self._config:
             self._config = config
             self.config_changed.emit(config)
+
+    @property
+    def initial_model(self) -> ImportedModel | None:
+        return self._initial
+
+    def set_initial_model(self, imported: ImportedModel | None) -> None:
+        """New runs continue pre-training `imported`: its tokenizer and architecture become the workspace's
+        (the sequence length shortened if the model reads fewer positions). None returns to fresh models."""
+        self._initial = imported
+        if imported is not None:
+            config = self._config
+            limit = imported.config.max_position_embeddings
+            if config.data.max_seq_len > limit:
+                config = replace(config, data=replace(config.data, max_seq_len=limit))
+            self.set_config(with_architecture(config, imported))
+            self.set_tokenizer(imported.tokenizer)
+        self.initial_model_changed.emit(imported)
 
     @property
     def run(self) -> Path | None:

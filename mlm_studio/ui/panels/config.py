@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import replace
+from pathlib import Path
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -15,6 +16,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QGridLayout,
     QGroupBox,
     QHBoxLayout,
@@ -28,7 +30,9 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.config import PRECISIONS, PRESETS, SCHEDULES, ConfigError, RunConfig
+from mlm_studio.core.hf import ImportedModel, import_model
 from mlm_studio.core.masking import STRATEGIES
+from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.workspace import Workspace
 
@@ -145,6 +149,11 @@ class ConfigPanel(QWidget):
         self.show_config(workspace.config)
         workspace.config_changed.connect(self._on_workspace_config)
         workspace.tokenizer_changed.connect(lambda _: self._on_edit())
+        workspace.initial_model_changed.connect(self._on_initial_model)
+        self.import_runner = TaskRunner(self)
+        self.import_runner.succeeded.connect(self._on_imported)
+        self.import_runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
+        self.import_runner.finished.connect(lambda: self.import_button.setEnabled(True))
 
     # --- layout -------------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -161,6 +170,11 @@ class ConfigPanel(QWidget):
         self.save_button = QPushButton("Save…")
         self.load_button.clicked.connect(self.load_dialog)
         self.save_button.clicked.connect(self.save_dialog)
+        self.import_button = QPushButton("Import model…")
+        self.import_button.setToolTip(
+            "Continue pre-training a Hugging Face BERT folder on your corpus: its architecture and tokenizer are used"
+        )
+        self.import_button.clicked.connect(self.import_dialog)
         self.summary = QLabel()
         top = QHBoxLayout()
         top.addWidget(QLabel("Preset"))
@@ -168,6 +182,18 @@ class ConfigPanel(QWidget):
         top.addWidget(self.summary, 1)
         top.addWidget(self.load_button)
         top.addWidget(self.save_button)
+        top.addWidget(self.import_button)
+        self.import_note = QLabel()
+        self.import_note.setWordWrap(True)
+        self.forget_button = QPushButton("Train from scratch")
+        self.forget_button.setToolTip("Forget the imported model: new runs start from random weights again")
+        self.forget_button.clicked.connect(lambda: self.workspace.set_initial_model(None))
+        self.import_frame = QFrame()
+        self.import_frame.setFrameShape(QFrame.Shape.StyledPanel)
+        banner = QHBoxLayout(self.import_frame)
+        banner.addWidget(self.import_note, 1)
+        banner.addWidget(self.forget_button)
+        self.import_frame.hide()
 
         self.error_label = QLabel()
         self.error_label.setWordWrap(True)
@@ -205,6 +231,7 @@ class ConfigPanel(QWidget):
 
         layout = QVBoxLayout(self)
         layout.addLayout(top)
+        layout.addWidget(self.import_frame)
         layout.addWidget(self.error_label)
         layout.addWidget(self.message_bar)
         layout.addWidget(scroll, 1)
@@ -271,9 +298,10 @@ class ConfigPanel(QWidget):
         base = self.workspace.config
         tokenizer = self.workspace.tokenizer
         vocab = tokenizer.vocab_size if tokenizer is not None else base.model.vocab_size
+        initial = self.workspace.initial_model
         try:
             return RunConfig(
-                model=replace(base.model, vocab_size=vocab, **values["model"]),
+                model=initial.config if initial else replace(base.model, vocab_size=vocab, **values["model"]),
                 data=replace(base.data, **values["data"]),
                 masking=replace(base.masking, **values["masking"]),
                 tokenizer=base.tokenizer,
@@ -353,11 +381,13 @@ class ConfigPanel(QWidget):
         memory = config.training_memory_bytes() / 2**20
         self.summary.setText(f"<b>{params / 1e6:,.2f} M</b> parameters · about <b>{memory:,.0f} MiB</b> to train")
         tokenizer = self.workspace.tokenizer
-        self.tokenizer_note.setText(
-            f"{tokenizer.vocab_size:,} pieces, from the Corpus panel's tokenizer"
-            if tokenizer is not None
-            else "set by the tokenizer (train or load one in the Corpus panel)"
-        )
+        if self.workspace.initial_model is not None:
+            note = f"{config.model.vocab_size:,} pieces, the imported model's"
+        elif tokenizer is not None:
+            note = f"{tokenizer.vocab_size:,} pieces, from the Corpus panel's tokenizer"
+        else:
+            note = "set by the tokenizer (train or load one in the Corpus panel)"
+        self.tokenizer_note.setText(note)
 
     def _on_workspace_config(self, config: RunConfig) -> None:
         try:
@@ -366,6 +396,38 @@ class ConfigPanel(QWidget):
             mine = None
         if mine != config:
             self.show_config(config)
+
+    # --- imported model ---------------------------------------------------------------------------------
+    def import_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "A Hugging Face BERT folder (config.json, weights, tokenizer)")
+        if folder:
+            self.import_folder(folder)
+
+    def import_folder(self, folder: str) -> None:
+        """Read the folder in the background; on success new runs continue pre-training it."""
+        self.import_button.setEnabled(False)
+        self.message_bar.show_message(f"Importing {Path(folder).name}…", "info")
+        self.import_runner.start(lambda progress: import_model(folder))
+
+    def _on_imported(self, imported: ImportedModel) -> None:
+        self.workspace.set_initial_model(imported)
+        self.message_bar.show_message(
+            f"Imported {imported.summary()}", "warning" if imported.fresh_head or imported.unused else "info"
+        )
+
+    def _on_initial_model(self, imported: ImportedModel | None) -> None:
+        """An imported model fixes the architecture: the model fields and presets are locked until forgotten."""
+        for (section, _), editor in self.editors.items():
+            if section == "model":
+                editor.setEnabled(imported is None)
+        self.preset_combo.setEnabled(imported is None)
+        self.import_frame.setVisible(imported is not None)
+        if imported is not None:
+            self.import_note.setText(
+                f"New runs continue pre-training <b>{imported.folder.name}</b> ({imported.folder}): its "
+                "architecture and tokenizer are fixed; the training fields are yours to set."
+            )
+        self.show_config(self.workspace.config)
 
     # --- files --------------------------------------------------------------------------------------
     def load_dialog(self) -> None:

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from mlm_studio.core.hf import is_hf_folder
 from mlm_studio.core.predict import Candidate, FillMask
 from mlm_studio.core.runs import list_runs
 from mlm_studio.ui.tasks import TaskRunner
@@ -149,6 +150,7 @@ class PlaygroundPanel(QWidget):
         self.timer.setInterval(DEBOUNCE_MS)
         self.timer.timeout.connect(self.predict_now)
         workspace.run_changed.connect(lambda _: self.refresh_models())
+        workspace.initial_model_changed.connect(self._on_initial_model)
         self.refresh_models()
 
     def _build(self) -> None:
@@ -175,7 +177,7 @@ class PlaygroundPanel(QWidget):
         self.compare_check = QCheckBox("compare two models")
         self.compare_check.toggled.connect(self._on_compare)
         self.browse_button = QPushButton("Model folder…")
-        self.browse_button.setToolTip("Use a run or checkpoint folder from anywhere")
+        self.browse_button.setToolTip("Use a run, a checkpoint or a Hugging Face BERT folder from anywhere")
         self.browse_button.clicked.connect(self.browse)
         controls = QHBoxLayout()
         controls.addWidget(self.text_edit, 1)
@@ -210,7 +212,7 @@ class PlaygroundPanel(QWidget):
         for run in list_runs(self.runs_root):
             if run.latest_checkpoint() is not None and run.path != self.workspace.run:
                 entries.append((run.name, str(run.path)))
-        entries += [(f"Folder: {Path(f).name}", f) for f in self.folders]
+        entries += [(f"{'Hugging Face' if is_hf_folder(f) else 'Folder'}: {Path(f).name}", f) for f in self.folders]
         for view in self.views:
             current = view.model_combo.currentData()
             view.model_combo.blockSignals(True)
@@ -227,9 +229,14 @@ class PlaygroundPanel(QWidget):
         self._schedule()
 
     def browse(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "A run or checkpoint folder")
+        folder = QFileDialog.getExistingDirectory(self, "A run, checkpoint or Hugging Face BERT folder")
         if folder:
             self.add_folder(folder)
+
+    def _on_initial_model(self, imported) -> None:
+        """An imported model can be asked questions before any training."""
+        if imported is not None:
+            self.add_folder(str(imported.folder))
 
     def add_folder(self, folder: str) -> None:
         if folder not in self.folders:

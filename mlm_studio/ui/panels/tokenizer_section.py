@@ -71,6 +71,7 @@ class TokenizerSection(QGroupBox):
         self.runner.finished.connect(self._on_finished)
         self._build()
         workspace.corpus_changed.connect(self._on_corpus)
+        workspace.initial_model_changed.connect(self._on_initial_model)
         self._update_buttons()
 
     def _build(self) -> None:
@@ -207,6 +208,14 @@ class TokenizerSection(QGroupBox):
         else:
             origin = self.origin
             self._start(lambda progress: _Outcome(tokenizer, _stats(tokenizer, corpus), origin))
+
+    def _on_initial_model(self, imported) -> None:
+        """An imported model brings its tokenizer: show it, measured on the corpus."""
+        if imported is None:
+            return
+        corpus, tokenizer = self.workspace.corpus, imported.tokenizer
+        origin = f"imported with {imported.folder.name}"
+        self._start(lambda progress: _Outcome(tokenizer, _stats(tokenizer, corpus), origin))
 
     def _on_progress(self, done: int, total: int, message: str) -> None:
         self.progress_bar.setFormat(f"{message} %p%")

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QListWidgetItem,
+    QMessageBox,
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
@@ -29,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.checkpoint import CheckpointError, RunDir
+from mlm_studio.core.hf import export_model, is_hf_folder
 from mlm_studio.core.paths import default_runs_dir
 from mlm_studio.core.probes import Probe, save_probes
 from mlm_studio.core.progress import format_duration
@@ -43,6 +45,7 @@ from mlm_studio.core.trainer import (
     Trainer,
     WarningRecord,
 )
+from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.training import IDLE, PAUSED, PREPARING, RUNNING, STOPPING, Started, TrainingController
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar
@@ -75,6 +78,10 @@ class TrainingPanel(QWidget):
         self.controller.failed.connect(self._on_failed)
         self.controller.finished.connect(self._on_finished)
         self._started_at = 0.0
+        self.export_runner = TaskRunner(self)
+        self.export_runner.succeeded.connect(self._on_exported)
+        self.export_runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
+        self.export_runner.finished.connect(self._update_controls)
         self._build()
         for signal in (workspace.corpus_changed, workspace.tokenizer_changed, workspace.config_changed):
             signal.connect(lambda *_: self._update_controls())
@@ -139,16 +146,27 @@ class TrainingPanel(QWidget):
         self.overlay_button.setToolTip("Draw the selected run's curves over the current ones")
         self.resume_button = QPushButton("Resume")
         self.resume_button.setToolTip("Continue the selected run from its latest checkpoint")
+        self.export_button = QPushButton("Export…")
+        self.export_button.setToolTip(
+            "Write the selected run's latest checkpoint as a Hugging Face folder (transformers loads it as is)"
+        )
         self.folder_button = QPushButton("Folder…")
         self.folder_button.setToolTip("Choose the folder that holds the runs")
         self.open_button.clicked.connect(self.open_selected_run)
         self.overlay_button.clicked.connect(self.overlay_selected_run)
         self.resume_button.clicked.connect(self.resume_selected_run)
+        self.export_button.clicked.connect(lambda: self.export_dialog(self.selected_run()))
         self.folder_button.clicked.connect(self.choose_runs_folder)
         self.runs_label = QLabel()
         self.runs_label.setWordWrap(True)
         run_buttons = QHBoxLayout()
-        for button in (self.open_button, self.overlay_button, self.resume_button, self.folder_button):
+        for button in (
+            self.open_button,
+            self.overlay_button,
+            self.resume_button,
+            self.export_button,
+            self.folder_button,
+        ):
             run_buttons.addWidget(button)
         runs_page = QWidget()
         runs_layout = QVBoxLayout(runs_page)
@@ -230,10 +248,11 @@ class TrainingPanel(QWidget):
             self.message_bar.show_message(f"Fix the probes first: {exc}.", "error")
             return
         corpus, tokenizer, config = self.workspace.corpus, self.workspace.tokenizer, self.workspace.config
-        path = new_run_path(self.runs_root, config.preset)
+        initial = self.workspace.initial_model
+        path = new_run_path(self.runs_root, "continued" if initial else config.preset)
 
         def prepare(progress, control) -> Trainer:
-            run = start_run(path, config, corpus, tokenizer)
+            run = start_run(path, config, corpus, tokenizer, initial)
             save_probes(run.path, probes)
             train, validation = training_blocks(run, corpus, progress)
             return Trainer(run, train, validation, control)
@@ -342,6 +361,38 @@ class TrainingPanel(QWidget):
         except (OSError, CheckpointError) as exc:
             self.message_bar.show_message(f"Could not export: {exc}", "error")
 
+    def export_dialog(self, run: Path | None) -> None:
+        """Ask where to write `run` (or a run folder the user picks) as a Hugging Face folder."""
+        if run is None:
+            chosen = QFileDialog.getExistingDirectory(self, "The run to export", str(self.runs_root))
+            if not chosen:
+                return
+            run = Path(chosen)
+        out = QFileDialog.getExistingDirectory(self, "An empty folder for the exported model", str(run.parent))
+        if not out:
+            return
+        overwrite = False
+        if is_hf_folder(out):
+            answer = QMessageBox.question(self, "Replace the export?", f"{out} holds an exported model. Replace it?")
+            if answer != QMessageBox.StandardButton.Yes:
+                return
+            overwrite = True
+        self.export_run(run, Path(out), overwrite)
+
+    def export_run(self, run: Path, out: Path, overwrite: bool = False) -> None:
+        """Export in the background; the outcome appears in the message bar."""
+        self.message_bar.show_message(f"Exporting {run.name} to {out}…", "info")
+        self.export_runner.start(lambda progress: export_model(run, out, overwrite=overwrite, progress=progress))
+        self._update_controls()
+
+    def _on_exported(self, out: Path) -> None:
+        self.message_bar.show_message(
+            f"Exported to {out}. transformers loads it with AutoModelForMaskedLM.from_pretrained and "
+            "AutoTokenizer.from_pretrained; the playground can open it too.",
+            "info",
+        )
+        self._log(f"Exported to {out}")
+
     # --- controller signals -------------------------------------------------------------------------
     def _on_prepare_progress(self, done: int, total: int, message: str) -> None:
         self.status_label.setText(f"{message} {100 * done / max(total, 1):.0f}%")
@@ -439,6 +490,7 @@ class TrainingPanel(QWidget):
         self.open_button.setEnabled(selected)
         self.overlay_button.setEnabled(selected)
         self.resume_button.setEnabled(selected and state == IDLE)
+        self.export_button.setEnabled(selected and not self.export_runner.running)
         if state == STOPPING:
             self.status_label.setText("Stopping after this step…")
 

@@ -1,0 +1,411 @@
+"""Hugging Face interchange: a run exported as a `transformers` BERT folder, and such a folder imported.
+
+An export holds what `AutoModelForMaskedLM.from_pretrained` and `AutoTokenizer.from_pretrained` read without
+any code of ours. An import reads `model.safetensors` (sharded or not); a `pytorch_model.bin` is read only with
+`torch.load(weights_only=True)`, which refuses anything but tensors, so a file that would run code when
+unpickled is rejected before it can.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from mlm_studio import __version__
+from mlm_studio.core.checkpoint import (
+    CheckpointError,
+    RunDir,
+    load_state,
+    load_weights,
+    read_state,
+    resolve_checkpoint,
+)
+from mlm_studio.core.config import ConfigError, ModelConfig
+from mlm_studio.core.files import atomic_write_text
+from mlm_studio.core.model import BertForMaskedLM
+from mlm_studio.core.progress import Progress
+from mlm_studio.core.tokenizer import SPECIAL_TOKENS, MLMTokenizer, TokenizerError, vocab_txt
+
+# Names `transformers` ties to another weight and leaves out of its files.
+TIED = ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias")
+# `BertConfig`'s defaults, for config.json files that leave a field out.
+BERT_DEFAULTS = {
+    "vocab_size": 30522,
+    "hidden_size": 768,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 12,
+    "intermediate_size": 3072,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "attention_probs_dropout_prob": 0.1,
+    "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+    "initializer_range": 0.02,
+    "layer_norm_eps": 1e-12,
+    "pad_token_id": 0,
+}
+EXPORTED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "vocab.txt")
+
+
+class InteropError(CheckpointError):
+    """A model cannot be exported or imported; the message says why and what to do."""
+
+
+def is_hf_folder(path: str | Path) -> bool:
+    """True for a folder with a Hugging Face `config.json` (and not an MLM Studio run or checkpoint)."""
+    path = Path(path)
+    return (path / "config.json").is_file() and not (path / "config.toml").is_file()
+
+
+# --- export ------------------------------------------------------------------------------------------
+def export_model(
+    source: str | Path, out: str | Path, best: bool = False, overwrite: bool = False, progress: Progress | None = None
+) -> Path:
+    """Write a run's latest (or best) checkpoint, or one checkpoint folder, as a `transformers` folder."""
+    progress = progress or Progress()
+    run, checkpoint = resolve_checkpoint(source, best)
+    config = run.config
+    _check_exportable(config.model)
+    out = Path(out)
+    _check_target(out, overwrite)
+    progress.report(0, 3, "Reading the checkpoint")
+    model = BertForMaskedLM(config.model)
+    load_weights(checkpoint, model)
+    tokenizer = run.tokenizer
+    tmp = out.parent / f".{out.name}.partial{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        progress.report(1, 3, "Writing the weights")
+        tensors = {n: t.detach().contiguous() for n, t in model.state_dict().items() if n not in TIED}
+        save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        progress.report(2, 3, "Writing the configuration, tokenizer and model card")
+        _write_json(tmp / "config.json", hf_config(config.model))
+        tokenizer.save(tmp / "tokenizer.json")
+        atomic_write_text(tmp / "vocab.txt", vocab_txt(tokenizer))
+        _write_json(tmp / "tokenizer_config.json", _tokenizer_config(tokenizer, config.model))
+        _write_json(tmp / "special_tokens_map.json", _special_tokens_map())
+        atomic_write_text(tmp / "README.md", model_card(run, checkpoint))
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except OSError as exc:
+        raise InteropError(f"could not write {out} ({exc})") from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    progress.report(3, 3, "Exported")
+    return out
+
+
+def _check_exportable(model: ModelConfig) -> None:
+    reasons = []
+    if model.pre_layer_norm:
+        reasons.append("it puts LayerNorm before each sub-layer (pre-LayerNorm), BERT after")
+    if model.position_embedding_type != "absolute":
+        reasons.append("it uses fixed sinusoidal positions, BERT learned ones")
+    if reasons:
+        raise InteropError(
+            "this model cannot be exported as a Hugging Face BERT: "
+            + "; ".join(reasons)
+            + ". transformers would load it without error and compute something else. Train with the BERT "
+            "layout (pre_layer_norm off, absolute positions) to export."
+        )
+
+
+def _check_target(out: Path, overwrite: bool) -> None:
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return
+    previous_export = out.is_dir() and all((out / name).is_file() for name in EXPORTED_FILES)
+    if not previous_export:
+        raise InteropError(f"{out} already exists and is not an earlier export; choose an empty or new folder")
+    if not overwrite:
+        raise InteropError(f"{out} already holds an exported model; allow overwriting to replace it")
+
+
+def hf_config(model: ModelConfig) -> dict[str, Any]:
+    """`config.json` for `BertForMaskedLM`, every `BertConfig` field spelled out."""
+    values = {f.name: getattr(model, f.name) for f in fields(model) if f.name in BERT_DEFAULTS}
+    return {
+        "architectures": ["BertForMaskedLM"],
+        "model_type": "bert",
+        **values,
+        "position_embedding_type": "absolute",
+        "tie_word_embeddings": True,
+        "classifier_dropout": None,
+        "use_cache": True,
+        "torch_dtype": "float32",
+    }
+
+
+def _tokenizer_config(tokenizer: MLMTokenizer, model: ModelConfig) -> dict[str, Any]:
+    normalizer = json.loads(tokenizer.backend.to_str()).get("normalizer") or {}
+    return {
+        "tokenizer_class": "BertTokenizer",
+        "do_lower_case": bool(normalizer.get("lowercase", False)),
+        "strip_accents": normalizer.get("strip_accents"),
+        "tokenize_chinese_chars": bool(normalizer.get("handle_chinese_chars", True)),
+        "model_max_length": model.max_position_embeddings,
+        "clean_up_tokenization_spaces": False,
+        **_special_tokens_map(),
+    }
+
+
+def _special_tokens_map() -> dict[str, str]:
+    pad, unk, cls, sep, mask = SPECIAL_TOKENS
+    return {"pad_token": pad, "unk_token": unk, "cls_token": cls, "sep_token": sep, "mask_token": mask}
+
+
+def model_card(run: RunDir, checkpoint: Path) -> str:
+    """A short README: where the text came from, the configuration, and the last evaluation."""
+    config, state = run.config, read_state(checkpoint)
+    m = config.model
+    try:
+        sources, _ = run.corpus_sources()
+        corpus = ", ".join(s.name for s in sources[:10]) + (
+            f" and {len(sources) - 10} more" if len(sources) > 10 else ""
+        )
+    except CheckpointError:
+        corpus = "not recorded"
+    evals = [r for r in run.read_metrics() if r.get("type") == "eval" and r.get("step", 0) <= state["step"]]
+    if evals:
+        last = evals[-1]
+        metrics = (
+            f"| validation loss | {last['loss']:.4f} |\n| masked-token accuracy | {last['accuracy']:.2%} |\n"
+            f"| top-5 accuracy | {last['top5_accuracy']:.2%} |\n| perplexity | {last['perplexity']:,.1f} |\n"
+            f"| evaluated at step | {last['step']:,} |\n"
+        )
+    else:
+        metrics = "| validation | not evaluated yet |\n"
+    origin = run.initial_weights
+    start = ""
+    if origin is not None:
+        source = json.loads((origin / "origin.json").read_text(encoding="utf-8")).get("source", "an imported model")
+        start = f"Continued pre-training of `{Path(source).name}`.\n\n"
+    return f"""---
+library_name: transformers
+pipeline_tag: fill-mask
+tags: [bert, fill-mask, mlm-studio]
+---
+
+# {run.name}
+
+A BERT masked language model trained with MLM Studio {__version__}: {m.num_hidden_layers} layers, hidden size
+{m.hidden_size}, {m.num_attention_heads} heads, {m.parameter_count():,} parameters, a WordPiece vocabulary of
+{m.vocab_size:,} pieces. {start}Exported from checkpoint `{checkpoint.name}` after {state["step"]:,} optimizer steps and
+{state.get("tokens_seen", 0):,} tokens.
+
+## Training data
+
+Corpus: {corpus}. Masking: {config.masking.rate:.0%} of tokens ({config.masking.strategy.replace("_", " ")}),
+split {config.masking.mask_fraction:g} [MASK] / {config.masking.random_fraction:g} random /
+{config.masking.keep_fraction:g} kept; sequences of {config.data.max_seq_len} tokens.
+
+## Results
+
+| metric | value |
+|---|---|
+{metrics}
+## Use
+
+```python
+from transformers import pipeline
+
+fill = pipeline("fill-mask", model="path/to/this/folder")
+fill("The [MASK] of the list.")
+```
+
+## Configuration
+
+```toml
+{config.to_toml().strip()}
+```
+"""
+
+
+def _write_json(path: Path, value: Any) -> None:
+    atomic_write_text(path, json.dumps(value, indent=2) + "\n")
+
+
+# --- import ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ImportedModel:
+    """A Hugging Face BERT folder read into MLM Studio's model, ready to fine-tune or to query."""
+
+    folder: Path
+    config: ModelConfig
+    tokenizer: MLMTokenizer
+    weights: dict[str, torch.Tensor]  # in MLM Studio's names, the head included
+    fresh_head: bool  # the folder had no masked-LM head: one was initialised
+    unused: tuple[str, ...]  # weights in the folder this model does not use (pooler, next-sentence head)
+
+    def build_model(self) -> BertForMaskedLM:
+        model = BertForMaskedLM(self.config)
+        load_state(self.weights, model, self.folder.name)
+        return model
+
+    def summary(self) -> str:
+        m = self.config
+        lines = [
+            f"{self.folder.name}: BERT {m.num_hidden_layers} layers × {m.hidden_size}, {m.num_attention_heads} heads, "
+            f"{m.parameter_count():,} parameters, vocabulary {self.tokenizer.vocab_size:,} pieces."
+        ]
+        if self.fresh_head:
+            lines.append(
+                "The folder holds an encoder without a masked-LM head: the head starts from random weights, so "
+                "predictions mean nothing until it has trained."
+            )
+        if self.unused:
+            lines.append(f"Not used for masked-LM (left out): {', '.join(self.unused)}.")
+        return " ".join(lines)
+
+    def origin(self) -> dict[str, Any]:
+        return {"source": str(self.folder), "fresh_head": self.fresh_head, "unused": list(self.unused)}
+
+
+def import_model(folder: str | Path) -> ImportedModel:
+    """Read a local Hugging Face BERT (masked-LM or encoder-only) folder and its tokenizer."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InteropError(f"{folder} is not a folder")
+    config = _model_config(folder)
+    tokenizer = _tokenizer(folder)
+    if tokenizer.vocab_size > config.vocab_size:
+        raise InteropError(
+            f"{folder.name}: the tokenizer has {tokenizer.vocab_size:,} pieces but the model only "
+            f"{config.vocab_size:,}; they do not belong together"
+        )
+    raw = _read_weights(folder)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)  # a fresh head is the same on every import
+        model = BertForMaskedLM(config)
+    weights, unused = _renamed(raw, set(model.state_dict()))
+    decoder = weights.pop("cls.predictions.decoder.weight", None)
+    embeddings = weights.get("bert.embeddings.word_embeddings.weight")
+    if decoder is not None and embeddings is not None and not torch.equal(decoder, embeddings):
+        raise InteropError(
+            f"{folder.name}: its output layer is not tied to the word embeddings; MLM Studio's BERT ties them, "
+            "as BERT does"
+        )
+    head = [n for n in model.state_dict() if n.startswith("cls.") and n not in TIED]
+    fresh_head = not any(n in weights for n in head)
+    if fresh_head:
+        fresh = model.state_dict()
+        weights.update({n: fresh[n].clone() for n in head})
+    try:
+        load_state(weights, model, folder.name)
+    except CheckpointError as exc:
+        raise InteropError(str(exc)) from exc
+    return ImportedModel(folder, config, tokenizer, weights, fresh_head, tuple(unused))
+
+
+def _model_config(folder: Path) -> ModelConfig:
+    path = folder / "config.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InteropError(f"{folder} has no config.json; it is not a Hugging Face model folder") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InteropError(f"{path.name} in {folder.name} cannot be read as JSON ({exc})") from exc
+    if not isinstance(raw, dict):
+        raise InteropError(f"{path.name} in {folder.name} is not a JSON object")
+    kind = raw.get("model_type")
+    if kind != "bert":
+        raise InteropError(
+            f"{folder.name} holds a {kind or 'model of unknown type'} model; MLM Studio reads BERT models"
+        )
+    position = raw.get("position_embedding_type", "absolute")
+    if position != "absolute":
+        raise InteropError(f"{folder.name} uses {position} position embeddings; MLM Studio's BERT learns absolute ones")
+    values = {name: raw.get(name, default) for name, default in BERT_DEFAULTS.items()}
+    if values["pad_token_id"] is None:
+        values["pad_token_id"] = 0
+    try:
+        return ModelConfig(**values)
+    except (ConfigError, TypeError) as exc:
+        raise InteropError(f"{path.name} in {folder.name}: {exc}") from exc
+
+
+def _tokenizer(folder: Path) -> MLMTokenizer:
+    settings: dict[str, Any] = {}
+    path = folder / "tokenizer_config.json"
+    if path.is_file():
+        try:
+            settings = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise InteropError(f"tokenizer_config.json in {folder.name} cannot be read as JSON ({exc})") from exc
+    lowercase = settings.get("do_lower_case") if isinstance(settings, dict) else None
+    try:
+        return MLMTokenizer.load(folder, lowercase=lowercase if isinstance(lowercase, bool) else None)
+    except TokenizerError as exc:
+        raise InteropError(f"{folder.name}: {exc}") from exc
+
+
+def _read_weights(folder: Path) -> dict[str, torch.Tensor]:
+    single, index = folder / "model.safetensors", folder / "model.safetensors.index.json"
+    if single.is_file():
+        return _safetensors(single)
+    if index.is_file():
+        try:
+            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, AttributeError) as exc:
+            raise InteropError(f"{index.name} in {folder.name} is damaged ({exc})") from exc
+        tensors: dict[str, torch.Tensor] = {}
+        for shard in shards:
+            tensors.update(_safetensors(folder / Path(shard).name))
+        return tensors
+    pickled = folder / "pytorch_model.bin"
+    if pickled.is_file():
+        return _tensors_only(pickled)
+    raise InteropError(f"{folder.name} has no weights (model.safetensors or pytorch_model.bin)")
+
+
+def _safetensors(path: Path) -> dict[str, torch.Tensor]:
+    try:
+        return load_file(str(path), device="cpu")
+    except (OSError, SafetensorError) as exc:
+        raise InteropError(f"{path.name} in {path.parent.name} cannot be read ({exc})") from exc
+
+
+def _tensors_only(path: Path) -> dict[str, torch.Tensor]:
+    """A pickled state dict, read with PyTorch's restricted unpickler: tensors and plain containers only."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise InteropError(
+            f"{path.name} in {path.parent.name} was refused: it holds objects other than tensors, and opening it "
+            "could run code. Convert it to model.safetensors with a tool you trust, or use the model's "
+            "safetensors file."
+        ) from exc
+    except (OSError, RuntimeError, EOFError, ValueError) as exc:
+        raise InteropError(f"{path.name} in {path.parent.name} cannot be read ({exc})") from exc
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise InteropError(f"{path.name} in {path.parent.name} is not a dictionary of tensors")
+    return state
+
+
+def _renamed(raw: dict[str, torch.Tensor], expected: set[str]) -> tuple[dict[str, torch.Tensor], list[str]]:
+    """Hugging Face names (with or without the `bert.` prefix, old `gamma`/`beta` LayerNorm names) → ours;
+    the rest is returned as unused, except non-persistent buffers such as `position_ids`."""
+    weights, unused = {}, []
+    for name, tensor in raw.items():
+        ours = name
+        if "LayerNorm" in ours:
+            ours = ours.replace(".gamma", ".weight").replace(".beta", ".bias")
+        if ours.startswith(("embeddings.", "encoder.", "pooler.")):
+            ours = f"bert.{ours}"
+        if ours.endswith("position_ids"):
+            continue
+        if ours in expected:
+            weights[ours] = tensor.float() if tensor.is_floating_point() else tensor
+        else:
+            unused.append(name)
+    return weights, unused

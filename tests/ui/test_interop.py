@@ -1,0 +1,115 @@
+"""File → Export and File → Import through the window: export a run, import it, continue pre-training it."""
+
+import json
+import shutil
+
+import pytest
+import torch
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog
+
+from mlm_studio.core.checkpoint import RunDir
+from mlm_studio.core.hf import is_hf_folder
+from mlm_studio.core.predict import FillMask
+from mlm_studio.ui.main_window import MainWindow
+from tests.core.helpers import with_training
+
+TIMEOUT_MS = 120_000
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, small_corpus, small_tokenizer, trained_runs):
+    shutil.copytree(trained_runs / "late", tmp_path / "runs" / "late")  # new runs land beside it, not in the fixture
+    window = MainWindow(None, restore=False, runs_root=tmp_path / "runs")
+    qtbot.addWidget(window)
+    window.workspace.set_corpus(small_corpus)
+    window.workspace.set_tokenizer(small_tokenizer)
+    window.show()
+    yield window
+    window.training_panel.controller.stop()
+    window.training_panel.controller.wait(60_000)
+
+
+def choose_folder(monkeypatch, folder):
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *args, **kwargs: str(folder))
+
+
+def select_run(panel, name):
+    for row in range(panel.runs_list.count()):
+        if panel.runs_list.item(row).text().startswith(name):
+            panel.runs_list.setCurrentRow(row)
+
+
+def test_export_import_and_continue_pre_training_from_the_menus(qtbot, window, tmp_path, trained_runs, monkeypatch):
+    training, config_panel = window.training_panel, window.config_panel
+    select_run(training, "late")
+    assert training.export_button.isEnabled()
+    out = tmp_path / "exported"
+    choose_folder(monkeypatch, out)
+    with qtbot.waitSignal(training.export_runner.succeeded, timeout=TIMEOUT_MS):
+        window.export_action.trigger()
+    assert "Exported to" in training.message_bar.text and is_hf_folder(out)
+    text = "Return the [MASK] of the list."
+    assert FillMask.from_path(out).predict(text) == FillMask.from_path(trained_runs / "late").predict(text)
+
+    with qtbot.waitSignal(config_panel.import_runner.finished, timeout=TIMEOUT_MS):
+        window.import_action.trigger()
+    imported = window.workspace.initial_model
+    assert imported is not None and imported.folder == out
+    assert window.stack.currentWidget() is config_panel
+    assert config_panel.import_frame.isVisible() and "exported" in config_panel.import_note.text()
+    assert not config_panel.editors[("model", "hidden_size")].isEnabled() and not config_panel.preset_combo.isEnabled()
+    assert config_panel.editors[("training", "learning_rate")].isEnabled()
+    assert window.workspace.config.model == RunDir(trained_runs / "late").config.model
+    assert window.workspace.tokenizer is imported.tokenizer
+    combo = window.playground_panel.views[0].model_combo
+    assert combo.findData(str(out)) >= 0 and combo.itemText(combo.findData(str(out))) == "Hugging Face: exported"
+
+    window.workspace.set_config(
+        with_training(window.workspace.config, max_steps=3, eval_interval=3, checkpoint_interval=3)
+    )
+    with qtbot.waitSignal(training.run_finished, timeout=TIMEOUT_MS):
+        training.start_button.click()
+    run = RunDir(window.workspace.run)
+    assert "continued" in run.name and run.initial_weights is not None
+    assert json.loads((run.initial_weights / "origin.json").read_text())["source"] == str(out)
+    assert run.latest_checkpoint().name == "step-0000003"
+    late = FillMask.from_path(trained_runs / "late").model.state_dict()["bert.encoder.layer.0.output.dense.weight"]
+    continued = FillMask.from_path(run.path).model.state_dict()["bert.encoder.layer.0.output.dense.weight"]
+    assert (continued - late).abs().max() < 0.05 and not torch.equal(continued, late)  # it went on from there
+
+    qtbot.mouseClick(config_panel.forget_button, Qt.MouseButton.LeftButton)
+    assert window.workspace.initial_model is None and not config_panel.import_frame.isVisible()
+    assert config_panel.editors[("model", "hidden_size")].isEnabled() and config_panel.preset_combo.isEnabled()
+
+
+def test_a_hostile_or_broken_folder_is_refused_and_nothing_changes(qtbot, window, tmp_path):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "bert", "hidden_size": 32')
+    before = window.workspace.config
+    panel = window.config_panel
+    with qtbot.waitSignal(panel.import_runner.finished, timeout=TIMEOUT_MS):
+        panel.import_folder(str(folder))
+    assert panel.message_bar.level == "error" and "config.json" in panel.message_bar.text
+    assert window.workspace.initial_model is None and window.workspace.config == before
+    assert panel.import_button.isEnabled() and not panel.import_frame.isVisible()
+
+
+def test_export_into_a_folder_of_other_files_is_refused(qtbot, window, tmp_path, trained_runs):
+    (tmp_path / "mine.txt").write_text("keep me")
+    panel = window.training_panel
+    with qtbot.waitSignal(panel.export_runner.finished, timeout=TIMEOUT_MS):
+        panel.export_run(trained_runs / "late", tmp_path)
+    assert panel.message_bar.level == "error" and "not an earlier export" in panel.message_bar.text
+    assert (tmp_path / "mine.txt").read_text() == "keep me"
+
+
+def test_a_new_tokenizer_ends_the_import(qtbot, window, tmp_path, trained_runs, small_tokenizer):
+    from mlm_studio.core.hf import export_model, import_model
+
+    imported = import_model(export_model(trained_runs / "late", tmp_path / "out"))
+    window.workspace.set_initial_model(imported)
+    assert window.workspace.initial_model is imported
+    window.workspace.set_tokenizer(small_tokenizer)
+    assert window.workspace.initial_model is None and window.config_panel.editors[("model", "hidden_size")].isEnabled()
