@@ -1,5 +1,5 @@
-"""Fill-mask latency for one sentence: MLM Studio's predictor against `transformers.pipeline("fill-mask")`
-holding the very same weights and tokenizer, side by side, same threads. The mini preset by default.
+"""Fill-mask latency for one sentence: MLM Studio's predictor against `transformers.pipeline("fill-mask")`,
+both loading the same exported Hugging Face folder, side by side, same threads. The mini preset by default.
 
 Run: python benchmarks/bench_fill_mask.py [--preset mini]
 """
@@ -16,11 +16,12 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine, peer_model, peer_tokenizer  # noqa: E402
+from common import machine  # noqa: E402
 
 from mlm_studio.core.builtin_corpus import ensure_builtin_corpus  # noqa: E402
 from mlm_studio.core.config import preset  # noqa: E402
 from mlm_studio.core.corpus import load_corpus  # noqa: E402
+from mlm_studio.core.hf import export_model  # noqa: E402
 from mlm_studio.core.model import BertForMaskedLM  # noqa: E402
 from mlm_studio.core.predict import FillMask  # noqa: E402
 from mlm_studio.core.runs import start_run  # noqa: E402
@@ -48,13 +49,10 @@ def main() -> None:
         run = start_run(Path(tmp) / "run", config, corpus, tokenizer)
         model_config = run.config.model
         model = BertForMaskedLM(model_config)
-        optimizer = torch.optim.AdamW(model.parameters())
-        run.save_checkpoint(0, model, optimizer, {"tokens_seen": 0, "elapsed": 0.0}, keep=1)
-        ours = FillMask.from_path(run.path)
-
-        reference = peer_model(model_config).eval()
-        reference.load_state_dict(model.state_dict(), strict=False)
-        peer = pipeline("fill-mask", model=reference, tokenizer=peer_tokenizer(tokenizer), device="cpu")
+        run.save_checkpoint(0, model, torch.optim.AdamW(model.parameters()), {"tokens_seen": 0, "elapsed": 0.0}, 1)
+        folder = export_model(run.path, Path(tmp) / "exported")
+        ours = FillMask.from_path(folder)
+        peer = pipeline("fill-mask", model=str(folder), device="cpu")
 
         ours_top = [c.token for c in ours.predict(SENTENCE, 5)[0]]
         peer_top = [r["token_str"].replace(" ", "") for r in peer(SENTENCE, top_k=5)]
