@@ -65,7 +65,7 @@ class RunDir:
     @property
     def config(self) -> RunConfig:
         try:
-            return RunConfig.load(self.path / "config.toml")
+            return RunConfig.load(self.path / "config.toml", complete=True)
         except ConfigError as exc:
             raise CheckpointError(f"run {self.name}: {exc}") from exc
 
@@ -90,10 +90,16 @@ class RunDir:
         return self.path / "metrics.jsonl"
 
     def append_metrics(self, records: list[dict[str, Any]]) -> None:
+        """Append whole lines; if the disk refuses part of them, the file is cut back to where it was."""
+        text = "".join(json.dumps(record) + "\n" for record in records)
         with open(self.metrics_path, "a", encoding="utf-8") as f:
-            for record in records:
-                f.write(json.dumps(record) + "\n")
-            f.flush()
+            start = f.tell()
+            try:
+                f.write(text)
+                f.flush()
+            except OSError:
+                f.truncate(start)
+                raise
 
     def read_metrics(self) -> list[dict[str, Any]]:
         """Every complete record; a line cut short by a crash is left out."""

@@ -198,18 +198,23 @@ class RunConfig:
         return "\n".join(lines) + "\n"
 
     @classmethod
-    def from_toml(cls, text: str, source: str = "config") -> RunConfig:
+    def from_toml(cls, text: str, source: str = "config", complete: bool = False) -> RunConfig:
         try:
             raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{source} is not valid TOML ({exc})") from exc
-        return cls.from_dict(raw, source)
+        return cls.from_dict(raw, source, complete)
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any], source: str = "config") -> RunConfig:
+    def from_dict(cls, raw: dict[str, Any], source: str = "config", complete: bool = False) -> RunConfig:
+        """A configuration from TOML-like values; missing fields take their defaults unless `complete` (a run's
+        own file, which always holds every section)."""
         unknown = sorted(set(raw) - set(SECTIONS) - {"preset"})
         if unknown:
             raise ConfigError(f"{source}: unknown section(s) {', '.join(unknown)}")
+        missing = [f"[{name}]" for name in SECTIONS if name not in raw]
+        if complete and missing:
+            raise ConfigError(f"{source} is incomplete: {', '.join(missing)} missing")
         parts: dict[str, Any] = {"preset": str(raw.get("preset", "custom"))}
         for section, kind in SECTIONS.items():
             values = raw.get(section, {})
@@ -235,13 +240,13 @@ class RunConfig:
         return atomic_write_text(path, self.to_toml())
 
     @classmethod
-    def load(cls, path: str | Path) -> RunConfig:
+    def load(cls, path: str | Path, complete: bool = False) -> RunConfig:
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read {path} ({exc})") from exc
-        return cls.from_toml(text, path.name)
+        return cls.from_toml(text, path.name, complete)
 
 
 SECTIONS = {

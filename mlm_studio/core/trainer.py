@@ -90,8 +90,19 @@ class FinishedRecord(Record):
 
 
 @dataclass(frozen=True)
+class PausedRecord(Record):
+    """The trainer paused itself (a checkpoint could not be written); resuming retries."""
+
+    message: str
+
+
+@dataclass(frozen=True)
 class FailedRecord(Record):
     message: str
+
+
+class _Failed(Exception):
+    """Ends a run with a message for the user."""
 
 
 class TrainingControl:
@@ -159,8 +170,12 @@ class Trainer:
         control: TrainingControl | None = None,
         distributed: Distributed = SINGLE,
         device: torch.device | None = None,
+        pause_on_save_error: bool = False,
     ) -> None:
+        """`pause_on_save_error`: when a checkpoint cannot be written, pause and retry on resume (someone can
+        free space and press Resume) instead of failing."""
         self.run_dir = run
+        self.pause_on_save_error = pause_on_save_error
         self.config: RunConfig = run.config
         self.train_blocks, self.validation = train, validation
         self.control = control or TrainingControl()
@@ -195,7 +210,9 @@ class Trainer:
         self.elapsed = 0.0
         self.best_val_loss = math.inf
         self.last_eval: EvalRecord | None = None
+        self._unwritten: list[dict] = []  # metrics a full disk refused, written with the next ones
         self._resume()
+        self.last_saved = self.step
         self.forward = self.model
         if distributed.world_size > 1:
             from torch.nn.parallel import DistributedDataParallel
@@ -275,21 +292,34 @@ class Trainer:
         """Train until the step budget is spent or a stop is requested, yielding records as they happen."""
         try:
             yield from self._loop()
-        except torch.cuda.OutOfMemoryError:
-            yield FailedRecord(self.step, _OOM_MESSAGE)
-        except RuntimeError as exc:
-            if "out of memory" in str(exc).lower():
-                yield FailedRecord(self.step, _OOM_MESSAGE)
-            else:
+        except _Failed as exc:
+            yield FailedRecord(self.step, str(exc))
+        except RuntimeError as exc:  # torch.OutOfMemoryError included
+            if not _out_of_memory(exc):
                 log.exception("training failed")
                 yield FailedRecord(self.step, f"Training stopped by an error: {exc}")
+                return
+            yield from self._save_after_out_of_memory()
+
+    def _save_after_out_of_memory(self) -> Iterator[Record]:
+        """The weights are those of the last completed step: keep them, then say what to change."""
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        saved = ""
+        if self.step > self.last_saved:
+            try:
+                yield from self._save()
+                saved = f" Step {self.step} was saved; resume the run after changing the settings."
+            except (_Failed, RuntimeError) as exc:
+                saved = f" Saving step {self.step} failed too ({exc})."
+        yield FailedRecord(self.step, _OOM_MESSAGE + saved)
 
     def _loop(self) -> Iterator[Record]:
         t = self.config.training
         self.model.train()
         window = _Window()
         nonfinite_in_a_row = 0
-        last_saved = self.step
         clock = time.perf_counter()
         while self.step < self.total_steps:
             self.control.wait_while_paused()
@@ -316,17 +346,23 @@ class Trainer:
                 loss_sum += out.loss.detach().float() * n
                 correct += (out.logits.detach().argmax(-1) == out.labels).sum()
                 predicted += n
-            finite = bool(torch.isfinite(loss_sum))
-            if not self._agree(not finite):
+            problem = "loss" if self._agree(not bool(torch.isfinite(loss_sum))) else None
+            if problem is None:
                 self.scaler.unscale_(self.optimizer)
                 norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.max_grad_norm or math.inf)
+                # fp16's scaler skips steps with overflowing gradients by itself and lowers its scale
+                if not self.scaler.is_enabled() and self._agree(not bool(torch.isfinite(norm))):
+                    problem = "gradient"
+            if problem is None:
                 self.scaler.step(self.optimizer)
                 self.scaler.update()
                 nonfinite_in_a_row = 0
                 window.add(loss_sum, correct, predicted, norm)
             else:
                 nonfinite_in_a_row += 1
-                yield WarningRecord(self.step + 1, f"non-finite loss at step {self.step + 1}; the update was skipped")
+                yield WarningRecord(
+                    self.step + 1, f"non-finite {problem} at step {self.step + 1}; the update was skipped"
+                )
                 if nonfinite_in_a_row >= t.max_nonfinite_steps:
                     self.optimizer.zero_grad(set_to_none=True)
                     yield FailedRecord(
@@ -353,12 +389,11 @@ class Trainer:
                     yield self._logged(ProbeRecord(self.step, score_probes(self.model, self.tokenizer, self.probes)))
                 clock = time.perf_counter()
             if self.step % t.checkpoint_interval == 0 or last:
-                yield self._save()
-                last_saved = self.step
+                yield from self._save()
                 clock = time.perf_counter()
         stopped = self.step < self.total_steps
-        if stopped and self.step > last_saved:
-            yield self._save()
+        if stopped and self.step > self.last_saved:
+            yield from self._save()
         final = self.last_eval
         yield self._logged(
             FinishedRecord(
@@ -443,31 +478,58 @@ class Trainer:
         self.last_eval = record
         return record
 
-    def _save(self) -> CheckpointRecord:
+    def _save(self) -> Iterator[Record]:
+        """Write a checkpoint. If it cannot be written (disk full, no permission), the previous one stays the
+        latest; then either pause and retry on resume, or fail."""
         val_loss = self.last_eval.loss if self.last_eval and self.last_eval.step == self.step else None
         if val_loss is not None and val_loss < self.best_val_loss:
             self.best_val_loss = val_loss
-        path = Path()
-        if self.dist.main:
-            state = {
-                "tokens_seen": self.tokens_seen,
-                "elapsed": self.elapsed,
-                "val_loss": val_loss,
-                "best_val_loss": None if math.isinf(self.best_val_loss) else self.best_val_loss,
-                "scaler": self.scaler.state_dict() if self.scaler.is_enabled() else None,
-                "micro_batches": self.step * self.config.training.grad_accumulation,
-                "world_size": self.dist.world_size,
-            }
-            path = self.run_dir.save_checkpoint(
-                self.step, self.model, self.optimizer, state, self.config.training.keep_checkpoints
-            )
-        if self.dist.world_size > 1:
-            torch.distributed.barrier()
-        return self._logged(CheckpointRecord(self.step, str(path)))
+        while True:
+            path, error = Path(), None
+            if self.dist.main:
+                try:
+                    path = self.run_dir.save_checkpoint(
+                        self.step,
+                        self.model,
+                        self.optimizer,
+                        self._state(val_loss),
+                        self.config.training.keep_checkpoints,
+                    )
+                except OSError as exc:
+                    error = exc
+            if not self._agree(error is not None):
+                self.last_saved = self.step
+                yield self._logged(CheckpointRecord(self.step, str(path)))
+                return
+            message = _save_error_message(error, self.step, self.run_dir.latest_checkpoint())
+            if not self.pause_on_save_error or self.control.stop_requested:
+                raise _Failed(message)
+            self.control.pause()
+            yield PausedRecord(self.step, message + " Training is paused: make room or fix the folder, then resume.")
+            self.control.wait_while_paused()
+            if self.control.stop_requested:
+                raise _Failed(message + " Stopped without it.")
+
+    def _state(self, val_loss: float | None) -> dict:
+        return {
+            "tokens_seen": self.tokens_seen,
+            "elapsed": self.elapsed,
+            "val_loss": val_loss,
+            "best_val_loss": None if math.isinf(self.best_val_loss) else self.best_val_loss,
+            "scaler": self.scaler.state_dict() if self.scaler.is_enabled() else None,
+            "micro_batches": self.step * self.config.training.grad_accumulation,
+            "world_size": self.dist.world_size,
+        }
 
     def _logged(self, record: Record) -> Record:
+        """Append the record to the run's metrics; if the disk refuses, keep it until the next write."""
         if self.dist.main:
-            self.run_dir.append_metrics([record.to_dict()])
+            self._unwritten.append(record.to_dict())
+            try:
+                self.run_dir.append_metrics(self._unwritten)
+            except OSError:
+                return record
+            self._unwritten = []
         return record
 
 
@@ -507,9 +569,20 @@ _OOM_MESSAGE = (
 )
 
 
+def _out_of_memory(exc: BaseException) -> bool:
+    return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+
+
+def _save_error_message(error: OSError | None, step: int, previous: Path | None) -> str:
+    reason = f"{error.strerror or error}" if error is not None else "on the main process"
+    kept = f" The previous checkpoint, {previous.name}, is intact." if previous else ""
+    return f"Could not write the checkpoint of step {step} ({reason}).{kept}"
+
+
 def _nonfinite_message(count: int, checkpoint: Path | None) -> str:
     kept = f" The last good checkpoint, {checkpoint.name}, is intact." if checkpoint else ""
     return (
-        f"The loss was not a finite number {count} steps in a row, so training stopped.{kept} Lower the learning "
+        f"The loss or the gradients were not finite numbers {count} steps in a row, so training stopped.{kept} "
+        "Lower the learning "
         "rate, keep gradient clipping on, or use fp32/bf16 instead of fp16."
     )

@@ -12,7 +12,7 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from mlm_studio.core.config import ModelConfig
 from mlm_studio.core.progress import Cancelled, Progress
-from mlm_studio.core.trainer import FailedRecord, Trainer, TrainingControl
+from mlm_studio.core.trainer import FailedRecord, PausedRecord, Trainer, TrainingControl
 from mlm_studio.ui.tasks import user_message
 
 log = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ class TrainingController(QObject):
         thread.started.connect(worker.run)
         worker.prepared.connect(self._on_prepared)
         worker.progress.connect(self.progress)
-        worker.record.connect(self.record)
+        worker.record.connect(self._on_record)
         worker.failed.connect(self.failed)
         worker.done.connect(thread.quit, Qt.ConnectionType.DirectConnection)  # works while the GUI waits
         thread.finished.connect(self._on_thread_finished)
@@ -165,6 +165,11 @@ class TrainingController(QObject):
         if self._state == PREPARING:
             self._set_state(RUNNING)
         self.prepared.emit(started)
+
+    def _on_record(self, record) -> None:
+        if isinstance(record, PausedRecord) and self._state == RUNNING:
+            self._set_state(PAUSED)
+        self.record.emit(record)
 
     def _on_thread_finished(self) -> None:
         if self.sender() is self._thread:  # not an earlier thread already handled by `wait`

@@ -40,6 +40,7 @@ from mlm_studio.core.trainer import (
     EvalRecord,
     FailedRecord,
     FinishedRecord,
+    PausedRecord,
     ProbeRecord,
     StepRecord,
     Trainer,
@@ -255,7 +256,7 @@ class TrainingPanel(QWidget):
             run = start_run(path, config, corpus, tokenizer, initial)
             save_probes(run.path, probes)
             train, validation = training_blocks(run, corpus, progress)
-            return Trainer(run, train, validation, control)
+            return Trainer(run, train, validation, control, pause_on_save_error=True)
 
         self._launch(prepare, f"Starting {path.name}")
 
@@ -265,7 +266,7 @@ class TrainingPanel(QWidget):
         def prepare(progress, control) -> Trainer:
             run = RunDir(path)
             train, validation = training_blocks(run, None, progress)
-            return Trainer(run, train, validation, control)
+            return Trainer(run, train, validation, control, pause_on_save_error=True)
 
         self._launch(prepare, f"Resuming {path.name}")
 
@@ -438,6 +439,9 @@ class TrainingPanel(QWidget):
             self.refresh_runs()
         elif isinstance(record, WarningRecord):
             self._log(f"Warning: {record.message}")
+        elif isinstance(record, PausedRecord):
+            self._log(f"Paused: {record.message}")
+            self.message_bar.show_message(record.message, "warning")
         elif isinstance(record, FinishedRecord):
             result = f"validation loss {record.val_loss:.4f}" if record.val_loss is not None else "no evaluation"
             self._log(f"Finished ({record.reason}) at step {record.step}: {result}")
