@@ -25,11 +25,16 @@ def builtin_corpus():
 
 
 @pytest.fixture(scope="session")
-def small_corpus(builtin_corpus, tmp_path_factory):
+def corpus_file(builtin_corpus, tmp_path_factory):
     """The first 400 documents of the built-in corpus as a file of its own: trains in seconds."""
     path = tmp_path_factory.mktemp("small") / "small.txt"
     path.write_text("\n\n".join(islice(builtin_corpus.iter_documents(), 400)), encoding="utf-8")
-    return load_corpus([path])
+    return path
+
+
+@pytest.fixture(scope="session")
+def small_corpus(corpus_file):
+    return load_corpus([corpus_file])
 
 
 @pytest.fixture(scope="session")

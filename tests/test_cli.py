@@ -8,28 +8,7 @@ import pytest
 
 from mlm_studio.cli import main
 from mlm_studio.core.checkpoint import RunDir
-from tests.core.helpers import small_config
-
-
-@pytest.fixture(scope="module")
-def corpus_file(tmp_path_factory):
-    from itertools import islice
-
-    from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
-    from mlm_studio.core.corpus import load_corpus
-
-    path = tmp_path_factory.mktemp("corpus") / "small.txt"
-    docs = islice(load_corpus([ensure_builtin_corpus()]).iter_documents(), 400)
-    path.write_text("\n\n".join(docs), encoding="utf-8")
-    return path
-
-
-def config_file(tmp_path, **training):
-    config = small_config(**training)
-    config = type(config)(
-        model=config.model, data=config.data, training=config.training, tokenizer=type(config.tokenizer)(vocab_size=400)
-    )
-    return config.save(tmp_path / "config.toml")
+from tests.core.helpers import config_file
 
 
 def test_train_predict_and_resume(tmp_path, corpus_file, capsys):

@@ -32,3 +32,9 @@ def small_config(**training) -> RunConfig:
 
 def with_training(config: RunConfig, **training) -> RunConfig:
     return replace(config, training=replace(config.training, **training))
+
+
+def config_file(folder, **training):
+    """`small_config` with a 400-piece tokenizer, saved as `folder/config.toml` for the command line."""
+    config = small_config(**training)
+    return replace(config, tokenizer=replace(config.tokenizer, vocab_size=400)).save(folder / "config.toml")
