@@ -172,6 +172,7 @@ def load_corpus(
         progress.report(done_before, total, f"Reading {path.name}")
         reports.append(_scan(path, options, progress, done_before, total, lengths, sampler))
         done_before += size
+    progress.check()  # a cancel that came while the last file was read is honoured too
     progress.report(total, total, "Done")
     reports.sort(key=lambda r: str(r.path))
     corpus = Corpus(tuple(reports), options, np.frombuffer(lengths, dtype=np.uint32).copy(), sampler.items())

@@ -100,6 +100,7 @@ def tokenize_corpus(
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=root))  # unique even for two threads
     try:
         _write_tokens(corpus, tokenizer, tmp, progress)
+        progress.check()  # a cancel that came during the last batch is honoured too
         try:
             os.replace(tmp, folder)
         except OSError:  # another process finished the same folder first

@@ -14,6 +14,9 @@ from mlm_studio.core.model import BertForMaskedLM
 from mlm_studio.core.tokenizer import MLMTokenizer
 
 
+MAX_MASKS = 32
+
+
 class PredictError(ValueError):
     """The text cannot be scored (no [MASK], too long); the message says what to change."""
 
@@ -51,8 +54,11 @@ class FillMask:
 
     def encode(self, text: str) -> torch.Tensor:
         ids = self.tokenizer.backend.encode(text).ids  # [CLS] … [SEP]
-        if self.tokenizer.mask_id not in ids:
+        masks = ids.count(self.tokenizer.mask_id)
+        if masks == 0:
             raise PredictError("The text has no [MASK]; write [MASK] where a word is missing.")
+        if masks > MAX_MASKS:
+            raise PredictError(f"The text has {masks} [MASK]s; at most {MAX_MASKS} are predicted at once.")
         limit = self.model.config.max_position_embeddings
         if len(ids) > limit:
             raise PredictError(f"The text is {len(ids)} tokens long; this model reads at most {limit}.")

@@ -8,6 +8,7 @@ mask of special ids, batch encoding with word boundaries for whole-word masking,
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,15 @@ from mlm_studio.core.progress import Progress
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 MIN_VOCAB = len(SPECIAL_TOKENS) + 64
 MAX_VOCAB = 2**20
+# WordPiece encodes a word longer than this as [UNK]. Its trainer would spend hours on a megabyte-long word,
+# and encoding one tracks every character, so such runs are taken out beforehand. A run counts when it is
+# letters and digits only, as BERT's pre-tokenizer keeps them together (not CJK: BERT splits those into
+# one-character words; not "_": BERT treats it as punctuation).
+MAX_WORD_CHARS = 100
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df\U0002a700-\U0002ceaf\U0002f800-\U0002fa1f"
+_LONG_RUN = rf"[^\W_{_CJK}]{{{MAX_WORD_CHARS + 1},}}"
+_LONG_RUN_ANYWHERE = re.compile(_LONG_RUN)
+_LONG_WORD = re.compile(rf"(?<!\S){_LONG_RUN}(?!\S)")  # a whole word: encodes to exactly one [UNK]
 
 
 class TokenizerError(Exception):
@@ -98,7 +108,7 @@ class MLMTokenizer:
     def encode_batch(self, texts: Sequence[str]) -> list[Encoded]:
         """Encode texts without special tokens, in parallel, with word boundaries from the pre-tokenizer."""
         out = []
-        for enc in self.backend.encode_batch(list(texts), add_special_tokens=False):
+        for enc in self.backend.encode_batch(_without_long_words(texts), add_special_tokens=False):
             ids = np.asarray(enc.ids, dtype=np.int64)
             words = np.asarray([-1 if w is None else w for w in enc.word_ids], dtype=np.int64)
             starts = np.ones(len(ids), dtype=bool)
@@ -120,7 +130,7 @@ class MLMTokenizer:
         """[UNK] rate and pieces per word over `texts` (words as the pre-tokenizer splits them)."""
         words = tokens = unknown = 0
         for batch in _batches(texts, 512):
-            for enc in self.backend.encode_batch(batch, add_special_tokens=False):
+            for enc in self.backend.encode_batch(_without_long_words(batch), add_special_tokens=False):
                 tokens += len(enc.ids)
                 unknown += enc.ids.count(self.unk_id)
                 words += len({w for w in enc.word_ids if w is not None})
@@ -173,7 +183,9 @@ def train_tokenizer(
 ) -> MLMTokenizer:
     """Train a WordPiece vocabulary on `documents` (`total` of them, if known, for progress)."""
     progress = progress or Progress()
-    backend = _bert_pipeline(Tokenizer(models.WordPiece(unk_token="[UNK]")), config.lowercase)
+    backend = _bert_pipeline(
+        Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=MAX_WORD_CHARS)), config.lowercase
+    )
     trainer = trainers.WordPieceTrainer(
         vocab_size=config.vocab_size,
         min_frequency=config.min_frequency,
@@ -186,7 +198,7 @@ def train_tokenizer(
             if i % 1000 == 0:
                 progress.check()
                 progress.report(i, total, "Counting words")
-            yield doc
+            yield _LONG_RUN_ANYWHERE.sub(" ", doc) if len(doc) > MAX_WORD_CHARS else doc
         progress.report(total, total, "Building the vocabulary")
 
     backend.train_from_iterator(fed(), trainer, length=total or None)
@@ -233,6 +245,11 @@ def _from_vocab_txt(path: Path, lowercase: bool | None = None) -> Tokenizer:
     backend = _bert_pipeline(Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]")), lowercase)
     backend.add_special_tokens(list(SPECIAL_TOKENS))
     return _with_post_processor(backend)
+
+
+def _without_long_words(texts: Sequence[str]) -> list[str]:
+    """The texts with each overlong word written as [UNK], which is what it encodes to."""
+    return [_LONG_WORD.sub("[UNK]", t) if len(t) > MAX_WORD_CHARS else t for t in texts]
 
 
 def _batches(texts: Iterable[str], size: int) -> Iterator[list[str]]:

@@ -1,0 +1,200 @@
+"""Scenarios 11–13: hostile corpus files, random configurations, odd fill-mask texts. Each gets the right
+behaviour and a readable message; nothing is dropped without being counted."""
+
+import codecs
+import errno
+import random
+import string
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mlm_studio.core.config import ConfigError, RunConfig
+from mlm_studio.core.corpus import CorpusError, load_corpus
+from mlm_studio.core.dataset import tokenize_corpus
+from mlm_studio.core.predict import MAX_MASKS, FillMask, PredictError
+from mlm_studio.core.progress import Cancelled, Progress
+from mlm_studio.core.tokenizer import TokenizerConfig, train_tokenizer
+
+TEXT = "Naïve café owners read the menu.\n\nThe second paragraph has € and “quotes”.\n"
+
+
+# --- 11. corpus files -------------------------------------------------------------------------------------
+def png_bytes() -> bytes:
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + bytes(13) + b"\x00" * 64
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("empty.txt", b"", "no usable text"),
+        ("blank.txt", b"  \n\t\n\r\n   ", "no usable text"),
+        ("image.txt", png_bytes(), "binary file"),
+        ("model.txt", struct.pack("<Q", 40) + b'{"a":{"dtype":"F32"}}' + bytes(64), "binary file"),
+        ("lines.jsonl", b'{"text": 1}\n{not json\n[1, 2]\n', "no usable text (3 problem lines, first: line 1"),
+        ("table.csv", b"title,body\na,b\n", "no column 'text'"),
+    ],
+)
+def test_unusable_files_are_skipped_with_the_reason_and_good_files_kept(tmp_path, name, content, expected):
+    bad, good = tmp_path / name, tmp_path / "good.txt"
+    bad.write_bytes(content)
+    good.write_text(TEXT, encoding="utf-8")
+    corpus = load_corpus([bad, good])
+    report = next(r for r in corpus.sources if r.path == bad)
+    assert not report.loaded and expected in report.reason
+    assert corpus.documents == 2
+    with pytest.raises(CorpusError, match=name):
+        load_corpus([bad])
+
+
+@pytest.mark.parametrize(
+    ("encoding", "prefix"),
+    [("utf-8", codecs.BOM_UTF8), ("utf-16-le", codecs.BOM_UTF16_LE), ("utf-16-be", codecs.BOM_UTF16_BE)],
+)
+def test_byte_order_marks_give_the_same_tokens_as_plain_utf8(tmp_path, small_tokenizer, encoding, prefix):
+    plain, marked = tmp_path / "plain.txt", tmp_path / "marked.txt"
+    plain.write_text(TEXT, encoding="utf-8")
+    marked.write_bytes(prefix + TEXT.encode(encoding))
+    a, b = load_corpus([plain]), load_corpus([marked])
+    assert list(a.iter_documents()) == list(b.iter_documents())
+    ids = [small_tokenizer.backend.encode(d).ids for d in (a, b) for d in [next(d.iter_documents())]]
+    assert ids[0] == ids[1]
+
+
+def test_cp1252_is_read_with_a_note(tmp_path):
+    path = tmp_path / "old.txt"
+    path.write_bytes(TEXT.replace("“", '"').replace("”", '"').encode("cp1252"))
+    corpus = load_corpus([path])
+    (report,) = corpus.sources
+    assert report.loaded and report.encoding == "cp1252" and "read as cp1252" in report.encoding_note
+    assert "café" in next(corpus.iter_documents())
+
+
+def test_an_unreadable_file_is_reported_and_the_others_read(tmp_path, monkeypatch):
+    """Permission denied (simulated: tests may run as root, who may read anything)."""
+    locked, good = tmp_path / "locked.txt", tmp_path / "good.txt"
+    locked.write_text(TEXT)
+    good.write_text(TEXT)
+    real_open = open
+
+    def guarded_open(file, *args, **kwargs):
+        if str(file) == str(locked):
+            raise PermissionError(errno.EACCES, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", guarded_open)
+    corpus = load_corpus([locked, good])
+    report = next(r for r in corpus.sources if r.path == locked)
+    assert not report.loaded and report.reason == "cannot be read (Permission denied)"
+    assert corpus.documents == 2
+
+
+def test_a_folder_of_thousands_of_small_files_is_read_whole_and_counted(tmp_path):
+    folder = tmp_path / "many"
+    for i in range(3000):
+        sub = folder / f"part{i % 10}"
+        sub.mkdir(parents=True, exist_ok=True)
+        (sub / f"doc{i}.txt").write_text(f"Document number {i} has five words.\n\nAnd a second paragraph {i}.")
+    (folder / "notes.bin").write_bytes(b"\x00\x01")
+    corpus = load_corpus([folder])
+    loaded = [r for r in corpus.sources if r.loaded]
+    assert len(loaded) == 3000 and corpus.documents == 6000
+    assert corpus.words == sum(r.words for r in loaded) == 3000 * (6 + 5)
+    assert [r.reason for r in corpus.sources if not r.loaded] == []  # unsupported kinds are not listed as read
+
+
+@pytest.mark.slow
+def test_a_50_mb_line_without_spaces_is_read_trained_on_and_tokenized_in_bounded_work(tmp_path):
+    path = tmp_path / "line.txt"
+    chance = random.Random(0)
+    path.write_text("".join(chance.choices(string.ascii_letters + string.digits, k=50_000_000)) + "\n\nA short one.\n")
+    corpus = load_corpus([path])
+    assert corpus.documents == 2
+    tokenizer = train_tokenizer(corpus.iter_documents(), TokenizerConfig(vocab_size=200), corpus.documents)
+    data = tokenize_corpus(corpus, tokenizer, root=tmp_path / "cache")
+    first = data.ids[data.offsets[0] : data.offsets[1]]
+    assert first.tolist() == [tokenizer.unk_id]  # WordPiece's answer for a word over 100 characters
+
+    class CancelAtOnce(Progress):
+        def report(self, done, total, message=""):
+            self.cancel()
+
+    for work in (
+        lambda p: load_corpus([path], progress=p),
+        lambda p: train_tokenizer(corpus.iter_documents(), TokenizerConfig(vocab_size=200), 2, p),
+        lambda p: tokenize_corpus(corpus, tokenizer, p, root=tmp_path / "other-cache"),
+    ):
+        with pytest.raises(Cancelled):
+            work(CancelAtOnce())
+
+
+def test_long_words_encode_exactly_as_wordpiece_would(small_tokenizer):
+    backend = small_tokenizer.backend
+    for text in ("x" * 101, "a " + "b1" * 60 + " c", "中" * 150, "snake_" * 30, "word " * 10 + "z" * 500 + "."):
+        expected = backend.encode(text, add_special_tokens=False)
+        (got,) = small_tokenizer.encode_batch([text])
+        assert got.ids.tolist() == expected.ids, text[:20]
+
+
+# --- 12. configurations -----------------------------------------------------------------------------------
+values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=True) | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+sections = st.sampled_from(["model", "data", "masking", "tokenizer", "training", "preset", "extra"])
+field_names = st.sampled_from(
+    ["hidden_size", "num_attention_heads", "max_seq_len", "rate", "mask_fraction", "strategy", "vocab_size",
+     "learning_rate", "batch_size", "device", "precision", "schedule", "epochs", "unknown"]
+)  # fmt: skip
+
+
+@given(st.dictionaries(sections, st.dictionaries(field_names, values, max_size=4) | values, max_size=4))
+def test_random_configurations_give_a_config_or_a_readable_error(raw):
+    try:
+        config = RunConfig.from_dict(raw, "random.toml")
+    except ConfigError as exc:
+        assert str(exc).startswith("random.toml") and "Traceback" not in str(exc)
+    else:
+        assert RunConfig.from_toml(config.to_toml()) == config
+
+
+@given(st.text(max_size=200))
+def test_random_toml_text_gives_a_config_or_a_readable_error(text):
+    try:
+        RunConfig.from_toml(text, "typed.toml")
+    except ConfigError as exc:
+        assert "typed.toml" in str(exc)
+
+
+# --- 13. fill-mask input ----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def predictor(finished_run):
+    return FillMask.from_path(finished_run)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("", "no [MASK]"),
+        ("   ", "no [MASK]"),
+        ("The value of the list.", "no [MASK]"),
+        ("[mask] in lower case is not a mask", "no [MASK]"),
+        (" ".join(["[MASK]"] * (MAX_MASKS + 1)), f"at most {MAX_MASKS}"),
+        ("word " * 100 + "[MASK]", "at most 64"),
+    ],
+)
+def test_texts_that_cannot_be_scored_get_a_clear_answer(predictor, text, words):
+    with pytest.raises(PredictError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        predictor.predict(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["☃ [MASK] 𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "[MASK]", "\x00\x07 [MASK] \u200b", " ".join(["[MASK]"] * MAX_MASKS)]
+)
+def test_odd_but_valid_texts_are_scored(predictor, text):
+    results = predictor.predict(text, top_k=3)
+    assert len(results) == text.count("[MASK]") and all(len(r) == 3 for r in results)
+    assert all(0 < c.score <= 1 for r in results for c in r)
