@@ -38,3 +38,12 @@ def config_file(folder, **training):
     """`small_config` with a 400-piece tokenizer, saved as `folder/config.toml` for the command line."""
     config = small_config(**training)
     return replace(config, tokenizer=replace(config.tokenizer, vocab_size=400)).save(folder / "config.toml")
+
+
+def train_documents(blocks, count):
+    """The first `count` documents of a block set (a small training set, to cross epochs quickly)."""
+    import numpy as np
+
+    starts = blocks.data.offsets[:-1]
+    wanted = set(blocks.doc_starts[:count].tolist())
+    return np.flatnonzero([s in wanted for s in starts])

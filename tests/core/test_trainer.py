@@ -18,7 +18,7 @@ from mlm_studio.core.trainer import (
     TrainingControl,
     WarningRecord,
 )
-from tests.core.helpers import small_config, with_training
+from tests.core.helpers import small_config, train_documents, with_training
 
 
 def new_run(tmp_path, corpus, tokenizer, config, name="run"):
@@ -32,14 +32,14 @@ def train_all(run, train, validation, control=None):
 
 
 def steps(records):
-    return [(r.step, r.loss) for r in records if isinstance(r, StepRecord)]
+    return [(r.step, r.loss, r.learning_rate, r.tokens_seen) for r in records if isinstance(r, StepRecord)]
 
 
 def test_a_run_learns_and_leaves_a_complete_folder(tmp_path, small_corpus, small_tokenizer):
     config = small_config(max_steps=40, eval_interval=20, checkpoint_interval=20, log_interval=5, learning_rate=5e-3)
     run, train, validation = new_run(tmp_path, small_corpus, small_tokenizer, config)
     records = train_all(run, train, validation)
-    losses = [loss for _, loss in steps(records)]
+    losses = [loss for _, loss, _, _ in steps(records)]
     evals = [r for r in records if isinstance(r, EvalRecord)]
     assert losses[-1] < losses[0] - 0.5
     assert [e.step for e in evals] == [20, 40] and evals[-1].loss < evals[0].loss
@@ -91,15 +91,6 @@ def test_resume_is_exact(tmp_path, small_corpus, small_tokenizer, accumulation):
     b = load_file(str(halves.latest_checkpoint() / "model.safetensors"))
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert [r["step"] for r in halves.read_metrics() if r["type"] == "step"] == list(range(1, 9))
-
-
-def train_documents(blocks, count):
-    """The first `count` documents of a block set (a small training set, to cross epochs quickly)."""
-    import numpy as np
-
-    starts = blocks.data.offsets[:-1]
-    wanted = set(blocks.doc_starts[:count].tolist())
-    return np.flatnonzero([s in wanted for s in starts])
 
 
 def test_pause_takes_effect_within_one_step(tmp_path, small_corpus, small_tokenizer):

@@ -1,0 +1,48 @@
+"""Scenario 5, the hard case: a crash in the middle of gradient accumulation, across an epoch boundary. The
+resumed run ends with the weights, losses and learning rates of a run that never crashed."""
+
+import torch
+from safetensors.torch import load_file
+
+from mlm_studio.core.runs import start_run, training_blocks
+from mlm_studio.core.trainer import FailedRecord, FinishedRecord, StepRecord, Trainer
+from tests.core.helpers import small_config, train_documents
+
+CONFIG = small_config(max_steps=8, grad_accumulation=3, checkpoint_interval=2, eval_interval=100)
+
+
+def step_records(run):
+    return [(r["step"], r["loss"], r["learning_rate"]) for r in run.read_metrics() if r["type"] == "step"]
+
+
+def test_a_crash_mid_accumulation_resumes_exactly(tmp_path, small_corpus, small_tokenizer):
+    straight = start_run(tmp_path / "straight", CONFIG, small_corpus, small_tokenizer)
+    train, validation = training_blocks(straight, small_corpus)
+    train = type(train)(train.data, train_documents(train, 8), train.config, small_tokenizer)
+    assert len(train) < 8 * 3 * CONFIG.training.batch_size  # the run crosses an epoch boundary
+    list(Trainer(straight, train, validation).run())
+
+    crashed = start_run(tmp_path / "crashed", CONFIG, small_corpus, small_tokenizer)
+    trainer = Trainer(crashed, train, validation)
+    forward, calls = trainer.forward, []
+
+    def crash_in_step_six(*args, **kwargs):
+        if trainer.step == 5:
+            calls.append(1)
+            if len(calls) == 2:  # the second of three micro-batches
+                raise RuntimeError("simulated crash")
+        return forward(*args, **kwargs)
+
+    trainer.forward = crash_in_step_six
+    records = list(trainer.run())
+    assert isinstance(records[-1], FailedRecord) and "simulated crash" in records[-1].message
+    assert crashed.latest_checkpoint().name == "step-0000004"
+
+    resumed = Trainer(crashed, train, validation)
+    assert resumed.step == 4
+    rest = list(resumed.run())
+    assert isinstance(rest[-1], FinishedRecord) and [r.step for r in rest if isinstance(r, StepRecord)] == [5, 6, 7, 8]
+    assert step_records(crashed) == step_records(straight)
+    a = load_file(str(straight.latest_checkpoint() / "model.safetensors"))
+    b = load_file(str(crashed.latest_checkpoint() / "model.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
