@@ -44,6 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue pre-training a Hugging Face BERT folder (its architecture and tokenizer are kept)",
     )
     train.add_argument("--max-steps", type=int, metavar="N", help="optimizer steps in total")
+    train.add_argument(
+        "--time-budget",
+        type=_duration,
+        metavar="TIME",
+        help="train for this long (90s, 6m, 1h30m); the learning-rate schedule follows the clock",
+    )
     train.add_argument("--device", help="auto, cpu, cuda, cuda:N or mps")
     train.add_argument("--precision", choices=("fp32", "bf16", "fp16"))
 
@@ -66,6 +72,15 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--best", action="store_true", help="the checkpoint with the lowest validation loss")
     export.add_argument("--overwrite", action="store_true", help="replace an earlier export in OUT_DIR")
     return parser
+
+
+def _duration(text: str) -> float:
+    from mlm_studio.core.progress import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def main(argv: list[str] | None = None) -> int:

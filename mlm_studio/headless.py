@@ -68,14 +68,21 @@ def _config(args) -> RunConfig:
         config = RunConfig.load(args.config)
     else:
         config = preset(args.preset or DEFAULT_PRESET)
-    training = config.training
-    if args.max_steps is not None:
-        training = replace(training, max_steps=args.max_steps, epochs=0.0)
+    training = _with_length(config.training, args)
     if args.device is not None:
         training = replace(training, device=args.device)
     if args.precision is not None:
         training = replace(training, precision=args.precision)
     return replace(config, training=training)
+
+
+def _with_length(training, args):
+    """--max-steps and --time-budget, when given, decide how long the run trains."""
+    if args.max_steps is not None:
+        training = replace(training, max_steps=args.max_steps, epochs=0.0, time_budget=0.0)
+    if args.time_budget is not None:
+        training = replace(training, time_budget=args.time_budget)
+    return training
 
 
 def train(args) -> int:
@@ -104,11 +111,12 @@ def train(args) -> int:
     except _RankZeroFailed as exc:
         return _fail(str(exc))
     if dist.main:
-        model = run.config.model
+        model, budget = run.config.model, run.config.training.time_budget
+        length = f"from step {trainer.step} for {format_duration(budget)}" if budget else ""
         print(
             f"Training {run.path} on {trainer.device}: {model.num_hidden_layers} layers × {model.hidden_size}, "
             f"{model.parameter_count():,} parameters, {len(train_set):,} training blocks, "
-            f"steps {trainer.step} → {trainer.total_steps}",
+            f"{length or f'steps {trainer.step} → {trainer.total_steps}'}",
             flush=True,
         )
     previous = signal.signal(signal.SIGINT, _interrupt_handler(trainer.control, dist))
@@ -166,10 +174,9 @@ def _prepare_run(args):
         run = RunDir(args.resume)
         given = RunConfig.load(args.config) if args.config else (preset(args.preset) if args.preset else None)
         check_resume(run, given, MLMTokenizer.load(args.tokenizer) if args.tokenizer else None)
-        if args.max_steps is not None:
+        if args.max_steps is not None or args.time_budget is not None:
             config = run.config
-            training = replace(config.training, max_steps=args.max_steps, epochs=0.0)
-            replace(config, training=training).save(run.path / "config.toml")
+            replace(config, training=_with_length(config.training, args)).save(run.path / "config.toml")
         return run, (load_corpus(args.corpus) if args.corpus else None)
     config = _config(args)
     initial = None
@@ -210,12 +217,17 @@ def _report(trainer: Trainer, dist: Distributed) -> int:
         if not dist.main:
             continue
         if isinstance(record, StepRecord):
-            done = record.step - first_step
-            left = trainer.total_steps - record.step
-            eta = (time.monotonic() - started) / max(done, 1) * left
+            budget = trainer.config.training.time_budget
+            if budget > 0:
+                where = f"step {record.step} ({format_duration(record.elapsed)}/{format_duration(budget)})"
+                eta = max(0.0, budget - record.elapsed)
+            else:
+                where = f"step {record.step}/{trainer.total_steps}"
+                done, left = record.step - first_step, trainer.total_steps - record.step
+                eta = (time.monotonic() - started) / max(done, 1) * left
             line = (
-                f"step {record.step}/{trainer.total_steps} loss {record.loss:.4f} acc {record.accuracy:.1%} "
-                f"lr {record.learning_rate:.2e} {record.tokens_per_second:,.0f} tok/s ETA {format_duration(eta)}"
+                f"{where} loss {record.loss:.4f} acc {record.accuracy:.1%} lr {record.learning_rate:.2e} "
+                f"{record.tokens_per_second:,.0f} tok/s ETA {format_duration(eta)}"
             )
             print(f"\r{line}\033[K" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
         elif isinstance(record, EvalRecord):

@@ -68,6 +68,23 @@ def test_export_then_predict_the_export_then_continue_pre_training_it(tmp_path, 
     assert "leave out --tokenizer" in capsys.readouterr().err
 
 
+def test_a_time_budget_ends_training_by_the_clock(tmp_path, corpus_file, capsys):
+    cfg = config_file(tmp_path, max_steps=3, eval_interval=10_000, checkpoint_interval=10_000)
+    run = tmp_path / "run"
+    assert (
+        main(["train", "--config", str(cfg), "--corpus", str(corpus_file), "--out", str(run), "--time-budget", "2s"])
+        == 0
+    )
+    out = capsys.readouterr()
+    assert "for 0m02s" in out.out and "Finished (completed)" in out.out
+    steps = [r for r in RunDir(run).read_metrics() if r["type"] == "step"]
+    assert len(steps) > 3 and steps[-1]["elapsed"] >= 2.0  # the budget, not max_steps, ended it
+    assert RunDir(run).config.training.time_budget == 2.0
+    with pytest.raises(SystemExit):
+        main(["train", "--time-budget", "soon"])
+    assert "'soon' is not a duration" in capsys.readouterr().err
+
+
 def test_errors_are_one_readable_line(tmp_path, corpus_file, capsys):
     assert main(["predict", str(tmp_path), "a [MASK]"]) == 1
     assert capsys.readouterr().err.strip() == f"mlm-studio: {tmp_path} is not a run folder (it has no config.toml)"

@@ -24,6 +24,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 POSITION_TYPES = ("absolute", "sinusoidal")
+UNTIL_THE_BUDGET_IS_SPENT = 10**9  # the step count of a run that a time budget ends
 SCHEDULES = ("linear", "cosine", "constant")
 PRECISIONS = ("fp32", "bf16", "fp16")
 
@@ -113,6 +114,7 @@ class TrainConfig:
     max_grad_norm: float = 1.0  # 0 turns clipping off
     max_steps: int = 2000  # optimizer steps; `epochs` overrides it when set
     epochs: float = 0.0  # passes over the training blocks; 0 means use max_steps
+    time_budget: float = 0.0  # seconds; when set, training ends when they are spent, the schedule following the clock
     eval_interval: int = 200  # steps between evaluations
     eval_blocks: int = 256  # validation blocks per evaluation (0: all of them)
     checkpoint_interval: int = 200  # steps between checkpoints (the playground reads the latest)
@@ -137,6 +139,7 @@ class TrainConfig:
         _check(self.adam_epsilon > 0, "Adam epsilon must be positive")
         _check(self.max_grad_norm >= 0, "gradient clipping norm must not be negative")
         _check(self.epochs >= 0, "epochs must not be negative")
+        _check(self.time_budget >= 0, "time budget must not be negative")
         _check(self.eval_blocks >= 0, "evaluation blocks must not be negative")
         _check(self.seed >= 0, "seed must not be negative")
         _check(_valid_device(self.device), f"device must be auto, cpu, cuda, cuda:N or mps, not {self.device!r}")
@@ -180,6 +183,8 @@ class RunConfig:
     def steps_for(self, train_blocks: int) -> int:
         """Optimizer steps of this run for a training set of `train_blocks` blocks."""
         t = self.training
+        if t.time_budget > 0:
+            return UNTIL_THE_BUDGET_IS_SPENT
         if t.epochs > 0:
             per_step = t.batch_size * t.grad_accumulation
             return max(1, math.ceil(t.epochs * train_blocks / per_step))

@@ -13,7 +13,6 @@ from mlm_studio.core.hf import import_model, is_hf_folder
 from mlm_studio.core.model import BertForMaskedLM
 from mlm_studio.core.tokenizer import MLMTokenizer
 
-
 MAX_MASKS = 32
 
 

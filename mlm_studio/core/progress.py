@@ -7,6 +7,7 @@ of work it calls `check()`, which raises `Cancelled` once cancellation was reque
 
 from __future__ import annotations
 
+import re
 import threading
 
 
@@ -43,3 +44,13 @@ def format_duration(seconds: float) -> str:
     if seconds >= 3600:
         return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
     return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from "90", "90s", "6m", "1h30m", "4m07s" or "1.5h"; raises ValueError naming the text."""
+    cleaned = text.strip().lower().replace(" ", "")
+    parts = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", cleaned)
+    if not cleaned or parts is None:
+        raise ValueError(f"{text!r} is not a duration; write it like 90s, 6m, 1h30m")
+    hours, minutes, seconds = (float(p) if p else 0.0 for p in parts.groups())
+    return hours * 3600 + minutes * 60 + seconds

@@ -244,14 +244,17 @@ class Trainer:
 
     # --- schedule and data ----------------------------------------------------------------------------
     def learning_rate(self, step: int) -> float:
-        """Linear warm-up to the peak, then linear or cosine decay to zero (or constant)."""
+        """Linear warm-up to the peak, then linear or cosine decay to zero (or constant) over the steps, or
+        over the time budget when there is one."""
         t = self.config.training
         if step < t.warmup_steps:
             return t.learning_rate * (step + 1) / t.warmup_steps
         if t.schedule == "constant":
             return t.learning_rate
-        progress = (step - t.warmup_steps) / max(1, self.total_steps - t.warmup_steps)
-        progress = min(1.0, progress)
+        if t.time_budget > 0:
+            progress = min(1.0, self.elapsed / t.time_budget)  # the schedule follows the clock
+        else:
+            progress = min(1.0, (step - t.warmup_steps) / max(1, self.total_steps - t.warmup_steps))
         if t.schedule == "cosine":
             return t.learning_rate * 0.5 * (1.0 + math.cos(math.pi * progress))
         return t.learning_rate * (1.0 - progress)
@@ -320,9 +323,12 @@ class Trainer:
         self.model.train()
         window = _Window()
         nonfinite_in_a_row = 0
+        out_of_time = False
         clock = time.perf_counter()
-        while self.step < self.total_steps:
+        while self.step < self.total_steps and not out_of_time:
+            paused_at = time.perf_counter()
             self.control.wait_while_paused()
+            clock += time.perf_counter() - paused_at  # time spent paused is not training time
             if self._agree(self.control.stop_requested):
                 break
             started = time.perf_counter()
@@ -375,9 +381,10 @@ class Trainer:
             window.tokens += tokens * self.dist.world_size
             window.seconds += time.perf_counter() - started
             now = time.perf_counter()
-            self.elapsed += now - clock
+            self.elapsed += now - clock  # evaluations and checkpoints count: the budget is wall-clock time
             clock = now
-            last = self.step == self.total_steps
+            out_of_time = t.time_budget > 0 and self._agree(self.elapsed >= t.time_budget)
+            last = self.step == self.total_steps or out_of_time
             if self.step % t.log_interval == 0 or last:
                 record = self._step_record(window, lr)
                 if record is not None:
@@ -387,11 +394,9 @@ class Trainer:
                 yield self._logged(self.evaluate())
                 if self.probes and self.dist.main:
                     yield self._logged(ProbeRecord(self.step, score_probes(self.model, self.tokenizer, self.probes)))
-                clock = time.perf_counter()
             if self.step % t.checkpoint_interval == 0 or last:
                 yield from self._save()
-                clock = time.perf_counter()
-        stopped = self.step < self.total_steps
+        stopped = self.step < self.total_steps and not out_of_time
         if stopped and self.step > self.last_saved:
             yield from self._save()
         final = self.last_eval

@@ -48,6 +48,7 @@ class Started:
     device: str
     model: ModelConfig
     train_blocks: int
+    time_budget: float  # seconds, 0 when the run is measured in steps
 
 
 class TrainingWorker(QObject):
@@ -76,6 +77,7 @@ class TrainingWorker(QObject):
                     str(trainer.device),
                     trainer.config.model,
                     len(trainer.train_blocks),
+                    trainer.config.training.time_budget,
                 )
             )
             for record in trainer.run():

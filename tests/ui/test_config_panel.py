@@ -113,3 +113,17 @@ def test_the_masking_panel_and_the_form_share_one_configuration(qtbot, panel):
     assert panel.editors[("masking", "rate")].text() == "0.3"
     type_into(qtbot, panel.editors[("data", "max_seq_len")], "64")
     assert masking.length_spin.value() == 64
+
+
+def test_a_time_budget_is_typed_as_people_write_durations(qtbot, panel):
+    editor = panel.editors[("training", "time_budget")]
+    assert editor.text() == "0"
+    type_into(qtbot, editor, "6m")
+    assert panel.workspace.config.training.time_budget == 360.0 and not panel.error
+    type_into(qtbot, editor, "soon")
+    assert "time budget" in panel.error and INVALID in editor.styleSheet()
+    assert panel.workspace.config.training.time_budget == 360.0  # the last valid value stays
+    type_into(qtbot, editor, "1h30m")
+    assert panel.workspace.config.training.time_budget == 5400.0
+    panel.show_config(panel.workspace.config)
+    assert editor.text() == "1h30m"

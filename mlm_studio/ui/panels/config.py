@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 from mlm_studio.core.config import PRECISIONS, PRESETS, SCHEDULES, ConfigError, RunConfig
 from mlm_studio.core.hf import ImportedModel, import_model
 from mlm_studio.core.masking import STRATEGIES
+from mlm_studio.core.progress import format_duration, parse_duration
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.workspace import Workspace
@@ -79,6 +80,12 @@ FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {
     ("training", "adam_epsilon"): ("Optimisation", "Adam ε", "1e-6–1e-8"),
     ("training", "max_steps"): ("Schedule", "Steps", "Optimizer steps to train for"),
     ("training", "epochs"): ("Schedule", "Epochs", "Passes over the data; overrides Steps when above 0"),
+    ("training", "time_budget"): (
+        "Schedule",
+        "Time budget",
+        "Train for this long (90s, 6m, 1h30m): the learning rate decays with the clock and Steps and Epochs "
+        "are ignored; 0 turns it off",
+    ),
     ("training", "warmup_steps"): ("Schedule", "Warm-up steps", "Steps of linear warm-up; 1–10% of the steps"),
     ("training", "schedule"): ("Schedule", "Decay", "Learning-rate decay after warm-up"),
     ("training", "eval_interval"): ("Schedule", "Evaluate every", "Steps between validation evaluations"),
@@ -111,6 +118,7 @@ FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {
 MESSAGE_WORDS = {
     "max_seq_len": "sequence length",
     "warmup_steps": "warm-up steps",
+    "time_budget": "time budget",
     "max_grad_norm": "gradient clipping",
     "eval_blocks": "evaluation blocks",
     "validation_fraction": "validation share",
@@ -271,6 +279,8 @@ class ConfigPanel(QWidget):
                     editor.setCurrentIndex(editor.findData(value))
                 elif isinstance(editor, QSpinBox):
                     editor.setValue(value)
+                elif name == "time_budget":
+                    editor.setText(format_duration(value) if value else "0")
                 else:
                     editor.setText(f"{value:g}")
             self.preset_combo.setCurrentIndex(
@@ -290,6 +300,11 @@ class ConfigPanel(QWidget):
                 values[section][name] = editor.currentData()
             elif isinstance(editor, QSpinBox):
                 values[section][name] = editor.value()
+            elif name == "time_budget":
+                try:
+                    values[section][name] = parse_duration(editor.text() or "0")
+                except ValueError as exc:
+                    raise ConfigError(f"time budget: {exc}") from None
             else:
                 try:
                     values[section][name] = float(editor.text())

@@ -401,26 +401,41 @@ class TrainingPanel(QWidget):
     def _on_prepared(self, started: Started) -> None:
         self.started = started
         self._started_at = time.monotonic()
-        self.progress_bar.setRange(0, started.total_steps)
-        self.progress_bar.setValue(started.start_step)
+        if started.time_budget > 0:  # measured in seconds of the budget
+            self.progress_bar.setFormat("%v / %m s")
+            self.progress_bar.setRange(0, round(started.time_budget))
+            self.progress_bar.setValue(0)
+        else:
+            self.progress_bar.setFormat("%v / %m steps")
+            self.progress_bar.setRange(0, started.total_steps)
+            self.progress_bar.setValue(started.start_step)
         if started.start_step:
             self.plots.load([r for r in RunDir(started.run_dir).read_metrics() if r["step"] <= started.start_step])
         self.workspace.set_run(started.run_dir)
         model = started.model
         self._log(
             f"Training {started.run_dir.name} on {started.device}: {model.num_hidden_layers}×{model.hidden_size}, "
-            f"{model.parameter_count():,} parameters, {started.train_blocks:,} blocks, steps {started.start_step} → "
-            f"{started.total_steps}"
+            f"{model.parameter_count():,} parameters, {started.train_blocks:,} blocks, "
+            + (
+                f"for {format_duration(started.time_budget)}"
+                if started.time_budget > 0
+                else f"steps {started.start_step} → {started.total_steps}"
+            )
         )
         self.refresh_runs()
 
     def _on_record(self, record) -> None:
         self.plots.add(record.kind, record.to_dict())
         if isinstance(record, StepRecord):
-            self.progress_bar.setValue(record.step)
-            done = record.step - self.started.start_step if self.started else 1
-            left = self.started.total_steps - record.step if self.started else 0
-            eta = (time.monotonic() - self._started_at) / max(done, 1) * left
+            budget = self.started.time_budget if self.started else 0.0
+            if budget > 0:
+                self.progress_bar.setValue(min(round(record.elapsed), self.progress_bar.maximum()))
+                eta = max(0.0, budget - record.elapsed)
+            else:
+                self.progress_bar.setValue(record.step)
+                done = record.step - self.started.start_step if self.started else 1
+                left = self.started.total_steps - record.step if self.started else 0
+                eta = (time.monotonic() - self._started_at) / max(done, 1) * left
             self.status_label.setText(
                 f"step {record.step:,} · loss {record.loss:.3f} · {record.tokens_per_second:,.0f} tok/s · "
                 f"ETA {format_duration(eta)}"
