@@ -25,6 +25,26 @@ class MLMOutput:
     labels: torch.Tensor | None  # (N,) the labels those logits predict
 
 
+class Dropout(nn.Dropout):
+    """Dropout that, on the CPU, draws its mask 16 bits at a time from 64-bit random integers: about 3× faster
+    than PyTorch's Bernoulli sampling there, which takes a fifth of a training step. The drop probability is
+    rounded to a multiple of 1/65536 and the kept values scaled to keep the expectation exact."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return dropout(x, self.p, self.training)
+
+
+def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    if not training or p == 0.0:
+        return x
+    if x.device.type != "cpu":
+        return F.dropout(x, p, True)
+    threshold = round(p * 65536)
+    bits = torch.empty((x.numel() + 3) // 4, dtype=torch.int64, device=x.device).random_(-(2**63), 2**63 - 1)
+    keep = bits.view(torch.int16)[: x.numel()].view(x.shape) >= threshold - 32768
+    return x * keep.to(x.dtype).mul_(65536 / (65536 - threshold))
+
+
 class BertEmbeddings(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -35,7 +55,7 @@ class BertEmbeddings(nn.Module):
             self.register_buffer("sinusoid", _sinusoids(config.max_position_embeddings, config.hidden_size), False)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)  # noqa: N815 (HF name)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         length = input_ids.shape[1]
@@ -77,8 +97,14 @@ class BertSelfAttention(nn.Module):
             return t.view(b, length, self.heads, h // self.heads).transpose(1, 2)  # (B, nh, L, hs)
 
         q, k, v = heads(self.query(x)), heads(self.key(x)), heads(self.value(x))
-        dropout = self.dropout_p if self.training else 0.0
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)  # (B, nh, L, hs)
+        p = self.dropout_p if self.training else 0.0
+        if p > 0 and x.device.type == "cpu":  # what SDPA does there, with the faster dropout
+            scores = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)  # (B, nh, L, L)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            y = dropout(scores.softmax(-1), p, True) @ v
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, nh, L, hs)
         return y.transpose(1, 2).reshape(b, length, h)
 
 
@@ -87,7 +113,7 @@ class BertSelfOutput(nn.Module):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)  # noqa: N815 (HF name)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
 
 class BertAttention(nn.Module):
@@ -108,7 +134,7 @@ class BertOutput(nn.Module):
         super().__init__()
         self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)  # noqa: N815 (HF name)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
 
 class BertLayer(nn.Module):

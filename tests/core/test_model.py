@@ -138,3 +138,39 @@ def test_weight_decay_skips_biases_and_layer_norms():
     assert all(p.ndim == 1 for p in no_decay["params"])
     total = len(decay["params"]) + len(no_decay["params"])
     assert total == len(list(model.parameters()))
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.9])
+def test_fast_dropout_drops_at_the_rate_and_keeps_the_expectation(p):
+    """Over a million values: the dropped share within 0.002 of p (about 6 standard deviations at most),
+    kept values scaled so the mean is unchanged, and the same mask for the same seed."""
+    from mlm_studio.core.model import dropout
+
+    x = torch.ones(1_000_000)
+    torch.manual_seed(0)
+    y = dropout(x, p, training=True)
+    dropped = float((y == 0).float().mean())
+    assert abs(dropped - p) < 0.002
+    kept = y[y != 0]
+    assert torch.allclose(kept, torch.full_like(kept, 65536 / (65536 - round(p * 65536))))
+    assert abs(float(y.mean()) - 1.0) < 0.01
+    torch.manual_seed(0)
+    assert torch.equal(dropout(x, p, training=True), y)
+    assert dropout(x, p, training=False) is x and dropout(x, 0.0, training=True) is x
+
+
+def test_attention_with_dropout_off_matches_scaled_dot_product_attention():
+    """The CPU training path (explicit attention, for the faster dropout) computes what SDPA computes."""
+    from mlm_studio.core.model import BertSelfAttention
+
+    config = ModelConfig(hidden_size=32, num_attention_heads=4, attention_probs_dropout_prob=0.1)
+    attention = BertSelfAttention(config).train()
+    x = torch.randn(2, 7, 32)
+    mask = torch.tensor([[True] * 7, [True] * 5 + [False] * 2])[:, None, None, :]
+    torch.manual_seed(3)
+    explicit = attention(x, mask)
+    attention.dropout_p = 0.0
+    reference = attention(x, mask)
+    assert explicit.shape == reference.shape
+    attention.dropout_p = 1e-9  # explicit path, practically nothing dropped
+    torch.testing.assert_close(attention(x, mask), reference, atol=1e-5, rtol=1e-5)
