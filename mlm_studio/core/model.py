@@ -99,7 +99,7 @@ class BertSelfAttention(nn.Module):
         q, k, v = heads(self.query(x)), heads(self.key(x)), heads(self.value(x))
         p = self.dropout_p if self.training else 0.0
         if p > 0 and x.device.type == "cpu":  # what SDPA does there, with the faster dropout
-            scores = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)  # (B, nh, L, L)
+            scores = (q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1)  # (B, nh, L, L); scaling q is cheaper
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
             y = dropout(scores.softmax(-1), p, True) @ v
@@ -147,12 +147,17 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(config)
         self.output = BertOutput(config)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, keep: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, L, H) → (B, L, H); with a (B, L) bool `keep`, only those positions' outputs, (N, H): every
+        position still attends to all the others, but the rest of the layer runs on the kept rows alone."""
         att, ff = self.attention.output, self.output
+        context = self.attention.self(att.LayerNorm(x) if self.pre_layer_norm else x, mask)
+        if keep is not None:
+            context, x = context[keep], x[keep]
         if self.pre_layer_norm:
-            x = x + att.dropout(att.dense(self.attention.self(att.LayerNorm(x), mask)))
+            x = x + att.dropout(att.dense(context))
             return x + ff.dropout(ff.dense(F.gelu(self.intermediate.dense(ff.LayerNorm(x)))))
-        x = att.LayerNorm(x + att.dropout(att.dense(self.attention.self(x, mask))))
+        x = att.LayerNorm(x + att.dropout(att.dense(context)))
         return ff.LayerNorm(x + ff.dropout(ff.dense(F.gelu(self.intermediate.dense(x)))))
 
 
@@ -163,9 +168,11 @@ class BertEncoder(nn.Module):
         if config.pre_layer_norm:
             self.final_layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        for layer in self.layer:
-            x = layer(x, mask)
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, keep: torch.Tensor | None = None) -> torch.Tensor:
+        """With `keep`, the last layer computes only the kept positions (the only ones a sparse head reads)."""
+        last = len(self.layer) - 1
+        for number, layer in enumerate(self.layer):
+            x = layer(x, mask, keep if number == last else None)
         return self.final_layer_norm(x) if hasattr(self, "final_layer_norm") else x
 
 
@@ -175,10 +182,13 @@ class BertModel(nn.Module):
         self.embeddings = BertEmbeddings(config)
         self.encoder = BertEncoder(config)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """(B, L) ids and optional (B, L) bool mask (False on padding) → (B, L, H) hidden states."""
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, keep: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """(B, L) ids and optional (B, L) bool mask (False on padding) → (B, L, H) hidden states, or (N, H) at
+        the positions of a (B, L) bool `keep`."""
         mask = None if attention_mask is None else attention_mask[:, None, None, :].bool()  # (B, 1, 1, L)
-        return self.encoder(self.embeddings(input_ids), mask)
+        return self.encoder(self.embeddings(input_ids), mask, keep)
 
 
 class BertPredictionHeadTransform(nn.Module):
@@ -240,25 +250,29 @@ class BertForMaskedLM(nn.Module):
         labels: torch.Tensor | None = None,
         dense: bool = False,
     ) -> MLMOutput:
-        """With `labels`, logits and loss only where a label is set (unless `dense`); without, every position."""
-        hidden = self.bert(input_ids, attention_mask)  # (B, L, H)
+        """With `labels`, logits and loss only where a label is set (unless `dense`); without, every position.
+        Sparse, the last layer and the head run only at the labelled positions: the same loss, less work."""
         head = self.cls.predictions
         if labels is None:
-            return MLMOutput(None, head(hidden), None)
+            return MLMOutput(None, head(self.bert(input_ids, attention_mask)), None)
         if dense:
-            logits = head(hidden)  # (B, L, V)
+            logits = head(self.bert(input_ids, attention_mask))  # (B, L, V)
             loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE_INDEX)
             return MLMOutput(loss, logits, labels)
         selected = labels != IGNORE_INDEX  # (B, L)
         targets = labels[selected]  # (N,)
-        logits = head(hidden[selected])  # (N, V)
+        logits = head(self.bert(input_ids, attention_mask, keep=selected))  # (N, V)
         loss = F.cross_entropy(logits.float(), targets) if len(targets) else logits.sum() * 0.0
         return MLMOutput(loss, logits, targets)
 
     def predict_at(self, input_ids: torch.Tensor, positions: torch.Tensor, attention_mask=None) -> torch.Tensor:
-        """Logits (N, V) at the (N, 2) [row, column] `positions` only."""
-        hidden = self.bert(input_ids, attention_mask)
-        return self.cls.predictions(hidden[positions[:, 0], positions[:, 1]])
+        """Logits (N, V) at the (N, 2) [row, column] `positions` only (the last layer runs there alone)."""
+        length = input_ids.shape[1]
+        flat, order = (positions[:, 0] * length + positions[:, 1]).unique(return_inverse=True)
+        keep = torch.zeros(input_ids.numel(), dtype=torch.bool, device=input_ids.device)
+        keep[flat] = True
+        hidden = self.bert(input_ids, attention_mask, keep=keep.view(input_ids.shape))  # rows in `flat` order
+        return self.cls.predictions(hidden[order])
 
 
 def decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:

@@ -174,3 +174,19 @@ def test_attention_with_dropout_off_matches_scaled_dot_product_attention():
     assert explicit.shape == reference.shape
     attention.dropout_p = 1e-9  # explicit path, practically nothing dropped
     torch.testing.assert_close(attention(x, mask), reference, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("pre_layer_norm", [False, True])
+def test_logits_at_chosen_positions_equal_the_dense_ones_in_any_order(pre_layer_norm):
+    """The last layer runs only at the chosen positions; the logits there are the dense pass's."""
+    config = ModelConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                         intermediate_size=64, pre_layer_norm=pre_layer_norm)  # fmt: skip
+    model = BertForMaskedLM(config).eval()
+    ids = torch.randint(5, 50, (3, 9))
+    attention = torch.ones(3, 9, dtype=torch.bool)
+    attention[2, 6:] = False
+    positions = torch.tensor([[2, 4], [0, 0], [1, 8], [0, 5], [2, 4]])  # unordered, one repeated
+    with torch.no_grad():
+        dense = model(ids, attention).logits
+        sparse = model.predict_at(ids, positions, attention)
+    torch.testing.assert_close(sparse, dense[positions[:, 0], positions[:, 1]], atol=1e-5, rtol=1e-5)
