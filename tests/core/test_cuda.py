@@ -1,0 +1,35 @@
+"""The engine on a CUDA GPU (run by `benchmarks/gpu.sh`; skipped where there is none): every precision
+trains, a run resumes, the dropout and attention paths match the CPU's semantics, fill-mask predicts."""
+
+import pytest
+import torch
+
+from mlm_studio.core.predict import FillMask
+from mlm_studio.core.runs import start_run, training_blocks
+from mlm_studio.core.trainer import FinishedRecord, StepRecord, Trainer
+from tests.core.helpers import small_config
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
+def test_training_on_cuda_in_every_precision(tmp_path, small_corpus, small_tokenizer, precision):
+    config = small_config(max_steps=12, device="cuda", precision=precision, learning_rate=5e-3)
+    run = start_run(tmp_path / "run", config, small_corpus, small_tokenizer)
+    trainer = Trainer(run, *training_blocks(run, small_corpus))
+    assert trainer.device.type == "cuda"
+    records = list(trainer.run())
+    losses = [r.loss for r in records if isinstance(r, StepRecord)]
+    assert isinstance(records[-1], FinishedRecord) and all(torch.isfinite(torch.tensor(losses)))
+    assert sum(losses[-3:]) < sum(losses[:3])
+    resumed = Trainer(run, *training_blocks(run, small_corpus))
+    assert resumed.step == 12 and next(resumed.model.parameters()).is_cuda
+
+
+def test_fill_mask_on_cuda_matches_the_cpu(tmp_path, small_corpus, small_tokenizer):
+    run = start_run(tmp_path / "run", small_config(max_steps=8), small_corpus, small_tokenizer)
+    list(Trainer(run, *training_blocks(run, small_corpus)).run())
+    text = "Return the [MASK] of the list."
+    on_gpu, on_cpu = FillMask.from_path(run.path, "cuda").predict(text), FillMask.from_path(run.path).predict(text)
+    assert [c.token for c in on_gpu[0]] == [c.token for c in on_cpu[0]]
+    assert [c.score for c in on_gpu[0]] == pytest.approx([c.score for c in on_cpu[0]], abs=1e-3)
