@@ -56,18 +56,6 @@ def hf_folder(tmp_path_factory, small_tokenizer):
 
 
 @pytest.fixture(scope="module")
-def trained_run(tmp_path_factory, small_corpus, small_tokenizer):
-    run = start_run(
-        tmp_path_factory.mktemp("runs") / "run",
-        small_config(max_steps=30, learning_rate=5e-3),
-        small_corpus,
-        small_tokenizer,
-    )
-    list(Trainer(run, *training_blocks(run, small_corpus)).run())
-    return run
-
-
-@pytest.fixture(scope="module")
 def exported(trained_run, tmp_path_factory):
     return export_model(trained_run.path, tmp_path_factory.mktemp("export") / "model")
 

@@ -3,21 +3,8 @@ import torch
 
 from mlm_studio.core.checkpoint import CheckpointError
 from mlm_studio.core.predict import FillMask, PredictError
-from mlm_studio.core.runs import start_run, training_blocks
-from mlm_studio.core.trainer import Trainer
+from mlm_studio.core.runs import start_run
 from tests.core.helpers import small_config
-
-
-@pytest.fixture(scope="module")
-def trained_run(tmp_path_factory, small_corpus, small_tokenizer):
-    run = start_run(
-        tmp_path_factory.mktemp("runs") / "run",
-        small_config(max_steps=30, learning_rate=5e-3),
-        small_corpus,
-        small_tokenizer,
-    )
-    list(Trainer(run, *training_blocks(run, small_corpus)).run())
-    return run
 
 
 def test_top_k_for_each_mask_sorted_with_probabilities(trained_run):

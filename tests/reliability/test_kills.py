@@ -7,7 +7,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -56,12 +55,14 @@ def test_repeated_sigkill_never_leaves_a_broken_latest_checkpoint(tmp_path, corp
             process = train_process("--config", cfg, "--corpus", corpus_file, "--out", run_path)
         else:
             process = train_process("--resume", run_path)
-        lines = 0
+        # Kill right after a randomly chosen line: after a "step" line the checkpoint of that step is being
+        # written; after a "checkpoint" line the next step is running.
+        wanted, kind = chance.randint(2, 6), chance.choice(("step ", "checkpoint "))
+        seen = 0
         for line in process.stderr:
-            lines += line.startswith(("step ", "checkpoint "))
-            if lines >= 3:
+            seen += line.startswith(kind)
+            if seen >= wanted:
                 break
-        time.sleep(chance.uniform(0.0, 0.25))  # anywhere in a step or in the middle of writing a checkpoint
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
         process.stderr.close()
