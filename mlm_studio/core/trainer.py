@@ -2,7 +2,8 @@
 
 Everything random is derived from the seed and the step: the order of blocks (one permutation per epoch),
 the masking of each micro-batch, and dropout. A run resumed from a checkpoint therefore continues exactly
-as if it had never stopped, with nothing but the step number and the optimizer moments restored.
+as if it had never stopped, with nothing but the step number and the optimizer moments restored (with a
+time budget the learning rate follows the clock, so a resumed run repeats the data and masking, not the rates).
 """
 
 from __future__ import annotations
