@@ -136,3 +136,13 @@ def test_runs_open_overlay_resume_and_export(qtbot, panel, trained_runs, tmp_pat
     assert "steps 4 → 8" in panel.log.toPlainText()
     assert RunDir(copy / "early").latest_checkpoint().name == "step-0000008"
     assert Path(panel.workspace.run) == copy / "early"
+
+
+def test_a_time_budget_shows_progress_in_seconds_and_ends_the_run(qtbot, panel):
+    panel.workspace.set_config(small_config(time_budget=2.0, eval_interval=10_000, checkpoint_interval=10_000))
+    with qtbot.waitSignal(panel.run_finished, timeout=TIMEOUT_MS):
+        click(qtbot, panel.start_button)
+    assert panel.progress_bar.maximum() == 2 and panel.progress_bar.format() == "%v / %m s"
+    assert "for 0m02s" in panel.log.toPlainText() and "Training completed" in panel.message_bar.text
+    steps = [r for r in RunDir(panel.workspace.run).read_metrics() if r["type"] == "step"]
+    assert steps[-1]["elapsed"] >= 2.0 and steps[-1]["step"] > 8  # the budget ended it, not the 8-step default
