@@ -81,3 +81,12 @@ def test_training_can_be_cancelled(qtbot, section, builtin_corpus, builtin_token
         qtbot.mouseClick(section.cancel_button, Qt.MouseButton.LeftButton)
     assert section.workspace.tokenizer is builtin_tokenizer
     assert section.message_bar.level == "info" and "Cancelled" in section.message_bar.text
+
+
+def test_a_tokenizer_chosen_while_one_is_being_trained_is_kept(qtbot, section, small_corpus, small_tokenizer):
+    """The corpus starts a training; a tokenizer set meanwhile (an import, say) is not replaced when it ends."""
+    with qtbot.waitSignal(section.runner.finished, timeout=TIMEOUT_MS):
+        section.workspace.set_corpus(small_corpus)
+        assert section.runner.running
+        section.workspace.set_tokenizer(small_tokenizer)
+    assert section.workspace.tokenizer is small_tokenizer

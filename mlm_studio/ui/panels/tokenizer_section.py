@@ -63,6 +63,7 @@ class TokenizerSection(QGroupBox):
         super().__init__("Tokenizer", parent)
         self.workspace = workspace
         self.origin = ""
+        self._tokenizer_at_start: MLMTokenizer | None = None
         self.runner = TaskRunner(self)
         self.runner.progress.connect(self._on_progress)
         self.runner.succeeded.connect(self._on_ready)
@@ -191,6 +192,7 @@ class TokenizerSection(QGroupBox):
             self.message_bar.show_message(f"Saved to {saved}.", "info")
 
     def _start(self, work) -> None:
+        self._tokenizer_at_start = self.workspace.tokenizer
         self.message_bar.clear()
         self.progress_bar.setRange(0, 0)
         self.progress_row.show()
@@ -224,6 +226,9 @@ class TokenizerSection(QGroupBox):
             self.progress_bar.setValue(done)
 
     def _on_ready(self, outcome: _Outcome) -> None:
+        chosen_meanwhile = self.workspace.tokenizer is not self._tokenizer_at_start
+        if chosen_meanwhile and outcome.tokenizer is not self.workspace.tokenizer:
+            return  # another tokenizer was set (an import, say) while this one was made: the later choice stands
         self.origin = outcome.origin
         text = f"<b>WordPiece</b>, {outcome.tokenizer.vocab_size:,} pieces, {outcome.origin}."
         if outcome.stats is not None:
