@@ -41,14 +41,17 @@ def in_the_window(app, config, corpus, tokenizer, root: Path) -> tuple[float, fl
 
     from mlm_studio.core.trainer import StepRecord
     from mlm_studio.ui.main_window import MainWindow
+    from mlm_studio.ui.tasks import tasks_running
 
     window = MainWindow(settings=None, restore=False, runs_root=root)
     window.resize(1280, 800)
     window.show()
+    window.workspace.set_tokenizer(tokenizer)  # first, or the corpus would start training a tokenizer of its own
     window.workspace.set_corpus(corpus)
-    window.workspace.set_tokenizer(tokenizer)
     window.workspace.set_config(config)
     window.show_panel(window.training_panel)
+    while tasks_running():  # the corpus statistics and the masking preview, computed once the corpus arrives
+        app.processEvents()
     rates, gaps, steady = [], [], []
     clock = QElapsedTimer()
     probe = QTimer()

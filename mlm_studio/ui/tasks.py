@@ -74,6 +74,11 @@ def stop_all_tasks(timeout_ms: int = 10_000) -> bool:
     return all(thread.wait(timeout_ms) for thread in list(_LIVE))
 
 
+def tasks_running() -> int:
+    """How many background tasks are still running (a benchmark waits for none before it measures)."""
+    return len(_LIVE)
+
+
 def _forget(thread: _TaskThread) -> None:
     _LIVE.discard(thread)
     thread.deleteLater()
