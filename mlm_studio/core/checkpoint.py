@@ -11,7 +11,6 @@ complete, so a crash never leaves a broken latest checkpoint; only folders with 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from dataclasses import asdict
 from pathlib import Path
@@ -23,7 +22,7 @@ from safetensors.torch import load_file, save_file, save_model
 
 from mlm_studio.core.config import ConfigError, RunConfig
 from mlm_studio.core.corpus import ReadOptions
-from mlm_studio.core.files import atomic_write_text
+from mlm_studio.core.files import atomic_write_folder, atomic_write_text
 from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerError
 
 FORMAT_VERSION = 1
@@ -152,7 +151,7 @@ class RunDir:
                 folder / "state.json", {**state, "format": FORMAT_VERSION, "step": step, "param_groups": groups}
             )
 
-        final = _write_folder(self.path / CHECKPOINTS / f"step-{step:07d}", fill)
+        final = atomic_write_folder(self.path / CHECKPOINTS / f"step-{step:07d}", fill)
         self._prune(keep)
         return final
 
@@ -170,7 +169,7 @@ class RunDir:
             save_model(model, str(folder / "model.safetensors"), metadata={"format": "pt"})
             _write_json(folder / "origin.json", origin)
 
-        return _write_folder(self.path / INITIAL, fill)
+        return atomic_write_folder(self.path / INITIAL, fill)
 
     def _prune(self, keep: int) -> None:
         found = self.checkpoints()
@@ -277,33 +276,5 @@ def resolve_checkpoint(path: str | Path, best: bool = False) -> tuple[RunDir, Pa
     return run, checkpoint
 
 
-def _write_folder(final: Path, fill) -> Path:
-    """Fill a temporary folder beside `final`, then rename it into place: readers never see half of it."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.parent / f".{final.name}.tmp{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
-        fill(tmp)
-        _fsync_dir(tmp)
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-        _fsync_dir(final.parent)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return final
-
-
 def _write_json(path: Path, value: Any) -> None:
     atomic_write_text(path, json.dumps(value, indent=1))
-
-
-def _fsync_dir(path: Path) -> None:
-    if os.name == "nt":
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -9,9 +9,7 @@ unpickled is rejected before it can.
 from __future__ import annotations
 
 import json
-import os
 import pickle
-import shutil
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -30,7 +28,7 @@ from mlm_studio.core.checkpoint import (
     resolve_checkpoint,
 )
 from mlm_studio.core.config import ConfigError, ModelConfig
-from mlm_studio.core.files import atomic_write_text
+from mlm_studio.core.files import atomic_write_folder, atomic_write_text
 from mlm_studio.core.model import BertForMaskedLM
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.tokenizer import SPECIAL_TOKENS, MLMTokenizer, TokenizerError, vocab_txt
@@ -81,27 +79,23 @@ def export_model(
     model = BertForMaskedLM(config.model)
     load_weights(checkpoint, model)
     tokenizer = run.tokenizer
-    tmp = out.parent / f".{out.name}.partial{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
+
+    def fill(folder: Path) -> None:
         progress.report(1, 3, "Writing the weights")
         tensors = {n: t.detach().contiguous() for n, t in model.state_dict().items() if n not in TIED}
-        save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
         progress.report(2, 3, "Writing the configuration, tokenizer and model card")
-        _write_json(tmp / "config.json", hf_config(config.model))
-        tokenizer.save(tmp / "tokenizer.json")
-        atomic_write_text(tmp / "vocab.txt", vocab_txt(tokenizer))
-        _write_json(tmp / "tokenizer_config.json", _tokenizer_config(tokenizer, config.model))
-        _write_json(tmp / "special_tokens_map.json", _special_tokens_map())
-        atomic_write_text(tmp / "README.md", model_card(run, checkpoint))
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
+        _write_json(folder / "config.json", hf_config(config.model))
+        tokenizer.save(folder / "tokenizer.json")
+        (folder / "vocab.txt").write_text(vocab_txt(tokenizer), encoding="utf-8")
+        _write_json(folder / "tokenizer_config.json", _tokenizer_config(tokenizer, config.model))
+        _write_json(folder / "special_tokens_map.json", _special_tokens_map())
+        (folder / "README.md").write_text(model_card(run, checkpoint), encoding="utf-8")
+
+    try:
+        atomic_write_folder(out, fill)
     except OSError as exc:
         raise InteropError(f"could not write {out} ({exc})") from exc
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     progress.report(3, 3, "Exported")
     return out
 
