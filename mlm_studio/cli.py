@@ -35,7 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--tokenizer", type=Path, metavar="PATH", help="tokenizer.json or vocab.txt (default: train one)"
     )
-    train.add_argument("--out", type=Path, metavar="RUN_DIR", help="the run folder (default: runs/<date>-<preset>)")
+    train.add_argument(
+        "--out",
+        type=Path,
+        metavar="RUN_DIR",
+        help="the run folder (default: <date>-<preset> in the window's runs folder, MLM_STUDIO_RUNS overrides it)",
+    )
     train.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run from its latest checkpoint")
     train.add_argument(
         "--init-from",

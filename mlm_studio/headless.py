@@ -8,12 +8,14 @@ import signal
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.checkpoint import CheckpointError, RunDir
 from mlm_studio.core.config import ConfigError, RunConfig, preset
 from mlm_studio.core.corpus import CorpusError, load_corpus
 from mlm_studio.core.hf import export_model, import_model
+from mlm_studio.core.paths import default_runs_dir
 from mlm_studio.core.predict import FillMask, PredictError
 from mlm_studio.core.progress import Progress, format_duration
 from mlm_studio.core.runs import check_resume, new_run_path, start_run, training_blocks
@@ -114,7 +116,7 @@ def train(args) -> int:
         model, budget = run.config.model, run.config.training.time_budget
         length = f"from step {trainer.step} for {format_duration(budget)}" if budget else ""
         print(
-            f"Training {run.path} on {trainer.device}: {model.num_hidden_layers} layers × {model.hidden_size}, "
+            f"Training {run.path.resolve()} on {trainer.device}: {model.num_hidden_layers} layers × {model.hidden_size}, "
             f"{model.parameter_count():,} parameters, {len(train_set):,} training blocks, "
             f"{length or f'steps {trainer.step} → {trainer.total_steps}'}",
             flush=True,
@@ -192,7 +194,7 @@ def _prepare_run(args):
         tokenizer = MLMTokenizer.load(args.tokenizer)
     else:
         tokenizer = train_tokenizer(corpus.iter_documents(), config.tokenizer, corpus.documents, _Status())
-    path = args.out or new_run_path("runs", config.preset)
+    path = args.out or new_run_path(default_runs_dir(), config.preset)
     return start_run(path, config, corpus, tokenizer, initial), corpus
 
 
@@ -249,7 +251,7 @@ def _report(trainer: Trainer, dist: Distributed) -> int:
             accuracy = f"{record.val_accuracy:.1%}" if record.val_accuracy is not None else "n/a"
             print(
                 f"Finished ({record.reason}) at step {record.step}: validation loss {loss}, "
-                f"accuracy {accuracy}, run folder {record.run_dir}",
+                f"accuracy {accuracy}, run folder {Path(record.run_dir).resolve()}",
                 flush=True,
             )
     return 0

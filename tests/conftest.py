@@ -6,6 +6,7 @@ from itertools import islice
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["MLM_STUDIO_CACHE"] = tempfile.mkdtemp(prefix="mlm-studio-test-cache-")
+os.environ["MLM_STUDIO_RUNS"] = tempfile.mkdtemp(prefix="mlm-studio-test-runs-")
 
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402

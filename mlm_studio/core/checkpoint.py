@@ -11,6 +11,8 @@ complete, so a crash never leaves a broken latest checkpoint; only folders with 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 from dataclasses import asdict
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import Any
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file, save_model
+from safetensors.torch import load_file, save_file
 
 from mlm_studio.core.config import ConfigError, RunConfig
 from mlm_studio.core.corpus import ReadOptions
@@ -144,9 +146,9 @@ class RunDir:
         """Write a checkpoint atomically, then keep only the `keep` latest and the best."""
 
         def fill(folder: Path) -> None:
-            save_model(model, str(folder / "model.safetensors"), metadata={"format": "pt"})
+            save_weights(model, folder / "model.safetensors")
             tensors, groups = _optimizer_tensors(optimizer)
-            save_file(tensors, str(folder / "optimizer.safetensors"), metadata={"format": "pt"})
+            write_safetensors(tensors, folder / "optimizer.safetensors")
             _write_json(
                 folder / "state.json", {**state, "format": FORMAT_VERSION, "step": step, "param_groups": groups}
             )
@@ -166,7 +168,7 @@ class RunDir:
         """Record the weights step 0 starts from, and where they came from."""
 
         def fill(folder: Path) -> None:
-            save_model(model, str(folder / "model.safetensors"), metadata={"format": "pt"})
+            save_weights(model, folder / "model.safetensors")
             _write_json(folder / "origin.json", origin)
 
         return atomic_write_folder(self.path / INITIAL, fill)
@@ -177,6 +179,30 @@ class RunDir:
         for path in found[:-keep]:
             if path != best:
                 shutil.rmtree(path, ignore_errors=True)
+
+
+def save_weights(model: torch.nn.Module, path: Path) -> None:
+    """Write the model's weights, each tied tensor once under its first name (as `transformers` does)."""
+    seen: set[int] = set()
+    tensors = {}
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        if id(tensor) not in seen:
+            seen.add(id(tensor))
+            tensors[name] = tensor.detach().contiguous()
+    write_safetensors(tensors, path)
+
+
+def write_safetensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
+    """Write a safetensors file whose bytes depend only on the tensors. Its writer reports a full disk as a
+    `SafetensorError`; that is raised as the `OSError` it is, so every write error is handled one way."""
+    try:
+        save_file({n: t.cpu() for n, t in tensors.items()}, str(path), metadata={"format": "pt"})
+    except SafetensorError as exc:
+        found = re.search(r"\(os error (\d+)\)", str(exc))
+        if found is None:
+            raise OSError(f"{path.name}: {exc}") from exc
+        code = int(found.group(1))
+        raise OSError(code, os.strerror(code), str(path)) from exc
 
 
 def read_state(checkpoint: Path) -> dict[str, Any]:

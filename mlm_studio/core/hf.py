@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from mlm_studio import __version__
 from mlm_studio.core.checkpoint import (
@@ -26,6 +26,7 @@ from mlm_studio.core.checkpoint import (
     load_weights,
     read_state,
     resolve_checkpoint,
+    save_weights,
 )
 from mlm_studio.core.config import ConfigError, ModelConfig
 from mlm_studio.core.files import atomic_write_folder, atomic_write_text
@@ -82,8 +83,7 @@ def export_model(
 
     def fill(folder: Path) -> None:
         progress.report(1, 3, "Writing the weights")
-        tensors = {n: t.detach().contiguous() for n, t in model.state_dict().items() if n not in TIED}
-        save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+        save_weights(model, folder / "model.safetensors")
         progress.report(2, 3, "Writing the configuration, tokenizer and model card")
         _write_json(folder / "config.json", hf_config(config.model))
         tokenizer.save(folder / "tokenizer.json")

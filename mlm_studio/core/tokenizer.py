@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,36 +182,81 @@ def train_tokenizer(
     total: int = 0,
     progress: Progress | None = None,
 ) -> MLMTokenizer:
-    """Train a WordPiece vocabulary on `documents` (`total` of them, if known, for progress)."""
+    """Train a WordPiece vocabulary on `documents` (`total` of them, if known, for progress).
+
+    The result depends only on the text and `config`: the same corpus gives the same `tokenizer.json`, byte for
+    byte, in every process. (The `tokenizers` WordPiece trainer does not: it numbers the `##` pieces in the
+    order of a hash map, which differs per process, and ties between equally frequent merges follow those
+    numbers.) So the words are counted here, every character is given two stand-in characters numbered in
+    sorted order — one for the start of a word, one for a continuation, which is what `##` means — and the
+    byte-pair trainer, whose alphabet is sorted, learns the merges; the pieces are then written back.
+    """
     progress = progress or Progress()
-    backend = _bert_pipeline(
-        Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=MAX_WORD_CHARS)), config.lowercase
-    )
-    trainer = trainers.WordPieceTrainer(
+    counts = _count_words(documents, config.lowercase, total, progress)
+    progress.report(total, total, "Building the vocabulary")
+    characters = sorted({c for word in counts for c in word})
+    starts = {ord(c): chr(_STAND_IN + 2 * i) for i, c in enumerate(characters)}
+    continuations = {ord(c): chr(_STAND_IN + 2 * i + 1) for i, c in enumerate(characters)}
+
+    def stand_ins() -> Iterator[str]:
+        for word, count in counts.items():
+            coded = word[0].translate(starts) + word[1:].translate(continuations)
+            for repeat in range(0, count, 4096):
+                yield " ".join([coded] * min(4096, count - repeat))
+
+    pairs = Tokenizer(models.BPE())
+    pairs.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    trainer = trainers.BpeTrainer(
         vocab_size=config.vocab_size,
         min_frequency=config.min_frequency,
         special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=list(starts.values()),
         show_progress=False,
     )
-
-    def fed() -> Iterator[str]:
-        for i, doc in enumerate(documents):
-            if i % 1000 == 0:
-                progress.check()
-                progress.report(i, total, "Counting words")
-            yield _LONG_RUN_ANYWHERE.sub(" ", doc) if len(doc) > MAX_WORD_CHARS else doc
-        progress.report(total, total, "Building the vocabulary")
-
-    backend.train_from_iterator(fed(), trainer, length=total or None)
+    pairs.train_from_iterator(stand_ins(), trainer)
     progress.check()
+
+    def piece(coded: str) -> str:
+        if coded in SPECIAL_TOKENS:
+            return coded
+        numbers = [ord(c) - _STAND_IN for c in coded]
+        return ("##" if numbers[0] % 2 else "") + "".join(characters[n // 2] for n in numbers)
+
+    vocab = {piece(coded): i for coded, i in pairs.get_vocab().items()}
+    wordpiece = models.WordPiece(vocab=vocab, unk_token="[UNK]", max_input_chars_per_word=MAX_WORD_CHARS)
+    backend = _bert_pipeline(Tokenizer(wordpiece), config.lowercase)
+    backend.add_special_tokens(list(SPECIAL_TOKENS))
     return MLMTokenizer(_with_post_processor(backend))
 
 
+# Stand-in characters for training start above U+FFFF: no surrogates, no white space (U+10000 + 2 × 150,000
+# assigned characters still fits below U+10FFFF).
+_STAND_IN = 0x10000
+
+
+def _count_words(documents: Iterable[str], lowercase: bool, total: int, progress: Progress) -> Counter[str]:
+    """How often each word occurs, as BERT's normalizer and pre-tokenizer see words; overlong runs left out."""
+    normalizer, pre_tokenizer = _bert_normalizer(lowercase), pre_tokenizers.BertPreTokenizer()
+    counts: Counter[str] = Counter()
+    for i, doc in enumerate(documents):
+        if i % 1000 == 0:
+            progress.check()
+            progress.report(i, total, "Counting words")
+        if len(doc) > MAX_WORD_CHARS:
+            doc = _LONG_RUN_ANYWHERE.sub(" ", doc)
+        counts.update(word for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(doc)))
+    return counts
+
+
 def _bert_pipeline(backend: Tokenizer, lowercase: bool) -> Tokenizer:
-    backend.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, lowercase=lowercase)
+    backend.normalizer = _bert_normalizer(lowercase)
     backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     backend.decoder = decoders.WordPiece(prefix="##")
     return backend
+
+
+def _bert_normalizer(lowercase: bool) -> normalizers.Normalizer:
+    return normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, lowercase=lowercase)
 
 
 def _with_post_processor(backend: Tokenizer) -> Tokenizer:

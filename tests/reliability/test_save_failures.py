@@ -31,13 +31,13 @@ class FailingSaves:
     """Makes writing a checkpoint's weights raise `errors` one after another at `step`, then write again."""
 
     def __init__(self, monkeypatch, step: int, errors: list[OSError]) -> None:
-        self.step, self.errors, self.original = step, list(errors), checkpoint_module.save_model
-        monkeypatch.setattr(checkpoint_module, "save_model", self)
+        self.step, self.errors, self.original = step, list(errors), checkpoint_module.save_weights
+        monkeypatch.setattr(checkpoint_module, "save_weights", self)
 
-    def __call__(self, model, path, **kwargs):
+    def __call__(self, model, path):
         if f"step-{self.step:07d}" in str(path) and self.errors:
             raise self.errors.pop(0)
-        return self.original(model, path, **kwargs)
+        return self.original(model, path)
 
 
 def new_run(tmp_path, small_corpus, small_tokenizer, name):

@@ -1,0 +1,38 @@
+"""Scenario 15: the same command run twice, in two processes, trains the same model, byte for byte; a run
+without --out lands in the folder the window lists."""
+
+import os
+import subprocess
+import sys
+
+from mlm_studio.core.runs import list_runs
+
+
+def mlm_studio(*args, env=None):
+    return subprocess.run(
+        [sys.executable, "-m", "mlm_studio", *args], capture_output=True, text=True, timeout=300, env=env
+    )
+
+
+def test_two_identical_commands_train_identical_tokenizers_and_weights(tmp_path, corpus_file):
+    runs = []
+    for name in ("first", "second"):
+        out = tmp_path / name
+        done = mlm_studio("train", "--preset", "tiny", "--corpus", str(corpus_file), "--max-steps", "6", "--out", str(out))
+        assert done.returncode == 0, done.stderr
+        runs.append(out)
+    first, second = runs
+    assert (first / "tokenizer.json").read_bytes() == (second / "tokenizer.json").read_bytes()
+    weights = "checkpoints/step-0000006/model.safetensors"
+    assert (first / weights).read_bytes() == (second / weights).read_bytes()
+    assert (first / "checkpoints/step-0000006/optimizer.safetensors").read_bytes() == (
+        second / "checkpoints/step-0000006/optimizer.safetensors"
+    ).read_bytes()
+
+
+def test_a_terminal_run_without_out_is_listed_in_the_window_runs_folder(tmp_path, corpus_file):
+    env = {**os.environ, "MLM_STUDIO_RUNS": str(tmp_path / "runs")}
+    done = mlm_studio("train", "--preset", "tiny", "--corpus", str(corpus_file), "--max-steps", "2", env=env)
+    assert done.returncode == 0, done.stderr
+    [run] = list_runs(tmp_path / "runs")
+    assert str(run.path.resolve()) in done.stdout  # the command says where it wrote
