@@ -116,7 +116,8 @@ def train(args) -> int:
         model, budget = run.config.model, run.config.training.time_budget
         length = f"from step {trainer.step} for {format_duration(budget)}" if budget else ""
         print(
-            f"Training {run.path.resolve()} on {trainer.device}: {model.num_hidden_layers} layers × {model.hidden_size}, "
+            f"Training {run.path.resolve()} on {trainer.device}: "
+            f"{model.num_hidden_layers} layers × {model.hidden_size}, "
             f"{model.parameter_count():,} parameters, {len(train_set):,} training blocks, "
             f"{length or f'steps {trainer.step} → {trainer.total_steps}'}",
             flush=True,

@@ -18,7 +18,8 @@ def test_two_identical_commands_train_identical_tokenizers_and_weights(tmp_path,
     runs = []
     for name in ("first", "second"):
         out = tmp_path / name
-        done = mlm_studio("train", "--preset", "tiny", "--corpus", str(corpus_file), "--max-steps", "6", "--out", str(out))
+        args = ("--preset", "tiny", "--corpus", str(corpus_file), "--max-steps", "6", "--out", str(out))
+        done = mlm_studio("train", *args)
         assert done.returncode == 0, done.stderr
         runs.append(out)
     first, second = runs
