@@ -28,6 +28,7 @@ from mlm_studio.core.device import resolve_device
 from mlm_studio.core.masking import Masker
 from mlm_studio.core.model import BertForMaskedLM, decay_groups
 from mlm_studio.core.probes import ProbeResult, load_probes, score_probes
+from mlm_studio.core.schedule import learning_rate
 
 log = logging.getLogger(__name__)
 EVAL_SEED = 1_234_567  # validation masking is the same at every evaluation of every run
@@ -69,6 +70,8 @@ class EvalRecord(Record):
 
 @dataclass(frozen=True)
 class ProbeRecord(Record):
+    tokens_seen: int
+    elapsed: float
     results: tuple[ProbeResult, ...]
 
 
@@ -209,6 +212,7 @@ class Trainer:
         self.step = 0
         self.tokens_seen = 0
         self.elapsed = 0.0
+        self.warmup_ended_at: float | None = None  # training time when warm-up ended (the decay starts there)
         self.best_val_loss = math.inf
         self.last_eval: EvalRecord | None = None
         self._unwritten: list[dict] = []  # metrics a full disk refused, written with the next ones
@@ -237,6 +241,9 @@ class Trainer:
         self.step = int(state["step"])
         self.tokens_seen = int(state["tokens_seen"])
         self.elapsed = float(state["elapsed"])
+        warmup_ended_at = state.get("warmup_ended_at")
+        if self.step >= self.config.training.warmup_steps:
+            self.warmup_ended_at = float(warmup_ended_at or 0.0)
         self.best_val_loss = float(state.get("best_val_loss") or math.inf)
         if state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
@@ -244,22 +251,6 @@ class Trainer:
             self.run_dir.truncate_metrics_after(self.step)
 
     # --- schedule and data ----------------------------------------------------------------------------
-    def learning_rate(self, step: int) -> float:
-        """Linear warm-up to the peak, then linear or cosine decay to zero (or constant) over the steps, or
-        over the time budget when there is one."""
-        t = self.config.training
-        if step < t.warmup_steps:
-            return t.learning_rate * (step + 1) / t.warmup_steps
-        if t.schedule == "constant":
-            return t.learning_rate
-        if t.time_budget > 0:
-            progress = min(1.0, self.elapsed / t.time_budget)  # the schedule follows the clock
-        else:
-            progress = min(1.0, (step - t.warmup_steps) / max(1, self.total_steps - t.warmup_steps))
-        if t.schedule == "cosine":
-            return t.learning_rate * 0.5 * (1.0 + math.cos(math.pi * progress))
-        return t.learning_rate * (1.0 - progress)
-
     def _block_indices(self, micro_batch: int) -> np.ndarray:
         """The blocks of one micro-batch of this process: a slice of an endless stream of epoch permutations."""
         size = self.config.training.batch_size
@@ -297,11 +288,11 @@ class Trainer:
         try:
             yield from self._loop()
         except _Failed as exc:
-            yield FailedRecord(self.step, str(exc))
+            yield self._logged(FailedRecord(self.step, str(exc)))
         except RuntimeError as exc:  # torch.OutOfMemoryError included
             if not _out_of_memory(exc):
                 log.exception("training failed")
-                yield FailedRecord(self.step, f"Training stopped by an error: {exc}")
+                yield self._logged(FailedRecord(self.step, f"Training stopped by an error: {exc}"))
                 return
             yield from self._save_after_out_of_memory()
 
@@ -317,7 +308,7 @@ class Trainer:
                 saved = f" Step {self.step} was saved; resume the run after changing the settings."
             except (_Failed, RuntimeError) as exc:
                 saved = f" Saving step {self.step} failed too ({exc})."
-        yield FailedRecord(self.step, _OOM_MESSAGE + saved)
+        yield self._logged(FailedRecord(self.step, _OOM_MESSAGE + saved))
 
     def _loop(self) -> Iterator[Record]:
         t = self.config.training
@@ -333,7 +324,9 @@ class Trainer:
             if self._agree(self.control.stop_requested):
                 break
             started = time.perf_counter()
-            lr = self.learning_rate(self.step)
+            if self.warmup_ended_at is None and self.step >= t.warmup_steps:
+                self.warmup_ended_at = self.elapsed
+            lr = learning_rate(t, self.step, self.total_steps, self.elapsed, self.warmup_ended_at or 0.0)
             for group in self.optimizer.param_groups:
                 group["lr"] = lr
             torch.manual_seed(t.seed * 1_000_003 + self.step)  # dropout, reproducible per step
@@ -367,13 +360,15 @@ class Trainer:
                 window.add(loss_sum, correct, predicted, norm)
             else:
                 nonfinite_in_a_row += 1
-                yield WarningRecord(
-                    self.step + 1, f"non-finite {problem} at step {self.step + 1}; the update was skipped"
+                yield self._logged(
+                    WarningRecord(self.step + 1, f"non-finite {problem} at step {self.step + 1}; the update was skipped")
                 )
                 if nonfinite_in_a_row >= t.max_nonfinite_steps:
                     self.optimizer.zero_grad(set_to_none=True)
-                    yield FailedRecord(
-                        self.step + 1, _nonfinite_message(nonfinite_in_a_row, self.run_dir.latest_checkpoint())
+                    yield self._logged(
+                        FailedRecord(
+                            self.step + 1, _nonfinite_message(nonfinite_in_a_row, self.run_dir.latest_checkpoint())
+                        )
                     )
                     return
             self.optimizer.zero_grad(set_to_none=True)
@@ -394,7 +389,8 @@ class Trainer:
             if self.step % t.eval_interval == 0 or last:
                 yield self._logged(self.evaluate())
                 if self.probes and self.dist.main:
-                    yield self._logged(ProbeRecord(self.step, score_probes(self.model, self.tokenizer, self.probes)))
+                    results = score_probes(self.model, self.tokenizer, self.probes)
+                    yield self._logged(ProbeRecord(self.step, self.tokens_seen, self.elapsed, results))
             if self.step % t.checkpoint_interval == 0 or last:
                 yield from self._save()
         stopped = self.step < self.total_steps and not out_of_time
@@ -511,7 +507,9 @@ class Trainer:
             if not self.pause_on_save_error or self.control.stop_requested:
                 raise _Failed(message)
             self.control.pause()
-            yield PausedRecord(self.step, message + " Training is paused: make room or fix the folder, then resume.")
+            yield self._logged(
+                PausedRecord(self.step, message + " Training is paused: make room or fix the folder, then resume.")
+            )
             self.control.wait_while_paused()
             if self.control.stop_requested:
                 raise _Failed(message + " Stopped without it.")
@@ -520,6 +518,7 @@ class Trainer:
         return {
             "tokens_seen": self.tokens_seen,
             "elapsed": self.elapsed,
+            "warmup_ended_at": self.warmup_ended_at,
             "val_loss": val_loss,
             "best_val_loss": None if math.isinf(self.best_val_loss) else self.best_val_loss,
             "scaler": self.scaler.state_dict() if self.scaler.is_enabled() else None,

@@ -27,6 +27,9 @@ def test_non_finite_gradients_are_skipped_counted_and_stop_training(tmp_path, sm
     # the checkpoint of step 8 holds the weights of step 5: skipped updates changed nothing
     assert isinstance(records[-1], FailedRecord) and "step-0000008, is intact" in records[-1].message
     assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
+    written = [r for r in trainer.run_dir.read_metrics() if r["type"] in ("warning", "failed")]
+    assert [r["type"] for r in written] == ["warning"] * 5 + ["failed"]  # the run's file says why it stopped
+    assert written[-1]["message"] == records[-1].message
     assert trainer.run_dir.latest_checkpoint().name == "step-0000008"
     assert all(
         torch.isfinite(t).all()
