@@ -360,9 +360,8 @@ class Trainer:
                 window.add(loss_sum, correct, predicted, norm)
             else:
                 nonfinite_in_a_row += 1
-                yield self._logged(
-                    WarningRecord(self.step + 1, f"non-finite {problem} at step {self.step + 1}; the update was skipped")
-                )
+                skipped = f"non-finite {problem} at step {self.step + 1}; the update was skipped"
+                yield self._logged(WarningRecord(self.step + 1, skipped))
                 if nonfinite_in_a_row >= t.max_nonfinite_steps:
                     self.optimizer.zero_grad(set_to_none=True)
                     yield self._logged(
