@@ -237,11 +237,11 @@ def load_state(tensors: dict[str, torch.Tensor], model: torch.nn.Module, source:
     if missing or unexpected or wrong:
         parts = []
         if missing:
-            parts.append(f"missing: {_listed(missing)}")
+            parts.append(f"missing: {listed(missing)}")
         if unexpected:
-            parts.append(f"unexpected: {_listed(unexpected)}")
+            parts.append(f"unexpected: {listed(unexpected)}")
         if wrong:
-            parts.append(f"shapes differ: {_listed(wrong)}")
+            parts.append(f"shapes differ: {listed(wrong)}")
         raise CheckpointError(f"{source} does not fit this model ({'; '.join(parts)})")
     with torch.no_grad():
         for name, value in expected.items():
@@ -251,7 +251,7 @@ def load_state(tensors: dict[str, torch.Tensor], model: torch.nn.Module, source:
             value.copy_(source_tensor)
 
 
-def _listed(names: list[str], limit: int = 8) -> str:
+def listed(names: list[str], limit: int = 8) -> str:
     shown = ", ".join(names[:limit])
     return shown if len(names) <= limit else f"{shown} and {len(names) - limit} more"
 

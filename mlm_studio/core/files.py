@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import shutil
 import tempfile
@@ -25,8 +27,10 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
 
 
 def atomic_write_folder(final: str | Path, fill: Callable[[Path], object]) -> Path:
-    """Call `fill` on a temporary folder beside `final`, flush it to disk, then rename it over `final`."""
-    final = Path(final)
+    """Call `fill` on a temporary folder beside `final`, flush it to disk, then put it in place of `final` in
+    one step: a crash leaves the old folder or the new one, never neither. An empty `final` (the working
+    folder, say) simply receives the files."""
+    final = Path(os.path.abspath(final))
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.parent / f".{final.name}.tmp{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -34,13 +38,37 @@ def atomic_write_folder(final: str | Path, fill: Callable[[Path], object]) -> Pa
     try:
         fill(tmp)
         _fsync_dir(tmp)
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+        if not final.exists():
+            os.replace(tmp, final)
+        elif final.is_dir() and not any(final.iterdir()):
+            for item in tmp.iterdir():
+                os.replace(item, final / item.name)
+            _fsync_dir(final)
+        else:
+            _exchange(tmp, final)  # the old folder is now at `tmp`, removed below
         _fsync_dir(final.parent)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+
+
+def _exchange(a: Path, b: Path) -> None:
+    """Swap two folders: atomically with Linux's renameat2 where the filesystem supports it, else by moving
+    `b` aside first (a crash between the moves leaves it beside, under a hidden name)."""
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None) if os.name == "posix" else None
+    if renameat2 is not None:
+        if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+            return
+        code = ctypes.get_errno()
+        if code not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise OSError(code, os.strerror(code), str(b))
+    aside = b.with_name(f".{b.name}.old{os.getpid()}")
+    os.replace(b, aside)
+    os.replace(a, b)
+    os.replace(aside, a)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -22,6 +22,7 @@ from mlm_studio import __version__
 from mlm_studio.core.checkpoint import (
     CheckpointError,
     RunDir,
+    listed,
     load_state,
     load_weights,
     read_state,
@@ -52,7 +53,8 @@ BERT_DEFAULTS = {
     "layer_norm_eps": 1e-12,
     "pad_token_id": 0,
 }
-EXPORTED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "vocab.txt")
+EXPORTED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "vocab.txt")  # what marks an export
+WRITTEN_FILES = (*EXPORTED_FILES, "tokenizer_config.json", "special_tokens_map.json", "README.md")
 
 
 class InteropError(CheckpointError):
@@ -116,11 +118,23 @@ def _check_exportable(model: ModelConfig) -> None:
 
 
 def _check_target(out: Path, overwrite: bool) -> None:
-    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+    """An export goes into a new or empty folder, or replaces an earlier export when allowed; a folder holding
+    anything an export does not write is never touched."""
+    if not out.exists():
         return
-    previous_export = out.is_dir() and all((out / name).is_file() for name in EXPORTED_FILES)
-    if not previous_export:
-        raise InteropError(f"{out} already exists and is not an earlier export; choose an empty or new folder")
+    if not out.is_dir():
+        raise InteropError(f"{out} is a file; choose a new or empty folder")
+    present = sorted(p.name for p in out.iterdir())
+    if not present:
+        return
+    foreign = [name for name in present if name not in WRITTEN_FILES]
+    if foreign:
+        raise InteropError(
+            f"{out} holds files that are not part of an export ({listed(foreign)}); nothing was changed. "
+            "Choose a new or empty folder"
+        )
+    if not all(name in present for name in EXPORTED_FILES):
+        raise InteropError(f"{out} holds part of an export only; choose a new or empty folder")
     if not overwrite:
         raise InteropError(f"{out} already holds an exported model; allow overwriting to replace it")
 

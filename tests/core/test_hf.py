@@ -9,7 +9,7 @@ import torch
 
 from mlm_studio.core.checkpoint import CheckpointError, RunDir
 from mlm_studio.core.config import ConfigError
-from mlm_studio.core.hf import InteropError, export_model, import_model, is_hf_folder
+from mlm_studio.core.hf import WRITTEN_FILES, InteropError, export_model, import_model, is_hf_folder
 from mlm_studio.core.predict import FillMask
 from mlm_studio.core.runs import start_run, training_blocks
 from mlm_studio.core.tokenizer import vocab_txt
@@ -243,7 +243,7 @@ def test_variants_bert_cannot_represent_are_refused(tmp_path, small_corpus, smal
 def test_export_never_overwrites_other_files(trained_run, tmp_path):
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "mine.txt").write_text("keep me")
-    with pytest.raises(InteropError, match="not an earlier export"):
+    with pytest.raises(InteropError, match=r"not part of an export \(mine.txt\); nothing was changed"):
         export_model(trained_run.path, tmp_path / "notes")
     assert (tmp_path / "notes" / "mine.txt").read_text() == "keep me"
     first = export_model(trained_run.path, tmp_path / "out")
@@ -251,6 +251,26 @@ def test_export_never_overwrites_other_files(trained_run, tmp_path):
         export_model(trained_run.path, first)
     assert export_model(trained_run.path, first, best=True, overwrite=True) == first
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_overwriting_an_export_beside_a_users_own_files_touches_nothing(trained_run, tmp_path):
+    out = export_model(trained_run.path, tmp_path / "model")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    (out / ".git").mkdir()
+    (out / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (out / "notes.md").write_text("my notes")
+    with pytest.raises(InteropError, match=r"\.git, notes.md"):
+        export_model(trained_run.path, out, overwrite=True)
+    assert (out / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n" and (out / "notes.md").exists()
+    assert all((out / name).read_bytes() == data for name, data in before.items())
+
+
+def test_overwriting_an_export_replaces_it_whole(trained_run, tmp_path):
+    out = export_model(trained_run.path, tmp_path / "model")
+    (out / "README.md").write_text("stale card")
+    export_model(trained_run.path, out, overwrite=True)
+    assert (out / "README.md").read_text() != "stale card"
+    assert sorted(p.name for p in out.iterdir()) == sorted(WRITTEN_FILES)
 
 
 def test_a_run_without_checkpoint_cannot_be_exported(tmp_path, small_corpus, small_tokenizer):
