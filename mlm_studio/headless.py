@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ from mlm_studio.core.checkpoint import CheckpointError, RunDir
 from mlm_studio.core.config import ConfigError, RunConfig, preset
 from mlm_studio.core.corpus import CorpusError, load_corpus
 from mlm_studio.core.hf import export_model, import_model
+from mlm_studio.core.lock import RunLock
 from mlm_studio.core.paths import default_runs_dir
 from mlm_studio.core.predict import FillMask, PredictError
 from mlm_studio.core.progress import Progress, format_duration
@@ -88,7 +90,13 @@ def _with_length(training, args):
 
 
 def train(args) -> int:
-    """Train (or resume) a run, printing progress; Ctrl-C stops cleanly with a checkpoint."""
+    """Train (or resume) a run, printing progress; Ctrl-C stops cleanly with a checkpoint. The run folder is
+    locked from the start of the preparation to the end."""
+    with contextlib.ExitStack() as locks:
+        return _train(args, locks)
+
+
+def _train(args, locks: contextlib.ExitStack) -> int:
     try:
         dist, device = _distributed()
     except (RuntimeError, ValueError) as exc:
@@ -96,7 +104,7 @@ def train(args) -> int:
     shared = False
     try:
         if dist.main:
-            run, corpus = _prepare_run(args)
+            run, corpus = _prepare_run(args, locks)
             train_set, validation = training_blocks(run, corpus, _Status())
             if sys.stderr.isatty():
                 print("\r\033[K", end="", file=sys.stderr)
@@ -169,12 +177,13 @@ def _device(name: str | None):
     return torch.device(name)
 
 
-def _prepare_run(args):
-    """The run folder (new, or the one to resume) and the corpus, when it is given or built in."""
+def _prepare_run(args, locks: contextlib.ExitStack):
+    """The run folder (new, or the one to resume), locked, and the corpus, when it is given or built in."""
     if args.resume is not None:
         if args.init_from is not None:
             raise ConfigError("--init-from starts a new run; it cannot be combined with --resume")
         run = RunDir(args.resume)
+        locks.enter_context(RunLock(run.path))
         given = RunConfig.load(args.config) if args.config else (preset(args.preset) if args.preset else None)
         check_resume(run, given, MLMTokenizer.load(args.tokenizer) if args.tokenizer else None)
         if args.max_steps is not None or args.time_budget is not None:
@@ -182,6 +191,10 @@ def _prepare_run(args):
             replace(config, training=_with_length(config.training, args)).save(run.path / "config.toml")
         return run, (load_corpus(args.corpus) if args.corpus else None)
     config = _config(args)
+    path = args.out or new_run_path(default_runs_dir(), config.preset)
+    locks.enter_context(RunLock(path))
+    if (Path(path) / "config.toml").exists():
+        raise CheckpointError(f"{path} already holds a run; resume it or choose another folder")
     initial = None
     if args.init_from is not None:
         if args.tokenizer is not None:
@@ -195,7 +208,6 @@ def _prepare_run(args):
         tokenizer = MLMTokenizer.load(args.tokenizer)
     else:
         tokenizer = train_tokenizer(corpus.iter_documents(), config.tokenizer, corpus.documents, _Status())
-    path = args.out or new_run_path(default_runs_dir(), config.preset)
     return start_run(path, config, corpus, tokenizer, initial), corpus
 
 

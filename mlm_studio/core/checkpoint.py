@@ -128,6 +128,13 @@ class RunDir:
         found = [p for p in folder.iterdir() if p.name.startswith("step-") and (p / "state.json").is_file()]
         return sorted(found, key=lambda p: int(p.name.split("-")[1]))
 
+    def remove_leftovers(self) -> None:
+        """Remove the hidden temporary folders a killed process left while writing a checkpoint."""
+        for folder in (self.path, self.path / CHECKPOINTS):
+            if folder.is_dir():
+                for leftover in folder.glob(".*.tmp*"):
+                    shutil.rmtree(leftover, ignore_errors=True)
+
     def latest_checkpoint(self) -> Path | None:
         found = self.checkpoints()
         return found[-1] if found else None

@@ -216,6 +216,8 @@ class Trainer:
         self.best_val_loss = math.inf
         self.last_eval: EvalRecord | None = None
         self._unwritten: list[dict] = []  # metrics a full disk refused, written with the next ones
+        if distributed.main:
+            run.remove_leftovers()
         self._resume()
         self.last_saved = self.step
         self.forward = self.model

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,15 +61,22 @@ class TrainingWorker(QObject):
     failed = Signal(str)
     done = Signal()
 
-    def __init__(self, prepare: Callable[[Progress, TrainingControl], Trainer], control: TrainingControl) -> None:
+    def __init__(
+        self, prepare: Callable[[Progress, TrainingControl, ExitStack], Trainer], control: TrainingControl
+    ) -> None:
         super().__init__()
         self.prepare = prepare
         self.control = control
 
     @Slot()
     def run(self) -> None:
+        """`prepare` takes what it must hold for the whole run (the run folder's lock) into the stack."""
+        with ExitStack() as held:
+            self._run(held)
+
+    def _run(self, held: ExitStack) -> None:
         try:
-            trainer = self.prepare(_ControlledProgress(self), self.control)
+            trainer = self.prepare(_ControlledProgress(self), self.control, held)
             self.prepared.emit(
                 Started(
                     trainer.run_dir.path,
@@ -118,8 +126,9 @@ class TrainingController(QObject):
     def busy(self) -> bool:
         return self._state != IDLE
 
-    def start(self, prepare: Callable[[Progress, TrainingControl], Trainer]) -> None:
-        """Run `prepare(progress, control)` then the trainer it returns, in a new thread."""
+    def start(self, prepare: Callable[[Progress, TrainingControl, ExitStack], Trainer]) -> None:
+        """Run `prepare(progress, control, held)` then the trainer it returns, in a new thread; what `prepare`
+        puts in `held` is released when the run ends."""
         if self.busy:
             raise RuntimeError("a training is already running")
         self.control = TrainingControl()

@@ -101,7 +101,7 @@ def test_export_into_a_folder_of_other_files_is_refused(qtbot, window, tmp_path,
     panel = window.training_panel
     with qtbot.waitSignal(panel.export_runner.finished, timeout=TIMEOUT_MS):
         panel.export_run(trained_runs / "late", tmp_path)
-    assert panel.message_bar.level == "error" and "not an earlier export" in panel.message_bar.text
+    assert panel.message_bar.level == "error" and "not part of an export" in panel.message_bar.text
     assert (tmp_path / "mine.txt").read_text() == "keep me"
 
 

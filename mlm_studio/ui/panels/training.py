@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.checkpoint import CheckpointError, RunDir
 from mlm_studio.core.hf import export_model, is_hf_folder
+from mlm_studio.core.lock import RunLock
 from mlm_studio.core.paths import default_runs_dir
 from mlm_studio.core.probes import Probe, save_probes
 from mlm_studio.core.progress import format_duration
@@ -252,7 +253,8 @@ class TrainingPanel(QWidget):
         initial = self.workspace.initial_model
         path = new_run_path(self.runs_root, "continued" if initial else config.preset)
 
-        def prepare(progress, control) -> Trainer:
+        def prepare(progress, control, held) -> Trainer:
+            held.enter_context(RunLock(path))
             run = start_run(path, config, corpus, tokenizer, initial)
             save_probes(run.path, probes)
             train, validation = training_blocks(run, corpus, progress)
@@ -263,8 +265,9 @@ class TrainingPanel(QWidget):
     def resume_run(self, path: Path) -> None:
         """Continue a run from its latest checkpoint, on the corpus recorded in it."""
 
-        def prepare(progress, control) -> Trainer:
+        def prepare(progress, control, held) -> Trainer:
             run = RunDir(path)
+            held.enter_context(RunLock(path))
             train, validation = training_blocks(run, None, progress)
             return Trainer(run, train, validation, control, pause_on_save_error=True)
 

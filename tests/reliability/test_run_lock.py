@@ -1,0 +1,54 @@
+"""Scenario 16: two processes never train in one run folder; a killed process leaves nothing that blocks."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+from mlm_studio.core.checkpoint import RunDir
+from tests.core.helpers import config_file
+
+
+def start(*args):
+    return subprocess.Popen(
+        [sys.executable, "-m", "mlm_studio", "train", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def wait_for_line(process, text):
+    for line in process.stdout:
+        if text in line:
+            return line
+    raise AssertionError(f"the process ended without printing {text!r}")
+
+
+def test_a_second_process_is_refused_with_the_holders_pid_and_a_kill_releases_the_lock(tmp_path, corpus_file):
+    cfg = config_file(tmp_path, max_steps=100_000, checkpoint_interval=5, log_interval=1)
+    run = tmp_path / "run"
+    first = start("--config", str(cfg), "--corpus", str(corpus_file), "--out", str(run))
+    try:
+        wait_for_line(first, "checkpoint")
+        for args in (["--resume", str(run)], ["--config", str(cfg), "--corpus", str(corpus_file), "--out", str(run)]):
+            second = subprocess.run(
+                [sys.executable, "-m", "mlm_studio", "train", *args], capture_output=True, text=True, timeout=120
+            )
+            assert second.returncode == 1
+            assert f"is being trained by process {first.pid}" in second.stderr, second.stderr
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    # a temporary checkpoint folder as a kill mid-write leaves it
+    checkpoints = run / "checkpoints"
+    shutil.copytree(RunDir(run).latest_checkpoint(), checkpoints / f".step-9999999.tmp{first.pid}")
+    resumed = subprocess.run(
+        [sys.executable, "-m", "mlm_studio", "train", "--resume", str(run), "--max-steps", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert not [p for p in os.listdir(checkpoints) if p.startswith(".")]
