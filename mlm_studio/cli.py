@@ -67,7 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     predict.add_argument("text", help='a text with one or more [MASK], e.g. "Return the [MASK] of the list."')
     predict.add_argument("--top-k", type=int, default=5, metavar="K", help="candidates per mask (default 5)")
-    predict.add_argument("--json", action="store_true", help="print JSON: one list of candidates per mask")
+    predict.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON as pipeline('fill-mask') does (with --fill: the text and each mask's candidates)",
+    )
     predict.add_argument("--fill", action="store_true", help="fill masks one by one, most confident first")
     predict.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
 

@@ -293,6 +293,9 @@ def predict(args) -> int:
     """Print the top-k candidates for each [MASK] (or the filled text with --fill)."""
     try:
         predictor = FillMask.from_path(args.model, args.device)
+        if args.json and not args.fill:
+            print(json.dumps(predictor.as_pipeline(args.text, args.top_k), ensure_ascii=False, allow_nan=False))
+            return 0
         if args.fill:
             filled = predictor.fill(args.text, args.top_k)
             results, text = list(filled.candidates), filled.text
@@ -301,8 +304,8 @@ def predict(args) -> int:
     except USER_ERRORS as exc:
         return _fail(str(exc))
     if args.json:
-        payload = [[{"token": c.token, "token_id": c.token_id, "score": c.score} for c in mask] for mask in results]
-        print(json.dumps(payload if text is None else {"text": text, "masks": payload}, ensure_ascii=False))
+        masks = [[{"score": c.score, "token": c.token_id, "token_str": c.token} for c in mask] for mask in results]
+        print(json.dumps({"text": text, "masks": masks}, ensure_ascii=False, allow_nan=False))
         return 0
     if text is not None:
         print(text)

@@ -23,7 +23,7 @@ def test_train_predict_and_resume(tmp_path, corpus_file, capsys):
     assert main(["predict", str(run), "the [MASK] of the [MASK]", "--json", "--top-k", "3"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert len(payload) == 2 and all(len(mask) == 3 for mask in payload)
-    assert set(payload[0][0]) == {"token", "token_id", "score"}
+    assert set(payload[0][0]) == {"score", "token", "token_str", "sequence"}
     assert [c["score"] for c in payload[0]] == sorted((c["score"] for c in payload[0]), reverse=True)
 
     assert main(["predict", str(run), "the [MASK] is", "--fill"]) == 0
@@ -51,8 +51,8 @@ def test_export_then_predict_the_export_then_continue_pre_training_it(tmp_path, 
     from_run = json.loads(capsys.readouterr().out)
     assert main(["predict", str(exported), text, "--json"]) == 0
     from_export = json.loads(capsys.readouterr().out)
-    assert [c["token"] for c in from_export[0]] == [c["token"] for c in from_run[0]]
-    assert [c["score"] for c in from_export[0]] == pytest.approx([c["score"] for c in from_run[0]], abs=1e-6)
+    assert [c["token"] for c in from_export] == [c["token"] for c in from_run]  # one mask: one list
+    assert [c["score"] for c in from_export] == pytest.approx([c["score"] for c in from_run], abs=1e-6)
 
     assert main(["export", str(run), str(exported)]) == 1
     assert "allow overwriting" in capsys.readouterr().err

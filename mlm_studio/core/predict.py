@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from mlm_studio.core.checkpoint import load_weights, resolve_checkpoint
+from mlm_studio.core.checkpoint import listed, load_weights, resolve_checkpoint
 from mlm_studio.core.hf import import_model, is_hf_folder
 from mlm_studio.core.model import BertForMaskedLM
 from mlm_studio.core.tokenizer import MLMTokenizer
@@ -78,11 +78,40 @@ class FillMask:
 
     def predict(self, text: str, top_k: int = 5) -> list[tuple[Candidate, ...]]:
         """Top-k candidates for each [MASK] in order, each mask scored with all the others still masked."""
+        _check_top_k(top_k)
         _, probabilities = self._scores(self.encode(text))
         return [self._candidates(p, top_k) for p in probabilities]
 
+    def as_pipeline(self, text: str, top_k: int = 5) -> list:
+        """What `transformers`' `pipeline("fill-mask")` returns for `text`: for one mask a list of
+        `{"score", "token", "token_str", "sequence"}`, for several a list of such lists (each sequence then
+        keeps the special tokens and the other masks, as the pipeline's does)."""
+        _check_top_k(top_k)
+        ids = self.encode(text)
+        positions, probabilities = self._scores(ids)
+        single = len(positions) == 1
+        decode = self.tokenizer.backend.decode
+        rows = []
+        for position, scores in zip(positions.tolist(), probabilities):
+            row = []
+            for candidate in self._candidates(scores, top_k):
+                filled = ids[0].tolist()
+                filled[position] = candidate.token_id
+                row.append(
+                    {
+                        "score": candidate.score,
+                        "token": candidate.token_id,
+                        "token_str": decode([candidate.token_id]),
+                        "sequence": decode(filled, skip_special_tokens=single),
+                    }
+                )
+            rows.append(row)
+        return rows[0] if single else rows
+
     def fill(self, text: str, top_k: int = 5) -> Filled:
-        """Fill the most confident mask, then predict the rest again, until none is left."""
+        """Fill the most confident mask, then predict the rest again, until none is left. The text comes back
+        as written, each [MASK] replaced by its word: words the vocabulary lacks are kept, not dropped."""
+        _check_top_k(top_k)
         ids = self.encode(text)
         positions, _ = self._scores(ids)
         order_of = {int(p): i for i, p in enumerate(positions)}
@@ -97,8 +126,29 @@ class FillMask:
             chosen[position] = self._candidates(probabilities[best], top_k)
             order.append(order_of[position])
             ids[0, position] = chosen[position][0].token_id
-        words = self.tokenizer.backend.decode(ids[0].tolist(), skip_special_tokens=True)
-        return Filled(words, tuple(order), tuple(chosen[p] for p in sorted(chosen)))
+        return Filled(self._written_back(text, chosen), tuple(order), tuple(chosen[p] for p in sorted(chosen)))
+
+    def _written_back(self, text: str, chosen: dict[int, tuple[Candidate, ...]]) -> str:
+        """`text` with the [MASK] at each token position replaced by the chosen piece (a `##` piece joins
+        the word before it)."""
+        offsets = self.tokenizer.backend.encode(text).offsets
+        out, end = [], 0
+        for position in sorted(chosen):
+            start, stop = offsets[position]
+            piece = chosen[position][0].token
+            if piece.startswith("##"):
+                out.append(text[end:start].rstrip(" "))
+                piece = piece[2:]
+            else:
+                out.append(text[end:start])
+            out.append(piece)
+            end = stop
+        return "".join(out) + text[end:]
+
+
+def _check_top_k(top_k: int) -> None:
+    if top_k < 1:
+        raise PredictError(f"top-k must be at least 1, not {top_k}")
 
 
 def _stamp(path: Path) -> float:
@@ -116,8 +166,15 @@ def _load_cached(path: str, device: str, stamp: float) -> FillMask:
     if is_hf_folder(folder):
         imported = import_model(folder)
         note = " (untrained head)" if imported.fresh_head else ""
-        return FillMask(imported.build_model().to(device), imported.tokenizer, f"{folder.name} (Hugging Face){note}")
-    run, checkpoint = resolve_checkpoint(folder)
-    model = BertForMaskedLM(run.config.model)
-    load_weights(checkpoint, model)
-    return FillMask(model.to(device), run.tokenizer, f"{run.name} / {checkpoint.name}")
+        model, tokenizer, source = imported.build_model(), imported.tokenizer, f"{folder.name} (Hugging Face){note}"
+    else:
+        run, checkpoint = resolve_checkpoint(folder)
+        model, tokenizer, source = BertForMaskedLM(run.config.model), run.tokenizer, f"{run.name} / {checkpoint.name}"
+        load_weights(checkpoint, model)
+    broken = [name for name, value in model.state_dict().items() if not torch.isfinite(value).all()]
+    if broken:
+        raise PredictError(
+            f"{source}: the weights hold values that are not finite numbers (in {listed(broken)}); "
+            "its predictions would be meaningless. Use an earlier checkpoint."
+        )
+    return FillMask(model.to(device), tokenizer, source)

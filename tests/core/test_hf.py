@@ -1,6 +1,8 @@
 """Hugging Face interchange, checked against `transformers` itself: export, import, refusals."""
 
 import json
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -374,3 +376,28 @@ def test_a_folder_without_weights_or_config_says_so(tmp_path, hf_folder):
 
 def test_a_run_folder_is_not_taken_for_a_hugging_face_folder(trained_run):
     assert not is_hf_folder(trained_run.path) and isinstance(RunDir(trained_run.path), RunDir)
+
+
+def test_predict_json_has_the_shape_and_values_of_the_fill_mask_pipeline(exported):
+    pipe = transformers.pipeline("fill-mask", model=str(exported), top_k=3)
+    for text in ("Return the [MASK] of the list.", "The [MASK] argument is [MASK] by default."):
+        done = subprocess.run(
+            [sys.executable, "-m", "mlm_studio", "predict", str(exported), text, "--json", "--top-k", "3"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        ours, theirs = json.loads(done.stdout), pipe(text)
+        assert type(ours[0]) is type(theirs[0])  # a list of dicts for one mask, a list of lists for several
+        rows = [ours] if isinstance(ours[0], dict) else ours
+        expected_rows = [theirs] if isinstance(theirs[0], dict) else theirs
+        for row, expected_row in zip(rows, expected_rows, strict=True):
+            for mine, expected in zip(row, expected_row, strict=True):
+                assert set(mine) == set(expected) == {"score", "token", "token_str", "sequence"}
+                assert (mine["token"], mine["token_str"], mine["sequence"]) == (
+                    expected["token"],
+                    expected["token_str"],
+                    expected["sequence"],
+                )
+                assert mine["score"] == pytest.approx(expected["score"], abs=1e-5)

@@ -60,3 +60,43 @@ def test_a_run_without_checkpoints_or_a_wrong_folder_is_refused(tmp_path, small_
         FillMask.from_path(run.path)
     with pytest.raises(CheckpointError, match="is not a run folder"):
         FillMask.from_path(tmp_path)
+
+
+def test_fill_keeps_the_words_it_did_not_predict(trained_run):
+    predictor = FillMask.from_path(trained_run.path)
+    text = "Zyxqwv 中文 ☃ says: the [MASK] is [MASK]!"
+    assert predictor.tokenizer.unk_id in predictor.tokenizer.backend.encode(text).ids  # words it cannot spell
+    filled = predictor.fill(text)
+    words = [candidates[0].token.removeprefix("##") for candidates in filled.candidates]
+    assert filled.text.startswith("Zyxqwv 中文 ☃ says: the ") and filled.text.endswith("!")
+    assert "[MASK]" not in filled.text and all(word in filled.text for word in words)
+
+
+@pytest.mark.parametrize("top_k", [0, -3])
+def test_a_top_k_below_one_is_refused(trained_run, top_k):
+    predictor = FillMask.from_path(trained_run.path)
+    for call in (predictor.predict, predictor.fill, predictor.as_pipeline):
+        with pytest.raises(PredictError, match=f"top-k must be at least 1, not {top_k}"):
+            call("the [MASK] is", top_k=top_k)
+
+
+def test_a_model_with_non_finite_weights_is_refused_not_printed_as_nan(trained_run, tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    from safetensors.torch import load_file, save_file
+
+    run = shutil.copytree(trained_run.path, tmp_path / "run")
+    latest = sorted((run / "checkpoints").iterdir())[-1] / "model.safetensors"
+    tensors = load_file(str(latest))
+    tensors["bert.embeddings.LayerNorm.weight"][0] = float("nan")
+    save_file(tensors, str(latest))
+    done = subprocess.run(
+        [sys.executable, "-m", "mlm_studio", "predict", str(run), "the [MASK] is", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert "not finite numbers (in bert.embeddings.LayerNorm.weight)" in done.stderr
