@@ -35,11 +35,10 @@ from mlm_studio.ui.panels.masking import MaskingPanel
 from mlm_studio.ui.panels.playground import PlaygroundPanel
 from mlm_studio.ui.panels.training import TrainingPanel
 from mlm_studio.ui.tasks import TaskRunner, stop_all_tasks
-from mlm_studio.ui.training import IDLE, PAUSED
+from mlm_studio.ui.training import IDLE, PAUSED, STOPPING
 from mlm_studio.ui.workspace import Workspace
 
 MEMORY_REFRESH_MS = 2000
-STOP_WAIT_MS = 120_000
 
 
 class MainWindow(QMainWindow):
@@ -263,22 +262,27 @@ class MainWindow(QMainWindow):
 
     # --- closing ------------------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
+        """While a training runs, every way out (×, Ctrl+Q, File → Quit, again and again) asks; the window
+        closes only once the trainer has ended, saved, and never blocks the event loop waiting for it."""
         controller = self.training_panel.controller
-        if controller.busy and not self._quit_when_done:
+        if controller.busy:
+            event.ignore()
+            if controller.state == STOPPING:
+                self._quit_when_done = True
+                self.statusBar().showMessage("Saving a checkpoint; MLM Studio closes when it is written.")
+                return
             choice = self._ask_about_training()
             if choice == "cancel":
-                event.ignore()
+                self._quit_when_done = False
+                self.statusBar().clearMessage()
                 return
+            self._quit_when_done = True
             if choice == "keep":
-                self._quit_when_done = True
                 self.statusBar().showMessage("MLM Studio will close when the training finishes.")
-                event.ignore()
                 return
             controller.stop()
-            if not controller.wait(STOP_WAIT_MS):
-                QMessageBox.warning(self, "Still saving", "The checkpoint is still being written; try again.")
-                event.ignore()
-                return
+            self.statusBar().showMessage("Saving a checkpoint; MLM Studio closes when it is written.")
+            return
         self._save()
         self._memory_timer.stop()
         stop_all_tasks()

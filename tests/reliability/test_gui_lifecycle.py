@@ -26,9 +26,13 @@ from PySide6.QtWidgets import QApplication
 app = QApplication([])
 from mlm_studio.ui.main_window import MainWindow
 from tests.core.helpers import small_config, with_training
-runs, corpus, choice, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+runs, corpus, choices, steps = sys.argv[1], sys.argv[2], sys.argv[3].split(","), int(sys.argv[4])
 window = MainWindow(None, restore=False, runs_root=runs)
-window._ask_about_training = lambda: choice
+asked = []
+def answer():
+    asked.append(choices[len(asked)])
+    return asked[-1]
+window._ask_about_training = answer
 window.workspace.set_config(small_config(max_steps=steps, eval_interval=100_000, checkpoint_interval=100_000))
 window.show()
 window.corpus_panel.add_paths([corpus])
@@ -36,17 +40,28 @@ window.workspace.tokenizer_changed.connect(lambda tokenizer: tokenizer and windo
 records = []
 def on_record(record):
     records.append(record)
-    if len(records) == 3:
+    if len(records) in (3, 6):  # close, and close again if the window is still open
         window.close()
 window.training_panel.controller.record.connect(on_record)
 app.exec()
-print("exited after", len(records), "records", flush=True)
+print("exited after", len(records), "records; asked", len(asked), "times", flush=True)
 """
 
 
-@pytest.mark.parametrize(("choice", "steps", "reason"), [("stop", 100_000, "stopped"), ("keep", 30, "completed")])
-def test_closing_mid_training_exits_cleanly_and_leaves_a_resumable_run(tmp_path, corpus_file, choice, steps, reason):
-    """Stop & save: the window closes after a checkpoint; keep training: it closes itself when the run ends."""
+@pytest.mark.parametrize(
+    ("choice", "steps", "reason", "asked"),
+    [
+        ("stop", 100_000, "stopped", 1),
+        ("keep,keep", 30, "completed", 2),
+        ("keep,stop", 100_000, "stopped", 2),  # closing a second time asks again (it once killed the run)
+        ("cancel,stop", 100_000, "stopped", 2),
+    ],
+)
+def test_closing_mid_training_exits_cleanly_and_leaves_a_resumable_run(
+    tmp_path, corpus_file, choice, steps, reason, asked
+):
+    """Stop & save: the window closes after a checkpoint; keep training: it closes itself when the run ends;
+    every close while training asks, and none blocks."""
     result = subprocess.run(
         [sys.executable, "-c", CLOSE_SCRIPT, str(tmp_path / "runs"), str(corpus_file), choice, str(steps)],
         capture_output=True,
@@ -58,10 +73,10 @@ def test_closing_mid_training_exits_cleanly_and_leaves_a_resumable_run(tmp_path,
     assert result.returncode == 0, result.stderr
     for bad in ("QThread: Destroyed", "Fatal", "Traceback", "QObject::"):
         assert bad not in result.stderr, result.stderr
-    assert "exited after" in result.stdout
+    assert f"asked {asked} times" in result.stdout
     (run,) = list_runs(tmp_path / "runs")
     assert run.latest_checkpoint() is not None and run.read_metrics()[-1]["reason"] == reason
-    if choice == "stop":
+    if reason == "stopped":
         stopped_at = int(run.latest_checkpoint().name.split("-")[1])
         with_training(run.config, max_steps=stopped_at + 2).save(run.path / "config.toml")
         records = list(Trainer(RunDir(run.path), *training_blocks(RunDir(run.path))).run())
