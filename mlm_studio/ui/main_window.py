@@ -119,9 +119,11 @@ class MainWindow(QMainWindow):
         self.pause_action = self._action(run_menu, "&Pause / resume", training.toggle_pause, "Ctrl+P")
         self.stop_action = self._action(run_menu, "S&top", training.stop, "Ctrl+.")
         view_menu = self.menuBar().addMenu("&View")
+        self.view_actions = []
         for row in range(self.navigation.count()):
             title = self.navigation.item(row).text()
-            self._action(view_menu, title, lambda r=row: self.navigation.setCurrentRow(r), f"Ctrl+{row + 1}")
+            show = lambda _checked=False, r=row: self.navigation.setCurrentRow(r)  # noqa: E731 (triggered(bool))
+            self.view_actions.append(self._action(view_menu, title, show, f"Ctrl+{row + 1}"))
         help_menu = self.menuBar().addMenu("&Help")
         self._action(help_menu, "&About MLM Studio", self._about)
 

@@ -112,3 +112,17 @@ def test_the_whole_workflow_with_the_mouse(qtbot, settings, tmp_path):
     with qtbot.waitSignal(playground.predicted, timeout=LOAD_TIMEOUT_MS):
         playground.text_edit.setText("Return a [MASK] of the list.")
     assert len(playground.views[0].buttons[0]) == 5
+
+
+def test_each_view_entry_and_its_shortcut_opens_its_own_panel(qtbot, settings):
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    window = open_window(qtbot, settings)
+    for row, action in enumerate(window.view_actions):
+        window.navigation.setCurrentRow((row + 1) % len(window.view_actions))
+        action.trigger()  # the menu entry
+        assert window.navigation.currentRow() == row
+        window.navigation.setCurrentRow((row + 1) % len(window.view_actions))
+        QTest.keyClick(window, Qt.Key(Qt.Key.Key_1.value + row), Qt.KeyboardModifier.ControlModifier)
+        assert window.navigation.currentRow() == row, action.text()
