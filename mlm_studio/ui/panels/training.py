@@ -117,17 +117,21 @@ class TrainingPanel(QWidget):
             self.axis_combo.addItem(f"x: {axis}", axis)
         self.axis_combo.currentIndexChanged.connect(lambda: self.plots.set_axis(self.axis_combo.currentData()))
         self.smoothing_slider = QSlider(Qt.Orientation.Horizontal)
-        self.smoothing_slider.setRange(1, 200)
-        self.smoothing_slider.setValue(self.plots.smoothing)
-        self.smoothing_slider.setToolTip("Points in the moving average of the smoothed training loss")
-        self.smoothing_slider.valueChanged.connect(self.plots.set_smoothing)
+        self.smoothing_slider.setRange(0, 99)
+        self.smoothing_slider.setValue(round(self.plots.smoothing * 100))
+        self.smoothing_slider.setToolTip(
+            "Smoothing of the training curves, 0 to 0.99: TensorBoard's debiased exponential moving average "
+            "(the raw values stay visible, faint)"
+        )
+        self.smoothing_label = QLabel(f"smoothing {self.plots.smoothing:.2f}")
+        self.smoothing_slider.valueChanged.connect(self._set_smoothing)
         self.png_button = QPushButton("Export PNG…")
         self.csv_button = QPushButton("Export CSV…")
         self.png_button.clicked.connect(self.export_png_dialog)
         self.csv_button.clicked.connect(self.export_csv_dialog)
         plot_bar = QHBoxLayout()
         plot_bar.addWidget(self.axis_combo)
-        plot_bar.addWidget(QLabel("smoothing"))
+        plot_bar.addWidget(self.smoothing_label)
         plot_bar.addWidget(self.smoothing_slider)
         plot_bar.addStretch(1)
         plot_bar.addWidget(self.png_button)
@@ -237,6 +241,10 @@ class TrainingPanel(QWidget):
                 raise ValueError(f"probe {row + 1}: {exc}") from None
         return probes
 
+    def _set_smoothing(self, percent: int) -> None:
+        self.plots.set_smoothing(percent / 100)
+        self.smoothing_label.setText(f"smoothing {percent / 100:.2f}")
+
     # --- actions ------------------------------------------------------------------------------------
     def start(self) -> None:
         """Start a new run with the workspace's corpus, tokenizer and configuration."""
@@ -323,8 +331,15 @@ class TrainingPanel(QWidget):
 
     def overlay_selected_run(self) -> None:
         path = self.selected_run()
-        if path is not None:
-            self.plots.overlay(path.name, RunDir(path).read_metrics())
+        if path is None:
+            return
+        try:
+            records = RunDir(path).read_metrics()
+        except (CheckpointError, OSError) as exc:
+            self.message_bar.show_message(f"Cannot overlay {path.name}: {exc}", "error")
+            self.refresh_runs()
+            return
+        self.plots.overlay(path.name, records)
 
     def resume_selected_run(self) -> None:
         path = self.selected_run()

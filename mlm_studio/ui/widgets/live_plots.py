@@ -1,7 +1,10 @@
 """Live training curves: records go into NumPy buffers, a timer redraws what changed at 15 Hz.
 
-Each tick repaints at most one plot that changed, so the event loop never spends a frame painting all six;
-long histories stay smooth through pyqtgraph's clip-to-view and peak downsampling and pens of width 1.
+Each tick repaints at most one plot that changed, so the event loop never spends a frame painting all six.
+Long histories are thinned here (the extremes of each stretch are kept) before pyqtgraph sees them, so a
+change of x-axis or an overlay can never leave a plot drawn against a stale range. Noisy series are smoothed
+as TensorBoard does (a debiased exponential moving average), drawn over their faint raw values; series with
+few points (evaluations, probes) are drawn with symbols, so a single point shows.
 """
 
 from __future__ import annotations
@@ -9,13 +12,16 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QGridLayout, QWidget
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QApplication, QGridLayout, QWidget
 
 from mlm_studio.ui.widgets.plots import themed_plot
 
 REDRAW_MS = 66
+MAX_POINTS = 4000  # per curve handed to pyqtgraph
 X_AXES = {"step": "step", "tokens": "tokens seen", "time": "seconds"}
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2")
+NOISY = {"loss", "accuracy", "grad_norm", "throughput"}  # training series drawn smoothed over their raw values
 
 
 class Series:
@@ -39,15 +45,31 @@ class Series:
         return self.data[3, : self.size]
 
 
-def moving_average(values: np.ndarray, window: int) -> np.ndarray:
-    """Centred mean over `window` points (fewer at the ends), so the smoothed curve does not lag."""
-    if window <= 1 or len(values) == 0:
+def smoothed(values: np.ndarray, weight: float) -> np.ndarray:
+    """TensorBoard's smoothing: an exponential moving average divided by (1 - weight^n), so the first points
+    are not pulled towards zero; each value depends only on the values before it."""
+    if weight <= 0 or len(values) == 0:
         return values
-    sums = np.concatenate([[0.0], np.cumsum(values)])
-    index = np.arange(len(values))
-    low = np.maximum(0, index - window // 2)
-    high = np.minimum(len(values), index + (window + 1) // 2)
-    return (sums[high] - sums[low]) / (high - low)
+    out = np.empty_like(values)
+    average = 0.0
+    for i, value in enumerate(values):
+        average = average * weight + (1 - weight) * value
+        out[i] = average / (1 - weight ** (i + 1))
+    return out
+
+
+def thinned(x: np.ndarray, y: np.ndarray, limit: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """At most about `limit` points: each stretch of the curve keeps its lowest and highest point, in order."""
+    n = len(x)
+    if n <= limit:
+        return x, y
+    stride = -(-n // (limit // 2))
+    rows = n // stride
+    block = y[: rows * stride].reshape(rows, stride)
+    base = np.arange(rows) * stride
+    keep = np.sort(np.concatenate([base + block.argmin(1), base + block.argmax(1), np.arange(rows * stride, n)]))
+    keep = np.unique(keep)
+    return x[keep], y[keep]
 
 
 class LivePlots(QWidget):
@@ -65,9 +87,10 @@ class LivePlots(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.axis = "step"
-        self.smoothing = 20
+        self.smoothing = 0.6
         self.series: dict[str, Series] = {}
         self.curves: dict[str, pg.PlotDataItem] = {}
+        self.shadows: dict[str, pg.PlotDataItem] = {}  # the raw values under a smoothed curve
         self.plots: dict[str, pg.PlotWidget] = {}
         self.overlays: list[str] = []  # names of the runs drawn for comparison
         self._dirty: set[str] = set()  # plots whose curves changed since they were drawn
@@ -76,9 +99,7 @@ class LivePlots(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         for index, (name, (label, log_y)) in enumerate(self.PLOTS.items()):
             plot = themed_plot(X_AXES[self.axis], label)
-            plot.setClipToView(True)
-            plot.setDownsampling(auto=True, mode="peak")
-            plot.addLegend(offset=(-5, 5), labelTextSize="8pt")
+            plot.addLegend(offset=(-5, 5), labelTextSize="8pt", brush=_legend_brush(), labelTextColor=_text())
             if log_y:
                 plot.setLogMode(y=True)
             self.plots[name] = plot
@@ -89,11 +110,18 @@ class LivePlots(QWidget):
         self.timer.start()
 
     # --- data ---------------------------------------------------------------------------------------
-    def _curve(self, key: str, plot: str, label: str, colour: str, width: float = 1, style=None) -> Series:
+    def _curve(
+        self, key: str, plot: str, label: str, colour: str, width: float = 1, style=None, symbol: str | None = None
+    ) -> Series:
         if key not in self.series:
             self.series[key] = Series()
-            pen = pg.mkPen(colour, width=width, style=style) if style is not None else pg.mkPen(colour, width=width)
-            self.curves[key] = self.plots[plot].plot([], [], pen=pen, name=label)
+            pen = pg.mkPen(colour, width=width, style=style or Qt.PenStyle.SolidLine)
+            options = {"symbol": symbol, "symbolSize": 5, "symbolBrush": colour, "symbolPen": colour} if symbol else {}
+            if key in NOISY:
+                faint = QColor(colour)
+                faint.setAlpha(70)
+                self.shadows[key] = self.plots[plot].plot([], [], pen=pg.mkPen(faint, width=1))
+            self.curves[key] = self.plots[plot].plot([], [], pen=pen, name=label, **options)
             self._plot_of[key] = plot
         self._dirty.add(plot)
         return self.series[key]
@@ -103,24 +131,28 @@ class LivePlots(QWidget):
         step, tokens, elapsed = record["step"], record.get("tokens_seen", 0), record.get("elapsed", 0.0)
         point = (step, tokens, elapsed)
         if kind == "step":
-            self._curve("loss", "loss", "training", COLOURS[0]).append(*point, record["loss"])
-            self._curve("loss_smooth", "loss", "training, smoothed", COLOURS[1], width=2).append(*point, record["loss"])
-            self._curve("accuracy", "accuracy", "training", COLOURS[0]).append(*point, record["accuracy"])
+            self._curve("loss", "loss", "training", COLOURS[0], width=2).append(*point, record["loss"])
+            self._curve("accuracy", "accuracy", "training", COLOURS[0], width=2).append(*point, record["accuracy"])
             self._curve("learning_rate", "learning_rate", "learning rate", COLOURS[2]).append(
                 *point, record["learning_rate"]
             )
-            self._curve("grad_norm", "grad_norm", "gradient norm", COLOURS[4]).append(*point, record["grad_norm"])
-            self._curve("throughput", "throughput", "tokens/s", COLOURS[5]).append(*point, record["tokens_per_second"])
-        elif kind == "eval":
-            self._curve("val_loss", "loss", "validation", COLOURS[3], width=2).append(*point, record["loss"])
-            self._curve("val_accuracy", "accuracy", "validation", COLOURS[3], width=2).append(
-                *point, record["accuracy"]
+            self._curve("grad_norm", "grad_norm", "gradient norm", COLOURS[4], width=2).append(
+                *point, record["grad_norm"]
             )
+            self._curve("throughput", "throughput", "tokens/s", COLOURS[5], width=2).append(
+                *point, record["tokens_per_second"]
+            )
+        elif kind == "eval":
+            for plot in ("loss", "accuracy"):
+                self._curve(f"val_{plot}", plot, "validation", COLOURS[3], width=2, symbol="o").append(
+                    *point, record[plot]
+                )
         elif kind == "probe":
             for index, result in enumerate(record["results"]):
                 colour = COLOURS[index % len(COLOURS)]
-                label = f"{result['expected']}"
-                self._curve(f"probe{index}", "probes", label, colour).append(*point, result["rank"])
+                self._curve(f"probe{index}", "probes", result["expected"], colour, symbol="o").append(
+                    *point, result["rank"]
+                )
 
     def load(self, records: list[dict]) -> None:
         """Replace the curves with a run's recorded metrics."""
@@ -130,31 +162,42 @@ class LivePlots(QWidget):
         self.redraw(everything=True)
 
     def clear(self) -> None:
-        for curve in self.curves.values():
-            for plot in self.plots.values():
-                if curve in plot.listDataItems():
-                    plot.removeItem(curve)
-                    plot.plotItem.legend.removeItem(curve)
+        for plot in self.plots.values():
+            plot.clear()  # removes the items and their legend entries
         self.series.clear()
         self.curves.clear()
+        self.shadows.clear()
         self._plot_of.clear()
         self.overlays.clear()
         self._dirty = set(self.plots)
+        self._fit_views()
 
     def overlay(self, name: str, records: list[dict]) -> None:
-        """Draw another run's loss and accuracy, dashed, for comparison."""
-        colour = COLOURS[(len(self.overlays) + 2) % len(COLOURS)]
+        """Draw another run's loss and accuracy for comparison in a colour of its own: training dashed,
+        validation dotted with points. Overlaying a run that is already drawn draws it afresh."""
+        colour = COLOURS[(len(self.overlays) + 2) % len(COLOURS)] if name not in self.overlays else None
         for kind, plot, field in (("step", "loss", "loss"), ("eval", "loss", "loss"), ("eval", "accuracy", "accuracy")):
             key = f"overlay:{name}:{kind}:{plot}"
+            if key in self.series:
+                colour = colour or self.curves[key].opts["pen"].color().name()
+                self.series[key] = Series()
+            train = kind == "step"
             series = self._curve(
-                key, plot, f"{name} ({'val' if kind == 'eval' else 'train'})", colour, style=Qt.PenStyle.DashLine
+                key,
+                plot,
+                f"{name} ({'train' if train else 'val'})",
+                colour,
+                style=Qt.PenStyle.DashLine if train else Qt.PenStyle.DotLine,
+                symbol=None if train else "t",
             )
             for record in records:
                 if record.get("type") == kind:
                     series.append(
                         record["step"], record.get("tokens_seen", 0), record.get("elapsed", 0.0), record[field]
                     )
-        self.overlays.append(name)
+        if name not in self.overlays:
+            self.overlays.append(name)
+        self._fit_views()
         self.redraw(everything=True)
 
     # --- drawing ------------------------------------------------------------------------------------
@@ -163,10 +206,12 @@ class LivePlots(QWidget):
         for plot in self.plots.values():
             plot.setLabel("bottom", X_AXES[axis])
         self._dirty = set(self.plots)
+        self._fit_views()
 
-    def set_smoothing(self, window: int) -> None:
-        self.smoothing = window
-        self._dirty.add("loss")
+    def set_smoothing(self, weight: float) -> None:
+        """Smoothing weight from 0 (none) to 0.99 (TensorBoard's slider)."""
+        self.smoothing = min(max(weight, 0.0), 0.99)
+        self._dirty |= {self._plot_of[key] for key in self.shadows}
 
     def redraw(self, everything: bool = False) -> None:
         """Put the buffers into the curves: of the next changed plot, or of all changed plots."""
@@ -174,6 +219,26 @@ class LivePlots(QWidget):
         for name in names if everything else names[:1]:
             self._dirty.discard(name)
             for key, series in self.series.items():
-                if self._plot_of[key] == name:
-                    y = moving_average(series.y, self.smoothing) if key == "loss_smooth" else series.y
-                    self.curves[key].setData(series.x(self.axis), y)
+                if self._plot_of[key] != name:
+                    continue
+                x, y = series.x(self.axis), series.y
+                if key in self.shadows:
+                    self.shadows[key].setData(*thinned(x, y))
+                    y = smoothed(y, self.smoothing)
+                self.curves[key].setData(*thinned(x, y))
+
+    def _fit_views(self) -> None:
+        """Let every plot find its range again from its data (after the x-axis or the curves changed)."""
+        for plot in self.plots.values():
+            plot.enableAutoRange()
+
+
+def _text() -> QColor:
+    return QApplication.palette().color(QPalette.ColorRole.Text)
+
+
+def _legend_brush():
+    """The plot's background, slightly see-through: legends stay readable over the curves."""
+    base = QColor(QApplication.palette().color(QPalette.ColorRole.Base))
+    base.setAlpha(215)
+    return pg.mkBrush(base)

@@ -1,0 +1,133 @@
+"""The training plots as a user meets them: axis switches, overlays, single points, smoothing."""
+
+import math
+
+import numpy as np
+import pytest
+
+from mlm_studio.ui.widgets.live_plots import LivePlots, smoothed, thinned
+
+
+def records(steps=300, eval_every=50, scale=1.0):
+    out = []
+    rng = np.random.default_rng(0)
+    for step in range(1, steps + 1):
+        point = {"step": step, "tokens_seen": step * 4096, "elapsed": step * 0.05}
+        loss = scale * (8 * math.exp(-step / 80) + 2 + 0.3 * rng.standard_normal())
+        out.append(
+            {
+                "type": "step",
+                **point,
+                "loss": loss,
+                "accuracy": 0.1,
+                "learning_rate": 1e-3,
+                "grad_norm": 1.0,
+                "tokens_per_second": 1e4,
+            }
+        )
+        if step % eval_every == 0:
+            out.append({"type": "eval", **point, "loss": loss, "accuracy": 0.2})
+            out.append({"type": "probe", **point, "results": [{"expected": "copy", "rank": 3, "probability": 0.1}]})
+    return out
+
+
+@pytest.fixture
+def plots(qtbot):
+    widget = LivePlots()
+    qtbot.addWidget(widget)
+    widget.resize(1100, 600)
+    widget.show()
+    return widget
+
+
+def shown_points(plots):
+    """How many points each curve actually displays, after pyqtgraph's own clipping and thinning."""
+    return {
+        key: len(curve.getData()[0] if curve.getData()[0] is not None else []) for key, curve in plots.curves.items()
+    }
+
+
+def inside_view(plots, key):
+    x, y = plots.curves[key].getData()
+    (x0, x1), _ = plots.plots[plots._plot_of[key]].viewRange()
+    return x0 <= x.min() and x.max() <= x1
+
+
+def test_switching_the_x_axis_back_and_forth_keeps_every_curve_drawn(qtbot, plots, tmp_path):
+    plots.load(records())
+    for axis in ("tokens", "step", "time", "step"):
+        plots.set_axis(axis)
+        plots.redraw(everything=True)
+        qtbot.wait(1)  # let the views apply their new ranges
+        assert all(count > 0 for count in shown_points(plots).values()), axis
+        assert all(inside_view(plots, key) for key in plots.curves), axis
+    assert plots.grab().save(str(tmp_path / "after-axis-switches.png"))
+
+
+def test_overlaying_a_run_twice_draws_it_once_in_its_own_colour_with_train_and_validation_apart(plots):
+    plots.load(records())
+    earlier = records(scale=1.2)
+    plots.overlay("earlier", earlier)
+    plots.overlay("earlier", earlier)
+    plots.redraw(everything=True)
+    train, validation = plots.series["overlay:earlier:step:loss"], plots.series["overlay:earlier:eval:loss"]
+    assert train.size == 300 and validation.size == 6  # not appended again
+    assert np.all(np.diff(train.x("step")) > 0)  # no line drawn back to step 0
+    assert plots.overlays == ["earlier"]
+    train_pen = plots.curves["overlay:earlier:step:loss"].opts["pen"]
+    validation_pen = plots.curves["overlay:earlier:eval:loss"].opts["pen"]
+    assert train_pen.color() == validation_pen.color() != plots.curves["loss"].opts["pen"].color()
+    assert train_pen.style() != validation_pen.style()
+    assert all(count > 0 for count in shown_points(plots).values())
+
+
+def test_a_series_with_a_single_point_shows_it(plots):
+    plots.load(records(steps=50, eval_every=50))
+    plots.redraw(everything=True)
+    for key in ("val_loss", "val_accuracy", "probe0"):
+        assert len(plots.curves[key].getData()[0]) == 1
+        assert plots.curves[key].opts["symbol"] is not None
+
+
+def test_probe_ranks_plot_at_their_tokens_and_time():
+    widget_records = records(steps=100, eval_every=50)
+    plots = LivePlots()
+    plots.load(widget_records)
+    assert list(plots.series["probe0"].x("tokens")) == [50 * 4096, 100 * 4096]
+    assert list(plots.series["probe0"].x("time")) == pytest.approx([2.5, 5.0])
+    plots.deleteLater()
+
+
+def test_smoothing_is_tensorboards_debiased_moving_average():
+    values = np.array([10.0, 0.0, 5.0, 7.0, 1.0])
+    out = smoothed(values, 0.6)
+    assert out[0] == values[0]  # debiased: not pulled towards zero
+    expected, average = [], 0.0
+    for i, v in enumerate(values):
+        average = 0.6 * average + 0.4 * v
+        expected.append(average / (1 - 0.6 ** (i + 1)))
+    assert out == pytest.approx(expected)
+    assert smoothed(np.full(7, 3.0), 0.99) == pytest.approx(np.full(7, 3.0))  # flat stays flat, any weight
+    assert smoothed(values[:3], 0.6) == pytest.approx(out[:3])  # past values never change as points arrive
+    assert smoothed(values, 0.0) is values
+
+
+def test_every_noisy_series_is_smoothed_over_its_faint_raw_values(plots):
+    plots.load(records())
+    plots.set_smoothing(0.9)
+    plots.redraw(everything=True)
+    for key in ("loss", "accuracy", "grad_norm", "throughput"):
+        raw = plots.shadows[key].getData()[1]
+        shown = plots.curves[key].getData()[1]
+        assert len(raw) == len(shown) == 300
+        assert shown == pytest.approx(smoothed(raw, 0.9))
+    loss_raw, loss_shown = plots.shadows["loss"].getData()[1], plots.curves["loss"].getData()[1]
+    assert np.std(np.diff(loss_shown)) < 0.5 * np.std(np.diff(loss_raw))
+
+
+def test_thinning_keeps_the_extremes_in_order():
+    x = np.arange(100_000, dtype=float)
+    y = np.sin(x / 1000)
+    y[12_345] = 50.0
+    tx, ty = thinned(x, y, limit=1000)
+    assert len(tx) <= 1100 and np.all(np.diff(tx) > 0) and ty.max() == 50.0 and tx[-1] == x[-1]
