@@ -47,10 +47,15 @@ def format_duration(seconds: float) -> str:
 
 
 def parse_duration(text: str) -> float:
-    """Seconds from "90", "90s", "6m", "1h30m", "4m07s" or "1.5h"; raises ValueError naming the text."""
+    """Seconds from "90", "90s", "6m", "1h30m", "4m07s" or "1.5h"; a bare number after a unit counts in the
+    next smaller one, as people write it ("1h30" is 90 minutes, "4m07" 247 s). Raises ValueError naming the
+    text."""
     cleaned = text.strip().lower().replace(" ", "")
-    parts = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", cleaned)
+    number = r"(\d+(?:\.\d+)?)"
+    parts = re.fullmatch(rf"(?:{number}h)?(?:{number}m)?(?:{number}(s?))?", cleaned)
     if not cleaned or parts is None:
         raise ValueError(f"{text!r} is not a duration; write it like 90s, 6m, 1h30m")
-    hours, minutes, seconds = (float(p) if p else 0.0 for p in parts.groups())
-    return hours * 3600 + minutes * 60 + seconds
+    hours, minutes, last, unit = parts.groups()
+    if last is not None and not unit and hours is not None and minutes is None:
+        minutes, last = last, None
+    return sum(float(value) * scale for value, scale in ((hours, 3600), (minutes, 60), (last, 1)) if value)

@@ -12,13 +12,23 @@ from tests.core.helpers import small_config
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("90", 90), ("90s", 90), ("6m", 360), ("1h30m", 5400), ("4m07s", 247), ("1.5h", 5400), (" 2 m ", 120)],
+    [
+        ("90", 90),
+        ("90s", 90),
+        ("6m", 360),
+        ("1h30m", 5400),
+        ("1h30", 5400),
+        ("4m07s", 247),
+        ("4m07", 247),
+        ("1.5h", 5400),
+        (" 2 m ", 120),
+    ],
 )
 def test_durations_are_read_as_people_write_them(text, seconds):
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "soon", "5 minutes", "-3m", "1m1h"])
+@pytest.mark.parametrize("text", ["", "soon", "5 minutes", "-3m", "1m1h", "inf", "nan", "1e400"])
 def test_unreadable_durations_are_refused_with_the_text(text):
     with pytest.raises(ValueError, match="is not a duration"):
         parse_duration(text)
