@@ -15,6 +15,7 @@ from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.checkpoint import CheckpointError, RunDir
 from mlm_studio.core.config import ConfigError, RunConfig, preset
 from mlm_studio.core.corpus import CorpusError, load_corpus
+from mlm_studio.core.device import resolve_device
 from mlm_studio.core.hf import export_model, import_model
 from mlm_studio.core.lock import RunLock
 from mlm_studio.core.paths import default_runs_dir
@@ -77,6 +78,7 @@ def _config(args) -> RunConfig:
         training = replace(training, device=args.device)
     if args.precision is not None:
         training = replace(training, precision=args.precision)
+    resolve_device(training.device)  # a device this machine lacks is refused before any work
     return replace(config, training=training)
 
 

@@ -38,6 +38,31 @@ def _check(condition: bool, message: str) -> None:
         raise ConfigError(message)
 
 
+def _check_types(config: Any) -> None:
+    """Every field holds a value of its default's type (an int where a float is wanted is fine), and every
+    number is finite: a value that passes validation can be used."""
+    for f in fields(config):
+        value, wanted = getattr(config, f.name), type(f.default)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        fits = isinstance(value, wanted) and (wanted is bool or not isinstance(value, bool))
+        _check(fits or (wanted is float and number), f"{f.name} must be {wanted.__name__}, not {value!r}")
+        _check(not number or math.isfinite(value), f"{f.name} must be a finite number, not {value!r}")
+
+
+# Sizes a model may have: beyond these no machine could allocate it (BERT-large is 1,024 wide, 24 layers).
+_MODEL_SIZES = (
+    ("vocab_size", 8, 2**20),
+    ("hidden_size", 8, 16_384),
+    ("num_hidden_layers", 1, 256),
+    ("num_attention_heads", 1, 256),
+    ("intermediate_size", 1, 65_536),
+    ("max_position_embeddings", 8, 131_072),
+    ("type_vocab_size", 1, 1_024),
+)
+MAX_SEED = 2**32 - 1
+MAX_TIME_BUDGET = 366 * 24 * 3600.0
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """A BERT encoder with a masked-LM head, in `BertConfig`'s words."""
@@ -59,21 +84,18 @@ class ModelConfig:
     pre_layer_norm: bool = False  # LayerNorm before each sub-layer instead of after (not exportable to BERT)
 
     def __post_init__(self) -> None:
-        _check(self.vocab_size >= 8, f"vocab_size must be at least 8, not {self.vocab_size}")
-        _check(self.hidden_size >= 8, f"hidden_size must be at least 8, not {self.hidden_size}")
-        _check(self.num_hidden_layers >= 1, f"num_hidden_layers must be at least 1, not {self.num_hidden_layers}")
-        _check(self.num_attention_heads >= 1, "num_attention_heads must be at least 1")
+        _check_types(self)
+        for name, low, high in _MODEL_SIZES:
+            value = getattr(self, name)
+            _check(low <= value <= high, f"{name} must be between {low:,} and {high:,}, not {value:,}")
         _check(
             self.hidden_size % self.num_attention_heads == 0,
             f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads ({self.num_attention_heads})",
         )
-        _check(self.intermediate_size >= 1, "intermediate_size must be at least 1")
         _check(self.hidden_act == "gelu", f"hidden_act must be 'gelu', not {self.hidden_act!r}")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, name)
             _check(0.0 <= value < 1.0, f"{name} must be in [0, 1), not {value}")
-        _check(self.max_position_embeddings >= 8, "max_position_embeddings must be at least 8")
-        _check(self.type_vocab_size >= 1, "type_vocab_size must be at least 1")
         _check(self.initializer_range > 0, "initializer_range must be positive")
         _check(0 < self.layer_norm_eps < 1, "layer_norm_eps must be between 0 and 1")
         _check(0 <= self.pad_token_id < self.vocab_size, "pad_token_id must be an id of the vocabulary")
@@ -127,8 +149,12 @@ class TrainConfig:
     max_nonfinite_steps: int = 5  # consecutive non-finite losses before training stops
 
     def __post_init__(self) -> None:
+        _check_types(self)
         for name in ("batch_size", "grad_accumulation", "max_steps", "eval_interval", "checkpoint_interval"):
             _check(getattr(self, name) >= 1, f"{name.replace('_', ' ')} must be at least 1, not {getattr(self, name)}")
+        for name in ("batch_size", "grad_accumulation"):
+            _check(getattr(self, name) <= 65_536, f"{name.replace('_', ' ')} must be at most 65,536")
+        _check(self.max_steps <= UNTIL_THE_BUDGET_IS_SPENT, f"max steps must be at most {UNTIL_THE_BUDGET_IS_SPENT:,}")
         for name in ("log_interval", "keep_checkpoints", "max_nonfinite_steps"):
             _check(getattr(self, name) >= 1, f"{name.replace('_', ' ')} must be at least 1")
         _check(0 < self.learning_rate < 1, f"learning rate must be between 0 and 1, not {self.learning_rate}")
@@ -138,10 +164,13 @@ class TrainConfig:
         _check(0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1, "Adam betas must be in [0, 1)")
         _check(self.adam_epsilon > 0, "Adam epsilon must be positive")
         _check(self.max_grad_norm >= 0, "gradient clipping norm must not be negative")
-        _check(self.epochs >= 0, "epochs must not be negative")
-        _check(self.time_budget >= 0, "time budget must not be negative")
+        _check(0 <= self.epochs <= 1e6, f"epochs must be between 0 and 1,000,000, not {self.epochs}")
+        _check(
+            0 <= self.time_budget <= MAX_TIME_BUDGET,
+            f"time budget must be between 0 and 366 days, not {self.time_budget}",
+        )
         _check(self.eval_blocks >= 0, "evaluation blocks must not be negative")
-        _check(self.seed >= 0, "seed must not be negative")
+        _check(0 <= self.seed <= MAX_SEED, f"seed must be between 0 and {MAX_SEED:,}, not {self.seed}")
         _check(_valid_device(self.device), f"device must be auto, cpu, cuda, cuda:N or mps, not {self.device!r}")
         _check(self.precision in PRECISIONS, f"precision must be one of {', '.join(PRECISIONS)}")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -296,6 +297,13 @@ def import_model(folder: str | Path) -> ImportedModel:
         torch.manual_seed(0)  # a fresh head is the same on every import
         model = BertForMaskedLM(config)
     weights, unused = _renamed(raw, set(model.state_dict()))
+    extra_layers = sorted({int(m.group(1)) for n in unused if (m := re.search(r"encoder\.layer\.(\d+)\.", n))})
+    if extra_layers:
+        raise InteropError(
+            f"{folder.name}: config.json declares {config.num_hidden_layers} layers but the weights also hold "
+            f"layer(s) {', '.join(map(str, extra_layers))}; the weights would go unused. Fix num_hidden_layers "
+            "in config.json"
+        )
     decoder = weights.pop("cls.predictions.decoder.weight", None)
     embeddings = weights.get("bert.embeddings.word_embeddings.weight")
     if decoder is not None and embeddings is not None and not torch.equal(decoder, embeddings):

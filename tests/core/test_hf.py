@@ -324,6 +324,10 @@ def _copy(source: Path, target: Path) -> Path:
         (lambda c: {**c, "position_embedding_type": "relative_key"}, "relative_key"),
         (lambda c: {**c, "vocab_size": 100}, "tokenizer has"),
         (lambda c: {**c, "hidden_act": "relu"}, "hidden_act"),
+        (lambda c: {**c, "num_hidden_layers": 1}, "declares 1 layers but the weights also hold layer"),
+        (lambda c: {**c, "hidden_size": 32.0}, "hidden_size must be int, not 32.0"),
+        (lambda c: {**c, "intermediate_size": 10**9}, "intermediate_size must be between 1 and 65,536"),
+        (lambda c: {**c, "layer_norm_eps": "tiny"}, "layer_norm_eps must be float"),
     ],
 )
 def test_a_config_that_does_not_fit_the_weights_is_refused_with_the_differences(tmp_path, hf_folder, edit, words):

@@ -198,3 +198,32 @@ def test_odd_but_valid_texts_are_scored(predictor, text):
     results = predictor.predict(text, top_k=3)
     assert len(results) == text.count("[MASK]") and all(len(r) == 3 for r in results)
     assert all(0 < c.score <= 1 for r in results for c in r)
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("[training]\nepochs = inf", "epochs must be a finite number"),
+        ("[training]\ntime_budget = nan", "time_budget must be a finite number"),
+        ("[training]\nseed = 1180591620717411303424", "seed"),
+        ("[training]\nseed = 4294967296", "seed must be between 0 and 4,294,967,295"),
+        ('[training]\ndevice = "cuda:3"', "cuda:3"),
+        ("[model]\nhidden_size = 10000000", "hidden_size must be between 8 and 16,384"),
+        ("[training]\nbatch_size = 100000000", "batch size must be at most 65,536"),
+    ],
+)
+def test_unusable_values_are_refused_before_any_work_naming_the_field(tmp_path, line, words):
+    import subprocess
+    import sys
+
+    config = tmp_path / "bad.toml"
+    config.write_text(line + "\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "mlm_studio", "train", "--config", str(config), "--out", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert words in done.stderr
+    assert not (tmp_path / "run").exists()  # refused before the folder, the corpus or the tokenizer
