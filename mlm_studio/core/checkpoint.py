@@ -103,15 +103,21 @@ class RunDir:
                 raise
 
     def read_metrics(self) -> list[dict[str, Any]]:
-        """Every complete record; a line cut short by a crash is left out."""
-        if not self.metrics_path.exists():
+        """Every complete record; a line cut short by a crash, a stray line or a damaged byte is left out."""
+        try:
+            lines = self.metrics_path.read_bytes().decode("utf-8", errors="replace").splitlines()
+        except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise CheckpointError(f"run {self.name}: metrics.jsonl cannot be read ({exc})") from exc
         records = []
-        for line in self.metrics_path.read_text(encoding="utf-8").splitlines():
+        for line in lines:
             try:
-                records.append(json.loads(line))
+                record = json.loads(line)
             except json.JSONDecodeError:
                 continue
+            if isinstance(record, dict) and isinstance(record.get("type"), str) and isinstance(record.get("step"), int):
+                records.append(record)
         return records
 
     def truncate_metrics_after(self, step: int) -> None:
@@ -213,10 +219,42 @@ def write_safetensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
 
 
 def read_state(checkpoint: Path) -> dict[str, Any]:
+    """A checkpoint's `state.json`, checked: a damaged or newer file is named with what to do."""
     try:
-        return json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
+        state = json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise CheckpointError(f"{checkpoint.name}: state.json is missing or damaged ({exc})") from exc
+    advice = "delete this checkpoint folder to use the one before it"
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{checkpoint.name}: state.json is not a JSON object; {advice}")
+    version = state.get("format", FORMAT_VERSION)
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise CheckpointError(
+            f"{checkpoint.name}: state.json has format {version!r}, newer than this MLM Studio reads "
+            f"({FORMAT_VERSION}); update MLM Studio"
+        )
+    wrong = [
+        name
+        for name, kinds in _STATE_FIELDS.items()
+        if name in state and not (isinstance(state[name], kinds) and not isinstance(state[name], bool))
+    ]
+    missing = [name for name in ("step", "tokens_seen", "elapsed") if name not in state]
+    if wrong or missing:
+        problems = [f"missing {', '.join(missing)}"] if missing else []
+        problems += [f"{name} is {state[name]!r}" for name in wrong]
+        raise CheckpointError(f"{checkpoint.name}: state.json is damaged ({'; '.join(problems)}); {advice}")
+    return state
+
+
+_STATE_FIELDS = {
+    "step": int,
+    "tokens_seen": int,
+    "elapsed": (int, float),
+    "val_loss": (int, float, type(None)),
+    "best_val_loss": (int, float, type(None)),
+    "warmup_ended_at": (int, float, type(None)),
+    "param_groups": list,
+}
 
 
 def load_weights(checkpoint: Path, model: torch.nn.Module) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -28,6 +29,7 @@ from mlm_studio.core.paths import cache_dir
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.tokenizer import MLMTokenizer
 
+log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 ENCODE_BATCH = 1000
 
@@ -61,12 +63,22 @@ class TokenizedCorpus:
     """Every document's token ids and word-start flags, memory-mapped from one cache folder."""
 
     def __init__(self, folder: Path) -> None:
-        meta = json.loads((folder / "meta.json").read_text())
+        """Raises ValueError if the folder's files do not agree with each other (a damaged cache)."""
+        try:
+            meta = json.loads((folder / "meta.json").read_text())
+            self.tokens = int(meta["tokens"])
+            dtype = np.dtype(meta["dtype"])
+            sizes = [(folder / name).stat().st_size for name in ("ids.bin", "word_starts.bin")]
+            if sizes != [self.tokens * dtype.itemsize, self.tokens]:
+                raise ValueError(f"token files of {sizes} bytes for {self.tokens} tokens")
+            self.offsets = np.load(folder / "offsets.npy")  # (D + 1,) int64
+            if self.offsets.ndim != 1 or len(self.offsets) < 2 or self.offsets[-1] != self.tokens:
+                raise ValueError("document offsets do not end at the token count")
+        except (OSError, KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"the token cache {folder.name} is damaged ({exc})") from exc
         self.folder = folder
-        self.tokens = int(meta["tokens"])
-        self.ids = np.memmap(folder / "ids.bin", dtype=np.dtype(meta["dtype"]), mode="r", shape=(self.tokens,))
+        self.ids = np.memmap(folder / "ids.bin", dtype=dtype, mode="r", shape=(self.tokens,))
         self.word_starts = np.memmap(folder / "word_starts.bin", dtype=np.bool_, mode="r", shape=(self.tokens,))
-        self.offsets = np.load(folder / "offsets.npy")  # (D + 1,) int64
 
     @property
     def documents(self) -> int:
@@ -94,8 +106,12 @@ def tokenize_corpus(
     progress = progress or Progress()
     root = root or cache_dir() / "datasets"
     folder = root / cache_key(corpus, tokenizer)
-    if (folder / "meta.json").exists():
-        return TokenizedCorpus(folder)
+    if folder.exists():
+        try:
+            return TokenizedCorpus(folder)
+        except ValueError:
+            log.warning("rebuilding the damaged token cache %s", folder.name)
+            shutil.rmtree(folder, ignore_errors=True)  # ours, rebuilt below
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=root))  # unique even for two threads
     try:
