@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
-from mlm_studio.core.checkpoint import CheckpointError, RunDir
+from mlm_studio.core.checkpoint import CheckpointError, RunDir, read_state
 from mlm_studio.core.config import ConfigError, RunConfig, preset
 from mlm_studio.core.corpus import CorpusError, load_corpus
 from mlm_studio.core.device import resolve_device
@@ -21,7 +21,14 @@ from mlm_studio.core.lock import RunLock
 from mlm_studio.core.paths import default_runs_dir
 from mlm_studio.core.predict import FillMask, PredictError
 from mlm_studio.core.progress import Progress, format_duration
-from mlm_studio.core.runs import check_resume, new_run_path, start_run, training_blocks
+from mlm_studio.core.runs import (
+    check_corpus_unchanged,
+    check_resume,
+    config_differences,
+    new_run_path,
+    start_run,
+    training_blocks,
+)
 from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerError, train_tokenizer
 from mlm_studio.core.trainer import (
     CheckpointRecord,
@@ -188,10 +195,10 @@ def _prepare_run(args, locks: contextlib.ExitStack):
         locks.enter_context(RunLock(run.path))
         given = RunConfig.load(args.config) if args.config else (preset(args.preset) if args.preset else None)
         check_resume(run, given, MLMTokenizer.load(args.tokenizer) if args.tokenizer else None)
-        if args.max_steps is not None or args.time_budget is not None:
-            config = run.config
-            replace(config, training=_with_length(config.training, args)).save(run.path / "config.toml")
-        return run, (load_corpus(args.corpus) if args.corpus else None)
+        check_corpus_unchanged(run, load_corpus(args.corpus) if args.corpus else None)
+        if args.max_steps is not None or args.time_budget is not None:  # checked: only now is anything written
+            _lengthen(run, args)
+        return run, None
     config = _config(args)
     path = args.out or new_run_path(default_runs_dir(), config.preset)
     locks.enter_context(RunLock(path))
@@ -211,6 +218,21 @@ def _prepare_run(args, locks: contextlib.ExitStack):
     else:
         tokenizer = train_tokenizer(corpus.iter_documents(), config.tokenizer, corpus.documents, _Status())
     return start_run(path, config, corpus, tokenizer, initial), corpus
+
+
+def _lengthen(run: RunDir, args) -> None:
+    """Give a resumed run a new length; say so, and record it in the run's metrics."""
+    config = run.config
+    changed = replace(config, training=_with_length(config.training, args))
+    differences = config_differences(config, changed, ("training",))
+    if not differences:
+        return
+    latest = run.latest_checkpoint()
+    step = read_state(latest)["step"] if latest else 0
+    message = "resumed with " + "; ".join(differences)
+    print(message, file=sys.stderr, flush=True)
+    changed.save(run.path / "config.toml")
+    run.append_metrics([{"type": "changed", "step": step, "message": message}])
 
 
 def _interrupt_handler(control: TrainingControl, dist: Distributed):

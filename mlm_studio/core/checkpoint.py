@@ -54,7 +54,12 @@ class RunDir:
             raise CheckpointError(f"{path} already holds a run; resume it or choose another folder")
         path.mkdir(parents=True, exist_ok=True)
         tokenizer.save(path / "tokenizer.json")
-        corpus = {"sources": [str(Path(s).resolve()) for s in sources], "options": asdict(options)}
+        resolved = [Path(s).resolve() for s in sources]
+        corpus = {
+            "sources": [str(s) for s in resolved],
+            "options": asdict(options),
+            "files": [[str(s), *_file_stamp(s)] for s in resolved],
+        }
         _write_json(path / "corpus.json", corpus)
         config.save(path / "config.toml")
         return cls(path)
@@ -84,6 +89,21 @@ class RunDir:
             return [Path(s) for s in raw["sources"]], ReadOptions(**raw["options"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise CheckpointError(f"run {self.name}: corpus.json is missing or damaged ({exc})") from exc
+
+    def corpus_changes(self) -> list[str]:
+        """How the corpus files differ from when the run started (gone, or another size or date)."""
+        try:
+            recorded = json.loads((self.path / "corpus.json").read_text(encoding="utf-8")).get("files", [])
+        except (OSError, ValueError, AttributeError) as exc:
+            raise CheckpointError(f"run {self.name}: corpus.json is missing or damaged ({exc})") from exc
+        changes = []
+        for name, size, modified in recorded:
+            path = Path(name)
+            if not path.exists():
+                changes.append(f"{path} is gone")
+            elif _file_stamp(path) != (size, modified):
+                changes.append(f"{path} changed ({size:,} → {path.stat().st_size:,} bytes)")
+        return changes
 
     # --- metrics ------------------------------------------------------------------------------------
     @property
@@ -192,6 +212,11 @@ class RunDir:
         for path in found[:-keep]:
             if path != best:
                 shutil.rmtree(path, ignore_errors=True)
+
+
+def _file_stamp(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_size, stat.st_mtime_ns
 
 
 def save_weights(model: torch.nn.Module, path: Path) -> None:

@@ -62,6 +62,7 @@ def training_blocks(
         missing = [str(s) for s in sources if not s.exists()]
         if missing:
             raise CheckpointError(f"run {run.name}: its corpus files are gone: {', '.join(missing[:5])}")
+        check_corpus_unchanged(run)
         corpus = load_corpus(sources, options, progress)
     tokenizer = run.tokenizer
     return split_blocks(tokenize_corpus(corpus, tokenizer, progress), run.config.data, tokenizer)
@@ -92,6 +93,26 @@ def check_resume(run: RunDir, config: RunConfig | None, tokenizer: MLMTokenizer 
     if problems:
         raise CheckpointError(
             f"cannot resume {run.name}: these settings differ from the run's (run → given): " + "; ".join(problems)
+        )
+
+
+def check_corpus_unchanged(run: RunDir, given: Corpus | None = None) -> None:
+    """Refuse to resume on other text than the run started on: corpus files changed since, or (`given`) other
+    files than the run's."""
+    if given is not None:
+        recorded, _ = run.corpus_sources()
+        now = [s.path.resolve() for s in given.loaded_sources]
+        if sorted(map(str, now)) != sorted(map(str, recorded)):
+            raise CheckpointError(
+                f"cannot resume {run.name} on another corpus: it was trained on "
+                f"{', '.join(p.name for p in recorded[:5])}, not {', '.join(p.name for p in now[:5])}. "
+                "Leave out --corpus to resume, or start a new run"
+            )
+    changes = run.corpus_changes()
+    if changes:
+        raise CheckpointError(
+            f"cannot resume {run.name}: its corpus changed since the run started ({'; '.join(changes[:5])}); "
+            "resuming would continue on other text. Restore the files or start a new run"
         )
 
 

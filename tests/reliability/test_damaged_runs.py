@@ -52,3 +52,39 @@ def test_a_truncated_token_cache_is_rebuilt(small_corpus, small_tokenizer, tmp_p
     ids.write_bytes(ids.read_bytes()[:100])
     again = tokenize_corpus(small_corpus, small_tokenizer, root=tmp_path)
     assert (again.ids == expected).all()
+
+
+def folder_bytes(folder):
+    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
+
+
+def test_resuming_on_another_corpus_or_a_changed_one_is_refused_and_changes_nothing(tmp_path, corpus_file):
+    from tests.core.helpers import config_file
+
+    text = tmp_path / "mine.txt"
+    text.write_text(corpus_file.read_text(encoding="utf-8"), encoding="utf-8")
+    other = tmp_path / "other.txt"
+    other.write_text("a different text entirely\n\nwith two documents\n", encoding="utf-8")
+    run = tmp_path / "run"
+    cfg = config_file(tmp_path)
+    assert mlm_studio("train", "--config", str(cfg), "--corpus", str(text), "--out", str(run)).returncode == 0
+    before = folder_bytes(run)
+
+    done = mlm_studio("train", "--resume", str(run), "--corpus", str(other), "--max-steps", "20")
+    assert done.returncode == 1 and "cannot resume run on another corpus" in done.stderr and "other.txt" in done.stderr
+    assert folder_bytes(run) == before
+
+    with open(text, "a", encoding="utf-8") as f:
+        f.write("\n\nOne more paragraph, added after the run started.\n")
+    done = mlm_studio("train", "--resume", str(run), "--max-steps", "20")
+    assert done.returncode == 1 and "its corpus changed since the run started" in done.stderr
+    assert str(text) in done.stderr
+    assert folder_bytes(run) == before
+
+
+def test_resuming_for_more_steps_says_so_and_records_it(run_copy):
+    done = mlm_studio("train", "--resume", str(run_copy), "--max-steps", "10")
+    assert done.returncode == 0, done.stderr
+    assert "resumed with training.max_steps: 8 → 10" in done.stderr
+    changed = [r for r in RunDir(run_copy).read_metrics() if r["type"] == "changed"]
+    assert changed == [{"type": "changed", "step": 8, "message": "resumed with training.max_steps: 8 → 10"}]
