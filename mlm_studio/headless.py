@@ -14,7 +14,7 @@ from pathlib import Path
 from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.checkpoint import CheckpointError, RunDir, read_state
 from mlm_studio.core.config import ConfigError, RunConfig, preset
-from mlm_studio.core.corpus import CorpusError, load_corpus
+from mlm_studio.core.corpus import Corpus, CorpusError, load_corpus
 from mlm_studio.core.device import resolve_device
 from mlm_studio.core.hf import export_model, import_model
 from mlm_studio.core.lock import RunLock
@@ -211,6 +211,7 @@ def _prepare_run(args, locks: contextlib.ExitStack):
         initial = import_model(args.init_from)
         print(initial.summary(), file=sys.stderr, flush=True)
     corpus = load_corpus(args.corpus or [ensure_builtin_corpus()], progress=_Status())
+    _print_corpus_report(corpus)
     if initial is not None:
         tokenizer = initial.tokenizer
     elif args.tokenizer is not None:
@@ -218,6 +219,22 @@ def _prepare_run(args, locks: contextlib.ExitStack):
     else:
         tokenizer = train_tokenizer(corpus.iter_documents(), config.tokenizer, corpus.documents, _Status())
     return start_run(path, config, corpus, tokenizer, initial), corpus
+
+
+def _print_corpus_report(corpus: Corpus) -> None:
+    """The corpus report the window shows: totals, then every file skipped, read as cp1252 or with bad lines."""
+    if sys.stderr.isatty():
+        print("\r\033[K", end="", file=sys.stderr)
+    skipped = sum(not s.loaded for s in corpus.sources)
+    problems = sum(s.issue_count for s in corpus.sources)
+    print(
+        f"Corpus: {corpus.documents:,} documents, {corpus.words:,} words from {len(corpus.loaded_sources):,} "
+        f"file(s); {skipped:,} skipped, {problems:,} problem line(s)",
+        file=sys.stderr,
+    )
+    for report in corpus.sources:
+        if report.noteworthy:
+            print("\n".join(f"  {line}" for line in report.describe()), file=sys.stderr, flush=True)
 
 
 def _lengthen(run: RunDir, args) -> None:

@@ -208,3 +208,36 @@ def test_torchrun_with_two_cpu_processes_trains_like_one(tmp_path, corpus_file):
     assert abs(mean(one[-5:]) - mean(two[-5:])) < 0.25
     state = json.loads((RunDir(tmp_path / "two").latest_checkpoint() / "state.json").read_text())
     assert state["world_size"] == 2 and state["tokens_seen"] == 40 * 16 * 32
+
+
+def test_the_terminal_shows_the_corpus_report_the_window_shows(tmp_path, corpus_file):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "good.txt").write_text(corpus_file.read_text(encoding="utf-8"), encoding="utf-8")
+    (folder / "notes.jsonl").write_text('{"text": "a fine line"}\n{broken\n{"other": 1}\n', encoding="utf-8")
+    (folder / "old.txt").write_bytes("caf\xe9 cr\xe8me, na\xefve".encode("cp1252"))
+    (folder / "empty.txt").write_text("")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mlm_studio",
+            "train",
+            "--config",
+            str(config_file(tmp_path)),
+            "--corpus",
+            str(folder),
+            "--out",
+            str(tmp_path / "run"),
+            "--max-steps",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Corpus: " in done.stderr and "1 skipped, 2 problem line(s)" in done.stderr
+    assert "empty.txt" in done.stderr and "skipped:" in done.stderr
+    assert "notes.jsonl" in done.stderr and "line 2:" in done.stderr and "line 3:" in done.stderr
+    assert "old.txt" in done.stderr and "cp1252" in done.stderr

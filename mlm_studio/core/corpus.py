@@ -88,6 +88,23 @@ class SourceReport:
     def status(self) -> str:
         return "loaded" if self.loaded else f"skipped: {self.reason}"
 
+    @property
+    def noteworthy(self) -> bool:
+        """Skipped, read in a fallback encoding, or with lines that could not be used."""
+        return not self.loaded or bool(self.encoding_note) or self.issue_count > 0
+
+    def describe(self, shown: int = 5) -> list[str]:
+        """What happened to this file, for people: the same words in the window and the terminal."""
+        lines = [str(self.path), self.status]
+        if self.encoding_note:
+            lines.append(f"Encoding: {self.encoding_note}")
+        if self.issue_count:
+            lines.append(f"{self.issue_count} problem line(s) not used:")
+            lines.extend(f"  {issue}" for issue in self.issues[:shown])
+            if self.issue_count > shown:
+                lines.append(f"  … and {self.issue_count - shown} more")
+        return lines
+
 
 @dataclass(frozen=True)
 class Corpus:

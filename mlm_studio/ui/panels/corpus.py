@@ -355,15 +355,7 @@ def _short(report: SourceReport) -> str:
 
 
 def _tooltip(report: SourceReport) -> str:
-    lines = [str(report.path), report.status]
-    if report.encoding_note:
-        lines.append(f"Encoding: {report.encoding_note}")
-    if report.issue_count:
-        lines.append(f"{report.issue_count} problem line(s) not used:")
-        lines.extend(f"  {issue}" for issue in report.issues[:ISSUES_SHOWN])
-        if report.issue_count > ISSUES_SHOWN:
-            lines.append(f"  … and {report.issue_count - ISSUES_SHOWN} more")
-    return "\n".join(lines)
+    return "\n".join(report.describe(ISSUES_SHOWN))
 
 
 if __name__ == "__main__":
