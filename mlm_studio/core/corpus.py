@@ -165,6 +165,8 @@ def expand_sources(paths: Iterable[str | Path]) -> tuple[list[Path], list[Source
                 add(p)
         elif not path.exists():
             skipped.append(_skip(path, "?", "file not found"))
+        elif not path.is_file():  # a pipe or a device would be waited on, or read for ever
+            skipped.append(_skip(path, "?", "not a regular file (a pipe, socket or device); give a file"))
         elif path.suffix.lower() not in KINDS:
             supported = ", ".join(KINDS)
             skipped.append(_skip(path, "?", f"unsupported file type '{path.suffix}' (supported: {supported})"))

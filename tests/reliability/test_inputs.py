@@ -227,3 +227,14 @@ def test_unusable_values_are_refused_before_any_work_naming_the_field(tmp_path, 
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert words in done.stderr
     assert not (tmp_path / "run").exists()  # refused before the folder, the corpus or the tokenizer
+
+
+def test_a_pipe_named_as_a_corpus_is_refused_not_waited_on(tmp_path, corpus_file):
+    import os
+
+    fifo = tmp_path / "stream.txt"
+    os.mkfifo(fifo)
+    corpus = load_corpus([fifo, corpus_file])  # returns at once: nothing opens the pipe
+    [skipped] = [s for s in corpus.sources if not s.loaded]
+    assert skipped.path == fifo and "not a regular file" in skipped.reason
+    assert corpus.documents > 0
