@@ -107,15 +107,29 @@ class MLMTokenizer:
         return mask
 
     def encode_batch(self, texts: Sequence[str]) -> list[Encoded]:
-        """Encode texts without special tokens, in parallel, with word boundaries from the pre-tokenizer."""
-        out = []
-        for enc in self.backend.encode_batch(_without_long_words(texts), add_special_tokens=False):
-            ids = np.asarray(enc.ids, dtype=np.int64)
-            words = np.asarray([-1 if w is None else w for w in enc.word_ids], dtype=np.int64)
-            starts = np.ones(len(ids), dtype=bool)
-            starts[1:] = words[1:] != words[:-1]
-            out.append(Encoded(ids, starts))
+        """Encode texts without special tokens, in parallel, with word boundaries from the pre-tokenizer. A text
+        longer than `CHUNK_CHARS` is encoded a chunk at a time, cut at white space, so memory stays bounded."""
+        short = [t if len(t) <= CHUNK_CHARS else "" for t in texts]
+        out = [
+            self._encoded(enc)
+            for enc in self.backend.encode_batch(_without_long_words(short), add_special_tokens=False)
+        ]
+        for i, text in enumerate(texts):
+            if len(text) > CHUNK_CHARS:
+                parts = [
+                    self._encoded(self.backend.encode(_without_long_words([chunk])[0], add_special_tokens=False))
+                    for chunk in _chunks(text)
+                ]
+                out[i] = Encoded(np.concatenate([p.ids for p in parts]), np.concatenate([p.word_starts for p in parts]))
         return out
+
+    @staticmethod
+    def _encoded(enc) -> Encoded:
+        ids = np.asarray(enc.ids, dtype=np.int64)
+        words = np.asarray([-1 if w is None else w for w in enc.word_ids], dtype=np.int64)
+        starts = np.ones(len(ids), dtype=bool)
+        starts[1:] = words[1:] != words[:-1]
+        return Encoded(ids, starts)
 
     def tokens(self, text: str) -> list[str]:
         """The word pieces of `text`, without special tokens."""
@@ -291,6 +305,20 @@ def _from_vocab_txt(path: Path, lowercase: bool | None = None) -> Tokenizer:
     backend = _bert_pipeline(Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]")), lowercase)
     backend.add_special_tokens(list(SPECIAL_TOKENS))
     return _with_post_processor(backend)
+
+
+CHUNK_CHARS = 1 << 20  # a longer document is encoded in pieces of about this many characters
+
+
+def _chunks(text: str) -> Iterator[str]:
+    """`text` in pieces of at most `CHUNK_CHARS`, each cut after white space where there is some."""
+    start = 0
+    while len(text) - start > CHUNK_CHARS:
+        cut = max(text.rfind(" ", start, start + CHUNK_CHARS), text.rfind("\n", start, start + CHUNK_CHARS))
+        cut = cut + 1 if cut > start else start + CHUNK_CHARS
+        yield text[start:cut]
+        start = cut
+    yield text[start:]
 
 
 def _without_long_words(texts: Sequence[str]) -> list[str]:

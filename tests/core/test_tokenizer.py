@@ -128,3 +128,14 @@ def test_config_is_validated():
         TokenizerConfig(vocab_size=10)
     with pytest.raises(ValueError, match="minimum frequency must be at least 1"):
         TokenizerConfig(min_frequency=0)
+
+
+def test_a_document_longer_than_a_chunk_encodes_as_if_whole(tokenizer, monkeypatch):
+    from mlm_studio.core import tokenizer as tokenizer_module
+
+    text = "The interpreter raises an exception when the iterator is exhausted. " * 40
+    whole = tokenizer.encode_batch([text])[0]
+    monkeypatch.setattr(tokenizer_module, "CHUNK_CHARS", 100)  # every piece a chunk of about 100 characters
+    chunked = tokenizer.encode_batch(["short one", text])
+    assert (chunked[1].ids == whole.ids).all() and (chunked[1].word_starts == whole.word_starts).all()
+    assert (chunked[0].ids == tokenizer.encode_batch(["short one"])[0].ids).all()
