@@ -137,12 +137,15 @@ class Masker:
             if cfg.strategy == "whole_word":
                 word_selected = self._draw(rows, n_words, generator) < cfg.rate  # (B, W)
             else:
-                word_selected, spans = self._spans(words, n_words, generator)
+                word_selected, spans, word_split = self._spans(words, n_words, generator)
             if n_words == 0:
                 selected = torch.zeros_like(selectable)
             else:
                 selected = word_selected.gather(1, words.clamp(min=0)) & (words >= 0)  # (B, L)
-            split = self._draw(rows, length, generator)  # (B, L)
+            if cfg.strategy == "span" and n_words > 0:
+                split = word_split.gather(1, words.clamp(min=0))  # SpanBERT: one treatment for a whole span
+            else:
+                split = self._draw(rows, length, generator)  # (B, L)
         selected &= selectable
 
         # [MASK] below mask_fraction, random up to mask + random fraction, kept above: kinds 1, 2, 3.
@@ -160,13 +163,13 @@ class Masker:
 
     def _spans(
         self, words: torch.Tensor, n_words: int, generator: torch.Generator | None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Tile each row's words into spans of random length and select spans; (B, W) word selection, spans."""
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Tile each row's words into spans of random length and select spans: (B, W) word selection, the
+        spans, and (B, W) one uniform draw per span, shared by its words, that picks its treatment."""
         rows = words.shape[0]
         if n_words == 0:
-            return torch.zeros((rows, 0), dtype=torch.bool, device=self.device), torch.zeros(
-                (0, 3), dtype=torch.long, device=self.device
-            )
+            none = torch.zeros((rows, 0), device=self.device)
+            return none.bool(), torch.zeros((0, 3), dtype=torch.long, device=self.device), none
         draws = torch.multinomial(self.span_probabilities, rows * n_words, replacement=True, generator=generator)
         lengths = draws.view(rows, n_words) + 1  # (B, W) span lengths in words
         ends = lengths.cumsum(1)  # (B, W) one past the last word of each span
@@ -174,6 +177,7 @@ class Masker:
         span_of_word = torch.searchsorted(ends, word_index, right=True)  # (B, W) in [0, W)
         span_selected = self._draw(rows, n_words, generator) < self.config.rate  # (B, W)
         word_selected = span_selected.gather(1, span_of_word)
+        word_split = self._draw(rows, n_words, generator).gather(1, span_of_word)
 
         words_in_row = (words.max(dim=1).values + 1).unsqueeze(1)  # (B, 1)
         starts = ends - lengths
@@ -181,7 +185,7 @@ class Masker:
         chosen = span_selected & (starts < words_in_row)
         row, index = chosen.nonzero(as_tuple=True)
         spans = torch.stack([row, starts[row, index], actual[row, index]], dim=1)
-        return word_selected, spans
+        return word_selected, spans, word_split
 
 
 def achieved_rates(kinds: torch.Tensor, selectable: torch.Tensor) -> dict[str, tuple[int, int]]:

@@ -195,3 +195,19 @@ def test_masking_on_cuda_matches_the_invariants():
             word_ids,
             strategy,
         )
+
+
+def test_span_masking_treats_each_span_as_one_as_spanbert_does():
+    config = MaskingConfig(strategy="span", rate=0.3)
+    masker = Masker(config, np.zeros(1000, dtype=bool), mask_id=0)
+    ids = torch.randint(1, 1000, (64, 128), generator=torch.Generator().manual_seed(0))
+    words = torch.arange(128).expand(64, 128)  # each token a word
+    out = masker(ids, words, torch.Generator().manual_seed(1))
+    mixed = 0
+    for row, start, length in out.spans.tolist():
+        kinds = set(out.kinds[row, start : start + length].tolist())
+        mixed += len(kinds) > 1
+    assert len(out.spans) > 300 and mixed == 0  # [MASK], random or kept: the same for every token of a span
+    rates = achieved_rates(out.kinds, torch.ones_like(ids, dtype=torch.bool))
+    masked, selected = rates["mask"]
+    assert abs(masked / selected - 0.8) < 0.05  # ~650 spans: still about 80% of tokens, within ~3 sd
