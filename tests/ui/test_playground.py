@@ -97,3 +97,13 @@ def test_without_any_model_the_user_is_told_what_to_do(qtbot, tmp_path):
     qtbot.addWidget(widget)
     widget.predict_now()
     assert "No trained model yet" in widget.views[0].grid.itemAt(0).widget().text()
+
+
+def test_a_view_on_the_current_run_follows_the_next_run(panel, trained_runs):
+    panel.workspace.set_run(trained_runs / "early")
+    assert panel.views[0].model_combo.currentText().startswith("Current run: early")
+    panel.workspace.set_run(trained_runs / "late")  # a new run starts while an older one is listed
+    assert panel.views[0].model_combo.currentText().startswith("Current run: late")
+    choose(panel, "early")  # chosen by name: it stays
+    panel.workspace.set_run(trained_runs / "late")
+    assert panel.views[0].model_combo.currentText() == "early"

@@ -140,6 +140,8 @@ class PlaygroundPanel(QWidget):
         self.workspace = workspace
         self.runs_root = Path(runs_root)
         self.folders: list[str] = []
+        self._current_run: str | None = None  # the path listed as the current run
+        self._chosen: dict[int, str | None] = {}  # per view: the model picked by hand, if any
         self._build()
         self.runners = [TaskRunner(self), TaskRunner(self)]
         for runner, view in zip(self.runners, self.views):
@@ -195,6 +197,7 @@ class PlaygroundPanel(QWidget):
         for view in self.views:
             view.candidate_clicked.connect(self.fill_mask)
             view.model_combo.currentIndexChanged.connect(self._schedule)
+            view.model_combo.currentIndexChanged.connect(lambda _index, v=view: self._remember_choice(v))
             results.addWidget(view)
         self.views[1].hide()
         layout = QVBoxLayout(self)
@@ -205,16 +208,18 @@ class PlaygroundPanel(QWidget):
 
     # --- models -------------------------------------------------------------------------------------
     def refresh_models(self) -> None:
-        """List the current run, the saved runs and the folders the user chose."""
+        """List the current run, the saved runs and the folders the user chose. A view that showed the current
+        run follows it to the new one when another run starts."""
         entries = []
-        if self.workspace.run is not None:
-            entries.append((f"Current run: {self.workspace.run.name} (latest checkpoint)", str(self.workspace.run)))
+        run = str(self.workspace.run) if self.workspace.run is not None else None
+        if run is not None:
+            entries.append((f"Current run: {self.workspace.run.name} (latest checkpoint)", run))
         for run in list_runs(self.runs_root):
             if run.latest_checkpoint() is not None and run.path != self.workspace.run:
                 entries.append((run.name, str(run.path)))
         entries += [(f"{'Hugging Face' if is_hf_folder(f) else 'Folder'}: {Path(f).name}", f) for f in self.folders]
         for view in self.views:
-            current = view.model_combo.currentData()
+            current = self._chosen.get(id(view)) or run or view.model_combo.currentData()
             view.model_combo.blockSignals(True)
             view.model_combo.clear()
             for label, path in entries:
@@ -222,7 +227,13 @@ class PlaygroundPanel(QWidget):
             index = view.model_combo.findData(current)
             view.model_combo.setCurrentIndex(index if index >= 0 else 0)
             view.model_combo.blockSignals(False)
+        self._current_run = run
         self._schedule()
+
+    def _remember_choice(self, view) -> None:
+        """A model picked by hand stays; picking the current run (or nothing) follows whichever run is current."""
+        data = view.model_combo.currentData()
+        self._chosen[id(view)] = None if data is None or data == self._current_run else data
 
     def on_checkpoint(self, path: str) -> None:
         """A new checkpoint of the current run: predict again from it."""
