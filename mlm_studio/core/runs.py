@@ -128,15 +128,24 @@ CSV_COLUMNS = (
     "learning_rate",
     "grad_norm",
     "tokens_per_second",
+    "probe",
+    "rank",
+    "probability",
 )
 
 
 def metrics_csv(records: list[dict]) -> str:
-    """Training and evaluation records as CSV, one row each, in the order they were written."""
+    """Training, evaluation and probe records as CSV in the order they were written: one row per step or
+    evaluation record, one per probe result (its expected word, rank and probability)."""
     out = io.StringIO()
     writer = csv.DictWriter(out, CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
-    writer.writerows(r for r in records if r.get("type") in ("step", "eval"))
+    for record in records:
+        if record.get("type") in ("step", "eval"):
+            writer.writerow(record)
+        elif record.get("type") == "probe":
+            for result in record.get("results", []):
+                writer.writerow({**record, **result, "probe": result.get("expected")})
     return out.getvalue()
 
 

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer
+from PySide6.QtCore import QByteArray, QSettings, QSize, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -154,15 +154,9 @@ class MainWindow(QMainWindow):
             self.open_run(Path(folder))
 
     def open_run(self, path: Path) -> None:
-        """Show a run's curves and make it the playground's current model."""
-        panel = self.training_panel
-        panel.runs_root = path.parent
-        panel.refresh_runs()
-        for row in range(panel.runs_list.count()):
-            if Path(panel.runs_list.item(row).data(Qt.ItemDataRole.UserRole)) == path:
-                panel.runs_list.setCurrentRow(row)
-        panel.open_selected_run()
-        self.show_panel(panel)
+        """Show a run's curves and make it the playground's current model; the Runs folder stays as it is."""
+        self.training_panel.open_run(path)
+        self.show_panel(self.training_panel)
 
     def _build_status_bar(self) -> None:
         self.device_label = QLabel("Device: detecting…")

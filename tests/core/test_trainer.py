@@ -225,3 +225,30 @@ def test_starting_over_an_existing_run_is_refused(tmp_path, small_corpus, small_
         start_run(tmp_path / "run", small_config(), small_corpus, small_tokenizer)
     assert json.loads((tmp_path / "run" / "corpus.json").read_text())["options"]["text_unit"] == "paragraph"
     shutil.rmtree(tmp_path / "run")
+
+
+def test_the_metrics_csv_holds_step_eval_and_probe_rows():
+    import csv
+    import io
+
+    from mlm_studio.core.runs import metrics_csv
+
+    records = [
+        {"type": "step", "step": 1, "tokens_seen": 10, "elapsed": 0.1, "loss": 5.0},
+        {"type": "eval", "step": 1, "tokens_seen": 10, "elapsed": 0.2, "loss": 4.9, "accuracy": 0.1},
+        {
+            "type": "probe",
+            "step": 1,
+            "tokens_seen": 10,
+            "elapsed": 0.3,
+            "results": [
+                {"text": "a [MASK]", "expected": "copy", "rank": 3, "probability": 0.2},
+                {"text": "b [MASK]", "expected": "list", "rank": 1, "probability": 0.6},
+            ],
+        },
+        {"type": "checkpoint", "step": 1, "path": "x"},
+    ]
+    rows = list(csv.DictReader(io.StringIO(metrics_csv(records))))
+    assert [r["type"] for r in rows] == ["step", "eval", "probe", "probe"]
+    assert (rows[2]["probe"], rows[2]["rank"], rows[2]["tokens_seen"]) == ("copy", "3", "10")
+    assert (rows[3]["probe"], rows[3]["probability"]) == ("list", "0.6")

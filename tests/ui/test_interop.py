@@ -113,3 +113,11 @@ def test_a_new_tokenizer_ends_the_import(qtbot, window, tmp_path, trained_runs, 
     assert window.workspace.initial_model is imported
     window.workspace.set_tokenizer(small_tokenizer)
     assert window.workspace.initial_model is None and window.config_panel.editors[("model", "hidden_size")].isEnabled()
+
+
+def test_opening_a_run_from_elsewhere_keeps_the_runs_folder(qtbot, window, trained_runs):
+    before = window.training_panel.runs_root
+    window.open_run(trained_runs / "late")
+    assert window.workspace.run == trained_runs / "late"
+    assert window.training_panel.plots.series["loss"].size == 40
+    assert window.training_panel.runs_root == before

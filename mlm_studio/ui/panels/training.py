@@ -318,8 +318,11 @@ class TrainingPanel(QWidget):
 
     def open_selected_run(self) -> None:
         path = self.selected_run()
-        if path is None:
-            return
+        if path is not None:
+            self.open_run(path)
+
+    def open_run(self, path: Path) -> None:
+        """Show a run's curves and make it the current run (it may live outside the runs folder)."""
         try:
             records = RunDir(path).read_metrics()
         except CheckpointError as exc:
