@@ -94,7 +94,8 @@ class RunDir:
         """How the corpus files differ from when the run started (gone, or another size or date)."""
         try:
             recorded = json.loads((self.path / "corpus.json").read_text(encoding="utf-8")).get("files", [])
-        except (OSError, ValueError, AttributeError) as exc:
+            recorded = [(str(name), int(size), int(modified)) for name, size, modified in recorded]
+        except (OSError, ValueError, AttributeError, TypeError) as exc:
             raise CheckpointError(f"run {self.name}: corpus.json is missing or damaged ({exc})") from exc
         changes = []
         for name, size, modified in recorded:
