@@ -117,8 +117,8 @@ class MLMTokenizer:
         for i, text in enumerate(texts):
             if len(text) > CHUNK_CHARS:
                 parts = [
-                    self._encoded(self.backend.encode(_without_long_words([chunk])[0], add_special_tokens=False))
-                    for chunk in _chunks(text)
+                    self._encoded(self.backend.encode(chunk, add_special_tokens=False))
+                    for chunk in _chunks(_without_long_words([text])[0])
                 ]
                 out[i] = Encoded(np.concatenate([p.ids for p in parts]), np.concatenate([p.word_starts for p in parts]))
         return out
@@ -311,13 +311,17 @@ CHUNK_CHARS = 1 << 20  # a longer document is encoded in pieces of about this ma
 
 
 def _chunks(text: str) -> Iterator[str]:
-    """`text` in pieces of at most `CHUNK_CHARS`, each cut after white space where there is some."""
+    """`text` (its overlong words already written as [UNK]) in pieces of at most `CHUNK_CHARS`, each cut after
+    white space, else after a character that is not a letter or digit (no word is cut: the words left are at
+    most `MAX_WORD_CHARS` long), else at the limit (inside CJK text, whose characters are words of their own)."""
     start = 0
     while len(text) - start > CHUNK_CHARS:
-        cut = max(text.rfind(" ", start, start + CHUNK_CHARS), text.rfind("\n", start, start + CHUNK_CHARS))
-        cut = cut + 1 if cut > start else start + CHUNK_CHARS
-        yield text[start:cut]
-        start = cut
+        end = start + CHUNK_CHARS
+        cut = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
+        if cut <= start:
+            cut = next((k for k in range(end - 1, end - 2 * MAX_WORD_CHARS, -1) if not text[k].isalnum()), end - 1)
+        yield text[start : cut + 1]
+        start = cut + 1
     yield text[start:]
 
 

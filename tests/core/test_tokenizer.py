@@ -134,8 +134,10 @@ def test_a_document_longer_than_a_chunk_encodes_as_if_whole(tokenizer, monkeypat
     from mlm_studio.core import tokenizer as tokenizer_module
 
     text = "The interpreter raises an exception when the iterator is exhausted. " * 40
-    whole = tokenizer.encode_batch([text])[0]
+    joined = "iterator.exhausted,interpreter;" * 40 + "x" * 5000  # no white space, then an overlong word
+    whole = tokenizer.encode_batch([text, joined])
     monkeypatch.setattr(tokenizer_module, "CHUNK_CHARS", 100)  # every piece a chunk of about 100 characters
-    chunked = tokenizer.encode_batch(["short one", text])
-    assert (chunked[1].ids == whole.ids).all() and (chunked[1].word_starts == whole.word_starts).all()
+    chunked = tokenizer.encode_batch(["short one", text, joined])
+    for mine, expected in zip(chunked[1:], whole):
+        assert (mine.ids == expected.ids).all() and (mine.word_starts == expected.word_starts).all()
     assert (chunked[0].ids == tokenizer.encode_batch(["short one"])[0].ids).all()
