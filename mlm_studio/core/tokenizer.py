@@ -312,14 +312,15 @@ CHUNK_CHARS = 1 << 20  # a longer document is encoded in pieces of about this ma
 
 def _chunks(text: str) -> Iterator[str]:
     """`text` (its overlong words already written as [UNK]) in pieces of at most `CHUNK_CHARS`, each cut after
-    white space, else after a character that is not a letter or digit (no word is cut: the words left are at
-    most `MAX_WORD_CHARS` long), else at the limit (inside CJK text, whose characters are words of their own)."""
+    white space, else after a character that is not a letter or digit, else at the limit (inside CJK text,
+    whose characters are words of their own, or inside a run of letters too long to be a word)."""
     start = 0
     while len(text) - start > CHUNK_CHARS:
         end = start + CHUNK_CHARS
         cut = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
         if cut <= start:
-            cut = next((k for k in range(end - 1, end - 2 * MAX_WORD_CHARS, -1) if not text[k].isalnum()), end - 1)
+            scan = range(end - 1, max(start, end - 2 * MAX_WORD_CHARS), -1)
+            cut = next((k for k in scan if not text[k].isalnum()), end - 1)
         yield text[start : cut + 1]
         start = cut + 1
     yield text[start:]

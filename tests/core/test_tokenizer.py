@@ -134,7 +134,7 @@ def test_a_document_longer_than_a_chunk_encodes_as_if_whole(tokenizer, monkeypat
     from mlm_studio.core import tokenizer as tokenizer_module
 
     text = "The interpreter raises an exception when the iterator is exhausted. " * 40
-    joined = "iterator.exhausted,interpreter;" * 40 + "x" * 5000  # no white space, then an overlong word
+    joined = "iterator.exhausted,interpreter;" * 40 + " " + "x" * 5000  # no white space; an overlong word
     whole = tokenizer.encode_batch([text, joined])
     monkeypatch.setattr(tokenizer_module, "CHUNK_CHARS", 100)  # every piece a chunk of about 100 characters
     chunked = tokenizer.encode_batch(["short one", text, joined])
