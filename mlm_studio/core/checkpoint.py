@@ -84,27 +84,38 @@ class RunDir:
 
     def corpus_sources(self) -> tuple[list[Path], ReadOptions]:
         """The corpus files and reading options the run was started with."""
+        raw = self._corpus_record()
         try:
-            raw = json.loads((self.path / "corpus.json").read_text(encoding="utf-8"))
             return [Path(s) for s in raw["sources"]], ReadOptions(**raw["options"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (KeyError, TypeError) as exc:
             raise CheckpointError(f"run {self.name}: corpus.json is missing or damaged ({exc})") from exc
 
     def corpus_changes(self) -> list[str]:
-        """How the corpus files differ from when the run started (gone, or another size or date)."""
+        """How the corpus files differ from when the run started: gone, or another size or date (runs made
+        before sizes and dates were recorded: only gone)."""
+        raw = self._corpus_record()
         try:
-            recorded = json.loads((self.path / "corpus.json").read_text(encoding="utf-8")).get("files", [])
-            recorded = [(str(name), int(size), int(modified)) for name, size, modified in recorded]
-        except (OSError, ValueError, AttributeError, TypeError) as exc:
+            recorded = [(str(name), int(size), int(modified)) for name, size, modified in raw.get("files", [])]
+            recorded = recorded or [(str(name), None, None) for name in raw["sources"]]
+        except (KeyError, TypeError, ValueError) as exc:
             raise CheckpointError(f"run {self.name}: corpus.json is missing or damaged ({exc})") from exc
         changes = []
         for name, size, modified in recorded:
             path = Path(name)
             if not path.exists():
                 changes.append(f"{path} is gone")
-            elif _file_stamp(path) != (size, modified):
+            elif size is not None and _file_stamp(path) != (size, modified):
                 changes.append(f"{path} changed ({size:,} → {path.stat().st_size:,} bytes)")
         return changes
+
+    def _corpus_record(self) -> dict[str, Any]:
+        try:
+            raw = json.loads((self.path / "corpus.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CheckpointError(f"run {self.name}: corpus.json is missing or damaged ({exc})") from exc
+        if not isinstance(raw, dict):
+            raise CheckpointError(f"run {self.name}: corpus.json is missing or damaged (not a JSON object)")
+        return raw
 
     # --- metrics ------------------------------------------------------------------------------------
     @property

@@ -59,9 +59,6 @@ def training_blocks(
     """Training and validation blocks of a run; without `corpus`, the sources recorded in the run are read."""
     if corpus is None:
         sources, options = run.corpus_sources()
-        missing = [str(s) for s in sources if not s.exists()]
-        if missing:
-            raise CheckpointError(f"run {run.name}: its corpus files are gone: {', '.join(missing[:5])}")
         check_corpus_unchanged(run)
         corpus = load_corpus(sources, options, progress)
     tokenizer = run.tokenizer

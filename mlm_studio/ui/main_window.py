@@ -263,20 +263,18 @@ class MainWindow(QMainWindow):
         controller = self.training_panel.controller
         if controller.busy:
             event.ignore()
-            if controller.state == STOPPING:
+            if controller.state != STOPPING:
+                choice = self._ask_about_training()
+                self._quit_when_done = choice != "cancel"
+                if choice == "cancel":
+                    self.statusBar().clearMessage()
+                    return
+                if choice == "keep":
+                    self.statusBar().showMessage("MLM Studio will close when the training finishes.")
+                    return
+                controller.stop()
+            else:
                 self._quit_when_done = True
-                self.statusBar().showMessage("Saving a checkpoint; MLM Studio closes when it is written.")
-                return
-            choice = self._ask_about_training()
-            if choice == "cancel":
-                self._quit_when_done = False
-                self.statusBar().clearMessage()
-                return
-            self._quit_when_done = True
-            if choice == "keep":
-                self.statusBar().showMessage("MLM Studio will close when the training finishes.")
-                return
-            controller.stop()
             self.statusBar().showMessage("Saving a checkpoint; MLM Studio closes when it is written.")
             return
         self._save()
