@@ -27,27 +27,12 @@ import numpy as np
 from mlm_studio.core.corpus import Corpus, CorpusError
 from mlm_studio.core.paths import cache_dir
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.settings import DataConfig
 from mlm_studio.core.tokenizer import MLMTokenizer
 
 log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 ENCODE_BATCH = 1000
-
-
-@dataclass(frozen=True)
-class DataConfig:
-    """How the tokenized corpus becomes training blocks."""
-
-    max_seq_len: int = 128  # tokens per block, [CLS] and [SEP] included
-    packing: bool = True  # pack documents into full blocks; else one document per (padded) block
-    validation_fraction: float = 0.05  # share of documents held out for evaluation
-    split_seed: int = 0  # decides which documents are held out
-
-    def __post_init__(self) -> None:
-        if not 8 <= self.max_seq_len <= 8192:
-            raise ValueError(f"sequence length must be between 8 and 8192 tokens, not {self.max_seq_len}")
-        if not 0.0 <= self.validation_fraction <= 0.5:
-            raise ValueError(f"validation share must be between 0 and 0.5, not {self.validation_fraction}")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from enum import IntEnum
 import numpy as np
 import torch
 
-STRATEGIES = ("token", "whole_word", "span")
+from mlm_studio.core.settings import MaskingConfig
+
 IGNORE_INDEX = -100
 
 
@@ -31,42 +32,6 @@ class MaskKind(IntEnum):
     MASK = 1  # replaced by [MASK]
     RANDOM = 2  # replaced by a random non-special token
     KEPT = 3  # selected for prediction but left unchanged
-
-
-@dataclass(frozen=True)
-class MaskingConfig:
-    """How tokens are chosen for prediction and what happens to them."""
-
-    rate: float = 0.15  # probability that a token is selected for prediction
-    mask_fraction: float = 0.8  # of the selected: replaced by [MASK]
-    random_fraction: float = 0.1  # of the selected: replaced by a random token
-    keep_fraction: float = 0.1  # of the selected: left unchanged
-    strategy: str = "token"  # "token" | "whole_word" | "span"
-    span_p: float = 0.2  # span strategy: geometric parameter of the span length in words
-    max_span: int = 10  # span strategy: longest span in words
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.rate < 1.0:
-            raise ValueError(f"masking rate must be between 0 and 1 (exclusive), not {self.rate}")
-        for name in ("mask_fraction", "random_fraction", "keep_fraction"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name.replace('_', ' ')} must be between 0 and 1, not {value}")
-        total = self.mask_fraction + self.random_fraction + self.keep_fraction
-        if abs(total - 1.0) > 1e-6:
-            raise ValueError(f"mask, random and keep fractions must sum to 1, not {total:.4g}")
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"masking strategy must be one of {', '.join(STRATEGIES)}, not {self.strategy!r}")
-        if not 0.0 < self.span_p <= 1.0:
-            raise ValueError(f"span parameter p must be in (0, 1], not {self.span_p}")
-        if not 1 <= self.max_span <= 64:
-            raise ValueError(f"longest span must be between 1 and 64 words, not {self.max_span}")
-
-    def span_length_probabilities(self) -> np.ndarray:
-        """P(length = 1..max_span) of the truncated, renormalised geometric law of span lengths."""
-        lengths = np.arange(1, self.max_span + 1)
-        weights = self.span_p * (1.0 - self.span_p) ** (lengths - 1)
-        return weights / weights.sum()
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,9 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 
 from mlm_studio.core.files import atomic_write_text
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.settings import TokenizerConfig
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-MIN_VOCAB = len(SPECIAL_TOKENS) + 64
-MAX_VOCAB = 2**20
 # WordPiece encodes a word longer than this as [UNK]. Its trainer would spend hours on a megabyte-long word,
 # and encoding one tracks every character, so such runs are taken out beforehand. A run counts when it is
 # letters and digits only, as BERT's pre-tokenizer keeps them together (not CJK: BERT splits those into
@@ -36,21 +35,6 @@ _LONG_WORD = re.compile(rf"(?<!\S){_LONG_RUN}(?!\S)")  # a whole word: encodes t
 
 class TokenizerError(Exception):
     """A tokenizer file cannot be used; the message says why."""
-
-
-@dataclass(frozen=True)
-class TokenizerConfig:
-    """How a WordPiece vocabulary is trained."""
-
-    vocab_size: int = 8000  # pieces including the special tokens and the alphabet
-    min_frequency: int = 2  # a pair must occur this often to be merged
-    lowercase: bool = True  # lowercase and strip accents (BERT "uncased")
-
-    def __post_init__(self) -> None:
-        if not MIN_VOCAB <= self.vocab_size <= MAX_VOCAB:
-            raise ValueError(f"vocabulary size must be between {MIN_VOCAB} and {MAX_VOCAB:,}, not {self.vocab_size}")
-        if self.min_frequency < 1:
-            raise ValueError(f"minimum frequency must be at least 1, not {self.min_frequency}")
 
 
 @dataclass(frozen=True)

@@ -39,17 +39,17 @@ def test_parameter_count_matches_the_model(model):
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda: ModelConfig(hidden_size=100, num_attention_heads=3), r"hidden_size \(100\) must be divisible by"),
+        (lambda: ModelConfig(hidden_size=100, num_attention_heads=3), r"model.hidden_size \(100\) must be a multiple of model.num_attention_heads \(3\)"),
         (lambda: ModelConfig(hidden_dropout_prob=1.0), "hidden_dropout_prob must be in"),
         (lambda: ModelConfig(position_embedding_type="rotary"), "position_embedding_type must be one of"),
-        (lambda: TrainConfig(learning_rate=0), "learning rate must be between 0 and 1"),
-        (lambda: TrainConfig(batch_size=0), "batch size must be at least 1"),
+        (lambda: TrainConfig(learning_rate=0), "training.learning_rate must be between 0 and 1"),
+        (lambda: TrainConfig(batch_size=0), "training.batch_size must be between 1 and 65,536, not 0"),
         (lambda: TrainConfig(device="gpu"), "device must be auto, cpu, cuda, cuda:N or mps"),
         (lambda: TrainConfig(precision="fp8"), "precision must be one of fp32, bf16, fp16"),
         (lambda: TrainConfig(schedule="step"), "schedule must be one of linear, cosine, constant"),
         (
             lambda: RunConfig(model=ModelConfig(max_position_embeddings=64), data=DataConfig(max_seq_len=128)),
-            r"sequence length \(128\) must not exceed max_position_embeddings \(64\)",
+            r"data.max_seq_len \(128\) must not exceed model.max_position_embeddings \(64\)",
         ),
     ],
 )
@@ -77,7 +77,7 @@ def test_toml_round_trip(tmp_path):
         ("[model]\nhidden = 3\n", r"unknown field\(s\) in \[model\]: hidden"),
         ("[optimizer]\n", r"unknown section\(s\) optimizer"),
         ('[model]\nhidden_size = "big"\n', "model.hidden_size must be int, not str"),
-        ("[training]\nlearning_rate = 2\n", r"\[training\] learning rate must be between 0 and 1"),
+        ("[training]\nlearning_rate = 2\n", r"training.learning_rate must be between 0 and 1"),
     ],
 )
 def test_bad_toml_is_refused_clearly(text, message):

@@ -133,7 +133,7 @@ def test_reopening_the_cache_folder(tokenized):
 
 
 def test_config_is_validated():
-    with pytest.raises(ValueError, match="sequence length must be between 8 and 8192"):
+    with pytest.raises(ValueError, match="data.max_seq_len must be between 8 and 8,192"):
         DataConfig(max_seq_len=4)
-    with pytest.raises(ValueError, match="validation share must be between 0 and 0.5"):
+    with pytest.raises(ValueError, match="data.validation_fraction must be between 0.0 and 0.5"):
         DataConfig(validation_fraction=0.9)

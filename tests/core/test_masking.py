@@ -6,13 +6,13 @@ from hypothesis import strategies as st
 
 from mlm_studio.core.masking import (
     IGNORE_INDEX,
-    STRATEGIES,
     Masker,
     MaskingConfig,
     MaskKind,
     achieved_rates,
     wilson_interval,
 )
+from mlm_studio.core.settings import STRATEGIES
 
 VOCAB = 40
 SPECIAL = np.zeros(VOCAB, dtype=bool)
@@ -163,12 +163,12 @@ def test_only_special_tokens_select_nothing():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"rate": 0.0}, "masking rate must be between 0 and 1"),
+        ({"rate": 0.0}, "masking.rate must be between 0 and 1"),
         ({"mask_fraction": 0.7}, "must sum to 1, not 0.9"),
-        ({"keep_fraction": -0.1, "mask_fraction": 1.0}, "keep fraction must be between 0 and 1"),
-        ({"strategy": "words"}, "masking strategy must be one of token, whole_word, span"),
-        ({"span_p": 0.0}, "span parameter p must be in"),
-        ({"max_span": 0}, "longest span must be between"),
+        ({"keep_fraction": -0.1, "mask_fraction": 1.0}, "masking.keep_fraction must be between 0.0 and 1.0"),
+        ({"strategy": "words"}, "masking.strategy must be one of token, whole_word, span"),
+        ({"span_p": 0.0}, "masking.span_p must be in"),
+        ({"max_span": 0}, "masking.max_span must be between"),
     ],
 )
 def test_config_is_validated_with_readable_messages(kwargs, message):

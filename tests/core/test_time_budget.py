@@ -43,7 +43,7 @@ def test_a_budget_replaces_the_step_count_and_must_not_be_negative():
     config = small_config(time_budget=30.0, max_steps=5)
     assert config.steps_for(100) == UNTIL_THE_BUDGET_IS_SPENT
     assert RunConfig.from_toml(config.to_toml()) == config
-    with pytest.raises(ConfigError, match="time budget"):
+    with pytest.raises(ConfigError, match="training.time_budget must be between 0 and 366 days"):
         small_config(time_budget=-1.0)
 
 

@@ -124,9 +124,9 @@ def test_training_reports_progress_and_can_be_cancelled(builtin_corpus):
 
 
 def test_config_is_validated():
-    with pytest.raises(ValueError, match="vocabulary size must be between"):
+    with pytest.raises(ValueError, match="tokenizer.vocab_size must be between"):
         TokenizerConfig(vocab_size=10)
-    with pytest.raises(ValueError, match="minimum frequency must be at least 1"):
+    with pytest.raises(ValueError, match="tokenizer.min_frequency must be at least 1"):
         TokenizerConfig(min_frequency=0)
 
 

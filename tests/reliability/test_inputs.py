@@ -209,7 +209,7 @@ def test_odd_but_valid_texts_are_scored(predictor, text):
         ("[training]\nseed = 4294967296", "seed must be between 0 and 4,294,967,295"),
         ('[training]\ndevice = "cuda:3"', "cuda:3"),
         ("[model]\nhidden_size = 10000000", "hidden_size must be between 8 and 16,384"),
-        ("[training]\nbatch_size = 100000000", "batch size must be at most 65,536"),
+        ("[training]\nbatch_size = 100000000", "training.batch_size must be between 1 and 65,536"),
     ],
 )
 def test_unusable_values_are_refused_before_any_work_naming_the_field(tmp_path, line, words):

@@ -30,8 +30,8 @@ def test_hidden_size_not_divisible_by_heads_is_flagged_and_not_applied(qtbot, pa
     before = panel.workspace.config
     with qtbot.waitSignal(panel.validity_changed) as blocker:
         type_into(qtbot, panel.editors[("model", "num_attention_heads")], "3")
-    assert "must be divisible by num_attention_heads (3)" in blocker.args[0]
-    assert panel.error_label.isVisible() and "divisible" in panel.error_label.text()
+    assert blocker.args[0] == "Hidden size (128) must be a multiple of Attention heads (3)"
+    assert panel.error_label.isVisible() and panel.error_label.text() == blocker.args[0] + "."
     assert INVALID in panel.editors[("model", "num_attention_heads")].styleSheet()
     assert INVALID in panel.editors[("model", "hidden_size")].styleSheet()
     assert INVALID not in panel.editors[("training", "learning_rate")].styleSheet()
@@ -42,19 +42,32 @@ def test_hidden_size_not_divisible_by_heads_is_flagged_and_not_applied(qtbot, pa
     assert panel.preset_combo.currentData() == "custom"
 
 
+SHARES = [("masking", "mask_fraction"), ("masking", "random_fraction"), ("masking", "keep_fraction")]
+
+
 @pytest.mark.parametrize(
-    ("field", "text", "message"),
+    ("field", "text", "message", "outlined"),
     [
-        (("training", "learning_rate"), "fast", "learning_rate must be a number"),
-        (("training", "learning_rate"), "2", "learning rate must be between 0 and 1"),
-        (("data", "max_seq_len"), "1024", "sequence length (1024) must not exceed max_position_embeddings"),
-        (("masking", "mask_fraction"), "0.9", "fractions must sum to 1"),
+        (("training", "learning_rate"), "fast", "Learning rate must be a number, not 'fast'", []),
+        (("training", "learning_rate"), "2", "Learning rate must be between 0 and 1, not 2.0", []),
+        (("training", "time_budget"), "soon", "Time budget: 'soon' is not a duration", []),
+        (
+            ("data", "max_seq_len"),
+            "1024",
+            "Sequence length (1024) must not exceed Max positions (512)",
+            [("model", "max_position_embeddings")],
+        ),
+        (("masking", "mask_fraction"), "0.9", "[MASK] share, Random share and Kept share must sum to 1", SHARES),
+        (("masking", "mask_fraction"), "1.5", "[MASK] share must be between 0.0 and 1.0, not 1.5", []),
+        (("masking", "keep_fraction"), "-0.1", "Kept share must be between 0.0 and 1.0, not -0.1", []),
+        (("masking", "rate"), "1.5", "Masking rate must be between 0 and 1 (exclusive), not 1.5", []),
     ],
 )
-def test_invalid_values_mark_their_field(qtbot, panel, field, text, message):
+def test_invalid_values_mark_their_fields_in_the_forms_words(qtbot, panel, field, text, message, outlined):
     type_into(qtbot, panel.editors[field], text)
-    assert message in panel.error
-    assert INVALID in panel.editors[field].styleSheet()
+    assert panel.error.startswith(message)
+    marked = {key for key, editor in panel.editors.items() if INVALID in editor.styleSheet()}
+    assert marked == {field, *outlined}
 
 
 def test_presets_fill_the_model_and_the_summary_follows(qtbot, panel):
@@ -121,7 +134,7 @@ def test_a_time_budget_is_typed_as_people_write_durations(qtbot, panel):
     type_into(qtbot, editor, "6m")
     assert panel.workspace.config.training.time_budget == 360.0 and not panel.error
     type_into(qtbot, editor, "soon")
-    assert "time budget" in panel.error and INVALID in editor.styleSheet()
+    assert panel.error.startswith("Time budget: ") and INVALID in editor.styleSheet()
     assert panel.workspace.config.training.time_budget == 360.0  # the last valid value stays
     type_into(qtbot, editor, "1h30m")
     assert panel.workspace.config.training.time_budget == 5400.0

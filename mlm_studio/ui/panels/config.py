@@ -31,8 +31,8 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.config import PRECISIONS, PRESETS, SCHEDULES, ConfigError, RunConfig
 from mlm_studio.core.hf import ImportedModel, import_model
-from mlm_studio.core.masking import STRATEGIES
 from mlm_studio.core.progress import format_duration, parse_duration
+from mlm_studio.core.settings import STRATEGIES
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.workspace import Workspace
@@ -99,9 +99,9 @@ FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {
     ("data", "split_seed"): ("Data & masking", "Split seed", "Decides which documents are held out"),
     ("masking", "strategy"): ("Data & masking", "Masking", "Token, whole word or span (SpanBERT)"),
     ("masking", "rate"): ("Data & masking", "Masking rate", "Share of tokens to predict; 0.15 (BERT) to 0.4"),
-    ("masking", "mask_fraction"): ("Data & masking", "→ [MASK]", "Of those: replaced by [MASK]; 0.8"),
-    ("masking", "random_fraction"): ("Data & masking", "→ random", "Of those: replaced by a random token; 0.1"),
-    ("masking", "keep_fraction"): ("Data & masking", "→ kept", "Of those: left unchanged; 0.1"),
+    ("masking", "mask_fraction"): ("Data & masking", "[MASK] share", "Of the selected tokens: replaced by [MASK]; 0.8"),
+    ("masking", "random_fraction"): ("Data & masking", "Random share", "Of the selected: replaced by a random token; 0.1"),
+    ("masking", "keep_fraction"): ("Data & masking", "Kept share", "Of the selected tokens: left unchanged; 0.1"),
     ("masking", "span_p"): ("Data & masking", "Span p", "Geometric law of span lengths; 0.2"),
     ("masking", "max_span"): ("Data & masking", "Longest span", "In words; 10"),
     ("training", "device"): ("Hardware", "Device", "Where to train: auto picks CUDA, then MPS, then the CPU"),
@@ -113,24 +113,6 @@ FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {
         "Stop after NaN steps",
         "Consecutive non-finite losses tolerated",
     ),
-}
-# Words the engine's messages use for a field, besides its name.
-MESSAGE_WORDS = {
-    "max_seq_len": "sequence length",
-    "warmup_steps": "warm-up steps",
-    "time_budget": "time budget",
-    "max_grad_norm": "gradient clipping",
-    "eval_blocks": "evaluation blocks",
-    "validation_fraction": "validation share",
-    "adam_beta1": "adam betas",
-    "adam_beta2": "adam betas",
-    "rate": "masking rate",
-    "mask_fraction": "fractions must sum",
-    "random_fraction": "fractions must sum",
-    "keep_fraction": "fractions must sum",
-    "span_p": "span parameter",
-    "max_span": "longest span",
-    "strategy": "masking strategy",
 }
 GROUPS = ("Model", "Optimisation", "Schedule", "Data & masking", "Hardware")
 CHOICES = {
@@ -304,27 +286,24 @@ class ConfigPanel(QWidget):
                 try:
                     values[section][name] = parse_duration(editor.text() or "0")
                 except ValueError as exc:
-                    raise ConfigError(f"time budget: {exc}") from None
+                    raise ConfigError(f"{{0}}: {exc}", (f"{section}.{name}",)) from None
             else:
                 try:
                     values[section][name] = float(editor.text())
                 except ValueError:
-                    raise ConfigError(f"{name} must be a number, not {editor.text()!r}") from None
+                    raise ConfigError(f"must be a number, not {editor.text()!r}", (f"{section}.{name}",)) from None
         base = self.workspace.config
         tokenizer = self.workspace.tokenizer
         vocab = tokenizer.vocab_size if tokenizer is not None else base.model.vocab_size
         initial = self.workspace.initial_model
-        try:
-            return RunConfig(
-                model=initial.config if initial else replace(base.model, vocab_size=vocab, **values["model"]),
-                data=replace(base.data, **values["data"]),
-                masking=replace(base.masking, **values["masking"]),
-                tokenizer=base.tokenizer,
-                training=replace(base.training, **values["training"]),
-                preset=self.preset_combo.currentData(),
-            )
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from exc
+        return RunConfig(
+            model=initial.config if initial else replace(base.model, vocab_size=vocab, **values["model"]),
+            data=replace(base.data, **values["data"]),
+            masking=replace(base.masking, **values["masking"]),
+            tokenizer=base.tokenizer,
+            training=replace(base.training, **values["training"]),
+            preset=self.preset_combo.currentData(),
+        )
 
     def set_devices(self, names: list[str]) -> None:
         """Offer the devices present on this machine (auto first)."""
@@ -361,12 +340,11 @@ class ConfigPanel(QWidget):
         try:
             config = self.read_config()
         except ConfigError as exc:
-            self._set_error(str(exc))
-            message = str(exc).lower()
-            for (_, name), editor in self.editors.items():
-                words = (MESSAGE_WORDS[name],) if name in MESSAGE_WORDS else (name, name.replace("_", " "))
-                if any(word in message for word in words):
-                    editor.setStyleSheet(INVALID)
+            keys = [tuple(name.split(".", 1)) for name in exc.fields]
+            self._set_error(exc.naming([FIELDS[key][1] if key in FIELDS else ".".join(key) for key in keys]))
+            for key in keys:
+                if key in self.editors:
+                    self.editors[key].setStyleSheet(INVALID)
             return
         self._set_error("")
         self._show_summary(config)

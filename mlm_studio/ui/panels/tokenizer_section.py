@@ -25,9 +25,8 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.corpus import Corpus
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.settings import MAX_VOCAB, MIN_VOCAB
 from mlm_studio.core.tokenizer import (
-    MAX_VOCAB,
-    MIN_VOCAB,
     MLMTokenizer,
     TokenizerConfig,
     TokenizerStats,
