@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import time
 from dataclasses import asdict, fields, replace
 from pathlib import Path
@@ -49,7 +47,9 @@ def with_architecture(config: RunConfig, initial: ImportedModel) -> RunConfig:
     """`config` with the imported model's architecture; refuses a sequence length the model cannot read."""
     limit = initial.config.max_position_embeddings
     if config.data.max_seq_len > limit:
-        raise ConfigError(f"sequence length ({config.data.max_seq_len}) must not exceed this model's {limit} positions")
+        raise ConfigError(
+            f"{{0}} ({config.data.max_seq_len}) must not exceed this model's {limit} positions", ("data.max_seq_len",)
+        )
     return replace(config, model=initial.config)
 
 
@@ -111,45 +111,3 @@ def check_corpus_unchanged(run: RunDir, given: Corpus | None = None) -> None:
             f"cannot resume {run.name}: its corpus changed since the run started ({'; '.join(changes[:5])}); "
             "resuming would continue on other text. Restore the files or start a new run"
         )
-
-
-CSV_COLUMNS = (
-    "type",
-    "step",
-    "tokens_seen",
-    "elapsed",
-    "loss",
-    "accuracy",
-    "top5_accuracy",
-    "perplexity",
-    "learning_rate",
-    "grad_norm",
-    "tokens_per_second",
-    "probe",
-    "rank",
-    "probability",
-)
-
-
-def metrics_csv(records: list[dict]) -> str:
-    """Training, evaluation and probe records as CSV in the order they were written: one row per step or
-    evaluation record, one per probe result (its expected word, rank and probability)."""
-    out = io.StringIO()
-    writer = csv.DictWriter(out, CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for record in records:
-        if record.get("type") in ("step", "eval"):
-            writer.writerow(record)
-        elif record.get("type") == "probe":
-            for result in record.get("results", []):
-                writer.writerow({**record, **result, "probe": result.get("expected")})
-    return out.getvalue()
-
-
-def list_runs(root: str | Path) -> list[RunDir]:
-    """Run folders directly under `root`, newest first."""
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    runs = [RunDir(p) for p in root.iterdir() if (p / "config.toml").is_file()]
-    return sorted(runs, key=lambda r: r.path.stat().st_mtime, reverse=True)

@@ -39,7 +39,10 @@ def test_parameter_count_matches_the_model(model):
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda: ModelConfig(hidden_size=100, num_attention_heads=3), r"model.hidden_size \(100\) must be a multiple of model.num_attention_heads \(3\)"),
+        (
+            lambda: ModelConfig(hidden_size=100, num_attention_heads=3),
+            r"model.hidden_size \(100\) must be a multiple of model.num_attention_heads",
+        ),
         (lambda: ModelConfig(hidden_dropout_prob=1.0), "hidden_dropout_prob must be in"),
         (lambda: ModelConfig(position_embedding_type="rotary"), "position_embedding_type must be one of"),
         (lambda: TrainConfig(learning_rate=0), "training.learning_rate must be between 0 and 1"),

@@ -35,9 +35,9 @@ def choose_folder(monkeypatch, folder):
 
 
 def select_run(panel, name):
-    for row in range(panel.runs_list.count()):
-        if panel.runs_list.item(row).text().startswith(name):
-            panel.runs_list.setCurrentRow(row)
+    for row in range(panel.runs_table.rowCount()):
+        if panel.runs_table.item(row, 0).text() == name:
+            panel.runs_table.selectRow(row)
 
 
 def test_export_import_and_continue_pre_training_from_the_menus(qtbot, window, tmp_path, trained_runs, monkeypatch):

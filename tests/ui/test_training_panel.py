@@ -49,7 +49,12 @@ def test_a_run_started_from_the_gui_plots_evaluates_and_checkpoints(qtbot, panel
     assert panel.message_bar.level == "info" and "Training completed at step 30" in panel.message_bar.text
     run = RunDir(panel.workspace.run)
     assert [p.name for p in run.checkpoints()][-1] == "step-0000030"
-    assert panel.runs_list.count() == 1 and "step 30" in panel.runs_list.item(0).text()
+    table = panel.runs_table
+    assert table.rowCount() == 1
+    row = [table.item(0, column).text() for column in range(table.columnCount())]
+    assert row[1:3] == ["completed", "30"] and row[0] == run.path.name
+    last_eval = [r for r in run.read_metrics() if r["type"] == "eval"][-1]
+    assert row[3] == f"{last_eval['loss']:.3f}" and row[4] == f"{last_eval['accuracy']:.1%}"
     assert panel.start_button.isEnabled() and not panel.stop_button.isEnabled()
 
 
@@ -103,12 +108,12 @@ def test_a_bad_probe_is_refused_before_starting(qtbot, panel):
 def test_runs_open_overlay_resume_and_export(qtbot, panel, trained_runs, tmp_path, monkeypatch):
     panel.runs_root = trained_runs
     panel.refresh_runs()
-    names = [panel.runs_list.item(i).text().split()[0] for i in range(panel.runs_list.count())]
+    names = [panel.runs_table.item(i, 0).text() for i in range(panel.runs_table.rowCount())]
     assert sorted(names) == ["early", "late"]
-    panel.runs_list.setCurrentRow(names.index("late"))
+    panel.runs_table.select_run(trained_runs / "late")
     click(qtbot, panel.open_button)
     assert panel.plots.series["loss"].size == 40 and panel.workspace.run.name == "late"
-    panel.runs_list.setCurrentRow(names.index("early"))
+    panel.runs_table.select_run(trained_runs / "early")
     click(qtbot, panel.overlay_button)
     assert panel.plots.overlays == ["early"] and panel.plots.series["overlay:early:step:loss"].size == 4
 
@@ -130,7 +135,7 @@ def test_runs_open_overlay_resume_and_export(qtbot, panel, trained_runs, tmp_pat
     ).save(copy / "early" / "config.toml")
     panel.runs_root = copy
     panel.refresh_runs()
-    panel.runs_list.setCurrentRow(0)
+    panel.runs_table.selectRow(0)
     with qtbot.waitSignal(panel.run_finished, timeout=TIMEOUT_MS):
         click(qtbot, panel.resume_button)
     assert "steps 4 → 8" in panel.log.toPlainText()
@@ -146,3 +151,20 @@ def test_a_time_budget_shows_progress_in_seconds_and_ends_the_run(qtbot, panel):
     assert "for 0m02s" in panel.log.toPlainText() and "Training completed" in panel.message_bar.text
     steps = [r for r in RunDir(panel.workspace.run).read_metrics() if r["type"] == "step"]
     assert steps[-1]["elapsed"] >= 2.0 and steps[-1]["step"] > 8  # the budget ended it, not the 8-step default
+
+
+def test_the_reason_start_is_disabled_is_shown_on_the_panel(qtbot, small_corpus, small_tokenizer, tmp_path):
+    panel = TrainingPanel(Workspace(), tmp_path / "runs")
+    qtbot.addWidget(panel)
+    panel.show()
+    assert not panel.start_button.isEnabled()
+    assert panel.reason_label.isVisible() and panel.reason_label.text() == "Load a corpus first (Corpus panel)."
+    panel.workspace.set_corpus(small_corpus)
+    assert panel.reason_label.text() == "Train or load a tokenizer first (Corpus panel)."
+    panel.workspace.set_tokenizer(small_tokenizer)
+    panel.set_config_error("Hidden size (128) must be a multiple of Attention heads (3)")
+    assert panel.reason_label.text() == (
+        "Fix the configuration first: Hidden size (128) must be a multiple of Attention heads (3)."
+    )
+    panel.set_config_error("")
+    assert panel.start_button.isEnabled() and not panel.reason_label.isVisible()

@@ -100,7 +100,7 @@ FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {
     ("masking", "strategy"): ("Data & masking", "Masking", "Token, whole word or span (SpanBERT)"),
     ("masking", "rate"): ("Data & masking", "Masking rate", "Share of tokens to predict; 0.15 (BERT) to 0.4"),
     ("masking", "mask_fraction"): ("Data & masking", "[MASK] share", "Of the selected tokens: replaced by [MASK]; 0.8"),
-    ("masking", "random_fraction"): ("Data & masking", "Random share", "Of the selected: replaced by a random token; 0.1"),
+    ("masking", "random_fraction"): ("Data & masking", "Random share", "Of the selected: a random token instead; 0.1"),
     ("masking", "keep_fraction"): ("Data & masking", "Kept share", "Of the selected tokens: left unchanged; 0.1"),
     ("masking", "span_p"): ("Data & masking", "Span p", "Geometric law of span lengths; 0.2"),
     ("masking", "max_span"): ("Data & masking", "Longest span", "In words; 10"),

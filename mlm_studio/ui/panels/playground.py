@@ -29,8 +29,8 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.hf import is_hf_folder
+from mlm_studio.core.history import list_runs
 from mlm_studio.core.predict import Candidate, FillMask
-from mlm_studio.core.runs import list_runs
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.workspace import Workspace

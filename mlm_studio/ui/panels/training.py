@@ -7,14 +7,11 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QComboBox,
     QFileDialog,
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QListWidget,
-    QListWidgetItem,
     QMessageBox,
     QPlainTextEdit,
     QProgressBar,
@@ -31,11 +28,12 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.checkpoint import CheckpointError, RunDir
 from mlm_studio.core.hf import export_model, is_hf_folder
+from mlm_studio.core.history import metrics_csv
 from mlm_studio.core.lock import RunLock
 from mlm_studio.core.paths import default_runs_dir
 from mlm_studio.core.probes import Probe, save_probes
 from mlm_studio.core.progress import format_duration
-from mlm_studio.core.runs import list_runs, metrics_csv, new_run_path, start_run, training_blocks
+from mlm_studio.core.runs import new_run_path, start_run, training_blocks
 from mlm_studio.core.trainer import (
     CheckpointRecord,
     EvalRecord,
@@ -51,6 +49,7 @@ from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.training import IDLE, PAUSED, PREPARING, RUNNING, STOPPING, Started, TrainingController
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar
+from mlm_studio.ui.widgets.runs_table import RunsTable
 from mlm_studio.ui.workspace import Workspace
 
 DEFAULT_PROBES = (
@@ -104,9 +103,13 @@ class TrainingPanel(QWidget):
         self.progress_bar.setFormat("%v / %m steps")
         self.status_label = QLabel()
         self.status_label.setMinimumWidth(260)
+        self.reason_label = QLabel()  # why Start is disabled
+        self.reason_label.setWordWrap(True)
+        self.reason_label.setStyleSheet("color: #b35900;")
         top = QHBoxLayout()
         for button in (self.start_button, self.pause_button, self.stop_button):
             top.addWidget(button)
+        top.addWidget(self.reason_label, 2)
         top.addWidget(self.progress_bar, 1)
         top.addWidget(self.status_label)
         self.message_bar = MessageBar()
@@ -142,10 +145,9 @@ class TrainingPanel(QWidget):
         plots_layout.addLayout(plot_bar)
         plots_layout.addWidget(self.plots, 1)
 
-        self.runs_list = QListWidget()
-        self.runs_list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.runs_list.itemDoubleClicked.connect(lambda _: self.open_selected_run())
-        self.runs_list.itemSelectionChanged.connect(self._update_controls)
+        self.runs_table = RunsTable()
+        self.runs_table.itemDoubleClicked.connect(lambda _: self.open_selected_run())
+        self.runs_table.itemSelectionChanged.connect(self._update_controls)
         self.open_button = QPushButton("Open")
         self.open_button.setToolTip("Show the selected run's curves")
         self.overlay_button = QPushButton("Overlay")
@@ -177,7 +179,7 @@ class TrainingPanel(QWidget):
         runs_page = QWidget()
         runs_layout = QVBoxLayout(runs_page)
         runs_layout.addWidget(self.runs_label)
-        runs_layout.addWidget(self.runs_list, 1)
+        runs_layout.addWidget(self.runs_table, 1)
         runs_layout.addLayout(run_buttons)
 
         self.probes_table = QTableWidget(0, 2)
@@ -304,17 +306,10 @@ class TrainingPanel(QWidget):
     # --- runs ---------------------------------------------------------------------------------------
     def refresh_runs(self) -> None:
         self.runs_label.setText(f"Runs in {self.runs_root}")
-        self.runs_list.clear()
-        for run in list_runs(self.runs_root):
-            latest = run.latest_checkpoint()
-            detail = f"step {int(latest.name.split('-')[1]):,}" if latest else "no checkpoint"
-            item = QListWidgetItem(f"{run.name}  ({detail})")
-            item.setData(Qt.ItemDataRole.UserRole, str(run.path))
-            self.runs_list.addItem(item)
+        self.runs_table.show_runs(self.runs_root)
 
     def selected_run(self) -> Path | None:
-        items = self.runs_list.selectedItems()
-        return Path(items[0].data(Qt.ItemDataRole.UserRole)) if items else None
+        return self.runs_table.selected_run()
 
     def open_selected_run(self) -> None:
         path = self.selected_run()
@@ -524,6 +519,8 @@ class TrainingPanel(QWidget):
         reason = self._not_ready()
         self.start_button.setEnabled(not reason)
         self.start_button.setToolTip(reason or "Train a new run with the current configuration (Ctrl+R)")
+        self.reason_label.setText(reason if state == IDLE else "")
+        self.reason_label.setVisible(bool(reason) and state == IDLE)
         self.pause_button.setEnabled(state in (RUNNING, PAUSED))
         self.stop_button.setEnabled(state in (PREPARING, RUNNING, PAUSED))
         selected = self.selected_run() is not None

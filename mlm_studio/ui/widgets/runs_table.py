@@ -1,0 +1,99 @@
+"""The runs of a folder as a sortable table: each run's state, progress and final validation metrics."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
+
+from mlm_studio.core.history import RunSummary, list_runs, summarize
+from mlm_studio.core.progress import format_duration
+
+COLUMNS = ("Run", "State", "Step", "Val loss", "Val acc", "Tokens", "Time")
+PATH_ROLE = Qt.ItemDataRole.UserRole
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+class _Item(QTableWidgetItem):
+    """A cell that sorts by its value, not its text."""
+
+    def __init__(self, text: str, value: object) -> None:
+        super().__init__(text)
+        self.setData(SORT_ROLE, value)
+        self.setFlags(self.flags() & ~Qt.ItemFlag.ItemIsEditable)
+
+    def __lt__(self, other: QTableWidgetItem) -> bool:
+        mine, theirs = self.data(SORT_ROLE), other.data(SORT_ROLE)
+        try:
+            return mine < theirs
+        except TypeError:
+            return str(mine) < str(theirs)
+
+
+class RunsTable(QTableWidget):
+    """One row per run, newest first; the selected run's folder is `selected_run()`."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(0, len(COLUMNS), parent)
+        self.setHorizontalHeaderLabels(COLUMNS)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.verticalHeader().hide()
+        self.setSortingEnabled(True)
+        self.setWordWrap(False)
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+
+    def show_runs(self, root: Path) -> None:
+        """List the runs under `root`, keeping the selection."""
+        selected = self.selected_run()
+        self.setSortingEnabled(False)
+        self.setRowCount(0)
+        for run in list_runs(root):
+            self._add(summarize(run))
+        self.setSortingEnabled(True)
+        for row in range(self.rowCount()):
+            if self.item(row, 0).data(PATH_ROLE) == str(selected):
+                self.selectRow(row)
+
+    def _add(self, summary: RunSummary) -> None:
+        row = self.rowCount()
+        self.insertRow(row)
+        loss, accuracy = summary.val_loss, summary.val_accuracy
+        cells = (
+            _Item(summary.path.name, -summary.modified),
+            _Item(summary.state, summary.state),
+            _Item(f"{summary.checkpoint_step:,}", summary.checkpoint_step),
+            _Item(f"{loss:.3f}" if loss is not None else "–", loss if loss is not None else float("inf")),
+            _Item(f"{accuracy:.1%}" if accuracy is not None else "–", accuracy or 0.0),
+            _Item(_tokens(summary.tokens_seen), summary.tokens_seen),
+            _Item(format_duration(summary.elapsed) if summary.elapsed else "–", summary.elapsed),
+        )
+        cells[0].setData(PATH_ROLE, str(summary.path))
+        changed = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.modified))
+        cells[0].setToolTip(f"{summary.path}\npreset {summary.preset} · last change {changed}")
+        cells[2].setToolTip("Step of the latest checkpoint (what Resume and Export use)")
+        for column, cell in enumerate(cells):
+            if column > 1:
+                cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            self.setItem(row, column, cell)
+
+    def selected_run(self) -> Path | None:
+        rows = self.selectionModel().selectedRows()
+        return Path(self.item(rows[0].row(), 0).data(PATH_ROLE)) if rows else None
+
+    def select_run(self, path: Path) -> None:
+        for row in range(self.rowCount()):
+            if self.item(row, 0).data(PATH_ROLE) == str(path):
+                self.selectRow(row)
+
+
+def _tokens(count: int) -> str:
+    if count >= 1e9:
+        return f"{count / 1e9:.2f} B"
+    if count >= 1e6:
+        return f"{count / 1e6:.1f} M"
+    return f"{count / 1e3:.0f} k" if count else "–"
