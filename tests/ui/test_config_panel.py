@@ -140,3 +140,22 @@ def test_a_time_budget_is_typed_as_people_write_durations(qtbot, panel):
     assert panel.workspace.config.training.time_budget == 5400.0
     panel.show_config(panel.workspace.config)
     assert editor.text() == "1h30m"
+
+
+def test_a_preset_keeps_the_time_budget_device_and_seed_the_user_typed(qtbot, panel):
+    type_into(qtbot, panel.editors[("training", "time_budget")], "6m")
+    type_into(qtbot, panel.editors[("training", "seed")], "7")
+    panel.preset_combo.setCurrentIndex(panel.preset_combo.findData("small"))
+    training = panel.workspace.config.training
+    assert (training.time_budget, training.seed) == (360.0, 7)
+    assert panel.workspace.config.model.hidden_size == 512
+    assert panel.editors[("training", "time_budget")].text() == "6m00s"
+
+
+def test_the_summary_never_shows_figures_of_another_configuration(qtbot, panel):
+    type_into(qtbot, panel.editors[("model", "num_hidden_layers")], "8")
+    assert f"{panel.workspace.config.model.parameter_count() / 1e6:,.2f} M" in panel.summary.text()
+    type_into(qtbot, panel.editors[("model", "num_attention_heads")], "3")
+    assert "M</b> parameters" not in panel.summary.text() and "MiB" not in panel.summary.text()
+    type_into(qtbot, panel.editors[("model", "num_attention_heads")], "4")
+    assert f"{panel.workspace.config.model.parameter_count() / 1e6:,.2f} M" in panel.summary.text()

@@ -114,6 +114,8 @@ FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {
         "Consecutive non-finite losses tolerated",
     ),
 }
+# What a preset leaves as the user set it: the time they have and the machine they have.
+KEPT_ACROSS_PRESETS = ("time_budget", "device", "precision", "compile", "seed")
 GROUPS = ("Model", "Optimisation", "Schedule", "Data & masking", "Hardware")
 CHOICES = {
     "position_embedding_type": ("absolute", "sinusoidal"),
@@ -323,9 +325,10 @@ class ConfigPanel(QWidget):
         name = self.preset_combo.currentData()
         if self._applying or name == CUSTOM:
             return
-        chosen = PRESETS[name]
-        current = self.workspace.config
-        self.show_config(replace(current, model=chosen.model, training=chosen.training, preset=name))
+        chosen, current = PRESETS[name], self.workspace.config
+        yours = {key: getattr(current.training, key) for key in KEPT_ACROSS_PRESETS}
+        training = replace(chosen.training, **yours)
+        self.show_config(replace(current, model=chosen.model, training=training, preset=name))
 
     def _on_edit(self, *_, from_user: bool = True) -> None:
         if self._applying:
@@ -340,6 +343,8 @@ class ConfigPanel(QWidget):
         try:
             config = self.read_config()
         except ConfigError as exc:
+            self.summary.setText("<i>parameters and memory: once the configuration is valid</i>")
+            self.summary.setToolTip("")
             keys = [tuple(name.split(".", 1)) for name in exc.fields]
             self._set_error(exc.naming([FIELDS[key][1] if key in FIELDS else ".".join(key) for key in keys]))
             for key in keys:
@@ -373,6 +378,11 @@ class ConfigPanel(QWidget):
         params = config.model.parameter_count()
         memory = config.training_memory_bytes() / 2**20
         self.summary.setText(f"<b>{params / 1e6:,.2f} M</b> parameters · about <b>{memory:,.0f} MiB</b> to train")
+        self.summary.setToolTip(
+            "Weights, gradients and Adam's moments (16 bytes per parameter), the activations kept for the "
+            "backward pass, and working memory: within 7% of the peak measured on a CPU in fp32. PyTorch itself "
+            "takes about 250 MiB more."
+        )
         tokenizer = self.workspace.tokenizer
         if self.workspace.initial_model is not None:
             note = f"{config.model.vocab_size:,} pieces, the imported model's"
