@@ -257,7 +257,7 @@ class MainWindow(QMainWindow):
         self.settings.sync()
 
     # --- closing ------------------------------------------------------------------------------------
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
+    def closeEvent(self, event: QCloseEvent) -> None:
         """While a training runs, every way out (×, Ctrl+Q, File → Quit, again and again) asks; the window
         closes only once the trainer has ended, saved, and never blocks the event loop waiting for it."""
         controller = self.training_panel.controller

@@ -4,8 +4,10 @@ import math
 
 import numpy as np
 import pytest
+from PySide6.QtCore import QPointF
 
 from mlm_studio.ui.widgets.live_plots import LivePlots, smoothed, thinned
+from mlm_studio.ui.widgets.plots import CompactAxis
 
 
 def records(steps=300, eval_every=50, scale=1.0):
@@ -131,3 +133,53 @@ def test_thinning_keeps_the_extremes_in_order():
     y[12_345] = 50.0
     tx, ty = thinned(x, y, limit=1000)
     assert len(tx) <= 1100 and np.all(np.diff(tx) > 0) and ty.max() == 50.0 and tx[-1] == x[-1]
+
+
+def test_hovering_a_plot_reads_out_its_curves_at_the_nearest_point(qtbot, plots):
+    data = records()
+    plots.load(data)
+    plots.set_smoothing(0.0)
+    qtbot.wait_until(lambda: plots.plots["loss"].vb.viewRange()[0][1] > 100)
+    at_120 = next(r for r in data if r["type"] == "step" and r["step"] == 120)
+    eval_at_100 = next(r for r in data if r["type"] == "eval" and r["step"] == 100)
+    position = plots.plots["loss"].vb.mapViewToScene(QPointF(120.2, 5.0))
+    with qtbot.waitSignal(plots.hovered) as said:
+        plots.view.scene().sigMouseMoved.emit(position)
+    assert said.args[0] == (
+        f"loss: training {at_120['loss']:.4g} at step 120 · validation {eval_at_100['loss']:.4g} at step 100"
+    )
+    with qtbot.waitSignal(plots.hovered) as said:
+        plots.view.scene().sigMouseMoved.emit(QPointF(-50, -50))
+    assert said.args[0] == ""
+
+
+def test_zoom_resets_the_context_menu_is_on_and_long_names_do_not_widen_legends(qtbot, plots):
+    plots.load(records())
+    plots.overlay("a-run-with-a-very-long-descriptive-name-2026", records(steps=100))
+    assert all(plot.vb.menuEnabled() for plot in plots.plots.values())
+    names = [label.text for _, label in plots.plots["loss"].legend.items]
+    assert "a-run-with-…ptive-name-2026 (train)" not in names and max(map(len, names)) <= 26
+    plots.plots["loss"].vb.setRange(xRange=(10, 20), yRange=(0, 1))
+    plots.reset_zoom()
+    qtbot.wait_until(lambda: plots.plots["loss"].vb.viewRange()[0][1] >= 300)
+
+
+@pytest.mark.parametrize(
+    ("values", "spacing", "expected"),
+    [
+        ([0, 400_000, 800_000, 1_200_000], 400_000, ["0.0M", "0.4M", "0.8M", "1.2M"]),
+        ([0, 200, 400, 600, 800], 200, ["0", "200", "400", "600", "800"]),
+        ([0, 200_000, 400_000], 200_000, ["0k", "200k", "400k"]),
+        ([0, 5e-4, 1e-3, 1.5e-3], 5e-4, ["0", "5e-4", "1.0e-3", "1.5e-3"]),
+        ([0.05, 0.1], 0.05, ["0.05", "0.10"]),
+    ],
+)
+def test_tick_labels_stay_short(qtbot, values, spacing, expected):
+    assert CompactAxis("bottom").tickStrings(values, 1.0, spacing) == expected
+
+
+def test_the_plots_reflow_to_two_columns_when_narrow(qtbot, plots):
+    assert plots.columns == 3
+    plots.resize(700, 600)
+    qtbot.wait_until(lambda: plots.columns == 2)
+    assert plots.view.ci.getItem(2, 1) is plots.plots["probes"]

@@ -123,7 +123,9 @@ def test_runs_open_overlay_resume_and_export(qtbot, panel, trained_runs, tmp_pat
     rows = list(csv.DictReader(csv_path.open()))
     assert len([r for r in rows if r["type"] == "step"]) == 40 and rows[0]["loss"]
     png = tmp_path / "plots.png"
-    assert panel.export_png(str(png)) and not QImage(str(png)).isNull()
+    assert panel.export_plots(str(png)) and QImage(str(png)).width() == 2 * panel.plots.view.width()
+    assert not panel.export_plots(str(tmp_path / "missing" / "plots.png"))
+    assert panel.message_bar.level == "error" and "could not be written" in panel.message_bar.text
 
     copy = tmp_path / "runs2"
     import shutil

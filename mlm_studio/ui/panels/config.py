@@ -168,6 +168,7 @@ class ConfigPanel(QWidget):
         )
         self.import_button.clicked.connect(self.import_dialog)
         self.summary = QLabel()
+        self.summary.setWordWrap(True)
         top = QHBoxLayout()
         top.addWidget(QLabel("Preset"))
         top.addWidget(self.preset_combo)

@@ -186,6 +186,7 @@ class MaskingPanel(QWidget):
         self.progress_bar = QProgressBar()
         self.progress_bar.hide()
         self.empty_label = QLabel("Load a corpus and a tokenizer in the Corpus panel to preview masking.")
+        self.empty_label.setWordWrap(True)
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.sample_views = [TokenView() for _ in range(SAMPLES)]
         samples = QWidget()

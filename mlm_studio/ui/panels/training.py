@@ -102,7 +102,7 @@ class TrainingPanel(QWidget):
         self.progress_bar = QProgressBar()
         self.progress_bar.setFormat("%v / %m steps")
         self.status_label = QLabel()
-        self.status_label.setMinimumWidth(260)
+        self.status_label.setWordWrap(True)
         self.reason_label = QLabel()  # why Start is disabled
         self.reason_label.setWordWrap(True)
         self.reason_label.setStyleSheet("color: #b35900;")
@@ -128,22 +128,30 @@ class TrainingPanel(QWidget):
         )
         self.smoothing_label = QLabel(f"smoothing {self.plots.smoothing:.2f}")
         self.smoothing_slider.valueChanged.connect(self._set_smoothing)
-        self.png_button = QPushButton("Export PNG…")
+        self.zoom_button = QPushButton("Reset zoom")
+        self.zoom_button.setToolTip("Show every curve whole again (zoom with the wheel, pan by dragging)")
+        self.zoom_button.clicked.connect(self.plots.reset_zoom)
+        self.png_button = QPushButton("Export plots…")
+        self.png_button.setToolTip("Save the six plots as a PNG at twice the screen's resolution")
         self.csv_button = QPushButton("Export CSV…")
-        self.png_button.clicked.connect(self.export_png_dialog)
+        self.png_button.clicked.connect(self.export_plots_dialog)
         self.csv_button.clicked.connect(self.export_csv_dialog)
         plot_bar = QHBoxLayout()
         plot_bar.addWidget(self.axis_combo)
         plot_bar.addWidget(self.smoothing_label)
         plot_bar.addWidget(self.smoothing_slider)
         plot_bar.addStretch(1)
-        plot_bar.addWidget(self.png_button)
-        plot_bar.addWidget(self.csv_button)
+        for button in (self.zoom_button, self.png_button, self.csv_button):
+            plot_bar.addWidget(button)
+        self.readout = QLabel()
+        self.readout.setToolTip("The values under the mouse")
+        self.plots.hovered.connect(self.readout.setText)
         plots_area = QWidget()
         plots_layout = QVBoxLayout(plots_area)
         plots_layout.setContentsMargins(0, 0, 0, 0)
         plots_layout.addLayout(plot_bar)
         plots_layout.addWidget(self.plots, 1)
+        plots_layout.addWidget(self.readout)
 
         self.runs_table = RunsTable()
         self.runs_table.itemDoubleClicked.connect(lambda _: self.open_selected_run())
@@ -207,10 +215,12 @@ class TrainingPanel(QWidget):
         self.side.addTab(runs_page, "Runs")
         self.side.addTab(probes_page, "Probes")
         self.side.addTab(self.log, "Log")
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(self.side)
+        splitter = QSplitter(Qt.Orientation.Vertical)  # the plots get the whole width
         splitter.addWidget(plots_area)
-        splitter.setSizes([330, 900])
+        splitter.addWidget(self.side)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([520, 200])
 
         layout = QVBoxLayout(self)
         layout.addLayout(top)
@@ -351,17 +361,21 @@ class TrainingPanel(QWidget):
             self.refresh_runs()
 
     # --- export -------------------------------------------------------------------------------------
-    def export_png_dialog(self) -> None:
+    def export_plots_dialog(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export the plots", "training.png", "PNG images (*.png)")
         if path:
-            self.export_png(path)
+            self.export_plots(path)
 
-    def export_png(self, path: str) -> bool:
-        self.plots.redraw(everything=True)
-        ok = self.plots.grab().save(path)
-        if not ok:
-            self.message_bar.show_message(f"Could not write {path}.", "error")
-        return ok
+    def export_plots(self, path: str) -> bool:
+        if not Path(path).suffix:
+            path += ".png"
+        try:
+            self.plots.export(path)
+        except OSError as exc:
+            self.message_bar.show_message(f"Could not export the plots: {exc}", "error")
+            return False
+        self.message_bar.show_message(f"Saved the plots to {path}.", "info")
+        return True
 
     def export_csv_dialog(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export the metrics", "metrics.csv", "CSV files (*.csv)")
@@ -521,6 +535,7 @@ class TrainingPanel(QWidget):
         self.start_button.setToolTip(reason or "Train a new run with the current configuration (Ctrl+R)")
         self.reason_label.setText(reason if state == IDLE else "")
         self.reason_label.setVisible(bool(reason) and state == IDLE)
+        self.progress_bar.setVisible(state != IDLE or self.progress_bar.value() > 0)
         self.pause_button.setEnabled(state in (RUNNING, PAUSED))
         self.stop_button.setEnabled(state in (PREPARING, RUNNING, PAUSED))
         selected = self.selected_run() is not None

@@ -5,23 +5,31 @@ Long histories are thinned here (the extremes of each stretch are kept) before p
 change of x-axis or an overlay can never leave a plot drawn against a stale range. Noisy series are smoothed
 as TensorBoard does (a debiased exponential moving average), drawn over their faint raw values; series with
 few points (evaluations, probes) are drawn with symbols, so a single point shows.
+
+The six plots share one pyqtgraph scene: they export together through pyqtgraph's image exporter (at any
+resolution), keep pyqtgraph's context menu, and reflow from three columns to two when the window is narrow.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
+import pyqtgraph.exporters
+from PySide6.QtCore import QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication, QGridLayout, QWidget
+from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
 
-from mlm_studio.ui.widgets.plots import themed_plot
+from mlm_studio.ui.widgets.plots import CompactAxis, style_plot
 
 REDRAW_MS = 66
 MAX_POINTS = 4000  # per curve handed to pyqtgraph
 X_AXES = {"step": "step", "tokens": "tokens seen", "time": "seconds"}
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2")
 NOISY = {"loss", "accuracy", "grad_norm", "throughput"}  # training series drawn smoothed over their raw values
+LEGEND_CHARS = 26  # longer names are shortened in the middle, so a legend never hides a plot
+WIDE = 900  # pixels from which the plots sit in three columns
 
 
 class Series:
@@ -75,6 +83,8 @@ def thinned(x: np.ndarray, y: np.ndarray, limit: int = MAX_POINTS) -> tuple[np.n
 class LivePlots(QWidget):
     """Six plots: loss, accuracy, learning rate, gradient norm, throughput, cloze probes."""
 
+    hovered = Signal(str)  # the values under the mouse, or "" when it leaves the plots
+
     PLOTS = {
         "loss": ("loss", False),
         "accuracy": ("masked-token accuracy", False),
@@ -95,15 +105,23 @@ class LivePlots(QWidget):
         self.overlays: list[str] = []  # names of the runs drawn for comparison
         self._dirty: set[str] = set()  # plots whose curves changed since they were drawn
         self._plot_of: dict[str, str] = {}  # curve key -> plot name
-        layout = QGridLayout(self)
+        self._labels: dict[str, str] = {}  # curve key -> its full name
+        self.view = pg.GraphicsLayoutWidget()
+        self.view.setBackground(QApplication.palette().color(QPalette.ColorRole.Base))
+        self.view.setMinimumSize(300, 300)
+        layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        for index, (name, (label, log_y)) in enumerate(self.PLOTS.items()):
-            plot = themed_plot(X_AXES[self.axis], label)
+        layout.addWidget(self.view)
+        for name, (label, log_y) in self.PLOTS.items():
+            plot = pg.PlotItem(axisItems={"left": CompactAxis("left"), "bottom": CompactAxis("bottom")})
+            style_plot(plot, X_AXES[self.axis], label)
             plot.addLegend(offset=(-5, 5), labelTextSize="8pt", brush=_legend_brush(), labelTextColor=_text())
             if log_y:
                 plot.setLogMode(y=True)
             self.plots[name] = plot
-            layout.addWidget(plot, index // 3, index % 3)
+        self.columns = 0
+        self._reflow(3)
+        self.view.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.timer = QTimer(self)
         self.timer.setInterval(REDRAW_MS)
         self.timer.timeout.connect(self.redraw)
@@ -121,8 +139,9 @@ class LivePlots(QWidget):
                 faint = QColor(colour)
                 faint.setAlpha(70)
                 self.shadows[key] = self.plots[plot].plot([], [], pen=pg.mkPen(faint, width=1))
-            self.curves[key] = self.plots[plot].plot([], [], pen=pen, name=label, **options)
+            self.curves[key] = self.plots[plot].plot([], [], pen=pen, name=_shortened(label), **options)
             self._plot_of[key] = plot
+            self._labels[key] = label
         self._dirty.add(plot)
         return self.series[key]
 
@@ -168,6 +187,7 @@ class LivePlots(QWidget):
         self.curves.clear()
         self.shadows.clear()
         self._plot_of.clear()
+        self._labels.clear()
         self.overlays.clear()
         self._dirty = set(self.plots)
         self._fit_views()
@@ -231,6 +251,67 @@ class LivePlots(QWidget):
         """Let every plot find its range again from its data (after the x-axis or the curves changed)."""
         for plot in self.plots.values():
             plot.enableAutoRange()
+
+    def reset_zoom(self) -> None:
+        self._fit_views()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._reflow(3 if event.size().width() >= WIDE else 2)
+
+    def _reflow(self, columns: int) -> None:
+        """Lay the plots out in `columns` columns (three when there is room, else two)."""
+        if columns == self.columns:
+            return
+        self.columns = columns
+        self.view.ci.clear()
+        for index, plot in enumerate(self.plots.values()):
+            self.view.ci.addItem(plot, row=index // columns, col=index % columns)
+
+    # --- reading and exporting -----------------------------------------------------------------------
+    def _on_mouse_moved(self, position: QPointF) -> None:
+        """Say the values of the plot under the mouse at the nearest recorded x of each of its curves."""
+        for name, plot in self.plots.items():
+            if plot.vb.sceneBoundingRect().contains(position):
+                self.hovered.emit(self.readout(name, plot.vb.mapSceneToView(position).x()))
+                return
+        self.hovered.emit("")
+
+    def readout(self, plot: str, x: float) -> str:
+        """`plot`'s curves at the recorded point nearest to `x`, as a line of text."""
+        parts = []
+        for key, series in self.series.items():
+            if self._plot_of[key] != plot or series.size == 0:
+                continue
+            xs = series.x(self.axis)
+            index = int(np.abs(xs - x).argmin())
+            value = series.y[index]
+            if key in self.shadows:
+                value = smoothed(series.y[: index + 1], self.smoothing)[-1]
+            parts.append(f"{self._labels[key]} {_number(value)} at {X_AXES[self.axis]} {_number(xs[index])}")
+        return f"{self.PLOTS[plot][0]}: " + " · ".join(parts) if parts else ""
+
+    def export(self, path: str | Path, scale: float = 2.0) -> None:
+        """The six plots as an image (PNG, JPEG… by the suffix) at `scale` times their size on screen; raises
+        OSError when the file cannot be written."""
+        self.redraw(everything=True)
+        exporter = pyqtgraph.exporters.ImageExporter(self.view.scene())
+        exporter.parameters()["width"] = int(self.view.width() * scale)
+        if not exporter.export(toBytes=True).save(str(path)):
+            raise OSError(f"{path} could not be written")
+
+
+def _shortened(name: str, limit: int = LEGEND_CHARS) -> str:
+    if len(name) <= limit:
+        return name
+    half = (limit - 1) // 2
+    return f"{name[:half]}…{name[-(limit - 1 - half) :]}"
+
+
+def _number(value: float) -> str:
+    if value != 0 and (abs(value) < 1e-2 or abs(value) >= 1e5):
+        return f"{value:.3g}"
+    return f"{value:,.4g}"
 
 
 def _text() -> QColor:

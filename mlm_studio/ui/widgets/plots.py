@@ -2,27 +2,71 @@
 
 from __future__ import annotations
 
+from math import ceil, log10
+
 import pyqtgraph as pg
+import pyqtgraph.exporters
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication, QWidget
 
 pg.setConfigOptions(antialias=False)
+# The plots' context menu (Export…) offers what works here: images at any size and the curves as CSV. pyqtgraph's
+# SVG writer fails on every path Qt 6.8+ writes, and the Matplotlib one needs a package this app does not bring.
+pyqtgraph.exporters.Exporter.Exporters[:] = [pyqtgraph.exporters.ImageExporter, pyqtgraph.exporters.CSVExporter]
+UNITS = ((1e9, "B"), (1e6, "M"), (1e3, "k"))
 
 
-def themed_plot(x_label: str, y_label: str, parent: QWidget | None = None) -> pg.PlotWidget:
-    """A PlotWidget with the palette's base and text colours, a light grid and labelled axes."""
-    palette = QApplication.palette()
-    plot = pg.PlotWidget(parent, background=palette.color(QPalette.ColorRole.Base))
-    text = palette.color(QPalette.ColorRole.Text)
+class CompactAxis(pg.AxisItem):
+    """Tick labels that stay short (1.2M, 450k, 2e-3), so neighbouring labels never run together."""
+
+    def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
+        if self.logMode or not values:
+            return super().tickStrings(values, scale, spacing)
+        values = [v * scale for v in values]
+        spacing *= scale
+        largest = max(abs(v) for v in values)
+        for factor, unit in UNITS:
+            if largest >= factor:
+                places = max(0, ceil(-log10(spacing / factor)))
+                return [f"{v / factor:.{places}f}{unit}" for v in values]
+        if 0 < largest < 1e-2:
+            return [_scientific(v, spacing) for v in values]
+        places = max(0, ceil(-log10(spacing)))
+        return [f"{v:.{places}f}" for v in values]
+
+
+def _scientific(value: float, spacing: float) -> str:
+    if value == 0:
+        return "0"
+    exponent = int(f"{abs(value):e}".split("e")[1])
+    places = max(0, ceil(-log10(spacing)) + exponent)
+    return f"{value / 10**exponent:.{places}f}e{exponent}"
+
+
+def style_plot(plot: pg.PlotItem, x_label: str, y_label: str) -> None:
+    """The palette's text colour, a light grid, labelled axes, pyqtgraph's context menu (export, view all)."""
+    text = QApplication.palette().color(QPalette.ColorRole.Text)
     for name in ("left", "bottom"):
         axis = plot.getAxis(name)
         axis.setPen(pg.mkPen(text))
         axis.setTextPen(pg.mkPen(text))
         axis.enableAutoSIPrefix(False)
+    plot.getAxis("bottom").setTickDensity(0.7)
+    plot.getAxis("left").setWidth(62)  # room for "1.5e-3" and the label, the same in every plot so they align
     plot.setLabel("bottom", x_label, color=text.name())
     plot.setLabel("left", y_label, color=text.name())
     plot.showGrid(x=True, y=True, alpha=0.15)
-    plot.setMenuEnabled(False)
+
+
+def themed_plot(x_label: str, y_label: str, parent: QWidget | None = None) -> pg.PlotWidget:
+    """A PlotWidget on the palette's base colour, styled as `style_plot`."""
+    palette = QApplication.palette()
+    plot = pg.PlotWidget(
+        parent,
+        background=palette.color(QPalette.ColorRole.Base),
+        axisItems={"left": CompactAxis("left"), "bottom": CompactAxis("bottom")},
+    )
+    style_plot(plot.getPlotItem(), x_label, y_label)
     plot.setMinimumHeight(140)
     return plot
 

@@ -55,17 +55,17 @@ class TokenView(QWidget):
             x += w + GAP
         return rects
 
-    def hasHeightForWidth(self) -> bool:  # noqa: N802 (Qt override)
+    def hasHeightForWidth(self) -> bool:
         return True
 
-    def heightForWidth(self, width: int) -> int:  # noqa: N802 (Qt override)
+    def heightForWidth(self, width: int) -> int:
         rects = self._layout(width)
         return rects[-1].bottom() + 1 if rects else 0
 
-    def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+    def sizeHint(self) -> QSize:
         return QSize(400, self.heightForWidth(max(self.width(), 400)))
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+    def resizeEvent(self, event) -> None:
         self._rects = self._layout(self.width())
         super().resizeEvent(event)
 
@@ -77,7 +77,7 @@ class TokenView(QWidget):
         return self._rects[index]
 
     # --- painting and tooltips ----------------------------------------------------------------------
-    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+    def paintEvent(self, event) -> None:
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         palette = self.palette()
