@@ -165,6 +165,19 @@ def achieved_rates(kinds: torch.Tensor, selectable: torch.Tensor) -> dict[str, t
     }
 
 
+def span_treatments(kinds: torch.Tensor, word_ids: torch.Tensor, spans: torch.Tensor) -> dict[str, tuple[int, int]]:
+    """{name: (spans, selected spans)} for the three-way split counted per span, as SpanBERT draws it: a span's
+    treatment is the one of its first token."""
+    rows, first_words = spans[:, 0], spans[:, 1]
+    positions = (word_ids[rows] == first_words[:, None]).int().argmax(1)  # the span's first token
+    treated = kinds[rows, positions]
+    total = len(spans)
+    return {name: (int((treated == kind).sum()), total) for name, kind in _SPLIT.items()}
+
+
+_SPLIT = {"mask": MaskKind.MASK, "random": MaskKind.RANDOM, "keep": MaskKind.KEPT}
+
+
 def wilson_interval(hits: int, trials: int, z: float = 1.96) -> tuple[float, float]:
     """The Wilson score interval of a proportion (95% by default)."""
     if trials == 0:

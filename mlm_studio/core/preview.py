@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from mlm_studio.core.dataset import BlockSet
-from mlm_studio.core.masking import Masker, MaskKind, achieved_rates
+from mlm_studio.core.masking import Masker, MaskKind, achieved_rates, span_treatments
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.tokenizer import MLMTokenizer
 
@@ -31,7 +31,7 @@ class PreviewToken:
 @dataclass(frozen=True)
 class MaskingPreview:
     samples: tuple[tuple[PreviewToken, ...], ...]
-    counts: dict[str, tuple[int, int]]  # name -> (hits, trials), see `achieved_rates`
+    counts: dict[str, tuple[int, int]]  # name -> (hits, trials), see `achieved_rates`; the split per span for spans
     span_lengths: np.ndarray  # (max_span,) how many selected spans had 1..max_span words
     blocks_measured: int
 
@@ -72,8 +72,12 @@ def masking_preview(
         progress.report(start, len(measured), "Measuring masking rates")
         part = blocks.batch(measured[start : start + MEASURE_BATCH])
         ids = torch.from_numpy(part.input_ids)
-        result = masker(ids, torch.from_numpy(part.word_ids), generator)
-        for name, (hits, trials) in achieved_rates(result.kinds.cpu(), ~special[ids]).items():
+        word_ids = torch.from_numpy(part.word_ids)
+        result = masker(ids, word_ids, generator)
+        counts = achieved_rates(result.kinds.cpu(), ~special[ids])
+        if masker.config.strategy == "span":
+            counts |= span_treatments(result.kinds.cpu(), word_ids, result.spans.cpu())
+        for name, (hits, trials) in counts.items():
             pair = totals.setdefault(name, [0, 0])
             pair[0] += hits
             pair[1] += trials

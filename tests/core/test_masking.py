@@ -10,6 +10,7 @@ from mlm_studio.core.masking import (
     MaskingConfig,
     MaskKind,
     achieved_rates,
+    span_treatments,
     wilson_interval,
 )
 from mlm_studio.core.settings import STRATEGIES
@@ -211,3 +212,9 @@ def test_span_masking_treats_each_span_as_one_as_spanbert_does():
     rates = achieved_rates(out.kinds, torch.ones_like(ids, dtype=torch.bool))
     masked, selected = rates["mask"]
     assert abs(masked / selected - 0.8) < 0.05  # ~650 spans: still about 80% of tokens, within ~3 sd
+    per_span = span_treatments(out.kinds, words, out.spans)
+    assert sum(hits for hits, _ in per_span.values()) == len(out.spans) == per_span["mask"][1]
+    for name, share in (("mask", 0.8), ("random", 0.1), ("keep", 0.1)):
+        hits, spans = per_span[name]
+        sd = (share * (1 - share) / spans) ** 0.5
+        assert abs(hits / spans - share) < 4 * sd, name  # 4 sd: fails once in ~16,000 seeds

@@ -27,7 +27,8 @@ def test_preview_shows_real_blocks_and_measures_rates(blocks, tokenizer, strateg
             assert not (token.special and token.kind != MaskKind.UNTOUCHED)
     hits, trials = preview.counts["selected"]
     assert trials > 50_000 and hits / trials == pytest.approx(0.15, abs=0.01)
-    assert preview.counts["mask"][1] == hits
+    per_span = strategy == "span"
+    assert preview.counts["mask"][1] == (preview.span_lengths.sum() if per_span else hits)  # the split's unit
     assert (preview.span_lengths.sum() > 0) == (strategy == "span")
 
 

@@ -78,6 +78,10 @@ def test_span_strategy_shows_the_span_length_histogram(qtbot, panel):
         panel.strategy_combo.setCurrentIndex(panel.strategy_combo.findData("span"))
     assert panel.span_box.isVisible() and panel.span_p_spin.isEnabled()
     assert panel.preview.span_lengths.sum() > 500
+    counted = [panel.rates_table.item(row, 3).text() for row in range(4)]
+    assert counted[0].endswith(" tokens") and all(text.endswith(" spans") for text in counted[1:])
+    spans = int(counted[1].split(" of ")[1].split()[0].replace(",", ""))
+    assert spans == panel.preview.span_lengths.sum() and "counted per span" in panel.rates_caption.text()
     x, y = panel.span_theory.getData()
     assert list(x) == list(range(1, 11)) and abs(y.sum() - 1) < 1e-9
 

@@ -204,7 +204,7 @@ class MaskingPanel(QWidget):
         scroll.setWidget(samples)
 
         self.rates_table = QTableWidget(4, 4)
-        self.rates_table.setHorizontalHeaderLabels(["Configured", "Measured", "95% interval", "Tokens"])
+        self.rates_table.setHorizontalHeaderLabels(["Configured", "Measured", "95% interval", "Counted"])
         self.rates_table.setVerticalHeaderLabels(["Selected", "→ [MASK]", "→ random", "→ kept"])
         self.rates_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.rates_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
@@ -413,7 +413,13 @@ class MaskingPanel(QWidget):
                 if column == 2 and not low <= expected <= high:
                     item.setToolTip("The configured value lies outside the 95% interval of this measurement")
                 self.rates_table.setItem(row, column, item)
-        self.rates_caption.setText(f"Over {preview.blocks_measured:,} blocks of the corpus, same masker as training")
+        per_span = config.strategy == "span"
+        for row, unit in enumerate(("tokens", *(("spans",) if per_span else ("tokens",)) * 3)):
+            self.rates_table.item(row, 3).setText(f"{self.rates_table.item(row, 3).text()} {unit}")
+        self.rates_caption.setText(
+            f"Over {preview.blocks_measured:,} blocks of the corpus, same masker as training"
+            + ("; the split is drawn and counted per span, as SpanBERT does" if per_span else "")
+        )
         spans = preview.span_lengths
         lengths = np.arange(1, len(spans) + 1)
         share = spans / spans.sum() if spans.sum() else spans.astype(float)
