@@ -170,3 +170,17 @@ def test_the_reason_start_is_disabled_is_shown_on_the_panel(qtbot, small_corpus,
     )
     panel.set_config_error("")
     assert panel.start_button.isEnabled() and not panel.reason_label.isVisible()
+
+
+def test_overlaying_a_run_deleted_meanwhile_says_so_and_drops_it(qtbot, panel, trained_runs, tmp_path):
+    import shutil
+
+    shutil.copytree(trained_runs, tmp_path / "copied")
+    panel.runs_root = tmp_path / "copied"
+    panel.refresh_runs()
+    panel.runs_table.select_run(tmp_path / "copied" / "early")
+    shutil.rmtree(tmp_path / "copied" / "early")
+    click(qtbot, panel.overlay_button)
+    assert panel.message_bar.level == "error"
+    assert panel.message_bar.text == "Cannot overlay early: the folder no longer exists"
+    assert panel.plots.overlays == [] and panel.runs_table.rowCount() == 1

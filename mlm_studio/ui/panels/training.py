@@ -342,6 +342,8 @@ class TrainingPanel(QWidget):
         if path is None:
             return
         try:
+            if not path.is_dir():
+                raise CheckpointError("the folder no longer exists")
             records = RunDir(path).read_metrics()
         except (CheckpointError, OSError) as exc:
             self.message_bar.show_message(f"Cannot overlay {path.name}: {exc}", "error")
