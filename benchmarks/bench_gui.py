@@ -24,8 +24,9 @@ PROBE_MS = 5
 
 
 def headless(config, corpus, tokenizer, root: Path) -> float:
+    from mlm_studio.core.records import StepRecord
     from mlm_studio.core.runs import new_run_path, start_run, training_blocks
-    from mlm_studio.core.trainer import StepRecord, Trainer
+    from mlm_studio.core.trainer import Trainer
 
     run = start_run(new_run_path(root, "cli"), config, corpus, tokenizer)
     rates = [
@@ -39,7 +40,7 @@ def in_the_window(app, config, corpus, tokenizer, root: Path) -> tuple[float, fl
     over the whole run, and once the first training record has been plotted."""
     from PySide6.QtCore import QElapsedTimer, QTimer
 
-    from mlm_studio.core.trainer import StepRecord
+    from mlm_studio.core.records import StepRecord
     from mlm_studio.ui.main_window import MainWindow
     from mlm_studio.ui.tasks import tasks_running
 

@@ -26,9 +26,10 @@ from mlm_studio.core.builtin_corpus import ensure_builtin_corpus  # noqa: E402
 from mlm_studio.core.config import preset  # noqa: E402
 from mlm_studio.core.corpus import load_corpus  # noqa: E402
 from mlm_studio.core.hf import import_model  # noqa: E402
+from mlm_studio.core.records import EvalRecord  # noqa: E402
 from mlm_studio.core.runs import start_run, training_blocks  # noqa: E402
 from mlm_studio.core.tokenizer import train_tokenizer  # noqa: E402
-from mlm_studio.core.trainer import EvalRecord, Trainer  # noqa: E402
+from mlm_studio.core.trainer import Trainer  # noqa: E402
 
 
 def peer_run(folder: Path, train, tokenizer, model_config, seconds: float) -> float:

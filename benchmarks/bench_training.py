@@ -28,9 +28,10 @@ from mlm_studio.core.builtin_corpus import ensure_builtin_corpus  # noqa: E402
 from mlm_studio.core.config import ModelConfig, RunConfig, TrainConfig, preset  # noqa: E402
 from mlm_studio.core.corpus import load_corpus  # noqa: E402
 from mlm_studio.core.dataset import DataConfig  # noqa: E402
+from mlm_studio.core.records import StepRecord  # noqa: E402
 from mlm_studio.core.runs import start_run, training_blocks  # noqa: E402
 from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerConfig, train_tokenizer  # noqa: E402
-from mlm_studio.core.trainer import StepRecord, Trainer  # noqa: E402
+from mlm_studio.core.trainer import Trainer  # noqa: E402
 
 SEED_MODEL = ModelConfig(
     vocab_size=30000, hidden_size=256, num_hidden_layers=4, num_attention_heads=8, intermediate_size=512

@@ -4,23 +4,33 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
+from mlm_studio.core import distributed
 from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.checkpoint import CheckpointError, RunDir, read_state
 from mlm_studio.core.config import ConfigError, RunConfig, preset
 from mlm_studio.core.corpus import Corpus, CorpusError, load_corpus
 from mlm_studio.core.device import resolve_device
+from mlm_studio.core.distributed import Distributed
 from mlm_studio.core.hf import export_model, import_model
 from mlm_studio.core.lock import RunLock
 from mlm_studio.core.paths import default_runs_dir
 from mlm_studio.core.predict import FillMask, PredictError
 from mlm_studio.core.progress import Progress, format_duration
+from mlm_studio.core.records import (
+    CheckpointRecord,
+    EvalRecord,
+    FailedRecord,
+    FinishedRecord,
+    StepRecord,
+    TrainingControl,
+    WarningRecord,
+)
 from mlm_studio.core.runs import (
     check_corpus_unchanged,
     check_resume,
@@ -30,17 +40,7 @@ from mlm_studio.core.runs import (
     training_blocks,
 )
 from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerError, train_tokenizer
-from mlm_studio.core.trainer import (
-    CheckpointRecord,
-    Distributed,
-    EvalRecord,
-    FailedRecord,
-    FinishedRecord,
-    StepRecord,
-    Trainer,
-    TrainingControl,
-    WarningRecord,
-)
+from mlm_studio.core.trainer import Trainer
 
 USER_ERRORS = (ConfigError, CorpusError, TokenizerError, CheckpointError, PredictError, ValueError, OSError)
 DEFAULT_PRESET = "quickstart"
@@ -57,22 +57,6 @@ class _Status(Progress):
     def report(self, done: int, total: int, message: str = "") -> None:
         if sys.stderr.isatty() and total:
             print(f"\r{message}: {100 * done / total:5.1f}%\033[K", end="", file=sys.stderr, flush=True)
-
-
-def _distributed():
-    """Join the process group when started by torchrun; (Distributed, device name or None)."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world <= 1:
-        return Distributed(0, 1), None
-    import torch
-    import torch.distributed as dist
-
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    cuda = torch.cuda.is_available()
-    if cuda:
-        torch.cuda.set_device(local)
-    dist.init_process_group("nccl" if cuda else "gloo")
-    return Distributed(dist.get_rank(), dist.get_world_size()), (f"cuda:{local}" if cuda else "cpu")
 
 
 def _config(args) -> RunConfig:
@@ -107,7 +91,7 @@ def train(args) -> int:
 
 def _train(args, locks: contextlib.ExitStack) -> int:
     try:
-        dist, device = _distributed()
+        dist, device = distributed.join()
     except (RuntimeError, ValueError) as exc:
         return _fail(f"could not join the distributed run ({exc})")
     shared = False
@@ -117,17 +101,17 @@ def _train(args, locks: contextlib.ExitStack) -> int:
             train_set, validation = training_blocks(run, corpus, _Status())
             if sys.stderr.isatty():
                 print("\r\033[K", end="", file=sys.stderr)
-        outcome = _share(dist, str(run.path) if dist.main else None)
+        outcome = distributed.share(dist, str(run.path) if dist.main else None)
         shared = True
         if not dist.main:
             run = RunDir(outcome)
             train_set, validation = training_blocks(run)  # the token cache rank 0 wrote
-        trainer = Trainer(run, train_set, validation, TrainingControl(), dist, _device(device))
+        trainer = Trainer(run, train_set, validation, TrainingControl(), dist, device)
     except USER_ERRORS as exc:
         if not shared:
-            _share(dist, None, error=str(exc))
+            distributed.share(dist, None, error=str(exc))
         return _fail(str(exc))
-    except _RankZeroFailed as exc:
+    except distributed.RankZeroFailed as exc:
         return _fail(str(exc))
     if dist.main:
         model, budget = run.config.model, run.config.training.time_budget
@@ -146,44 +130,8 @@ def _train(args, locks: contextlib.ExitStack) -> int:
         signal.signal(signal.SIGINT, previous)
     if dist.world_size > 1:
         del trainer  # DistributedDataParallel holds the process group; release it first
-        _leave_process_group()
+        distributed.leave()
     return code
-
-
-def _leave_process_group() -> None:
-    """Every rank waits for the others, then the group is torn down before the interpreter exits."""
-    import gc
-
-    import torch.distributed
-
-    gc.collect()
-    torch.distributed.barrier()
-    torch.distributed.destroy_process_group()
-
-
-class _RankZeroFailed(Exception):
-    """Rank 0 could not prepare the run; the other ranks stop with its message."""
-
-
-def _share(dist: Distributed, path: str | None, error: str | None = None) -> str | None:
-    """Rank 0 tells the other ranks the run folder it prepared, or why it could not."""
-    if dist.world_size == 1:
-        return path
-    import torch.distributed
-
-    message = [{"path": path, "error": error}]
-    torch.distributed.broadcast_object_list(message, src=0)
-    if message[0]["error"] is not None and not dist.main:
-        raise _RankZeroFailed(message[0]["error"])
-    return message[0]["path"]
-
-
-def _device(name: str | None):
-    if name is None:
-        return None
-    import torch
-
-    return torch.device(name)
 
 
 def _prepare_run(args, locks: contextlib.ExitStack):

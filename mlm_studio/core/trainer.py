@@ -8,13 +8,10 @@ time budget the learning rate follows the clock, so a resumed run repeats the da
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,133 +22,30 @@ from mlm_studio.core.checkpoint import RunDir, load_optimizer, load_weights, rea
 from mlm_studio.core.config import RunConfig
 from mlm_studio.core.dataset import BlockSet
 from mlm_studio.core.device import resolve_device
+from mlm_studio.core.distributed import SINGLE, Distributed, any_rank, no_sync_unless, summed
 from mlm_studio.core.masking import Masker
 from mlm_studio.core.model import BertForMaskedLM, decay_groups
-from mlm_studio.core.probes import ProbeResult, load_probes, score_probes
+from mlm_studio.core.probes import load_probes, score_probes
+from mlm_studio.core.records import (
+    CheckpointRecord,
+    EvalRecord,
+    FailedRecord,
+    FinishedRecord,
+    PausedRecord,
+    ProbeRecord,
+    Record,
+    StepRecord,
+    TrainingControl,
+    WarningRecord,
+)
 from mlm_studio.core.schedule import learning_rate
 
 log = logging.getLogger(__name__)
 EVAL_SEED = 1_234_567  # validation masking is the same at every evaluation of every run
 
 
-# --- records ----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Record:
-    step: int
-
-    @property
-    def kind(self) -> str:
-        return type(self).__name__.removesuffix("Record").lower()
-
-    def to_dict(self) -> dict:
-        return {"type": self.kind, **asdict(self)}
-
-
-@dataclass(frozen=True)
-class StepRecord(Record):
-    tokens_seen: int
-    loss: float
-    accuracy: float  # masked-token accuracy over the steps since the last record
-    learning_rate: float
-    grad_norm: float
-    tokens_per_second: float
-    elapsed: float
-
-
-@dataclass(frozen=True)
-class EvalRecord(Record):
-    tokens_seen: int
-    loss: float
-    accuracy: float
-    top5_accuracy: float
-    perplexity: float
-    elapsed: float
-
-
-@dataclass(frozen=True)
-class ProbeRecord(Record):
-    tokens_seen: int
-    elapsed: float
-    results: tuple[ProbeResult, ...]
-
-
-@dataclass(frozen=True)
-class CheckpointRecord(Record):
-    path: str
-
-
-@dataclass(frozen=True)
-class WarningRecord(Record):
-    message: str
-
-
-@dataclass(frozen=True)
-class FinishedRecord(Record):
-    reason: str  # "completed" | "stopped"
-    run_dir: str
-    val_loss: float | None
-    val_accuracy: float | None
-
-
-@dataclass(frozen=True)
-class PausedRecord(Record):
-    """The trainer paused itself (a checkpoint could not be written); resuming retries."""
-
-    message: str
-
-
-@dataclass(frozen=True)
-class FailedRecord(Record):
-    message: str
-
-
 class _Failed(Exception):
     """Ends a run with a message for the user."""
-
-
-class TrainingControl:
-    """Pause, resume and stop requests from another thread; the trainer acts on them between steps."""
-
-    def __init__(self) -> None:
-        self._stop = threading.Event()
-        self._running = threading.Event()
-        self._running.set()
-
-    def pause(self) -> None:
-        self._running.clear()
-
-    def resume(self) -> None:
-        self._running.set()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._running.set()
-
-    @property
-    def paused(self) -> bool:
-        return not self._running.is_set()
-
-    @property
-    def stop_requested(self) -> bool:
-        return self._stop.is_set()
-
-    def wait_while_paused(self) -> None:
-        self._running.wait()
-
-
-@dataclass(frozen=True)
-class Distributed:
-    """This process's place in a multi-process run."""
-
-    rank: int
-    world_size: int
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-
-SINGLE = Distributed(0, 1)
 
 
 def _autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
@@ -341,7 +235,7 @@ class Trainer:
                 masked, attention, real = self._micro_batch(self.train_blocks, self._block_indices(index), seed)
                 tokens += real
                 sync = micro == t.grad_accumulation - 1 or self.dist.world_size == 1
-                with _maybe_no_sync(self.forward, sync), self._autocast():
+                with no_sync_unless(self.forward, sync), self._autocast():
                     out = self.forward(masked.input_ids, attention, masked.labels)
                 self.scaler.scale(out.loss / t.grad_accumulation).backward()
                 n = len(out.labels)
@@ -414,23 +308,13 @@ class Trainer:
         return torch.autocast(self.device.type, dtype=self.autocast)
 
     def _agree(self, flag: bool) -> bool:
-        """True if any process raises `flag` (all processes must stop or skip together)."""
-        if self.dist.world_size == 1:
-            return flag
-        value = torch.tensor([1.0 if flag else 0.0], device=self.device)
-        torch.distributed.all_reduce(value, op=torch.distributed.ReduceOp.MAX)
-        return bool(value.item())
-
-    def _reduce(self, *values: float) -> list[float]:
-        if self.dist.world_size == 1:
-            return list(values)
-        tensor = torch.tensor(values, dtype=torch.float64, device=self.device)
-        torch.distributed.all_reduce(tensor)
-        return tensor.tolist()
+        return any_rank(self.dist, flag, self.device)
 
     def _step_record(self, window: _Window, lr: float) -> StepRecord | None:
-        loss_sum, correct, predicted, norm_sum, steps = self._reduce(
-            float(window.loss_sum), float(window.correct), float(window.predicted), window.norm_sum, window.steps
+        loss_sum, correct, predicted, norm_sum, steps = summed(
+            self.dist,
+            (float(window.loss_sum), float(window.correct), float(window.predicted), window.norm_sum, window.steps),
+            self.device,
         )
         if steps == 0 or predicted == 0:
             return None
@@ -467,7 +351,7 @@ class Trainer:
             top5 += float((best == out.labels[:, None]).any(-1).sum())
             predicted += len(out.labels)
         self.model.train()
-        loss_sum, top1, top5, predicted = self._reduce(loss_sum, top1, top5, predicted)
+        loss_sum, top1, top5, predicted = summed(self.dist, (loss_sum, top1, top5, predicted), self.device)
         loss = loss_sum / predicted if predicted else math.nan
         record = EvalRecord(
             step=self.step,
@@ -557,12 +441,6 @@ class _Window:
         self.predicted += predicted
         self.norm_sum += float(norm)
         self.steps += 1
-
-
-def _maybe_no_sync(module, sync: bool):
-    if sync or not hasattr(module, "no_sync"):
-        return contextlib.nullcontext()
-    return module.no_sync()
 
 
 def _fused_if_supported(device: torch.device) -> dict:

@@ -13,7 +13,8 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from mlm_studio.core.config import ModelConfig
 from mlm_studio.core.progress import Cancelled, Progress
-from mlm_studio.core.trainer import FailedRecord, PausedRecord, Trainer, TrainingControl
+from mlm_studio.core.records import FailedRecord, PausedRecord, TrainingControl
+from mlm_studio.core.trainer import Trainer
 from mlm_studio.ui.tasks import user_message
 
 log = logging.getLogger(__name__)

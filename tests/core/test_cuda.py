@@ -5,8 +5,9 @@ import pytest
 import torch
 
 from mlm_studio.core.predict import FillMask
+from mlm_studio.core.records import FinishedRecord, StepRecord
 from mlm_studio.core.runs import start_run, training_blocks
-from mlm_studio.core.trainer import FinishedRecord, StepRecord, Trainer
+from mlm_studio.core.trainer import Trainer
 from tests.core.helpers import small_config
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

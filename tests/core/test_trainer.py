@@ -7,17 +7,17 @@ import torch
 from safetensors.torch import load_file
 
 from mlm_studio.core.checkpoint import CheckpointError, read_state
-from mlm_studio.core.runs import check_resume, start_run, training_blocks
-from mlm_studio.core.trainer import (
+from mlm_studio.core.records import (
     CheckpointRecord,
     EvalRecord,
     FailedRecord,
     FinishedRecord,
     StepRecord,
-    Trainer,
     TrainingControl,
     WarningRecord,
 )
+from mlm_studio.core.runs import check_resume, start_run, training_blocks
+from mlm_studio.core.trainer import Trainer
 from tests.core.helpers import small_config, train_documents, with_training
 
 

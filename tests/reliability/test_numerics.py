@@ -5,8 +5,9 @@ import torch
 from safetensors.torch import load_file
 
 from mlm_studio.core.model import BertForMaskedLM
+from mlm_studio.core.records import FailedRecord, FinishedRecord, WarningRecord
 from mlm_studio.core.runs import start_run, training_blocks
-from mlm_studio.core.trainer import FailedRecord, FinishedRecord, Trainer, WarningRecord
+from mlm_studio.core.trainer import Trainer
 from tests.core.helpers import small_config
 
 

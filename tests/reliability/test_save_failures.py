@@ -12,14 +12,9 @@ from safetensors.torch import load_file
 from mlm_studio.core import checkpoint as checkpoint_module
 from mlm_studio.core.checkpoint import RunDir, load_weights
 from mlm_studio.core.model import BertForMaskedLM
+from mlm_studio.core.records import FailedRecord, FinishedRecord, PausedRecord, TrainingControl
 from mlm_studio.core.runs import start_run, training_blocks
-from mlm_studio.core.trainer import (
-    FailedRecord,
-    FinishedRecord,
-    PausedRecord,
-    Trainer,
-    TrainingControl,
-)
+from mlm_studio.core.trainer import Trainer
 from tests.core.helpers import small_config
 
 CONFIG = small_config(max_steps=12, checkpoint_interval=4, eval_interval=4)

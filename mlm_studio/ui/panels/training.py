@@ -33,8 +33,7 @@ from mlm_studio.core.lock import RunLock
 from mlm_studio.core.paths import default_runs_dir
 from mlm_studio.core.probes import Probe, save_probes
 from mlm_studio.core.progress import format_duration
-from mlm_studio.core.runs import new_run_path, start_run, training_blocks
-from mlm_studio.core.trainer import (
+from mlm_studio.core.records import (
     CheckpointRecord,
     EvalRecord,
     FailedRecord,
@@ -42,9 +41,10 @@ from mlm_studio.core.trainer import (
     PausedRecord,
     ProbeRecord,
     StepRecord,
-    Trainer,
     WarningRecord,
 )
+from mlm_studio.core.runs import new_run_path, start_run, training_blocks
+from mlm_studio.core.trainer import Trainer
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.training import IDLE, PAUSED, PREPARING, RUNNING, STOPPING, Started, TrainingController
 from mlm_studio.ui.widgets.live_plots import LivePlots
