@@ -25,13 +25,10 @@ PROBE_MS = 5
 
 def headless(config, corpus, tokenizer, root: Path) -> float:
     from mlm_studio.core.records import StepRecord
-    from mlm_studio.core.runs import new_run_path, start_run, training_blocks
-    from mlm_studio.core.trainer import Trainer
+    from mlm_studio.core.runs import NewRun, new_run_path, prepare_trainer
 
-    run = start_run(new_run_path(root, "cli"), config, corpus, tokenizer)
-    rates = [
-        r.tokens_per_second for r in Trainer(run, *training_blocks(run, corpus)).run() if isinstance(r, StepRecord)
-    ]
+    trainer = prepare_trainer(new_run_path(root, "cli"), begin=lambda: NewRun(config, corpus, tokenizer))
+    rates = [r.tokens_per_second for r in trainer.run() if isinstance(r, StepRecord)]
     return statistics.median(rates)
 
 

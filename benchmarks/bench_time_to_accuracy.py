@@ -27,9 +27,8 @@ from mlm_studio.core.config import preset  # noqa: E402
 from mlm_studio.core.corpus import load_corpus  # noqa: E402
 from mlm_studio.core.hf import import_model  # noqa: E402
 from mlm_studio.core.records import EvalRecord  # noqa: E402
-from mlm_studio.core.runs import start_run, training_blocks  # noqa: E402
+from mlm_studio.core.runs import NewRun, prepare_trainer  # noqa: E402
 from mlm_studio.core.tokenizer import train_tokenizer  # noqa: E402
-from mlm_studio.core.trainer import Trainer  # noqa: E402
 
 
 def peer_run(folder: Path, train, tokenizer, model_config, seconds: float) -> float:
@@ -73,18 +72,16 @@ def main() -> None:
     ours_config = replace(quickstart, training=replace(quickstart.training, time_budget=seconds, eval_interval=100))
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        ours_run = start_run(folder / "ours", ours_config, corpus, tokenizer)
-        train, validation = training_blocks(ours_run, corpus)
+        ours = prepare_trainer(folder / "ours", begin=lambda: NewRun(ours_config, corpus, tokenizer))
+        train = ours.train_blocks
         mini = preset("mini").model
         peer_seconds = peer_run(folder, train, tokenizer, replace(mini, vocab_size=tokenizer.vocab_size), seconds)
 
         # The peer's weights, scored by our evaluation: a run that starts from them, evaluated before any step.
-        scoring = start_run(
-            folder / "scoring", preset("mini"), corpus, tokenizer, initial=import_model(folder / "peer")
-        )
-        peer_eval = Trainer(scoring, *training_blocks(scoring, corpus)).evaluate()
+        peer = NewRun(preset("mini"), corpus, tokenizer, initial=import_model(folder / "peer"))
+        peer_eval = prepare_trainer(folder / "scoring", begin=lambda: peer).evaluate()
 
-        evals = [r for r in Trainer(ours_run, train, validation).run() if isinstance(r, EvalRecord)]
+        evals = [r for r in ours.run() if isinstance(r, EvalRecord)]
     reached = next((r for r in evals if r.accuracy >= peer_eval.accuracy), None)
     print(f"Time to accuracy, built-in corpus, {args.minutes:g} minutes each; {machine()}")
     print("| trainer | wall time | held-out masked-token accuracy | top-5 |")

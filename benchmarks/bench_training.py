@@ -29,9 +29,8 @@ from mlm_studio.core.config import ModelConfig, RunConfig, TrainConfig, preset  
 from mlm_studio.core.corpus import load_corpus  # noqa: E402
 from mlm_studio.core.dataset import DataConfig  # noqa: E402
 from mlm_studio.core.records import StepRecord  # noqa: E402
-from mlm_studio.core.runs import start_run, training_blocks  # noqa: E402
+from mlm_studio.core.runs import NewRun, prepare_trainer  # noqa: E402
 from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerConfig, train_tokenizer  # noqa: E402
-from mlm_studio.core.trainer import Trainer  # noqa: E402
 
 SEED_MODEL = ModelConfig(
     vocab_size=30000, hidden_size=256, num_hidden_layers=4, num_attention_heads=8, intermediate_size=512
@@ -110,9 +109,8 @@ def main() -> None:
         ),
     )
     with tempfile.TemporaryDirectory() as tmp:
-        run = start_run(Path(tmp) / "run", config, corpus, tokenizer)
-        train, validation = training_blocks(run, corpus)
-        ours = Trainer(run, train, validation).run()
+        trainer = prepare_trainer(Path(tmp) / "run", begin=lambda: NewRun(config, corpus, tokenizer))
+        train, ours = trainer.train_blocks, trainer.run()
 
         hf_tokenizer = peer_tokenizer(tokenizer)
         collator = DataCollatorForLanguageModeling(hf_tokenizer, mlm_probability=0.15, return_tensors="pt")

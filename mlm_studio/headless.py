@@ -6,7 +6,6 @@ import contextlib
 import json
 import signal
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,26 +17,26 @@ from mlm_studio.core.corpus import Corpus, CorpusError, load_corpus
 from mlm_studio.core.device import resolve_device
 from mlm_studio.core.distributed import Distributed
 from mlm_studio.core.hf import export_model, import_model
-from mlm_studio.core.lock import RunLock
 from mlm_studio.core.paths import default_runs_dir
 from mlm_studio.core.predict import FillMask, PredictError
-from mlm_studio.core.progress import Progress, format_duration
+from mlm_studio.core.progress import Eta, Progress, format_duration
 from mlm_studio.core.records import (
     CheckpointRecord,
     EvalRecord,
     FailedRecord,
     FinishedRecord,
+    StartedRecord,
     StepRecord,
     TrainingControl,
     WarningRecord,
 )
 from mlm_studio.core.runs import (
+    NewRun,
     check_corpus_unchanged,
     check_resume,
     config_differences,
     new_run_path,
-    start_run,
-    training_blocks,
+    prepare_trainer,
 )
 from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerError, train_tokenizer
 from mlm_studio.core.trainer import Trainer
@@ -85,44 +84,45 @@ def _with_length(training, args):
 def train(args) -> int:
     """Train (or resume) a run, printing progress; Ctrl-C stops cleanly with a checkpoint. The run folder is
     locked from the start of the preparation to the end."""
-    with contextlib.ExitStack() as locks:
-        return _train(args, locks)
+    with contextlib.ExitStack() as held:
+        return _train(args, held)
 
 
-def _train(args, locks: contextlib.ExitStack) -> int:
+def _train(args, held: contextlib.ExitStack) -> int:
     try:
         dist, device = distributed.join()
     except (RuntimeError, ValueError) as exc:
         return _fail(f"could not join the distributed run ({exc})")
     shared = False
+
+    def ready(run: RunDir) -> None:
+        nonlocal shared
+        distributed.share(dist, str(run.path))  # rank 0 prepared the run: the others read its token cache
+        shared = True
+        _line(sys.stderr.isatty(), "")
+
     try:
         if dist.main:
-            run, corpus = _prepare_run(args, locks)
-            train_set, validation = training_blocks(run, corpus, _Status())
-            if sys.stderr.isatty():
-                print("\r\033[K", end="", file=sys.stderr)
-        outcome = distributed.share(dist, str(run.path) if dist.main else None)
-        shared = True
-        if not dist.main:
-            run = RunDir(outcome)
-            train_set, validation = training_blocks(run)  # the token cache rank 0 wrote
-        trainer = Trainer(run, train_set, validation, TrainingControl(), dist, device)
+            path, begin, check = _plan(args)
+            trainer = prepare_trainer(
+                path,
+                begin=begin,
+                check=check,
+                ready=ready,
+                held=held,
+                progress=_Status(),
+                distributed=dist,
+                device=device,
+            )
+        else:
+            path, shared = distributed.share(dist, None), True
+            trainer = prepare_trainer(path, distributed=dist, device=device)
     except USER_ERRORS as exc:
         if not shared:
             distributed.share(dist, None, error=str(exc))
         return _fail(str(exc))
     except distributed.RankZeroFailed as exc:
         return _fail(str(exc))
-    if dist.main:
-        model, budget = run.config.model, run.config.training.time_budget
-        length = f"from step {trainer.step} for {format_duration(budget)}" if budget else ""
-        print(
-            f"Training {run.path.resolve()} on {trainer.device}: "
-            f"{model.num_hidden_layers} layers × {model.hidden_size}, "
-            f"{model.parameter_count():,} parameters, {len(train_set):,} training blocks, "
-            f"{length or f'steps {trainer.step} → {trainer.total_steps}'}",
-            flush=True,
-        )
     previous = signal.signal(signal.SIGINT, _interrupt_handler(trainer.control, dist))
     try:
         code = _report(trainer, dist)
@@ -134,28 +134,32 @@ def _train(args, locks: contextlib.ExitStack) -> int:
     return code
 
 
-def _prepare_run(args, locks: contextlib.ExitStack):
-    """The run folder (new, or the one to resume), locked, and the corpus, when it is given or built in."""
+def _plan(args):
+    """(run folder, how to begin it or None, how to check it before resuming or None), all from the options;
+    what can be refused without reading anything is refused here."""
     if args.resume is not None:
         if args.init_from is not None:
             raise ConfigError("--init-from starts a new run; it cannot be combined with --resume")
-        run = RunDir(args.resume)
-        locks.enter_context(RunLock(run.path))
-        given = RunConfig.load(args.config) if args.config else (preset(args.preset) if args.preset else None)
-        check_resume(run, given, MLMTokenizer.load(args.tokenizer) if args.tokenizer else None)
-        check_corpus_unchanged(run, load_corpus(args.corpus) if args.corpus else None)
-        if args.max_steps is not None or args.time_budget is not None:  # checked: only now is anything written
-            _lengthen(run, args)
-        return run, None
+        return args.resume, None, lambda run: _check_resume(run, args)
+    if args.init_from is not None and args.tokenizer is not None:
+        raise ConfigError("--init-from brings the model's own tokenizer; leave out --tokenizer")
     config = _config(args)
-    path = args.out or new_run_path(default_runs_dir(), config.preset)
-    locks.enter_context(RunLock(path))
-    if (Path(path) / "config.toml").exists():
-        raise CheckpointError(f"{path} already holds a run; resume it or choose another folder")
+    return args.out or new_run_path(default_runs_dir(), config.preset), lambda: _begin(config, args), None
+
+
+def _check_resume(run: RunDir, args) -> None:
+    """Refuse other settings or another corpus than the run's; apply a new length (only now is anything written)."""
+    given = RunConfig.load(args.config) if args.config else (preset(args.preset) if args.preset else None)
+    check_resume(run, given, MLMTokenizer.load(args.tokenizer) if args.tokenizer else None)
+    check_corpus_unchanged(run, load_corpus(args.corpus) if args.corpus else None)
+    if args.max_steps is not None or args.time_budget is not None:
+        _lengthen(run, args)
+
+
+def _begin(config: RunConfig, args) -> NewRun:
+    """Read the corpus (the built-in one unless given) and get the tokenizer: the model's, a file, or trained."""
     initial = None
     if args.init_from is not None:
-        if args.tokenizer is not None:
-            raise ConfigError("--init-from brings the model's own tokenizer; leave out --tokenizer")
         initial = import_model(args.init_from)
         print(initial.summary(), file=sys.stderr, flush=True)
     corpus = load_corpus(args.corpus or [ensure_builtin_corpus()], progress=_Status())
@@ -166,7 +170,7 @@ def _prepare_run(args, locks: contextlib.ExitStack):
         tokenizer = MLMTokenizer.load(args.tokenizer)
     else:
         tokenizer = train_tokenizer(corpus.iter_documents(), config.tokenizer, corpus.documents, _Status())
-    return start_run(path, config, corpus, tokenizer, initial), corpus
+    return NewRun(config, corpus, tokenizer, initial)
 
 
 def _print_corpus_report(corpus: Corpus) -> None:
@@ -215,23 +219,22 @@ def _interrupt_handler(control: TrainingControl, dist: Distributed):
 
 def _report(trainer: Trainer, dist: Distributed) -> int:
     tty = sys.stderr.isatty()
-    started = time.monotonic()
-    first_step = trainer.step
+    budget = trainer.config.training.time_budget
+    eta = Eta(trainer.step, trainer.total_steps, budget)
     for record in trainer.run():
         if not dist.main:
             continue
-        if isinstance(record, StepRecord):
-            budget = trainer.config.training.time_budget
+        if isinstance(record, StartedRecord):
+            print(record.describe(), flush=True)
+        elif isinstance(record, StepRecord):
             if budget > 0:
                 where = f"step {record.step} ({format_duration(record.elapsed)}/{format_duration(budget)})"
-                eta = max(0.0, budget - record.elapsed)
             else:
                 where = f"step {record.step}/{trainer.total_steps}"
-                done, left = record.step - first_step, trainer.total_steps - record.step
-                eta = (time.monotonic() - started) / max(done, 1) * left
+            left = format_duration(eta.seconds_left(record.step, record.elapsed))
             line = (
                 f"{where} loss {record.loss:.4f} acc {record.accuracy:.1%} lr {record.learning_rate:.2e} "
-                f"{record.tokens_per_second:,.0f} tok/s ETA {format_duration(eta)}"
+                f"{record.tokens_per_second:,.0f} tok/s ETA {left}"
             )
             print(f"\r{line}\033[K" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
         elif isinstance(record, EvalRecord):

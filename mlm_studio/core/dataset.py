@@ -232,3 +232,28 @@ def split_blocks(data: TokenizedCorpus, config: DataConfig, tokenizer: MLMTokeni
     """Training and validation blocks of a tokenized corpus."""
     train, validation = split_documents(data.documents, config)
     return BlockSet(data, train, config, tokenizer), BlockSet(data, validation, config, tokenizer)
+
+
+class BlockOrder:
+    """The blocks of each micro-batch of one process: a slice of an endless stream of epoch permutations, each
+    decided by the seed and the epoch alone, so a resumed run goes on in the same order."""
+
+    def __init__(self, blocks: int, batch_size: int, seed: int, rank: int = 0, world_size: int = 1) -> None:
+        self.blocks, self.batch_size, self.seed = blocks, batch_size, seed
+        self.rank, self.world_size = rank, world_size
+        self._permutations: dict[int, np.ndarray] = {}
+
+    def __call__(self, micro_batch: int) -> np.ndarray:
+        size = self.batch_size
+        start = (micro_batch * self.world_size + self.rank) * size
+        epochs, within = np.divmod(np.arange(start, start + size), self.blocks)
+        out = np.empty(size, dtype=np.int64)
+        for epoch in np.unique(epochs).tolist():
+            out[epochs == epoch] = self._permutation(epoch)[within[epochs == epoch]]
+        return out
+
+    def _permutation(self, epoch: int) -> np.ndarray:
+        if epoch not in self._permutations:
+            self._permutations = {e: p for e, p in self._permutations.items() if e >= epoch - 1}
+            self._permutations[epoch] = np.random.default_rng([self.seed, epoch]).permutation(self.blocks)
+        return self._permutations[epoch]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 
 
 class Cancelled(Exception):
@@ -59,3 +60,17 @@ def parse_duration(text: str) -> float:
     if last is not None and not unit and hours is not None and minutes is None:
         minutes, last = last, None
     return sum(float(value) * scale for value, scale in ((hours, 3600), (minutes, 60), (last, 1)) if value)
+
+
+class Eta:
+    """Time left in a run: what remains of its budget, or the steps left at the pace seen since it started."""
+
+    def __init__(self, first_step: int, total_steps: int, time_budget: float) -> None:
+        self.first_step, self.total_steps, self.time_budget = first_step, total_steps, time_budget
+        self.started = time.monotonic()
+
+    def seconds_left(self, step: int, elapsed: float) -> float:
+        if self.time_budget > 0:
+            return max(0.0, self.time_budget - elapsed)
+        done = max(step - self.first_step, 1)
+        return (time.monotonic() - self.started) / done * max(self.total_steps - step, 0)

@@ -7,6 +7,7 @@ import threading
 from dataclasses import asdict, dataclass
 
 from mlm_studio.core.probes import ProbeResult
+from mlm_studio.core.progress import format_duration
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,31 @@ class Record:
 
     def to_dict(self) -> dict:
         return {"type": self.kind, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class StartedRecord(Record):
+    """What began: the first record of every start and resume (`step` is the step it starts from)."""
+
+    run_dir: str
+    total_steps: int
+    time_budget: float  # seconds; 0 when the run is measured in steps
+    device: str
+    layers: int
+    hidden_size: int
+    parameters: int
+    train_blocks: int
+
+    def describe(self) -> str:
+        length = (
+            f"from step {self.step:,} for {format_duration(self.time_budget)}"
+            if self.time_budget > 0
+            else f"steps {self.step:,} → {self.total_steps:,}"
+        )
+        return (
+            f"Training {self.run_dir} on {self.device}: {self.layers} layers × {self.hidden_size}, "
+            f"{self.parameters:,} parameters, {self.train_blocks:,} training blocks, {length}"
+        )
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,71 @@
-"""Starting and resuming runs: the steps between a corpus and a `Trainer`, shared by the CLI and the GUI."""
+"""Starting and resuming runs: the one road from a corpus, or a run folder, to a `Trainer`, taken by the CLI,
+the window, every `torchrun` process and the benchmarks."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, fields, replace
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 from mlm_studio.core.checkpoint import CheckpointError, RunDir
 from mlm_studio.core.config import ConfigError, RunConfig
 from mlm_studio.core.corpus import Corpus, load_corpus
 from mlm_studio.core.dataset import BlockSet, split_blocks, tokenize_corpus
 from mlm_studio.core.hf import ImportedModel
+from mlm_studio.core.lock import RunLock
+from mlm_studio.core.probes import Probe, save_probes
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.tokenizer import MLMTokenizer
+from mlm_studio.core.trainer import Trainer
+
+
+@dataclass(frozen=True)
+class NewRun:
+    """What a new run starts from. With `initial`, it continues pre-training an imported model (whose
+    architecture and tokenizer then replace the configured ones)."""
+
+    config: RunConfig
+    corpus: Corpus
+    tokenizer: MLMTokenizer
+    initial: ImportedModel | None = None
+    probes: tuple[Probe, ...] = ()
+
+
+def prepare_trainer(
+    path: str | Path,
+    *,
+    begin: Callable[[], NewRun] | None = None,
+    check: Callable[[RunDir], None] | None = None,
+    ready: Callable[[RunDir], None] | None = None,
+    held: ExitStack | None = None,
+    progress: Progress | None = None,
+    **options: Any,
+) -> Trainer:
+    """A trainer for the run in `path`. With `held`, the folder is locked first (until `held` closes, the slow
+    preparation included; without it another process holds the lock, as rank 0 does for its `torchrun`
+    peers). A new run (`begin`) is created from what `begin()` returns; an existing one is resumed after
+    `check(run)` accepted it. `ready(run)` is called once the blocks are read; `options` go to `Trainer`."""
+    if held is not None:
+        held.enter_context(RunLock(path))
+    corpus = None
+    if begin is not None:
+        if (Path(path) / "config.toml").exists():
+            raise CheckpointError(f"{path} already holds a run; resume it or choose another folder")
+        new = begin()
+        run, corpus = start_run(path, new.config, new.corpus, new.tokenizer, new.initial), new.corpus
+        if new.probes:
+            save_probes(run.path, list(new.probes))
+    else:
+        run = RunDir(path)
+        if check is not None:
+            check(run)
+    train, validation = training_blocks(run, corpus, progress)
+    if ready is not None:
+        ready(run)
+    return Trainer(run, train, validation, **options)
 
 
 def new_run_path(root: str | Path, preset: str) -> Path:

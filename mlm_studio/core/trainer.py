@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 from mlm_studio.core.checkpoint import RunDir, load_optimizer, load_weights, read_state
 from mlm_studio.core.config import RunConfig
-from mlm_studio.core.dataset import BlockSet
+from mlm_studio.core.dataset import BlockOrder, BlockSet
 from mlm_studio.core.device import resolve_device
 from mlm_studio.core.distributed import SINGLE, Distributed, any_rank, no_sync_unless, summed
 from mlm_studio.core.masking import Masker
@@ -34,6 +34,7 @@ from mlm_studio.core.records import (
     PausedRecord,
     ProbeRecord,
     Record,
+    StartedRecord,
     StepRecord,
     TrainingControl,
     WarningRecord,
@@ -122,7 +123,7 @@ class Trainer:
             self.forward = DistributedDataParallel(self.model, device_ids=ids)
         if t.compile:
             self.forward = torch.compile(self.forward)
-        self._permutations: dict[int, np.ndarray] = {}
+        self.order = BlockOrder(len(train), t.batch_size, t.seed, distributed.rank, distributed.world_size)
 
     def _resume(self) -> None:
         checkpoint = self.run_dir.latest_checkpoint()
@@ -147,22 +148,6 @@ class Trainer:
             self.run_dir.truncate_metrics_after(self.step)
 
     # --- schedule and data ----------------------------------------------------------------------------
-    def _block_indices(self, micro_batch: int) -> np.ndarray:
-        """The blocks of one micro-batch of this process: a slice of an endless stream of epoch permutations."""
-        size = self.config.training.batch_size
-        n = len(self.train_blocks)
-        start = (micro_batch * self.dist.world_size + self.dist.rank) * size
-        positions = np.arange(start, start + size)
-        epochs, within = np.divmod(positions, n)
-        out = np.empty(size, dtype=np.int64)
-        for epoch in np.unique(epochs):
-            if epoch not in self._permutations:
-                self._permutations = {e: p for e, p in self._permutations.items() if e >= epoch - 1}
-                rng = np.random.default_rng([self.config.training.seed, int(epoch)])
-                self._permutations[int(epoch)] = rng.permutation(n)
-            out[epochs == epoch] = self._permutations[int(epoch)][within[epochs == epoch]]
-        return out
-
     def _to_device(self, array: np.ndarray) -> torch.Tensor:
         tensor = torch.from_numpy(array)
         if self.device.type == "cuda":
@@ -180,7 +165,9 @@ class Trainer:
 
     # --- one run ------------------------------------------------------------------------------------
     def run(self) -> Iterator[Record]:
-        """Train until the step budget is spent or a stop is requested, yielding records as they happen."""
+        """Train until the step budget is spent or a stop is requested, yielding records as they happen: first
+        what began, last how it ended."""
+        yield self._logged(self.started())
         try:
             yield from self._loop()
         except _Failed as exc:
@@ -191,6 +178,20 @@ class Trainer:
                 yield self._logged(FailedRecord(self.step, f"Training stopped by an error: {exc}"))
                 return
             yield from self._save_after_out_of_memory()
+
+    def started(self) -> StartedRecord:
+        model = self.config.model
+        return StartedRecord(
+            step=self.step,
+            run_dir=str(self.run_dir.path.resolve()),
+            total_steps=self.total_steps,
+            time_budget=self.config.training.time_budget,
+            device=str(self.device),
+            layers=model.num_hidden_layers,
+            hidden_size=model.hidden_size,
+            parameters=model.parameter_count(),
+            train_blocks=len(self.train_blocks),
+        )
 
     def _save_after_out_of_memory(self) -> Iterator[Record]:
         """The weights are those of the last completed step: keep them, then say what to change."""
@@ -232,7 +233,7 @@ class Trainer:
             for micro in range(t.grad_accumulation):
                 index = self.step * t.grad_accumulation + micro
                 seed = (t.seed * 2_000_003 + index) * max(1, self.dist.world_size) + self.dist.rank
-                masked, attention, real = self._micro_batch(self.train_blocks, self._block_indices(index), seed)
+                masked, attention, real = self._micro_batch(self.train_blocks, self.order(index), seed)
                 tokens += real
                 sync = micro == t.grad_accumulation - 1 or self.dist.world_size == 1
                 with no_sync_unless(self.forward, sync), self._autocast():

@@ -6,14 +6,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
-from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
-from mlm_studio.core.config import ModelConfig
 from mlm_studio.core.progress import Cancelled, Progress
-from mlm_studio.core.records import FailedRecord, PausedRecord, TrainingControl
+from mlm_studio.core.records import FailedRecord, PausedRecord, StartedRecord, TrainingControl
 from mlm_studio.core.trainer import Trainer
 from mlm_studio.ui.tasks import user_message
 
@@ -40,23 +37,10 @@ class _ControlledProgress(Progress):
             raise Cancelled("stopped before training began")
 
 
-@dataclass(frozen=True)
-class Started:
-    """What the panels need to know about a training as it begins (read before the trainer moves on)."""
-
-    run_dir: Path
-    start_step: int
-    total_steps: int
-    device: str
-    model: ModelConfig
-    train_blocks: int
-    time_budget: float  # seconds, 0 when the run is measured in steps
-
-
 class TrainingWorker(QObject):
     """Prepares a trainer, then runs it, emitting every record."""
 
-    prepared = Signal(object)  # Started
+    prepared = Signal(object)  # the StartedRecord
     progress = Signal(int, int, str)
     record = Signal(object)
     failed = Signal(str)
@@ -78,19 +62,10 @@ class TrainingWorker(QObject):
     def _run(self, held: ExitStack) -> None:
         try:
             trainer = self.prepare(_ControlledProgress(self), self.control, held)
-            self.prepared.emit(
-                Started(
-                    trainer.run_dir.path,
-                    trainer.step,
-                    trainer.total_steps,
-                    str(trainer.device),
-                    trainer.config.model,
-                    len(trainer.train_blocks),
-                    trainer.config.training.time_budget,
-                )
-            )
             for record in trainer.run():
-                if isinstance(record, FailedRecord):
+                if isinstance(record, StartedRecord):
+                    self.prepared.emit(record)
+                elif isinstance(record, FailedRecord):
                     self.failed.emit(record.message)
                 self.record.emit(record)
         except Cancelled:
@@ -173,7 +148,7 @@ class TrainingController(QObject):
         self._finish()
         return True
 
-    def _on_prepared(self, started: Started) -> None:
+    def _on_prepared(self, started: StartedRecord) -> None:
         if self._state == PREPARING:
             self._set_state(RUNNING)
         self.prepared.emit(started)

@@ -5,9 +5,9 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 
+from mlm_studio.core import runs as runs_module
 from mlm_studio.core.checkpoint import RunDir
 from mlm_studio.core.probes import Probe
-from mlm_studio.ui.panels import training as training_module
 from mlm_studio.ui.panels.training import TrainingPanel
 from mlm_studio.ui.training import IDLE, PAUSED, RUNNING
 from mlm_studio.ui.workspace import Workspace
@@ -82,7 +82,7 @@ def test_a_worker_error_reaches_the_user_and_the_controls_recover(qtbot, panel, 
     def broken(*args, **kwargs):
         raise ValueError("the data could not be prepared")
 
-    monkeypatch.setattr(training_module, "training_blocks", broken)
+    monkeypatch.setattr(runs_module, "training_blocks", broken)
     with qtbot.waitSignal(panel.run_finished, timeout=TIMEOUT_MS):
         click(qtbot, panel.start_button)
     assert panel.message_bar.level == "error" and panel.message_bar.text == "the data could not be prepared"
@@ -184,3 +184,20 @@ def test_overlaying_a_run_deleted_meanwhile_says_so_and_drops_it(qtbot, panel, t
     assert panel.message_bar.level == "error"
     assert panel.message_bar.text == "Cannot overlay early: the folder no longer exists"
     assert panel.plots.overlays == [] and panel.runs_table.rowCount() == 1
+
+
+def test_the_window_prepares_the_same_run_as_the_engine(qtbot, panel, small_corpus, small_tokenizer, tmp_path):
+    from contextlib import ExitStack
+
+    from mlm_studio.core.runs import NewRun, prepare_trainer
+    from tests.core.test_runs import comparable
+
+    panel.workspace.set_config(small_config(max_steps=6, eval_interval=3, checkpoint_interval=3))
+    with qtbot.waitSignal(panel.run_finished, timeout=TIMEOUT_MS):
+        click(qtbot, panel.start_button)
+    window_run = RunDir(panel.workspace.run)
+    new = NewRun(window_run.config, small_corpus, small_tokenizer, probes=tuple(panel.probes()))
+    with ExitStack() as held:
+        records = [r.to_dict() for r in prepare_trainer(tmp_path / "engine", begin=lambda: new, held=held).run()]
+    assert comparable(window_run.read_metrics()) == comparable(records)
+    assert [r["type"] for r in records][:2] == ["started", "step"]

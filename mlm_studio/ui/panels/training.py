@@ -29,10 +29,9 @@ from PySide6.QtWidgets import (
 from mlm_studio.core.checkpoint import CheckpointError, RunDir
 from mlm_studio.core.hf import export_model, is_hf_folder
 from mlm_studio.core.history import metrics_csv
-from mlm_studio.core.lock import RunLock
 from mlm_studio.core.paths import default_runs_dir
-from mlm_studio.core.probes import Probe, save_probes
-from mlm_studio.core.progress import format_duration
+from mlm_studio.core.probes import Probe
+from mlm_studio.core.progress import Eta, format_duration
 from mlm_studio.core.records import (
     CheckpointRecord,
     EvalRecord,
@@ -40,13 +39,14 @@ from mlm_studio.core.records import (
     FinishedRecord,
     PausedRecord,
     ProbeRecord,
+    StartedRecord,
     StepRecord,
     WarningRecord,
 )
-from mlm_studio.core.runs import new_run_path, start_run, training_blocks
+from mlm_studio.core.runs import NewRun, new_run_path, prepare_trainer
 from mlm_studio.core.trainer import Trainer
 from mlm_studio.ui.tasks import TaskRunner
-from mlm_studio.ui.training import IDLE, PAUSED, PREPARING, RUNNING, STOPPING, Started, TrainingController
+from mlm_studio.ui.training import IDLE, PAUSED, PREPARING, RUNNING, STOPPING, TrainingController
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.runs_table import RunsTable
@@ -70,7 +70,7 @@ class TrainingPanel(QWidget):
         self.workspace = workspace
         self.runs_root = Path(runs_root) if runs_root else default_runs_dir()
         self.config_error = ""
-        self.started: Started | None = None
+        self.started: StartedRecord | None = None
         self.controller = TrainingController(self)
         self.controller.state_changed.connect(self._on_state)
         self.controller.prepared.connect(self._on_prepared)
@@ -78,7 +78,7 @@ class TrainingPanel(QWidget):
         self.controller.record.connect(self._on_record)
         self.controller.failed.connect(self._on_failed)
         self.controller.finished.connect(self._on_finished)
-        self._started_at = 0.0
+        self.eta: Eta | None = None
         self.export_runner = TaskRunner(self)
         self.export_runner.succeeded.connect(self._on_exported)
         self.export_runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
@@ -274,11 +274,10 @@ class TrainingPanel(QWidget):
         path = new_run_path(self.runs_root, "continued" if initial else config.preset)
 
         def prepare(progress, control, held) -> Trainer:
-            held.enter_context(RunLock(path))
-            run = start_run(path, config, corpus, tokenizer, initial)
-            save_probes(run.path, probes)
-            train, validation = training_blocks(run, corpus, progress)
-            return Trainer(run, train, validation, control, pause_on_save_error=True)
+            new = NewRun(config, corpus, tokenizer, initial, tuple(probes))
+            return prepare_trainer(
+                path, begin=lambda: new, held=held, progress=progress, control=control, pause_on_save_error=True
+            )
 
         self._launch(prepare, f"Starting {path.name}")
 
@@ -286,10 +285,7 @@ class TrainingPanel(QWidget):
         """Continue a run from its latest checkpoint, on the corpus recorded in it."""
 
         def prepare(progress, control, held) -> Trainer:
-            run = RunDir(path)
-            held.enter_context(RunLock(path))
-            train, validation = training_blocks(run, None, progress)
-            return Trainer(run, train, validation, control, pause_on_save_error=True)
+            return prepare_trainer(path, held=held, progress=progress, control=control, pause_on_save_error=True)
 
         self._launch(prepare, f"Resuming {path.name}")
 
@@ -430,9 +426,9 @@ class TrainingPanel(QWidget):
     def _on_prepare_progress(self, done: int, total: int, message: str) -> None:
         self.status_label.setText(f"{message} {100 * done / max(total, 1):.0f}%")
 
-    def _on_prepared(self, started: Started) -> None:
+    def _on_prepared(self, started: StartedRecord) -> None:
         self.started = started
-        self._started_at = time.monotonic()
+        self.eta = Eta(started.step, started.total_steps, started.time_budget)
         if started.time_budget > 0:  # measured in seconds of the budget
             self.progress_bar.setFormat("%v / %m s")
             self.progress_bar.setRange(0, round(started.time_budget))
@@ -440,37 +436,25 @@ class TrainingPanel(QWidget):
         else:
             self.progress_bar.setFormat("%v / %m steps")
             self.progress_bar.setRange(0, started.total_steps)
-            self.progress_bar.setValue(started.start_step)
-        if started.start_step:
-            self.plots.load([r for r in RunDir(started.run_dir).read_metrics() if r["step"] <= started.start_step])
-        self.workspace.set_run(started.run_dir)
-        model = started.model
-        self._log(
-            f"Training {started.run_dir.name} on {started.device}: {model.num_hidden_layers}×{model.hidden_size}, "
-            f"{model.parameter_count():,} parameters, {started.train_blocks:,} blocks, "
-            + (
-                f"for {format_duration(started.time_budget)}"
-                if started.time_budget > 0
-                else f"steps {started.start_step} → {started.total_steps}"
-            )
-        )
+            self.progress_bar.setValue(started.step)
+        run = Path(started.run_dir)
+        if started.step:
+            self.plots.load([r for r in RunDir(run).read_metrics() if r["step"] <= started.step])
+        self.workspace.set_run(run)
+        self._log(started.describe())
         self.refresh_runs()
 
     def _on_record(self, record) -> None:
         self.plots.add(record.kind, record.to_dict())
         if isinstance(record, StepRecord):
-            budget = self.started.time_budget if self.started else 0.0
-            if budget > 0:
+            if self.started is not None and self.started.time_budget > 0:
                 self.progress_bar.setValue(min(round(record.elapsed), self.progress_bar.maximum()))
-                eta = max(0.0, budget - record.elapsed)
             else:
                 self.progress_bar.setValue(record.step)
-                done = record.step - self.started.start_step if self.started else 1
-                left = self.started.total_steps - record.step if self.started else 0
-                eta = (time.monotonic() - self._started_at) / max(done, 1) * left
+            left = self.eta.seconds_left(record.step, record.elapsed) if self.eta else 0.0
             self.status_label.setText(
                 f"step {record.step:,} · loss {record.loss:.3f} · {record.tokens_per_second:,.0f} tok/s · "
-                f"ETA {format_duration(eta)}"
+                f"ETA {format_duration(left)}"
             )
         elif isinstance(record, EvalRecord):
             self._log(
