@@ -16,16 +16,16 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine  # noqa: E402
+from common import machine
 
-from mlm_studio.core.builtin_corpus import ensure_builtin_corpus  # noqa: E402
-from mlm_studio.core.config import preset  # noqa: E402
-from mlm_studio.core.corpus import load_corpus  # noqa: E402
-from mlm_studio.core.hf import export_model  # noqa: E402
-from mlm_studio.core.model import BertForMaskedLM  # noqa: E402
-from mlm_studio.core.predict import FillMask  # noqa: E402
-from mlm_studio.core.runs import start_run  # noqa: E402
-from mlm_studio.core.tokenizer import train_tokenizer  # noqa: E402
+from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
+from mlm_studio.core.config import preset
+from mlm_studio.core.corpus import load_corpus
+from mlm_studio.core.hf import export_model
+from mlm_studio.core.model import BertForMaskedLM
+from mlm_studio.core.predict import FillMask
+from mlm_studio.core.runs import start_run
+from mlm_studio.core.tokenizer import train_tokenizer
 
 SENTENCE = "Return a new [MASK] containing the items of the list in reverse order."
 

@@ -14,13 +14,13 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import alternate, machine, peer_tokenizer, summary  # noqa: E402
+from common import alternate, machine, peer_tokenizer, summary
 
-from mlm_studio.core.builtin_corpus import ensure_builtin_corpus  # noqa: E402
-from mlm_studio.core.corpus import load_corpus  # noqa: E402
-from mlm_studio.core.dataset import DataConfig, split_blocks, tokenize_corpus  # noqa: E402
-from mlm_studio.core.masking import Masker, MaskingConfig  # noqa: E402
-from mlm_studio.core.tokenizer import TokenizerConfig, train_tokenizer  # noqa: E402
+from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
+from mlm_studio.core.corpus import load_corpus
+from mlm_studio.core.dataset import DataConfig, split_blocks, tokenize_corpus
+from mlm_studio.core.masking import Masker, MaskingConfig
+from mlm_studio.core.tokenizer import TokenizerConfig, train_tokenizer
 
 BATCH, LENGTH, CALLS = 32, 128, 200
 

@@ -20,15 +20,15 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine, peer_model, peer_tokenizer  # noqa: E402
+from common import machine, peer_model, peer_tokenizer
 
-from mlm_studio.core.builtin_corpus import ensure_builtin_corpus  # noqa: E402
-from mlm_studio.core.config import preset  # noqa: E402
-from mlm_studio.core.corpus import load_corpus  # noqa: E402
-from mlm_studio.core.hf import import_model  # noqa: E402
-from mlm_studio.core.records import EvalRecord  # noqa: E402
-from mlm_studio.core.runs import NewRun, prepare_trainer  # noqa: E402
-from mlm_studio.core.tokenizer import train_tokenizer  # noqa: E402
+from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
+from mlm_studio.core.config import preset
+from mlm_studio.core.corpus import load_corpus
+from mlm_studio.core.hf import import_model
+from mlm_studio.core.records import EvalRecord
+from mlm_studio.core.runs import NewRun, prepare_trainer
+from mlm_studio.core.tokenizer import train_tokenizer
 
 
 def peer_run(folder: Path, train, tokenizer, model_config, seconds: float) -> float:

@@ -22,15 +22,15 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine, peer_model, peer_tokenizer  # noqa: E402
+from common import machine, peer_model, peer_tokenizer
 
-from mlm_studio.core.builtin_corpus import ensure_builtin_corpus  # noqa: E402
-from mlm_studio.core.config import ModelConfig, RunConfig, TrainConfig, preset  # noqa: E402
-from mlm_studio.core.corpus import load_corpus  # noqa: E402
-from mlm_studio.core.dataset import DataConfig  # noqa: E402
-from mlm_studio.core.records import StepRecord  # noqa: E402
-from mlm_studio.core.runs import NewRun, prepare_trainer  # noqa: E402
-from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerConfig, train_tokenizer  # noqa: E402
+from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
+from mlm_studio.core.config import ModelConfig, RunConfig, TrainConfig, preset
+from mlm_studio.core.corpus import load_corpus
+from mlm_studio.core.dataset import DataConfig
+from mlm_studio.core.records import StepRecord
+from mlm_studio.core.runs import NewRun, prepare_trainer
+from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerConfig, train_tokenizer
 
 SEED_MODEL = ModelConfig(
     vocab_size=30000, hidden_size=256, num_hidden_layers=4, num_attention_heads=8, intermediate_size=512

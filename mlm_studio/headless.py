@@ -219,23 +219,14 @@ def _interrupt_handler(control: TrainingControl, dist: Distributed):
 
 def _report(trainer: Trainer, dist: Distributed) -> int:
     tty = sys.stderr.isatty()
-    budget = trainer.config.training.time_budget
-    eta = Eta(trainer.step, trainer.total_steps, budget)
+    eta = Eta(trainer.step, trainer.total_steps, trainer.config.training.time_budget)
     for record in trainer.run():
         if not dist.main:
             continue
         if isinstance(record, StartedRecord):
             print(record.describe(), flush=True)
         elif isinstance(record, StepRecord):
-            if budget > 0:
-                where = f"step {record.step} ({format_duration(record.elapsed)}/{format_duration(budget)})"
-            else:
-                where = f"step {record.step}/{trainer.total_steps}"
-            left = format_duration(eta.seconds_left(record.step, record.elapsed))
-            line = (
-                f"{where} loss {record.loss:.4f} acc {record.accuracy:.1%} lr {record.learning_rate:.2e} "
-                f"{record.tokens_per_second:,.0f} tok/s ETA {left}"
-            )
+            line = _step_line(record, trainer, eta)
             print(f"\r{line}\033[K" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
         elif isinstance(record, EvalRecord):
             _line(
@@ -260,6 +251,19 @@ def _report(trainer: Trainer, dist: Distributed) -> int:
                 flush=True,
             )
     return 0
+
+
+def _step_line(record: StepRecord, trainer: Trainer, eta: Eta) -> str:
+    budget = trainer.config.training.time_budget
+    if budget > 0:
+        where = f"step {record.step} ({format_duration(record.elapsed)}/{format_duration(budget)})"
+    else:
+        where = f"step {record.step}/{trainer.total_steps}"
+    left = format_duration(eta.seconds_left(record.step, record.elapsed))
+    return (
+        f"{where} loss {record.loss:.4f} acc {record.accuracy:.1%} lr {record.learning_rate:.2e} "
+        f"{record.tokens_per_second:,.0f} tok/s ETA {left}"
+    )
 
 
 def _line(tty: bool, text: str) -> None:

@@ -8,12 +8,12 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["MLM_STUDIO_CACHE"] = tempfile.mkdtemp(prefix="mlm-studio-test-cache-")
 os.environ["MLM_STUDIO_RUNS"] = tempfile.mkdtemp(prefix="mlm-studio-test-runs-")
 
-import pytest  # noqa: E402
-from hypothesis import settings  # noqa: E402
+import pytest
+from hypothesis import settings
 
-from mlm_studio.core.builtin_corpus import ensure_builtin_corpus  # noqa: E402
-from mlm_studio.core.corpus import load_corpus  # noqa: E402
-from mlm_studio.core.tokenizer import TokenizerConfig, train_tokenizer  # noqa: E402
+from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
+from mlm_studio.core.corpus import load_corpus
+from mlm_studio.core.tokenizer import TokenizerConfig, train_tokenizer
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)

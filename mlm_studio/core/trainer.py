@@ -12,6 +12,7 @@ import logging
 import math
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -210,86 +211,104 @@ class Trainer:
     def _loop(self) -> Iterator[Record]:
         t = self.config.training
         self.model.train()
-        window = _Window()
-        nonfinite_in_a_row = 0
-        out_of_time = False
-        clock = time.perf_counter()
+        window, nonfinite_in_a_row, out_of_time = _Window(), 0, False
+        self._clock = time.perf_counter()
         while self.step < self.total_steps and not out_of_time:
-            paused_at = time.perf_counter()
-            self.control.wait_while_paused()
-            clock += time.perf_counter() - paused_at  # time spent paused is not training time
+            self._wait_while_paused()
             if self._agree(self.control.stop_requested):
                 break
             started = time.perf_counter()
-            if self.warmup_ended_at is None and self.step >= t.warmup_steps:
-                self.warmup_ended_at = self.elapsed
-            lr = learning_rate(t, self.step, self.total_steps, self.elapsed, self.warmup_ended_at or 0.0)
-            for group in self.optimizer.param_groups:
-                group["lr"] = lr
-            torch.manual_seed(t.seed * 1_000_003 + self.step)  # dropout, reproducible per step
-            loss_sum = torch.zeros((), device=self.device)
-            correct = torch.zeros((), device=self.device, dtype=torch.long)
-            predicted = tokens = 0
-            for micro in range(t.grad_accumulation):
-                index = self.step * t.grad_accumulation + micro
-                seed = (t.seed * 2_000_003 + index) * max(1, self.dist.world_size) + self.dist.rank
-                masked, attention, real = self._micro_batch(self.train_blocks, self.order(index), seed)
-                tokens += real
-                sync = micro == t.grad_accumulation - 1 or self.dist.world_size == 1
-                with no_sync_unless(self.forward, sync), self._autocast():
-                    out = self.forward(masked.input_ids, attention, masked.labels)
-                self.scaler.scale(out.loss / t.grad_accumulation).backward()
-                n = len(out.labels)
-                loss_sum += out.loss.detach().float() * n
-                correct += (out.logits.detach().argmax(-1) == out.labels).sum()
-                predicted += n
-            problem = "loss" if self._agree(not bool(torch.isfinite(loss_sum))) else None
-            if problem is None:
-                self.scaler.unscale_(self.optimizer)
-                norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.max_grad_norm or math.inf)
-                # fp16's scaler skips steps with overflowing gradients by itself and lowers its scale
-                if not self.scaler.is_enabled() and self._agree(not bool(torch.isfinite(norm))):
-                    problem = "gradient"
-            if problem is None:
-                self.scaler.step(self.optimizer)
-                self.scaler.update()
+            lr = self._set_learning_rate()
+            step = self.train_step()
+            if step.problem is None:
                 nonfinite_in_a_row = 0
-                window.add(loss_sum, correct, predicted, norm)
+                window.add(step)
             else:
                 nonfinite_in_a_row += 1
-                skipped = f"non-finite {problem} at step {self.step + 1}; the update was skipped"
-                yield self._logged(WarningRecord(self.step + 1, skipped))
+                yield self._logged(WarningRecord(self.step + 1, f"{step.problem}; the update was skipped"))
                 if nonfinite_in_a_row >= t.max_nonfinite_steps:
-                    self.optimizer.zero_grad(set_to_none=True)
-                    yield self._logged(
-                        FailedRecord(
-                            self.step + 1, _nonfinite_message(nonfinite_in_a_row, self.run_dir.latest_checkpoint())
-                        )
-                    )
+                    message = _nonfinite_message(nonfinite_in_a_row, self.run_dir.latest_checkpoint())
+                    yield self._logged(FailedRecord(self.step + 1, message))
                     return
-            self.optimizer.zero_grad(set_to_none=True)
-            self.step += 1
-            self.tokens_seen += tokens * self.dist.world_size
-            window.tokens += tokens * self.dist.world_size
-            window.seconds += time.perf_counter() - started
-            now = time.perf_counter()
-            self.elapsed += now - clock  # evaluations and checkpoints count: the budget is wall-clock time
-            clock = now
-            out_of_time = t.time_budget > 0 and self._agree(self.elapsed >= t.time_budget)
-            last = self.step == self.total_steps or out_of_time
-            if self.step % t.log_interval == 0 or last:
-                record = self._step_record(window, lr)
-                if record is not None:
-                    yield self._logged(record)
-                window = _Window()
-            if self.step % t.eval_interval == 0 or last:
-                yield self._logged(self.evaluate())
-                if self.probes and self.dist.main:
-                    results = score_probes(self.model, self.tokenizer, self.probes)
-                    yield self._logged(ProbeRecord(self.step, self.tokens_seen, self.elapsed, results))
-            if self.step % t.checkpoint_interval == 0 or last:
-                yield from self._save()
-        stopped = self.step < self.total_steps and not out_of_time
+            out_of_time = self._advance(step.tokens, window, started)
+            yield from self._report_step(window, lr, last=self.step == self.total_steps or out_of_time)
+        yield from self._finish(stopped=self.step < self.total_steps and not out_of_time)
+
+    def train_step(self) -> _Step:
+        """One optimizer step: forward and backward over each micro-batch, then clipping and the update, which a
+        non-finite loss or gradient skips (every process agrees)."""
+        t = self.config.training
+        torch.manual_seed(t.seed * 1_000_003 + self.step)  # dropout, reproducible per step
+        step = _Step(torch.zeros((), device=self.device), torch.zeros((), device=self.device, dtype=torch.long))
+        for micro in range(t.grad_accumulation):
+            index = self.step * t.grad_accumulation + micro
+            seed = (t.seed * 2_000_003 + index) * max(1, self.dist.world_size) + self.dist.rank
+            masked, attention, real = self._micro_batch(self.train_blocks, self.order(index), seed)
+            sync = micro == t.grad_accumulation - 1 or self.dist.world_size == 1
+            with no_sync_unless(self.forward, sync), self._autocast():
+                out = self.forward(masked.input_ids, attention, masked.labels)
+            self.scaler.scale(out.loss / t.grad_accumulation).backward()
+            step.loss_sum += out.loss.detach().float() * len(out.labels)
+            step.correct += (out.logits.detach().argmax(-1) == out.labels).sum()
+            step.predicted += len(out.labels)
+            step.tokens += real
+        if self._agree(not bool(torch.isfinite(step.loss_sum))):
+            step.problem = f"non-finite loss at step {self.step + 1}"
+        else:
+            self.scaler.unscale_(self.optimizer)
+            step.norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.max_grad_norm or math.inf)
+            # fp16's scaler skips steps with overflowing gradients by itself and lowers its scale
+            if not self.scaler.is_enabled() and self._agree(not bool(torch.isfinite(step.norm))):
+                step.problem = f"non-finite gradient at step {self.step + 1}"
+        if step.problem is None:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        self.optimizer.zero_grad(set_to_none=True)
+        return step
+
+    def _wait_while_paused(self) -> None:
+        paused_at = time.perf_counter()
+        self.control.wait_while_paused()
+        self._clock += time.perf_counter() - paused_at  # time spent paused is not training time
+
+    def _set_learning_rate(self) -> float:
+        t = self.config.training
+        if self.warmup_ended_at is None and self.step >= t.warmup_steps:
+            self.warmup_ended_at = self.elapsed
+        lr = learning_rate(t, self.step, self.total_steps, self.elapsed, self.warmup_ended_at or 0.0)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        return lr
+
+    def _advance(self, tokens: int, window: _Window, started: float) -> bool:
+        """Count the step, its tokens and its time; True when the time budget is spent."""
+        self.step += 1
+        self.tokens_seen += tokens * self.dist.world_size
+        window.tokens += tokens * self.dist.world_size
+        now = time.perf_counter()
+        window.seconds += now - started
+        self.elapsed += now - self._clock  # evaluations and checkpoints count: the budget is wall-clock time
+        self._clock = now
+        budget = self.config.training.time_budget
+        return budget > 0 and self._agree(self.elapsed >= budget)
+
+    def _report_step(self, window: _Window, lr: float, last: bool) -> Iterator[Record]:
+        """The step record, evaluation, probes and checkpoint that fall on this step."""
+        t = self.config.training
+        if self.step % t.log_interval == 0 or last:
+            record = self._step_record(window, lr)
+            if record is not None:
+                yield self._logged(record)
+            window.reset()
+        if self.step % t.eval_interval == 0 or last:
+            yield self._logged(self.evaluate())
+            if self.probes and self.dist.main:
+                results = score_probes(self.model, self.tokenizer, self.probes)
+                yield self._logged(ProbeRecord(self.step, self.tokens_seen, self.elapsed, results))
+        if self.step % t.checkpoint_interval == 0 or last:
+            yield from self._save()
+
+    def _finish(self, stopped: bool) -> Iterator[Record]:
         if stopped and self.step > self.last_saved:
             yield from self._save()
         final = self.last_eval
@@ -312,10 +331,9 @@ class Trainer:
         return any_rank(self.dist, flag, self.device)
 
     def _step_record(self, window: _Window, lr: float) -> StepRecord | None:
-        loss_sum, correct, predicted, norm_sum, steps = summed(
-            self.dist,
-            (float(window.loss_sum), float(window.correct), float(window.predicted), window.norm_sum, window.steps),
-            self.device,
+        sums = (window.loss_sum, window.correct, window.predicted, window.norm_sum, window.norm_steps, window.steps)
+        loss_sum, correct, predicted, norm_sum, norm_steps, steps = summed(
+            self.dist, tuple(map(float, sums)), self.device
         )
         if steps == 0 or predicted == 0:
             return None
@@ -325,7 +343,7 @@ class Trainer:
             loss=loss_sum / predicted,
             accuracy=correct / predicted,
             learning_rate=lr,
-            grad_norm=norm_sum / steps,
+            grad_norm=norm_sum / norm_steps if norm_steps else math.nan,
             tokens_per_second=window.tokens / window.seconds if window.seconds else 0.0,
             elapsed=self.elapsed,
         )
@@ -424,24 +442,42 @@ class Trainer:
         return record
 
 
+@dataclass
+class _Step:
+    """What one optimizer step measured (sums over its micro-batches), and why its update was skipped."""
+
+    loss_sum: torch.Tensor
+    correct: torch.Tensor
+    predicted: int = 0
+    tokens: int = 0  # real tokens, padding excluded
+    norm: torch.Tensor | None = None
+    problem: str | None = None
+
+
 class _Window:
     """Sums over the steps between two step records."""
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
         self.loss_sum = torch.zeros(())
         self.correct = torch.zeros((), dtype=torch.long)
         self.predicted = 0
         self.norm_sum = 0.0
+        self.norm_steps = 0
         self.steps = 0
         self.tokens = 0
         self.seconds = 0.0
 
-    def add(self, loss_sum: torch.Tensor, correct: torch.Tensor, predicted: int, norm: torch.Tensor) -> None:
-        self.loss_sum = self.loss_sum + loss_sum.cpu()
-        self.correct = self.correct + correct.cpu()
-        self.predicted += predicted
-        self.norm_sum += float(norm)
+    def add(self, step: _Step) -> None:
+        self.loss_sum = self.loss_sum + step.loss_sum.cpu()
+        self.correct = self.correct + step.correct.cpu()
+        self.predicted += step.predicted
         self.steps += 1
+        if step.norm is not None and math.isfinite(float(step.norm)):  # fp16 overflows are skipped, not averaged
+            self.norm_sum += float(step.norm)
+            self.norm_steps += 1
 
 
 def _fused_if_supported(device: torch.device) -> dict:

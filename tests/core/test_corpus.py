@@ -156,9 +156,9 @@ def test_empty_and_whitespace_only_input(tmp_path):
         "empty.txt": "no usable text",
         "blank.txt": "no usable text",
     }
-    with pytest.raises(CorpusError, match="No usable text.*empty.txt: no usable text"):
+    with pytest.raises(CorpusError, match=r"No usable text.*empty.txt: no usable text"):
         load_corpus([empty, blank])
-    with pytest.raises(CorpusError, match="no files were given"):
+    with pytest.raises(CorpusError, match=r"no files were given"):
         load_corpus([])
 
 
@@ -220,7 +220,7 @@ def test_jsonl_round_trips_any_text(tmp_path_factory, texts):
 
 
 def test_invalid_options_are_refused_clearly():
-    with pytest.raises(ValueError, match="text unit must be 'paragraph' or 'line'"):
+    with pytest.raises(ValueError, match=r"text unit must be 'paragraph' or 'line'"):
         ReadOptions(text_unit="sentence")
-    with pytest.raises(ValueError, match="JSONL field name must not be empty"):
+    with pytest.raises(ValueError, match=r"JSONL field name must not be empty"):
         ReadOptions(jsonl_field=" ")

@@ -67,7 +67,7 @@ def test_packed_blocks_are_full_and_reproduce_the_stream(tokenized, tokenizer):
     assert (batch.input_ids[:, 0] == tokenizer.cls_id).all() and (batch.input_ids[:, -1] == tokenizer.sep_id).all()
     stream = []
     for start, length in zip(train.doc_starts, train.doc_lengths):
-        stream.extend(tokenized.ids[start : start + length].tolist() + [tokenizer.sep_id])
+        stream.extend([*tokenized.ids[start : start + length].tolist(), tokenizer.sep_id])
     content = batch.input_ids[:, 1:-1].ravel().tolist()
     assert content == stream[: len(content)] and len(stream) - len(content) < 62
 
@@ -122,7 +122,7 @@ def test_split_is_deterministic_disjoint_and_never_empty(tokenized, tokenizer):
 def test_a_corpus_without_tokens_is_refused(tmp_path, tokenizer):
     f = tmp_path / "controls.txt"
     f.write_text("\x07\x07\n\n\x08")
-    with pytest.raises(CorpusError, match="gave no tokens"):
+    with pytest.raises(CorpusError, match=r"gave no tokens"):
         tokenize_corpus(load_corpus([f]), tokenizer, root=tmp_path / "cache")
     assert not any((tmp_path / "cache").iterdir())  # no half-written cache entry is left behind
 
@@ -133,7 +133,7 @@ def test_reopening_the_cache_folder(tokenized):
 
 
 def test_config_is_validated():
-    with pytest.raises(ValueError, match="data.max_seq_len must be between 8 and 8,192"):
+    with pytest.raises(ValueError, match=r"data.max_seq_len must be between 8 and 8,192"):
         DataConfig(max_seq_len=4)
-    with pytest.raises(ValueError, match="data.validation_fraction must be between 0.0 and 0.5"):
+    with pytest.raises(ValueError, match=r"data.validation_fraction must be between 0.0 and 0.5"):
         DataConfig(validation_fraction=0.9)

@@ -168,7 +168,7 @@ def test_continued_pretraining_refuses_a_sequence_longer_than_the_model_reads(
     config = replace(
         config, data=replace(config.data, max_seq_len=128), model=replace(config.model, max_position_embeddings=512)
     )
-    with pytest.raises(ConfigError, match="64 positions"):
+    with pytest.raises(ConfigError, match=r"64 positions"):
         start_run(tmp_path / "run", config, small_corpus, small_tokenizer, initial=import_model(hf_folder))
     assert not (tmp_path / "run").exists()
 
@@ -181,7 +181,7 @@ def test_an_export_loads_in_transformers_with_every_weight(exported):
     assert json.loads((exported / "special_tokens_map.json").read_text())["mask_token"] == "[MASK]"
     config = json.loads((exported / "config.json").read_text())
     assert config["model_type"] == "bert" and config["architectures"] == ["BertForMaskedLM"]
-    model, info = transformers.AutoModelForMaskedLM.from_pretrained(exported, output_loading_info=True)
+    _model, info = transformers.AutoModelForMaskedLM.from_pretrained(exported, output_loading_info=True)
     assert info["missing_keys"] == set() or not info["missing_keys"]
     assert not info["unexpected_keys"] and not info.get("mismatched_keys")
 
@@ -249,7 +249,7 @@ def test_export_never_overwrites_other_files(trained_run, tmp_path):
         export_model(trained_run.path, tmp_path / "notes")
     assert (tmp_path / "notes" / "mine.txt").read_text() == "keep me"
     first = export_model(trained_run.path, tmp_path / "out")
-    with pytest.raises(InteropError, match="allow overwriting"):
+    with pytest.raises(InteropError, match=r"allow overwriting"):
         export_model(trained_run.path, first)
     assert export_model(trained_run.path, first, best=True, overwrite=True) == first
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
@@ -277,7 +277,7 @@ def test_overwriting_an_export_replaces_it_whole(trained_run, tmp_path):
 
 def test_a_run_without_checkpoint_cannot_be_exported(tmp_path, small_corpus, small_tokenizer):
     run = start_run(tmp_path / "run", small_config(), small_corpus, small_tokenizer)
-    with pytest.raises(CheckpointError, match="no checkpoint"):
+    with pytest.raises(CheckpointError, match=r"no checkpoint"):
         export_model(run.path, tmp_path / "out")
 
 
@@ -301,7 +301,7 @@ def test_a_pickle_that_would_run_code_is_refused_without_running_it(tmp_path, hf
     weights = dict(import_model(hf_folder).weights)
     weights["bert.embeddings.word_embeddings.weight"] = _Payload(marker)
     torch.save(weights, folder / "pytorch_model.bin")
-    with pytest.raises(InteropError, match="could run code"):
+    with pytest.raises(InteropError, match=r"could run code"):
         import_model(folder)
     with pytest.raises(InteropError):
         FillMask.from_path(folder)
@@ -365,16 +365,16 @@ def test_an_untied_output_layer_is_refused(tmp_path, hf_folder):
     tensors = load_file(str(folder / "model.safetensors"))
     tensors["cls.predictions.decoder.weight"] = tensors["bert.embeddings.word_embeddings.weight"] + 1
     save_file(tensors, str(folder / "model.safetensors"))
-    with pytest.raises(InteropError, match="not tied"):
+    with pytest.raises(InteropError, match=r"not tied"):
         import_model(folder)
 
 
 def test_a_folder_without_weights_or_config_says_so(tmp_path, hf_folder):
-    with pytest.raises(InteropError, match="no config.json"):
+    with pytest.raises(InteropError, match=r"no config.json"):
         import_model(tmp_path)
     folder = _copy(hf_folder, tmp_path / "no-weights")
     (folder / "model.safetensors").unlink()
-    with pytest.raises(InteropError, match="has no weights"):
+    with pytest.raises(InteropError, match=r"has no weights"):
         import_model(folder)
 
 

@@ -56,9 +56,9 @@ def test_unusable_texts_are_refused_clearly(trained_run, text, message):
 
 def test_a_run_without_checkpoints_or_a_wrong_folder_is_refused(tmp_path, small_corpus, small_tokenizer):
     run = start_run(tmp_path / "fresh", small_config(), small_corpus, small_tokenizer)
-    with pytest.raises(CheckpointError, match="has no checkpoint yet"):
+    with pytest.raises(CheckpointError, match=r"has no checkpoint yet"):
         FillMask.from_path(run.path)
-    with pytest.raises(CheckpointError, match="is not a run folder"):
+    with pytest.raises(CheckpointError, match=r"is not a run folder"):
         FillMask.from_path(tmp_path)
 
 

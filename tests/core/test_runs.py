@@ -46,13 +46,13 @@ def test_a_folder_that_holds_a_run_is_not_begun_again_and_a_resume_is_checked_fi
     new = NewRun(small_config(max_steps=2), small_corpus, small_tokenizer)
     with ExitStack() as held:
         list(prepare_trainer(tmp_path / "run", begin=lambda: new, held=held).run())
-    with ExitStack() as held, pytest.raises(CheckpointError, match="already holds a run"):
+    with ExitStack() as held, pytest.raises(CheckpointError, match=r"already holds a run"):
         prepare_trainer(tmp_path / "run", begin=lambda: new, held=held)
 
     def refuse(run):
         raise CheckpointError(f"{run.name} refused")
 
-    with ExitStack() as held, pytest.raises(CheckpointError, match="run refused"):
+    with ExitStack() as held, pytest.raises(CheckpointError, match=r"run refused"):
         prepare_trainer(tmp_path / "run", check=refuse, held=held)
     with ExitStack() as held:
         resumed = prepare_trainer(tmp_path / "run", held=held)

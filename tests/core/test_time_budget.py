@@ -31,7 +31,7 @@ def test_durations_are_read_as_people_write_them(text, seconds):
 
 @pytest.mark.parametrize("text", ["", "soon", "5 minutes", "-3m", "1m1h", "inf", "nan", "1e400"])
 def test_unreadable_durations_are_refused_with_the_text(text):
-    with pytest.raises(ValueError, match="is not a duration"):
+    with pytest.raises(ValueError, match=r"is not a duration"):
         parse_duration(text)
 
 
@@ -44,7 +44,7 @@ def test_a_budget_replaces_the_step_count_and_must_not_be_negative():
     config = small_config(time_budget=30.0, max_steps=5)
     assert config.steps_for(100) == UNTIL_THE_BUDGET_IS_SPENT
     assert RunConfig.from_toml(config.to_toml()) == config
-    with pytest.raises(ConfigError, match="training.time_budget must be between 0 and 366 days"):
+    with pytest.raises(ConfigError, match=r"training.time_budget must be between 0 and 366 days"):
         small_config(time_budget=-1.0)
 
 

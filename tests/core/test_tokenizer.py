@@ -93,12 +93,12 @@ def test_tokenizer_json_without_special_tokens_is_refused(tmp_path):
 
 
 def test_missing_and_binary_files(tmp_path):
-    with pytest.raises(TokenizerError, match="does not exist"):
+    with pytest.raises(TokenizerError, match=r"does not exist"):
         MLMTokenizer.load(tmp_path / "nope.json")
-    with pytest.raises(TokenizerError, match="neither tokenizer.json nor vocab.txt"):
+    with pytest.raises(TokenizerError, match=r"neither tokenizer.json nor vocab.txt"):
         MLMTokenizer.load(tmp_path)
     (tmp_path / "vocab.txt").write_bytes(b"\xff\xfe\x00bad")
-    with pytest.raises(TokenizerError, match="cannot be read as UTF-8"):
+    with pytest.raises(TokenizerError, match=r"cannot be read as UTF-8"):
         MLMTokenizer.load(tmp_path / "vocab.txt")
 
 
@@ -124,9 +124,9 @@ def test_training_reports_progress_and_can_be_cancelled(builtin_corpus):
 
 
 def test_config_is_validated():
-    with pytest.raises(ValueError, match="tokenizer.vocab_size must be between"):
+    with pytest.raises(ValueError, match=r"tokenizer.vocab_size must be between"):
         TokenizerConfig(vocab_size=10)
-    with pytest.raises(ValueError, match="tokenizer.min_frequency must be at least 1"):
+    with pytest.raises(ValueError, match=r"tokenizer.min_frequency must be at least 1"):
         TokenizerConfig(min_frequency=0)
 
 

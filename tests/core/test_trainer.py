@@ -1,6 +1,7 @@
 import json
 import math
 import shutil
+from typing import ClassVar
 
 import pytest
 import torch
@@ -97,7 +98,7 @@ def test_pause_takes_effect_within_one_step(tmp_path, small_corpus, small_tokeni
     run, train, validation = new_run(tmp_path, small_corpus, small_tokenizer, small_config(max_steps=6))
 
     class Recording(TrainingControl):
-        waited_at = []
+        waited_at: ClassVar[list] = []
 
         def wait_while_paused(self):
             if self.paused:
@@ -201,7 +202,7 @@ def test_a_damaged_checkpoint_is_refused_clearly(tmp_path, small_corpus, small_t
     run, train, validation = new_run(tmp_path, small_corpus, small_tokenizer, small_config(max_steps=2))
     train_all(run, train, validation)
     (run.latest_checkpoint() / "model.safetensors").write_bytes(b"\x00" * 16)
-    with pytest.raises(CheckpointError, match="model.safetensors cannot be read"):
+    with pytest.raises(CheckpointError, match=r"model.safetensors cannot be read"):
         Trainer(run, train, validation)
 
 
@@ -221,7 +222,7 @@ def test_unsupported_hardware_choices_are_refused(tmp_path, small_corpus, small_
 
 def test_starting_over_an_existing_run_is_refused(tmp_path, small_corpus, small_tokenizer):
     new_run(tmp_path, small_corpus, small_tokenizer, small_config())
-    with pytest.raises(CheckpointError, match="already holds a run"):
+    with pytest.raises(CheckpointError, match=r"already holds a run"):
         start_run(tmp_path / "run", small_config(), small_corpus, small_tokenizer)
     assert json.loads((tmp_path / "run" / "corpus.json").read_text())["options"]["text_unit"] == "paragraph"
     shutil.rmtree(tmp_path / "run")

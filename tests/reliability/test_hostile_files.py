@@ -63,7 +63,7 @@ def test_a_pickled_hugging_face_model_that_runs_code_is_refused(finished_run, tm
     marker = tmp_path / "payload-ran"
     hostile_pickle(folder / "pytorch_model.bin", marker)
     for load in (lambda: import_model(folder), lambda: FillMask.from_path(folder)):
-        with pytest.raises(InteropError, match="pytorch_model.bin.*could run code"):
+        with pytest.raises(InteropError, match=r"pytorch_model.bin.*could run code"):
             load()
     assert not marker.exists()
 
@@ -103,7 +103,7 @@ def test_damaged_safetensors_in_a_checkpoint_are_named(run_copy, damage, name):
 def test_damaged_hugging_face_weights_are_named(finished_run, tmp_path, damage):
     folder = export_model(finished_run, tmp_path / "export")
     DAMAGE[damage](folder / "model.safetensors")
-    with pytest.raises(InteropError, match="model.safetensors in export cannot be read"):
+    with pytest.raises(InteropError, match=r"model.safetensors in export cannot be read"):
         import_model(folder)
 
 
@@ -114,22 +114,22 @@ def test_damaged_hugging_face_weights_are_named(finished_run, tmp_path, damage):
 def test_a_garbage_hugging_face_config_is_named(finished_run, tmp_path, content):
     folder = export_model(finished_run, tmp_path / "export")
     (folder / "config.json").write_text(content)
-    with pytest.raises(InteropError, match="config.json"):
+    with pytest.raises(InteropError, match=r"config.json"):
         import_model(folder)
 
 
 @pytest.mark.parametrize("content", ["", "[model]\nhidden_size = 'wide'\n", "not toml at all = = =", "\x00\x01"])
 def test_a_garbage_run_config_is_named(run_copy, content):
     (run_copy / "config.toml").write_text(content)
-    with pytest.raises(CheckpointError, match="config.toml"):
+    with pytest.raises(CheckpointError, match=r"config.toml"):
         FillMask.from_path(run_copy)
 
 
 def test_a_damaged_tokenizer_is_named(run_copy):
     (run_copy / "tokenizer.json").write_text(json.dumps({"model": "nothing"}))
-    with pytest.raises(CheckpointError, match="tokenizer.json"):
+    with pytest.raises(CheckpointError, match=r"tokenizer.json"):
         FillMask.from_path(run_copy)
-    with pytest.raises(TokenizerError, match="tokenizer.json"):
+    with pytest.raises(TokenizerError, match=r"tokenizer.json"):
         MLMTokenizer.load(run_copy / "tokenizer.json")
 
 

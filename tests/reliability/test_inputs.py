@@ -191,8 +191,17 @@ def test_texts_that_cannot_be_scored_get_a_clear_answer(predictor, text, words):
         predictor.predict(text)
 
 
+FRAKTUR = "\U0001d518\U0001d52b\U0001d526\U0001d520\U0001d52c\U0001d521\U0001d522"  # "Unicode" in Fraktur letters
+
+
 @pytest.mark.parametrize(
-    "text", ["☃ [MASK] 𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "[MASK]", "\x00\x07 [MASK] \u200b", " ".join(["[MASK]"] * MAX_MASKS)]
+    "text",
+    [
+        f"☃ [MASK] {FRAKTUR}",
+        "[MASK]",
+        "\x00\x07 [MASK] \u200b",
+        " ".join(["[MASK]"] * MAX_MASKS),
+    ],
 )
 def test_odd_but_valid_texts_are_scored(predictor, text):
     results = predictor.predict(text, top_k=3)

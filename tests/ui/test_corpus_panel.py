@@ -120,7 +120,7 @@ def test_use_builtin_corpus(qtbot, panel):
     click_and_wait(qtbot, panel, panel.builtin_button)
     assert column(panel, 0) == [BUILTIN_LABEL]
     assert panel.workspace.corpus.documents > 5_000
-    x, y = panel.histogram_curve.getData()
+    _x, y = panel.histogram_curve.getData()
     assert y.sum() == panel.workspace.corpus.documents
 
 

@@ -50,7 +50,7 @@ def shown_points(plots):
 
 
 def inside_view(plots, key):
-    x, y = plots.curves[key].getData()
+    x, _y = plots.curves[key].getData()
     (x0, x1), _ = plots.plots[plots._plot_of[key]].viewRange()
     return x0 <= x.min() and x.max() <= x1
 

@@ -1,3 +1,5 @@
+import itertools
+
 import pytest
 from PySide6.QtCore import QPoint, Qt
 
@@ -90,7 +92,7 @@ def test_whole_word_masking_never_splits_a_word(qtbot, panel):
     with qtbot.waitSignal(panel.preview_updated, timeout=TIMEOUT_MS):
         panel.strategy_combo.setCurrentIndex(panel.strategy_combo.findData("whole_word"))
     for sample in panel.preview.samples:
-        for previous, token in zip(sample, sample[1:]):
+        for previous, token in itertools.pairwise(sample):
             if token.original.startswith("##") and not previous.special:
                 assert (token.kind == MaskKind.UNTOUCHED) == (previous.kind == MaskKind.UNTOUCHED)
 

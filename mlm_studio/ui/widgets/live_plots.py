@@ -13,6 +13,7 @@ resolution), keep pyqtgraph's context menu, and reflow from three columns to two
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pyqtgraph as pg
@@ -85,7 +86,7 @@ class LivePlots(QWidget):
 
     hovered = Signal(str)  # the values under the mouse, or "" when it leaves the plots
 
-    PLOTS = {
+    PLOTS: ClassVar[dict[str, tuple[str, bool]]] = {
         "loss": ("loss", False),
         "accuracy": ("masked-token accuracy", False),
         "learning_rate": ("learning rate", False),
