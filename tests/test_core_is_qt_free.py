@@ -30,3 +30,13 @@ def test_every_core_module_imports_without_qt():
     result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert int(result.stdout.strip()) >= 5
+
+
+def test_the_configuration_imports_without_torch_or_tokenizers():
+    script = (
+        "import sys, mlm_studio.core.config, mlm_studio.core.settings\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'tokenizers', 'PySide6'}))"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from mlm_studio.core.files import atomic_write_text
-from mlm_studio.core.model import BertForMaskedLM
-from mlm_studio.core.tokenizer import MLMTokenizer
+
+if TYPE_CHECKING:
+    from mlm_studio.core.model import BertForMaskedLM
+    from mlm_studio.core.tokenizer import MLMTokenizer
 
 PROBES_FILE = "probes.json"
 
@@ -55,9 +56,17 @@ def load_probes(folder: Path) -> list[Probe]:
         raise ValueError(f"{path.name} is damaged ({exc})") from exc
 
 
-@torch.no_grad()
 def score_probes(model: BertForMaskedLM, tokenizer: MLMTokenizer, probes: list[Probe]) -> tuple[ProbeResult, ...]:
     """Rank and probability of each probe's expected word at its [MASK]."""
+    import torch  # only scoring needs PyTorch: the window reads and edits probes without it
+
+    with torch.no_grad():
+        return _scored(model, tokenizer, probes)
+
+
+def _scored(model: BertForMaskedLM, tokenizer: MLMTokenizer, probes: list[Probe]) -> tuple[ProbeResult, ...]:
+    import torch
+
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()

@@ -28,7 +28,7 @@ def run_gui(screenshot: Path | None = None) -> int:
     from mlm_studio.ui.main_window import MainWindow
 
     if screenshot is None:
-        window = MainWindow(QSettings())
+        window = MainWindow(QSettings(), deferred=True)
         window.show()
         return app.exec()
     with tempfile.TemporaryDirectory() as runs:

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, QSize, QTimer
+from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -29,11 +29,6 @@ from mlm_studio.core.corpus import ReadOptions
 from mlm_studio.core.device import available_devices
 from mlm_studio.core.paths import default_runs_dir
 from mlm_studio.core.probes import Probe
-from mlm_studio.ui.panels.config import ConfigPanel
-from mlm_studio.ui.panels.corpus import CorpusPanel
-from mlm_studio.ui.panels.masking import MaskingPanel
-from mlm_studio.ui.panels.playground import PlaygroundPanel
-from mlm_studio.ui.panels.training import TrainingPanel
 from mlm_studio.ui.tasks import TaskRunner, stop_all_tasks
 from mlm_studio.ui.training import IDLE, PAUSED, STOPPING
 from mlm_studio.ui.workspace import Workspace
@@ -44,7 +39,17 @@ MEMORY_REFRESH_MS = 2000
 class MainWindow(QMainWindow):
     """Panels in workflow order on the left, the chosen one on the right."""
 
-    def __init__(self, settings: QSettings | None = None, restore: bool = True, runs_root: Path | None = None) -> None:
+    panels_ready = Signal()
+
+    def __init__(
+        self,
+        settings: QSettings | None = None,
+        restore: bool = True,
+        runs_root: Path | None = None,
+        deferred: bool = False,
+    ) -> None:
+        """`deferred`: show at once and build the panels once PyTorch is imported in the background (the
+        application's launch); otherwise build them now (tests, screenshots)."""
         super().__init__()
         self.settings = settings
         self.workspace = Workspace(self)
@@ -64,12 +69,40 @@ class MainWindow(QMainWindow):
 
         if runs_root is None and settings is not None:
             runs_root = Path(str(settings.value("runs/root", default_runs_dir())))
-        runs_root = runs_root or default_runs_dir()
+        self._runs_root = runs_root or default_runs_dir()
+        self._devices: list | None = None
+        self._quit_when_done = False
+        self._build_status_bar()
+        self.resize(1280, 800)
+        if settings is not None and restore and isinstance(settings.value("window/geometry"), QByteArray):
+            self.restoreGeometry(settings.value("window/geometry"))
+        if deferred:
+            self.loading = QLabel("Loading the engine (PyTorch)…")
+            self.loading.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            self.stack.addWidget(self.loading)
+            self._engine_loader = TaskRunner(self)
+            self._engine_loader.succeeded.connect(lambda _: self._build_panels(restore))
+            self._engine_loader.failed.connect(self.loading.setText)
+            self._engine_loader.start(lambda progress: _import_engine())
+        else:
+            self._build_panels(restore)
+
+    def _build_panels(self, restore: bool) -> None:
+        """The panels, their menus and the last session's state (deferred until the engine is imported)."""
+        from mlm_studio.ui.panels.config import ConfigPanel
+        from mlm_studio.ui.panels.corpus import CorpusPanel
+        from mlm_studio.ui.panels.masking import MaskingPanel
+        from mlm_studio.ui.panels.playground import PlaygroundPanel
+        from mlm_studio.ui.panels.training import TrainingPanel
+
+        if hasattr(self, "loading"):
+            self.stack.removeWidget(self.loading)
+            self.loading.deleteLater()
         self.corpus_panel = CorpusPanel(self.workspace)
         self.masking_panel = MaskingPanel(self.workspace)
         self.config_panel = ConfigPanel(self.workspace)
-        self.training_panel = TrainingPanel(self.workspace, runs_root)
-        self.playground_panel = PlaygroundPanel(self.workspace, runs_root)
+        self.training_panel = TrainingPanel(self.workspace, self._runs_root)
+        self.playground_panel = PlaygroundPanel(self.workspace, self._runs_root)
         self.add_panel("Corpus", self.corpus_panel, QStyle.StandardPixmap.SP_FileDialogContentsView)
         self.add_panel("Masking preview", self.masking_panel, QStyle.StandardPixmap.SP_FileDialogInfoView)
         self.add_panel("Configuration", self.config_panel, QStyle.StandardPixmap.SP_FileDialogDetailedView)
@@ -80,13 +113,13 @@ class MainWindow(QMainWindow):
         self.training_panel.run_finished.connect(self._on_run_finished)
         self.training_panel.controller.state_changed.connect(self._update_run_status)
         self.workspace.run_changed.connect(lambda _: self._update_run_status())
-        self._quit_when_done = False
-        self._build_menus()
-        self._build_status_bar()
         self.workspace.corpus_changed.connect(self._update_corpus_status)
-        self.resize(1280, 800)
+        self._build_menus()
+        if self._devices is not None:
+            self.config_panel.set_devices([d.name for d in self._devices])
         if restore:
             self._restore()
+        self.panels_ready.emit()
 
     def add_panel(self, title: str, panel: QWidget, icon: QStyle.StandardPixmap) -> None:
         """Plug a panel in: a navigation entry and a page."""
@@ -178,9 +211,11 @@ class MainWindow(QMainWindow):
         self._update_memory()
 
     def _on_devices(self, devices) -> None:
+        self._devices = devices
         self.device_label.setText(f"Device: {devices[0].label}")
         self.device_label.setToolTip("\n".join(d.label for d in devices))
-        self.config_panel.set_devices([d.name for d in devices])
+        if hasattr(self, "config_panel"):
+            self.config_panel.set_devices([d.name for d in devices])
 
     def _update_corpus_status(self, corpus) -> None:
         if corpus is None:
@@ -213,9 +248,6 @@ class MainWindow(QMainWindow):
         settings = self.settings
         paths = []
         if settings is not None:
-            geometry = settings.value("window/geometry")
-            if isinstance(geometry, QByteArray):
-                self.restoreGeometry(geometry)
             try:
                 self.corpus_panel.set_options(
                     ReadOptions(
@@ -260,6 +292,10 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         """While a training runs, every way out (×, Ctrl+Q, File → Quit, again and again) asks; the window
         closes only once the trainer has ended, saved, and never blocks the event loop waiting for it."""
+        if not hasattr(self, "training_panel"):  # closed while the engine was still loading
+            stop_all_tasks()
+            event.accept()
+            return
         controller = self.training_panel.controller
         if controller.busy:
             event.ignore()
@@ -297,6 +333,13 @@ class MainWindow(QMainWindow):
     def _on_run_finished(self) -> None:
         if self._quit_when_done:
             self.close()
+
+
+def _import_engine() -> None:
+    """What the panels need that takes long to import (PyTorch, tokenizers, the engine), in the background."""
+    import mlm_studio.core.predict
+    import mlm_studio.core.preview
+    import mlm_studio.core.runs  # noqa: F401 - importing is the work
 
 
 def _resident_memory_bytes() -> int:

@@ -6,13 +6,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from mlm_studio.core.progress import Cancelled, Progress
 from mlm_studio.core.records import FailedRecord, PausedRecord, StartedRecord, TrainingControl
-from mlm_studio.core.trainer import Trainer
 from mlm_studio.ui.tasks import user_message
+
+if TYPE_CHECKING:
+    from mlm_studio.core.trainer import Trainer
 
 log = logging.getLogger(__name__)
 IDLE, PREPARING, RUNNING, PAUSED, STOPPING = "idle", "preparing", "running", "paused", "stopping"

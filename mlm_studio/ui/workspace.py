@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
 from mlm_studio.core.config import RunConfig, preset
 from mlm_studio.core.corpus import Corpus, ReadOptions
-from mlm_studio.core.hf import ImportedModel
-from mlm_studio.core.runs import with_architecture
-from mlm_studio.core.tokenizer import MLMTokenizer
+
+if TYPE_CHECKING:
+    from mlm_studio.core.hf import ImportedModel
+    from mlm_studio.core.tokenizer import MLMTokenizer
 
 DEFAULT_PRESET = "quickstart"
 
@@ -78,6 +80,8 @@ class Workspace(QObject):
             limit = imported.config.max_position_embeddings
             if config.data.max_seq_len > limit:
                 config = replace(config, data=replace(config.data, max_seq_len=limit))
+            from mlm_studio.core.runs import with_architecture
+
             self.set_config(with_architecture(config, imported))
             self.set_tokenizer(imported.tokenizer)
         self.initial_model_changed.emit(imported)

@@ -126,3 +126,21 @@ def test_each_view_entry_and_its_shortcut_opens_its_own_panel(qtbot, settings):
         window.navigation.setCurrentRow((row + 1) % len(window.view_actions))
         QTest.keyClick(window, Qt.Key(Qt.Key.Key_1.value + row), Qt.KeyboardModifier.ControlModifier)
         assert window.navigation.currentRow() == row, action.text()
+
+
+def test_the_launched_window_shows_before_the_engine_and_then_gains_its_panels(qtbot, tmp_path):
+    script = (
+        "import sys, mlm_studio.ui.main_window\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'tokenizers'}))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "[]", done.stderr  # showing the window needs neither
+
+    window = MainWindow(None, restore=False, runs_root=tmp_path, deferred=True)
+    qtbot.addWidget(window)
+    window.show()
+    assert window.stack.currentWidget() is window.loading and window.navigation.count() == 0
+    with qtbot.waitSignal(window.panels_ready, timeout=60_000):
+        pass
+    assert window.navigation.count() == 5 and window.stack.currentWidget() is window.corpus_panel
+    assert window.view_actions and window.config_panel.editors
