@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import pickle
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,29 +31,13 @@ from mlm_studio.core.checkpoint import (
     save_weights,
 )
 from mlm_studio.core.config import ConfigError, ModelConfig
+from mlm_studio.core.families import FAMILIES, build_model, family_of
 from mlm_studio.core.files import atomic_write_folder, atomic_write_text
-from mlm_studio.core.model import BertForMaskedLM
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.tokenizer import SPECIAL_TOKENS, MLMTokenizer, TokenizerError, vocab_txt
 
 # Names `transformers` ties to another weight and leaves out of its files.
 TIED = ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias")
-# `BertConfig`'s defaults, for config.json files that leave a field out.
-BERT_DEFAULTS = {
-    "vocab_size": 30522,
-    "hidden_size": 768,
-    "num_hidden_layers": 12,
-    "num_attention_heads": 12,
-    "intermediate_size": 3072,
-    "hidden_act": "gelu",
-    "hidden_dropout_prob": 0.1,
-    "attention_probs_dropout_prob": 0.1,
-    "max_position_embeddings": 512,
-    "type_vocab_size": 2,
-    "initializer_range": 0.02,
-    "layer_norm_eps": 1e-12,
-    "pad_token_id": 0,
-}
 EXPORTED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "vocab.txt")  # what marks an export
 WRITTEN_FILES = (*EXPORTED_FILES, "tokenizer_config.json", "special_tokens_map.json", "README.md")
 
@@ -80,7 +64,7 @@ def export_model(
     out = Path(out)
     _check_target(out, overwrite)
     progress.report(0, 3, "Reading the checkpoint")
-    model = BertForMaskedLM(config.model)
+    model = build_model(config.model)
     load_weights(checkpoint, model)
     tokenizer = run.tokenizer
 
@@ -104,17 +88,14 @@ def export_model(
 
 
 def _check_exportable(model: ModelConfig) -> None:
-    reasons = []
-    if model.pre_layer_norm:
-        reasons.append("it puts LayerNorm before each sub-layer (pre-LayerNorm), BERT after")
-    if model.position_embedding_type != "absolute":
-        reasons.append("it uses fixed sinusoidal positions, BERT learned ones")
+    family = family_of(model)
+    reasons = family.export_problems(model)
     if reasons:
         raise InteropError(
-            "this model cannot be exported as a Hugging Face BERT: "
+            f"this model cannot be exported as a Hugging Face {family.title}: "
             + "; ".join(reasons)
-            + ". transformers would load it without error and compute something else. Train with the BERT "
-            "layout (pre_layer_norm off, absolute positions) to export."
+            + f". transformers would load it without error and compute something else. Train with the {family.title} "
+            "layout to export."
         )
 
 
@@ -141,18 +122,8 @@ def _check_target(out: Path, overwrite: bool) -> None:
 
 
 def hf_config(model: ModelConfig) -> dict[str, Any]:
-    """`config.json` for `BertForMaskedLM`, every `BertConfig` field spelled out."""
-    values = {f.name: getattr(model, f.name) for f in fields(model) if f.name in BERT_DEFAULTS}
-    return {
-        "architectures": ["BertForMaskedLM"],
-        "model_type": "bert",
-        **values,
-        "position_embedding_type": "absolute",
-        "tie_word_embeddings": True,
-        "classifier_dropout": None,
-        "use_cache": True,
-        "torch_dtype": "float32",
-    }
+    """`config.json` for the model's family, every field spelled out."""
+    return family_of(model).to_hf(model)
 
 
 def _tokenizer_config(tokenizer: MLMTokenizer, model: ModelConfig) -> dict[str, Any]:
@@ -256,8 +227,8 @@ class ImportedModel:
     fresh_head: bool  # the folder had no masked-LM head: one was initialised
     unused: tuple[str, ...]  # weights in the folder this model does not use (pooler, next-sentence head)
 
-    def build_model(self) -> BertForMaskedLM:
-        model = BertForMaskedLM(self.config)
+    def build_model(self) -> torch.nn.Module:
+        model = build_model(self.config)
         load_state(self.weights, model, self.folder.name)
         return model
 
@@ -295,7 +266,7 @@ def import_model(folder: str | Path) -> ImportedModel:
     raw = _read_weights(folder)
     with torch.random.fork_rng():
         torch.manual_seed(0)  # a fresh head is the same on every import
-        model = BertForMaskedLM(config)
+        model = build_model(config)
     weights, unused = _renamed(raw, set(model.state_dict()))
     extra_layers = sorted({int(m.group(1)) for n in unused if (m := re.search(r"encoder\.layer\.(\d+)\.", n))})
     if extra_layers:
@@ -334,18 +305,11 @@ def _model_config(folder: Path) -> ModelConfig:
     if not isinstance(raw, dict):
         raise InteropError(f"{path.name} in {folder.name} is not a JSON object")
     kind = raw.get("model_type")
-    if kind != "bert":
-        raise InteropError(
-            f"{folder.name} holds a {kind or 'model of unknown type'} model; MLM Studio reads BERT models"
-        )
-    position = raw.get("position_embedding_type", "absolute")
-    if position != "absolute":
-        raise InteropError(f"{folder.name} uses {position} position embeddings; MLM Studio's BERT learns absolute ones")
-    values = {name: raw.get(name, default) for name, default in BERT_DEFAULTS.items()}
-    if values["pad_token_id"] is None:
-        values["pad_token_id"] = 0
+    if kind not in FAMILIES:
+        known = ", ".join(family.title for family in FAMILIES.values())
+        raise InteropError(f"{folder.name} holds a {kind or 'model of unknown type'} model; MLM Studio reads {known}")
     try:
-        return ModelConfig(**values)
+        return FAMILIES[kind].from_hf(raw)
     except (ConfigError, TypeError) as exc:
         raise InteropError(f"{path.name} in {folder.name}: {exc}") from exc
 

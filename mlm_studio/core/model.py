@@ -1,4 +1,5 @@
-"""BERT for masked language modeling, with Hugging Face `BertForMaskedLM` parameter names.
+"""The BERT family: the masked-LM with Hugging Face `BertForMaskedLM` parameter names, and how its
+configuration reads and writes `transformers`' config.json.
 
 Attention runs through `scaled_dot_product_attention`. In training the vocabulary projection is computed
 only at the positions that carry a label (sparse prediction): with 15% masking that skips 85% of the
@@ -8,13 +9,14 @@ largest matrix multiply of a small model, and gives the same loss as the dense h
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mlm_studio.core.config import ModelConfig
+from mlm_studio.core.config import ConfigError, ModelConfig
 from mlm_studio.core.masking import IGNORE_INDEX
 
 
@@ -284,3 +286,58 @@ def decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:
         seen.add(id(parameter))
         (no_decay if parameter.ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(parameter)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+# --- the family's Hugging Face side ----------------------------------------------------------------------
+# `BertConfig`'s defaults, for config.json files that leave a field out.
+BERT_DEFAULTS = {
+    "vocab_size": 30522,
+    "hidden_size": 768,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 12,
+    "intermediate_size": 3072,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "attention_probs_dropout_prob": 0.1,
+    "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+    "initializer_range": 0.02,
+    "layer_norm_eps": 1e-12,
+    "pad_token_id": 0,
+}
+
+
+def bert_from_hf(raw: dict[str, Any]) -> ModelConfig:
+    """The configuration of a `transformers` BERT from its config.json values."""
+    position = raw.get("position_embedding_type", "absolute")
+    if position != "absolute":
+        raise ConfigError(f"uses {position} position embeddings; MLM Studio's BERT learns absolute ones")
+    values = {name: raw.get(name, default) for name, default in BERT_DEFAULTS.items()}
+    if values["pad_token_id"] is None:
+        values["pad_token_id"] = 0
+    return ModelConfig(**values)
+
+
+def bert_to_hf(model: ModelConfig) -> dict[str, Any]:
+    """config.json for `BertForMaskedLM`, every `BertConfig` field spelled out."""
+    values = {f.name: getattr(model, f.name) for f in fields(model) if f.name in BERT_DEFAULTS}
+    return {
+        "architectures": ["BertForMaskedLM"],
+        "model_type": "bert",
+        **values,
+        "position_embedding_type": "absolute",
+        "tie_word_embeddings": True,
+        "classifier_dropout": None,
+        "use_cache": True,
+        "torch_dtype": "float32",
+    }
+
+
+def bert_export_problems(model: ModelConfig) -> list[str]:
+    """Why `transformers`' BERT would compute something else than this model (none: it exports)."""
+    reasons = []
+    if model.pre_layer_norm:
+        reasons.append("it puts LayerNorm before each sub-layer (pre-LayerNorm), BERT after")
+    if model.position_embedding_type != "absolute":
+        reasons.append("it uses fixed sinusoidal positions, BERT learned ones")
+    return reasons

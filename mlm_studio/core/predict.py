@@ -9,8 +9,8 @@ from pathlib import Path
 import torch
 
 from mlm_studio.core.checkpoint import listed, load_weights, resolve_checkpoint
+from mlm_studio.core.families import build_model
 from mlm_studio.core.hf import import_model, is_hf_folder
-from mlm_studio.core.model import BertForMaskedLM
 from mlm_studio.core.tokenizer import MLMTokenizer
 
 MAX_MASKS = 32
@@ -39,7 +39,7 @@ class Filled:
 class FillMask:
     """A model and its tokenizer, ready to score masks; it never trains."""
 
-    def __init__(self, model: BertForMaskedLM, tokenizer: MLMTokenizer, source: str = "") -> None:
+    def __init__(self, model: torch.nn.Module, tokenizer: MLMTokenizer, source: str = "") -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.source = source
@@ -169,7 +169,7 @@ def _load_cached(path: str, device: str, stamp: float) -> FillMask:
         model, tokenizer, source = imported.build_model(), imported.tokenizer, f"{folder.name} (Hugging Face){note}"
     else:
         run, checkpoint = resolve_checkpoint(folder)
-        model, tokenizer, source = BertForMaskedLM(run.config.model), run.tokenizer, f"{run.name} / {checkpoint.name}"
+        model, tokenizer, source = build_model(run.config.model), run.tokenizer, f"{run.name} / {checkpoint.name}"
         load_weights(checkpoint, model)
     broken = [name for name, value in model.state_dict().items() if not torch.isfinite(value).all()]
     if broken:

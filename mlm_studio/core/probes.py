@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from mlm_studio.core.files import atomic_write_text
 
 if TYPE_CHECKING:
-    from mlm_studio.core.model import BertForMaskedLM
+    from torch import nn
+
     from mlm_studio.core.tokenizer import MLMTokenizer
 
 PROBES_FILE = "probes.json"
@@ -56,7 +57,7 @@ def load_probes(folder: Path) -> list[Probe]:
         raise ValueError(f"{path.name} is damaged ({exc})") from exc
 
 
-def score_probes(model: BertForMaskedLM, tokenizer: MLMTokenizer, probes: list[Probe]) -> tuple[ProbeResult, ...]:
+def score_probes(model: nn.Module, tokenizer: MLMTokenizer, probes: list[Probe]) -> tuple[ProbeResult, ...]:
     """Rank and probability of each probe's expected word at its [MASK]."""
     import torch  # only scoring needs PyTorch: the window reads and edits probes without it
 
@@ -64,7 +65,7 @@ def score_probes(model: BertForMaskedLM, tokenizer: MLMTokenizer, probes: list[P
         return _scored(model, tokenizer, probes)
 
 
-def _scored(model: BertForMaskedLM, tokenizer: MLMTokenizer, probes: list[Probe]) -> tuple[ProbeResult, ...]:
+def _scored(model: nn.Module, tokenizer: MLMTokenizer, probes: list[Probe]) -> tuple[ProbeResult, ...]:
     import torch
 
     device = next(model.parameters()).device

@@ -24,8 +24,9 @@ from mlm_studio.core.config import RunConfig
 from mlm_studio.core.dataset import BlockOrder, BlockSet
 from mlm_studio.core.device import resolve_device
 from mlm_studio.core.distributed import SINGLE, Distributed, any_rank, no_sync_unless, summed
+from mlm_studio.core.families import build_model
 from mlm_studio.core.masking import Masker
-from mlm_studio.core.model import BertForMaskedLM, decay_groups
+from mlm_studio.core.model import decay_groups
 from mlm_studio.core.probes import load_probes, score_probes
 from mlm_studio.core.records import (
     CheckpointRecord,
@@ -91,7 +92,7 @@ class Trainer:
                 f"the tokenizer has {tokenizer.vocab_size} pieces but the model only {self.config.model.vocab_size}"
             )
         torch.manual_seed(t.seed)
-        self.model = BertForMaskedLM(self.config.model).to(self.device)
+        self.model = build_model(self.config.model).to(self.device)
         self.optimizer = torch.optim.AdamW(
             decay_groups(self.model, t.weight_decay),
             lr=t.learning_rate,
