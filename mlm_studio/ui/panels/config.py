@@ -470,3 +470,9 @@ def field_names() -> set[tuple[str, str]]:
         for f in dataclasses.fields(getattr(RunConfig(), section)):
             names.add((section, f.name))
     return names - hidden
+
+
+if __name__ == "__main__":
+    from mlm_studio.ui.preview import preview
+
+    preview(ConfigPanel)

@@ -359,11 +359,6 @@ def _tooltip(report: SourceReport) -> str:
 
 
 if __name__ == "__main__":
-    from PySide6.QtWidgets import QApplication
+    from mlm_studio.ui.preview import preview
 
-    app = QApplication([])
-    panel = CorpusPanel(Workspace())
-    panel.resize(1000, 700)
-    panel.show()
-    panel.use_builtin()
-    app.exec()
+    preview(CorpusPanel, loaded=False, size=(1000, 700))

@@ -443,18 +443,6 @@ def _fraction_spin(value: float, low: float, high: float, tooltip: str) -> QDoub
 
 
 if __name__ == "__main__":
-    from PySide6.QtWidgets import QApplication
+    from mlm_studio.ui.preview import preview
 
-    from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
-    from mlm_studio.core.corpus import load_corpus
-    from mlm_studio.core.tokenizer import train_tokenizer
-
-    app = QApplication([])
-    workspace = Workspace()
-    panel = MaskingPanel(workspace)
-    panel.resize(1200, 760)
-    panel.show()
-    corpus = load_corpus([ensure_builtin_corpus()])
-    workspace.set_corpus(corpus)
-    workspace.set_tokenizer(train_tokenizer(corpus.iter_documents(), total=corpus.documents))
-    app.exec()
+    preview(MaskingPanel)

@@ -310,3 +310,10 @@ class PlaygroundPanel(QWidget):
         view.show_prediction(prediction)
         view.setTitle(prediction.source)
         self.predicted.emit()
+
+
+if __name__ == "__main__":
+    from mlm_studio.core.paths import default_runs_dir
+    from mlm_studio.ui.preview import preview
+
+    preview(lambda workspace: PlaygroundPanel(workspace, default_runs_dir()), loaded=False)

@@ -269,3 +269,9 @@ class TokenizerSection(QGroupBox):
         self.train_button.setEnabled(not busy and self.workspace.corpus is not None)
         self.load_button.setEnabled(not busy)
         self.save_button.setEnabled(not busy and self.workspace.tokenizer is not None)
+
+
+if __name__ == "__main__":
+    from mlm_studio.ui.preview import preview
+
+    preview(TokenizerSection, size=(520, 640))

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSlider,
     QSplitter,
     QStyle,
@@ -108,6 +109,7 @@ class TrainingPanel(QWidget):
         self.reason_label.setStyleSheet("color: #b35900;")
         top = QHBoxLayout()
         for button in (self.start_button, self.pause_button, self.stop_button):
+            button.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
             top.addWidget(button)
         top.addWidget(self.reason_label, 2)
         top.addWidget(self.progress_bar, 1)
@@ -534,3 +536,11 @@ class TrainingPanel(QWidget):
 
     def _log(self, text: str) -> None:
         self.log.appendPlainText(f"{time.strftime('%H:%M:%S')}  {text}")
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    from mlm_studio.ui.preview import preview
+
+    preview(lambda workspace: TrainingPanel(workspace, Path(tempfile.mkdtemp(prefix="mlm-studio-runs-"))))
