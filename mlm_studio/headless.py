@@ -12,7 +12,7 @@ from pathlib import Path
 from mlm_studio.core import distributed
 from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.checkpoint import CheckpointError, RunDir, read_state
-from mlm_studio.core.config import ConfigError, RunConfig, preset
+from mlm_studio.core.config import DEFAULT_PRESET, ConfigError, RunConfig, preset
 from mlm_studio.core.corpus import Corpus, CorpusError, load_corpus
 from mlm_studio.core.device import resolve_device
 from mlm_studio.core.distributed import Distributed
@@ -42,7 +42,6 @@ from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerError, train_tokeni
 from mlm_studio.core.trainer import Trainer
 
 USER_ERRORS = (ConfigError, CorpusError, TokenizerError, CheckpointError, PredictError, ValueError, OSError)
-DEFAULT_PRESET = "quickstart"
 
 
 def _fail(message: str) -> int:

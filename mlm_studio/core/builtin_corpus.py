@@ -13,11 +13,11 @@ import inspect
 import os
 import re
 import sysconfig
-import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+from mlm_studio.core.files import atomic_write_text
 from mlm_studio.core.paths import cache_dir
 from mlm_studio.core.progress import Progress
 
@@ -37,7 +37,7 @@ def ensure_builtin_corpus(progress: Progress | None = None) -> Path:
     """The cached built-in corpus file, building it first if needed."""
     path = builtin_corpus_location()
     if not path.exists():
-        _write_atomically(path, iter_builtin_documents(progress))
+        atomic_write_text(path, (document + "\n\n" for document in iter_builtin_documents(progress)))
     return path
 
 
@@ -99,17 +99,3 @@ def _prose_paragraphs(text: str) -> Iterator[str]:
         paragraph = " ".join(" ".join(line.split()) for line in lines)
         if len(paragraph.split()) >= MIN_WORDS:
             yield paragraph
-
-
-def _write_atomically(path: Path, documents: Iterator[str]) -> None:
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    tmp = Path(name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            for doc in documents:
-                f.write(doc + "\n\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)

@@ -24,7 +24,7 @@ from safetensors.torch import load_file, save_file
 
 from mlm_studio.core.config import ConfigError, RunConfig
 from mlm_studio.core.corpus import ReadOptions
-from mlm_studio.core.files import atomic_write_folder, atomic_write_text
+from mlm_studio.core.files import atomic_write_folder, atomic_write_json, atomic_write_text
 from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerError
 
 FORMAT_VERSION = 1
@@ -60,7 +60,7 @@ class RunDir:
             "options": asdict(options),
             "files": [[str(s), *_file_stamp(s)] for s in resolved],
         }
-        _write_json(path / "corpus.json", corpus)
+        atomic_write_json(path / "corpus.json", corpus)
         config.save(path / "config.toml")
         return cls(path)
 
@@ -164,7 +164,7 @@ class RunDir:
         if not folder.is_dir():
             return []
         found = [p for p in folder.iterdir() if p.name.startswith("step-") and (p / "state.json").is_file()]
-        return sorted(found, key=lambda p: int(p.name.split("-")[1]))
+        return sorted(found, key=checkpoint_step)
 
     def remove_leftovers(self) -> None:
         """Remove the hidden temporary folders a killed process left while writing a checkpoint."""
@@ -194,7 +194,7 @@ class RunDir:
             save_weights(model, folder / "model.safetensors")
             tensors, groups = _optimizer_tensors(optimizer)
             write_safetensors(tensors, folder / "optimizer.safetensors")
-            _write_json(
+            atomic_write_json(
                 folder / "state.json", {**state, "format": FORMAT_VERSION, "step": step, "param_groups": groups}
             )
 
@@ -214,7 +214,7 @@ class RunDir:
 
         def fill(folder: Path) -> None:
             save_weights(model, folder / "model.safetensors")
-            _write_json(folder / "origin.json", origin)
+            atomic_write_json(folder / "origin.json", origin)
 
         return atomic_write_folder(self.path / INITIAL, fill)
 
@@ -229,6 +229,11 @@ class RunDir:
 def _file_stamp(path: Path) -> tuple[int, int]:
     stat = path.stat()
     return stat.st_size, stat.st_mtime_ns
+
+
+def checkpoint_step(checkpoint: Path) -> int:
+    """The step a checkpoint folder (`step-0000200`) was written at."""
+    return int(checkpoint.name.split("-")[1])
 
 
 def save_weights(model: torch.nn.Module, path: Path) -> None:
@@ -382,7 +387,3 @@ def resolve_checkpoint(path: str | Path, best: bool = False) -> tuple[RunDir, Pa
     if checkpoint is None:
         raise CheckpointError(f"run {run.name} has no checkpoint yet; train it first")
     return run, checkpoint
-
-
-def _write_json(path: Path, value: Any) -> None:
-    atomic_write_text(path, json.dumps(value, indent=1))

@@ -198,6 +198,9 @@ PRESETS: dict[str, RunConfig] = {
 }
 
 
+DEFAULT_PRESET = "quickstart"  # what the window and `mlm-studio train` start from
+
+
 def preset(name: str) -> RunConfig:
     """A named preset; raises ConfigError listing the names for an unknown one."""
     try:

@@ -15,9 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import shutil
-import tempfile
 from array import array
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from mlm_studio.core.corpus import Corpus, CorpusError
+from mlm_studio.core.files import atomic_write_folder
 from mlm_studio.core.paths import cache_dir
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.settings import DataConfig
@@ -97,18 +96,12 @@ def tokenize_corpus(
         except ValueError:
             log.warning("rebuilding the damaged token cache %s", folder.name)
             shutil.rmtree(folder, ignore_errors=True)  # ours, rebuilt below
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=root))  # unique even for two threads
-    try:
+
+    def fill(tmp: Path) -> None:
         _write_tokens(corpus, tokenizer, tmp, progress)
         progress.check()  # a cancel that came during the last batch is honoured too
-        try:
-            os.replace(tmp, folder)
-        except OSError:  # another process finished the same folder first
-            if not (folder / "meta.json").exists():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+
+    atomic_write_folder(folder, fill)  # a process that finished the same cache first is simply replaced
     return TokenizedCorpus(folder)
 
 

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write `text` to a temporary file in the same folder, flush it to disk, then rename it over `path`."""
+def atomic_write_text(path: str | Path, text: str | Iterable[str]) -> Path:
+    """Write `text` (a string, or pieces written as they come) to a temporary file in the same folder, flush it
+    to disk, then rename it over `path`."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+            f.writelines([text] if isinstance(text, str) else text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -26,15 +28,18 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return path
 
 
+def atomic_write_json(path: str | Path, value: object) -> Path:
+    """`value` as indented JSON, written atomically."""
+    return atomic_write_text(path, json.dumps(value, indent=2) + "\n")
+
+
 def atomic_write_folder(final: str | Path, fill: Callable[[Path], object]) -> Path:
     """Call `fill` on a temporary folder beside `final`, flush it to disk, then put it in place of `final` in
     one step: a crash leaves the old folder or the new one, never neither. An empty `final` (the working
     folder, say) simply receives the files."""
     final = Path(os.path.abspath(final))
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.parent / f".{final.name}.tmp{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp", dir=final.parent))  # unique, even for two threads
     try:
         fill(tmp)
         _fsync_dir(tmp)

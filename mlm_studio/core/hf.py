@@ -32,7 +32,7 @@ from mlm_studio.core.checkpoint import (
 )
 from mlm_studio.core.config import ConfigError, ModelConfig
 from mlm_studio.core.families import FAMILIES, build_model, family_of
-from mlm_studio.core.files import atomic_write_folder, atomic_write_text
+from mlm_studio.core.files import atomic_write_folder, atomic_write_json
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.tokenizer import SPECIAL_TOKENS, MLMTokenizer, TokenizerError, vocab_txt
 
@@ -72,11 +72,11 @@ def export_model(
         progress.report(1, 3, "Writing the weights")
         save_weights(model, folder / "model.safetensors")
         progress.report(2, 3, "Writing the configuration, tokenizer and model card")
-        _write_json(folder / "config.json", hf_config(config.model))
+        atomic_write_json(folder / "config.json", hf_config(config.model))
         tokenizer.save(folder / "tokenizer.json")
         (folder / "vocab.txt").write_text(vocab_txt(tokenizer), encoding="utf-8")
-        _write_json(folder / "tokenizer_config.json", _tokenizer_config(tokenizer, config.model))
-        _write_json(folder / "special_tokens_map.json", _special_tokens_map())
+        atomic_write_json(folder / "tokenizer_config.json", _tokenizer_config(tokenizer, config.model))
+        atomic_write_json(folder / "special_tokens_map.json", _special_tokens_map())
         (folder / "README.md").write_text(model_card(run, checkpoint), encoding="utf-8")
 
     try:
@@ -209,10 +209,6 @@ fill("The [MASK] of the list.")
 {config.to_toml().strip()}
 ```
 """
-
-
-def _write_json(path: Path, value: Any) -> None:
-    atomic_write_text(path, json.dumps(value, indent=2) + "\n")
 
 
 # --- import ------------------------------------------------------------------------------------------

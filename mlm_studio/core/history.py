@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mlm_studio.core.checkpoint import CheckpointError, RunDir
+from mlm_studio.core.checkpoint import CheckpointError, RunDir, checkpoint_step
 
 TAIL_BYTES = 256 * 1024  # the end of metrics.jsonl that holds a run's latest records
 
@@ -58,7 +58,7 @@ def summarize(run: RunDir) -> RunSummary:
     return RunSummary(
         path=run.path,
         preset=preset,
-        checkpoint_step=int(latest.name.split("-")[1]) if latest else 0,
+        checkpoint_step=checkpoint_step(latest) if latest else 0,
         state=state,
         tokens_seen=int(progress.get("tokens_seen", 0)),
         elapsed=float(progress.get("elapsed", 0.0)),

@@ -30,7 +30,7 @@ from mlm_studio.core.device import available_devices
 from mlm_studio.core.paths import default_runs_dir
 from mlm_studio.core.probes import Probe
 from mlm_studio.ui.tasks import TaskRunner, stop_all_tasks
-from mlm_studio.ui.training import IDLE, PAUSED, STOPPING
+from mlm_studio.ui.trainer_thread import IDLE, PAUSED, STOPPING
 from mlm_studio.ui.workspace import Workspace
 
 MEMORY_REFRESH_MS = 2000

@@ -9,14 +9,12 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
-from mlm_studio.core.config import RunConfig, preset
+from mlm_studio.core.config import DEFAULT_PRESET, RunConfig, preset
 from mlm_studio.core.corpus import Corpus, ReadOptions
 
 if TYPE_CHECKING:
     from mlm_studio.core.hf import ImportedModel
     from mlm_studio.core.tokenizer import MLMTokenizer
-
-DEFAULT_PRESET = "quickstart"
 
 
 class Workspace(QObject):

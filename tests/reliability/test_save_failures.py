@@ -164,7 +164,7 @@ def test_the_window_shows_the_pause_and_resumes(qtbot, small_corpus, small_token
     from PySide6.QtCore import Qt
 
     from mlm_studio.ui.panels.training import TrainingPanel
-    from mlm_studio.ui.training import PAUSED
+    from mlm_studio.ui.trainer_thread import PAUSED
     from mlm_studio.ui.workspace import Workspace
 
     workspace = Workspace()

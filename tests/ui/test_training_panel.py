@@ -9,7 +9,7 @@ from mlm_studio.core import runs as runs_module
 from mlm_studio.core.checkpoint import RunDir
 from mlm_studio.core.probes import Probe
 from mlm_studio.ui.panels.training import TrainingPanel
-from mlm_studio.ui.training import IDLE, PAUSED, RUNNING
+from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING
 from mlm_studio.ui.workspace import Workspace
 from tests.core.helpers import small_config
 

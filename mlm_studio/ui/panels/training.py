@@ -47,7 +47,7 @@ from mlm_studio.core.records import (
 from mlm_studio.core.runs import NewRun, new_run_path, prepare_trainer
 from mlm_studio.core.trainer import Trainer
 from mlm_studio.ui.tasks import TaskRunner
-from mlm_studio.ui.training import IDLE, PAUSED, PREPARING, RUNNING, STOPPING, TrainingController
+from mlm_studio.ui.trainer_thread import IDLE, PAUSED, PREPARING, RUNNING, STOPPING, TrainingController
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.runs_table import RunsTable
