@@ -46,3 +46,19 @@ def _mps_available() -> bool:
     import torch
 
     return getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+
+
+def autocast_dtype(precision: str, device):
+    """The dtype `torch.autocast` computes in for a precision (None: fp32, no autocast)."""
+    import torch
+
+    if precision == "fp32":
+        return None
+    if precision == "fp16" and device.type != "cuda":
+        raise ValueError("fp16 needs a CUDA GPU (it relies on loss scaling there); use bf16 or fp32")
+    return torch.bfloat16 if precision == "bf16" else torch.float16
+
+
+def fused_optimizer_runs_on(device) -> bool:
+    """Whether PyTorch's fused AdamW runs on this device."""
+    return device.type in ("cuda", "cpu", "mps")

@@ -12,18 +12,24 @@ import logging
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from mlm_studio.core.checkpoint import RunDir, load_optimizer, load_weights, read_state
 from mlm_studio.core.config import RunConfig
 from mlm_studio.core.dataset import BlockOrder, BlockSet
-from mlm_studio.core.device import resolve_device
+from mlm_studio.core.device import autocast_dtype, fused_optimizer_runs_on, resolve_device
 from mlm_studio.core.distributed import SINGLE, Distributed, any_rank, no_sync_unless, summed
+from mlm_studio.core.evaluation import masked_lm_sums
+from mlm_studio.core.failures import (
+    OOM_MESSAGE,
+    RunFailed,
+    nonfinite_message,
+    out_of_memory,
+    save_error_message,
+)
 from mlm_studio.core.families import build_model
 from mlm_studio.core.masking import Masker
 from mlm_studio.core.model import decay_groups
@@ -42,21 +48,9 @@ from mlm_studio.core.records import (
     WarningRecord,
 )
 from mlm_studio.core.schedule import learning_rate
+from mlm_studio.core.step_sums import StepSums, Window
 
 log = logging.getLogger(__name__)
-EVAL_SEED = 1_234_567  # validation masking is the same at every evaluation of every run
-
-
-class _Failed(Exception):
-    """Ends a run with a message for the user."""
-
-
-def _autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    if precision == "fp32":
-        return None
-    if precision == "fp16" and device.type != "cuda":
-        raise ValueError("fp16 needs a CUDA GPU (it relies on loss scaling there); use bf16 or fp32")
-    return torch.bfloat16 if precision == "bf16" else torch.float16
 
 
 # --- the loop ---------------------------------------------------------------------------------------
@@ -83,7 +77,7 @@ class Trainer:
         self.dist = distributed
         t = self.config.training
         self.device = device or resolve_device(t.device)
-        self.autocast = _autocast_dtype(t.precision, self.device)
+        self.autocast = autocast_dtype(t.precision, self.device)
         if len(train) == 0:
             raise ValueError("the training split has no blocks; add text to the corpus")
         tokenizer = run.tokenizer
@@ -98,7 +92,7 @@ class Trainer:
             lr=t.learning_rate,
             betas=(t.adam_beta1, t.adam_beta2),
             eps=t.adam_epsilon,
-            **_fused_if_supported(self.device),
+            fused=fused_optimizer_runs_on(self.device),
         )
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=t.precision == "fp16")
         self.masker = Masker.for_tokenizer(self.config.masking, tokenizer, self.device)
@@ -172,14 +166,14 @@ class Trainer:
         yield self._logged(self.started())
         try:
             yield from self._loop()
-        except _Failed as exc:
+        except RunFailed as exc:
             yield self._logged(FailedRecord(self.step, str(exc)))
         except RuntimeError as exc:  # torch.OutOfMemoryError included
-            if not _out_of_memory(exc):
+            if not out_of_memory(exc):
                 log.exception("training failed")
                 yield self._logged(FailedRecord(self.step, f"Training stopped by an error: {exc}"))
                 return
-            yield from self._save_after_out_of_memory()
+            yield from self._save_afterout_of_memory()
 
     def started(self) -> StartedRecord:
         model = self.config.model
@@ -195,7 +189,7 @@ class Trainer:
             train_blocks=len(self.train_blocks),
         )
 
-    def _save_after_out_of_memory(self) -> Iterator[Record]:
+    def _save_afterout_of_memory(self) -> Iterator[Record]:
         """The weights are those of the last completed step: keep them, then say what to change."""
         self.optimizer.zero_grad(set_to_none=True)
         if self.device.type == "cuda":
@@ -205,14 +199,14 @@ class Trainer:
             try:
                 yield from self._save()
                 saved = f" Step {self.step} was saved; resume the run after changing the settings."
-            except (_Failed, RuntimeError) as exc:
+            except (RunFailed, RuntimeError) as exc:
                 saved = f" Saving step {self.step} failed too ({exc})."
-        yield self._logged(FailedRecord(self.step, _OOM_MESSAGE + saved))
+        yield self._logged(FailedRecord(self.step, OOM_MESSAGE + saved))
 
     def _loop(self) -> Iterator[Record]:
         t = self.config.training
         self.model.train()
-        window, nonfinite_in_a_row, out_of_time = _Window(), 0, False
+        window, nonfinite_in_a_row, out_of_time = Window(), 0, False
         self._clock = time.perf_counter()
         while self.step < self.total_steps and not out_of_time:
             self._wait_while_paused()
@@ -228,19 +222,19 @@ class Trainer:
                 nonfinite_in_a_row += 1
                 yield self._logged(WarningRecord(self.step + 1, f"{step.problem}; the update was skipped"))
                 if nonfinite_in_a_row >= t.max_nonfinite_steps:
-                    message = _nonfinite_message(nonfinite_in_a_row, self.run_dir.latest_checkpoint())
+                    message = nonfinite_message(nonfinite_in_a_row, self.run_dir.latest_checkpoint())
                     yield self._logged(FailedRecord(self.step + 1, message))
                     return
             out_of_time = self._advance(step.tokens, window, started)
             yield from self._report_step(window, lr, last=self.step == self.total_steps or out_of_time)
         yield from self._finish(stopped=self.step < self.total_steps and not out_of_time)
 
-    def train_step(self) -> _Step:
+    def train_step(self) -> StepSums:
         """One optimizer step: forward and backward over each micro-batch, then clipping and the update, which a
         non-finite loss or gradient skips (every process agrees)."""
         t = self.config.training
         torch.manual_seed(t.seed * 1_000_003 + self.step)  # dropout, reproducible per step
-        step = _Step(torch.zeros((), device=self.device), torch.zeros((), device=self.device, dtype=torch.long))
+        step = StepSums(torch.zeros((), device=self.device), torch.zeros((), device=self.device, dtype=torch.long))
         for micro in range(t.grad_accumulation):
             index = self.step * t.grad_accumulation + micro
             seed = (t.seed * 2_000_003 + index) * max(1, self.dist.world_size) + self.dist.rank
@@ -281,7 +275,7 @@ class Trainer:
             group["lr"] = lr
         return lr
 
-    def _advance(self, tokens: int, window: _Window, started: float) -> bool:
+    def _advance(self, tokens: int, window: Window, started: float) -> bool:
         """Count the step, its tokens and its time; True when the time budget is spent."""
         self.step += 1
         self.tokens_seen += tokens * self.dist.world_size
@@ -293,7 +287,7 @@ class Trainer:
         budget = self.config.training.time_budget
         return budget > 0 and self._agree(self.elapsed >= budget)
 
-    def _report_step(self, window: _Window, lr: float, last: bool) -> Iterator[Record]:
+    def _report_step(self, window: Window, lr: float, last: bool) -> Iterator[Record]:
         """The step record, evaluation, probes and checkpoint that fall on this step."""
         t = self.config.training
         if self.step % t.log_interval == 0 or last:
@@ -324,14 +318,12 @@ class Trainer:
         )
 
     def _autocast(self):
-        if self.autocast is None:
-            return torch.autocast(self.device.type, enabled=False)
-        return torch.autocast(self.device.type, dtype=self.autocast)
+        return torch.autocast(self.device.type, dtype=self.autocast, enabled=self.autocast is not None)
 
     def _agree(self, flag: bool) -> bool:
         return any_rank(self.dist, flag, self.device)
 
-    def _step_record(self, window: _Window, lr: float) -> StepRecord | None:
+    def _step_record(self, window: Window, lr: float) -> StepRecord | None:
         sums = (window.loss_sum, window.correct, window.predicted, window.norm_sum, window.norm_steps, window.steps)
         loss_sum, correct, predicted, norm_sum, norm_steps, steps = summed(
             self.dist, tuple(map(float, sums)), self.device
@@ -349,29 +341,13 @@ class Trainer:
             elapsed=self.elapsed,
         )
 
-    @torch.no_grad()
     def evaluate(self) -> EvalRecord:
         """Validation loss, accuracy and top-5 accuracy with a fixed masking, comparable across runs."""
-        self.model.eval()
         t = self.config.training
         count = len(self.validation) if t.eval_blocks == 0 else min(t.eval_blocks, len(self.validation))
         mine = np.arange(self.dist.rank, count, self.dist.world_size)
-        loss_sum = top1 = top5 = predicted = 0.0
-        for number, start in enumerate(range(0, len(mine), t.batch_size)):
-            indices = mine[start : start + t.batch_size]
-            masked, attention, _ = self._micro_batch(self.validation, indices, EVAL_SEED + number)
-            with self._autocast():
-                out = self.model(masked.input_ids, attention, masked.labels)
-            if len(out.labels) == 0:
-                continue
-            logits = out.logits.float()
-            loss_sum += float(F.cross_entropy(logits, out.labels, reduction="sum"))
-            best = logits.topk(min(5, logits.shape[-1]), dim=-1).indices
-            top1 += float((best[:, 0] == out.labels).sum())
-            top5 += float((best == out.labels[:, None]).any(-1).sum())
-            predicted += len(out.labels)
-        self.model.train()
-        loss_sum, top1, top5, predicted = summed(self.dist, (loss_sum, top1, top5, predicted), self.device)
+        sums = masked_lm_sums(self.model, self.validation, mine, t.batch_size, self._micro_batch, self._autocast)
+        loss_sum, top1, top5, predicted = summed(self.dist, sums, self.device)
         loss = loss_sum / predicted if predicted else math.nan
         record = EvalRecord(
             step=self.step,
@@ -408,16 +384,16 @@ class Trainer:
                 self.last_saved = self.step
                 yield self._logged(CheckpointRecord(self.step, str(path)))
                 return
-            message = _save_error_message(error, self.step, self.run_dir.latest_checkpoint())
+            message = save_error_message(error, self.step, self.run_dir.latest_checkpoint())
             if not self.pause_on_save_error or self.control.stop_requested:
-                raise _Failed(message)
+                raise RunFailed(message)
             self.control.pause()
             yield self._logged(
                 PausedRecord(self.step, message + " Training is paused: make room or fix the folder, then resume.")
             )
             self.control.wait_while_paused()
             if self.control.stop_requested:
-                raise _Failed(message + " Stopped without it.")
+                raise RunFailed(message + " Stopped without it.")
 
     def _state(self, val_loss: float | None) -> dict:
         return {
@@ -441,70 +417,3 @@ class Trainer:
                 return record
             self._unwritten = []
         return record
-
-
-@dataclass
-class _Step:
-    """What one optimizer step measured (sums over its micro-batches), and why its update was skipped."""
-
-    loss_sum: torch.Tensor
-    correct: torch.Tensor
-    predicted: int = 0
-    tokens: int = 0  # real tokens, padding excluded
-    norm: torch.Tensor | None = None
-    problem: str | None = None
-
-
-class _Window:
-    """Sums over the steps between two step records."""
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self.loss_sum = torch.zeros(())
-        self.correct = torch.zeros((), dtype=torch.long)
-        self.predicted = 0
-        self.norm_sum = 0.0
-        self.norm_steps = 0
-        self.steps = 0
-        self.tokens = 0
-        self.seconds = 0.0
-
-    def add(self, step: _Step) -> None:
-        self.loss_sum = self.loss_sum + step.loss_sum.cpu()
-        self.correct = self.correct + step.correct.cpu()
-        self.predicted += step.predicted
-        self.steps += 1
-        if step.norm is not None and math.isfinite(float(step.norm)):  # fp16 overflows are skipped, not averaged
-            self.norm_sum += float(step.norm)
-            self.norm_steps += 1
-
-
-def _fused_if_supported(device: torch.device) -> dict:
-    return {"fused": True} if device.type in ("cuda", "cpu", "mps") else {}
-
-
-_OOM_MESSAGE = (
-    "The device ran out of memory. Lower the batch size (use gradient accumulation to keep the effective "
-    "batch), shorten the sequence length, or train in bf16/fp16 on a GPU."
-)
-
-
-def _out_of_memory(exc: BaseException) -> bool:
-    return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
-
-
-def _save_error_message(error: OSError | None, step: int, previous: Path | None) -> str:
-    reason = f"{error.strerror or error}" if error is not None else "on the main process"
-    kept = f" The previous checkpoint, {previous.name}, is intact." if previous else ""
-    return f"Could not write the checkpoint of step {step} ({reason}).{kept}"
-
-
-def _nonfinite_message(count: int, checkpoint: Path | None) -> str:
-    kept = f" The last good checkpoint, {checkpoint.name}, is intact." if checkpoint else ""
-    return (
-        f"The loss or the gradients were not finite numbers {count} steps in a row, so training stopped.{kept} "
-        "Lower the learning "
-        "rate, keep gradient clipping on, or use fp32/bf16 instead of fp16."
-    )

@@ -1,0 +1,44 @@
+"""Scoring a masked-LM on held-out blocks: loss, top-1 and top-5 accuracy at the masked positions, under a
+masking that is the same at every evaluation of every run, so the numbers compare across runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from mlm_studio.core.dataset import BlockSet
+
+EVAL_SEED = 1_234_567  # the masking of evaluation batch n is seeded with EVAL_SEED + n
+
+
+@torch.no_grad()
+def masked_lm_sums(
+    model: torch.nn.Module,
+    blocks: BlockSet,
+    indices: np.ndarray,
+    batch_size: int,
+    masked_batch: Callable,
+    autocast: Callable,
+) -> tuple[float, float, float, float]:
+    """(summed loss, top-1 hits, top-5 hits, predicted positions) over `blocks[indices]`; `masked_batch(blocks,
+    indices, seed)` masks a batch on the model's device, `autocast()` is the precision context."""
+    was_training = model.training
+    model.eval()
+    loss_sum = top1 = top5 = predicted = 0.0
+    for number, start in enumerate(range(0, len(indices), batch_size)):
+        masked, attention, _ = masked_batch(blocks, indices[start : start + batch_size], EVAL_SEED + number)
+        with autocast():
+            out = model(masked.input_ids, attention, masked.labels)
+        if len(out.labels) == 0:
+            continue
+        logits = out.logits.float()
+        loss_sum += float(F.cross_entropy(logits, out.labels, reduction="sum"))
+        best = logits.topk(min(5, logits.shape[-1]), dim=-1).indices
+        top1 += float((best[:, 0] == out.labels).sum())
+        top5 += float((best == out.labels[:, None]).any(-1).sum())
+        predicted += len(out.labels)
+    model.train(was_training)
+    return loss_sum, top1, top5, predicted

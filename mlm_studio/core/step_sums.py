@@ -1,0 +1,47 @@
+"""What the trainer adds up: the sums of one optimizer step over its micro-batches, and of the steps between two
+step records (a window), from which the step record's averages come."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class StepSums:
+    """What one optimizer step measured (sums over its micro-batches), and why its update was skipped."""
+
+    loss_sum: torch.Tensor
+    correct: torch.Tensor
+    predicted: int = 0
+    tokens: int = 0  # real tokens, padding excluded
+    norm: torch.Tensor | None = None
+    problem: str | None = None
+
+
+class Window:
+    """Sums over the steps between two step records."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.loss_sum = torch.zeros(())
+        self.correct = torch.zeros((), dtype=torch.long)
+        self.predicted = 0
+        self.norm_sum = 0.0
+        self.norm_steps = 0
+        self.steps = 0
+        self.tokens = 0
+        self.seconds = 0.0
+
+    def add(self, step: StepSums) -> None:
+        self.loss_sum = self.loss_sum + step.loss_sum.cpu()
+        self.correct = self.correct + step.correct.cpu()
+        self.predicted += step.predicted
+        self.steps += 1
+        if step.norm is not None and math.isfinite(float(step.norm)):  # fp16 overflows are skipped, not averaged
+            self.norm_sum += float(step.norm)
+            self.norm_steps += 1
