@@ -99,7 +99,7 @@ def test_start_is_disabled_with_the_reason_while_something_is_missing(qtbot, pan
 
 def test_a_bad_probe_is_refused_before_starting(qtbot, panel):
     panel.set_probes([Probe("Return the [MASK].", "value")])
-    panel.probes_table.item(0, 0).setText("no mask here")
+    panel.probes_editor.table.item(0, 0).setText("no mask here")
     click(qtbot, panel.start_button)
     assert panel.controller.state == IDLE
     assert "probe 1: a probe needs exactly one [MASK]" in panel.message_bar.text

@@ -10,7 +10,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QMessageBox,
     QPlainTextEdit,
@@ -20,8 +19,6 @@ from PySide6.QtWidgets import (
     QSlider,
     QSplitter,
     QStyle,
-    QTableWidget,
-    QTableWidgetItem,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -50,14 +47,9 @@ from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, PREPARING, RUNNING, STOPPING, TrainingController
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar
+from mlm_studio.ui.widgets.probes_editor import ProbesEditor
 from mlm_studio.ui.widgets.runs_table import RunsTable
 from mlm_studio.ui.workspace import Workspace
-
-DEFAULT_PROBES = (
-    Probe("Return a [MASK] of the list.", "copy"),
-    Probe("The [MASK] statement imports a module.", "import"),
-    Probe("Raise an [MASK] if the value is invalid.", "exception"),
-)
 
 
 class TrainingPanel(QWidget):
@@ -87,7 +79,6 @@ class TrainingPanel(QWidget):
         self._build()
         for signal in (workspace.corpus_changed, workspace.tokenizer_changed, workspace.config_changed):
             signal.connect(lambda *_: self._update_controls())
-        self.set_probes(list(DEFAULT_PROBES))
         self.refresh_runs()
         self._update_controls()
 
@@ -192,30 +183,14 @@ class TrainingPanel(QWidget):
         runs_layout.addWidget(self.runs_table, 1)
         runs_layout.addLayout(run_buttons)
 
-        self.probes_table = QTableWidget(0, 2)
-        self.probes_table.setHorizontalHeaderLabels(["Sentence with [MASK]", "Expected"])
-        self.probes_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        self.probes_table.verticalHeader().hide()
-        add_probe = QPushButton("Add")
-        remove_probe = QPushButton("Remove")
-        add_probe.clicked.connect(lambda: self._add_probe_row("The [MASK] is …", ""))
-        remove_probe.clicked.connect(lambda: self.probes_table.removeRow(self.probes_table.currentRow()))
-        probe_buttons = QHBoxLayout()
-        probe_buttons.addWidget(add_probe)
-        probe_buttons.addWidget(remove_probe)
-        probe_buttons.addStretch(1)
-        probes_page = QWidget()
-        probes_layout = QVBoxLayout(probes_page)
-        probes_layout.addWidget(QLabel("Scored at every evaluation: the expected word's rank is plotted."))
-        probes_layout.addWidget(self.probes_table, 1)
-        probes_layout.addLayout(probe_buttons)
+        self.probes_editor = ProbesEditor()
 
         self.log = QPlainTextEdit()
         self.log.setReadOnly(True)
         self.log.setMaximumBlockCount(5000)
         self.side = QTabWidget()
         self.side.addTab(runs_page, "Runs")
-        self.side.addTab(probes_page, "Probes")
+        self.side.addTab(self.probes_editor, "Probes")
         self.side.addTab(self.log, "Log")
         splitter = QSplitter(Qt.Orientation.Vertical)  # the plots get the whole width
         splitter.addWidget(plots_area)
@@ -231,29 +206,10 @@ class TrainingPanel(QWidget):
 
     # --- probes -------------------------------------------------------------------------------------
     def set_probes(self, probes: list[Probe]) -> None:
-        self.probes_table.setRowCount(0)
-        for probe in probes:
-            self._add_probe_row(probe.text, probe.expected)
-
-    def _add_probe_row(self, text: str, expected: str) -> None:
-        row = self.probes_table.rowCount()
-        self.probes_table.insertRow(row)
-        self.probes_table.setItem(row, 0, QTableWidgetItem(text))
-        self.probes_table.setItem(row, 1, QTableWidgetItem(expected))
+        self.probes_editor.set_probes(probes)
 
     def probes(self) -> list[Probe]:
-        """The probes in the table; raises ValueError naming the first bad row."""
-        probes = []
-        for row in range(self.probes_table.rowCount()):
-            text = self.probes_table.item(row, 0).text().strip() if self.probes_table.item(row, 0) else ""
-            expected = self.probes_table.item(row, 1).text().strip() if self.probes_table.item(row, 1) else ""
-            if not text and not expected:
-                continue
-            try:
-                probes.append(Probe(text, expected))
-            except ValueError as exc:
-                raise ValueError(f"probe {row + 1}: {exc}") from None
-        return probes
+        return self.probes_editor.probes()
 
     def _set_smoothing(self, percent: int) -> None:
         self.plots.set_smoothing(percent / 100)
