@@ -44,7 +44,7 @@ def atomic_write_folder(final: str | Path, fill: Callable[[Path], object]) -> Pa
         fill(tmp)
         _fsync_dir(tmp)
         if not final.exists():
-            os.replace(tmp, final)
+            _put(tmp, final)
         elif final.is_dir() and not any(final.iterdir()):
             for item in tmp.iterdir():
                 os.replace(item, final / item.name)
@@ -55,6 +55,16 @@ def atomic_write_folder(final: str | Path, fill: Callable[[Path], object]) -> Pa
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+def _put(tmp: Path, final: Path) -> None:
+    """Move a new folder into place; if another writer put one there meanwhile, take its place."""
+    try:
+        os.replace(tmp, final)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+        _exchange(tmp, final)
 
 
 _AT_FDCWD, _RENAME_EXCHANGE = -100, 2

@@ -1,0 +1,55 @@
+"""The background-task contract every panel relies on: progress, then exactly one outcome, then finished."""
+
+import threading
+
+from mlm_studio.core.corpus import CorpusError
+from mlm_studio.ui.tasks import TaskRunner
+
+
+def test_a_task_reports_progress_then_its_result_then_finished_in_that_order(qtbot):
+    runner = TaskRunner()
+
+    def work(progress):
+        progress.report(0, 2, "counting")  # the first report reaches the window at once, and the last one always
+        progress.report(2, 2, "counting")
+        return 42
+
+    results = []
+    runner.succeeded.connect(results.append)
+    signals = [runner.progress, runner.progress, runner.succeeded, runner.finished]
+    with qtbot.waitSignals(signals, order="strict", timeout=10_000):
+        runner.start(work)
+    assert results == [42] and not runner.running
+
+
+def test_a_failure_reaches_the_user_as_a_sentence(qtbot):
+    runner = TaskRunner()
+
+    def broken(progress):
+        raise CorpusError("No usable text in the corpus")
+
+    messages = []
+    runner.failed.connect(messages.append)
+    with qtbot.waitSignals([runner.failed, runner.finished], order="strict", timeout=10_000):
+        runner.start(broken)
+    assert messages == ["No usable text in the corpus"]
+
+
+def test_a_newer_task_supersedes_the_running_one_which_reports_nothing(qtbot):
+    runner = TaskRunner()
+    release = threading.Event()
+    outcomes = []
+    runner.succeeded.connect(outcomes.append)
+    runner.cancelled.connect(lambda: outcomes.append("cancelled"))
+
+    def slow(progress):
+        release.wait(10)
+        progress.check()
+        return "old"
+
+    runner.start(slow)
+    with qtbot.waitSignals([runner.succeeded, runner.finished], order="strict", timeout=10_000):
+        runner.start(lambda progress: "new")
+        release.set()
+    qtbot.wait_until(lambda: not runner._threads, timeout=10_000)
+    assert outcomes == ["new"]
