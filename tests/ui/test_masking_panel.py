@@ -21,6 +21,11 @@ def panel(qtbot, builtin_corpus, builtin_tokenizer):
     workspace.set_corpus(builtin_corpus)
     with qtbot.waitSignal(widget.preview_updated, timeout=TIMEOUT_MS):
         workspace.set_tokenizer(builtin_tokenizer)
+
+    def settled():  # no second preview still on its way
+        return not widget._refresh_timer.isActive() and not widget.preview_runner.running
+
+    qtbot.wait_until(settled, timeout=TIMEOUT_MS)
     return widget
 
 
@@ -89,8 +94,8 @@ def test_span_strategy_shows_the_span_length_histogram(qtbot, panel):
 
 
 def test_whole_word_masking_never_splits_a_word(qtbot, panel):
-    with qtbot.waitSignal(panel.preview_updated, timeout=TIMEOUT_MS):
-        panel.strategy_combo.setCurrentIndex(panel.strategy_combo.findData("whole_word"))
+    panel.strategy_combo.setCurrentIndex(panel.strategy_combo.findData("whole_word"))
+    qtbot.wait_until(lambda: panel.preview_config.strategy == "whole_word", timeout=TIMEOUT_MS)
     for sample in panel.preview.samples:
         for previous, token in itertools.pairwise(sample):
             if token.original.startswith("##") and not previous.special:

@@ -79,6 +79,7 @@ class MaskingPanel(QWidget):
         self.tokenized = None
         self.blocks = None
         self.preview: MaskingPreview | None = None
+        self.preview_config: MaskingConfig | None = None  # the settings `preview` was measured with
         self.data_runner = TaskRunner(self)
         self.data_runner.progress.connect(self._on_progress)
         self.data_runner.succeeded.connect(self._on_data)
@@ -397,7 +398,7 @@ class MaskingPanel(QWidget):
 
     def _on_preview(self, result: tuple[MaskingConfig, MaskingPreview]) -> None:
         config, preview = result
-        self.preview = preview
+        self.preview, self.preview_config = preview, config
         self._show_empty(False)
         for view, sample in zip(self.sample_views, preview.samples):
             view.set_cells([token_cell(token) for token in sample])
