@@ -7,7 +7,6 @@ import json
 import signal
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 from mlm_studio.core import distributed
 from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
@@ -21,14 +20,11 @@ from mlm_studio.core.paths import default_runs_dir
 from mlm_studio.core.predict import FillMask, PredictError
 from mlm_studio.core.progress import Eta, Progress, format_duration
 from mlm_studio.core.records import (
-    CheckpointRecord,
-    EvalRecord,
     FailedRecord,
     FinishedRecord,
     StartedRecord,
     StepRecord,
     TrainingControl,
-    WarningRecord,
 )
 from mlm_studio.core.runs import (
     NewRun,
@@ -217,52 +213,34 @@ def _interrupt_handler(control: TrainingControl, dist: Distributed):
 
 
 def _report(trainer: Trainer, dist: Distributed) -> int:
+    """Print what the trainer says: progress on one rewritten line (a terminal) and every other record in a
+    sentence; only rank 0 speaks."""
     tty = sys.stderr.isatty()
     eta = Eta(trainer.step, trainer.total_steps, trainer.config.training.time_budget)
     for record in trainer.run():
         if not dist.main:
             continue
-        if isinstance(record, StartedRecord):
-            print(record.describe(), flush=True)
-        elif isinstance(record, StepRecord):
+        if isinstance(record, StepRecord):
             line = _step_line(record, trainer, eta)
             print(f"\r{line}\033[K" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
-        elif isinstance(record, EvalRecord):
-            _line(
-                tty,
-                f"eval @ {record.step}: loss {record.loss:.4f} acc {record.accuracy:.1%} "
-                f"top-5 {record.top5_accuracy:.1%} perplexity {record.perplexity:,.1f}",
-            )
-        elif isinstance(record, CheckpointRecord):
-            _line(tty, f"checkpoint {record.path}")
-        elif isinstance(record, WarningRecord):
-            _line(tty, f"warning: {record.message}")
         elif isinstance(record, FailedRecord):
             _line(tty, "")
             return _fail(record.message)
-        elif isinstance(record, FinishedRecord):
+        elif isinstance(record, (StartedRecord, FinishedRecord)):
             _line(tty, "")
-            loss = f"{record.val_loss:.4f}" if record.val_loss is not None else "n/a"
-            accuracy = f"{record.val_accuracy:.1%}" if record.val_accuracy is not None else "n/a"
-            print(
-                f"Finished ({record.reason}) at step {record.step}: validation loss {loss}, "
-                f"accuracy {accuracy}, run folder {Path(record.run_dir).resolve()}",
-                flush=True,
-            )
+            print(record.describe(), flush=True)
+        else:
+            _line(tty, record.describe())
     return 0
 
 
 def _step_line(record: StepRecord, trainer: Trainer, eta: Eta) -> str:
     budget = trainer.config.training.time_budget
     if budget > 0:
-        where = f"step {record.step} ({format_duration(record.elapsed)}/{format_duration(budget)})"
+        done = f"{format_duration(record.elapsed)} of {format_duration(budget)}"
     else:
-        where = f"step {record.step}/{trainer.total_steps}"
-    left = format_duration(eta.seconds_left(record.step, record.elapsed))
-    return (
-        f"{where} loss {record.loss:.4f} acc {record.accuracy:.1%} lr {record.learning_rate:.2e} "
-        f"{record.tokens_per_second:,.0f} tok/s ETA {left}"
-    )
+        done = f"of {trainer.total_steps:,} steps"
+    return f"{record.describe()} · {done} · ETA {format_duration(eta.seconds_left(record.step, record.elapsed))}"
 
 
 def _line(tty: bool, text: str) -> None:

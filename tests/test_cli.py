@@ -18,7 +18,7 @@ def test_train_predict_and_resume(tmp_path, corpus_file, capsys):
     out = capsys.readouterr()
     assert code == 0, out.err
     assert "Finished (completed) at step 6: validation loss" in out.out and str(run) in out.out
-    assert "step 6/6 loss" in out.err and "eval @ 4" in out.err
+    assert "step 6 loss" in out.err and "of 6 steps · ETA" in out.err and "Evaluation at step 4: loss" in out.err
 
     assert main(["predict", str(run), "the [MASK] of the [MASK]", "--json", "--top-k", "3"]) == 0
     payload = json.loads(capsys.readouterr().out)
@@ -124,7 +124,7 @@ def test_kill_dash_nine_then_resume_continues_from_the_last_checkpoint(tmp_path,
     )
     checkpoints = 0
     for line in process.stderr:
-        checkpoints += line.startswith("checkpoint ")
+        checkpoints += line.startswith("Checkpoint written: ")
         if checkpoints == 2:
             break
     os.kill(process.pid, signal.SIGKILL)
@@ -151,7 +151,7 @@ def test_ctrl_c_stops_cleanly_with_a_checkpoint(tmp_path, corpus_file):
         text=True,
     )
     for line in process.stderr:
-        if line.startswith("step 3/"):
+        if line.startswith("step 3 "):
             break
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=120)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from mlm_studio.core.probes import ProbeResult
 from mlm_studio.core.progress import format_duration
@@ -20,6 +21,10 @@ class Record:
 
     def to_dict(self) -> dict:
         return {"type": self.kind, **asdict(self)}
+
+    def describe(self) -> str:
+        """The record in a sentence, as the terminal prints it and the window logs it."""
+        return f"{self.kind} at step {self.step}"
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,12 @@ class StepRecord(Record):
     tokens_per_second: float
     elapsed: float
 
+    def describe(self) -> str:
+        return (
+            f"step {self.step:,} loss {self.loss:.4f} acc {self.accuracy:.1%} lr {self.learning_rate:.2e} "
+            f"{self.tokens_per_second:,.0f} tok/s"
+        )
+
 
 @dataclass(frozen=True)
 class EvalRecord(Record):
@@ -67,6 +78,12 @@ class EvalRecord(Record):
     perplexity: float
     elapsed: float
 
+    def describe(self) -> str:
+        return (
+            f"Evaluation at step {self.step}: loss {self.loss:.4f}, accuracy {self.accuracy:.1%}, "
+            f"top-5 {self.top5_accuracy:.1%}, perplexity {self.perplexity:,.1f}"
+        )
+
 
 @dataclass(frozen=True)
 class ProbeRecord(Record):
@@ -74,15 +91,25 @@ class ProbeRecord(Record):
     elapsed: float
     results: tuple[ProbeResult, ...]
 
+    def describe(self) -> str:
+        ranks = ", ".join(f"{r.expected} #{r.rank} ({r.probability:.1%})" for r in self.results)
+        return f"Probes at step {self.step}: {ranks}"
+
 
 @dataclass(frozen=True)
 class CheckpointRecord(Record):
     path: str
 
+    def describe(self) -> str:
+        return f"Checkpoint written: {self.path}"
+
 
 @dataclass(frozen=True)
 class WarningRecord(Record):
     message: str
+
+    def describe(self) -> str:
+        return f"Warning: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -92,6 +119,14 @@ class FinishedRecord(Record):
     val_loss: float | None
     val_accuracy: float | None
 
+    def describe(self) -> str:
+        loss = f"{self.val_loss:.4f}" if self.val_loss is not None else "n/a"
+        accuracy = f"{self.val_accuracy:.1%}" if self.val_accuracy is not None else "n/a"
+        return (
+            f"Finished ({self.reason}) at step {self.step}: validation loss {loss}, accuracy {accuracy}, "
+            f"run folder {Path(self.run_dir).resolve()}"
+        )
+
 
 @dataclass(frozen=True)
 class PausedRecord(Record):
@@ -99,10 +134,16 @@ class PausedRecord(Record):
 
     message: str
 
+    def describe(self) -> str:
+        return f"Paused: {self.message}"
+
 
 @dataclass(frozen=True)
 class FailedRecord(Record):
     message: str
+
+    def describe(self) -> str:
+        return f"Failed: {self.message}"
 
 
 class TrainingControl:

@@ -32,14 +32,10 @@ from mlm_studio.core.probes import Probe
 from mlm_studio.core.progress import Eta, format_duration
 from mlm_studio.core.records import (
     CheckpointRecord,
-    EvalRecord,
-    FailedRecord,
     FinishedRecord,
     PausedRecord,
-    ProbeRecord,
     StartedRecord,
     StepRecord,
-    WarningRecord,
 )
 from mlm_studio.core.runs import NewRun, new_run_path, prepare_trainer
 from mlm_studio.core.trainer import Trainer
@@ -414,31 +410,18 @@ class TrainingPanel(QWidget):
                 f"step {record.step:,} · loss {record.loss:.3f} · {record.tokens_per_second:,.0f} tok/s · "
                 f"ETA {format_duration(left)}"
             )
-        elif isinstance(record, EvalRecord):
-            self._log(
-                f"Evaluation at step {record.step}: loss {record.loss:.4f}, accuracy {record.accuracy:.1%}, "
-                f"top-5 {record.top5_accuracy:.1%}, perplexity {record.perplexity:,.1f}"
-            )
-        elif isinstance(record, ProbeRecord):
-            ranks = ", ".join(f"{r.expected} #{r.rank} ({r.probability:.1%})" for r in record.results)
-            self._log(f"Probes at step {record.step}: {ranks}")
-        elif isinstance(record, CheckpointRecord):
-            self._log(f"Checkpoint written: {record.path}")
+        elif not isinstance(record, StartedRecord):
+            self._log(record.describe())
+        if isinstance(record, CheckpointRecord):
             self.checkpoint_written.emit(record.path)
             self.refresh_runs()
-        elif isinstance(record, WarningRecord):
-            self._log(f"Warning: {record.message}")
         elif isinstance(record, PausedRecord):
-            self._log(f"Paused: {record.message}")
             self.message_bar.show_message(record.message, "warning")
         elif isinstance(record, FinishedRecord):
             result = f"validation loss {record.val_loss:.4f}" if record.val_loss is not None else "no evaluation"
-            self._log(f"Finished ({record.reason}) at step {record.step}: {result}")
             self.message_bar.show_message(
                 f"Training {record.reason} at step {record.step} ({result}). Try the model in the Playground.", "info"
             )
-        elif isinstance(record, FailedRecord):
-            self._log(f"Failed: {record.message}")
 
     def _on_failed(self, message: str) -> None:
         self._log(f"Error: {message}")
