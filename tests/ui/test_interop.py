@@ -46,7 +46,7 @@ def test_export_import_and_continue_pre_training_from_the_menus(qtbot, window, t
     assert training.export_button.isEnabled()
     out = tmp_path / "exported"
     choose_folder(monkeypatch, out)
-    with qtbot.waitSignal(training.export_runner.succeeded, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(training.exporter.succeeded, timeout=TIMEOUT_MS):
         window.export_action.trigger()
     assert "Exported to" in training.message_bar.text and is_hf_folder(out)
     text = "Return the [MASK] of the list."
@@ -99,7 +99,7 @@ def test_a_hostile_or_broken_folder_is_refused_and_nothing_changes(qtbot, window
 def test_export_into_a_folder_of_other_files_is_refused(qtbot, window, tmp_path, trained_runs):
     (tmp_path / "mine.txt").write_text("keep me")
     panel = window.training_panel
-    with qtbot.waitSignal(panel.export_runner.finished, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(panel.exporter.finished, timeout=TIMEOUT_MS):
         panel.export_run(trained_runs / "late", tmp_path)
     assert panel.message_bar.level == "error" and "not part of an export" in panel.message_bar.text
     assert (tmp_path / "mine.txt").read_text() == "keep me"

@@ -85,7 +85,7 @@ def test_the_whole_workflow_with_the_mouse(qtbot, settings, tmp_path):
     qtbot.waitUntil(lambda: window.workspace.tokenizer is not None, timeout=LOAD_TIMEOUT_MS)
     window.show_panel(window.masking_panel)
     qtbot.waitUntil(lambda: window.masking_panel.preview is not None, timeout=LOAD_TIMEOUT_MS)
-    assert window.masking_panel.rates_table.item(0, 1).text()
+    assert window.masking_panel.rates.table.item(0, 1).text()
 
     window.show_panel(window.config_panel)
     config_panel = window.config_panel

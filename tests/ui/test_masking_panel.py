@@ -30,7 +30,7 @@ def panel(qtbot, builtin_corpus, builtin_tokenizer):
 
 
 def table(panel):
-    return [[panel.rates_table.item(r, c).text() for c in range(4)] for r in range(4)]
+    return [[panel.rates.table.item(r, c).text() for c in range(4)] for r in range(4)]
 
 
 def test_samples_are_colour_coded_with_tooltips(panel):
@@ -54,7 +54,7 @@ def test_measured_rates_sit_beside_the_configured_ones(panel):
         low, high = (float(x) for x in row[2].split("–"))
         assert low <= float(row[1]) <= high
         assert abs(float(row[1]) - float(row[0])) < 0.02
-    assert panel.rates_caption.text().startswith("Over 1,000 blocks")
+    assert panel.rates.caption.text().startswith("Over 1,000 blocks")
 
 
 def test_changing_the_rate_remeasures(qtbot, panel):
@@ -80,16 +80,16 @@ def test_a_split_that_does_not_sum_to_one_is_flagged_and_not_applied(qtbot, pane
 
 
 def test_span_strategy_shows_the_span_length_histogram(qtbot, panel):
-    assert not panel.span_box.isVisible() and not panel.span_p_spin.isEnabled()
+    assert not panel.rates.span_box.isVisible() and not panel.span_p_spin.isEnabled()
     with qtbot.waitSignal(panel.preview_updated, timeout=TIMEOUT_MS):
         panel.strategy_combo.setCurrentIndex(panel.strategy_combo.findData("span"))
-    assert panel.span_box.isVisible() and panel.span_p_spin.isEnabled()
+    assert panel.rates.span_box.isVisible() and panel.span_p_spin.isEnabled()
     assert panel.preview.span_lengths.sum() > 500
-    counted = [panel.rates_table.item(row, 3).text() for row in range(4)]
+    counted = [panel.rates.table.item(row, 3).text() for row in range(4)]
     assert counted[0].endswith(" tokens") and all(text.endswith(" spans") for text in counted[1:])
     spans = int(counted[1].split(" of ")[1].split()[0].replace(",", ""))
-    assert spans == panel.preview.span_lengths.sum() and "counted per span" in panel.rates_caption.text()
-    x, y = panel.span_theory.getData()
+    assert spans == panel.preview.span_lengths.sum() and "counted per span" in panel.rates.caption.text()
+    x, y = panel.rates.span_theory.getData()
     assert list(x) == list(range(1, 11)) and abs(y.sum() - 1) < 1e-9
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
@@ -17,26 +15,23 @@ from PySide6.QtWidgets import (
     QFrame,
     QGroupBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QProgressBar,
     QPushButton,
     QScrollArea,
     QSpinBox,
     QSplitter,
-    QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from mlm_studio.core.dataset import DataConfig, split_blocks, tokenize_corpus
-from mlm_studio.core.masking import Masker, MaskingConfig, MaskKind, wilson_interval
+from mlm_studio.core.masking import Masker, MaskingConfig, MaskKind
 from mlm_studio.core.preview import MaskingPreview, PreviewToken, masking_preview
 from mlm_studio.core.progress import Progress
 from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.widgets.measured_rates import MeasuredRates
 from mlm_studio.ui.widgets.message_bar import MessageBar
-from mlm_studio.ui.widgets.plots import accent_colour, themed_plot
 from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
 from mlm_studio.ui.workspace import Workspace
 
@@ -204,31 +199,10 @@ class MaskingPanel(QWidget):
         scroll.setWidgetResizable(True)
         scroll.setWidget(samples)
 
-        self.rates_table = QTableWidget(4, 4)
-        self.rates_table.setHorizontalHeaderLabels(["Configured", "Measured", "95% interval", "Counted"])
-        self.rates_table.setVerticalHeaderLabels(["Selected", "→ [MASK]", "→ random", "→ kept"])
-        self.rates_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.rates_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.rates_table.horizontalHeader().setStretchLastSection(True)
-        self.rates_caption = QLabel()
-        rates_box = QGroupBox("Measured rates")
-        rates_layout = QVBoxLayout(rates_box)
-        rates_layout.addWidget(self.rates_caption)
-        rates_layout.addWidget(self.rates_table)
-        self.span_plot = themed_plot("span length (words)", "share of spans")
-        self.span_bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush=accent_colour())
-        self.span_plot.addItem(self.span_bars)
-        self.span_theory = self.span_plot.plot([], [], pen=pg.mkPen("#d9534f", width=1), symbol="o", symbolSize=6)
-        self.span_plot.addLegend(offset=(-10, 10)).addItem(self.span_theory, "truncated geometric law")
-        self.span_box = QGroupBox("Span lengths")
-        QVBoxLayout(self.span_box).addWidget(self.span_plot)
-        lower = QSplitter(Qt.Orientation.Horizontal)
-        lower.addWidget(rates_box)
-        lower.addWidget(self.span_box)
-        lower.setSizes([560, 400])
+        self.rates = MeasuredRates()
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(scroll)
-        right.addWidget(lower)
+        right.addWidget(self.rates)
         right.setSizes([420, 260])
 
         results = QVBoxLayout()
@@ -321,7 +295,7 @@ class MaskingPanel(QWidget):
         span = self.strategy_combo.currentData() == "span"
         self.span_p_spin.setEnabled(span)
         self.max_span_spin.setEnabled(span)
-        self.span_box.setVisible(span)
+        self.rates.span_box.setVisible(span)
         self._on_edit()
 
     def _on_edit(self) -> None:
@@ -402,30 +376,7 @@ class MaskingPanel(QWidget):
         self._show_empty(False)
         for view, sample in zip(self.sample_views, preview.samples):
             view.set_cells([token_cell(token) for token in sample])
-        configured = (config.rate, config.mask_fraction, config.random_fraction, config.keep_fraction)
-        for row, (name, expected) in enumerate(zip(("selected", "mask", "random", "keep"), configured)):
-            hits, trials = preview.counts[name]
-            low, high = wilson_interval(hits, trials)
-            measured = hits / trials if trials else 0.0
-            values = (f"{expected:.3f}", f"{measured:.3f}", f"{low:.3f}–{high:.3f}", f"{hits:,} of {trials:,}")
-            for column, value in enumerate(values):
-                item = QTableWidgetItem(value)
-                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                if column == 2 and not low <= expected <= high:
-                    item.setToolTip("The configured value lies outside the 95% interval of this measurement")
-                self.rates_table.setItem(row, column, item)
-        per_span = config.strategy == "span"
-        for row, unit in enumerate(("tokens", *(("spans",) if per_span else ("tokens",)) * 3)):
-            self.rates_table.item(row, 3).setText(f"{self.rates_table.item(row, 3).text()} {unit}")
-        self.rates_caption.setText(
-            f"Over {preview.blocks_measured:,} blocks of the corpus, same masker as training"
-            + ("; the split is drawn and counted per span, as SpanBERT does" if per_span else "")
-        )
-        spans = preview.span_lengths
-        lengths = np.arange(1, len(spans) + 1)
-        share = spans / spans.sum() if spans.sum() else spans.astype(float)
-        self.span_bars.setOpts(x=lengths, height=share, width=0.7)
-        self.span_theory.setData(lengths, config.span_length_probabilities())
+        self.rates.show_preview(config, preview)
         self.preview_updated.emit()
 
     def _show_empty(self, empty: bool) -> None:

@@ -11,7 +11,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
     QLabel,
-    QMessageBox,
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
@@ -25,7 +24,6 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.checkpoint import CheckpointError, RunDir
-from mlm_studio.core.hf import export_model, is_hf_folder
 from mlm_studio.core.history import metrics_csv
 from mlm_studio.core.paths import default_runs_dir
 from mlm_studio.core.probes import Probe
@@ -39,7 +37,7 @@ from mlm_studio.core.records import (
 )
 from mlm_studio.core.runs import NewRun, new_run_path, prepare_trainer
 from mlm_studio.core.trainer import Trainer
-from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.run_export import RunExporter
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, PREPARING, RUNNING, STOPPING, TrainingController
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar
@@ -68,11 +66,9 @@ class TrainingPanel(QWidget):
         self.controller.failed.connect(self._on_failed)
         self.controller.finished.connect(self._on_finished)
         self.eta: Eta | None = None
-        self.export_runner = TaskRunner(self)
-        self.export_runner.succeeded.connect(self._on_exported)
-        self.export_runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
-        self.export_runner.finished.connect(self._update_controls)
         self._build()
+        self.exporter = RunExporter(self, self.message_bar, self._log)
+        self.exporter.finished.connect(self._update_controls)
         for signal in (workspace.corpus_changed, workspace.tokenizer_changed, workspace.config_changed):
             signal.connect(lambda *_: self._update_controls())
         self.refresh_runs()
@@ -345,36 +341,13 @@ class TrainingPanel(QWidget):
             self.message_bar.show_message(f"Could not export: {exc}", "error")
 
     def export_dialog(self, run: Path | None) -> None:
-        """Ask where to write `run` (or a run folder the user picks) as a Hugging Face folder."""
-        if run is None:
-            chosen = QFileDialog.getExistingDirectory(self, "The run to export", str(self.runs_root))
-            if not chosen:
-                return
-            run = Path(chosen)
-        out = QFileDialog.getExistingDirectory(self, "An empty folder for the exported model", str(run.parent))
-        if not out:
-            return
-        overwrite = False
-        if is_hf_folder(out):
-            answer = QMessageBox.question(self, "Replace the export?", f"{out} holds an exported model. Replace it?")
-            if answer != QMessageBox.StandardButton.Yes:
-                return
-            overwrite = True
-        self.export_run(run, Path(out), overwrite)
-
-    def export_run(self, run: Path, out: Path, overwrite: bool = False) -> None:
-        """Export in the background; the outcome appears in the message bar."""
-        self.message_bar.show_message(f"Exporting {run.name} to {out}…", "info")
-        self.export_runner.start(lambda progress: export_model(run, out, overwrite=overwrite, progress=progress))
+        """Ask where to write `run` (or a run folder the user picks) as a Hugging Face folder, and write it."""
+        self.exporter.ask(run, self.runs_root)
         self._update_controls()
 
-    def _on_exported(self, out: Path) -> None:
-        self.message_bar.show_message(
-            f"Exported to {out}. transformers loads it with AutoModelForMaskedLM.from_pretrained and "
-            "AutoTokenizer.from_pretrained; the playground can open it too.",
-            "info",
-        )
-        self._log(f"Exported to {out}")
+    def export_run(self, run: Path, out: Path, overwrite: bool = False) -> None:
+        self.exporter.export(run, out, overwrite)
+        self._update_controls()
 
     # --- controller signals -------------------------------------------------------------------------
     def _on_prepare_progress(self, done: int, total: int, message: str) -> None:
@@ -469,7 +442,7 @@ class TrainingPanel(QWidget):
         self.open_button.setEnabled(selected)
         self.overlay_button.setEnabled(selected)
         self.resume_button.setEnabled(selected and state == IDLE)
-        self.export_button.setEnabled(selected and not self.export_runner.running)
+        self.export_button.setEnabled(selected and not self.exporter.running)
         if state == STOPPING:
             self.status_label.setText("Stopping after this step…")
 

@@ -1,0 +1,69 @@
+"""What the masking preview measured: each configured rate beside the measured one with its 95% interval, and
+the span lengths against the law they should follow."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QGroupBox, QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout
+
+from mlm_studio.core.masking import wilson_interval
+from mlm_studio.core.preview import MaskingPreview
+from mlm_studio.core.settings import MaskingConfig
+from mlm_studio.ui.widgets.plots import accent_colour, themed_plot
+
+ROWS = ("selected", "mask", "random", "keep")
+
+
+class MeasuredRates(QSplitter):
+    """The rates table on the left, the span-length histogram (span masking only) on the right."""
+
+    def __init__(self) -> None:
+        super().__init__(Qt.Orientation.Horizontal)
+        self.table = QTableWidget(4, 4)
+        self.table.setHorizontalHeaderLabels(["Configured", "Measured", "95% interval", "Counted"])
+        self.table.setVerticalHeaderLabels(["Selected", "→ [MASK]", "→ random", "→ kept"])
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.caption = QLabel()
+        rates_box = QGroupBox("Measured rates")
+        rates_layout = QVBoxLayout(rates_box)
+        rates_layout.addWidget(self.caption)
+        rates_layout.addWidget(self.table)
+        self.span_plot = themed_plot("span length (words)", "share of spans")
+        self.span_bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush=accent_colour())
+        self.span_plot.addItem(self.span_bars)
+        self.span_theory = self.span_plot.plot([], [], pen=pg.mkPen("#d9534f", width=1), symbol="o", symbolSize=6)
+        self.span_plot.addLegend(offset=(-10, 10)).addItem(self.span_theory, "truncated geometric law")
+        self.span_box = QGroupBox("Span lengths")
+        QVBoxLayout(self.span_box).addWidget(self.span_plot)
+        self.addWidget(rates_box)
+        self.addWidget(self.span_box)
+        self.setSizes([560, 400])
+
+    def show_preview(self, config: MaskingConfig, preview: MaskingPreview) -> None:
+        configured = (config.rate, config.mask_fraction, config.random_fraction, config.keep_fraction)
+        per_span = config.strategy == "span"
+        units = ("tokens", *(("spans" if per_span else "tokens"),) * 3)
+        for row, (name, expected, unit) in enumerate(zip(ROWS, configured, units)):
+            hits, trials = preview.counts[name]
+            low, high = wilson_interval(hits, trials)
+            measured = hits / trials if trials else 0.0
+            values = (f"{expected:.3f}", f"{measured:.3f}", f"{low:.3f}–{high:.3f}", f"{hits:,} of {trials:,} {unit}")
+            for column, value in enumerate(values):
+                item = QTableWidgetItem(value)
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if column == 2 and not low <= expected <= high:
+                    item.setToolTip("The configured value lies outside the 95% interval of this measurement")
+                self.table.setItem(row, column, item)
+        self.caption.setText(
+            f"Over {preview.blocks_measured:,} blocks of the corpus, same masker as training"
+            + ("; the split is drawn and counted per span, as SpanBERT does" if per_span else "")
+        )
+        spans = preview.span_lengths
+        lengths = np.arange(1, len(spans) + 1)
+        share = spans / spans.sum() if spans.sum() else spans.astype(float)
+        self.span_bars.setOpts(x=lengths, height=share, width=0.7)
+        self.span_theory.setData(lengths, config.span_length_probabilities())
