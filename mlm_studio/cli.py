@@ -75,6 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--fill", action="store_true", help="fill masks one by one, most confident first")
     predict.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
 
+    desktop = commands.add_parser(
+        "install-desktop", help="add MLM Studio to the system's launcher (XDG: entry, icons, metadata)"
+    )
+    desktop.add_argument("--uninstall", action="store_true", help="remove exactly the files it installed")
+
     export = commands.add_parser("export", help="write a run as a Hugging Face transformers folder")
     export.add_argument("model", type=Path, metavar="RUN_OR_CHECKPOINT", help="a run folder or a checkpoint folder")
     export.add_argument("out", type=Path, metavar="OUT_DIR", help="the folder to write (new or empty)")
@@ -102,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         from mlm_studio.headless import train
 
         return train(args)
+    if args.command == "install-desktop":
+        from mlm_studio.desktop import run
+
+        return run(args)
     if args.command == "export":
         from mlm_studio.headless import export
 

@@ -14,6 +14,11 @@ SCREENSHOT_EVALUATIONS = 3
 POLL_MS = 100
 
 
+def main() -> None:
+    """The window alone: the entry point of the `mlm-studio-window` launcher (no console on Windows)."""
+    sys.exit(run_gui())
+
+
 def run_gui(screenshot: Path | None = None) -> int:
     """Open the main window; with `screenshot`, train briefly offscreen, save a PNG of the window and exit."""
     if screenshot is not None:
@@ -25,6 +30,10 @@ def run_gui(screenshot: Path | None = None) -> int:
     app.setOrganizationName("MLM Studio")
     app.setApplicationName("MLM Studio")
     app.setStyle("Fusion")
+    from mlm_studio.ui.theme import app_icon
+
+    app.setWindowIcon(app_icon())  # dialogs and the taskbar too
+    app.setDesktopFileName("mlm-studio")  # matches the launcher entry, so the taskbar groups it with the icon
     from mlm_studio.ui.main_window import MainWindow
 
     if screenshot is None:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QFileDialog,
     QHBoxLayout,
     QLabel,
@@ -23,13 +23,11 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio import __version__
-from mlm_studio.core.builtin_corpus import builtin_corpus_location
-from mlm_studio.core.config import ConfigError, RunConfig
-from mlm_studio.core.corpus import ReadOptions
 from mlm_studio.core.device import available_devices
 from mlm_studio.core.paths import default_runs_dir
-from mlm_studio.core.probes import Probe
+from mlm_studio.ui import session
 from mlm_studio.ui.tasks import TaskRunner, stop_all_tasks
+from mlm_studio.ui.theme import SCHEMES, app_icon, apply_scheme
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, STOPPING
 from mlm_studio.ui.workspace import Workspace
 
@@ -54,7 +52,14 @@ class MainWindow(QMainWindow):
         self.settings = settings
         self.workspace = Workspace(self)
         self.setWindowTitle("MLM Studio")
-        self.setWindowIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_FileDialogDetailedView))
+        self.setWindowIcon(app_icon())
+        self.scheme = str(settings.value("view/scheme", "system")) if settings is not None else "system"
+        if self.scheme not in SCHEMES:
+            self.scheme = "system"
+        if settings is not None:  # the application's own start; tests keep the palette they were given
+            apply_scheme(QApplication.instance(), self.scheme)
+        QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_system_scheme)
+        self._forget_settings = False
         self.navigation = QListWidget()
         self.navigation.setIconSize(QSize(20, 20))
         self.navigation.setFixedWidth(170)
@@ -157,7 +162,17 @@ class MainWindow(QMainWindow):
             title = self.navigation.item(row).text()
             show = lambda _checked=False, r=row: self.navigation.setCurrentRow(r)  # noqa: E731 (triggered(bool))
             self.view_actions.append(self._action(view_menu, title, show, f"Ctrl+{row + 1}"))
+        view_menu.addSeparator()
+        schemes = view_menu.addMenu("&Colour scheme")
+        self.scheme_actions = []
+        for scheme in SCHEMES:
+            action = self._action(schemes, scheme.capitalize(), lambda _checked=False, s=scheme: self.set_scheme(s))
+            action.setCheckable(True)
+            action.setChecked(scheme == self.scheme)
+            action.setData(scheme)
+            self.scheme_actions.append(action)
         help_menu = self.menuBar().addMenu("&Help")
+        self._action(help_menu, "&Reset settings", self.reset_settings)
         self._action(help_menu, "&About MLM Studio", self._about)
 
     def _action(self, menu, text: str, slot, shortcut=None) -> QAction:
@@ -242,51 +257,32 @@ class MainWindow(QMainWindow):
             "load a corpus, preview masking, train, and try the model.</p>",
         )
 
-    # --- settings -----------------------------------------------------------------------------------
+    # --- settings and looks -----------------------------------------------------------------------
     def _restore(self) -> None:
-        """Reopen the last session's sources, configuration and probes, or the built-in corpus on first start."""
-        settings = self.settings
-        paths = []
-        if settings is not None:
-            try:
-                self.corpus_panel.set_options(
-                    ReadOptions(
-                        text_unit=str(settings.value("corpus/text_unit", "paragraph")),
-                        jsonl_field=str(settings.value("corpus/jsonl_field", "text")),
-                        table_column=str(settings.value("corpus/table_column", "text")),
-                    )
-                )
-                config = settings.value("training/config")
-                if config:
-                    self.workspace.set_config(RunConfig.from_toml(str(config), "saved settings"))
-                probes = settings.value("training/probes")
-                if probes:
-                    self.training_panel.set_probes([Probe(**p) for p in json.loads(str(probes))])
-            except (ValueError, TypeError, ConfigError):
-                pass  # settings from another version or a damaged file: keep the defaults
-            paths = [p for p in settings.value("corpus/paths", [], type=list) if p]
-        if paths and paths != [str(builtin_corpus_location())]:
-            self.corpus_panel.add_paths(paths)
-        else:
-            self.corpus_panel.use_builtin()
+        session.restore(self, self.settings)
 
     def _save(self) -> None:
-        if self.settings is None:
-            return
-        options = self.workspace.read_options
-        self.settings.setValue("window/geometry", self.saveGeometry())
-        self.settings.setValue("corpus/paths", [str(p) for p in self.corpus_panel.paths])
-        self.settings.setValue("corpus/text_unit", options.text_unit)
-        self.settings.setValue("corpus/jsonl_field", options.jsonl_field)
-        self.settings.setValue("corpus/table_column", options.table_column)
-        self.settings.setValue("training/config", self.workspace.config.to_toml())
-        try:
-            probes = [p.__dict__ for p in self.training_panel.probes()]
-            self.settings.setValue("training/probes", json.dumps(probes))
-        except ValueError:
-            pass  # an unfinished probe is not remembered
-        self.settings.setValue("runs/root", str(self.training_panel.runs_root))
-        self.settings.sync()
+        if not self._forget_settings:
+            session.save(self, self.settings)
+
+    def reset_settings(self) -> None:
+        """Forget everything remembered: the next start opens as the first one did."""
+        if self.settings is not None:
+            self.settings.clear()
+            self.settings.sync()
+        self._forget_settings = True
+        self.statusBar().showMessage("Settings reset: MLM Studio starts with its defaults next time.")
+
+    def set_scheme(self, scheme: str) -> None:
+        """Light, dark, or the system's scheme (followed as it changes)."""
+        self.scheme = scheme
+        apply_scheme(QApplication.instance(), scheme)
+        for action in self.scheme_actions:
+            action.setChecked(action.data() == scheme)
+
+    def _on_system_scheme(self, *_) -> None:
+        if self.scheme == "system":
+            apply_scheme(QApplication.instance(), "system")
 
     # --- closing ------------------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:

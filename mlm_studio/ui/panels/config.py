@@ -106,7 +106,7 @@ class ConfigPanel(QWidget):
 
         self.error_label = QLabel()
         self.error_label.setWordWrap(True)
-        self.error_label.setStyleSheet("color: #c0392b;")
+        self.error_label.setProperty("tone", "error")
         self.message_bar = MessageBar()
 
         groups = {name: QFormLayout() for name in GROUPS}

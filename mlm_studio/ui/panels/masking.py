@@ -129,7 +129,7 @@ class MaskingPanel(QWidget):
         self.reroll_button.clicked.connect(lambda: self.seed_spin.setValue(self.seed_spin.value() + 1))
         self.validation_label = QLabel()
         self.validation_label.setWordWrap(True)
-        self.validation_label.setStyleSheet("color: #c0392b;")
+        self.validation_label.setProperty("tone", "error")
 
         masking_box = QGroupBox("Masking")
         form = QFormLayout(masking_box)

@@ -89,7 +89,7 @@ class TrainingPanel(QWidget):
         self.status_label.setWordWrap(True)
         self.reason_label = QLabel()  # why Start is disabled
         self.reason_label.setWordWrap(True)
-        self.reason_label.setStyleSheet("color: #b35900;")
+        self.reason_label.setProperty("tone", "warning")
         top = QHBoxLayout()
         for button in (self.start_button, self.pause_button, self.stop_button):
             button.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)

@@ -18,11 +18,11 @@ from typing import ClassVar
 import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.exporters
-from PySide6.QtCore import QPointF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
 
-from mlm_studio.ui.widgets.plots import CompactAxis, style_plot
+from mlm_studio.ui.widgets.plots import CompactAxis, recolour, style_plot
 
 REDRAW_MS = 66
 MAX_POINTS = 4000  # per curve handed to pyqtgraph
@@ -115,8 +115,8 @@ class LivePlots(QWidget):
         layout.addWidget(self.view)
         for name, (label, log_y) in self.PLOTS.items():
             plot = pg.PlotItem(axisItems={"left": CompactAxis("left"), "bottom": CompactAxis("bottom")})
+            plot.addLegend(offset=(-5, 5), labelTextSize="8pt")
             style_plot(plot, X_AXES[self.axis], label)
-            plot.addLegend(offset=(-5, 5), labelTextSize="8pt", brush=_legend_brush(), labelTextColor=_text())
             if log_y:
                 plot.setLogMode(y=True)
             self.plots[name] = plot
@@ -253,6 +253,13 @@ class LivePlots(QWidget):
         for plot in self.plots.values():
             plot.enableAutoRange()
 
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.ApplicationPaletteChange:
+            self.view.setBackground(QApplication.palette().color(QPalette.ColorRole.Base))
+            for plot in self.plots.values():
+                recolour(plot)
+
     def reset_zoom(self) -> None:
         self._fit_views()
 
@@ -313,14 +320,3 @@ def _number(value: float) -> str:
     if value != 0 and (abs(value) < 1e-2 or abs(value) >= 1e5):
         return f"{value:.3g}"
     return f"{value:,.4g}"
-
-
-def _text() -> QColor:
-    return QApplication.palette().color(QPalette.ColorRole.Text)
-
-
-def _legend_brush():
-    """The plot's background, slightly see-through: legends stay readable over the curves."""
-    base = QColor(QApplication.palette().color(QPalette.ColorRole.Base))
-    base.setAlpha(215)
-    return pg.mkBrush(base)

@@ -6,7 +6,8 @@ from math import ceil, log10
 
 import pyqtgraph as pg
 import pyqtgraph.exporters
-from PySide6.QtGui import QPalette
+from PySide6.QtCore import QEvent
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QWidget
 
 pg.setConfigOptions(antialias=False)
@@ -45,30 +46,50 @@ def _scientific(value: float, spacing: float) -> str:
 
 def style_plot(plot: pg.PlotItem, x_label: str, y_label: str) -> None:
     """The palette's text colour, a light grid, labelled axes, pyqtgraph's context menu (export, view all)."""
-    text = QApplication.palette().color(QPalette.ColorRole.Text)
+    for name in ("left", "bottom"):
+        plot.getAxis(name).enableAutoSIPrefix(False)
+    plot.getAxis("bottom").setTickDensity(0.7)
+    plot.getAxis("left").setWidth(62)  # room for "1.5e-3" and the label, the same in every plot so they align
+    plot.setLabel("bottom", x_label)
+    plot.setLabel("left", y_label)
+    plot.showGrid(x=True, y=True, alpha=0.15)
+    recolour(plot)
+
+
+def recolour(plot: pg.PlotItem) -> None:
+    """Axes, tick labels, axis titles and legend in the palette's colours (again after a scheme change)."""
+    palette = QApplication.palette()
+    text = palette.color(QPalette.ColorRole.Text)
     for name in ("left", "bottom"):
         axis = plot.getAxis(name)
         axis.setPen(pg.mkPen(text))
         axis.setTextPen(pg.mkPen(text))
-        axis.enableAutoSIPrefix(False)
-    plot.getAxis("bottom").setTickDensity(0.7)
-    plot.getAxis("left").setWidth(62)  # room for "1.5e-3" and the label, the same in every plot so they align
-    plot.setLabel("bottom", x_label, color=text.name())
-    plot.setLabel("left", y_label, color=text.name())
-    plot.showGrid(x=True, y=True, alpha=0.15)
+        axis.setLabel(axis.labelText, color=text.name())
+    if plot.legend is not None:
+        base = QColor(palette.color(QPalette.ColorRole.Base))
+        base.setAlpha(215)  # slightly see-through: the legend stays readable over the curves
+        plot.legend.setBrush(pg.mkBrush(base))
+        plot.legend.setLabelTextColor(text)
 
 
-def themed_plot(x_label: str, y_label: str, parent: QWidget | None = None) -> pg.PlotWidget:
-    """A PlotWidget on the palette's base colour, styled as `style_plot`."""
-    palette = QApplication.palette()
-    plot = pg.PlotWidget(
-        parent,
-        background=palette.color(QPalette.ColorRole.Base),
-        axisItems={"left": CompactAxis("left"), "bottom": CompactAxis("bottom")},
-    )
-    style_plot(plot.getPlotItem(), x_label, y_label)
-    plot.setMinimumHeight(140)
-    return plot
+class ThemedPlot(pg.PlotWidget):
+    """A PlotWidget on the palette's base colour that follows the palette when the scheme changes."""
+
+    def __init__(self, x_label: str, y_label: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent, axisItems={"left": CompactAxis("left"), "bottom": CompactAxis("bottom")})
+        self.setBackground(QApplication.palette().color(QPalette.ColorRole.Base))
+        style_plot(self.getPlotItem(), x_label, y_label)
+        self.setMinimumHeight(140)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.ApplicationPaletteChange:
+            self.setBackground(QApplication.palette().color(QPalette.ColorRole.Base))
+            recolour(self.getPlotItem())
+
+
+def themed_plot(x_label: str, y_label: str, parent: QWidget | None = None) -> ThemedPlot:
+    return ThemedPlot(x_label, y_label, parent)
 
 
 def accent_colour():

@@ -8,6 +8,8 @@ from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
+from mlm_studio.ui.theme import readable_on
+
 PADDING_X = 4
 PADDING_Y = 2
 GAP = 3
@@ -86,7 +88,7 @@ class TokenView(QWidget):
                 painter.setPen(Qt.PenStyle.NoPen)
                 painter.setBrush(cell.background)
                 painter.drawRoundedRect(rect, 4, 4)
-                painter.setPen(_readable_on(cell.background))
+                painter.setPen(readable_on(cell.background))
             else:
                 role = QPalette.ColorRole.PlaceholderText if cell.muted else QPalette.ColorRole.Text
                 painter.setPen(palette.color(role))
@@ -102,9 +104,3 @@ class TokenView(QWidget):
                 event.ignore()
             return True
         return super().event(event)
-
-
-def _readable_on(background: QColor) -> QColor:
-    """Black or white, whichever reads better on `background`."""
-    luminance = 0.299 * background.red() + 0.587 * background.green() + 0.114 * background.blue()
-    return QColor("#111111") if luminance > 150 else QColor("#ffffff")

@@ -1,0 +1,97 @@
+"""How the application looks: its icon, and a light or a dark palette (following the system's scheme unless
+the user chose one), with text colours that keep a contrast of at least 4.5:1 on their background."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPalette
+from PySide6.QtWidgets import QApplication
+
+from mlm_studio.resources import ICON_SIZES, icon_png, icon_svg
+
+SCHEMES = ("system", "light", "dark")
+# Text that says something: an error, a warning (a reason to wait), on each scheme's window background.
+TONES = {
+    "light": {"error": "#b0281a", "warning": "#8a4b00", "info": "#1f5a99"},
+    "dark": {"error": "#ff8a80", "warning": "#f5b656", "info": "#8cc4ff"},
+}
+_DARK = {
+    QPalette.ColorRole.Window: "#2b2d30",
+    QPalette.ColorRole.WindowText: "#e6e6e6",
+    QPalette.ColorRole.Base: "#1e1f22",
+    QPalette.ColorRole.AlternateBase: "#26282b",
+    QPalette.ColorRole.ToolTipBase: "#3c3f41",
+    QPalette.ColorRole.ToolTipText: "#f0f0f0",
+    QPalette.ColorRole.Text: "#e6e6e6",
+    QPalette.ColorRole.Button: "#35373b",
+    QPalette.ColorRole.ButtonText: "#e6e6e6",
+    QPalette.ColorRole.BrightText: "#ff6b6b",
+    QPalette.ColorRole.Highlight: "#3d7fc4",
+    QPalette.ColorRole.HighlightedText: "#ffffff",
+    QPalette.ColorRole.Link: "#8cc4ff",
+    QPalette.ColorRole.PlaceholderText: "#a3a3a3",
+}
+
+
+def app_icon() -> QIcon:
+    """MLM Studio's icon: the SVG for any size, the PNGs where a platform picks by size."""
+    icon = QIcon(str(icon_svg()))
+    for size in ICON_SIZES:
+        icon.addFile(str(icon_png(size)))
+    return icon
+
+
+def resolved(scheme: str) -> str:
+    """ "light" or "dark": the scheme itself, or the system's for "system"."""
+    if scheme != "system":
+        return scheme
+    dark = QGuiApplication.styleHints().colorScheme() == Qt.ColorScheme.Dark
+    return "dark" if dark else "light"
+
+
+def palette_for(scheme: str) -> QPalette:
+    """The palette of a resolved scheme on the application's style."""
+    palette = QApplication.style().standardPalette()
+    if scheme == "dark":
+        for role, colour in _DARK.items():
+            palette.setColor(role, QColor(colour))
+        for role in (QPalette.ColorRole.Text, QPalette.ColorRole.WindowText, QPalette.ColorRole.ButtonText):
+            palette.setColor(QPalette.ColorGroup.Disabled, role, QColor("#7d7d7d"))
+    else:
+        palette.setColor(QPalette.ColorRole.PlaceholderText, QColor("#666666"))
+    return palette
+
+
+def apply_scheme(app: QApplication, scheme: str) -> str:
+    """Give the application the scheme's palette and tones; returns the resolved scheme."""
+    actual = resolved(scheme)
+    app.setPalette(palette_for(actual))
+    rules = (f'QLabel[tone="{name}"] {{ color: {colour}; }}' for name, colour in TONES[actual].items())
+    app.setStyleSheet("".join(rules))
+    app.setProperty("scheme", actual)
+    return actual
+
+
+def tone(name: str) -> QColor:
+    """The colour of a tone ("error", "warning", "info") in the current scheme."""
+    scheme = QApplication.instance().property("scheme") or "light"
+    return QColor(TONES[scheme][name])
+
+
+def contrast(a: QColor, b: QColor) -> float:
+    """WCAG's contrast ratio of two colours, 1 to 21."""
+    light, dark = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def readable_on(background: QColor) -> QColor:
+    """Near-black or white, whichever contrasts more with `background`."""
+    black, white = QColor("#111111"), QColor("#ffffff")
+    return black if contrast(black, background) >= contrast(white, background) else white
+
+
+def _luminance(colour: QColor) -> float:
+    def channel(value: float) -> float:
+        return value / 12.92 if value <= 0.03928 else ((value + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * channel(colour.redF()) + 0.7152 * channel(colour.greenF()) + 0.0722 * channel(colour.blueF())
