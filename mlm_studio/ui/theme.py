@@ -3,13 +3,14 @@ the user chose one), with text colours that keep a contrast of at least 4.5:1 on
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
 from mlm_studio.resources import ICON_SIZES, icon_png, icon_svg
 
 SCHEMES = ("system", "light", "dark")
+PALETTE_CHANGES = (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange)
 # Text that says something: an error, a warning (a reason to wait), on each scheme's window background.
 TONES = {
     "light": {"error": "#b0281a", "warning": "#8a4b00", "info": "#1f5a99"},
@@ -65,10 +66,8 @@ def palette_for(scheme: str) -> QPalette:
 def apply_scheme(app: QApplication, scheme: str) -> str:
     """Give the application the scheme's palette and tones; returns the resolved scheme."""
     actual = resolved(scheme)
+    app.setProperty("scheme", actual)  # read by the tone labels as the palette change reaches them
     app.setPalette(palette_for(actual))
-    rules = (f'QLabel[tone="{name}"] {{ color: {colour}; }}' for name, colour in TONES[actual].items())
-    app.setStyleSheet("".join(rules))
-    app.setProperty("scheme", actual)
     return actual
 
 
@@ -76,6 +75,27 @@ def tone(name: str) -> QColor:
     """The colour of a tone ("error", "warning", "info") in the current scheme."""
     scheme = QApplication.instance().property("scheme") or "light"
     return QColor(TONES[scheme][name])
+
+
+class ToneLabel(QLabel):
+    """A label whose text has a tone (an error, a warning), readable in either scheme."""
+
+    def __init__(self, tone_name: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.tone_name = tone_name
+        self.setWordWrap(True)
+        self._recolour()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in PALETTE_CHANGES:
+            self._recolour()
+
+    def _recolour(self) -> None:
+        colour, palette = tone(self.tone_name), self.palette()
+        if palette.color(QPalette.ColorRole.WindowText) != colour:  # setting it sends a palette change again
+            palette.setColor(QPalette.ColorRole.WindowText, colour)
+            self.setPalette(palette)
 
 
 def contrast(a: QColor, b: QColor) -> float:

@@ -34,6 +34,7 @@ from mlm_studio.core.hf import ImportedModel, import_model
 from mlm_studio.core.progress import format_duration, parse_duration
 from mlm_studio.ui.panels.config_fields import CHOICES, FIELDS, GROUPS, KEPT_ACROSS_PRESETS
 from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.theme import ToneLabel
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.workspace import Workspace
 
@@ -104,9 +105,7 @@ class ConfigPanel(QWidget):
         banner.addWidget(self.forget_button)
         self.import_frame.hide()
 
-        self.error_label = QLabel()
-        self.error_label.setWordWrap(True)
-        self.error_label.setProperty("tone", "error")
+        self.error_label = ToneLabel("error")
         self.message_bar = MessageBar()
 
         groups = {name: QFormLayout() for name in GROUPS}

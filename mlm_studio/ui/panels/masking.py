@@ -30,6 +30,7 @@ from mlm_studio.core.masking import Masker, MaskingConfig, MaskKind
 from mlm_studio.core.preview import MaskingPreview, PreviewToken, masking_preview
 from mlm_studio.core.progress import Progress
 from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.theme import ToneLabel
 from mlm_studio.ui.widgets.measured_rates import MeasuredRates
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
@@ -127,9 +128,7 @@ class MaskingPanel(QWidget):
         self.reroll_button = QPushButton("Re-roll")
         self.reroll_button.setToolTip("Draw new samples and a new masking (next seed)")
         self.reroll_button.clicked.connect(lambda: self.seed_spin.setValue(self.seed_spin.value() + 1))
-        self.validation_label = QLabel()
-        self.validation_label.setWordWrap(True)
-        self.validation_label.setProperty("tone", "error")
+        self.validation_label = ToneLabel("error")
 
         masking_box = QGroupBox("Masking")
         form = QFormLayout(masking_box)

@@ -38,6 +38,7 @@ from mlm_studio.core.records import (
 from mlm_studio.core.runs import NewRun, new_run_path, prepare_trainer
 from mlm_studio.core.trainer import Trainer
 from mlm_studio.ui.run_export import RunExporter
+from mlm_studio.ui.theme import ToneLabel
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, PREPARING, RUNNING, STOPPING, TrainingController
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar
@@ -87,9 +88,7 @@ class TrainingPanel(QWidget):
         self.progress_bar.setFormat("%v / %m steps")
         self.status_label = QLabel()
         self.status_label.setWordWrap(True)
-        self.reason_label = QLabel()  # why Start is disabled
-        self.reason_label.setWordWrap(True)
-        self.reason_label.setProperty("tone", "warning")
+        self.reason_label = ToneLabel("warning")  # why Start is disabled
         top = QHBoxLayout()
         for button in (self.start_button, self.pause_button, self.stop_button):
             button.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)

@@ -22,6 +22,7 @@ from PySide6.QtCore import QEvent, QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
 
+from mlm_studio.ui.theme import PALETTE_CHANGES
 from mlm_studio.ui.widgets.plots import CompactAxis, recolour, style_plot
 
 REDRAW_MS = 66
@@ -255,7 +256,7 @@ class LivePlots(QWidget):
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
-        if event.type() == QEvent.Type.ApplicationPaletteChange:
+        if event.type() in PALETTE_CHANGES and hasattr(self, "view"):
             self.view.setBackground(QApplication.palette().color(QPalette.ColorRole.Base))
             for plot in self.plots.values():
                 recolour(plot)

@@ -10,6 +10,8 @@ from PySide6.QtCore import QEvent
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QWidget
 
+from mlm_studio.ui.theme import PALETTE_CHANGES
+
 pg.setConfigOptions(antialias=False)
 # The plots' context menu (Export…) offers what works here: images at any size and the curves as CSV. pyqtgraph's
 # SVG writer fails on every path Qt 6.8+ writes, and the Matplotlib one needs a package this app does not bring.
@@ -69,7 +71,9 @@ def recolour(plot: pg.PlotItem) -> None:
         base = QColor(palette.color(QPalette.ColorRole.Base))
         base.setAlpha(215)  # slightly see-through: the legend stays readable over the curves
         plot.legend.setBrush(pg.mkBrush(base))
-        plot.legend.setLabelTextColor(text)
+        plot.legend.setLabelTextColor(text)  # for entries to come; those present are told below
+        for _, label in plot.legend.items:
+            label.setText(label.text, color=text)
 
 
 class ThemedPlot(pg.PlotWidget):
@@ -83,9 +87,9 @@ class ThemedPlot(pg.PlotWidget):
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
-        if event.type() == QEvent.Type.ApplicationPaletteChange:
+        if event.type() in PALETTE_CHANGES and getattr(self, "plotItem", None) is not None:  # not while built
             self.setBackground(QApplication.palette().color(QPalette.ColorRole.Base))
-            recolour(self.getPlotItem())
+            recolour(self.plotItem)
 
 
 def themed_plot(x_label: str, y_label: str, parent: QWidget | None = None) -> ThemedPlot:

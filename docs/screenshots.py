@@ -1,0 +1,58 @@
+"""Screenshots of every panel in the light and the dark scheme, for the README: `python docs/screenshots.py`.
+
+Trains a short run on the built-in corpus first (about half a minute), so the plots and the playground have
+something to show; writes assets/<panel>-<scheme>.png at 1366×768.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+PANELS = ("corpus", "masking", "config", "training", "playground")
+
+
+def main() -> None:
+    from PySide6.QtWidgets import QApplication
+
+    from mlm_studio.ui.main_window import MainWindow
+    from mlm_studio.ui.theme import apply_scheme
+
+    app = QApplication(sys.argv[:1])
+    app.setStyle("Fusion")
+    with tempfile.TemporaryDirectory() as runs:
+        window = MainWindow(None, restore=False, runs_root=Path(runs))
+        window.resize(1366, 768)
+        window.show()
+        window.corpus_panel.use_builtin()
+        while window.workspace.tokenizer is None or window.corpus_panel.runner.running:
+            app.processEvents()
+        training = window.training_panel
+        config = window.workspace.config
+        lengths = {"max_steps": 300, "eval_interval": 50, "checkpoint_interval": 100}
+        window.workspace.set_config(replace(config, training=replace(config.training, **lengths)))
+        training.start()
+        while training.controller.busy:
+            app.processEvents()
+        window.playground_panel.text_edit.setText("Return a [MASK] of the list.")
+        window.playground_panel.predict_now()
+        for scheme in ("light", "dark"):
+            apply_scheme(app, scheme)
+            for name in PANELS:
+                window.show_panel(getattr(window, f"{name}_panel"))
+                for _ in range(20):
+                    app.processEvents()
+                training.plots.redraw(everything=True)
+                path = ASSETS / f"{name}-{scheme}.png"
+                window.grab().save(str(path))
+                print(path)
+        window.close()
+
+
+if __name__ == "__main__":
+    main()

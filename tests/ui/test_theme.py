@@ -1,0 +1,99 @@
+"""The window in both schemes: our icon, readable text (contrast ≥ 4.5:1) and settings that survive a restart."""
+
+import pytest
+from PySide6.QtCore import QSettings
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QApplication
+
+from mlm_studio.ui.main_window import MainWindow
+from mlm_studio.ui.panels.masking import KIND_COLOURS
+from mlm_studio.ui.panels.tokenizer_section import PIECE_COLOURS
+from mlm_studio.ui.theme import TONES, app_icon, apply_scheme, contrast, palette_for, readable_on, tone
+
+ROLES = (QPalette.ColorRole.Window, QPalette.ColorRole.Base)
+
+
+@pytest.fixture
+def restore_palette(qapp):
+    before = qapp.palette()
+    yield
+    qapp.setProperty("scheme", None)
+    qapp.setPalette(before)
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, restore_palette):
+    widget = MainWindow(None, restore=False, runs_root=tmp_path / "runs")
+    qtbot.addWidget(widget)
+    widget.resize(1366, 768)
+    widget.show()
+    return widget
+
+
+def test_the_window_wears_our_icon(window):
+    ours = app_icon().pixmap(64, 64).toImage()
+    assert not ours.isNull() and window.windowIcon().pixmap(64, 64).toImage() == ours
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_text_colour_reads_on_its_background_in_both_schemes(scheme):
+    palette = palette_for(scheme)
+    for role in ROLES:
+        background = palette.color(role)
+        assert contrast(palette.color(QPalette.ColorRole.Text), background) >= 4.5
+        assert contrast(palette.color(QPalette.ColorRole.PlaceholderText), background) >= 4.5  # muted tokens
+        for colour in TONES[scheme].values():
+            assert contrast(palette.color(QPalette.ColorRole.Text).__class__(colour), background) >= 4.5, colour
+    for chip in (*KIND_COLOURS.values(), *PIECE_COLOURS):
+        assert contrast(readable_on(chip), chip) >= 4.5, chip.name()
+
+
+def test_switching_to_dark_recolours_the_plots_and_the_labels_and_is_remembered(qtbot, tmp_path, restore_palette):
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(settings, restore=False, runs_root=tmp_path / "runs")
+    qtbot.addWidget(window)
+    window.show()
+    dark = next(action for action in window.scheme_actions if action.data() == "dark")
+    dark.trigger()
+    app = QApplication.instance()
+    base = app.palette().color(QPalette.ColorRole.Base)
+    assert app.property("scheme") == "dark" and base.lightness() < 60
+    view = window.training_panel.plots.view
+    qtbot.wait_until(lambda: view.backgroundBrush().color() == base)  # the palette change is delivered as an event
+    axis_text = window.training_panel.plots.plots["loss"].getAxis("left").textPen().color()
+    assert contrast(axis_text, base) >= 4.5
+    reason = window.training_panel.reason_label
+    assert reason.palette().color(QPalette.ColorRole.WindowText) == tone("warning")
+    assert contrast(tone("warning"), app.palette().color(QPalette.ColorRole.Window)) >= 4.5
+    window.training_panel.axis_combo.setCurrentIndex(1)
+    window.training_panel.smoothing_slider.setValue(85)
+    window.show_panel(window.config_panel)
+    window.close()
+
+    again = MainWindow(settings, restore=True, runs_root=tmp_path / "runs")
+    qtbot.addWidget(again)
+    assert again.scheme == "dark" and again.training_panel.axis_combo.currentData() == "tokens"
+    assert again.training_panel.smoothing_slider.value() == 85 and again.stack.currentWidget() is again.config_panel
+    again.reset_settings()
+    again.close()
+    assert settings.allKeys() == []
+    apply_scheme(app, "light")
+
+
+def test_legends_already_drawn_change_colour_with_the_scheme(qtbot, restore_palette):
+    import pyqtgraph as pg
+
+    from mlm_studio.ui.widgets.live_plots import LivePlots
+
+    plots = LivePlots()
+    qtbot.addWidget(plots)
+    plots.add(
+        "step",
+        {"step": 1, "loss": 5.0, "accuracy": 0.1, "learning_rate": 1e-3, "grad_norm": 1.0, "tokens_per_second": 1e4},
+    )
+    apply_scheme(QApplication.instance(), "dark")
+    base = QApplication.instance().palette().color(QPalette.ColorRole.Base)
+    qtbot.wait_until(lambda: plots.view.backgroundBrush().color() == base)
+    for _, label in plots.plots["loss"].legend.items:
+        assert contrast(pg.mkColor(label.opts["color"]), base) >= 4.5
+    apply_scheme(QApplication.instance(), "light")
