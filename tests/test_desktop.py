@@ -54,3 +54,14 @@ def test_install_desktop_writes_the_entry_and_icons_and_uninstall_removes_exactl
     done = subprocess.run([*command, "--uninstall"], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0 and f"Kept {changed}" in done.stdout
     assert sorted(p for p in home.rglob("*") if p.is_file()) == sorted([changed, mine])
+
+
+def test_the_window_has_a_console_free_launcher_entry():
+    import importlib
+
+    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+
+    project = tomllib.loads((SOURCES.parent / "pyproject.toml").read_text())["project"]
+    module, function = project["gui-scripts"]["mlm-studio-window"].split(":")
+    assert callable(getattr(importlib.import_module(module), function))
+    assert project["scripts"]["mlm-studio"] == "mlm_studio.cli:main"  # the terminal commands stay
