@@ -7,12 +7,7 @@ document-length distribution and a few sample documents. It does not hold the do
 
 from __future__ import annotations
 
-import codecs
-import csv
-import io
-import json
 import random
-import sys
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -21,23 +16,24 @@ from typing import Literal
 
 import numpy as np
 
+from mlm_studio.core.formats import (
+    FORMATS,
+    Issue,
+    IssueLog,
+    NotUtf8,
+    SourceSkipped,
+    documents,
+    kind_of,
+    sniff_encoding,
+)
 from mlm_studio.core.progress import Progress
 
-KINDS = {".txt": "text", ".md": "text", ".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv"}
-SNIFF_BYTES = 8192
-MAX_ISSUES_KEPT = 200
 SAMPLE_SIZE = 8
 CHECK_EVERY = 256
-
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 
 
 class CorpusError(Exception):
     """A corpus could not be loaded; the message says why and what to do."""
-
-
-class SourceSkipped(Exception):
-    """One source cannot be used; the message is the reason shown to the user."""
 
 
 @dataclass(frozen=True)
@@ -55,17 +51,6 @@ class ReadOptions:
             raise ValueError("the JSONL field name must not be empty")
         if not self.table_column.strip():
             raise ValueError("the CSV/TSV column name must not be empty")
-
-
-@dataclass(frozen=True)
-class Issue:
-    """A problem with one line of a source (a bad JSON line, a row without the text column, ...)."""
-
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -134,7 +119,7 @@ class Corpus:
     def iter_documents(self) -> Iterator[str]:
         """Stream every document of the loaded sources again, in order, from disk."""
         for source in self.loaded_sources:
-            yield from _documents(source.path, source.kind, source.encoding, self.options, _IssueLog())
+            yield from documents(source.path, source.kind, source.encoding, self.options, IssueLog())
 
 
 def expand_sources(paths: Iterable[str | Path]) -> tuple[list[Path], list[SourceReport]]:
@@ -156,20 +141,19 @@ def expand_sources(paths: Iterable[str | Path]) -> tuple[list[Path], list[Source
                 p
                 for p in path.rglob("*")
                 if p.is_file()
-                and p.suffix.lower() in KINDS
+                and kind_of(p) is not None
                 and not any(part.startswith(".") for part in p.relative_to(path).parts)
             )
             if not found:
-                skipped.append(_skip(path, "folder", f"no {', '.join(KINDS)} files in this folder"))
+                skipped.append(_skip(path, "folder", f"no {FORMATS} files in this folder"))
             for p in found:
                 add(p)
         elif not path.exists():
             skipped.append(_skip(path, "?", "file not found"))
         elif not path.is_file():  # a pipe or a device would be waited on, or read for ever
             skipped.append(_skip(path, "?", "not a regular file (a pipe, socket or device); give a file"))
-        elif path.suffix.lower() not in KINDS:
-            supported = ", ".join(KINDS)
-            skipped.append(_skip(path, "?", f"unsupported file type '{path.suffix}' (supported: {supported})"))
+        elif kind_of(path) is None:
+            skipped.append(_skip(path, "?", f"unsupported file type '{path.suffix}' (supported: {FORMATS})"))
         else:
             add(path)
     return files, skipped
@@ -216,18 +200,18 @@ def _scan(
     path: Path, options: ReadOptions, progress: Progress, done_before: int, total: int, lengths: array, sampler
 ) -> SourceReport:
     """Read one file once for its counts, choosing its encoding; never raises for a bad file."""
-    kind = KINDS[path.suffix.lower()]
+    kind = kind_of(path)
     try:
-        encoding = _sniff_encoding(path)
+        encoding = sniff_encoding(path)
     except SourceSkipped as exc:
         return _skip(path, kind, str(exc))
     note = ""
     while True:
-        issues = _IssueLog()
+        issues = IssueLog()
         mark = len(lengths)
         docs = words = chars = 0
         try:
-            reader = _documents(path, kind, encoding, options, issues, strict=encoding == "utf-8")
+            reader = documents(path, kind, encoding, options, issues, strict=encoding == "utf-8")
             for doc in reader:
                 n_words = len(doc.split())
                 docs += 1
@@ -239,7 +223,7 @@ def _scan(
                     progress.check()
                     progress.report(done_before + issues.position, total, f"Reading {path.name}")
             break
-        except _NotUtf8 as exc:
+        except NotUtf8 as exc:
             del lengths[mark:]
             sampler.forget_after(mark)
             encoding = "cp1252"
@@ -259,35 +243,6 @@ def _scan(
             reason += f" ({issues.count} problem lines, first: {issues.kept[0]})"
         return _skip(path, kind, reason, **extra)
     return SourceReport(path, kind, True, documents=docs, words=words, characters=chars, **extra)
-
-
-def _sniff_encoding(path: Path) -> str:
-    try:
-        with open(path, "rb") as f:
-            head = f.read(SNIFF_BYTES)
-    except OSError as exc:
-        raise SourceSkipped(f"cannot be read ({exc.strerror or exc})") from exc
-    if head.startswith(codecs.BOM_UTF8):
-        return "utf-8-sig"
-    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return "utf-16"
-    if b"\x00" in head:
-        raise SourceSkipped("binary file (a NUL byte in the first 8 KB), not text")
-    return "utf-8"
-
-
-class _IssueLog:
-    """Counts line problems, keeps the first few, and tracks the byte position for progress."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.kept: list[Issue] = []
-        self.position = 0
-
-    def add(self, line: int, message: str) -> None:
-        self.count += 1
-        if len(self.kept) < MAX_ISSUES_KEPT:
-            self.kept.append(Issue(line, message))
 
 
 class _Sampler:
@@ -315,100 +270,3 @@ class _Sampler:
 
     def items(self) -> tuple[str, ...]:
         return tuple(d for _, d in sorted(self.slots))
-
-
-def _documents(
-    path: Path, kind: str, encoding: str, options: ReadOptions, issues: _IssueLog, strict: bool = False
-) -> Iterator[str]:
-    """Yield the documents of one file, streaming; line problems go to `issues`."""
-    with open(path, "rb") as raw:
-        text = io.TextIOWrapper(raw, encoding=encoding, errors="strict" if strict else "replace", newline="")
-        lines = _tracked(text, raw, issues)
-        if kind == "text":
-            yield from (_paragraphs(lines) if options.text_unit == "paragraph" else _lines(lines))
-        elif kind == "jsonl":
-            yield from _jsonl(lines, options.jsonl_field, issues)
-        else:
-            yield from _table(lines, "," if kind == "csv" else "\t", options.table_column, issues)
-
-
-class _NotUtf8(Exception):
-    def __init__(self, offset: int, byte: int) -> None:
-        super().__init__(f"not valid UTF-8 (byte {byte:#04x} at offset {offset})")
-
-
-def _tracked(text: io.TextIOWrapper, raw, issues: _IssueLog) -> Iterator[str]:
-    lines = iter(text)
-    while True:
-        try:
-            line = next(lines)
-        except StopIteration:
-            return
-        except UnicodeDecodeError as exc:
-            offset = raw.tell() - len(exc.object) + exc.start
-            raise _NotUtf8(offset, exc.object[exc.start]) from exc
-        issues.position = raw.tell()
-        yield line
-
-
-def _lines(lines: Iterable[str]) -> Iterator[str]:
-    for line in lines:
-        line = line.strip()
-        if line:
-            yield line
-
-
-def _paragraphs(lines: Iterable[str]) -> Iterator[str]:
-    block: list[str] = []
-    for line in lines:
-        line = line.strip()
-        if line:
-            block.append(line)
-        elif block:
-            yield "\n".join(block)
-            block = []
-    if block:
-        yield "\n".join(block)
-
-
-def _jsonl(lines: Iterable[str], key: str, issues: _IssueLog) -> Iterator[str]:
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            issues.add(number, f"invalid JSON ({exc.msg})")
-            continue
-        if not isinstance(record, dict) or key not in record:
-            issues.add(number, f"no field '{key}'")
-        elif not isinstance(record[key], str):
-            issues.add(number, f"field '{key}' is not a string")
-        elif record[key].strip():
-            yield record[key].strip()
-
-
-def _table(lines: Iterable[str], delimiter: str, column: str, issues: _IssueLog) -> Iterator[str]:
-    reader = csv.reader(lines, delimiter=delimiter)
-    try:
-        header = next(reader)
-    except StopIteration:
-        return
-    names = [h.strip().lstrip("\ufeff") for h in header]
-    if column not in names:
-        raise SourceSkipped(f"no column '{column}' (columns: {', '.join(names) or 'none'})")
-    index = names.index(column)
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            issues.add(reader.line_num, f"malformed row ({exc})")
-            continue
-        if not row:
-            continue
-        if index >= len(row):
-            issues.add(reader.line_num, f"row has no '{column}' value ({len(row)} of {len(names)} fields)")
-        elif row[index].strip():
-            yield row[index].strip()

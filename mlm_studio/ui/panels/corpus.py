@@ -31,7 +31,8 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.builtin_corpus import builtin_corpus_location, ensure_builtin_corpus
-from mlm_studio.core.corpus import KINDS, Corpus, ReadOptions, SourceReport, load_corpus
+from mlm_studio.core.corpus import Corpus, ReadOptions, SourceReport, load_corpus
+from mlm_studio.core.formats import SUFFIXES
 from mlm_studio.core.progress import Progress
 from mlm_studio.ui.panels.tokenizer_section import TokenizerSection
 from mlm_studio.ui.tasks import TaskRunner
@@ -41,7 +42,7 @@ from mlm_studio.ui.workspace import Workspace
 
 BUILTIN_LABEL = "Python documentation (built-in)"
 COLUMNS = ("Source", "Type", "Status", "Documents", "Words", "Encoding", "Problems")
-FILE_FILTER = f"Text corpora ({' '.join('*' + ext for ext in KINDS)});;All files (*)"
+FILE_FILTER = f"Corpora ({' '.join('*' + ext for ext in SUFFIXES)});;All files (*)"
 ISSUES_SHOWN = 20
 
 
@@ -105,7 +106,7 @@ class CorpusPanel(QWidget):
         options.addWidget(QLabel("JSONL field"))
         options.addWidget(self.field_edit)
         options.addSpacing(16)
-        options.addWidget(QLabel("CSV/TSV column"))
+        options.addWidget(QLabel("CSV/TSV/Parquet column"))
         options.addWidget(self.column_edit)
         options.addStretch(1)
 
