@@ -29,34 +29,67 @@ def build_parser() -> argparse.ArgumentParser:
         "train",
         help="train a model from the terminal (multi-GPU: torchrun --nproc_per_node=N -m mlm_studio train …)",
     )
-    train.add_argument("--config", type=Path, metavar="FILE.toml", help="a run configuration saved by MLM Studio")
+    train.add_argument(
+        "--config", type=Path, metavar="FILE", help="a run configuration: TOML (as MLM Studio saves it) or JSON"
+    )
     train.add_argument("--preset", metavar="NAME", help="a preset: quickstart, tiny, mini, small, medium, base")
-    train.add_argument("--corpus", type=Path, nargs="+", metavar="PATH", help="files or folders (default: built-in)")
+    train.add_argument(
+        *_spellings("corpus", "train_file"),
+        type=Path,
+        nargs="+",
+        metavar="PATH",
+        help="files or folders: .txt .md .jsonl .csv .tsv (also .gz .bz2 .xz .zst), .parquet, .arrow "
+        "(default: the built-in corpus)",
+    )
     train.add_argument(
         "--tokenizer", type=Path, metavar="PATH", help="tokenizer.json or vocab.txt (default: train one)"
     )
     train.add_argument(
-        "--out",
+        *_spellings("out", "output_dir"),
         type=Path,
         metavar="RUN_DIR",
         help="the run folder (default: <date>-<preset> in the window's runs folder, MLM_STUDIO_RUNS overrides it)",
     )
     train.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run from its latest checkpoint")
     train.add_argument(
-        "--init-from",
+        *_spellings("init_from", "model_name_or_path"),
         type=Path,
         metavar="HF_DIR",
         help="continue pre-training a Hugging Face BERT folder (its architecture and tokenizer are kept)",
     )
-    train.add_argument("--max-steps", type=int, metavar="N", help="optimizer steps in total")
+    train.add_argument(*_spellings("max_steps"), type=int, metavar="N", help="optimizer steps in total")
     train.add_argument(
-        "--time-budget",
+        *_spellings("time_budget"),
         type=_duration,
         metavar="TIME",
         help="train for this long (90s, 6m, 1h30m); the learning-rate schedule follows the clock",
     )
     train.add_argument("--device", help="auto, cpu, cuda, cuda:N or mps")
     train.add_argument("--precision", choices=("fp32", "bf16", "fp16"))
+    train.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        type=_setting,
+        default=[],
+        metavar="SECTION.FIELD=VALUE",
+        help="any configuration field, repeatable: --set model.hidden_size=512 --set masking.strategy=span",
+    )
+    aliases = train.add_argument_group("run_mlm.py's names (dashes or underscores), each the field it sets")
+    for name, (field, kind) in RUN_MLM_FIELDS.items():
+        aliases.add_argument(
+            *_spellings(name), dest="settings", action=_SetField, field=field, type=kind, metavar="V", help=field
+        )
+    for precision in ("bf16", "fp16"):
+        aliases.add_argument(
+            f"--{precision}",
+            dest="settings",
+            action=_SetField,
+            field="training.precision",
+            const=precision,
+            nargs=0,
+            help=f"training.precision = {precision}",
+        )
 
     predict = commands.add_parser("predict", help="fill the [MASK]s of a text with a trained model")
     predict.add_argument(
@@ -86,6 +119,47 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--best", action="store_true", help="the checkpoint with the lowest validation loss")
     export.add_argument("--overwrite", action="store_true", help="replace an earlier export in OUT_DIR")
     return parser
+
+
+# run_mlm.py's argument names and the field each means here.
+RUN_MLM_FIELDS = {
+    "learning_rate": ("training.learning_rate", float),
+    "num_train_epochs": ("training.epochs", float),
+    "per_device_train_batch_size": ("training.batch_size", int),
+    "gradient_accumulation_steps": ("training.grad_accumulation", int),
+    "warmup_steps": ("training.warmup_steps", int),
+    "weight_decay": ("training.weight_decay", float),
+    "max_seq_length": ("data.max_seq_len", int),
+    "mlm_probability": ("masking.rate", float),
+    "seed": ("training.seed", int),
+}
+
+
+def _spellings(*names: str) -> list[str]:
+    """--some-name and --some_name for each name."""
+    return list(dict.fromkeys("--" + name.replace("_", sep) for name in names for sep in ("-", "_")))
+
+
+class _SetField(argparse.Action):
+    """Appends (field, value) to `settings`, as --set does."""
+
+    def __init__(self, option_strings, dest, field: str, **kwargs) -> None:
+        self.field = field
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        value = self.const if self.nargs == 0 else values
+        getattr(namespace, self.dest).append((self.field, value))
+
+
+def _setting(text: str) -> tuple[str, object]:
+    """SECTION.FIELD=VALUE, the value read as TOML reads it (numbers, true/false), else as text."""
+    from mlm_studio.core.config import value_from_text
+
+    key, equals, value = text.partition("=")
+    if not equals or "." not in key:
+        raise argparse.ArgumentTypeError(f"{text!r}: write SECTION.FIELD=VALUE, e.g. training.learning_rate=1e-3")
+    return key.strip(), value_from_text(value.strip())
 
 
 def _duration(text: str) -> float:

@@ -58,6 +58,7 @@ def _config(args) -> RunConfig:
         config = RunConfig.load(args.config)
     else:
         config = preset(args.preset or DEFAULT_PRESET)
+    config = config.with_values(dict(args.settings))  # --set and run_mlm.py's names, checked like a file
     training = _with_length(config.training, args)
     if args.device is not None:
         training = replace(training, device=args.device)
@@ -135,6 +136,8 @@ def _plan(args):
     if args.resume is not None:
         if args.init_from is not None:
             raise ConfigError("--init-from starts a new run; it cannot be combined with --resume")
+        if args.settings:
+            raise ConfigError("settings start a new run; a resumed run keeps its own (only its length may change)")
         return args.resume, None, lambda run: _check_resume(run, args)
     if args.init_from is not None and args.tokenizer is not None:
         raise ConfigError("--init-from brings the model's own tokenizer; leave out --tokenizer")

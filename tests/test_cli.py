@@ -241,3 +241,82 @@ def test_the_terminal_shows_the_corpus_report_the_window_shows(tmp_path, corpus_
     assert "empty.txt" in done.stderr and "skipped:" in done.stderr
     assert "notes.jsonl" in done.stderr and "line 2:" in done.stderr and "line 3:" in done.stderr
     assert "old.txt" in done.stderr and "cp1252" in done.stderr
+
+
+def test_ecosystem_formats_and_run_mlm_names_train_and_are_recorded(tmp_path, corpus_file):
+    import gzip
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import zstandard
+
+    paragraphs = corpus_file.read_text().split("\n\n")
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for n, part in enumerate((paragraphs[:150], paragraphs[150:300])):
+        pq.write_table(pa.table({"text": part}), shards / f"train-{n}.parquet")
+    (tmp_path / "data.jsonl.gz").write_bytes(
+        gzip.compress("".join(json.dumps({"text": p}) + "\n" for p in paragraphs[300:350]).encode())
+    )
+    (tmp_path / "notes.txt.zst").write_bytes(zstandard.compress("\n\n".join(paragraphs[350:]).encode()))
+    config = tmp_path / "small.json"
+    config.write_text(json.dumps(_small_sections()))
+    run = tmp_path / "run"
+    done = subprocess.run(
+        command(
+            "train",
+            "--config",
+            config,
+            "--train_file",
+            *sorted(shards.glob("*.parquet")),
+            tmp_path / "data.jsonl.gz",
+            tmp_path / "notes.txt.zst",
+            "--learning_rate",
+            "1e-3",
+            "--max_steps",
+            "3",
+            "--set",
+            "masking.strategy=whole_word",
+            "--output-dir",
+            run,
+        ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "4 file(s); 0 skipped" in done.stderr and "Finished (completed) at step 3" in done.stdout
+    recorded = RunDir(run).config
+    assert recorded.training.learning_rate == 1e-3 and recorded.masking.strategy == "whole_word"
+    assert recorded.model.hidden_size == 32  # from the JSON configuration
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        (["--set", "model.hidden_size=abc"], "--set: model.hidden_size must be int, not str ('abc')"),
+        (["--set", "training.learning_rate=2"], "--set: training.learning_rate must be between 0 and 1, not 2.0"),
+        (["--set", "training.speed=3"], "--set: unknown field 'speed' in [training]"),
+        (["--mlm_probability", "1.5"], "--set: masking.rate must be between 0 and 1 (exclusive), not 1.5"),
+        (["--set", "nothing"], "write SECTION.FIELD=VALUE"),
+    ],
+)
+def test_settings_from_the_command_line_are_checked_like_a_file(tmp_path, options, words):
+    done = subprocess.run(
+        command("train", "--out", tmp_path / "run", *options), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0 and words in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def _small_sections():
+    """The small test configuration as a JSON-like dict of its sections (400-piece tokenizer)."""
+    from dataclasses import asdict, replace
+
+    from mlm_studio.core.config import SECTIONS
+    from tests.core.helpers import small_config
+
+    config = small_config()
+    config = replace(config, tokenizer=replace(config.tokenizer, vocab_size=400))
+    return {name: asdict(getattr(config, name)) for name in SECTIONS}

@@ -7,6 +7,7 @@ be exported and imported by renaming nothing.
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -140,18 +141,50 @@ class RunConfig:
         except ConfigError as exc:
             raise exc.within(source) from exc
 
+    def with_values(self, values: dict[str, Any], source: str = "--set") -> RunConfig:
+        """This configuration with `values` ({"training.learning_rate": 1e-3, …}) changed, checked as a TOML
+        file's values are (the same messages, said of `source`)."""
+        raw: dict[str, Any] = {"preset": self.preset, **{name: asdict(getattr(self, name)) for name in SECTIONS}}
+        for key, value in values.items():
+            section, _, name = key.partition(".")
+            if section not in SECTIONS or not name:
+                raise ConfigError(
+                    f"{key!r} is not a setting; write section.field, e.g. training.learning_rate", (), source
+                )
+            if name not in raw[section]:
+                raise ConfigError(f"unknown field {name!r} in [{section}]", (), source)
+            raw[section][name] = value
+        return RunConfig.from_dict(raw, source, complete=True)
+
     def save(self, path: str | Path) -> Path:
         """Write the TOML atomically."""
         return atomic_write_text(path, self.to_toml())
 
     @classmethod
     def load(cls, path: str | Path, complete: bool = False) -> RunConfig:
+        """A configuration from a TOML file, or a JSON file with the same sections."""
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read {path} ({exc})") from exc
-        return cls.from_toml(text, path.name, complete)
+        if path.suffix.lower() != ".json":
+            return cls.from_toml(text, path.name, complete)
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path.name} is not valid JSON ({exc})") from exc
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path.name} must hold a JSON object with the sections of a configuration")
+        return cls.from_dict(raw, path.name, complete)
+
+
+def value_from_text(text: str) -> Any:
+    """A value typed on a command line, read as TOML reads it (1e-3, 512, true), else as the text itself."""
+    try:
+        return tomllib.loads(f"value = {text}")["value"]
+    except tomllib.TOMLDecodeError:
+        return text
 
 
 def _toml_value(value: Any) -> str:

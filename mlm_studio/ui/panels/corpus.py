@@ -93,7 +93,7 @@ class CorpusPanel(QWidget):
         self.field_edit = QLineEdit("text")
         self.field_edit.setToolTip("The JSON field that holds the text in .jsonl files")
         self.column_edit = QLineEdit("text")
-        self.column_edit.setToolTip("The header name of the column that holds the text in .csv and .tsv files")
+        self.column_edit.setToolTip("The column that holds the text in .csv, .tsv, .parquet and .arrow files")
         self.unit_combo.currentIndexChanged.connect(self._on_options_edited)
         for edit in (self.field_edit, self.column_edit):
             edit.setMaximumWidth(160)
