@@ -108,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--fill", action="store_true", help="fill masks one by one, most confident first")
     predict.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
 
+    events = commands.add_parser(
+        "tensorboard", help="write TensorBoard events for runs made before (from their metrics.jsonl)"
+    )
+    events.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
+
     desktop = commands.add_parser(
         "install-desktop", help="add MLM Studio to the system's launcher (XDG: entry, icons, metadata)"
     )
@@ -181,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         from mlm_studio.headless import train
 
         return train(args)
+    if args.command == "tensorboard":
+        from mlm_studio.headless import tensorboard
+
+        return tensorboard(args)
     if args.command == "install-desktop":
         from mlm_studio.desktop import run
 

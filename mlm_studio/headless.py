@@ -265,6 +265,19 @@ def export(args) -> int:
     return 0
 
 
+def tensorboard(args) -> int:
+    """Write each run's TensorBoard events from its metrics.jsonl."""
+    from mlm_studio.core.tensorboard import write_events
+
+    for path in args.runs:
+        try:
+            folder = write_events(RunDir(path).path, RunDir(path).read_metrics())
+        except (ImportError, CheckpointError, OSError) as exc:
+            return _fail(str(exc))
+        print(f"TensorBoard events of {path} in {folder}; view them with: tensorboard --logdir {folder.parent}")
+    return 0
+
+
 def predict(args) -> int:
     """Print the top-k candidates for each [MASK] (or the filled text with --fill)."""
     try:

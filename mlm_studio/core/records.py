@@ -9,6 +9,7 @@ from pathlib import Path
 
 from mlm_studio.core.probes import ProbeResult
 from mlm_studio.core.progress import format_duration
+from mlm_studio.core.tensorboard import INSTALL_HINT
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class StartedRecord(Record):
     hidden_size: int
     parameters: int
     train_blocks: int
+    events: str = ""  # the TensorBoard events folder; "" without the tensorboard package
 
     def describe(self) -> str:
         length = (
@@ -46,9 +48,10 @@ class StartedRecord(Record):
             if self.time_budget > 0
             else f"steps {self.step:,} → {self.total_steps:,}"
         )
+        events = f"TensorBoard events in {self.events}" if self.events else f"no TensorBoard events ({INSTALL_HINT})"
         return (
             f"Training {self.run_dir} on {self.device}: {self.layers} layers × {self.hidden_size}, "
-            f"{self.parameters:,} parameters, {self.train_blocks:,} training blocks, {length}"
+            f"{self.parameters:,} parameters, {self.train_blocks:,} training blocks, {length}; {events}"
         )
 
 

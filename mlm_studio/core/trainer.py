@@ -49,6 +49,7 @@ from mlm_studio.core.records import (
 )
 from mlm_studio.core.schedule import learning_rate
 from mlm_studio.core.step_sums import StepSums, Window
+from mlm_studio.core.tensorboard import open_event_log
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,7 @@ class Trainer:
         if distributed.main:
             run.remove_leftovers()
         self._resume()
+        self.events = open_event_log(run.path, run.read_metrics()) if distributed.main else None
         self.last_saved = self.step
         self.forward = self.model
         if distributed.world_size > 1:
@@ -165,6 +167,13 @@ class Trainer:
         what began, last how it ended."""
         yield self._logged(self.started())
         try:
+            yield from self._run()
+        finally:
+            if self.events is not None:
+                self.events.close()
+
+    def _run(self) -> Iterator[Record]:
+        try:
             yield from self._loop()
         except RunFailed as exc:
             yield self._logged(FailedRecord(self.step, str(exc)))
@@ -173,7 +182,7 @@ class Trainer:
                 log.exception("training failed")
                 yield self._logged(FailedRecord(self.step, f"Training stopped by an error: {exc}"))
                 return
-            yield from self._save_afterout_of_memory()
+            yield from self._save_after_out_of_memory()
 
     def started(self) -> StartedRecord:
         model = self.config.model
@@ -187,9 +196,10 @@ class Trainer:
             hidden_size=model.hidden_size,
             parameters=model.parameter_count(),
             train_blocks=len(self.train_blocks),
+            events=str(self.events.folder) if self.events is not None else "",
         )
 
-    def _save_afterout_of_memory(self) -> Iterator[Record]:
+    def _save_after_out_of_memory(self) -> Iterator[Record]:
         """The weights are those of the last completed step: keep them, then say what to change."""
         self.optimizer.zero_grad(set_to_none=True)
         if self.device.type == "cuda":
@@ -416,4 +426,6 @@ class Trainer:
             except OSError:
                 return record
             self._unwritten = []
+            if self.events is not None:
+                self.events.add(record.to_dict())
         return record

@@ -11,7 +11,7 @@ from mlm_studio.core.checkpoint import CheckpointError, RunDir
 from mlm_studio.core.runs import NewRun, prepare_trainer
 from tests.core.helpers import config_file, small_config
 
-TIMING = {"elapsed", "tokens_per_second", "run_dir", "device", "path"}
+TIMING = {"elapsed", "tokens_per_second", "run_dir", "device", "path", "events"}
 
 
 def comparable(records):
