@@ -1,5 +1,6 @@
-"""Tokenization throughput and memory: the built-in corpus and a corpus ten times larger, each tokenized
-into the memory-mapped cache in a fresh process; peak resident memory should barely grow.
+"""Tokenization throughput and memory: the built-in corpus, ten times it as text files, and ten and a hundred
+times it as Parquet shards, each tokenized into the memory-mapped cache in a fresh process; peak resident
+memory should barely grow.
 
 Run: python benchmarks/bench_data.py
 """
@@ -52,17 +53,40 @@ def main() -> None:
             copy = Path(tmp) / f"copy{i}.txt"
             copy.write_bytes(builtin.read_bytes())
             copies.append(str(copy))
+        shards = _parquet_shards(list(corpus.iter_documents()), Path(tmp) / "parquet", 100)
         print("| corpus | size | documents | tokens | tokenize time | tokens/s | peak RSS |")
         print("|---|---|---|---|---|---|---|")
         results = {}
-        for name, paths in (("built-in", [str(builtin)]), ("10× built-in", copies)):
+        corpora = (
+            ("built-in", [str(builtin)]),
+            ("10× built-in", copies),
+            ("10× built-in, Parquet shards", shards[:10]),
+            ("100× built-in, Parquet shards", shards),
+        )
+        for name, paths in corpora:
             r = results[name] = run(paths, str(tokenizer), str(Path(tmp) / f"cache-{len(paths)}"))
             print(
                 f"| {name} | {r['bytes'] / 2**20:.1f} MiB | {r['documents']:,} | {r['tokens']:,} | "
                 f"{r['seconds']:.2f} s | {r['tokens'] / r['seconds']:,.0f} | {r['peak'] / 2**20:.0f} MiB |"
             )
         growth = results["10× built-in"]["peak"] / results["built-in"]["peak"]
-        print(f"\nPeak RSS grows {growth:.2f}× for 10× the text.")
+        parquet = results["100× built-in, Parquet shards"]["peak"] / results["10× built-in, Parquet shards"]["peak"]
+        print(f"\nPeak RSS grows {growth:.2f}× for 10× the text, and {parquet:.2f}× from 10× to 100× in Parquet.")
+
+
+def _parquet_shards(documents: list[str], folder: Path, count: int) -> list[str]:
+    """`count` Parquet shards, each the whole built-in corpus (a `text` column, zstd-compressed)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir()
+    first = folder / "shard-000.parquet"
+    pq.write_table(pa.table({"text": documents}), first, compression="zstd")
+    paths = [first]
+    for n in range(1, count):
+        paths.append(folder / f"shard-{n:03d}.parquet")
+        paths[-1].write_bytes(first.read_bytes())
+    return [str(p) for p in paths]
 
 
 if __name__ == "__main__":

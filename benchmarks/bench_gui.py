@@ -143,5 +143,6 @@ def main() -> None:
         spread = f"{min(seconds):.2f}–{max(seconds):.2f}"
         print(f"| launch to {label}, median of 5 cold starts | {statistics.median(seconds):.2f} s ({spread}) |")
 
+
 if __name__ == "__main__":
     main()

@@ -179,3 +179,23 @@ def test_cancel_keeps_the_previous_corpus(qtbot, panel, tmp_path):
     assert panel.workspace.corpus is before
     assert panel.message_bar.level == "info" and "cancelled" in panel.message_bar.text
     assert not panel.progress_row.isVisibleTo(panel) and panel.add_files_button.isEnabled()
+
+
+def test_parquet_shards_and_compressed_files_are_sources_like_any_other(qtbot, panel, tmp_path, monkeypatch):
+    import gzip
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "shards").mkdir()
+    pq.write_table(pa.table({"text": ["alpha beta", None, "gamma"]}), tmp_path / "shards" / "train-0.parquet")
+    (tmp_path / "shards" / "notes.jsonl.gz").write_bytes(gzip.compress(b'{"text": "delta epsilon"}\n'))
+    (tmp_path / "shards" / "cut.txt.gz").write_bytes(gzip.compress(b"zeta eta theta\n" * 400)[:-30])
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *args, **kw: str(tmp_path / "shards"))
+    click_and_wait(qtbot, panel, panel.add_folder_button)
+    rows = {
+        name: (kind, status, documents) for name, kind, status, documents in zip(*(column(panel, i) for i in range(4)))
+    }
+    assert rows["train-0.parquet"][1:] == ("loaded", "2") and rows["notes.jsonl.gz"][1:] == ("loaded", "1")
+    assert rows["cut.txt.gz"][1].startswith("skipped: damaged or cut short compressed data")
+    assert panel.workspace.corpus.documents == 3
