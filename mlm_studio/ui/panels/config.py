@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.config import PRECISIONS, PRESETS, ConfigError, RunConfig
+from mlm_studio.core.families import FAMILIES
 from mlm_studio.core.hf import ImportedModel, import_model
 from mlm_studio.core.progress import format_duration, parse_duration
 from mlm_studio.ui.panels.config_fields import CHOICES, FIELDS, GROUPS, KEPT_ACROSS_PRESETS
@@ -39,6 +40,7 @@ from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.workspace import Workspace
 
 INVALID = "border: 1px solid #c0392b;"
+FAMILY_TITLES = " or ".join(family.title for family in FAMILIES.values())  # the families import understands
 CUSTOM = "custom"
 
 
@@ -81,7 +83,8 @@ class ConfigPanel(QWidget):
         self.save_button.clicked.connect(self.save_dialog)
         self.import_button = QPushButton("Import model…")
         self.import_button.setToolTip(
-            "Continue pre-training a Hugging Face BERT folder on your corpus: its architecture and tokenizer are used"
+            f"Continue pre-training a Hugging Face {FAMILY_TITLES} folder on your corpus: its architecture and "
+            "tokenizer are used"
         )
         self.import_button.clicked.connect(self.import_dialog)
         self.summary = QLabel()
@@ -318,7 +321,8 @@ class ConfigPanel(QWidget):
 
     # --- imported model ---------------------------------------------------------------------------------
     def import_dialog(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "A Hugging Face BERT folder (config.json, weights, tokenizer)")
+        caption = f"A Hugging Face {FAMILY_TITLES} folder (config.json, weights, tokenizer)"
+        folder = QFileDialog.getExistingDirectory(self, caption)
         if folder:
             self.import_folder(folder)
 
