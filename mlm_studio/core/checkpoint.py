@@ -142,15 +142,7 @@ class RunDir:
             return []
         except OSError as exc:
             raise CheckpointError(f"run {self.name}: metrics.jsonl cannot be read ({exc})") from exc
-        records = []
-        for line in lines:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and isinstance(record.get("type"), str) and isinstance(record.get("step"), int):
-                records.append(record)
-        return records
+        return metric_records(lines)
 
     def truncate_metrics_after(self, step: int) -> None:
         """Drop records past `step` (written after the checkpoint a resume starts from)."""
@@ -229,6 +221,19 @@ class RunDir:
 def _file_stamp(path: Path) -> tuple[int, int]:
     stat = path.stat()
     return stat.st_size, stat.st_mtime_ns
+
+
+def metric_records(lines: list[str]) -> list[dict[str, Any]]:
+    """The records among lines of `metrics.jsonl`; a line cut short, a stray line or a damaged byte is left out."""
+    records = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("type"), str) and isinstance(record.get("step"), int):
+            records.append(record)
+    return records
 
 
 def checkpoint_step(checkpoint: Path) -> int:

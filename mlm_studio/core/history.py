@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mlm_studio.core.checkpoint import CheckpointError, RunDir, checkpoint_step
+from mlm_studio.core.checkpoint import CheckpointError, RunDir, checkpoint_step, metric_records
 
 TAIL_BYTES = 256 * 1024  # the end of metrics.jsonl that holds a run's latest records
 
@@ -77,17 +76,7 @@ def _last_records(path: Path) -> list[dict[str, Any]]:
             lines = file.read().decode("utf-8", errors="replace").splitlines()
     except OSError:
         return []
-    if size > TAIL_BYTES:
-        lines = lines[1:]  # the first line is cut
-    records = []
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(record, dict) and isinstance(record.get("type"), str):
-            records.append(record)
-    return records
+    return metric_records(lines[1:] if size > TAIL_BYTES else lines)  # the first line of a tail is cut
 
 
 CSV_COLUMNS = (
