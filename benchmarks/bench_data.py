@@ -26,7 +26,10 @@ corpus = load_corpus(paths)
 start = time.perf_counter()
 data = tokenize_corpus(corpus, tokenizer, root=Path(root))
 seconds = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+try:  # this process's own peak: ru_maxrss keeps the parent's peak across fork and exec on Linux
+    peak = int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) * 1024
+except OSError:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 size = sum(source.path.stat().st_size for source in corpus.loaded_sources)
 print(json.dumps({"tokens": data.tokens, "documents": data.documents, "seconds": seconds, "peak": peak, "bytes": size}))
 """
