@@ -25,6 +25,45 @@ def build_parser() -> argparse.ArgumentParser:
             help="render the window offscreen on the built-in corpus, save it as a PNG and exit",
         )
 
+    _add_train(commands)
+
+    predict = commands.add_parser("predict", help="fill the [MASK]s of a text with a trained model")
+    predict.add_argument(
+        "model",
+        type=Path,
+        metavar="MODEL",
+        help="a run folder, one of its checkpoint folders, or a Hugging Face folder",
+    )
+    predict.add_argument("text", help='a text with one or more [MASK], e.g. "Return the [MASK] of the list."')
+    predict.add_argument("--top-k", type=int, default=5, metavar="K", help="candidates per mask (default 5)")
+    predict.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON as pipeline('fill-mask') does (with --fill: the text and each mask's candidates)",
+    )
+    predict.add_argument("--fill", action="store_true", help="fill masks one by one, most confident first")
+    predict.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
+
+    events = commands.add_parser(
+        "tensorboard", help="write TensorBoard events for runs made before (from their metrics.jsonl)"
+    )
+    events.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
+
+    desktop = commands.add_parser(
+        "install-desktop", help="add MLM Studio to the system's launcher (XDG: entry, icons, metadata)"
+    )
+    desktop.add_argument("--uninstall", action="store_true", help="remove exactly the files it installed")
+
+    export = commands.add_parser("export", help="write a run as a Hugging Face transformers folder")
+    export.add_argument("model", type=Path, metavar="RUN_OR_CHECKPOINT", help="a run folder or a checkpoint folder")
+    export.add_argument("out", type=Path, metavar="OUT_DIR", help="the folder to write (new or empty)")
+    export.add_argument("--best", action="store_true", help="the checkpoint with the lowest validation loss")
+    export.add_argument("--overwrite", action="store_true", help="replace an earlier export in OUT_DIR")
+    return parser
+
+
+def _add_train(commands) -> None:
+    """`train`: its own options, `--set`, and run_mlm.py's names."""
     train = commands.add_parser(
         "train",
         help="train a model from the terminal (multi-GPU: torchrun --nproc_per_node=N -m mlm_studio train …)",
@@ -90,40 +129,6 @@ def build_parser() -> argparse.ArgumentParser:
             nargs=0,
             help=f"training.precision = {precision}",
         )
-
-    predict = commands.add_parser("predict", help="fill the [MASK]s of a text with a trained model")
-    predict.add_argument(
-        "model",
-        type=Path,
-        metavar="MODEL",
-        help="a run folder, one of its checkpoint folders, or a Hugging Face folder",
-    )
-    predict.add_argument("text", help='a text with one or more [MASK], e.g. "Return the [MASK] of the list."')
-    predict.add_argument("--top-k", type=int, default=5, metavar="K", help="candidates per mask (default 5)")
-    predict.add_argument(
-        "--json",
-        action="store_true",
-        help="print JSON as pipeline('fill-mask') does (with --fill: the text and each mask's candidates)",
-    )
-    predict.add_argument("--fill", action="store_true", help="fill masks one by one, most confident first")
-    predict.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
-
-    events = commands.add_parser(
-        "tensorboard", help="write TensorBoard events for runs made before (from their metrics.jsonl)"
-    )
-    events.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
-
-    desktop = commands.add_parser(
-        "install-desktop", help="add MLM Studio to the system's launcher (XDG: entry, icons, metadata)"
-    )
-    desktop.add_argument("--uninstall", action="store_true", help="remove exactly the files it installed")
-
-    export = commands.add_parser("export", help="write a run as a Hugging Face transformers folder")
-    export.add_argument("model", type=Path, metavar="RUN_OR_CHECKPOINT", help="a run folder or a checkpoint folder")
-    export.add_argument("out", type=Path, metavar="OUT_DIR", help="the folder to write (new or empty)")
-    export.add_argument("--best", action="store_true", help="the checkpoint with the lowest validation loss")
-    export.add_argument("--overwrite", action="store_true", help="replace an earlier export in OUT_DIR")
-    return parser
 
 
 # run_mlm.py's argument names and the field each means here.

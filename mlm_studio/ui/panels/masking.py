@@ -98,6 +98,46 @@ class MaskingPanel(QWidget):
 
     # --- layout -------------------------------------------------------------------------------------
     def _build(self) -> None:
+        controls = self._build_controls()
+        self.message_bar = MessageBar()
+        self.progress_bar = QProgressBar()
+        self.progress_bar.hide()
+        self.empty_label = QLabel("Load a corpus and a tokenizer in the Corpus panel to preview masking.")
+        self.empty_label.setWordWrap(True)
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.sample_views = [TokenView() for _ in range(SAMPLES)]
+        samples = QWidget()
+        samples_layout = QVBoxLayout(samples)
+        for i, view in enumerate(self.sample_views):
+            if i:
+                line = QFrame()
+                line.setFrameShape(QFrame.Shape.HLine)
+                line.setFrameShadow(QFrame.Shadow.Sunken)
+                samples_layout.addWidget(line)
+            samples_layout.addWidget(view)
+        samples_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(samples)
+
+        self.rates = MeasuredRates()
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(scroll)
+        right.addWidget(self.rates)
+        right.setSizes([420, 260])
+
+        results = QVBoxLayout()
+        results.addWidget(self.message_bar)
+        results.addWidget(self.progress_bar)
+        results.addWidget(self.empty_label)
+        results.addWidget(right, 1)
+        self.results = right
+        layout = QHBoxLayout(self)
+        layout.addWidget(controls)
+        layout.addLayout(results, 1)
+
+    def _build_controls(self) -> QWidget:
+        """The masking and sample settings, and the legend of the token colours."""
         self.strategy_combo = QComboBox()
         for value, label in STRATEGY_LABELS.items():
             self.strategy_combo.addItem(label, value)
@@ -176,43 +216,7 @@ class MaskingPanel(QWidget):
         self.strategy_combo.currentIndexChanged.connect(self._on_strategy)
         self.length_spin.valueChanged.connect(self._on_data_settings)
         self.packing_check.toggled.connect(self._on_data_settings)
-
-        self.message_bar = MessageBar()
-        self.progress_bar = QProgressBar()
-        self.progress_bar.hide()
-        self.empty_label = QLabel("Load a corpus and a tokenizer in the Corpus panel to preview masking.")
-        self.empty_label.setWordWrap(True)
-        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.sample_views = [TokenView() for _ in range(SAMPLES)]
-        samples = QWidget()
-        samples_layout = QVBoxLayout(samples)
-        for i, view in enumerate(self.sample_views):
-            if i:
-                line = QFrame()
-                line.setFrameShape(QFrame.Shape.HLine)
-                line.setFrameShadow(QFrame.Shadow.Sunken)
-                samples_layout.addWidget(line)
-            samples_layout.addWidget(view)
-        samples_layout.addStretch(1)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setWidget(samples)
-
-        self.rates = MeasuredRates()
-        right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(scroll)
-        right.addWidget(self.rates)
-        right.setSizes([420, 260])
-
-        results = QVBoxLayout()
-        results.addWidget(self.message_bar)
-        results.addWidget(self.progress_bar)
-        results.addWidget(self.empty_label)
-        results.addWidget(right, 1)
-        self.results = right
-        layout = QHBoxLayout(self)
-        layout.addWidget(controls)
-        layout.addLayout(results, 1)
+        return controls
 
     # --- configuration ------------------------------------------------------------------------------
     def masking_config(self) -> MaskingConfig:

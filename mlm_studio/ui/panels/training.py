@@ -97,7 +97,19 @@ class TrainingPanel(QWidget):
         top.addWidget(self.progress_bar, 1)
         top.addWidget(self.status_label)
         self.message_bar = MessageBar()
+        splitter = QSplitter(Qt.Orientation.Vertical)  # the plots get the whole width
+        splitter.addWidget(self._build_plots_area())
+        splitter.addWidget(self._build_side())
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([520, 200])
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.message_bar)
+        layout.addWidget(splitter, 1)
 
+    def _build_plots_area(self) -> QWidget:
+        """The live plots with their axis, smoothing, zoom and export controls and the hover readout."""
         self.plots = LivePlots()
         self.axis_combo = QComboBox()
         for axis in ("step", "tokens", "time"):
@@ -136,7 +148,10 @@ class TrainingPanel(QWidget):
         plots_layout.addLayout(plot_bar)
         plots_layout.addWidget(self.plots, 1)
         plots_layout.addWidget(self.readout)
+        return plots_area
 
+    def _build_side(self) -> QWidget:
+        """The Runs table with its buttons, the probes and the log, as tabs."""
         self.runs_table = RunsTable()
         self.runs_table.itemDoubleClicked.connect(lambda _: self.open_selected_run())
         self.runs_table.itemSelectionChanged.connect(self._update_controls)
@@ -183,17 +198,7 @@ class TrainingPanel(QWidget):
         self.side.addTab(runs_page, "Runs")
         self.side.addTab(self.probes_editor, "Probes")
         self.side.addTab(self.log, "Log")
-        splitter = QSplitter(Qt.Orientation.Vertical)  # the plots get the whole width
-        splitter.addWidget(plots_area)
-        splitter.addWidget(self.side)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 1)
-        splitter.setSizes([520, 200])
-
-        layout = QVBoxLayout(self)
-        layout.addLayout(top)
-        layout.addWidget(self.message_bar)
-        layout.addWidget(splitter, 1)
+        return self.side
 
     # --- probes -------------------------------------------------------------------------------------
     def set_probes(self, probes: list[Probe]) -> None:
