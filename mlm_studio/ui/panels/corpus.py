@@ -145,6 +145,25 @@ class CorpusPanel(QWidget):
         sources_layout.addWidget(self.table, 1)
         sources_layout.addWidget(self.details)
 
+        self.tokenizer_section = TokenizerSection(self.workspace)
+        lower = QSplitter(Qt.Orientation.Horizontal)
+        lower.addWidget(self._build_statistics())
+        lower.addWidget(self.tokenizer_section)
+        lower.setSizes([520, 480])
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(sources_box)
+        splitter.addWidget(lower)
+        splitter.setSizes([260, 380])
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(buttons)
+        layout.addLayout(options)
+        layout.addWidget(self.progress_row)
+        layout.addWidget(self.message_bar)
+        layout.addWidget(splitter, 1)
+
+    def _build_statistics(self) -> QTabWidget:
+        """The corpus's totals and length histogram, and a few sample documents, as tabs."""
         self.totals = QLabel("No corpus loaded")
         self.histogram = themed_plot("words per document", "documents")
         self.histogram_curve = self.histogram.plot(
@@ -159,22 +178,7 @@ class CorpusPanel(QWidget):
         self.tabs = QTabWidget()
         self.tabs.addTab(stats_page, "Statistics")
         self.tabs.addTab(self.samples, "Sample documents")
-        self.tokenizer_section = TokenizerSection(self.workspace)
-        lower = QSplitter(Qt.Orientation.Horizontal)
-        lower.addWidget(self.tabs)
-        lower.addWidget(self.tokenizer_section)
-        lower.setSizes([520, 480])
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(sources_box)
-        splitter.addWidget(lower)
-        splitter.setSizes([260, 380])
-
-        layout = QVBoxLayout(self)
-        layout.addLayout(buttons)
-        layout.addLayout(options)
-        layout.addWidget(self.progress_row)
-        layout.addWidget(self.message_bar)
-        layout.addWidget(splitter, 1)
+        return self.tabs
 
     # --- actions ------------------------------------------------------------------------------------
     def add_files_dialog(self) -> None:
