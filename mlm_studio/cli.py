@@ -77,7 +77,8 @@ def _add_train(commands) -> None:
         type=Path,
         nargs="+",
         metavar="PATH",
-        help="files or folders: .txt .md .jsonl .csv .tsv (also .gz .bz2 .xz .zst), .parquet, .arrow "
+        help="files or folders: .txt .md .jsonl .csv .tsv (also .gz .bz2 .xz .zst), .parquet, .arrow; or "
+        "hf:org/name, a Hub dataset already in the local Hugging Face cache "
         "(default: the built-in corpus)",
     )
     train.add_argument(

@@ -26,6 +26,7 @@ from mlm_studio.core.formats import (
     kind_of,
     sniff_encoding,
 )
+from mlm_studio.core.hub_cache import cached_files, is_hub_name
 from mlm_studio.core.progress import Progress
 
 SAMPLE_SIZE = 8
@@ -123,40 +124,46 @@ class Corpus:
 
 
 def expand_sources(paths: Iterable[str | Path]) -> tuple[list[Path], list[SourceReport]]:
-    """Files to read (folders expanded recursively, duplicates dropped) and reports for unusable paths."""
+    """Files to read (folders expanded recursively, Hub names found in the local cache, duplicates dropped) and
+    reports for unusable paths."""
     files: list[Path] = []
     skipped: list[SourceReport] = []
     seen: set[Path] = set()
-
-    def add(path: Path) -> None:
-        key = path.resolve()
-        if key not in seen:
-            seen.add(key)
-            files.append(path)
-
     for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            found = sorted(
-                p
-                for p in path.rglob("*")
-                if p.is_file()
-                and kind_of(p) is not None
-                and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
-            if not found:
-                skipped.append(_skip(path, "folder", f"no {FORMATS} files in this folder"))
-            for p in found:
-                add(p)
-        elif not path.exists():
-            skipped.append(_skip(path, "?", "file not found"))
-        elif not path.is_file():  # a pipe or a device would be waited on, or read for ever
-            skipped.append(_skip(path, "?", "not a regular file (a pipe, socket or device); give a file"))
-        elif kind_of(path) is None:
-            skipped.append(_skip(path, "?", f"unsupported file type '{path.suffix}' (supported: {FORMATS})"))
-        else:
-            add(path)
+        found, problem = _expand(raw)
+        if problem is not None:
+            skipped.append(problem)
+        for path in found:
+            if path.resolve() not in seen:
+                seen.add(path.resolve())
+                files.append(path)
     return files, skipped
+
+
+def _expand(raw: str | Path) -> tuple[list[Path], SourceReport | None]:
+    """The files one given source stands for, or why it stands for none."""
+    if is_hub_name(raw):
+        try:
+            return cached_files(str(raw)), None
+        except FileNotFoundError as exc:
+            return [], _skip(Path(str(raw)), "hub", str(exc))
+    path = Path(raw)
+    if path.is_dir():
+        found = sorted(
+            p
+            for p in path.rglob("*")
+            if p.is_file()
+            and kind_of(p) is not None
+            and not any(part.startswith(".") for part in p.relative_to(path).parts)
+        )
+        return found, None if found else _skip(path, "folder", f"no {FORMATS} files in this folder")
+    if not path.exists():
+        return [], _skip(path, "?", "file not found")
+    if not path.is_file():  # a pipe or a device would be waited on, or read for ever
+        return [], _skip(path, "?", "not a regular file (a pipe, socket or device); give a file")
+    if kind_of(path) is None:
+        return [], _skip(path, "?", f"unsupported file type '{path.suffix}' (supported: {FORMATS})")
+    return [path], None
 
 
 def load_corpus(

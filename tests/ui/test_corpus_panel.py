@@ -199,3 +199,20 @@ def test_parquet_shards_and_compressed_files_are_sources_like_any_other(qtbot, p
     assert rows["train-0.parquet"][1:] == ("loaded", "2") and rows["notes.jsonl.gz"][1:] == ("loaded", "1")
     assert rows["cut.txt.gz"][1].startswith("skipped: damaged or cut short compressed data")
     assert panel.workspace.corpus.documents == 3
+
+
+def test_a_hub_dataset_in_the_local_cache_is_added_by_its_name(qtbot, panel, tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from PySide6.QtWidgets import QInputDialog
+
+    shards = tmp_path / "hub" / "datasets--someone--notes" / "snapshots" / "abc" / "data"
+    shards.mkdir(parents=True)
+    pq.write_table(pa.table({"text": ["alpha beta", "gamma delta"]}), shards / "train-00000-of-00001.parquet")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(QInputDialog, "getText", lambda *args, **kw: ("someone/notes", True))
+    click_and_wait(qtbot, panel, panel.hub_button)
+    assert column(panel, 0) == ["train-00000-of-00001.parquet"] and panel.workspace.corpus.documents == 2
+    monkeypatch.setattr(QInputDialog, "getText", lambda *args, **kw: ("nobody/absent", True))
+    click_and_wait(qtbot, panel, panel.hub_button)
+    assert any("not in the local Hugging Face cache" in status for status in column(panel, 2))

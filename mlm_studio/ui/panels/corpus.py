@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
+    QInputDialog,
     QLabel,
     QLineEdit,
     QProgressBar,
@@ -33,6 +34,7 @@ from PySide6.QtWidgets import (
 from mlm_studio.core.builtin_corpus import builtin_corpus_location, ensure_builtin_corpus
 from mlm_studio.core.corpus import Corpus, ReadOptions, SourceReport, load_corpus
 from mlm_studio.core.formats import SUFFIXES
+from mlm_studio.core.hub_cache import PREFIX as HUB_PREFIX
 from mlm_studio.core.progress import Progress
 from mlm_studio.ui.panels.tokenizer_section import TokenizerSection
 from mlm_studio.ui.tasks import TaskRunner
@@ -70,6 +72,11 @@ class CorpusPanel(QWidget):
         style = self.style()
         self.add_files_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_FileIcon), "Add files…")
         self.add_folder_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_DirIcon), "Add folder…")
+        self.hub_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_DriveNetIcon), "Hub dataset…")
+        self.hub_button.setToolTip(
+            "A Hugging Face Hub dataset already on this machine, by its name (org/name); nothing is downloaded"
+        )
+        self.hub_button.clicked.connect(self.add_hub_dialog)
         self.remove_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_TrashIcon), "Remove")
         self.builtin_button = QPushButton(
             style.standardIcon(QStyle.StandardPixmap.SP_DriveHDIcon), "Use built-in corpus"
@@ -81,7 +88,7 @@ class CorpusPanel(QWidget):
         self.remove_button.clicked.connect(self.remove_selected)
         self.builtin_button.clicked.connect(self.use_builtin)
         buttons = QHBoxLayout()
-        for button in (self.add_files_button, self.add_folder_button, self.remove_button):
+        for button in (self.add_files_button, self.add_folder_button, self.hub_button, self.remove_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
         buttons.addWidget(self.builtin_button)
@@ -190,6 +197,13 @@ class CorpusPanel(QWidget):
         folder = QFileDialog.getExistingDirectory(self, "Add a folder of corpus files")
         if folder:
             self.add_paths([folder])
+
+    def add_hub_dialog(self) -> None:
+        name, ok = QInputDialog.getText(
+            self, "A Hub dataset on this machine", "Dataset name as on the Hub (org/name), already in the local cache:"
+        )
+        if ok and name.strip():
+            self.add_paths([f"{HUB_PREFIX}{name.strip()}"])
 
     def add_paths(self, paths: list[str | Path]) -> None:
         """Add sources to the current ones and rescan."""
@@ -328,6 +342,7 @@ class CorpusPanel(QWidget):
         self.remove_button.setEnabled(not busy and bool(self.table.selectionModel().selectedRows()))
         self.add_files_button.setEnabled(not busy)
         self.add_folder_button.setEnabled(not busy)
+        self.hub_button.setEnabled(not busy)
         self.builtin_button.setEnabled(not busy)
 
     def _validate_options(self) -> None:
