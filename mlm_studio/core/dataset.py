@@ -113,10 +113,12 @@ def _write_tokens(corpus: Corpus, tokenizer: MLMTokenizer, folder: Path, progres
         batch: list[str] = []
 
         def flush() -> None:
-            for encoded in tokenizer.encode_batch(batch):
-                encoded.ids.astype(dtype).tofile(ids_file)
-                encoded.word_starts.tofile(starts_file)
-                offsets.append(offsets[-1] + len(encoded.ids))
+            encoded = tokenizer.encode_batch(batch)
+            if encoded:  # one write per batch, not per document
+                np.concatenate([e.ids for e in encoded]).astype(dtype).tofile(ids_file)
+                np.concatenate([e.word_starts for e in encoded]).tofile(starts_file)
+            for e in encoded:
+                offsets.append(offsets[-1] + len(e.ids))
             batch.clear()
             progress.check()
             progress.report(len(offsets) - 1, total, "Tokenizing the corpus")
