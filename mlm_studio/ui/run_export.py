@@ -1,5 +1,6 @@
-"""Exporting a run as a Hugging Face folder from the window: where to, whether to replace an earlier export, and
-the export itself in the background, its outcome said in a message bar."""
+"""Taking a run out of the window: its plots as a PNG, its metrics as CSV, and the model as a Hugging Face folder
+(where to, whether to replace an earlier export, the export itself in the background); every outcome is said
+in the panel's message bar."""
 
 from __future__ import annotations
 
@@ -8,19 +9,49 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
+from mlm_studio.core.checkpoint import CheckpointError, RunDir
 from mlm_studio.core.hf import export_model, is_hf_folder
+from mlm_studio.core.history import metrics_csv
 from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar
 
 
 class RunExporter(TaskRunner):
-    """Asks, then exports; `succeeded` carries the folder written."""
+    """Asks, then exports; `succeeded` carries the Hugging Face folder written."""
 
     def __init__(self, parent: QWidget, message_bar: MessageBar, log: Callable[[str], None]) -> None:
         super().__init__(parent)
         self.window, self.message_bar, self.log = parent, message_bar, log
         self.succeeded.connect(self._on_exported)
         self.failed.connect(lambda message: message_bar.show_message(message, "error"))
+
+    def plots_dialog(self, plots: LivePlots) -> None:
+        path, _ = QFileDialog.getSaveFileName(self.window, "Export the plots", "training.png", "PNG images (*.png)")
+        if path:
+            self.save_plots(plots, path)
+
+    def save_plots(self, plots: LivePlots, path: str) -> bool:
+        """The six plots as a PNG at twice the screen's resolution."""
+        path = path if Path(path).suffix else path + ".png"
+        try:
+            plots.export(path)
+        except OSError as exc:
+            self.message_bar.show_message(f"Could not export the plots: {exc}", "error")
+            return False
+        self.message_bar.show_message(f"Saved the plots to {path}.", "info")
+        return True
+
+    def csv_dialog(self, run: Path | None) -> None:
+        if run is None:
+            self.message_bar.show_message("Open or train a run first.", "warning")
+            return
+        path, _ = QFileDialog.getSaveFileName(self.window, "Export the metrics", "metrics.csv", "CSV files (*.csv)")
+        if path:
+            try:
+                Path(path).write_text(metrics_csv(RunDir(run).read_metrics()), encoding="utf-8")
+            except (OSError, CheckpointError) as exc:
+                self.message_bar.show_message(f"Could not export: {exc}", "error")
 
     def ask(self, run: Path | None, runs_root: Path) -> None:
         """Ask where to write `run` (or a run folder the user picks), then export it."""

@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.checkpoint import CheckpointError, RunDir
-from mlm_studio.core.history import metrics_csv
 from mlm_studio.core.paths import default_runs_dir
 from mlm_studio.core.probes import Probe
 from mlm_studio.core.progress import Eta, format_duration
@@ -130,8 +129,8 @@ class TrainingPanel(QWidget):
         self.png_button = QPushButton("Export plots…")
         self.png_button.setToolTip("Save the six plots as a PNG at twice the screen's resolution")
         self.csv_button = QPushButton("Export CSV…")
-        self.png_button.clicked.connect(self.export_plots_dialog)
-        self.csv_button.clicked.connect(self.export_csv_dialog)
+        self.png_button.clicked.connect(lambda: self.exporter.plots_dialog(self.plots))
+        self.csv_button.clicked.connect(lambda: self.exporter.csv_dialog(self.workspace.run))
         plot_bar = QHBoxLayout()
         plot_bar.addWidget(self.axis_combo)
         plot_bar.addWidget(self.smoothing_label)
@@ -313,36 +312,8 @@ class TrainingPanel(QWidget):
             self.refresh_runs()
 
     # --- export -------------------------------------------------------------------------------------
-    def export_plots_dialog(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export the plots", "training.png", "PNG images (*.png)")
-        if path:
-            self.export_plots(path)
-
     def export_plots(self, path: str) -> bool:
-        if not Path(path).suffix:
-            path += ".png"
-        try:
-            self.plots.export(path)
-        except OSError as exc:
-            self.message_bar.show_message(f"Could not export the plots: {exc}", "error")
-            return False
-        self.message_bar.show_message(f"Saved the plots to {path}.", "info")
-        return True
-
-    def export_csv_dialog(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export the metrics", "metrics.csv", "CSV files (*.csv)")
-        if path:
-            self.export_csv(path)
-
-    def export_csv(self, path: str) -> None:
-        run = self.workspace.run
-        if run is None:
-            self.message_bar.show_message("Open or train a run first.", "warning")
-            return
-        try:
-            Path(path).write_text(metrics_csv(RunDir(run).read_metrics()), encoding="utf-8")
-        except (OSError, CheckpointError) as exc:
-            self.message_bar.show_message(f"Could not export: {exc}", "error")
+        return self.exporter.save_plots(self.plots, path)
 
     def export_dialog(self, run: Path | None) -> None:
         """Ask where to write `run` (or a run folder the user picks) as a Hugging Face folder, and write it."""
