@@ -30,6 +30,8 @@ MAX_POINTS = 4000  # per curve handed to pyqtgraph
 X_AXES = {"step": "step", "tokens": "tokens seen", "time": "seconds"}
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2")
 NOISY = {"loss", "accuracy", "grad_norm", "throughput"}  # training series drawn smoothed over their raw values
+# Where each plot with several series keeps its legend: away from where its curves end (loss falls, accuracy rises).
+LEGENDS = {"loss": (-5, 5), "accuracy": (-5, -5), "probes": (-5, 5)}
 LEGEND_CHARS = 26  # longer names are shortened in the middle, so a legend never hides a plot
 WIDE = 900  # pixels from which the plots sit in three columns
 
@@ -116,7 +118,8 @@ class LivePlots(QWidget):
         layout.addWidget(self.view)
         for name, (label, log_y) in self.PLOTS.items():
             plot = pg.PlotItem(axisItems={"left": CompactAxis("left"), "bottom": CompactAxis("bottom")})
-            plot.addLegend(offset=(-5, 5), labelTextSize="8pt")
+            if name in LEGENDS:  # a plot of one series is named by its axis; a legend would only hide its newest points
+                plot.addLegend(offset=LEGENDS[name], labelTextSize="8pt")
             style_plot(plot, X_AXES[self.axis], label)
             if log_y:
                 plot.setLogMode(y=True)
