@@ -332,10 +332,15 @@ class MainWindow(QMainWindow):
 
 
 def _import_engine() -> None:
-    """What the panels need that takes long to import (PyTorch, tokenizers, the engine), in the background."""
+    """What the panels need that takes long to import (PyTorch, tokenizers, the engine), in the background; the
+    TensorBoard writer too, so the first training does not import it while the window waits."""
     import mlm_studio.core.predict
     import mlm_studio.core.preview
-    import mlm_studio.core.runs  # noqa: F401 - importing is the work
+    import mlm_studio.core.runs  # noqa: F401
+    from mlm_studio.core import tensorboard
+
+    if tensorboard.available():
+        import torch.utils.tensorboard  # noqa: F401
 
 
 def _resident_memory_bytes() -> int:
