@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
+from mlm_studio.core.records import StepRecord
+
 
 @dataclass
 class StepSums:
@@ -45,3 +47,26 @@ class Window:
         if step.norm is not None and math.isfinite(float(step.norm)):  # fp16 overflows are skipped, not averaged
             self.norm_sum += float(step.norm)
             self.norm_steps += 1
+
+    def sums(self) -> tuple[float, ...]:
+        """What the processes add up before the record is made (see `record`)."""
+        return tuple(
+            map(float, (self.loss_sum, self.correct, self.predicted, self.norm_sum, self.norm_steps, self.steps))
+        )
+
+    def record(self, sums: list[float], step: int, tokens_seen: int, lr: float, elapsed: float) -> StepRecord | None:
+        """The step record of the window from `sums` (this window's, summed over the processes); None if no
+        step of it counted."""
+        loss_sum, correct, predicted, norm_sum, norm_steps, steps = sums
+        if steps == 0 or predicted == 0:
+            return None
+        return StepRecord(
+            step=step,
+            tokens_seen=tokens_seen,
+            loss=loss_sum / predicted,
+            accuracy=correct / predicted,
+            learning_rate=lr,
+            grad_norm=norm_sum / norm_steps if norm_steps else math.nan,
+            tokens_per_second=self.tokens / self.seconds if self.seconds else 0.0,
+            elapsed=elapsed,
+        )

@@ -43,7 +43,6 @@ from mlm_studio.core.records import (
     ProbeRecord,
     Record,
     StartedRecord,
-    StepRecord,
     TrainingControl,
     WarningRecord,
 )
@@ -301,7 +300,8 @@ class Trainer:
         """The step record, evaluation, probes and checkpoint that fall on this step."""
         t = self.config.training
         if self.step % t.log_interval == 0 or last:
-            record = self._step_record(window, lr)
+            sums = summed(self.dist, window.sums(), self.device)
+            record = window.record(sums, self.step, self.tokens_seen, lr, self.elapsed)
             if record is not None:
                 yield self._logged(record)
             window.reset()
@@ -332,24 +332,6 @@ class Trainer:
 
     def _agree(self, flag: bool) -> bool:
         return any_rank(self.dist, flag, self.device)
-
-    def _step_record(self, window: Window, lr: float) -> StepRecord | None:
-        sums = (window.loss_sum, window.correct, window.predicted, window.norm_sum, window.norm_steps, window.steps)
-        loss_sum, correct, predicted, norm_sum, norm_steps, steps = summed(
-            self.dist, tuple(map(float, sums)), self.device
-        )
-        if steps == 0 or predicted == 0:
-            return None
-        return StepRecord(
-            step=self.step,
-            tokens_seen=self.tokens_seen,
-            loss=loss_sum / predicted,
-            accuracy=correct / predicted,
-            learning_rate=lr,
-            grad_norm=norm_sum / norm_steps if norm_steps else math.nan,
-            tokens_per_second=window.tokens / window.seconds if window.seconds else 0.0,
-            elapsed=self.elapsed,
-        )
 
     def evaluate(self) -> EvalRecord:
         """Validation loss, accuracy and top-5 accuracy with a fixed masking, comparable across runs."""
