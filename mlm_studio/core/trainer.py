@@ -407,7 +407,8 @@ class Trainer:
                 self.run_dir.append_metrics(self._unwritten)
             except OSError:
                 return record
+            if self.events is not None:  # what a full disk held back reaches the events as it reaches the file
+                for written in self._unwritten:
+                    self.events.add(written)
             self._unwritten = []
-            if self.events is not None:
-                self.events.add(record.to_dict())
         return record

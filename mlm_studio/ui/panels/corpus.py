@@ -39,7 +39,7 @@ from mlm_studio.core.progress import Progress
 from mlm_studio.ui.panels.tokenizer_section import TokenizerSection
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.message_bar import MessageBar
-from mlm_studio.ui.widgets.plots import accent_colour, themed_plot
+from mlm_studio.ui.widgets.plots import ThemedPlot, accent_colour
 from mlm_studio.ui.workspace import Workspace
 
 BUILTIN_LABEL = "Python documentation (built-in)"
@@ -172,7 +172,7 @@ class CorpusPanel(QWidget):
     def _build_statistics(self) -> QTabWidget:
         """The corpus's totals and length histogram, and a few sample documents, as tabs."""
         self.totals = QLabel("No corpus loaded")
-        self.histogram = themed_plot("words per document", "documents")
+        self.histogram = ThemedPlot("words per document", "documents")
         self.histogram_curve = self.histogram.plot(
             [0, 1], [0], stepMode="center", fillLevel=0, brush=accent_colour(), pen=pg.mkPen(accent_colour())
         )

@@ -41,7 +41,6 @@ KIND_COLOURS = {
     MaskKind.RANDOM: QColor("#f0a030"),
     MaskKind.KEPT: QColor("#4caf50"),
 }
-SPECIAL_COLOUR = QColor("#9e9e9e")
 INVALID_STYLE = "QAbstractSpinBox { border: 1px solid #c0392b; }"
 SAMPLES = 4
 MEASURED_BLOCKS = 1000

@@ -195,7 +195,7 @@ class LivePlots(QWidget):
         self._labels.clear()
         self.overlays.clear()
         self._dirty = set(self.plots)
-        self._fit_views()
+        self.reset_zoom()
 
     def overlay(self, name: str, records: list[dict]) -> None:
         """Draw another run's loss and accuracy for comparison in a colour of its own: training dashed,
@@ -222,7 +222,7 @@ class LivePlots(QWidget):
                     )
         if name not in self.overlays:
             self.overlays.append(name)
-        self._fit_views()
+        self.reset_zoom()
         self.redraw(everything=True)
 
     # --- drawing ------------------------------------------------------------------------------------
@@ -231,7 +231,7 @@ class LivePlots(QWidget):
         for plot in self.plots.values():
             plot.setLabel("bottom", X_AXES[axis])
         self._dirty = set(self.plots)
-        self._fit_views()
+        self.reset_zoom()
 
     def set_smoothing(self, weight: float) -> None:
         """Smoothing weight from 0 (none) to 0.99 (TensorBoard's slider)."""
@@ -252,8 +252,8 @@ class LivePlots(QWidget):
                     y = smoothed(y, self.smoothing)
                 self.curves[key].setData(*thinned(x, y))
 
-    def _fit_views(self) -> None:
-        """Let every plot find its range again from its data (after the x-axis or the curves changed)."""
+    def reset_zoom(self) -> None:
+        """Let every plot find its range again from its data (after a zoom, or the x-axis or the curves changed)."""
         for plot in self.plots.values():
             plot.enableAutoRange()
 
@@ -263,9 +263,6 @@ class LivePlots(QWidget):
             self.view.setBackground(QApplication.palette().color(QPalette.ColorRole.Base))
             for plot in self.plots.values():
                 recolour(plot)
-
-    def reset_zoom(self) -> None:
-        self._fit_views()
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)

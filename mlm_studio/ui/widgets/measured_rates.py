@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QGroupBox, QHeaderView, QLabel, QSplitter, QTableW
 from mlm_studio.core.masking import wilson_interval
 from mlm_studio.core.preview import MaskingPreview
 from mlm_studio.core.settings import MaskingConfig
-from mlm_studio.ui.widgets.plots import accent_colour, themed_plot
+from mlm_studio.ui.widgets.plots import ThemedPlot, accent_colour
 
 ROWS = ("selected", "mask", "random", "keep")
 
@@ -32,7 +32,7 @@ class MeasuredRates(QSplitter):
         rates_layout = QVBoxLayout(rates_box)
         rates_layout.addWidget(self.caption)
         rates_layout.addWidget(self.table)
-        self.span_plot = themed_plot("span length (words)", "share of spans")
+        self.span_plot = ThemedPlot("span length (words)", "share of spans")
         self.span_bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush=accent_colour())
         self.span_plot.addItem(self.span_bars)
         self.span_theory = self.span_plot.plot([], [], pen=pg.mkPen("#d9534f", width=1), symbol="o", symbolSize=6)

@@ -92,10 +92,6 @@ class ThemedPlot(pg.PlotWidget):
             recolour(self.plotItem)
 
 
-def themed_plot(x_label: str, y_label: str, parent: QWidget | None = None) -> ThemedPlot:
-    return ThemedPlot(x_label, y_label, parent)
-
-
 def accent_colour():
     """The palette's highlight colour, used for the main series."""
     return QApplication.palette().color(QPalette.ColorRole.Highlight)

@@ -55,9 +55,8 @@ class RunsTable(QTableWidget):
         for run in list_runs(root):
             self._add(summarize(run))
         self.setSortingEnabled(True)
-        for row in range(self.rowCount()):
-            if self.item(row, 0).data(PATH_ROLE) == str(selected):
-                self.selectRow(row)
+        if selected is not None:
+            self.select_run(selected)
 
     def _add(self, summary: RunSummary) -> None:
         row = self.rowCount()
