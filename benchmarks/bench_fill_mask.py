@@ -18,11 +18,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine
 
+from mlm_studio.core.bert import BertForMaskedLM
 from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.config import preset
 from mlm_studio.core.corpus import load_corpus
 from mlm_studio.core.hf import export_model
-from mlm_studio.core.model import BertForMaskedLM
 from mlm_studio.core.predict import FillMask
 from mlm_studio.core.runs import start_run
 from mlm_studio.core.tokenizer import train_tokenizer

@@ -318,8 +318,8 @@ def load_state(tensors: dict[str, torch.Tensor], model: torch.nn.Module, source:
     """Copy `tensors` into `model` by name (tied weights may appear under any of their names); refuses, listing
     them, missing or unexpected names and different shapes."""
     expected = dict(model.state_dict())
-    aliases = _aliases(model)
-    missing = [n for n in expected if n not in tensors and not any(a in tensors for a in aliases.get(n, ()))]
+    tied = aliases(model)
+    missing = [n for n in expected if n not in tensors and not any(a in tensors for a in tied.get(n, ()))]
     unexpected = [n for n in tensors if n not in expected]
     wrong = [
         f"{n} {tuple(tensors[n].shape)} ≠ {tuple(expected[n].shape)}"
@@ -339,7 +339,7 @@ def load_state(tensors: dict[str, torch.Tensor], model: torch.nn.Module, source:
         for name, value in expected.items():
             source_tensor = tensors.get(name)
             if source_tensor is None:
-                source_tensor = next(tensors[a] for a in aliases[name] if a in tensors)
+                source_tensor = next(tensors[a] for a in tied[name] if a in tensors)
             value.copy_(source_tensor)
 
 
@@ -374,7 +374,7 @@ def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torc
     return tensors, state["param_groups"]
 
 
-def _aliases(model: torch.nn.Module) -> dict[str, list[str]]:
+def aliases(model: torch.nn.Module) -> dict[str, list[str]]:
     """For each state-dict name, the other names of the same tensor (tied weights)."""
     by_tensor: dict[int, list[str]] = {}
     for name, tensor in model.state_dict(keep_vars=True).items():

@@ -60,10 +60,11 @@ class RunConfig:
     preset: str = "custom"
 
     def __post_init__(self) -> None:
-        length, positions = self.data.max_seq_len, self.model.max_position_embeddings
+        length, positions = self.data.max_seq_len, self.model.max_tokens()
         if length > positions:
+            offset = "" if positions == self.model.max_position_embeddings else " less the padding offset"
             raise ConfigError(
-                f"{{0}} ({length}) must not exceed {{1}} ({positions})",
+                f"{{0}} ({length}) must not exceed {{1}}{offset} ({positions})",
                 ("data.max_seq_len", "model.max_position_embeddings"),
             )
 

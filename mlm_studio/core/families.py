@@ -1,8 +1,8 @@
 """The model families MLM Studio trains, imports and exports, registered in one place.
 
-A family is one module: its configuration, its modules with `transformers`' parameter names, and how its
-configuration reads and writes config.json. Everything else (the trainer, prediction, probes, import and export,
-the Configuration panel) asks this registry, never a family's classes.
+A family is one module: its masked-LM with `transformers`' parameter names and how its configuration reads and
+writes config.json. Everything else (the trainer, prediction, probes, import and export, the Configuration
+panel) asks this registry, never a family's classes.
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from torch import nn
-
-from mlm_studio.core import model as bert
+from mlm_studio.core import bert, distilbert, modernbert, roberta
+from mlm_studio.core.encoder import MaskedLM
 from mlm_studio.core.settings import ModelConfig
 
 
@@ -23,33 +22,58 @@ class Family:
 
     model_type: str  # as `transformers`' config.json says it
     title: str  # as people say it
-    config: type  # its configuration section
-    build: Callable[[Any], nn.Module]  # the masked-LM, parameters named as `transformers` names them
-    from_hf: Callable[[dict[str, Any]], Any]  # its configuration from config.json (ConfigError when unusable)
-    to_hf: Callable[[Any], dict[str, Any]]  # config.json for a configuration
-    export_problems: Callable[[Any], list[str]]  # why `transformers` would compute something else
+    prefix: str  # the encoder's attribute: its weights' names start with it, the head's do not
+    build: Callable[[ModelConfig], MaskedLM]  # the masked-LM, freshly initialised
+    from_hf: Callable[[dict[str, Any]], ModelConfig]  # its configuration from config.json (ConfigError if unusable)
+    to_hf: Callable[[ModelConfig], dict[str, Any]]  # config.json for a configuration
+    export_problems: Callable[[ModelConfig], list[str]]  # why `transformers` would compute something else
 
 
-BERT = Family(
-    model_type="bert",
-    title="BERT",
-    config=ModelConfig,
-    build=bert.BertForMaskedLM,
-    from_hf=bert.bert_from_hf,
-    to_hf=bert.bert_to_hf,
-    export_problems=bert.bert_export_problems,
-)
-FAMILIES: dict[str, Family] = {family.model_type: family for family in (BERT,)}
+FAMILIES: dict[str, Family] = {
+    family.model_type: family
+    for family in (
+        Family(
+            "bert", "BERT", "bert", bert.BertForMaskedLM, bert.bert_from_hf, bert.bert_to_hf, bert.bert_export_problems
+        ),
+        Family(
+            "roberta",
+            "RoBERTa",
+            "roberta",
+            roberta.RobertaForMaskedLM,
+            roberta.roberta_from_hf,
+            roberta.roberta_to_hf,
+            roberta.roberta_export_problems,
+        ),
+        Family(
+            "distilbert",
+            "DistilBERT",
+            "distilbert",
+            distilbert.DistilBertForMaskedLM,
+            distilbert.distilbert_from_hf,
+            distilbert.distilbert_to_hf,
+            distilbert.distilbert_export_problems,
+        ),
+        Family(
+            "modernbert",
+            "ModernBERT",
+            "model",
+            modernbert.ModernBertForMaskedLM,
+            modernbert.modernbert_from_hf,
+            modernbert.modernbert_to_hf,
+            modernbert.modernbert_export_problems,
+        ),
+    )
+}
+
+# Config.json model types that are RoBERTa's architecture under another name.
+ALIASES = {"camembert": "roberta", "xlm-roberta": "roberta"}
 
 
-def family_of(config: Any) -> Family:
+def family_of(config: ModelConfig) -> Family:
     """The family a model configuration belongs to."""
-    for family in FAMILIES.values():
-        if type(config) is family.config:
-            return family
-    raise TypeError(f"no model family takes a {type(config).__name__}")
+    return FAMILIES[config.family]
 
 
-def build_model(config: Any) -> nn.Module:
+def build_model(config: ModelConfig) -> MaskedLM:
     """The masked-LM of `config`'s family, freshly initialised."""
     return family_of(config).build(config)

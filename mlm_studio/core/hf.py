@@ -1,4 +1,5 @@
-"""Hugging Face interchange: a run exported as a `transformers` BERT folder, and such a folder imported.
+"""Hugging Face interchange: a run exported as a `transformers` folder of its family, and such a folder
+(BERT, RoBERTa and its relatives, DistilBERT, ModernBERT) imported.
 
 An export holds what `AutoModelForMaskedLM.from_pretrained` and `AutoTokenizer.from_pretrained` read without
 any code of ours. An import reads `model.safetensors` (sharded or not); a `pytorch_model.bin` is read only with
@@ -23,6 +24,7 @@ from mlm_studio import __version__
 from mlm_studio.core.checkpoint import (
     CheckpointError,
     RunDir,
+    aliases,
     listed,
     load_state,
     load_weights,
@@ -31,15 +33,16 @@ from mlm_studio.core.checkpoint import (
     save_weights,
 )
 from mlm_studio.core.config import ConfigError, ModelConfig
-from mlm_studio.core.families import FAMILIES, build_model, family_of
+from mlm_studio.core.families import ALIASES, FAMILIES, Family, build_model, family_of
 from mlm_studio.core.files import atomic_write_folder, atomic_write_json
 from mlm_studio.core.progress import Progress
-from mlm_studio.core.tokenizer import SPECIAL_TOKENS, MLMTokenizer, TokenizerError, vocab_txt
+from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerError
 
-# Names `transformers` ties to another weight and leaves out of its files.
-TIED = ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias")
-EXPORTED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "vocab.txt")  # what marks an export
-WRITTEN_FILES = (*EXPORTED_FILES, "tokenizer_config.json", "special_tokens_map.json", "README.md")
+EXPORTED_FILES = ("config.json", "model.safetensors", "tokenizer.json")  # what marks an export
+WRITTEN_FILES = (*EXPORTED_FILES, "vocab.txt", "tokenizer_config.json", "special_tokens_map.json", "README.md")
+# The special-token ids a family's config.json records, by role.
+TOKEN_IDS = {"roberta": ("bos", "eos"), "modernbert": ("bos", "eos", "cls", "sep")}
+_ROLE_IDS = {"bos": "cls_id", "eos": "sep_id", "cls": "cls_id", "sep": "sep_id"}
 
 
 class InteropError(CheckpointError):
@@ -72,11 +75,12 @@ def export_model(
         progress.report(1, 3, "Writing the weights")
         save_weights(model, folder / "model.safetensors")
         progress.report(2, 3, "Writing the configuration, tokenizer and model card")
-        atomic_write_json(folder / "config.json", hf_config(config.model))
+        atomic_write_json(folder / "config.json", hf_config(config.model, tokenizer))
         tokenizer.save(folder / "tokenizer.json")
-        (folder / "vocab.txt").write_text(vocab_txt(tokenizer), encoding="utf-8")
+        if tokenizer.kind == "WordPiece":
+            (folder / "vocab.txt").write_text(tokenizer.vocab_txt(), encoding="utf-8")
         atomic_write_json(folder / "tokenizer_config.json", _tokenizer_config(tokenizer, config.model))
-        atomic_write_json(folder / "special_tokens_map.json", _special_tokens_map())
+        atomic_write_json(folder / "special_tokens_map.json", tokenizer.specials.as_map())
         (folder / "README.md").write_text(model_card(run, checkpoint), encoding="utf-8")
 
     try:
@@ -121,33 +125,36 @@ def _check_target(out: Path, overwrite: bool) -> None:
         raise InteropError(f"{out} already holds an exported model; allow overwriting to replace it")
 
 
-def hf_config(model: ModelConfig) -> dict[str, Any]:
-    """`config.json` for the model's family, every field spelled out."""
-    return family_of(model).to_hf(model)
+def hf_config(model: ModelConfig, tokenizer: MLMTokenizer) -> dict[str, Any]:
+    """`config.json` for the model's family, every field spelled out, with the tokenizer's special ids."""
+    ids = {f"{role}_token_id": getattr(tokenizer, _ROLE_IDS[role]) for role in TOKEN_IDS.get(model.family, ())}
+    return {**family_of(model).to_hf(model), **ids}
 
 
 def _tokenizer_config(tokenizer: MLMTokenizer, model: ModelConfig) -> dict[str, Any]:
+    """BERT's tokenizer settings for a WordPiece vocabulary; for any other, the generic fast tokenizer that
+    reads `tokenizer.json` as it is."""
+    common = {
+        "model_max_length": model.max_tokens(),
+        "clean_up_tokenization_spaces": False,
+        **tokenizer.specials.as_map(),
+    }
+    if tokenizer.kind != "WordPiece":
+        return {"tokenizer_class": "PreTrainedTokenizerFast", **common}
     normalizer = json.loads(tokenizer.backend.to_str()).get("normalizer") or {}
     return {
         "tokenizer_class": "BertTokenizer",
         "do_lower_case": bool(normalizer.get("lowercase", False)),
         "strip_accents": normalizer.get("strip_accents"),
         "tokenize_chinese_chars": bool(normalizer.get("handle_chinese_chars", True)),
-        "model_max_length": model.max_position_embeddings,
-        "clean_up_tokenization_spaces": False,
-        **_special_tokens_map(),
+        **common,
     }
-
-
-def _special_tokens_map() -> dict[str, str]:
-    pad, unk, cls, sep, mask = SPECIAL_TOKENS
-    return {"pad_token": pad, "unk_token": unk, "cls_token": cls, "sep_token": sep, "mask_token": mask}
 
 
 def model_card(run: RunDir, checkpoint: Path) -> str:
     """A short README: where the text came from, the configuration, and the last evaluation."""
     config, state = run.config, read_state(checkpoint)
-    m = config.model
+    m, family, tokenizer = config.model, family_of(config.model), run.tokenizer
     try:
         sources, _ = run.corpus_sources()
         corpus = ", ".join(s.name for s in sources[:10]) + (
@@ -173,20 +180,20 @@ def model_card(run: RunDir, checkpoint: Path) -> str:
     return f"""---
 library_name: transformers
 pipeline_tag: fill-mask
-tags: [bert, fill-mask, mlm-studio]
+tags: [{m.family}, fill-mask, mlm-studio]
 ---
 
 # {run.name}
 
-A BERT masked language model trained with MLM Studio {__version__}: {m.num_hidden_layers} layers, hidden size
-{m.hidden_size}, {m.num_attention_heads} heads, {m.parameter_count():,} parameters, a WordPiece vocabulary of
-{m.vocab_size:,} pieces. {start}Exported from checkpoint `{checkpoint.name}` after {state["step"]:,} optimizer steps and
-{state.get("tokens_seen", 0):,} tokens.
+A {family.title} masked language model trained with MLM Studio {__version__}: {m.num_hidden_layers} layers, hidden
+size {m.hidden_size}, {m.num_attention_heads} heads, {m.parameter_count():,} parameters, a {tokenizer.kind} vocabulary
+of {tokenizer.vocab_size:,} pieces. {start}Exported from checkpoint `{checkpoint.name}` after {state["step"]:,}
+optimizer steps and {state.get("tokens_seen", 0):,} tokens.
 
 ## Training data
 
 Corpus: {corpus}. Masking: {config.masking.rate:.0%} of tokens ({config.masking.strategy.replace("_", " ")}),
-split {config.masking.mask_fraction:g} [MASK] / {config.masking.random_fraction:g} random /
+split {config.masking.mask_fraction:g} {tokenizer.specials.mask} / {config.masking.random_fraction:g} random /
 {config.masking.keep_fraction:g} kept; sequences of {config.data.max_seq_len} tokens.
 
 ## Results
@@ -200,7 +207,7 @@ split {config.masking.mask_fraction:g} [MASK] / {config.masking.random_fraction:
 from transformers import pipeline
 
 fill = pipeline("fill-mask", model="path/to/this/folder")
-fill("The [MASK] of the list.")
+fill("The {tokenizer.specials.mask} of the list.")
 ```
 
 ## Configuration
@@ -214,7 +221,7 @@ fill("The [MASK] of the list.")
 # --- import ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ImportedModel:
-    """A Hugging Face BERT folder read into MLM Studio's model, ready to fine-tune or to query."""
+    """A Hugging Face folder read into MLM Studio's model of its family, ready to fine-tune or to query."""
 
     folder: Path
     config: ModelConfig
@@ -231,8 +238,10 @@ class ImportedModel:
     def summary(self) -> str:
         m = self.config
         lines = [
-            f"{self.folder.name}: BERT {m.num_hidden_layers} layers × {m.hidden_size}, {m.num_attention_heads} heads, "
-            f"{m.parameter_count():,} parameters, vocabulary {self.tokenizer.vocab_size:,} pieces."
+            f"{self.folder.name}: {family_of(m).title} {m.num_hidden_layers} layers × {m.hidden_size}, "
+            f"{m.num_attention_heads} heads, {m.parameter_count():,} parameters, "
+            f"{self.tokenizer.kind} vocabulary of {self.tokenizer.vocab_size:,} pieces, mask token "
+            f"{self.tokenizer.specials.mask}."
         ]
         if self.fresh_head:
             lines.append(
@@ -248,7 +257,7 @@ class ImportedModel:
 
 
 def import_model(folder: str | Path) -> ImportedModel:
-    """Read a local Hugging Face BERT (masked-LM or encoder-only) folder and its tokenizer."""
+    """Read a local Hugging Face folder (a masked-LM, or an encoder alone) of a known family and its tokenizer."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InteropError(f"{folder} is not a folder")
@@ -263,31 +272,43 @@ def import_model(folder: str | Path) -> ImportedModel:
     with torch.random.fork_rng():
         torch.manual_seed(0)  # a fresh head is the same on every import
         model = build_model(config)
-    weights, unused = _renamed(raw, set(model.state_dict()))
-    extra_layers = sorted({int(m.group(1)) for n in unused if (m := re.search(r"encoder\.layer\.(\d+)\.", n))})
+    family = family_of(config)
+    weights, unused = _renamed(raw, set(model.state_dict()), family.prefix)
+    extra_layers = sorted({int(m.group(1)) for n in unused if (m := re.search(r"\.layers?\.(\d+)\.", n))})
     if extra_layers:
         raise InteropError(
             f"{folder.name}: config.json declares {config.num_hidden_layers} layers but the weights also hold "
             f"layer(s) {', '.join(map(str, extra_layers))}; the weights would go unused. Fix num_hidden_layers "
             "in config.json"
         )
-    decoder = weights.pop("cls.predictions.decoder.weight", None)
-    embeddings = weights.get("bert.embeddings.word_embeddings.weight")
-    if decoder is not None and embeddings is not None and not torch.equal(decoder, embeddings):
-        raise InteropError(
-            f"{folder.name}: its output layer is not tied to the word embeddings; MLM Studio's BERT ties them, "
-            "as BERT does"
-        )
-    head = [n for n in model.state_dict() if n.startswith("cls.") and n not in TIED]
+    _check_tied(weights, model, family, folder)
+    fresh = model.state_dict()
+    tied = aliases(model)
+    encoder = f"{family.prefix}."
+    head = [n for n in fresh if not n.startswith(encoder) and not any(a.startswith(encoder) for a in tied.get(n, ()))]
     fresh_head = not any(n in weights for n in head)
     if fresh_head:
-        fresh = model.state_dict()
         weights.update({n: fresh[n].clone() for n in head})
     try:
         load_state(weights, model, folder.name)
     except CheckpointError as exc:
         raise InteropError(str(exc)) from exc
     return ImportedModel(folder, config, tokenizer, weights, fresh_head, tuple(unused))
+
+
+def _check_tied(weights: dict[str, torch.Tensor], model: torch.nn.Module, family: Family, folder: Path) -> None:
+    """The model ties its output layer to its word embeddings; a folder whose two differ would lose one of them.
+    Of each tied group, one name is kept."""
+    for name, others in aliases(model).items():
+        if name not in weights:
+            continue
+        for other in others:
+            twin = weights.pop(other, None)
+            if twin is not None and not torch.equal(twin, weights[name]):
+                raise InteropError(
+                    f"{folder.name}: {other} is not tied to {name}; MLM Studio's {family.title} ties them, as "
+                    f"{family.title} does"
+                )
 
 
 def _model_config(folder: Path) -> ModelConfig:
@@ -300,7 +321,7 @@ def _model_config(folder: Path) -> ModelConfig:
         raise InteropError(f"{path.name} in {folder.name} cannot be read as JSON ({exc})") from exc
     if not isinstance(raw, dict):
         raise InteropError(f"{path.name} in {folder.name} is not a JSON object")
-    kind = raw.get("model_type")
+    kind = ALIASES.get(raw.get("model_type"), raw.get("model_type"))
     if kind not in FAMILIES:
         known = ", ".join(family.title for family in FAMILIES.values())
         raise InteropError(f"{folder.name} holds a {kind or 'model of unknown type'} model; MLM Studio reads {known}")
@@ -311,16 +332,8 @@ def _model_config(folder: Path) -> ModelConfig:
 
 
 def _tokenizer(folder: Path) -> MLMTokenizer:
-    settings: dict[str, Any] = {}
-    path = folder / "tokenizer_config.json"
-    if path.is_file():
-        try:
-            settings = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise InteropError(f"tokenizer_config.json in {folder.name} cannot be read as JSON ({exc})") from exc
-    lowercase = settings.get("do_lower_case") if isinstance(settings, dict) else None
     try:
-        return MLMTokenizer.load(folder, lowercase=lowercase if isinstance(lowercase, bool) else None)
+        return MLMTokenizer.load(folder)
     except TokenizerError as exc:
         raise InteropError(f"{folder.name}: {exc}") from exc
 
@@ -368,17 +381,19 @@ def _tensors_only(path: Path) -> dict[str, torch.Tensor]:
     return state
 
 
-def _renamed(raw: dict[str, torch.Tensor], expected: set[str]) -> tuple[dict[str, torch.Tensor], list[str]]:
-    """Hugging Face names (with or without the `bert.` prefix, old `gamma`/`beta` LayerNorm names) → ours;
+def _renamed(
+    raw: dict[str, torch.Tensor], expected: set[str], prefix: str
+) -> tuple[dict[str, torch.Tensor], list[str]]:
+    """Hugging Face names (with or without the encoder's `prefix`, old `gamma`/`beta` LayerNorm names) → ours;
     the rest is returned as unused, except non-persistent buffers such as `position_ids`."""
     weights, unused = {}, []
     for name, tensor in raw.items():
         ours = name
         if "LayerNorm" in ours:
             ours = ours.replace(".gamma", ".weight").replace(".beta", ".bias")
-        if ours.startswith(("embeddings.", "encoder.", "pooler.")):
-            ours = f"bert.{ours}"
-        if ours.endswith("position_ids"):
+        if ours not in expected and f"{prefix}.{ours}" in expected:
+            ours = f"{prefix}.{ours}"
+        if ours.endswith(("position_ids", "token_type_ids")):
             continue
         if ours in expected:
             weights[ours] = tensor.float() if tensor.is_floating_point() else tensor

@@ -52,13 +52,15 @@ class FillMask:
         return _load_cached(str(Path(path).resolve()), device, _stamp(Path(path)))
 
     def encode(self, text: str) -> torch.Tensor:
-        ids = self.tokenizer.backend.encode(text).ids  # [CLS] … [SEP]
+        ids, _ = self.tokenizer.encode_text(text)  # [CLS] … [SEP] (<s> … </s>)
         masks = ids.count(self.tokenizer.mask_id)
+        mask = self.tokenizer.specials.mask
+        written = "[MASK]" if mask == "[MASK]" else f"[MASK] (or {mask})"
         if masks == 0:
-            raise PredictError("The text has no [MASK]; write [MASK] where a word is missing.")
+            raise PredictError(f"The text has no mask; write {written} where a word is missing.")
         if masks > MAX_MASKS:
-            raise PredictError(f"The text has {masks} [MASK]s; at most {MAX_MASKS} are predicted at once.")
-        limit = self.model.config.max_position_embeddings
+            raise PredictError(f"The text has {masks} masks; at most {MAX_MASKS} are predicted at once.")
+        limit = self.model.config.max_tokens()
         if len(ids) > limit:
             raise PredictError(f"The text is {len(ids)} tokens long; this model reads at most {limit}.")
         return torch.tensor([ids], device=self.device)
@@ -112,6 +114,7 @@ class FillMask:
         """Fill the most confident mask, then predict the rest again, until none is left. The text comes back
         as written, each [MASK] replaced by its word: words the vocabulary lacks are kept, not dropped."""
         _check_top_k(top_k)
+        text = self.tokenizer.with_mask_token(text)
         ids = self.encode(text)
         positions, _ = self._scores(ids)
         order_of = {int(p): i for i, p in enumerate(positions)}
@@ -129,18 +132,15 @@ class FillMask:
         return Filled(self._written_back(text, chosen), tuple(order), tuple(chosen[p] for p in sorted(chosen)))
 
     def _written_back(self, text: str, chosen: dict[int, tuple[Candidate, ...]]) -> str:
-        """`text` with the [MASK] at each token position replaced by the chosen piece (a `##` piece joins
-        the word before it)."""
-        offsets = self.tokenizer.backend.encode(text).offsets
+        """`text` with the mask at each token position replaced by the chosen piece; a piece that continues a
+        word (`##ing`) joins the word before it."""
+        _, offsets = self.tokenizer.encode_text(text)
         out, end = [], 0
         for position in sorted(chosen):
             start, stop = offsets[position]
-            piece = chosen[position][0].token
-            if piece.startswith("##"):
-                out.append(text[end:start].rstrip(" "))
-                piece = piece[2:]
-            else:
-                out.append(text[end:start])
+            start += len(text[start:stop]) - len(text[start:stop].lstrip())  # a mask token may take the space before
+            piece, continues = self.tokenizer.piece_text(chosen[position][0].token_id)
+            out.append(text[end:start].rstrip(" ") if continues else text[end:start])
             out.append(piece)
             end = stop
         return "".join(out) + text[end:]

@@ -73,9 +73,9 @@ def _scored(model: nn.Module, tokenizer: MLMTokenizer, probes: list[Probe]) -> t
     model.eval()
     results = []
     for probe in probes:
-        ids = torch.tensor([tokenizer.backend.encode(probe.text).ids], device=device)
+        ids = torch.tensor([tokenizer.encode_text(probe.text)[0]], device=device)
         position = (ids[0] == tokenizer.mask_id).nonzero().flatten()[:1]
-        pieces = tokenizer.encode_batch([probe.expected.strip()])[0].ids
+        pieces = tokenizer.encode_batch([" " + probe.expected.strip()])[0].ids  # as a word after a space
         if len(position) == 0 or len(pieces) == 0:
             continue
         logits = model.predict_at(ids, torch.stack([torch.zeros_like(position), position], dim=1))[0]

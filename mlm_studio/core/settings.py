@@ -13,6 +13,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 POSITION_TYPES = ("absolute", "sinusoidal")
+FAMILY_NAMES = ("bert", "roberta", "distilbert", "modernbert")  # as `transformers`' model_type says them
+# Fields only some families have; every other model field means the same in each.
+FAMILY_FIELDS = {
+    "type_vocab_size": ("bert", "roberta"),
+    "position_embedding_type": ("bert",),
+    "pre_layer_norm": ("bert",),
+    "local_attention": ("modernbert",),
+    "global_attn_every_n_layers": ("modernbert",),
+    "global_rope_theta": ("modernbert",),
+    "local_rope_theta": ("modernbert",),
+}
 SCHEDULES = ("linear", "cosine", "constant")
 PRECISIONS = ("fp32", "bf16", "fp16")
 STRATEGIES = ("token", "whole_word", "span")
@@ -89,9 +100,11 @@ _MODEL_SIZES = (
 
 @dataclass(frozen=True)
 class ModelConfig(Section):
-    """A BERT encoder with a masked-LM head, in `BertConfig`'s words."""
+    """An encoder with a masked-LM head of one family, in `BertConfig`'s words (each family's config.json names
+    are translated on import and export); fields of other families are left at their defaults."""
 
     SECTION: ClassVar[str] = "model"
+    family: str = "bert"  # one of FAMILY_NAMES
     vocab_size: int = 8000
     hidden_size: int = 256
     num_hidden_layers: int = 4
@@ -107,9 +120,23 @@ class ModelConfig(Section):
     pad_token_id: int = 0
     position_embedding_type: str = "absolute"  # learned ("absolute", as BERT) or fixed "sinusoidal"
     pre_layer_norm: bool = False  # LayerNorm before each sub-layer instead of after (not exportable to BERT)
+    local_attention: int = 128  # ModernBERT: tokens a local layer sees (half before, half after)
+    global_attn_every_n_layers: int = 3  # ModernBERT: layers 0, n, 2n… attend globally, the others locally
+    global_rope_theta: float = 160_000.0  # ModernBERT: rotary base of the global layers
+    local_rope_theta: float = 10_000.0  # ModernBERT: rotary base of the local layers
 
     def __post_init__(self) -> None:
         self._check_types()
+        self._require(
+            self.family in FAMILY_NAMES, f"must be one of {', '.join(FAMILY_NAMES)}, not {self.family!r}", "family"
+        )
+        for name, families in FAMILY_FIELDS.items():
+            default = getattr(ModelConfig, name)
+            self._require(
+                self.family in families or getattr(self, name) == default,
+                f"applies to {' and '.join(families)} models only; a {self.family} model keeps {default!r}",
+                name,
+            )
         for name, low, high in _MODEL_SIZES:
             self._require_range(name, low, high)
         self._require(
@@ -130,21 +157,47 @@ class ModelConfig(Section):
             f"must be one of {', '.join(POSITION_TYPES)}, not {self.position_embedding_type!r}",
             "position_embedding_type",
         )
+        self._require_range("local_attention", 2, 131_072)
+        self._require_range("global_attn_every_n_layers", 1, 256)
+        for name in ("global_rope_theta", "local_rope_theta"):
+            self._require(getattr(self, name) > 1, f"must be above 1, not {getattr(self, name)}", name)
+        self._require(
+            self.max_tokens() >= 8,
+            f"leaves {self.max_tokens()} positions after the padding offset; raise {{0}} or lower {{1}}",
+            "max_position_embeddings",
+            "pad_token_id",
+        )
+
+    def uses(self, name: str) -> bool:
+        """Whether this model's family has the field `name`."""
+        return self.family in FAMILY_FIELDS.get(name, FAMILY_NAMES)
+
+    def max_tokens(self) -> int:
+        """The longest sequence the model reads: RoBERTa numbers positions from the padding id + 1."""
+        offset = self.pad_token_id + 1 if self.family == "roberta" else 0
+        return self.max_position_embeddings - offset
 
     def parameter_count(self) -> int:
         """Trainable parameters (the decoder shares the word embeddings)."""
-        h, v, f, n = self.hidden_size, self.vocab_size, self.intermediate_size, self.num_hidden_layers
-        positions = self.max_position_embeddings * h if self.position_embedding_type == "absolute" else 0
-        embeddings = v * h + positions + self.type_vocab_size * h + 2 * h
-        layer = 4 * (h * h + h) + 2 * h + (h * f + f) + (f * h + h) + 2 * h
-        head = h * h + h + 2 * h + v  # transform, its LayerNorm, decoder bias
-        final = 2 * h if self.pre_layer_norm else 0
-        return embeddings + n * layer + head + final
+        return self._embedding_parameters() + self.non_embedding_parameter_count() + self.vocab_size
 
     def non_embedding_parameter_count(self) -> int:
+        """Parameters of the layers and the head's transform: what the compute of a token scales with."""
+        h, f, n = self.hidden_size, self.intermediate_size, self.num_hidden_layers
+        if self.family == "modernbert":  # no biases; gated feed-forward; no norm before the first attention
+            return n * (4 * h * h + 3 * h * f + 2 * h) - h + h + (h * h + h)  # layers, final norm, head
+        layer = 4 * (h * h + h) + 2 * h + (h * f + f) + (f * h + h) + 2 * h
+        final = 2 * h if self.pre_layer_norm else 0
+        return n * layer + final + (h * h + h + 2 * h)  # the head: transform and its LayerNorm
+
+    def _embedding_parameters(self) -> int:
         h = self.hidden_size
-        positions = self.max_position_embeddings * h if self.position_embedding_type == "absolute" else 0
-        return self.parameter_count() - self.vocab_size * h - positions - self.type_vocab_size * h - self.vocab_size
+        if self.family == "modernbert":
+            return self.vocab_size * h + h  # the words and a LayerNorm without bias
+        learned = self.position_embedding_type == "absolute"
+        positions = self.max_position_embeddings * h if learned else 0
+        types = self.type_vocab_size * h if self.uses("type_vocab_size") else 0
+        return self.vocab_size * h + positions + types + 2 * h
 
 
 @dataclass(frozen=True)

@@ -1,36 +1,56 @@
-"""WordPiece tokenizers: train one on a corpus, or load `tokenizer.json` / a BERT `vocab.txt`; save exactly.
+"""The tokenizer of a run or an imported model: a Hugging Face `tokenizers.Tokenizer` of any kind (WordPiece,
+byte-level BPE, SentencePiece Unigram) and the special tokens a masked-LM needs, found by their role.
 
-`MLMTokenizer` wraps a Hugging Face `tokenizers.Tokenizer` with BERT's normalizer and pre-tokenizer and the
-special tokens `[PAD] [UNK] [CLS] [SEP] [MASK]`, and gives the engine what it needs: special-token ids, a
-mask of special ids, batch encoding with word boundaries for whole-word masking, and a fingerprint.
+`MLMTokenizer` gives the engine special-token ids, a mask of special ids, batch encoding with word boundaries for
+whole-word masking, the text of a predicted piece, and a fingerprint. A new vocabulary is BERT's WordPiece
+(`wordpiece.py`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
-from collections import Counter
+import json
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import Tokenizer
 
-from mlm_studio.core.files import atomic_write_text
+from mlm_studio.core.files import atomic_write_json, atomic_write_text
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.settings import TokenizerConfig
+from mlm_studio.core.wordpiece import (
+    BERT_SPECIAL_TOKENS,
+    LONG_WORD,
+    MAX_WORD_CHARS,
+    from_vocab_txt,
+    train_wordpiece,
+    vocab_txt,
+)
 
-SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-# WordPiece encodes a word longer than this as [UNK]. Its trainer would spend hours on a megabyte-long word,
-# and encoding one tracks every character, so such runs are taken out beforehand. A run counts when it is
-# letters and digits only, as BERT's pre-tokenizer keeps them together (not CJK: BERT splits those into
-# one-character words; not "_": BERT treats it as punctuation).
-MAX_WORD_CHARS = 100
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df\U0002a700-\U0002ceaf\U0002f800-\U0002fa1f"
-_LONG_RUN = rf"[^\W_{_CJK}]{{{MAX_WORD_CHARS + 1},}}"
-_LONG_RUN_ANYWHERE = re.compile(_LONG_RUN)
-_LONG_WORD = re.compile(rf"(?<!\S){_LONG_RUN}(?!\S)")  # a whole word: encodes to exactly one [UNK]
+TYPED_MASK = "[MASK]"  # what a person writes for a mask, whatever the model's own mask token
+
+
+@dataclass(frozen=True)
+class SpecialTokens:
+    """The text of each special token by its role (RoBERTa's `<s>` is the classification token)."""
+
+    pad: str
+    unk: str
+    cls: str
+    sep: str
+    mask: str
+
+    def as_map(self) -> dict[str, str]:
+        """`special_tokens_map.json`'s names for them."""
+        return {f"{f.name}_token": getattr(self, f.name) for f in fields(self)}
+
+
+BERT_STYLE = SpecialTokens(*BERT_SPECIAL_TOKENS)
+ROBERTA_STYLE = SpecialTokens("<pad>", "<unk>", "<s>", "</s>", "<mask>")  # RoBERTa, CamemBERT, XLM-R
+_ALSO_NAMED = {"cls": "bos_token", "sep": "eos_token"}  # what a tokenizer file may call them instead
 
 
 class TokenizerError(Exception):
@@ -63,16 +83,18 @@ class TokenizerStats:
 
 
 class MLMTokenizer:
-    """A WordPiece tokenizer with BERT's special tokens."""
+    """A tokenizer and its special tokens; `named` gives roles by name (`mask_token`: "<mask>", as
+    `special_tokens_map.json` does), the rest are BERT's or RoBERTa's, whichever the vocabulary holds."""
 
-    def __init__(self, tokenizer: Tokenizer) -> None:
-        missing = [t for t in SPECIAL_TOKENS if tokenizer.token_to_id(t) is None]
-        if missing:
-            raise TokenizerError(f"the tokenizer lacks the special token(s) {', '.join(missing)}")
+    def __init__(self, tokenizer: Tokenizer, named: dict[str, str] | None = None) -> None:
         self.backend = tokenizer
+        self.specials = _special_tokens(tokenizer, named or {})
         self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
-            tokenizer.token_to_id(t) for t in SPECIAL_TOKENS
+            tokenizer.token_to_id(t) for t in astuple(self.specials)
         )
+        model = json.loads(tokenizer.to_str()).get("model", {})
+        self.kind: str = model.get("type") or "unknown"  # WordPiece, BPE, Unigram…
+        self._continuing = model.get("continuing_subword_prefix") if self.kind == "WordPiece" else None
         self.backend.no_padding()
         self.backend.no_truncation()
 
@@ -82,7 +104,9 @@ class MLMTokenizer:
 
     @property
     def special_ids(self) -> tuple[int, ...]:
-        return (self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id)
+        """The five roles' ids and those of any other special token the tokenizer declares."""
+        declared = [i for i, token in self.backend.get_added_tokens_decoder().items() if token.special]
+        return tuple(sorted({self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id, *declared}))
 
     def special_mask(self) -> np.ndarray:
         """(vocab_size,) bool: True for the ids of special tokens, which masking never selects."""
@@ -94,15 +118,12 @@ class MLMTokenizer:
         """Encode texts without special tokens, in parallel, with word boundaries from the pre-tokenizer. A text
         longer than `CHUNK_CHARS` is encoded a chunk at a time, cut at white space, so memory stays bounded."""
         short = [t if len(t) <= CHUNK_CHARS else "" for t in texts]
-        out = [
-            self._encoded(enc)
-            for enc in self.backend.encode_batch(_without_long_words(short), add_special_tokens=False)
-        ]
+        out = [self._encoded(enc) for enc in self.backend.encode_batch(self._short_words(short), False)]
         for i, text in enumerate(texts):
             if len(text) > CHUNK_CHARS:
                 parts = [
                     self._encoded(self.backend.encode(chunk, add_special_tokens=False))
-                    for chunk in _chunks(_without_long_words([text])[0])
+                    for chunk in _chunks(self._short_words([text])[0])
                 ]
                 out[i] = Encoded(np.concatenate([p.ids for p in parts]), np.concatenate([p.word_starts for p in parts]))
         return out
@@ -115,12 +136,39 @@ class MLMTokenizer:
         starts[1:] = words[1:] != words[:-1]
         return Encoded(ids, starts)
 
+    def _short_words(self, texts: Sequence[str]) -> list[str]:
+        """The texts with each overlong word written as the unknown token, which is what WordPiece makes of it
+        (and what keeps any tokenizer's time and memory bounded)."""
+        return [LONG_WORD.sub(self.specials.unk, t) if len(t) > MAX_WORD_CHARS else t for t in texts]
+
+    def encode_text(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        """Ids of one text between the classification and separator tokens, and each token's character span in
+        `text`; a typed [MASK] is read as the model's mask token."""
+        text = self.with_mask_token(text)
+        encoding = self.backend.encode(text, add_special_tokens=False)
+        ids = [self.cls_id, *encoding.ids, self.sep_id]
+        return ids, [(0, 0), *encoding.offsets, (len(text), len(text))]
+
+    def with_mask_token(self, text: str) -> str:
+        """`text` with each typed [MASK] written as this tokenizer's mask token (`<mask>` for RoBERTa)."""
+        return text.replace(TYPED_MASK, self.specials.mask)
+
+    def piece_text(self, token_id: int) -> tuple[str, bool]:
+        """How a predicted piece is written into text, and whether it continues the word before it (WordPiece's
+        `##ing`; a byte-level or SentencePiece piece without its leading space)."""
+        token = self.id_to_token(token_id)
+        if self._continuing is not None:
+            continues = token.startswith(self._continuing) and token != self._continuing
+            return (token[len(self._continuing) :], True) if continues else (token, False)
+        text = self.backend.decode([int(token_id)], skip_special_tokens=False)
+        return (text.lstrip(), False) if text[:1].isspace() else (text, True)
+
     def tokens(self, text: str) -> list[str]:
-        """The word pieces of `text`, without special tokens."""
+        """The pieces of `text`, without special tokens."""
         return self.backend.encode(text, add_special_tokens=False).tokens
 
     def id_to_token(self, token_id: int) -> str:
-        return self.backend.id_to_token(int(token_id)) or "[UNK]"
+        return self.backend.id_to_token(int(token_id)) or self.specials.unk
 
     def convert_ids(self, ids: Iterable[int]) -> list[str]:
         return [self.id_to_token(i) for i in ids]
@@ -129,7 +177,7 @@ class MLMTokenizer:
         """[UNK] rate and pieces per word over `texts` (words as the pre-tokenizer splits them)."""
         words = tokens = unknown = 0
         for batch in _batches(texts, 512):
-            for enc in self.backend.encode_batch(_without_long_words(batch), add_special_tokens=False):
+            for enc in self.backend.encode_batch(self._short_words(batch), add_special_tokens=False):
                 tokens += len(enc.ids)
                 unknown += enc.ids.count(self.unk_id)
                 words += len({w for w in enc.word_ids if w is not None})
@@ -141,16 +189,29 @@ class MLMTokenizer:
 
     def save(self, path: str | Path) -> Path:
         """Write `tokenizer.json` (or BERT's `vocab.txt` for a `.txt` path) atomically; a folder gets
-        `tokenizer.json` inside it."""
+        `tokenizer.json` inside it. Special tokens that are neither BERT's nor RoBERTa's are named in a
+        `special_tokens_map.json` beside it, which `load` reads."""
         path = Path(path)
         if path.is_dir():
             path = path / "tokenizer.json"
-        return atomic_write_text(path, vocab_txt(self) if path.suffix == ".txt" else self.backend.to_str(pretty=True))
+        if path.suffix == ".txt":
+            return atomic_write_text(path, self.vocab_txt())
+        if self.specials not in (BERT_STYLE, ROBERTA_STYLE):
+            atomic_write_json(path.parent / "special_tokens_map.json", self.specials.as_map())
+        return atomic_write_text(path, self.backend.to_str(pretty=True))
+
+    def vocab_txt(self) -> str:
+        """The vocabulary as BERT's `vocab.txt`, one piece per line in id order."""
+        try:
+            return vocab_txt(self.backend)
+        except ValueError as exc:
+            raise TokenizerError(str(exc)) from exc
 
     @classmethod
-    def load(cls, path: str | Path, lowercase: bool | None = None) -> MLMTokenizer:
-        """Load `tokenizer.json`, a BERT `vocab.txt`, or a folder holding either. For a `vocab.txt`,
-        `lowercase` says whether text is lower-cased (None: only if no piece has an upper-case letter)."""
+    def load(cls, path: str | Path) -> MLMTokenizer:
+        """Load `tokenizer.json`, a BERT `vocab.txt`, or a folder holding either, with the special tokens and
+        lower-casing that a `special_tokens_map.json` or `tokenizer_config.json` beside it names. For a
+        `vocab.txt` without `do_lower_case`, text is lower-cased only if no piece has an upper-case letter."""
         path = Path(path)
         if path.is_dir():
             candidates = [path / "tokenizer.json", path / "vocab.txt"]
@@ -160,16 +221,21 @@ class MLMTokenizer:
             path = found
         if not path.is_file():
             raise TokenizerError(f"{path} does not exist")
-        if path.suffix == ".txt":
-            return cls(_from_vocab_txt(path, lowercase))
+        settings = _settings_beside(path)
         try:
-            backend = Tokenizer.from_str(path.read_text(encoding="utf-8"))
+            if path.suffix == ".txt":
+                lowercase = settings.get("do_lower_case")
+                backend = from_vocab_txt(path, lowercase if isinstance(lowercase, bool) else None)
+            else:
+                backend = Tokenizer.from_str(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, OSError) as exc:
             raise TokenizerError(f"{path.name} cannot be read as text ({exc})") from exc
+        except ValueError as exc:
+            raise TokenizerError(str(exc)) from exc
         except Exception as exc:  # the tokenizers library raises its own untyped errors for bad files
             raise TokenizerError(f"{path.name} is not a valid tokenizer.json ({_first_line(exc)})") from exc
         try:
-            return cls(backend)
+            return cls(backend, _named_tokens(settings))
         except TokenizerError as exc:
             raise TokenizerError(f"{path.name}: {exc}") from exc
 
@@ -180,115 +246,49 @@ def train_tokenizer(
     total: int = 0,
     progress: Progress | None = None,
 ) -> MLMTokenizer:
-    """Train a WordPiece vocabulary on `documents` (`total` of them, if known, for progress).
-
-    The result depends only on the text and `config`: the same corpus gives the same `tokenizer.json`, byte for
-    byte, in every process. (The `tokenizers` WordPiece trainer does not: it numbers the `##` pieces in the
-    order of a hash map, which differs per process, and ties between equally frequent merges follow those
-    numbers.) So the words are counted here, every character is given two stand-in characters numbered in
-    sorted order — one for the start of a word, one for a continuation, which is what `##` means — and the
-    byte-pair trainer, whose alphabet is sorted, learns the merges; the pieces are then written back.
-    """
-    progress = progress or Progress()
-    counts = _count_words(documents, config.lowercase, total, progress)
-    progress.report(total, total, "Building the vocabulary")
-    characters = sorted({c for word in counts for c in word})
-    starts = {ord(c): chr(_STAND_IN + 2 * i) for i, c in enumerate(characters)}
-    continuations = {ord(c): chr(_STAND_IN + 2 * i + 1) for i, c in enumerate(characters)}
-
-    def stand_ins() -> Iterator[str]:
-        for word, count in counts.items():
-            coded = word[0].translate(starts) + word[1:].translate(continuations)
-            for repeat in range(0, count, 4096):
-                yield " ".join([coded] * min(4096, count - repeat))
-
-    pairs = Tokenizer(models.BPE())
-    pairs.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    trainer = trainers.BpeTrainer(
-        vocab_size=config.vocab_size,
-        min_frequency=config.min_frequency,
-        special_tokens=list(SPECIAL_TOKENS),
-        initial_alphabet=list(starts.values()),
-        show_progress=False,
-    )
-    pairs.train_from_iterator(stand_ins(), trainer)
-    progress.check()
-
-    def piece(coded: str) -> str:
-        if coded in SPECIAL_TOKENS:
-            return coded
-        numbers = [ord(c) - _STAND_IN for c in coded]
-        return ("##" if numbers[0] % 2 else "") + "".join(characters[n // 2] for n in numbers)
-
-    vocab = {piece(coded): i for coded, i in pairs.get_vocab().items()}
-    wordpiece = models.WordPiece(vocab=vocab, unk_token="[UNK]", max_input_chars_per_word=MAX_WORD_CHARS)
-    backend = _bert_pipeline(Tokenizer(wordpiece), config.lowercase)
-    backend.add_special_tokens(list(SPECIAL_TOKENS))
-    return MLMTokenizer(_with_post_processor(backend))
+    """A WordPiece vocabulary trained on `documents` (`total` of them, if known, for progress); the same corpus
+    gives the same `tokenizer.json`, byte for byte, in every process."""
+    return MLMTokenizer(train_wordpiece(documents, config, total, progress or Progress()))
 
 
-# Stand-in characters for training start above U+FFFF: no surrogates, no white space (U+10000 + 2 × 150,000
-# assigned characters still fits below U+10FFFF).
-_STAND_IN = 0x10000
+def _special_tokens(backend: Tokenizer, named: dict[str, str]) -> SpecialTokens:
+    """The special tokens by role: those `named`, the others BERT's or RoBERTa's, whichever the vocabulary has."""
+    missing: list[str] = []
+    for style in (BERT_STYLE, ROBERTA_STYLE):
+        candidate = replace(style, **named)
+        missing = [t for t in astuple(candidate) if backend.token_to_id(t) is None]
+        if not missing:
+            return candidate
+    raise TokenizerError(f"the tokenizer lacks the special token(s) {', '.join(missing)}")
 
 
-def _count_words(documents: Iterable[str], lowercase: bool, total: int, progress: Progress) -> Counter[str]:
-    """How often each word occurs, as BERT's normalizer and pre-tokenizer see words; overlong runs left out."""
-    normalizer, pre_tokenizer = _bert_normalizer(lowercase), pre_tokenizers.BertPreTokenizer()
-    counts: Counter[str] = Counter()
-    for i, doc in enumerate(documents):
-        if i % 1000 == 0:
-            progress.check()
-            progress.report(i, total, "Counting words")
-        if len(doc) > MAX_WORD_CHARS:
-            doc = _LONG_RUN_ANYWHERE.sub(" ", doc)
-        counts.update(word for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(doc)))
-    return counts
+def _settings_beside(path: Path) -> dict[str, Any]:
+    """`tokenizer_config.json` and `special_tokens_map.json` from the tokenizer's folder, merged (the second
+    wins); empty where there are none. A damaged file is an error, not silently ignored."""
+    settings: dict[str, Any] = {}
+    for name in ("tokenizer_config.json", "special_tokens_map.json"):
+        beside = path.parent / name
+        if not beside.is_file():
+            continue
+        try:
+            values = json.loads(beside.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise TokenizerError(f"{name} beside {path.name} cannot be read as JSON ({exc})") from exc
+        if isinstance(values, dict):
+            settings.update(values)
+    return settings
 
 
-def _bert_pipeline(backend: Tokenizer, lowercase: bool) -> Tokenizer:
-    backend.normalizer = _bert_normalizer(lowercase)
-    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    backend.decoder = decoders.WordPiece(prefix="##")
-    return backend
-
-
-def _bert_normalizer(lowercase: bool) -> normalizers.Normalizer:
-    return normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, lowercase=lowercase)
-
-
-def _with_post_processor(backend: Tokenizer) -> Tokenizer:
-    cls_id, sep_id = backend.token_to_id("[CLS]"), backend.token_to_id("[SEP]")
-    backend.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]",
-        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
-    )
-    return backend
-
-
-def _from_vocab_txt(path: Path, lowercase: bool | None = None) -> Tokenizer:
-    """A BERT tokenizer from `vocab.txt`; unless told, cased unless no piece has an upper-case letter."""
-    try:
-        pieces = path.read_text(encoding="utf-8").splitlines()
-    except (UnicodeDecodeError, OSError) as exc:
-        raise TokenizerError(f"{path.name} cannot be read as UTF-8 text ({exc})") from exc
-    vocab: dict[str, int] = {}
-    for line_number, piece in enumerate(pieces, start=1):
-        piece = piece.rstrip("\r")
-        if not piece:
-            raise TokenizerError(f"{path.name} line {line_number}: empty vocabulary entry")
-        if piece in vocab:
-            raise TokenizerError(f"{path.name} line {line_number}: '{piece}' appears twice")
-        vocab[piece] = len(vocab)
-    missing = [t for t in SPECIAL_TOKENS if t not in vocab]
-    if missing:
-        raise TokenizerError(f"{path.name} lacks the special token(s) {', '.join(missing)}")
-    if lowercase is None:
-        lowercase = not any(any(c.isupper() for c in p) for p in vocab if p not in SPECIAL_TOKENS)
-    backend = _bert_pipeline(Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]")), lowercase)
-    backend.add_special_tokens(list(SPECIAL_TOKENS))
-    return _with_post_processor(backend)
+def _named_tokens(settings: dict[str, Any]) -> dict[str, str]:
+    """Roles named in tokenizer settings (`"mask_token": "<mask>"` or `{"content": "<mask>", …}`)."""
+    named = {}
+    for role in ("pad", "unk", "cls", "sep", "mask"):
+        value = settings.get(f"{role}_token", settings.get(_ALSO_NAMED.get(role, "")))
+        if isinstance(value, dict):
+            value = value.get("content")
+        if isinstance(value, str) and value:
+            named[role] = value
+    return named
 
 
 CHUNK_CHARS = 1 << 20  # a longer document is encoded in pieces of about this many characters
@@ -310,11 +310,6 @@ def _chunks(text: str) -> Iterator[str]:
     yield text[start:]
 
 
-def _without_long_words(texts: Sequence[str]) -> list[str]:
-    """The texts with each overlong word written as [UNK], which is what it encodes to."""
-    return [_LONG_WORD.sub("[UNK]", t) if len(t) > MAX_WORD_CHARS else t for t in texts]
-
-
 def _batches(texts: Iterable[str], size: int) -> Iterator[list[str]]:
     batch: list[str] = []
     for text in texts:
@@ -329,12 +324,3 @@ def _batches(texts: Iterable[str], size: int) -> Iterator[list[str]]:
 def _first_line(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
-
-
-def vocab_txt(tokenizer: MLMTokenizer) -> str:
-    """The vocabulary as BERT's `vocab.txt`: one piece per line, in id order."""
-    vocab = tokenizer.backend.get_vocab(with_added_tokens=True)
-    ordered = sorted(vocab.items(), key=lambda item: item[1])
-    if [i for _, i in ordered] != list(range(len(ordered))):
-        raise TokenizerError("the vocabulary ids are not contiguous; it cannot be written as vocab.txt")
-    return "".join(piece + "\n" for piece, _ in ordered)

@@ -22,6 +22,7 @@ from mlm_studio.core.config import RunConfig
 from mlm_studio.core.dataset import BlockOrder, BlockSet
 from mlm_studio.core.device import autocast_dtype, fused_optimizer_runs_on, resolve_device
 from mlm_studio.core.distributed import SINGLE, Distributed, any_rank, no_sync_unless, summed
+from mlm_studio.core.encoder import decay_groups
 from mlm_studio.core.evaluation import masked_lm_sums
 from mlm_studio.core.failures import (
     OOM_MESSAGE,
@@ -32,7 +33,6 @@ from mlm_studio.core.failures import (
 )
 from mlm_studio.core.families import build_model
 from mlm_studio.core.masking import Masker
-from mlm_studio.core.model import decay_groups
 from mlm_studio.core.probes import load_probes, score_probes
 from mlm_studio.core.records import (
     CheckpointRecord,

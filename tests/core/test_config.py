@@ -1,9 +1,9 @@
 import pytest
 import torch
 
+from mlm_studio.core.bert import BertForMaskedLM
 from mlm_studio.core.config import PRESETS, ConfigError, ModelConfig, RunConfig, TrainConfig, preset
 from mlm_studio.core.dataset import DataConfig
-from mlm_studio.core.model import BertForMaskedLM
 
 
 @pytest.mark.parametrize(

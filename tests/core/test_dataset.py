@@ -10,7 +10,8 @@ from mlm_studio.core.dataset import (
     split_documents,
     tokenize_corpus,
 )
-from mlm_studio.core.tokenizer import SPECIAL_TOKENS, MLMTokenizer, TokenizerConfig, train_tokenizer
+from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerConfig, train_tokenizer
+from mlm_studio.core.wordpiece import BERT_SPECIAL_TOKENS
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +52,7 @@ def test_the_cache_key_changes_with_the_sources_and_the_tokenizer(tmp_path, toke
 
 
 def test_wide_vocabularies_use_uint32(tmp_path):
-    pieces = [*SPECIAL_TOKENS, *(f"w{i}" for i in range(70_000))]
+    pieces = [*BERT_SPECIAL_TOKENS, *(f"w{i}" for i in range(70_000))]
     (tmp_path / "vocab.txt").write_text("\n".join(pieces) + "\n")
     wide = MLMTokenizer.load(tmp_path / "vocab.txt")
     (tmp_path / "c.txt").write_text("w69999 w3")

@@ -14,7 +14,6 @@ from mlm_studio.core.config import ConfigError
 from mlm_studio.core.hf import WRITTEN_FILES, InteropError, export_model, import_model, is_hf_folder
 from mlm_studio.core.predict import FillMask
 from mlm_studio.core.runs import start_run, training_blocks
-from mlm_studio.core.tokenizer import vocab_txt
 from mlm_studio.core.trainer import Trainer
 from tests.core.helpers import small_config, with_training
 
@@ -30,7 +29,7 @@ TEXTS = [
 def _hf_tokenizer(tokenizer, folder: Path):
     """A `transformers` BERT tokenizer built from a vocabulary file alone (no code of ours in between)."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "vocab.txt").write_text(vocab_txt(tokenizer), encoding="utf-8")
+    (folder / "vocab.txt").write_text(tokenizer.vocab_txt(), encoding="utf-8")
     hf_tokenizer = transformers.AutoTokenizer.from_pretrained(folder, do_lower_case=False, tokenizer_type="bert")
     assert len(hf_tokenizer) == tokenizer.vocab_size
     return hf_tokenizer

@@ -1,12 +1,13 @@
 import json
 import re
+from dataclasses import astuple
 
 import numpy as np
 import pytest
 
 from mlm_studio.core.progress import Cancelled, Progress
 from mlm_studio.core.tokenizer import (
-    SPECIAL_TOKENS,
+    BERT_STYLE,
     MLMTokenizer,
     TokenizerConfig,
     TokenizerError,
@@ -18,7 +19,7 @@ TEXTS = ["The Interpreter evaluates expressions.", "Ünïcode façade, naïve ca
 
 def test_trained_vocabulary_has_the_special_tokens_first(tokenizer):
     assert tokenizer.vocab_size == 4000
-    assert tokenizer.convert_ids(range(5)) == list(SPECIAL_TOKENS)
+    assert tokenizer.convert_ids(range(5)) == list(astuple(BERT_STYLE))
     assert tokenizer.special_ids == (0, 1, 2, 3, 4)
     assert tokenizer.special_mask().sum() == 5 and tokenizer.special_mask()[:5].all()
 
@@ -54,7 +55,7 @@ def test_load_from_a_folder(tokenizer, tmp_path):
 
 
 def test_cased_vocab_txt_stays_cased(tmp_path):
-    (tmp_path / "vocab.txt").write_text("\n".join([*SPECIAL_TOKENS, "Hello", "hello", "world", "##s"]) + "\n")
+    (tmp_path / "vocab.txt").write_text("\n".join([*astuple(BERT_STYLE), "Hello", "hello", "world", "##s"]) + "\n")
     loaded = MLMTokenizer.load(tmp_path / "vocab.txt")
     assert loaded.tokens("Hello hellos World") == ["Hello", "hello", "##s", "[UNK]"]
 

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from mlm_studio.core.bert import BertForMaskedLM
 from mlm_studio.core.checkpoint import CheckpointError, RunDir, load_optimizer, load_weights, read_state
 from mlm_studio.core.config import ConfigError
+from mlm_studio.core.encoder import decay_groups
 from mlm_studio.core.hf import InteropError, export_model, import_model
-from mlm_studio.core.model import BertForMaskedLM, decay_groups
 from mlm_studio.core.predict import FillMask
 from mlm_studio.core.runs import training_blocks
 from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerError

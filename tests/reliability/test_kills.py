@@ -10,8 +10,9 @@ import sys
 
 import pytest
 
+from mlm_studio.core.bert import BertForMaskedLM
 from mlm_studio.core.checkpoint import RunDir, load_optimizer, load_weights, read_state
-from mlm_studio.core.model import BertForMaskedLM, decay_groups
+from mlm_studio.core.encoder import decay_groups
 from tests.core.helpers import config_file
 
 KILLS = 6

@@ -4,7 +4,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from mlm_studio.core.model import BertForMaskedLM
+from mlm_studio.core.bert import BertForMaskedLM
 from mlm_studio.core.records import FailedRecord, FinishedRecord, WarningRecord
 from mlm_studio.core.runs import start_run, training_blocks
 from mlm_studio.core.trainer import Trainer

@@ -10,8 +10,8 @@ import torch
 from safetensors.torch import load_file
 
 from mlm_studio.core import checkpoint as checkpoint_module
+from mlm_studio.core.bert import BertForMaskedLM
 from mlm_studio.core.checkpoint import RunDir, load_weights
-from mlm_studio.core.model import BertForMaskedLM
 from mlm_studio.core.records import FailedRecord, FinishedRecord, PausedRecord, TrainingControl
 from mlm_studio.core.runs import start_run, training_blocks
 from mlm_studio.core.trainer import Trainer

@@ -1,50 +1,18 @@
-"""The BERT family: the masked-LM with Hugging Face `BertForMaskedLM` parameter names, and how its
-configuration reads and writes `transformers`' config.json.
-
-Attention runs through `scaled_dot_product_attention`. In training the vocabulary projection is computed
-only at the positions that carry a label (sparse prediction): with 15% masking that skips 85% of the
-largest matrix multiply of a small model, and gives the same loss as the dense head.
-"""
+"""The BERT family: the masked-LM with `transformers`' `BertForMaskedLM` parameter names, and how its
+configuration reads and writes config.json. Its layers are RoBERTa's too (`roberta.py`)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mlm_studio.core.config import ConfigError, ModelConfig
-from mlm_studio.core.masking import IGNORE_INDEX
-
-
-@dataclass
-class MLMOutput:
-    loss: torch.Tensor | None  # mean cross-entropy over labelled positions
-    logits: torch.Tensor  # (N, V) at labelled positions when labels are given, else (B, L, V)
-    labels: torch.Tensor | None  # (N,) the labels those logits predict
-
-
-class Dropout(nn.Dropout):
-    """Dropout that, on the CPU, draws its mask 16 bits at a time from 64-bit random integers: about 3× faster
-    than PyTorch's Bernoulli sampling there, which takes a fifth of a training step. The drop probability is
-    rounded to a multiple of 1/65536 and the kept values scaled to keep the expectation exact."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return dropout(x, self.p, self.training)
-
-
-def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
-    if not training or p == 0.0:
-        return x
-    if x.device.type != "cpu":
-        return F.dropout(x, p, True)
-    threshold = round(p * 65536)
-    bits = torch.empty((x.numel() + 3) // 4, dtype=torch.int64, device=x.device).random_(-(2**63), 2**63 - 1)
-    keep = bits.view(torch.int16)[: x.numel()].view(x.shape) >= threshold - 32768
-    return x * keep.to(x.dtype).mul_(65536 / (65536 - threshold))
+from mlm_studio.core.encoder import Dropout, MaskedLM, attention, init_like_bert, merge_heads, padding_mask, split_heads
+from mlm_studio.core.settings import ConfigError, ModelConfig
 
 
 class BertEmbeddings(nn.Module):
@@ -59,18 +27,16 @@ class BertEmbeddings(nn.Module):
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = Dropout(config.hidden_dropout_prob)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+    def positions(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """(L, H) position embeddings, the same for every row."""
         length = input_ids.shape[1]
         if hasattr(self, "position_embeddings"):
-            positions = self.position_embeddings.weight[:length]  # (L, H)
-        else:
-            positions = self.sinusoid[:length]
-        types = (
-            self.token_type_embeddings.weight[0]
-            if token_type_ids is None
-            else self.token_type_embeddings(token_type_ids)
-        )
-        x = self.word_embeddings(input_ids) + types + positions  # (B, L, H), summed in transformers' order
+            return self.position_embeddings.weight[:length]
+        return self.sinusoid[:length]
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        types = self.token_type_embeddings.weight[0]  # every token is of segment A
+        x = self.word_embeddings(input_ids) + types + self.positions(input_ids)  # summed in transformers' order
         return self.dropout(self.LayerNorm(x))
 
 
@@ -93,21 +59,8 @@ class BertSelfAttention(nn.Module):
         self.dropout_p = config.attention_probs_dropout_prob
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        b, length, h = x.shape
-
-        def heads(t: torch.Tensor) -> torch.Tensor:
-            return t.view(b, length, self.heads, h // self.heads).transpose(1, 2)  # (B, nh, L, hs)
-
-        q, k, v = heads(self.query(x)), heads(self.key(x)), heads(self.value(x))
-        p = self.dropout_p if self.training else 0.0
-        if p > 0 and x.device.type == "cpu":  # what SDPA does there, with the faster dropout
-            scores = (q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1)  # (B, nh, L, L); scaling q is cheaper
-            if mask is not None:
-                scores = scores.masked_fill(~mask, float("-inf"))
-            y = dropout(scores.softmax(-1), p, True) @ v
-        else:
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, nh, L, hs)
-        return y.transpose(1, 2).reshape(b, length, h)
+        q, k, v = (split_heads(linear(x), self.heads) for linear in (self.query, self.key, self.value))
+        return merge_heads(attention(q, k, v, mask, self.dropout_p if self.training else 0.0))
 
 
 class BertSelfOutput(nn.Module):
@@ -179,9 +132,9 @@ class BertEncoder(nn.Module):
 
 
 class BertModel(nn.Module):
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelConfig, embeddings: type[BertEmbeddings] = BertEmbeddings) -> None:
         super().__init__()
-        self.embeddings = BertEmbeddings(config)
+        self.embeddings = embeddings(config)
         self.encoder = BertEncoder(config)
 
     def forward(
@@ -189,8 +142,7 @@ class BertModel(nn.Module):
     ) -> torch.Tensor:
         """(B, L) ids and optional (B, L) bool mask (False on padding) → (B, L, H) hidden states, or (N, H) at
         the positions of a (B, L) bool `keep`."""
-        mask = None if attention_mask is None else attention_mask[:, None, None, :].bool()  # (B, 1, 1, L)
-        return self.encoder(self.embeddings(input_ids), mask, keep)
+        return self.encoder(self.embeddings(input_ids), padding_mask(attention_mask), keep)
 
 
 class BertPredictionHeadTransform(nn.Module):
@@ -220,7 +172,7 @@ class BertOnlyMLMHead(nn.Module):
         self.predictions = BertLMPredictionHead(config)
 
 
-class BertForMaskedLM(nn.Module):
+class BertForMaskedLM(MaskedLM):
     """The encoder and the MLM head; the decoder's weight is the word-embedding matrix."""
 
     def __init__(self, config: ModelConfig) -> None:
@@ -228,64 +180,14 @@ class BertForMaskedLM(nn.Module):
         self.config = config
         self.bert = BertModel(config)
         self.cls = BertOnlyMLMHead(config)
-        self.apply(self._init_weights)
+        self.apply(lambda module: init_like_bert(module, config.initializer_range))
         self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
 
-    def _init_weights(self, module: nn.Module) -> None:
-        std = self.config.initializer_range
-        if isinstance(module, nn.Linear):
-            nn.init.normal_(module.weight, 0.0, std)
-            if module.bias is not None:
-                nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, 0.0, std)
-            if module.padding_idx is not None:
-                nn.init.zeros_(module.weight[module.padding_idx])
-        elif isinstance(module, nn.LayerNorm):
-            nn.init.ones_(module.weight)
-            nn.init.zeros_(module.bias)
+    def hidden(self, input_ids, attention_mask=None, keep=None) -> torch.Tensor:
+        return self.bert(input_ids, attention_mask, keep)
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        dense: bool = False,
-    ) -> MLMOutput:
-        """With `labels`, logits and loss only where a label is set (unless `dense`); without, every position.
-        Sparse, the last layer and the head run only at the labelled positions: the same loss, less work."""
-        head = self.cls.predictions
-        if labels is None:
-            return MLMOutput(None, head(self.bert(input_ids, attention_mask)), None)
-        if dense:
-            logits = head(self.bert(input_ids, attention_mask))  # (B, L, V)
-            loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE_INDEX)
-            return MLMOutput(loss, logits, labels)
-        selected = labels != IGNORE_INDEX  # (B, L)
-        targets = labels[selected]  # (N,)
-        logits = head(self.bert(input_ids, attention_mask, keep=selected))  # (N, V)
-        loss = F.cross_entropy(logits.float(), targets) if len(targets) else logits.sum() * 0.0
-        return MLMOutput(loss, logits, targets)
-
-    def predict_at(self, input_ids: torch.Tensor, positions: torch.Tensor, attention_mask=None) -> torch.Tensor:
-        """Logits (N, V) at the (N, 2) [row, column] `positions` only (the last layer runs there alone)."""
-        length = input_ids.shape[1]
-        flat, order = (positions[:, 0] * length + positions[:, 1]).unique(return_inverse=True)
-        keep = torch.zeros(input_ids.numel(), dtype=torch.bool, device=input_ids.device)
-        keep[flat] = True
-        hidden = self.bert(input_ids, attention_mask, keep=keep.view(input_ids.shape))  # rows in `flat` order
-        return self.cls.predictions(hidden[order])
-
-
-def decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    """Optimizer parameter groups: weight decay on matrices, none on biases, LayerNorm and embeddings' norms."""
-    decay, no_decay, seen = [], [], set()
-    for name, parameter in model.named_parameters():
-        if id(parameter) in seen or not parameter.requires_grad:
-            continue
-        seen.add(id(parameter))
-        (no_decay if parameter.ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(parameter)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.cls.predictions(hidden)
 
 
 # --- the family's Hugging Face side ----------------------------------------------------------------------
@@ -307,23 +209,23 @@ BERT_DEFAULTS = {
 }
 
 
-def bert_from_hf(raw: dict[str, Any]) -> ModelConfig:
-    """The configuration of a `transformers` BERT from its config.json values."""
+def bert_from_hf(raw: dict[str, Any], family: str = "bert", defaults: dict[str, Any] = BERT_DEFAULTS) -> ModelConfig:
+    """The configuration of a `transformers` BERT (or RoBERTa, with its defaults) from config.json values."""
     position = raw.get("position_embedding_type", "absolute")
     if position != "absolute":
-        raise ConfigError(f"uses {position} position embeddings; MLM Studio's BERT learns absolute ones")
-    values = {name: raw.get(name, default) for name, default in BERT_DEFAULTS.items()}
+        raise ConfigError(f"uses {position} position embeddings; MLM Studio's {family} learns absolute ones")
+    values = {name: raw.get(name, default) for name, default in defaults.items()}
     if values["pad_token_id"] is None:
-        values["pad_token_id"] = 0
-    return ModelConfig(**values)
+        values["pad_token_id"] = defaults["pad_token_id"]
+    return ModelConfig(family=family, **values)
 
 
-def bert_to_hf(model: ModelConfig) -> dict[str, Any]:
-    """config.json for `BertForMaskedLM`, every `BertConfig` field spelled out."""
+def bert_to_hf(model: ModelConfig, architecture: str = "BertForMaskedLM") -> dict[str, Any]:
+    """config.json for `BertForMaskedLM` (or `RobertaForMaskedLM`), every field of its configuration spelled out."""
     values = {f.name: getattr(model, f.name) for f in fields(model) if f.name in BERT_DEFAULTS}
     return {
-        "architectures": ["BertForMaskedLM"],
-        "model_type": "bert",
+        "architectures": [architecture],
+        "model_type": model.family,
         **values,
         "position_embedding_type": "absolute",
         "tie_word_embeddings": True,
