@@ -98,7 +98,7 @@ def start_run(
 
 def with_architecture(config: RunConfig, initial: ImportedModel) -> RunConfig:
     """`config` with the imported model's architecture; refuses a sequence length the model cannot read."""
-    limit = initial.config.max_position_embeddings
+    limit = initial.config.max_tokens()
     if config.data.max_seq_len > limit:
         raise ConfigError(
             f"{{0}} ({config.data.max_seq_len}) must not exceed this model's {limit} positions", ("data.max_seq_len",)

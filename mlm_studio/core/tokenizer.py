@@ -118,7 +118,9 @@ class MLMTokenizer:
         """Encode texts without special tokens, in parallel, with word boundaries from the pre-tokenizer. A text
         longer than `CHUNK_CHARS` is encoded a chunk at a time, cut at white space, so memory stays bounded."""
         short = [t if len(t) <= CHUNK_CHARS else "" for t in texts]
-        out = [self._encoded(enc) for enc in self.backend.encode_batch(self._short_words(short), False)]
+        out = [
+            self._encoded(enc) for enc in self.backend.encode_batch(self._short_words(short), add_special_tokens=False)
+        ]
         for i, text in enumerate(texts):
             if len(text) > CHUNK_CHARS:
                 parts = [
