@@ -57,9 +57,9 @@ class FillMask:
         mask = self.tokenizer.specials.mask
         written = "[MASK]" if mask == "[MASK]" else f"[MASK] (or {mask})"
         if masks == 0:
-            raise PredictError(f"The text has no mask; write {written} where a word is missing.")
+            raise PredictError(f"The text has no {written}; write [MASK] where a word is missing.")
         if masks > MAX_MASKS:
-            raise PredictError(f"The text has {masks} masks; at most {MAX_MASKS} are predicted at once.")
+            raise PredictError(f"The text has {masks} [MASK]s; at most {MAX_MASKS} are predicted at once.")
         limit = self.model.config.max_tokens()
         if len(ids) > limit:
             raise PredictError(f"The text is {len(ids)} tokens long; this model reads at most {limit}.")

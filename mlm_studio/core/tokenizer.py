@@ -255,13 +255,17 @@ def train_tokenizer(
 
 def _special_tokens(backend: Tokenizer, named: dict[str, str]) -> SpecialTokens:
     """The special tokens by role: those `named`, the others BERT's or RoBERTa's, whichever the vocabulary has."""
-    missing: list[str] = []
+    lacking = []
     for style in (BERT_STYLE, ROBERTA_STYLE):
         candidate = replace(style, **named)
         missing = [t for t in astuple(candidate) if backend.token_to_id(t) is None]
         if not missing:
             return candidate
-    raise TokenizerError(f"the tokenizer lacks the special token(s) {', '.join(missing)}")
+        lacking.append(", ".join(missing))
+    raise TokenizerError(
+        f"the tokenizer lacks the special token(s) {lacking[0]} (or, RoBERTa's way, {lacking[1]}); name its own "
+        "in special_tokens_map.json beside it"
+    )
 
 
 def _settings_beside(path: Path) -> dict[str, Any]:
