@@ -320,3 +320,35 @@ def _small_sections():
     config = small_config()
     config = replace(config, tokenizer=replace(config.tokenizer, vocab_size=400))
     return {name: asdict(getattr(config, name)) for name in SECTIONS}
+
+
+@pytest.mark.parametrize("family", ["roberta", "distilbert", "modernbert"])
+def test_each_family_from_the_hub_cache_trains_predicts_and_exports_as_subprocesses(
+    family, tmp_path, corpus_file, small_corpus
+):
+    """`train --init-from NAME` with NAME in the local Hugging Face cache (offline), `predict` on the run and
+    on the cached model (typed [MASK] for RoBERTa's <mask>), `export` back as the family's folder."""
+    from itertools import islice
+
+    from tests.core.family_folders import make_folder
+
+    snapshot = tmp_path / "hub" / f"models--tiny--{family}" / "snapshots" / "abc123"
+    make_folder(family, list(islice(small_corpus.iter_documents(), 400)), snapshot)
+    env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run([sys.executable, "-m", "mlm_studio", *args], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    run = tmp_path / "run"
+    trained = cli("train", "--init-from", f"tiny/{family}", "--corpus", str(corpus_file), "--out", str(run),
+                  "--max_steps", "3", "--max_seq_length", "32", "--per_device_train_batch_size", "4")  # fmt: skip
+    title = {"roberta": "RoBERTa", "distilbert": "DistilBERT", "modernbert": "ModernBERT"}[family]
+    assert f"{title} 3 layers × 48" in trained.stderr and "Finished (completed) at step 3" in trained.stdout
+    for model in (str(run), f"tiny/{family}"):
+        payload = json.loads(cli("predict", model, "Return the [MASK] of the list.", "--json").stdout)
+        assert len(payload) == 5 and all(0 < c["score"] <= 1 for c in payload)
+    cli("export", str(run), str(tmp_path / "export"))
+    config = json.loads((tmp_path / "export" / "config.json").read_text())
+    assert config["model_type"] == family and config["architectures"][0].lower() == f"{family}formaskedlm"

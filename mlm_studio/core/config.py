@@ -92,8 +92,9 @@ class RunConfig:
             return max(1, math.ceil(t.epochs * train_blocks / per_step))
         return t.max_steps
 
-    def with_vocab_size(self, vocab_size: int) -> RunConfig:
-        return replace(self, model=replace(self.model, vocab_size=vocab_size))
+    def with_vocabulary(self, vocab_size: int, pad_id: int) -> RunConfig:
+        """This configuration for a tokenizer of `vocab_size` pieces whose padding token is `pad_id`."""
+        return replace(self, model=replace(self.model, vocab_size=vocab_size, pad_token_id=pad_id))
 
     # --- TOML ---------------------------------------------------------------------------------------
     def to_toml(self) -> str:
@@ -222,8 +223,27 @@ QUICKSTART = RunConfig(
     preset="quickstart",
 )
 
+# modern: quickstart's width and recipe as a ModernBERT: rotary positions, a GeGLU feed-forward, pre-LayerNorm
+# without biases, a global layer then local ones (a 64-token window over 128-token blocks).
+MODERN = RunConfig(
+    model=ModelConfig(
+        family="modernbert",
+        hidden_size=128,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        intermediate_size=256,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        layer_norm_eps=1e-5,
+        local_attention=64,
+    ),
+    training=QUICKSTART.training,
+    preset="modern",
+)
+
 PRESETS: dict[str, RunConfig] = {
     "quickstart": QUICKSTART,
+    "modern": MODERN,
     "tiny": RunConfig(model=_preset_model(2, 128), preset="tiny"),
     "mini": RunConfig(model=_preset_model(4, 256), preset="mini"),
     "small": RunConfig(model=_preset_model(4, 512), preset="small"),

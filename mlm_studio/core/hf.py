@@ -35,6 +35,7 @@ from mlm_studio.core.checkpoint import (
 from mlm_studio.core.config import ConfigError, ModelConfig
 from mlm_studio.core.families import ALIASES, FAMILIES, Family, build_model, family_of
 from mlm_studio.core.files import atomic_write_folder, atomic_write_json
+from mlm_studio.core.hub_cache import cached_model, looks_like_hub_name
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerError
 
@@ -256,9 +257,22 @@ class ImportedModel:
         return {"source": str(self.folder), "fresh_head": self.fresh_head, "unused": list(self.unused)}
 
 
-def import_model(folder: str | Path) -> ImportedModel:
-    """Read a local Hugging Face folder (a masked-LM, or an encoder alone) of a known family and its tokenizer."""
-    folder = Path(folder)
+def model_folder(source: str | Path) -> Path:
+    """A model's folder: `source` itself, or a Hub name (`roberta-base`, `org/name`) already in the local Hugging
+    Face cache."""
+    folder = Path(source)
+    if folder.is_dir() or folder.exists() or not looks_like_hub_name(source):
+        return folder
+    try:
+        return cached_model(str(source))
+    except FileNotFoundError as exc:
+        raise InteropError(str(exc)) from None
+
+
+def import_model(source: str | Path) -> ImportedModel:
+    """Read a Hugging Face model (a masked-LM, or an encoder alone) of a known family and its tokenizer, from a
+    folder or the local Hub cache."""
+    folder = model_folder(source)
     if not folder.is_dir():
         raise InteropError(f"{folder} is not a folder")
     config = _model_config(folder)

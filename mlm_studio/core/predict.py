@@ -10,7 +10,7 @@ import torch
 
 from mlm_studio.core.checkpoint import listed, load_weights, resolve_checkpoint
 from mlm_studio.core.families import build_model
-from mlm_studio.core.hf import import_model, is_hf_folder
+from mlm_studio.core.hf import import_model, is_hf_folder, model_folder
 from mlm_studio.core.tokenizer import MLMTokenizer
 
 MAX_MASKS = 32
@@ -48,8 +48,9 @@ class FillMask:
     @classmethod
     def from_path(cls, path: str | Path, device: str = "cpu") -> FillMask:
         """Load from a run folder (its latest checkpoint), one checkpoint folder of a run, or a Hugging Face
-        BERT folder."""
-        return _load_cached(str(Path(path).resolve()), device, _stamp(Path(path)))
+        model's folder or cached Hub name."""
+        folder = model_folder(path)
+        return _load_cached(str(folder.resolve()), device, _stamp(folder))
 
     def encode(self, text: str) -> torch.Tensor:
         ids, _ = self.tokenizer.encode_text(text)  # [CLS] … [SEP] (<s> … </s>)

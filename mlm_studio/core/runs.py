@@ -88,7 +88,7 @@ def start_run(
         config = with_architecture(config, initial)
         tokenizer = initial.tokenizer
     else:
-        config = config.with_vocab_size(tokenizer.vocab_size)
+        config = config.with_vocabulary(tokenizer.vocab_size, tokenizer.pad_id)
     sources = [s.path for s in corpus.loaded_sources]
     run = RunDir.create(path, config, tokenizer, sources, corpus.options)
     if initial is not None:
@@ -133,7 +133,8 @@ def check_resume(run: RunDir, config: RunConfig | None, tokenizer: MLMTokenizer 
     """Refuse to resume with a model shape, data layout or tokenizer other than the run's, listing each difference."""
     problems = []
     if config is not None:
-        problems += config_differences(run.config, config.with_vocab_size(run.config.model.vocab_size))
+        model = run.config.model
+        problems += config_differences(run.config, config.with_vocabulary(model.vocab_size, model.pad_token_id))
     if tokenizer is not None and tokenizer.fingerprint() != run.tokenizer.fingerprint():
         theirs = run.tokenizer
         problems.append(

@@ -170,7 +170,7 @@ class ModelConfig(Section):
 
     def uses(self, name: str) -> bool:
         """Whether this model's family has the field `name`."""
-        return self.family in FAMILY_FIELDS.get(name, FAMILY_NAMES)
+        return family_has(self.family, name)
 
     def max_tokens(self) -> int:
         """The longest sequence the model reads: RoBERTa numbers positions from the padding id + 1."""
@@ -324,6 +324,11 @@ class TrainConfig(Section):
             _valid_device(self.device), f"must be auto, cpu, cuda, cuda:N or mps, not {self.device!r}", "device"
         )
         self._require(self.precision in PRECISIONS, f"must be one of {', '.join(PRECISIONS)}", "precision")
+
+
+def family_has(family: str, name: str) -> bool:
+    """Whether models of `family` have the model field `name`."""
+    return family in FAMILY_FIELDS.get(name, FAMILY_NAMES)
 
 
 def _valid_device(name: str) -> bool:

@@ -77,7 +77,7 @@ def test_fill_mask_matches_the_transformers_pipeline(case):
 
 
 def test_a_continued_run_exports_as_its_family_and_transformers_agrees(case, small_corpus, tmp_path):
-    name, folder = case
+    _, folder = case
     imported = import_model(folder)
     run = start_run(tmp_path / "run", small_config(max_steps=3), small_corpus, imported.tokenizer, imported)
     list(Trainer(run, *training_blocks(run, small_corpus)).run())
@@ -119,3 +119,16 @@ def test_other_model_types_are_refused_naming_the_families(tmp_path, kind):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": kind} if kind else {}))
     with pytest.raises(InteropError, match=r"MLM Studio reads BERT, RoBERTa, DistilBERT, ModernBERT"):
         import_model(tmp_path)
+
+
+def test_a_hub_name_is_read_from_the_local_cache_and_never_downloaded(case, tmp_path, monkeypatch):
+    name, folder = case
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(InteropError, match=r"not-here/model is neither a folder nor a model in the local Hugging Face"):
+        import_model("not-here/model")
+    snapshot = tmp_path / f"models--tiny--{name}" / "snapshots" / "0123abc"
+    snapshot.parent.mkdir(parents=True)
+    snapshot.symlink_to(folder, target_is_directory=True)  # the cache's files are links too
+    assert import_model(f"tiny/{name}").config == import_model(folder).config
+    assert FillMask.from_path(f"tiny/{name}").predict("The [MASK] is here.")

@@ -3,7 +3,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
 from mlm_studio.core.config import RunConfig, preset
-from mlm_studio.ui.panels.config import INVALID, ConfigPanel, field_names
+from mlm_studio.ui.panels.config import INVALID, ConfigPanel
+from mlm_studio.ui.panels.config_fields import field_names
 from mlm_studio.ui.workspace import Workspace
 
 

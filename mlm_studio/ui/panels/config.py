@@ -6,7 +6,6 @@ each a label, a group and a tooltip with its usual range.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from mlm_studio.core.config import PRECISIONS, PRESETS, ConfigError, RunConfig
 from mlm_studio.core.families import FAMILIES
 from mlm_studio.core.hf import ImportedModel, import_model
 from mlm_studio.core.progress import format_duration, parse_duration
+from mlm_studio.core.settings import ModelConfig, family_has
 from mlm_studio.ui.panels.config_fields import CHOICES, FIELDS, GROUPS, KEPT_ACROSS_PRESETS
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.theme import ToneLabel
@@ -155,7 +155,7 @@ class ConfigPanel(QWidget):
         elif name in CHOICES or name == "device":
             editor = QComboBox()
             for choice in CHOICES.get(name, self._devices):
-                editor.addItem(choice, choice)
+                editor.addItem(FAMILIES[choice].title if name == "family" else choice, choice)
             editor.currentIndexChanged.connect(self._on_edit)
         elif isinstance(default, int):
             editor = QSpinBox()
@@ -214,11 +214,14 @@ class ConfigPanel(QWidget):
                 except ValueError:
                     raise ConfigError(f"must be a number, not {editor.text()!r}", (f"{section}.{name}",)) from None
         base = self.workspace.config
+        family = values["model"]["family"]
+        model = {n: v if family_has(family, n) else getattr(ModelConfig, n) for n, v in values["model"].items()}
         tokenizer = self.workspace.tokenizer
-        vocab = tokenizer.vocab_size if tokenizer is not None else base.model.vocab_size
+        if tokenizer is not None:
+            model.update(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_id)
         initial = self.workspace.initial_model
         return RunConfig(
-            model=initial.config if initial else replace(base.model, vocab_size=vocab, **values["model"]),
+            model=initial.config if initial else replace(base.model, **model),
             data=replace(base.data, **values["data"]),
             masking=replace(base.masking, **values["masking"]),
             tokenizer=base.tokenizer,
@@ -257,6 +260,7 @@ class ConfigPanel(QWidget):
             self.preset_combo.setCurrentIndex(self.preset_combo.findData(CUSTOM))
             self._applying = False
         self._update_precisions()
+        self._show_family_fields()
         for editor in self.editors.values():
             editor.setStyleSheet("")
         try:
@@ -276,6 +280,14 @@ class ConfigPanel(QWidget):
 
     def _is_model_editor(self, widget) -> bool:
         return any(editor is widget for (section, _), editor in self.editors.items() if section == "model")
+
+    def _show_family_fields(self) -> None:
+        """Only the fields the chosen family has."""
+        family = self.editors[("model", "family")].currentData()
+        form = self.editors[("model", "family")].parentWidget().layout()
+        for (section, name), editor in self.editors.items():
+            if section == "model":
+                form.setRowVisible(editor, family_has(family, name))
 
     def _update_precisions(self) -> None:
         device = self.editors[("training", "device")].currentData() or "auto"
@@ -379,16 +391,6 @@ class ConfigPanel(QWidget):
             self.message_bar.show_message(f"Not saved: {exc}", "error")
         else:
             self.message_bar.show_message(f"Saved {path}.", "info")
-
-
-def field_names() -> set[tuple[str, str]]:
-    """Every configurable (section, field) of the engine, for checking that the form covers them all."""
-    hidden = {("model", "vocab_size"), ("model", "hidden_act"), ("model", "pad_token_id")}
-    names = set()
-    for section in ("model", "data", "masking", "training"):
-        for f in dataclasses.fields(getattr(RunConfig(), section)):
-            names.add((section, f.name))
-    return names - hidden
 
 
 if __name__ == "__main__":

@@ -3,10 +3,19 @@ fields that take one of a few values."""
 
 from __future__ import annotations
 
-from mlm_studio.core.settings import PRECISIONS, SCHEDULES, STRATEGIES
+import dataclasses
+
+from mlm_studio.core.settings import FAMILY_NAMES, PRECISIONS, SCHEDULES, SECTIONS, STRATEGIES
 
 # (section, field): (group, label, tooltip)
 FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {
+    ("model", "family"): (
+        "Model",
+        "Family",
+        "The architecture, exported as transformers' class of that name: BERT; RoBERTa (positions offset by the "
+        "padding id, one segment type); DistilBERT (no segments); ModernBERT (rotary positions, GeGLU, "
+        "pre-LayerNorm without biases, alternating global and local attention)",
+    ),
     ("model", "hidden_size"): ("Model", "Hidden size", "Width of every layer; 128–1024 (BERT-base: 768)"),
     ("model", "num_hidden_layers"): ("Model", "Layers", "Transformer layers; 2–24 (BERT-base: 12)"),
     ("model", "num_attention_heads"): ("Model", "Attention heads", "Must divide the hidden size; usually hidden/64"),
@@ -24,6 +33,14 @@ FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {
         "Pre-LayerNorm",
         "LayerNorm before each sub-layer: steadier at high learning rates",
     ),
+    ("model", "local_attention"): ("Model", "Local window", "Tokens a local layer attends to, half on each side; 128"),
+    ("model", "global_attn_every_n_layers"): (
+        "Model",
+        "Global every",
+        "Layers 0, n, 2n… attend to the whole sequence, the others to their window; 3",
+    ),
+    ("model", "global_rope_theta"): ("Model", "Global RoPE base", "Rotary base of the global layers; 160,000"),
+    ("model", "local_rope_theta"): ("Model", "Local RoPE base", "Rotary base of the local layers; 10,000"),
     ("model", "layer_norm_eps"): ("Model", "LayerNorm ε", "Numerical guard of LayerNorm; 1e-12 (BERT) to 1e-5"),
     ("model", "initializer_range"): ("Model", "Init std", "Standard deviation of the initial weights; 0.02"),
     ("model", "type_vocab_size"): ("Model", "Segment types", "Segment embeddings (sentence A/B); 2"),
@@ -83,8 +100,19 @@ FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {
 KEPT_ACROSS_PRESETS = ("time_budget", "device", "precision", "compile", "seed")
 GROUPS = ("Model", "Optimisation", "Schedule", "Data & masking", "Hardware")
 CHOICES = {
+    "family": FAMILY_NAMES,
     "position_embedding_type": ("absolute", "sinusoidal"),
     "schedule": SCHEDULES,
     "strategy": STRATEGIES,
     "precision": PRECISIONS,
 }
+
+
+def field_names() -> set[tuple[str, str]]:
+    """Every configurable (section, field) of the engine, for checking that the form covers them all."""
+    hidden = {("model", "vocab_size"), ("model", "hidden_act"), ("model", "pad_token_id")}
+    names = set()
+    for section in ("model", "data", "masking", "training"):
+        for f in dataclasses.fields(SECTIONS[section]):
+            names.add((section, f.name))
+    return names - hidden
