@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
@@ -160,3 +162,32 @@ def test_the_summary_never_shows_figures_of_another_configuration(qtbot, panel):
     assert "M</b> parameters" not in panel.summary.text() and "MiB" not in panel.summary.text()
     type_into(qtbot, panel.editors[("model", "num_attention_heads")], "4")
     assert f"{panel.workspace.config.model.parameter_count() / 1e6:,.2f} M" in panel.summary.text()
+
+
+def test_the_family_shows_its_own_fields_and_leaves_no_foreign_values(qtbot, panel, tmp_path):
+    family = panel.editors[("model", "family")]
+    assert [family.itemText(i) for i in range(family.count())] == ["BERT", "RoBERTa", "DistilBERT", "ModernBERT"]
+    modern_only = [("model", n) for n in ("local_attention", "global_attn_every_n_layers", "global_rope_theta")]
+    bert_only = [("model", n) for n in ("type_vocab_size", "position_embedding_type", "pre_layer_norm")]
+    assert all(panel.editors[k].isVisible() for k in bert_only) and not any(
+        panel.editors[k].isVisible() for k in modern_only
+    )
+
+    family.setCurrentIndex(family.findData("modernbert"))
+    assert panel.workspace.config.model.family == "modernbert" and panel.error == ""
+    assert all(panel.editors[k].isVisible() for k in modern_only) and not any(
+        panel.editors[k].isVisible() for k in bert_only
+    )
+    assert panel.preset_combo.currentData() == "custom"
+    type_into(qtbot, panel.editors[("model", "local_attention")], "32")
+    assert panel.workspace.config.model.local_attention == 32
+
+    family.setCurrentIndex(family.findData("distilbert"))  # ModernBERT's window is not carried into DistilBERT
+    assert panel.workspace.config.model.family == "distilbert" and panel.workspace.config.model.local_attention == 128
+    assert not panel.editors[("model", "type_vocab_size")].isVisible()
+    panel.grab().save(str(tmp_path / "distilbert.png"))
+
+    panel.preset_combo.setCurrentIndex(panel.preset_combo.findData("modern"))
+    vocab = panel.workspace.config.model.vocab_size
+    assert panel.workspace.config.model == replace(preset("modern").model, vocab_size=vocab)
+    assert "parameters" in panel.summary.text()

@@ -54,7 +54,7 @@ def token_cell(token: PreviewToken) -> TokenCell:
         return TokenCell(token.original, None, f"{token.original}: a special token, never masked", muted=True)
     colour = KIND_COLOURS.get(token.kind)
     if token.kind == MaskKind.MASK:
-        return TokenCell(token.original, colour, f"'{token.original}' → [MASK]; the model predicts it")
+        return TokenCell(token.original, colour, f"'{token.original}' → {token.shown}; the model predicts it")
     if token.kind == MaskKind.RANDOM:
         text = f"{token.original} → {token.shown}"
         return TokenCell(text, colour, f"'{token.original}' replaced by the random '{token.shown}'")
