@@ -22,9 +22,11 @@ class PredictError(ValueError):
 
 @dataclass(frozen=True)
 class Candidate:
-    token: str
+    token: str  # as the vocabulary spells it (`##ing`, `Ġcopy`)
     token_id: int
     score: float
+    text: str  # as it is written into text (`ing`, `copy`)
+    continues: bool  # it joins the word before it instead of starting one
 
 
 @dataclass(frozen=True)
@@ -75,8 +77,10 @@ class FillMask:
 
     def _candidates(self, probabilities: torch.Tensor, top_k: int) -> tuple[Candidate, ...]:
         scores, ids = probabilities.topk(min(top_k, probabilities.shape[-1]))
+        pieces = [self.tokenizer.piece_text(i) for i in ids.tolist()]
         return tuple(
-            Candidate(self.tokenizer.id_to_token(i), int(i), float(s)) for s, i in zip(scores.tolist(), ids.tolist())
+            Candidate(self.tokenizer.id_to_token(i), int(i), float(s), *piece)
+            for s, i, piece in zip(scores.tolist(), ids.tolist(), pieces)
         )
 
     def predict(self, text: str, top_k: int = 5) -> list[tuple[Candidate, ...]]:
@@ -140,9 +144,9 @@ class FillMask:
         for position in sorted(chosen):
             start, stop = offsets[position]
             start += len(text[start:stop]) - len(text[start:stop].lstrip())  # a mask token may take the space before
-            piece, continues = self.tokenizer.piece_text(chosen[position][0].token_id)
-            out.append(text[end:start].rstrip(" ") if continues else text[end:start])
-            out.append(piece)
+            best = chosen[position][0]
+            out.append(text[end:start].rstrip(" ") if best.continues else text[end:start])
+            out.append(best.text)
             end = stop
         return "".join(out) + text[end:]
 

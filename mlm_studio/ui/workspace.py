@@ -75,7 +75,7 @@ class Workspace(QObject):
         self._initial = imported
         if imported is not None:
             config = self._config
-            limit = imported.config.max_position_embeddings
+            limit = imported.config.max_tokens()
             if config.data.max_seq_len > limit:
                 config = replace(config, data=replace(config.data, max_seq_len=limit))
             from mlm_studio.core.runs import with_architecture

@@ -121,3 +121,66 @@ def test_opening_a_run_from_elsewhere_keeps_the_runs_folder(qtbot, window, train
     assert window.workspace.run == trained_runs / "late"
     assert window.training_panel.plots.series["loss"].size == 40
     assert window.training_panel.runs_root == before
+
+
+@pytest.mark.parametrize("family", ["roberta", "modernbert"])
+def test_a_family_imports_continues_compares_and_exports_in_the_window(
+    qtbot, window, tmp_path, small_corpus, monkeypatch, family
+):
+    """File → Import a folder `transformers` made, see its mask token in the masking preview, train it further,
+    ask the imported and the continued model side by side in the playground, File → Export it again."""
+    from itertools import islice
+
+    import transformers
+
+    from tests.core.family_folders import make_folder
+
+    folder = make_folder(family, list(islice(small_corpus.iter_documents(), 400)), tmp_path / f"tiny-{family}")
+    config_panel, training, playground = window.config_panel, window.training_panel, window.playground_panel
+    choose_folder(monkeypatch, folder)
+    with qtbot.waitSignal(config_panel.import_runner.finished, timeout=TIMEOUT_MS):
+        window.import_action.trigger()
+    imported = window.workspace.initial_model
+    mask = imported.tokenizer.specials.mask
+    assert imported.config.family == family and window.workspace.config.model.family == family
+    family_editor = config_panel.editors[("model", "family")]
+    assert family_editor.currentData() == family and not family_editor.isEnabled()
+    assert mask in config_panel.message_bar.text
+
+    masking = window.masking_panel
+    window.stack.setCurrentWidget(masking)
+
+    def masked_with(token: str) -> bool:
+        return masking.preview is not None and any(t.shown == token for s in masking.preview.samples for t in s)
+
+    qtbot.waitUntil(lambda: masked_with(mask), timeout=TIMEOUT_MS)  # the imported tokenizer's own mask token
+    assert mask == "[MASK]" or not masked_with("[MASK]")
+
+    window.workspace.set_config(with_training(window.workspace.config, max_steps=3, eval_interval=3,
+                                              checkpoint_interval=3, batch_size=4))  # fmt: skip
+    with qtbot.waitSignal(training.run_finished, timeout=TIMEOUT_MS):
+        training.start_button.click()
+    run = RunDir(window.workspace.run)
+    assert run.latest_checkpoint().name == "step-0000003" and run.config.model.family == family
+
+    window.stack.setCurrentWidget(playground)
+    playground.text_edit.setText("Return the [MASK] of the list.")
+    first, second = playground.views
+    first.model_combo.setCurrentIndex(first.model_combo.findData(str(folder)))
+    playground.compare_check.setChecked(True)
+    second.model_combo.setCurrentIndex(second.model_combo.findData(str(run.path)))
+    playground.predict_now()
+    qtbot.waitUntil(lambda: folder.name in first.title() and run.name in second.title(), timeout=TIMEOUT_MS)
+    assert len(first.buttons) == len(second.buttons) == 1 and len(first.buttons[0]) == 5
+    assert all("Ġ" not in b.text() and "▁" not in b.text() for b in first.buttons[0])  # pieces as written
+    window.grab().save(str(tmp_path / f"playground-{family}.png"))
+    first.buttons[0][0].click()
+    assert "[MASK]" not in playground.text_edit.text()
+
+    out = tmp_path / "exported"
+    choose_folder(monkeypatch, out)
+    select_run(training, run.name)
+    with qtbot.waitSignal(training.exporter.succeeded, timeout=TIMEOUT_MS):
+        window.export_action.trigger()
+    theirs = transformers.AutoModelForMaskedLM.from_pretrained(out)
+    assert type(theirs).__name__.lower() == f"{family}formaskedlm"

@@ -64,7 +64,7 @@ def predict(path: str, text: str, top_k: int, iterative: bool) -> Prediction:
 class ResultsView(QGroupBox):
     """One model's candidates: per mask, buttons with probability bars."""
 
-    candidate_clicked = Signal(int, str)  # mask number, token
+    candidate_clicked = Signal(int, object)  # mask number, Candidate
 
     def __init__(self, title: str) -> None:
         super().__init__(title)
@@ -99,10 +99,10 @@ class ResultsView(QGroupBox):
             row += 1
             buttons = []
             for candidate in candidates:
-                button = QPushButton(candidate.token)
+                button = QPushButton(("…" if candidate.continues else "") + candidate.text)
                 button.setFlat(True)
-                button.setToolTip(f"Put '{candidate.token}' in place of [MASK] {number + 1}")
-                button.clicked.connect(lambda _=False, n=number, t=candidate.token: self.candidate_clicked.emit(n, t))
+                button.setToolTip(f"Put '{candidate.text}' in place of [MASK] {number + 1} (piece {candidate.token})")
+                button.clicked.connect(lambda _=False, n=number, c=candidate: self.candidate_clicked.emit(n, c))
                 bar = QProgressBar()
                 bar.setRange(0, 1000)
                 bar.setValue(round(candidate.score * 1000))
@@ -240,7 +240,7 @@ class PlaygroundPanel(QWidget):
         self._schedule()
 
     def browse(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "A run, checkpoint or Hugging Face BERT folder")
+        folder = QFileDialog.getExistingDirectory(self, "A run, checkpoint or Hugging Face model folder")
         if folder:
             self.add_folder(folder)
 
@@ -272,14 +272,15 @@ class PlaygroundPanel(QWidget):
         edit.setText(text[:start] + MASK + text[start + length :])
         edit.setCursorPosition(start + len(MASK))
 
-    def fill_mask(self, number: int, token: str) -> None:
-        """Put `token` in place of the mask number `number` (counting from 0)."""
+    def fill_mask(self, number: int, candidate: Candidate) -> None:
+        """Put `candidate` in place of the mask number `number` (counting from 0); a piece that continues a
+        word joins the word before it."""
         parts = self.text_edit.text().split(MASK)
         if number + 1 >= len(parts):
             return
-        word = token[2:] if token.startswith("##") else token
-        joined = MASK.join(parts[: number + 1]) + word + MASK.join(parts[number + 1 :])
-        self.text_edit.setText(joined)
+        before = MASK.join(parts[: number + 1])
+        before = before.rstrip(" ") if candidate.continues else before
+        self.text_edit.setText(before + candidate.text + MASK.join(parts[number + 1 :]))
 
     # --- predictions --------------------------------------------------------------------------------
     def _on_compare(self, on: bool) -> None:
