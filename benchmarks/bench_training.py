@@ -28,6 +28,7 @@ from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.config import ModelConfig, RunConfig, TrainConfig, preset
 from mlm_studio.core.corpus import load_corpus
 from mlm_studio.core.dataset import DataConfig
+from mlm_studio.core.families import FAMILIES
 from mlm_studio.core.records import StepRecord
 from mlm_studio.core.runs import NewRun, prepare_trainer
 from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerConfig, train_tokenizer
@@ -79,6 +80,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--precision", default="fp32", choices=("fp32", "bf16"))
     parser.add_argument("--preset", help="a preset's model instead of the seed configuration (e.g. base)")
+    parser.add_argument("--family", choices=FAMILIES, help="the seed configuration's shape in another family")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--steps", type=int, default=5, help="steps per timed turn")
     parser.add_argument("--repeats", type=int, default=3)
@@ -88,6 +90,8 @@ def main() -> None:
     device = torch.device(args.device)
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
     model_config = preset(args.preset).model if args.preset else SEED_MODEL
+    if args.family:
+        model_config = replace(model_config, family=args.family)
     corpus = load_corpus([ensure_builtin_corpus()])
     tokenizer = _with_vocab_size(
         train_tokenizer(corpus.iter_documents(), TokenizerConfig(vocab_size=30000), corpus.documents),
@@ -137,7 +141,7 @@ def main() -> None:
 
         for fn in (our_steps, peer_steps):  # warm-up
             fn()
-        times: dict[str, list[float]] = {"MLM Studio Trainer": [], "transformers BertForMaskedLM + collator": []}
+        times: dict[str, list[float]] = {"MLM Studio Trainer": [], f"transformers {type(peer).__name__} + collator": []}
         for _ in range(args.repeats):
             for name, fn in zip(times, (our_steps, peer_steps)):
                 start = time.perf_counter()
@@ -149,7 +153,8 @@ def main() -> None:
     flops_per_token = model_flops_per_token(model_config, 128, 0.15)
     ours_median = statistics.median(times["MLM Studio Trainer"])
     print(
-        f"Training, {model_config.num_hidden_layers}×{model_config.hidden_size}, vocab {model_config.vocab_size}, "
+        f"Training {FAMILIES[model_config.family].title}, {model_config.num_hidden_layers}×{model_config.hidden_size}, "
+        f"vocab {model_config.vocab_size}, "
         f"seq 128, batch {args.batch}, {args.precision} on {device}; {args.steps} steps per turn, "
         f"{args.repeats} turns alternated; {machine()}"
     )

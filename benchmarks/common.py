@@ -35,19 +35,6 @@ def machine() -> str:
     return f"{platform.machine()}, {threads} threads, torch {torch.__version__}, Python {platform.python_version()}"
 
 
-BERT_FIELDS = (
-    "vocab_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "intermediate_size",
-    "hidden_dropout_prob",
-    "attention_probs_dropout_prob",
-    "max_position_embeddings",
-    "layer_norm_eps",
-)
-
-
 def peer_tokenizer(tokenizer):
     """Our tokenizer as the `transformers` peer uses it."""
     from transformers import PreTrainedTokenizerFast
@@ -63,7 +50,11 @@ def peer_tokenizer(tokenizer):
 
 
 def peer_model(config):
-    """A `transformers.BertForMaskedLM` of the same shape as our ModelConfig."""
-    from transformers import BertConfig, BertForMaskedLM
+    """The `transformers` masked-LM of our ModelConfig's family and shape (`BertForMaskedLM`, …), read from the
+    config.json an export would write."""
+    from transformers import AutoConfig, AutoModelForMaskedLM
 
-    return BertForMaskedLM(BertConfig(**{k: getattr(config, k) for k in BERT_FIELDS}))
+    from mlm_studio.core.families import family_of
+
+    values = family_of(config).to_hf(config)
+    return AutoModelForMaskedLM.from_config(AutoConfig.for_model(values.pop("model_type"), **values))

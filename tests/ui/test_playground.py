@@ -30,7 +30,7 @@ def test_typing_predicts_top_k_with_probability_bars(qtbot, panel, trained_runs)
     view = panel.views[0]
     assert len(view.buttons) == 2 and all(len(b) == 5 for b in view.buttons)
     expected = FillMask.from_path(trained_runs / "late").predict("Return the [MASK] of the [MASK].")
-    assert [b.text() for b in view.buttons[0]] == [c.token for c in expected[0]]
+    assert [b.text() for b in view.buttons[0]] == [("…" if c.continues else "") + c.text for c in expected[0]]
     assert view.latency.text().endswith(" ms")
     assert view.title() == "late / step-0000040"
     with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
