@@ -20,15 +20,12 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
-from mlm_studio import __version__
 from mlm_studio.core.checkpoint import (
     CheckpointError,
-    RunDir,
     aliases,
     listed,
     load_state,
     load_weights,
-    read_state,
     resolve_checkpoint,
     save_weights,
 )
@@ -36,6 +33,7 @@ from mlm_studio.core.config import ConfigError, ModelConfig
 from mlm_studio.core.families import ALIASES, FAMILIES, Family, build_model, family_of
 from mlm_studio.core.files import atomic_write_folder, atomic_write_json
 from mlm_studio.core.hub_cache import cached_model, looks_like_hub_name
+from mlm_studio.core.model_card import model_card
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerError
 
@@ -150,73 +148,6 @@ def _tokenizer_config(tokenizer: MLMTokenizer, model: ModelConfig) -> dict[str, 
         "tokenize_chinese_chars": bool(normalizer.get("handle_chinese_chars", True)),
         **common,
     }
-
-
-def model_card(run: RunDir, checkpoint: Path) -> str:
-    """A short README: where the text came from, the configuration, and the last evaluation."""
-    config, state = run.config, read_state(checkpoint)
-    m, family, tokenizer = config.model, family_of(config.model), run.tokenizer
-    try:
-        sources, _ = run.corpus_sources()
-        corpus = ", ".join(s.name for s in sources[:10]) + (
-            f" and {len(sources) - 10} more" if len(sources) > 10 else ""
-        )
-    except CheckpointError:
-        corpus = "not recorded"
-    evals = [r for r in run.read_metrics() if r.get("type") == "eval" and r.get("step", 0) <= state["step"]]
-    if evals:
-        last = evals[-1]
-        metrics = (
-            f"| validation loss | {last['loss']:.4f} |\n| masked-token accuracy | {last['accuracy']:.2%} |\n"
-            f"| top-5 accuracy | {last['top5_accuracy']:.2%} |\n| perplexity | {last['perplexity']:,.1f} |\n"
-            f"| evaluated at step | {last['step']:,} |\n"
-        )
-    else:
-        metrics = "| validation | not evaluated yet |\n"
-    origin = run.initial_weights
-    start = ""
-    if origin is not None:
-        source = json.loads((origin / "origin.json").read_text(encoding="utf-8")).get("source", "an imported model")
-        start = f"Continued pre-training of `{Path(source).name}`.\n\n"
-    return f"""---
-library_name: transformers
-pipeline_tag: fill-mask
-tags: [{m.family}, fill-mask, mlm-studio]
----
-
-# {run.name}
-
-A {family.title} masked language model trained with MLM Studio {__version__}: {m.num_hidden_layers} layers, hidden
-size {m.hidden_size}, {m.num_attention_heads} heads, {m.parameter_count():,} parameters, a {tokenizer.kind} vocabulary
-of {tokenizer.vocab_size:,} pieces. {start}Exported from checkpoint `{checkpoint.name}` after {state["step"]:,}
-optimizer steps and {state.get("tokens_seen", 0):,} tokens.
-
-## Training data
-
-Corpus: {corpus}. Masking: {config.masking.rate:.0%} of tokens ({config.masking.strategy.replace("_", " ")}),
-split {config.masking.mask_fraction:g} {tokenizer.specials.mask} / {config.masking.random_fraction:g} random /
-{config.masking.keep_fraction:g} kept; sequences of {config.data.max_seq_len} tokens.
-
-## Results
-
-| metric | value |
-|---|---|
-{metrics}
-## Use
-
-```python
-from transformers import pipeline
-
-fill = pipeline("fill-mask", model="path/to/this/folder")
-fill("The {tokenizer.specials.mask} of the list.")
-```
-
-## Configuration
-
-```toml
-{config.to_toml().strip()}
-```
-"""
 
 
 # --- import ------------------------------------------------------------------------------------------

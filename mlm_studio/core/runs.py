@@ -101,7 +101,8 @@ def with_architecture(config: RunConfig, initial: ImportedModel) -> RunConfig:
     limit = initial.config.max_tokens()
     if config.data.max_seq_len > limit:
         raise ConfigError(
-            f"{{0}} ({config.data.max_seq_len}) must not exceed the {limit} tokens this model reads", ("data.max_seq_len",)
+            f"{{0}} ({config.data.max_seq_len}) must not exceed the {limit} tokens this model reads",
+            ("data.max_seq_len",),
         )
     return replace(config, model=initial.config)
 
