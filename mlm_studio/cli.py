@@ -71,7 +71,9 @@ def _add_train(commands) -> None:
     train.add_argument(
         "--config", type=Path, metavar="FILE", help="a run configuration: TOML (as MLM Studio saves it) or JSON"
     )
-    train.add_argument("--preset", metavar="NAME", help="a preset: quickstart, tiny, mini, small, medium, base")
+    train.add_argument(
+        "--preset", metavar="NAME", help="a preset: modern (the default), quickstart, tiny, mini, small, medium, base"
+    )
     train.add_argument(
         *_spellings("corpus", "train_file"),
         type=Path,

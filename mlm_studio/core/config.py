@@ -224,7 +224,9 @@ QUICKSTART = RunConfig(
 )
 
 # modern: quickstart's width and recipe as a ModernBERT: rotary positions, a GeGLU feed-forward, pre-LayerNorm
-# without biases, a global layer then local ones (a 64-token window over 128-token blocks).
+# without biases, a global layer then local ones (a 64-token window over 128-token blocks). Measured against
+# quickstart on the built-in corpus (2-core CPU, 6 minutes each, the same evaluation): 42.6% held-out accuracy
+# against 17.8%, and ahead at every minute; hence the default.
 MODERN = RunConfig(
     model=ModelConfig(
         family="modernbert",
@@ -242,8 +244,8 @@ MODERN = RunConfig(
 )
 
 PRESETS: dict[str, RunConfig] = {
-    "quickstart": QUICKSTART,
     "modern": MODERN,
+    "quickstart": QUICKSTART,
     "tiny": RunConfig(model=_preset_model(2, 128), preset="tiny"),
     "mini": RunConfig(model=_preset_model(4, 256), preset="mini"),
     "small": RunConfig(model=_preset_model(4, 512), preset="small"),
@@ -252,7 +254,7 @@ PRESETS: dict[str, RunConfig] = {
 }
 
 
-DEFAULT_PRESET = "quickstart"  # what the window and `mlm-studio train` start from
+DEFAULT_PRESET = "modern"  # what the window and `mlm-studio train` start from
 
 
 def preset(name: str) -> RunConfig:

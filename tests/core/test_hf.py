@@ -167,7 +167,7 @@ def test_continued_pretraining_refuses_a_sequence_longer_than_the_model_reads(
     config = replace(
         config, data=replace(config.data, max_seq_len=128), model=replace(config.model, max_position_embeddings=512)
     )
-    with pytest.raises(ConfigError, match=r"64 positions"):
+    with pytest.raises(ConfigError, match=r"the 64 tokens this model reads"):
         start_run(tmp_path / "run", config, small_corpus, small_tokenizer, initial=import_model(hf_folder))
     assert not (tmp_path / "run").exists()
 

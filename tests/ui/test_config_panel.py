@@ -169,9 +169,11 @@ def test_the_family_shows_its_own_fields_and_leaves_no_foreign_values(qtbot, pan
     assert [family.itemText(i) for i in range(family.count())] == ["BERT", "RoBERTa", "DistilBERT", "ModernBERT"]
     modern_only = [("model", n) for n in ("local_attention", "global_attn_every_n_layers", "global_rope_theta")]
     bert_only = [("model", n) for n in ("type_vocab_size", "position_embedding_type", "pre_layer_norm")]
-    assert all(panel.editors[k].isVisible() for k in bert_only) and not any(
-        panel.editors[k].isVisible() for k in modern_only
-    )
+    assert family.currentData() == "modernbert"  # the default preset, modern
+    family.setCurrentIndex(family.findData("bert"))
+    assert panel.workspace.config.model.family == "bert" and panel.error == ""
+    assert all(panel.editors[k].isVisible() for k in bert_only)
+    assert not any(panel.editors[k].isVisible() for k in modern_only)
 
     family.setCurrentIndex(family.findData("modernbert"))
     assert panel.workspace.config.model.family == "modernbert" and panel.error == ""

@@ -73,7 +73,7 @@ class ConfigPanel(QWidget):
             self.preset_combo.addItem(name, name)
         self.preset_combo.setToolTip(
             "Model sizes (layers × hidden): tiny 2×128, mini 4×256, small 4×512, "
-            "medium 8×512, base 12×768; quickstart learns fastest on a CPU"
+            "medium 8×512, base 12×768 (BERT); modern, a 3×128 ModernBERT, learns fastest on a CPU"
         )
         self.preset_combo.currentIndexChanged.connect(self._on_preset)
         self.load_button = QPushButton("Load…")
