@@ -44,6 +44,19 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--fill", action="store_true", help="fill masks one by one, most confident first")
     predict.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
 
+    evaluate = commands.add_parser(
+        "evaluate", help="where a model is right and wrong on held-out text, and whether it helps a labelled task"
+    )
+    evaluate.add_argument("model", metavar="RUN_OR_FOLDER", help="a run, a checkpoint, or a Hugging Face model")
+    evaluate.add_argument("--checkpoint", type=int, metavar="STEP", help="the run's checkpoint of this step")
+    evaluate.add_argument(
+        "--corpus", nargs="+", metavar="PATH", help="text to score on (a Hugging Face model needs it)"
+    )
+    evaluate.add_argument("--task", type=Path, metavar="FILE", help="labelled texts: CSV, TSV, JSON Lines or Parquet")
+    evaluate.add_argument("--text-column", default="text", help="the task file's text column (default text)")
+    evaluate.add_argument("--label-column", default="label", help="the task file's label column (default label)")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object")
+
     events = commands.add_parser(
         "tensorboard", help="write TensorBoard events for runs made before (from their metrics.jsonl)"
     )
@@ -206,6 +219,10 @@ def main(argv: list[str] | None = None) -> int:
         from mlm_studio.headless import export
 
         return export(args)
+    if args.command == "evaluate":
+        from mlm_studio.headless import evaluate
+
+        return evaluate(args)
     from mlm_studio.headless import predict
 
     return predict(args)

@@ -302,3 +302,42 @@ def predict(args) -> int:
         shown = "  ".join(f"{c.token} {c.score:.3f}" for c in candidates)
         print(f"[MASK] {number}: {shown}")
     return 0
+
+
+def evaluate(args) -> int:
+    """Print the masked-token diagnosis of a model (and, with --task, the downstream probe) as a table or JSON."""
+    from mlm_studio.core.corpus import load_corpus
+    from mlm_studio.core.diagnostics import diagnose, load_subject
+    from mlm_studio.core.task_probe import TaskError, probe_task, read_labelled
+
+    try:
+        corpus = load_corpus(list(args.corpus)) if args.corpus else None
+        subject = load_subject(args.model, args.checkpoint, corpus)
+        diagnosis = diagnose(subject.model, subject.tokenizer, subject.config, subject.validation)
+        result = diagnosis.to_json()
+        if args.task is not None:
+            texts, labels = read_labelled(args.task, args.text_column, args.label_column)
+            result["task"] = probe_task(subject.model, subject.tokenizer, texts, labels).to_json()
+    except (*USER_ERRORS, TaskError) as exc:
+        return _fail(str(exc))
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+        return 0
+    print(f"{subject.title}: {diagnosis.predicted:,} masked positions")
+    print(f"loss {diagnosis.loss:.4f} · accuracy {diagnosis.accuracy:.2%} · top-5 {diagnosis.top5_accuracy:.2%} · "
+          f"calibration error {diagnosis.ece:.3f}")  # fmt: skip
+    for title, shares in (("by corpus frequency", diagnosis.by_frequency), ("by kind", diagnosis.by_kind)):
+        print(f"\n{title}:")
+        for share in shares:
+            print(f"  {share.name:>14}  {share.count:>7,}  {share.accuracy:7.2%}")
+    print("\nmost frequent confusions (expected → predicted):")
+    for expected, predicted, count in diagnosis.confusions[:10]:
+        print(f"  {expected} → {predicted}  ×{count}")
+    if "task" in result:
+        task = result["task"]
+        print(
+            f"\ntask ({task['examples']:,} examples): accuracy {task['accuracy']:.2%}, "
+            f"macro-F1 {task['macro_f1']:.3f}; majority class {task['majority_accuracy']:.2%}, "
+            f"bag of words {task['bag_of_words_accuracy']:.2%}"
+        )
+    return 0

@@ -352,3 +352,25 @@ def test_each_family_from_the_hub_cache_trains_predicts_and_exports_as_subproces
     cli("export", str(run), str(tmp_path / "export"))
     config = json.loads((tmp_path / "export" / "config.json").read_text())
     assert config["model_type"] == family and config["architectures"][0].lower() == f"{family}formaskedlm"
+
+
+def test_evaluate_prints_the_trainers_figures_and_a_task_probe_as_a_subprocess(tmp_path, trained_run):
+    from tests.core.test_diagnostics import _labelled
+
+    evals = [r for r in trained_run.read_metrics() if r.get("type") == "eval"]
+    task = _labelled(tmp_path / "topics.csv")
+    done = subprocess.run(
+        [sys.executable, "-m", "mlm_studio", "evaluate", str(trained_run.path), "--task", str(task), "--json"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["masked_accuracy"] == pytest.approx(evals[-1]["accuracy"])
+    assert result["loss"] == pytest.approx(evals[-1]["loss"], rel=1e-6)
+    assert {b["bucket"] for b in result["by_frequency"]} and set(result["by_kind"]) >= {"word start", "[MASK]"}
+    assert result["task"]["accuracy"] > result["task"]["majority_accuracy"]
+    table = subprocess.run(
+        [sys.executable, "-m", "mlm_studio", "evaluate", str(trained_run.path), "--checkpoint", "7"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert table.returncode == 1 and "has no checkpoint at step 7" in table.stderr

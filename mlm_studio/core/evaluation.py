@@ -9,9 +9,30 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from mlm_studio.core.dataset import BlockSet
+from mlm_studio.core.dataset import Batch, BlockSet
+from mlm_studio.core.masking import MaskedBatch, Masker
 
 EVAL_SEED = 1_234_567  # the masking of evaluation batch n is seeded with EVAL_SEED + n
+
+
+def mask_blocks(
+    blocks: BlockSet, indices: np.ndarray, seed: int, masker: Masker, generator: torch.Generator, device: torch.device
+) -> tuple[MaskedBatch, torch.Tensor | None, int, Batch]:
+    """Blocks `indices` masked with `seed` on `device`: the masked batch, the attention mask (None without
+    padding), the count of real tokens, and the blocks as they were."""
+    batch = blocks.batch(indices)
+    ids = _on(batch.input_ids, device)
+    attention = None if batch.attention_mask.all() else _on(batch.attention_mask, device)
+    generator.manual_seed(seed)
+    masked = masker(ids, _on(batch.word_ids, device), generator)
+    return masked, attention, int(batch.attention_mask.sum()), batch
+
+
+def _on(array: np.ndarray, device: torch.device) -> torch.Tensor:
+    tensor = torch.from_numpy(array)
+    if device.type == "cuda":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)
 
 
 @torch.no_grad()

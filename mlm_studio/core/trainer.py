@@ -23,7 +23,7 @@ from mlm_studio.core.dataset import BlockOrder, BlockSet
 from mlm_studio.core.device import autocast_dtype, fused_optimizer_runs_on, resolve_device
 from mlm_studio.core.distributed import SINGLE, Distributed, any_rank, no_sync_unless, summed
 from mlm_studio.core.encoder import decay_groups
-from mlm_studio.core.evaluation import masked_lm_sums
+from mlm_studio.core.evaluation import mask_blocks, masked_lm_sums
 from mlm_studio.core.failures import (
     OOM_MESSAGE,
     RunFailed,
@@ -145,20 +145,9 @@ class Trainer:
             self.run_dir.truncate_metrics_after(self.step)
 
     # --- schedule and data ----------------------------------------------------------------------------
-    def _to_device(self, array: np.ndarray) -> torch.Tensor:
-        tensor = torch.from_numpy(array)
-        if self.device.type == "cuda":
-            return tensor.pin_memory().to(self.device, non_blocking=True)
-        return tensor.to(self.device)
-
     def _micro_batch(self, blocks: BlockSet, indices: np.ndarray, seed: int):
-        batch = blocks.batch(indices)
-        ids = self._to_device(batch.input_ids)
-        words = self._to_device(batch.word_ids)
-        attention = None if batch.attention_mask.all() else self._to_device(batch.attention_mask)
-        self.generator.manual_seed(seed)
-        masked = self.masker(ids, words, self.generator)
-        return masked, attention, int(batch.attention_mask.sum())
+        masked, attention, real, _ = mask_blocks(blocks, indices, seed, self.masker, self.generator, self.device)
+        return masked, attention, real
 
     # --- one run ------------------------------------------------------------------------------------
     def run(self) -> Iterator[Record]:

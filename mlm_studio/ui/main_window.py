@@ -96,6 +96,7 @@ class MainWindow(QMainWindow):
         """The panels, their menus and the last session's state (deferred until the engine is imported)."""
         from mlm_studio.ui.panels.config import ConfigPanel
         from mlm_studio.ui.panels.corpus import CorpusPanel
+        from mlm_studio.ui.panels.evaluation import EvaluationPanel
         from mlm_studio.ui.panels.masking import MaskingPanel
         from mlm_studio.ui.panels.playground import PlaygroundPanel
         from mlm_studio.ui.panels.training import TrainingPanel
@@ -108,14 +109,17 @@ class MainWindow(QMainWindow):
         self.config_panel = ConfigPanel(self.workspace)
         self.training_panel = TrainingPanel(self.workspace, self._runs_root)
         self.playground_panel = PlaygroundPanel(self.workspace, self._runs_root)
+        self.evaluation_panel = EvaluationPanel(self.workspace, self._runs_root)
         self.add_panel("Corpus", self.corpus_panel, QStyle.StandardPixmap.SP_FileDialogContentsView)
         self.add_panel("Masking preview", self.masking_panel, QStyle.StandardPixmap.SP_FileDialogInfoView)
         self.add_panel("Configuration", self.config_panel, QStyle.StandardPixmap.SP_FileDialogDetailedView)
         self.add_panel("Training", self.training_panel, QStyle.StandardPixmap.SP_MediaPlay)
         self.add_panel("Playground", self.playground_panel, QStyle.StandardPixmap.SP_DialogHelpButton)
+        self.add_panel("Evaluation", self.evaluation_panel, QStyle.StandardPixmap.SP_FileDialogListView)
         self.config_panel.validity_changed.connect(self.training_panel.set_config_error)
         self.training_panel.checkpoint_written.connect(self.playground_panel.on_checkpoint)
         self.training_panel.run_finished.connect(self._on_run_finished)
+        self.training_panel.checkpoint_written.connect(lambda _: self.evaluation_panel.refresh_models())
         self.training_panel.controller.state_changed.connect(self._update_run_status)
         self.workspace.run_changed.connect(lambda _: self._update_run_status())
         self.workspace.corpus_changed.connect(self._update_corpus_status)

@@ -1,0 +1,252 @@
+"""Evaluation panel: is the model any good? For a run (any checkpoint) or an imported model: the held-out
+blocks with its answers, where it fails, and whether its sentence vectors help a labelled task of your own.
+Everything heavy runs in the background with progress and cancel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from mlm_studio.core.checkpoint import RunDir
+from mlm_studio.core.diagnostics import Diagnosis, Subject, diagnose, load_subject
+from mlm_studio.core.hf import is_hf_folder
+from mlm_studio.core.history import list_runs
+from mlm_studio.core.task_probe import TaskResult, probe_task, read_labelled
+from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.widgets.diagnosis_views import FailuresView, SamplesView
+from mlm_studio.ui.widgets.message_bar import MessageBar
+from mlm_studio.ui.workspace import Workspace
+
+LATEST = -1
+
+
+class EvaluationPanel(QWidget):
+    evaluated = Signal()  # a diagnosis is shown
+    probed = Signal()  # a task probe's result is shown
+
+    def __init__(self, workspace: Workspace, runs_root: Path, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.workspace, self.runs_root = workspace, runs_root
+        self.folders: list[str] = []
+        self.subject: Subject | None = None
+        self.diagnosis: Diagnosis | None = None
+        self.task_result: TaskResult | None = None
+        self.evaluator, self.prober = TaskRunner(self), TaskRunner(self)  # one task of each kind at a time
+        self._build()
+        self.evaluator.succeeded.connect(self._on_diagnosis)
+        self.prober.succeeded.connect(self._on_probe)
+        for runner in (self.evaluator, self.prober):
+            runner.progress.connect(self._on_progress)
+            runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
+            runner.cancelled.connect(lambda: self.message_bar.show_message("Cancelled.", "info"))
+            runner.finished.connect(lambda: self._busy(False))
+        workspace.run_changed.connect(lambda _: self.refresh_models())
+        workspace.initial_model_changed.connect(self._on_initial_model)
+        self.refresh_models()
+
+    def _build(self) -> None:
+        self.model_combo = QComboBox()
+        self.model_combo.setToolTip("A run, or a Hugging Face model scored on the Corpus panel's text")
+        self.model_combo.currentIndexChanged.connect(self._list_checkpoints)
+        self.checkpoint_combo = QComboBox()
+        self.checkpoint_combo.setToolTip("Which checkpoint of the run: step through them to watch it learn")
+        self.folder_button = QPushButton("Model folder…")
+        self.folder_button.clicked.connect(self.browse)
+        self.evaluate_button = QPushButton("Evaluate")
+        self.evaluate_button.clicked.connect(self.evaluate)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(lambda: [r.cancel() for r in (self.evaluator, self.prober)])
+        self.cancel_button.hide()
+        self.progress_bar = QProgressBar()
+        self.progress_bar.hide()
+        self.message_bar = MessageBar()
+        top = QHBoxLayout()
+        top.addWidget(self.model_combo, 2)
+        top.addWidget(self.checkpoint_combo, 1)
+        top.addWidget(self.folder_button)
+        top.addWidget(self.evaluate_button)
+        top.addWidget(self.cancel_button)
+        self.samples_view = SamplesView()
+        self.failures_view = FailuresView()
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.samples_view, "Masked samples")
+        self.tabs.addTab(self.failures_view, "Where it fails")
+        self.tabs.addTab(self._task_tab(), "Does it help a task")
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.progress_bar)
+        layout.addWidget(self.message_bar)
+        layout.addWidget(self.tabs, 1)
+
+    def _task_tab(self) -> QWidget:
+        self.task_path = QLineEdit()
+        self.task_path.setPlaceholderText("a CSV, TSV, JSON Lines or Parquet file of texts and labels")
+        choose = QPushButton("Choose…")
+        choose.clicked.connect(self.choose_task)
+        self.text_column, self.label_column = QLineEdit("text"), QLineEdit("label")
+        self.probe_button = QPushButton("Probe the task")
+        self.probe_button.setToolTip(
+            "Train a logistic regression on the model's frozen sentence vectors (mean of the last layer) on 75% "
+            "of the texts, stratified, and score it on the rest, beside the majority class and a bag of words"
+        )
+        self.probe_button.clicked.connect(self.probe)
+        self.task_table = QTableWidget(3, 3)
+        self.task_table.setHorizontalHeaderLabels(["classifier", "accuracy", "macro-F1"])
+        self.task_table.verticalHeader().setVisible(False)
+        self.task_table.horizontalHeader().setStretchLastSection(True)
+        self.task_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        row = QHBoxLayout()
+        row.addWidget(self.task_path, 1)
+        row.addWidget(choose)
+        form = QFormLayout()
+        form.addRow("Labelled texts", row)
+        form.addRow("Text column", self.text_column)
+        form.addRow("Label column", self.label_column)
+        form.addRow(self.probe_button)
+        tab = QWidget()
+        layout = QVBoxLayout(tab)
+        layout.addLayout(form)
+        layout.addWidget(self.task_table, 1)
+        return tab
+
+    # --- which model --------------------------------------------------------------------------------
+    def refresh_models(self) -> None:
+        current = self.model_combo.currentData()
+        entries = []
+        if self.workspace.run is not None:
+            entries.append((f"Current run: {self.workspace.run.name}", str(self.workspace.run)))
+        entries += [(run.name, str(run.path)) for run in list_runs(self.runs_root) if run.path != self.workspace.run]
+        entries += [(f"Hugging Face: {Path(f).name}", f) for f in self.folders]
+        self.model_combo.blockSignals(True)
+        self.model_combo.clear()
+        for label, path in entries:
+            self.model_combo.addItem(label, path)
+        index = self.model_combo.findData(current)
+        self.model_combo.setCurrentIndex(index if index >= 0 else 0)
+        self.model_combo.blockSignals(False)
+        self._list_checkpoints()
+
+    def _list_checkpoints(self) -> None:
+        self.checkpoint_combo.clear()
+        path = self.model_combo.currentData()
+        is_run = path is not None and not is_hf_folder(path)
+        self.checkpoint_combo.setEnabled(is_run)
+        self.checkpoint_combo.addItem("latest checkpoint", LATEST)
+        if is_run:
+            for checkpoint in reversed(RunDir(path).checkpoints()):
+                self.checkpoint_combo.addItem(checkpoint.name, int(checkpoint.name.split("-")[1]))
+
+    def browse(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "A run or a Hugging Face model folder")
+        if folder:
+            self.add_folder(folder)
+
+    def add_folder(self, folder: str) -> None:
+        if is_hf_folder(folder) and folder not in self.folders:
+            self.folders.append(folder)
+        self.refresh_models()
+        self.model_combo.setCurrentIndex(max(0, self.model_combo.findData(folder)))
+
+    def _on_initial_model(self, imported) -> None:
+        if imported is not None:
+            self.add_folder(str(imported.folder))
+
+    # --- work ---------------------------------------------------------------------------------------
+    def evaluate(self) -> None:
+        """Score the chosen model and checkpoint on held-out blocks, in the background."""
+        path, step = self.model_combo.currentData(), self.checkpoint_combo.currentData()
+        if path is None:
+            self.message_bar.show_message("No model yet: train a run, or choose a model folder.", "warning")
+            return
+        corpus = self.workspace.corpus
+
+        def work(progress):
+            subject = load_subject(path, None if step in (None, LATEST) else step, _corpus_for(path, corpus), progress)
+            return subject, diagnose(subject.model, subject.tokenizer, subject.config, subject.validation,
+                                     progress=progress)  # fmt: skip
+
+        self._busy(True)
+        self.evaluator.start(work)
+
+    def _on_diagnosis(self, result: tuple[Subject, Diagnosis]) -> None:
+        self.subject, self.diagnosis = result
+        self.samples_view.show_samples(self.diagnosis.samples, self.subject.tokenizer)
+        self.failures_view.show_diagnosis(self.diagnosis)
+        self.message_bar.show_message(f"{self.subject.title}: {self.diagnosis.accuracy:.1%} of "
+                                      f"{self.diagnosis.predicted:,} masked tokens right.", "info")  # fmt: skip
+        self.evaluated.emit()
+
+    def choose_task(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Labelled texts", "", "Tables (*.csv *.tsv *.jsonl *.parquet)")
+        if path:
+            self.task_path.setText(path)
+
+    def probe(self) -> None:
+        """Run the downstream probe of the evaluated model on the chosen file, in the background."""
+        if self.subject is None:
+            self.message_bar.show_message("Evaluate a model first: the probe reads its sentence vectors.", "warning")
+            return
+        subject, path = self.subject, self.task_path.text().strip()
+        columns = self.text_column.text().strip() or "text", self.label_column.text().strip() or "label"
+
+        def work(progress):
+            texts, labels = read_labelled(path, *columns)
+            return probe_task(subject.model, subject.tokenizer, texts, labels, progress=progress)
+
+        self._busy(True)
+        self.prober.start(work)
+
+    def _on_probe(self, result: TaskResult) -> None:
+        self.task_result = result
+        rows = [
+            (f"{self.subject.title}: linear probe", f"{result.accuracy:.1%}", f"{result.macro_f1:.3f}"),
+            ("majority class", f"{result.majority_accuracy:.1%}", ""),
+            ("bag of words (TF-IDF + logistic regression)", f"{result.bag_of_words_accuracy:.1%}", ""),
+        ]
+        for r, row in enumerate(rows):
+            for c, value in enumerate(row):
+                self.task_table.setItem(r, c, QTableWidgetItem(value))
+        self.task_table.resizeColumnsToContents()
+        self.message_bar.show_message(f"Probed {result.examples:,} labelled texts.", "info")
+        self.probed.emit()
+
+    def _busy(self, busy: bool) -> None:
+        busy = busy or self.evaluator.running or self.prober.running
+        self.evaluate_button.setEnabled(not busy)
+        self.probe_button.setEnabled(not busy)
+        self.cancel_button.setVisible(busy)
+        self.progress_bar.setVisible(busy)
+        self.progress_bar.setRange(0, 0)
+
+    def _on_progress(self, done: int, total: int, message: str) -> None:
+        self.progress_bar.setFormat(f"{message} %p%")
+        if total > 0:
+            self.progress_bar.setRange(0, total)
+            self.progress_bar.setValue(done)
+
+
+def _corpus_for(path: str, corpus):
+    """A run reads its own recorded corpus; an imported model is scored on the workspace's."""
+    return corpus if is_hf_folder(path) else None
+
+
+if __name__ == "__main__":
+    from mlm_studio.core.paths import default_runs_dir
+    from mlm_studio.ui.preview import preview
+
+    preview(lambda workspace: EvaluationPanel(workspace, default_runs_dir()), loaded=False)

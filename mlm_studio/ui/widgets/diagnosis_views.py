@@ -1,0 +1,177 @@
+"""The Evaluation panel's views of a `Diagnosis`: masked samples with the model's answers, and where it fails
+(accuracy by frequency and by kind, confusions, calibration)."""
+
+from __future__ import annotations
+
+import math
+
+import pyqtgraph as pg
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from mlm_studio.core.diagnostics import KIND_NAMES, Diagnosis, Sample
+from mlm_studio.core.tokenizer import MLMTokenizer
+from mlm_studio.ui.widgets.plots import ThemedPlot
+from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
+
+RIGHT, WRONG = QColor("#4caf50"), QColor("#d9534f")
+FILTERS = {"all": "every answer", "wrong": "wrong answers only", "right": "right answers only"}
+
+
+def answer_cells(sample: Sample, tokenizer: MLMTokenizer, show: str = "all") -> list[TokenCell]:
+    """A block's tokens; each masked one coloured right or wrong, its shade the model's confidence, with the
+    original, the treatment and the top-k on hover. `show` keeps only wrong or right answers coloured."""
+    answers = {a.position: a for a in sample.answers}
+    special = set(tokenizer.special_ids)
+    cells = []
+    for position, token_id in enumerate(sample.original):
+        if token_id == tokenizer.pad_id:
+            break
+        text = tokenizer.id_to_token(token_id)
+        answer = answers.get(position)
+        if answer is None or (show == "wrong" and answer.correct) or (show == "right" and not answer.correct):
+            cells.append(TokenCell(text, None, "", muted=token_id in special))
+            continue
+        colour = QColor(RIGHT if answer.correct else WRONG)
+        colour.setAlphaF(0.35 + 0.65 * answer.probabilities[0])
+        shown = tokenizer.id_to_token(sample.shown[position])
+        lines = [f"'{text}' shown as {KIND_NAMES.get(answer.kind, shown)} ({shown})"] + [
+            f"{rank}. {tokenizer.id_to_token(i)}  {p:.1%}"
+            for rank, (i, p) in enumerate(zip(answer.top, answer.probabilities), start=1)
+        ]
+        label = text if answer.correct else f"{text} → {tokenizer.id_to_token(answer.top[0])}"
+        cells.append(TokenCell(label, colour, "\n".join(lines)))
+    return cells
+
+
+class SamplesView(QWidget):
+    """Held-out blocks with the model's answers, filtered and sorted as asked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.filter_combo = QComboBox()
+        for key, text in FILTERS.items():
+            self.filter_combo.addItem(text, key)
+        self.sort_check = QCheckBox("hardest blocks first (by loss)")
+        self.filter_combo.currentIndexChanged.connect(self._show)
+        self.sort_check.toggled.connect(self._show)
+        self.views: list[TokenView] = []
+        self.body = QVBoxLayout()
+        body = QWidget()
+        body.setLayout(self.body)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(body)
+        controls = QHBoxLayout()
+        controls.addWidget(QLabel("Show"))
+        controls.addWidget(self.filter_combo)
+        controls.addWidget(self.sort_check)
+        controls.addStretch(1)
+        legend = QLabel("Green: right · red: wrong (expected → predicted) · the deeper, the more confident. Hover a "
+                        "token for the top candidates.")  # fmt: skip
+        legend.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.addLayout(controls)
+        layout.addWidget(legend)
+        layout.addWidget(scroll, 1)
+        self.samples: tuple[Sample, ...] = ()
+        self.tokenizer: MLMTokenizer | None = None
+
+    def show_samples(self, samples: tuple[Sample, ...], tokenizer: MLMTokenizer) -> None:
+        self.samples, self.tokenizer = samples, tokenizer
+        self._show()
+
+    def ordered(self) -> list[Sample]:
+        samples = list(self.samples)
+        if self.sort_check.isChecked():
+            samples.sort(key=lambda s: -s.loss if not math.isnan(s.loss) else math.inf)
+        return samples
+
+    def _show(self) -> None:
+        while self.body.count():
+            widget = self.body.takeAt(0).widget()
+            if widget is not None:
+                widget.deleteLater()
+        self.views = []
+        if self.tokenizer is None:
+            return
+        for sample in self.ordered():
+            view = TokenView()
+            view.set_cells(answer_cells(sample, self.tokenizer, self.filter_combo.currentData()))
+            view.setToolTip(f"block loss {sample.loss:.3f}")
+            self.body.addWidget(view)
+            self.views.append(view)
+        self.body.addStretch(1)
+
+
+def _table(headers: list[str]) -> QTableWidget:
+    table = QTableWidget(0, len(headers))
+    table.setHorizontalHeaderLabels(headers)
+    table.verticalHeader().setVisible(False)
+    table.horizontalHeader().setStretchLastSection(True)
+    table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+    return table
+
+
+def _fill(table: QTableWidget, rows: list[tuple]) -> None:
+    table.setRowCount(len(rows))
+    for r, row in enumerate(rows):
+        for c, value in enumerate(row):
+            table.setItem(r, c, QTableWidgetItem(value))
+    table.resizeColumnsToContents()
+
+
+def _percent(value: float) -> str:
+    return "—" if math.isnan(value) else f"{value:.1%}"
+
+
+class FailuresView(QWidget):
+    """Accuracy by token frequency and by kind, the most frequent confusions, and the calibration plot."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.summary = QLabel()
+        self.frequency_table = _table(["corpus occurrences", "positions", "accuracy"])
+        self.kind_table = _table(["kind", "positions", "accuracy"])
+        self.confusion_table = _table(["expected", "predicted", "times"])
+        self.calibration = ThemedPlot("top-1 confidence", "accuracy")
+        self.calibration.setTitle("Calibration: on the diagonal, confidence is accuracy")
+        self.calibration.setXRange(0, 1)
+        self.calibration.setYRange(0, 1)
+        grid = QGridLayout()
+        grid.addWidget(QLabel("<b>By how often the token occurs in the corpus</b>"), 0, 0)
+        grid.addWidget(self.frequency_table, 1, 0)
+        grid.addWidget(QLabel("<b>By piece and by masking treatment</b>"), 0, 1)
+        grid.addWidget(self.kind_table, 1, 1)
+        grid.addWidget(QLabel("<b>Most frequent confusions</b>"), 2, 0)
+        grid.addWidget(self.confusion_table, 3, 0)
+        grid.addWidget(self.calibration, 2, 1, 2, 1)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.summary)
+        layout.addLayout(grid, 1)
+
+    def show_diagnosis(self, diagnosis: Diagnosis) -> None:
+        self.summary.setText(
+            f"<b>{diagnosis.predicted:,}</b> masked positions · loss <b>{diagnosis.loss:.3f}</b> · accuracy "
+            f"<b>{_percent(diagnosis.accuracy)}</b> · top-5 <b>{_percent(diagnosis.top5_accuracy)}</b> · "
+            f"expected calibration error <b>{diagnosis.ece:.3f}</b>"
+        )
+        _fill(self.frequency_table, [(s.name, f"{s.count:,}", _percent(s.accuracy)) for s in diagnosis.by_frequency])
+        _fill(self.kind_table, [(s.name, f"{s.count:,}", _percent(s.accuracy)) for s in diagnosis.by_kind])
+        _fill(self.confusion_table, [(e, p, f"{n:,}") for e, p, n in diagnosis.confusions])
+        self.calibration.clear()
+        self.calibration.plot([0, 1], [0, 1], pen=pg.mkPen((128, 128, 128), style=pg.QtCore.Qt.PenStyle.DashLine))
+        if diagnosis.calibration:
+            confidence, accuracy, _ = zip(*diagnosis.calibration)
+            self.calibration.plot(list(confidence), list(accuracy), pen=pg.mkPen("#1f77b4", width=2), symbol="o")

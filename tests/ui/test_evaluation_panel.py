@@ -1,0 +1,89 @@
+"""The Evaluation panel, clicked through as a user would: evaluate a run and one of its checkpoints, read the
+answers and the failures, probe a labelled task; and an imported model scored on the corpus."""
+
+import pytest
+from PySide6.QtCore import Qt
+
+from mlm_studio.core.checkpoint import RunDir
+from mlm_studio.ui.panels.evaluation import EvaluationPanel
+from mlm_studio.ui.workspace import Workspace
+from tests.core.test_diagnostics import _labelled
+
+TIMEOUT_MS = 120_000
+
+
+@pytest.fixture
+def panel(qtbot, trained_runs, small_corpus):
+    workspace = Workspace()
+    workspace.set_corpus(small_corpus)
+    widget = EvaluationPanel(workspace, trained_runs)
+    qtbot.addWidget(widget)
+    widget.resize(1200, 800)
+    widget.show()
+    return widget
+
+
+def test_evaluate_a_checkpoint_read_its_answers_and_failures_then_probe_a_task(qtbot, panel, trained_runs, tmp_path):
+    combo = panel.model_combo
+    combo.setCurrentIndex(combo.findData(str(trained_runs / "late")))
+    steps = [panel.checkpoint_combo.itemText(i) for i in range(panel.checkpoint_combo.count())]
+    assert steps[0] == "latest checkpoint" and steps[1:] == [
+        c.name for c in reversed(RunDir(trained_runs / "late").checkpoints())
+    ]
+    panel.checkpoint_combo.setCurrentIndex(2)
+    with qtbot.waitSignal(panel.evaluated, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(panel.evaluate_button, Qt.MouseButton.LeftButton)
+    diagnosis = panel.diagnosis
+    evals = {r["step"]: r for r in RunDir(trained_runs / "late").read_metrics() if r.get("type") == "eval"}
+    step = int(panel.checkpoint_combo.currentText().split("-")[1])
+    assert diagnosis.accuracy == pytest.approx(evals[step]["accuracy"])
+    assert panel.subject.title.endswith(panel.checkpoint_combo.currentText())
+    assert f"{diagnosis.accuracy:.1%}" in panel.message_bar.text
+
+    samples = panel.samples_view
+    coloured = [c for view in samples.views for c in view.cells if c.background is not None]
+    assert len(coloured) == sum(len(s.answers) for s in diagnosis.samples)
+    assert all("1. " in c.tooltip for c in coloured)
+    samples.filter_combo.setCurrentIndex(samples.filter_combo.findData("wrong"))
+    wrong = [c for view in samples.views for c in view.cells if c.background is not None]
+    assert len(wrong) == sum(not a.correct for s in diagnosis.samples for a in s.answers) and all(
+        "→" in c.text for c in wrong
+    )
+    samples.sort_check.setChecked(True)
+    losses = [s.loss for s in samples.ordered()]
+    assert losses == sorted(losses, reverse=True)
+
+    panel.tabs.setCurrentIndex(1)
+    failures = panel.failures_view
+    assert failures.frequency_table.rowCount() == len(diagnosis.by_frequency)
+    assert failures.kind_table.item(0, 0).text() == "word start"
+    assert failures.confusion_table.rowCount() == len(diagnosis.confusions) > 0
+    assert "calibration error" in failures.summary.text()
+    panel.grab().save(str(tmp_path / "failures.png"))
+
+    panel.tabs.setCurrentIndex(2)
+    panel.task_path.setText(str(_labelled(tmp_path / "topics.csv")))
+    with qtbot.waitSignal(panel.probed, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(panel.probe_button, Qt.MouseButton.LeftButton)
+    assert panel.task_result.accuracy >= 0.9 and panel.task_table.item(1, 1).text() == "50.0%"
+    panel.grab().save(str(tmp_path / "task.png"))
+
+
+def test_an_imported_model_is_scored_on_the_workspace_corpus_and_a_bad_task_file_is_refused(
+    qtbot, panel, trained_runs, tmp_path
+):
+    from mlm_studio.core.hf import export_model
+
+    folder = export_model(trained_runs / "late", tmp_path / "exported")
+    panel.add_folder(str(folder))
+    assert panel.model_combo.currentText() == "Hugging Face: exported" and not panel.checkpoint_combo.isEnabled()
+    with qtbot.waitSignal(panel.evaluated, timeout=TIMEOUT_MS):
+        panel.evaluate()
+    assert panel.subject.title == "exported (Hugging Face)" and panel.diagnosis.predicted > 0
+
+    (tmp_path / "bad.csv").write_text("words,label\nsome text,a\n")
+    panel.task_path.setText(str(tmp_path / "bad.csv"))
+    with qtbot.waitSignal(panel.prober.finished, timeout=TIMEOUT_MS):
+        panel.probe()
+    assert panel.message_bar.level == "error" and "no column 'text'" in panel.message_bar.text
+    assert panel.evaluate_button.isEnabled() and panel.probe_button.isEnabled()
