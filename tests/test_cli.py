@@ -354,9 +354,14 @@ def test_each_family_from_the_hub_cache_trains_predicts_and_exports_as_subproces
     assert config["model_type"] == family and config["architectures"][0].lower() == f"{family}formaskedlm"
 
 
-def test_evaluate_prints_the_trainers_figures_and_a_task_probe_as_a_subprocess(tmp_path, trained_run):
+def test_evaluate_prints_the_trainers_figures_and_a_task_probe_as_a_subprocess(tmp_path, corpus_file, capsys):
     from tests.core.test_diagnostics import _labelled
 
+    run = tmp_path / "run"
+    args = ["train", "--config", str(config_file(tmp_path)), "--corpus", str(corpus_file), "--out", str(run)]
+    assert main([*args, "--max-steps", "8"]) == 0
+    capsys.readouterr()
+    trained_run = RunDir(run)
     evals = [r for r in trained_run.read_metrics() if r.get("type") == "eval"]
     task = _labelled(tmp_path / "topics.csv")
     done = subprocess.run(

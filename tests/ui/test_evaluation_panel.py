@@ -87,3 +87,26 @@ def test_an_imported_model_is_scored_on_the_workspace_corpus_and_a_bad_task_file
         panel.probe()
     assert panel.message_bar.level == "error" and "no column 'text'" in panel.message_bar.text
     assert panel.evaluate_button.isEnabled() and panel.probe_button.isEnabled()
+
+
+def test_a_words_contexts_are_mapped_clicked_and_a_sentence_placed(qtbot, panel, trained_runs, tmp_path):
+    panel.model_combo.setCurrentIndex(panel.model_combo.findData(str(trained_runs / "late")))
+    with qtbot.waitSignal(panel.evaluated, timeout=TIMEOUT_MS):
+        panel.evaluate()
+    view = panel.context_view
+    panel.tabs.setCurrentWidget(view)
+    assert view.layer_spin.maximum() == view.layer_spin.value() == panel.subject.config.model.num_hidden_layers
+    view.word_edit.setText("the")
+    with qtbot.waitSignal(panel.mapped, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(view.show_button, Qt.MouseButton.LeftButton)
+    points = view.scatter.points()
+    assert len(points) == len(view.context.snippets) >= 3 and "occurrences of <b>the</b>" in view.caption.text()
+    view._on_click(view.scatter, [points[0]])
+    assert view.nearest.count() == 6 and view.nearest.item(0).text().startswith("▶")
+    view.sentence_edit.setText("Return the length of the list.")
+    qtbot.mouseClick(view.place_button, Qt.MouseButton.LeftButton)
+    assert len(view.star.points()) == 1
+    view.sentence_edit.setText("no such word")
+    qtbot.mouseClick(view.place_button, Qt.MouseButton.LeftButton)
+    assert panel.message_bar.level == "warning" and "does not contain 'the'" in panel.message_bar.text
+    panel.grab().save(str(tmp_path / "contexts.png"))

@@ -1,5 +1,6 @@
 """Evaluation panel: is the model any good? For a run (any checkpoint) or an imported model: the held-out
-blocks with its answers, where it fails, and whether its sentence vectors help a labelled task of your own.
+blocks with its answers, where it fails, what it learned (a word's contexts by their vectors), and whether its
+sentence vectors help a labelled task of your own.
 Everything heavy runs in the background with progress and cancel."""
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.checkpoint import RunDir
+from mlm_studio.core.contexts import ContextMap, context_map, layer_count, place
 from mlm_studio.core.diagnostics import Diagnosis, Subject, diagnose, load_subject
 from mlm_studio.core.hf import is_hf_folder
 from mlm_studio.core.history import list_runs
 from mlm_studio.core.task_probe import TaskResult, probe_task, read_labelled
 from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.widgets.context_view import ContextView
 from mlm_studio.ui.widgets.diagnosis_views import FailuresView, SamplesView
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.workspace import Workspace
@@ -37,6 +40,7 @@ LATEST = -1
 
 class EvaluationPanel(QWidget):
     evaluated = Signal()  # a diagnosis is shown
+    mapped = Signal()  # a word's contexts are shown
     probed = Signal()  # a task probe's result is shown
 
     def __init__(self, workspace: Workspace, runs_root: Path, parent: QWidget | None = None) -> None:
@@ -46,11 +50,12 @@ class EvaluationPanel(QWidget):
         self.subject: Subject | None = None
         self.diagnosis: Diagnosis | None = None
         self.task_result: TaskResult | None = None
-        self.evaluator, self.prober = TaskRunner(self), TaskRunner(self)  # one task of each kind at a time
+        self.evaluator, self.mapper, self.prober = TaskRunner(self), TaskRunner(self), TaskRunner(self)
         self._build()
         self.evaluator.succeeded.connect(self._on_diagnosis)
+        self.mapper.succeeded.connect(self._on_context)
         self.prober.succeeded.connect(self._on_probe)
-        for runner in (self.evaluator, self.prober):
+        for runner in self.runners:
             runner.progress.connect(self._on_progress)
             runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
             runner.cancelled.connect(lambda: self.message_bar.show_message("Cancelled.", "info"))
@@ -70,7 +75,7 @@ class EvaluationPanel(QWidget):
         self.evaluate_button = QPushButton("Evaluate")
         self.evaluate_button.clicked.connect(self.evaluate)
         self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.clicked.connect(lambda: [r.cancel() for r in (self.evaluator, self.prober)])
+        self.cancel_button.clicked.connect(lambda: [r.cancel() for r in self.runners])
         self.cancel_button.hide()
         self.progress_bar = QProgressBar()
         self.progress_bar.hide()
@@ -86,6 +91,10 @@ class EvaluationPanel(QWidget):
         self.tabs = QTabWidget()
         self.tabs.addTab(self.samples_view, "Masked samples")
         self.tabs.addTab(self.failures_view, "Where it fails")
+        self.context_view = ContextView()
+        self.context_view.requested.connect(self.map_word)
+        self.context_view.place_requested.connect(self.place_sentence)
+        self.tabs.addTab(self.context_view, "What it learned")
         self.tabs.addTab(self._task_tab(), "Does it help a task")
         layout = QVBoxLayout(self)
         layout.addLayout(top)
@@ -183,13 +192,47 @@ class EvaluationPanel(QWidget):
         self._busy(True)
         self.evaluator.start(work)
 
+    @property
+    def runners(self) -> tuple[TaskRunner, ...]:
+        return (self.evaluator, self.mapper, self.prober)
+
     def _on_diagnosis(self, result: tuple[Subject, Diagnosis]) -> None:
         self.subject, self.diagnosis = result
+        self.context_view.set_layers(layer_count(self.subject.model))
         self.samples_view.show_samples(self.diagnosis.samples, self.subject.tokenizer)
         self.failures_view.show_diagnosis(self.diagnosis)
         self.message_bar.show_message(f"{self.subject.title}: {self.diagnosis.accuracy:.1%} of "
                                       f"{self.diagnosis.predicted:,} masked tokens right.", "info")  # fmt: skip
         self.evaluated.emit()
+
+    def map_word(self, word: str, layer: int) -> None:
+        """Place the word's occurrences in the corpus by the evaluated model's vectors, in the background."""
+        corpus = self.workspace.corpus
+        if self.subject is None or corpus is None or not word:
+            self.message_bar.show_message("Evaluate a model and load a corpus first, then type a word.", "warning")
+            return
+        subject = self.subject
+
+        def work(progress):
+            documents = corpus.iter_documents()
+            return context_map(subject.model, subject.tokenizer, documents, word, layer, progress=progress)
+
+        self._busy(True)
+        self.mapper.start(work)
+
+    def _on_context(self, context: ContextMap) -> None:
+        self.context_view.show_map(context)
+        self.message_bar.show_message(f"{len(context.snippets)} contexts of '{context.word}'.", "info")
+        self.mapped.emit()
+
+    def place_sentence(self, sentence: str) -> None:
+        context = self.context_view.context
+        if context is None or self.subject is None:
+            return
+        try:
+            self.context_view.show_placed(place(context, self.subject.model, self.subject.tokenizer, sentence))
+        except ValueError as exc:
+            self.message_bar.show_message(str(exc), "warning")
 
     def choose_task(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Labelled texts", "", "Tables (*.csv *.tsv *.jsonl *.parquet)")
@@ -226,7 +269,7 @@ class EvaluationPanel(QWidget):
         self.probed.emit()
 
     def _busy(self, busy: bool) -> None:
-        busy = busy or self.evaluator.running or self.prober.running
+        busy = busy or any(runner.running for runner in self.runners)
         self.evaluate_button.setEnabled(not busy)
         self.probe_button.setEnabled(not busy)
         self.cancel_button.setVisible(busy)
