@@ -15,6 +15,7 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 PANELS = ("corpus", "masking", "config", "training", "playground")
+EVALUATION_TABS = ("samples", "failures", "contexts", "task")  # assets/evaluation-<tab>-<scheme>.png
 
 
 def main() -> None:
@@ -41,6 +42,7 @@ def main() -> None:
             app.processEvents()
         window.playground_panel.text_edit.setText("Return a [MASK] of the list.")
         window.playground_panel.predict_now()
+        evaluate(app, window.evaluation_panel, Path(runs))
         for scheme in ("light", "dark"):
             apply_scheme(app, scheme)
             for name in PANELS:
@@ -51,7 +53,48 @@ def main() -> None:
                 path = ASSETS / f"{name}-{scheme}.png"
                 window.grab().save(str(path))
                 print(path)
+            window.show_panel(window.evaluation_panel)
+            for number, tab in enumerate(EVALUATION_TABS):
+                window.evaluation_panel.tabs.setCurrentIndex(number)
+                for _ in range(20):
+                    app.processEvents()
+                path = ASSETS / f"evaluation-{tab}-{scheme}.png"
+                window.grab().save(str(path))
+                print(path)
         window.close()
+
+
+def evaluate(app, panel, folder: Path) -> None:
+    """Every checkpoint scored with the package task of benchmarks/bench_task_probe.py, then the latest one
+    evaluated and the word "list" mapped."""
+    import csv
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from bench_task_probe import package_task
+
+    texts, labels = package_task()
+    task = folder / "packages.csv"
+    with task.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f).writerows([("text", "label"), *zip(texts, labels)])
+    panel.refresh_models()
+    panel.task_path.setText(str(task))
+
+    def wait(signal) -> None:
+        done = []
+        signal.connect(lambda *_: done.append(True))
+        while not done:
+            app.processEvents()
+
+    panel.track()
+    wait(panel.tracked)
+    panel.evaluate()
+    wait(panel.evaluated)
+    panel.probe()
+    wait(panel.probed)
+    panel.samples_view.filter_combo.setCurrentIndex(0)
+    panel.context_view.word_edit.setText("list")
+    panel.map_word("list", panel.context_view.layer_spin.value())
+    wait(panel.mapped)
 
 
 if __name__ == "__main__":

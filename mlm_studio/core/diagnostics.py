@@ -246,3 +246,35 @@ def load_subject(source: str | Path, step: int | None = None, corpus=None, progr
     load_weights(checkpoint, model)
     _, validation = training_blocks(run, corpus, progress)
     return Subject(f"{run.name} / {checkpoint.name}", model, run.tokenizer, run.config, validation)
+
+
+@dataclass(frozen=True)
+class CheckpointScore:
+    """One checkpoint of a run: its diagnosis and, when a task is given, its probe."""
+
+    step: int
+    diagnosis: Diagnosis
+    task: object | None  # TaskResult
+
+
+def over_checkpoints(
+    source: str | Path, corpus=None, task: tuple[list[str], list[str]] | None = None, progress: Progress | None = None
+) -> list[CheckpointScore]:
+    """Every checkpoint of a run diagnosed (and probed on `task`'s texts and labels), oldest first: since which
+    step does it know the frequent words, the rare ones, the task?"""
+    from mlm_studio.core.checkpoint import RunDir, load_weights
+    from mlm_studio.core.task_probe import probe_task
+
+    progress = progress or Progress()
+    subject = load_subject(source, None, corpus, progress)
+    scores = []
+    checkpoints = RunDir(source).checkpoints()
+    for number, checkpoint in enumerate(checkpoints):
+        progress.check()
+        progress.report(number, len(checkpoints), f"Scoring {checkpoint.name}")
+        load_weights(checkpoint, subject.model)
+        diagnosis = diagnose(subject.model, subject.tokenizer, subject.config, subject.validation, samples=0)
+        result = probe_task(subject.model, subject.tokenizer, *task) if task is not None else None
+        scores.append(CheckpointScore(int(checkpoint.name.split("-")[1]), diagnosis, result))
+    progress.report(len(checkpoints), len(checkpoints), "Scored every checkpoint")
+    return scores

@@ -110,3 +110,25 @@ def test_a_words_contexts_are_mapped_clicked_and_a_sentence_placed(qtbot, panel,
     qtbot.mouseClick(view.place_button, Qt.MouseButton.LeftButton)
     assert panel.message_bar.level == "warning" and "does not contain 'the'" in panel.message_bar.text
     panel.grab().save(str(tmp_path / "contexts.png"))
+
+
+def test_every_checkpoint_becomes_curves_of_the_breakdowns_and_the_task(qtbot, panel, trained_runs, tmp_path):
+    run = RunDir(trained_runs / "late")
+    panel.model_combo.setCurrentIndex(panel.model_combo.findData(str(run.path)))
+    panel.task_path.setText(str(_labelled(tmp_path / "topics.csv")))
+    with qtbot.waitSignal(panel.tracked, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(panel.every_button, Qt.MouseButton.LeftButton)
+    steps = [int(c.name.split("-")[1]) for c in run.checkpoints()]
+    assert [s.step for s in panel.scores] == steps
+    evals = {r["step"]: r for r in run.read_metrics() if r.get("type") == "eval"}
+    assert all(
+        s.diagnosis.accuracy == pytest.approx(evals[s.step]["accuracy"]) for s in panel.scores if s.step in evals
+    )
+    curves = panel.failures_view.series.getPlotItem().listDataItems()
+    assert len(curves) == 1 + len(panel.scores[0].diagnosis.by_frequency)
+    assert list(curves[0].getData()[0]) == steps
+    task_curves = panel.task_series.getPlotItem().listDataItems()
+    assert [c.name() for c in task_curves] == ["linear probe", "majority class", "bag of words"]
+    assert all(s.task.majority_accuracy == pytest.approx(0.5) for s in panel.scores)
+    panel.tabs.setCurrentIndex(1)
+    panel.grab().save(str(tmp_path / "curves.png"))

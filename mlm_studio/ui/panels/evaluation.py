@@ -25,14 +25,15 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.checkpoint import RunDir
 from mlm_studio.core.contexts import ContextMap, context_map, layer_count, place
-from mlm_studio.core.diagnostics import Diagnosis, Subject, diagnose, load_subject
+from mlm_studio.core.diagnostics import CheckpointScore, Diagnosis, Subject, diagnose, load_subject, over_checkpoints
 from mlm_studio.core.hf import is_hf_folder
 from mlm_studio.core.history import list_runs
 from mlm_studio.core.task_probe import TaskResult, probe_task, read_labelled
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.context_view import ContextView
-from mlm_studio.ui.widgets.diagnosis_views import FailuresView, SamplesView
+from mlm_studio.ui.widgets.diagnosis_views import FailuresView, SamplesView, plot_series
 from mlm_studio.ui.widgets.message_bar import MessageBar
+from mlm_studio.ui.widgets.plots import ThemedPlot
 from mlm_studio.ui.workspace import Workspace
 
 LATEST = -1
@@ -41,6 +42,7 @@ LATEST = -1
 class EvaluationPanel(QWidget):
     evaluated = Signal()  # a diagnosis is shown
     mapped = Signal()  # a word's contexts are shown
+    tracked = Signal()  # every checkpoint's scores are shown
     probed = Signal()  # a task probe's result is shown
 
     def __init__(self, workspace: Workspace, runs_root: Path, parent: QWidget | None = None) -> None:
@@ -51,8 +53,11 @@ class EvaluationPanel(QWidget):
         self.diagnosis: Diagnosis | None = None
         self.task_result: TaskResult | None = None
         self.evaluator, self.mapper, self.prober = TaskRunner(self), TaskRunner(self), TaskRunner(self)
+        self.tracker = TaskRunner(self)
+        self.scores: list[CheckpointScore] = []
         self._build()
         self.evaluator.succeeded.connect(self._on_diagnosis)
+        self.tracker.succeeded.connect(self._on_scores)
         self.mapper.succeeded.connect(self._on_context)
         self.prober.succeeded.connect(self._on_probe)
         for runner in self.runners:
@@ -74,6 +79,12 @@ class EvaluationPanel(QWidget):
         self.folder_button.clicked.connect(self.browse)
         self.evaluate_button = QPushButton("Evaluate")
         self.evaluate_button.clicked.connect(self.evaluate)
+        self.every_button = QPushButton("Every checkpoint")
+        self.every_button.setToolTip(
+            "Score every checkpoint of the run (and probe the task, when a file is chosen): the breakdowns and the "
+            "task accuracy as curves over training"
+        )
+        self.every_button.clicked.connect(self.track)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.clicked.connect(lambda: [r.cancel() for r in self.runners])
         self.cancel_button.hide()
@@ -85,6 +96,7 @@ class EvaluationPanel(QWidget):
         top.addWidget(self.checkpoint_combo, 1)
         top.addWidget(self.folder_button)
         top.addWidget(self.evaluate_button)
+        top.addWidget(self.every_button)
         top.addWidget(self.cancel_button)
         self.samples_view = SamplesView()
         self.failures_view = FailuresView()
@@ -127,10 +139,14 @@ class EvaluationPanel(QWidget):
         form.addRow("Text column", self.text_column)
         form.addRow("Label column", self.label_column)
         form.addRow(self.probe_button)
+        self.task_series = ThemedPlot("step", "held-out accuracy")
+        self.task_series.setTitle("The task over the run's checkpoints (Every checkpoint)")
+        self.task_series.addLegend(offset=(10, 10))
         tab = QWidget()
         layout = QVBoxLayout(tab)
         layout.addLayout(form)
         layout.addWidget(self.task_table, 1)
+        layout.addWidget(self.task_series, 2)
         return tab
 
     # --- which model --------------------------------------------------------------------------------
@@ -194,7 +210,7 @@ class EvaluationPanel(QWidget):
 
     @property
     def runners(self) -> tuple[TaskRunner, ...]:
-        return (self.evaluator, self.mapper, self.prober)
+        return (self.evaluator, self.mapper, self.prober, self.tracker)
 
     def _on_diagnosis(self, result: tuple[Subject, Diagnosis]) -> None:
         self.subject, self.diagnosis = result
@@ -204,6 +220,38 @@ class EvaluationPanel(QWidget):
         self.message_bar.show_message(f"{self.subject.title}: {self.diagnosis.accuracy:.1%} of "
                                       f"{self.diagnosis.predicted:,} masked tokens right.", "info")  # fmt: skip
         self.evaluated.emit()
+
+    def track(self) -> None:
+        """Score every checkpoint of the chosen run (and probe the task, when a file is chosen), in the background."""
+        path = self.model_combo.currentData()
+        if path is None or is_hf_folder(path):
+            self.message_bar.show_message("Every checkpoint needs a run: choose one.", "warning")
+            return
+        task_file = self.task_path.text().strip()
+        columns = self.text_column.text().strip() or "text", self.label_column.text().strip() or "label"
+
+        def work(progress):
+            task = read_labelled(task_file, *columns) if task_file else None
+            return over_checkpoints(path, None, task, progress)
+
+        self._busy(True)
+        self.tracker.start(work)
+
+    def _on_scores(self, scores: list[CheckpointScore]) -> None:
+        self.scores = scores
+        steps = [s.step for s in scores]
+        lines = {"all": [s.diagnosis.accuracy for s in scores]}
+        for number, share in enumerate(scores[0].diagnosis.by_frequency if scores else ()):
+            lines[f"{share.name}× in the corpus"] = [s.diagnosis.by_frequency[number].accuracy for s in scores]
+        plot_series(self.failures_view.series, steps, lines)
+        if scores and scores[0].task is not None:
+            plot_series(self.task_series, steps, {
+                "linear probe": [s.task.accuracy for s in scores],
+                "majority class": [s.task.majority_accuracy for s in scores],
+                "bag of words": [s.task.bag_of_words_accuracy for s in scores],
+            }, dashed=("majority class", "bag of words"))  # fmt: skip
+        self.message_bar.show_message(f"Scored {len(scores)} checkpoints.", "info")
+        self.tracked.emit()
 
     def map_word(self, word: str, layer: int) -> None:
         """Place the word's occurrences in the corpus by the evaluated model's vectors, in the background."""
@@ -271,6 +319,7 @@ class EvaluationPanel(QWidget):
     def _busy(self, busy: bool) -> None:
         busy = busy or any(runner.running for runner in self.runners)
         self.evaluate_button.setEnabled(not busy)
+        self.every_button.setEnabled(not busy)
         self.probe_button.setEnabled(not busy)
         self.cancel_button.setVisible(busy)
         self.progress_bar.setVisible(busy)

@@ -157,9 +157,13 @@ class FailuresView(QWidget):
         grid.addWidget(QLabel("<b>Most frequent confusions</b>"), 2, 0)
         grid.addWidget(self.confusion_table, 3, 0)
         grid.addWidget(self.calibration, 2, 1, 2, 1)
+        self.series = ThemedPlot("step", "accuracy")
+        self.series.setTitle("Over the run's checkpoints (Every checkpoint)")
+        self.series.addLegend(offset=(10, 10))
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary)
-        layout.addLayout(grid, 1)
+        layout.addLayout(grid, 2)
+        layout.addWidget(self.series, 1)
 
     def show_diagnosis(self, diagnosis: Diagnosis) -> None:
         self.summary.setText(
@@ -175,3 +179,17 @@ class FailuresView(QWidget):
         if diagnosis.calibration:
             confidence, accuracy, _ = zip(*diagnosis.calibration)
             self.calibration.plot(list(confidence), list(accuracy), pen=pg.mkPen("#1f77b4", width=2), symbol="o")
+
+
+def plot_series(
+    plot: ThemedPlot, steps: list[int], lines: dict[str, list[float]], dashed: tuple[str, ...] = ()
+) -> None:
+    """One line per named series over the checkpoints' steps (gaps where a value is missing)."""
+    plot.clear()
+    for number, (name, values) in enumerate(lines.items()):
+        style = pg.QtCore.Qt.PenStyle.DashLine if name in dashed else pg.QtCore.Qt.PenStyle.SolidLine
+        pen = pg.mkPen(SERIES_COLOURS[number % len(SERIES_COLOURS)], width=2, style=style)
+        plot.plot(steps, values, pen=pen, symbol="o", symbolSize=5, name=name, connect="finite")
+
+
+SERIES_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#7f7f7f")
