@@ -4,7 +4,7 @@ which standard-library package a docstring paragraph comes from (the six package
 vectors is scored on a fixed stratified split against the same probe on an untrained model of the same shape,
 the majority class and a bag-of-words classifier.
 
-Run: python benchmarks/bench_task_probe.py [--minutes 6]
+Run: python benchmarks/bench_task_probe.py [--minutes 6] [--preset quickstart]
 """
 
 from __future__ import annotations
@@ -56,10 +56,11 @@ def package_task(seed: int = 0) -> tuple[list[str], list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--minutes", type=float, default=6.0)
+    parser.add_argument("--preset", default=DEFAULT_PRESET)
     args = parser.parse_args()
     texts, labels = package_task()
     corpus = load_corpus([ensure_builtin_corpus()])
-    chosen = preset(DEFAULT_PRESET)
+    chosen = preset(args.preset)
     config = replace(chosen, training=replace(chosen.training, time_budget=args.minutes * 60))
     tokenizer = train_tokenizer(corpus.iter_documents(), config.tokenizer, corpus.documents)
     with tempfile.TemporaryDirectory() as tmp:
@@ -73,7 +74,7 @@ def main() -> None:
           f"25% held out (stratified); {machine()}")  # fmt: skip
     print("| classifier | accuracy | macro-F1 |")
     print("|---|---|---|")
-    print(f"| linear probe on `{DEFAULT_PRESET}` after {args.minutes:g} minutes | {trained.accuracy:.1%} | "
+    print(f"| linear probe on `{args.preset}` after {args.minutes:g} minutes | {trained.accuracy:.1%} | "
           f"{trained.macro_f1:.3f} |")  # fmt: skip
     print(f"| linear probe on the same model untrained | {untrained.accuracy:.1%} | {untrained.macro_f1:.3f} |")
     print(f"| majority class | {trained.majority_accuracy:.1%} | |")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from mlm_studio.core.encoder import layer_outputs
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.tokenizer import MLMTokenizer
 
@@ -50,15 +51,6 @@ def occurrences(documents: Iterable[str], word: str, limit: int = 300) -> list[t
     return found
 
 
-def layer_count(model: torch.nn.Module) -> int:
-    return len(_layers(model))
-
-
-def _layers(model: torch.nn.Module) -> torch.nn.ModuleList:
-    """The encoder's layers: every family keeps them in its one ModuleList."""
-    return next(m for m in model.modules() if isinstance(m, torch.nn.ModuleList))
-
-
 @torch.no_grad()
 def word_vectors(
     model: torch.nn.Module, tokenizer: MLMTokenizer, spans: list[tuple[str, int, int]], layer: int, progress=None
@@ -66,12 +58,10 @@ def word_vectors(
     """(N, H): the mean of the output of layer `layer` (1 = first) over the tokens of each span's word."""
     progress = progress or Progress()
     device = next(model.parameters()).device
-    captured: list[torch.Tensor] = []
-    hook = _layers(model)[layer - 1].register_forward_hook(lambda _m, _i, output: captured.append(output))
     was_training = model.training
     model.eval()
     vectors = []
-    try:
+    with layer_outputs(model, layer) as captured:
         for number, (text, start, end) in enumerate(spans):
             if number % 16 == 0:
                 progress.check()
@@ -81,9 +71,7 @@ def word_vectors(
             model.hidden(torch.tensor([ids], device=device))
             states = captured[0][0].float()  # (L, H)
             vectors.append(states[inside].mean(0).cpu().numpy() if inside else np.zeros(states.shape[-1]))
-    finally:
-        hook.remove()
-        model.train(was_training)
+    model.train(was_training)
     vectors = np.stack(vectors)
     return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 

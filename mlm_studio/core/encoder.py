@@ -10,6 +10,8 @@ same loss as the dense head.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -117,6 +119,27 @@ class MaskedLM(nn.Module):
         keep[flat] = True
         hidden = self.hidden(input_ids, attention_mask, keep=keep.view(input_ids.shape))  # rows in `flat` order
         return self.logits(hidden[order])
+
+
+def layer_count(model: nn.Module) -> int:
+    return len(_layers(model))
+
+
+def _layers(model: nn.Module) -> nn.ModuleList:
+    """The encoder's layers: every family keeps them in its one ModuleList."""
+    return next(m for m in model.modules() if isinstance(m, nn.ModuleList))
+
+
+@contextmanager
+def layer_outputs(model: nn.Module, layer: int) -> Iterator[list[torch.Tensor]]:
+    """While open, the output of encoder layer `layer` (1 = the first) at each forward pass, appended to the list
+    it yields."""
+    captured: list[torch.Tensor] = []
+    hook = _layers(model)[layer - 1].register_forward_hook(lambda _m, _i, output: captured.append(output))
+    try:
+        yield captured
+    finally:
+        hook.remove()
 
 
 def init_like_bert(module: nn.Module, std: float) -> None:

@@ -1,7 +1,7 @@
 """Does the pre-training help a real task? A linear classifier on the model's frozen sentence vectors (the mean
-of its last layer over a text's tokens), trained and scored on a fixed stratified split of a labelled file, beside
-two references on the same split: always the majority class, and a bag-of-words classifier (TF-IDF and logistic
-regression). scikit-learn does the standard parts."""
+of a layer's output over a text's tokens, the last by default), trained and scored on a fixed stratified split
+of a labelled file, beside two references on the same split: always the majority class, and a bag-of-words
+classifier (TF-IDF and logistic regression). scikit-learn does the standard parts."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from mlm_studio.core.encoder import layer_outputs
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.tokenizer import MLMTokenizer
 
@@ -65,9 +66,15 @@ def read_labelled(path: str | Path, text_column: str = "text", label_column: str
 
 @torch.no_grad()
 def sentence_vectors(
-    model: torch.nn.Module, tokenizer: MLMTokenizer, texts: list[str], batch_size: int = 32, progress=None
+    model: torch.nn.Module,
+    tokenizer: MLMTokenizer,
+    texts: list[str],
+    layer: int | None = None,
+    batch_size: int = 32,
+    progress=None,
 ) -> np.ndarray:
-    """(N, H): each text's last-layer hidden states averaged over its tokens (the model is not changed)."""
+    """(N, H): each text's hidden states averaged over its tokens, at the output of encoder layer `layer` (1 =
+    the first), or by default as the head reads them; the model is not changed."""
     progress = progress or Progress()
     device = next(model.parameters()).device
     was_training = model.training
@@ -85,7 +92,12 @@ def sentence_vectors(
             ids[row, : len(tokens)] = torch.tensor(tokens)
             real[row, : len(tokens)] = True
         ids, real = ids.to(device), real.to(device)
-        hidden = model.hidden(ids, real.long()).float()  # (B, L, H)
+        if layer is None:
+            hidden = model.hidden(ids, real.long()).float()  # (B, L, H)
+        else:
+            with layer_outputs(model, layer) as captured:
+                model.hidden(ids, real.long())
+            hidden = captured[0].float()
         mean = (hidden * real[..., None]).sum(1) / real.sum(1, keepdim=True)
         vectors.append(mean.cpu().numpy())
     model.train(was_training)
@@ -97,6 +109,7 @@ def probe_task(
     tokenizer: MLMTokenizer,
     texts: list[str],
     labels: list[str],
+    layer: int | None = None,
     seed: int = 0,
     test_fraction: float = 0.25,
     progress=None,
@@ -118,7 +131,7 @@ def probe_task(
     except ValueError as exc:
         raise TaskError(f"the labelled texts cannot be split ({exc})") from None
     y = np.asarray(labels)
-    vectors = sentence_vectors(model, tokenizer, texts, progress=progress)
+    vectors = sentence_vectors(model, tokenizer, texts, layer, progress=progress)
     linear = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
     predicted = linear.fit(vectors[train], y[train]).predict(vectors[test])
     majority = DummyClassifier(strategy="most_frequent").fit(vectors[train], y[train]).predict(vectors[test])

@@ -104,3 +104,16 @@ def test_unusable_task_files_are_refused_clearly(tmp_path):
         read_labelled(tmp_path / "one.csv")
     with pytest.raises(TaskError, match="has no column 'category'"):
         read_labelled(_labelled(tmp_path / "t.csv"), label_column="category")
+
+
+def test_sentence_vectors_come_from_the_layer_asked_for(longer_run):
+    from mlm_studio.core.task_probe import sentence_vectors
+
+    subject = load_subject(longer_run.path)
+    texts = ["Return the list.", "A much longer sentence about the values of the dictionary keys."]
+    last = sentence_vectors(subject.model, subject.tokenizer, texts)
+    first = sentence_vectors(subject.model, subject.tokenizer, texts, layer=1)
+    assert last.shape == first.shape == (2, subject.config.model.hidden_size)
+    assert abs(first - last).max() > 0.1  # a 2-layer ModernBERT: the first layer's output is not the last one's
+    alone = sentence_vectors(subject.model, subject.tokenizer, texts[:1])
+    assert abs(alone[0] - last[0]).max() < 1e-5  # padding in a batch changes nothing

@@ -80,6 +80,17 @@ def test_an_imported_model_is_scored_on_the_workspace_corpus_and_a_bad_task_file
     with qtbot.waitSignal(panel.evaluated, timeout=TIMEOUT_MS):
         panel.evaluate()
     assert panel.subject.title == "exported (Hugging Face)" and panel.diagnosis.predicted > 0
+    assert panel.samples_view.views and panel.failures_view.kind_table.rowCount() == 5
+    panel.context_view.word_edit.setText("the")
+    with qtbot.waitSignal(panel.mapped, timeout=TIMEOUT_MS):
+        panel.context_view.show_button.click()
+    assert len(panel.context_view.scatter.points()) >= 3
+    panel.task_path.setText(str(_labelled(tmp_path / "topics.csv")))
+    panel.probe_layer.setValue(1)
+    with qtbot.waitSignal(panel.probed, timeout=TIMEOUT_MS):
+        panel.probe()
+    assert panel.task_result.accuracy > panel.task_result.majority_accuracy
+    assert panel.task_table.item(0, 0).text().startswith("exported (Hugging Face)")
 
     (tmp_path / "bad.csv").write_text("words,label\nsome text,a\n")
     panel.task_path.setText(str(tmp_path / "bad.csv"))

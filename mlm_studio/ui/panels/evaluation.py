@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QProgressBar,
     QPushButton,
+    QSpinBox,
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
@@ -24,8 +25,9 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.checkpoint import RunDir
-from mlm_studio.core.contexts import ContextMap, context_map, layer_count, place
+from mlm_studio.core.contexts import ContextMap, context_map, place
 from mlm_studio.core.diagnostics import CheckpointScore, Diagnosis, Subject, diagnose, load_subject, over_checkpoints
+from mlm_studio.core.encoder import layer_count
 from mlm_studio.core.hf import is_hf_folder
 from mlm_studio.core.history import list_runs
 from mlm_studio.core.task_probe import TaskResult, probe_task, read_labelled
@@ -120,6 +122,10 @@ class EvaluationPanel(QWidget):
         choose = QPushButton("Choose…")
         choose.clicked.connect(self.choose_task)
         self.text_column, self.label_column = QLineEdit("text"), QLineEdit("label")
+        self.probe_layer = QSpinBox()
+        self.probe_layer.setRange(0, 1)
+        self.probe_layer.setSpecialValueText("last, as the head reads it")
+        self.probe_layer.setToolTip("Whose output is averaged into the sentence vector: a layer, or the last")
         self.probe_button = QPushButton("Probe the task")
         self.probe_button.setToolTip(
             "Train a logistic regression on the model's frozen sentence vectors (mean of the last layer) on 75% "
@@ -138,6 +144,7 @@ class EvaluationPanel(QWidget):
         form.addRow("Labelled texts", row)
         form.addRow("Text column", self.text_column)
         form.addRow("Label column", self.label_column)
+        form.addRow("Layer", self.probe_layer)
         form.addRow(self.probe_button)
         self.task_series = ThemedPlot("step", "held-out accuracy")
         self.task_series.setTitle("The task over the run's checkpoints (Every checkpoint)")
@@ -214,7 +221,9 @@ class EvaluationPanel(QWidget):
 
     def _on_diagnosis(self, result: tuple[Subject, Diagnosis]) -> None:
         self.subject, self.diagnosis = result
-        self.context_view.set_layers(layer_count(self.subject.model))
+        layers = layer_count(self.subject.model)
+        self.context_view.set_layers(layers)
+        self.probe_layer.setRange(0, layers)
         self.samples_view.show_samples(self.diagnosis.samples, self.subject.tokenizer)
         self.failures_view.show_diagnosis(self.diagnosis)
         self.message_bar.show_message(f"{self.subject.title}: {self.diagnosis.accuracy:.1%} of "
@@ -295,9 +304,11 @@ class EvaluationPanel(QWidget):
         subject, path = self.subject, self.task_path.text().strip()
         columns = self.text_column.text().strip() or "text", self.label_column.text().strip() or "label"
 
+        layer = self.probe_layer.value() or None
+
         def work(progress):
             texts, labels = read_labelled(path, *columns)
-            return probe_task(subject.model, subject.tokenizer, texts, labels, progress=progress)
+            return probe_task(subject.model, subject.tokenizer, texts, labels, layer, progress=progress)
 
         self._busy(True)
         self.prober.start(work)
