@@ -227,7 +227,10 @@ def load_subject(source: str | Path, step: int | None = None, corpus=None, progr
     folder = model_folder(source)
     if is_hf_folder(folder):
         if corpus is None:
-            raise CheckpointError(f"{folder.name} is a Hugging Face model: give a corpus to score it on")
+            raise CheckpointError(
+                f"{folder.name} is a Hugging Face model: it is scored on a corpus of yours (load one in the Corpus "
+                "panel, or give --corpus)"
+            )
         imported = import_model(folder)
         config = RunConfig()
         config = replace(config, data=replace(config.data, max_seq_len=min(config.data.max_seq_len,
