@@ -148,7 +148,7 @@ class EvaluationPanel(QWidget):
         form.addRow(self.probe_button)
         self.task_series = ThemedPlot("step", "held-out accuracy")
         self.task_series.setTitle("The task over the run's checkpoints (Every checkpoint)")
-        self.task_series.addLegend(offset=(10, 10))
+        self.task_series.addLegend(offset=(10, 10), colCount=3)
         tab = QWidget()
         layout = QVBoxLayout(tab)
         layout.addLayout(form)

@@ -159,7 +159,7 @@ class FailuresView(QWidget):
         grid.addWidget(self.calibration, 2, 1, 2, 1)
         self.series = ThemedPlot("step", "accuracy")
         self.series.setTitle("Over the run's checkpoints (Every checkpoint)")
-        self.series.addLegend(offset=(10, 10))
+        self.series.addLegend(offset=(10, 10), colCount=3)
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary)
         layout.addLayout(grid, 2)
