@@ -77,7 +77,7 @@ def evaluate(app, panel, folder: Path) -> None:
     with task.open("w", encoding="utf-8", newline="") as f:
         csv.writer(f).writerows([("text", "label"), *zip(texts, labels)])
     panel.refresh_models()
-    panel.task_path.setText(str(task))
+    panel.task_view.path_edit.setText(str(task))
 
     def wait(signal) -> None:
         done = []

@@ -62,10 +62,10 @@ def test_evaluate_a_checkpoint_read_its_answers_and_failures_then_probe_a_task(q
     panel.grab().save(str(tmp_path / "failures.png"))
 
     panel.tabs.setCurrentIndex(2)
-    panel.task_path.setText(str(_labelled(tmp_path / "topics.csv")))
+    panel.task_view.path_edit.setText(str(_labelled(tmp_path / "topics.csv")))
     with qtbot.waitSignal(panel.probed, timeout=TIMEOUT_MS):
-        qtbot.mouseClick(panel.probe_button, Qt.MouseButton.LeftButton)
-    assert panel.task_result.accuracy >= 0.9 and panel.task_table.item(1, 1).text() == "50.0%"
+        qtbot.mouseClick(panel.task_view.probe_button, Qt.MouseButton.LeftButton)
+    assert panel.task_results[0][1].accuracy >= 0.9 and panel.task_view.table.item(1, 1).text() == "50.0%"
     panel.grab().save(str(tmp_path / "task.png"))
 
 
@@ -85,19 +85,19 @@ def test_an_imported_model_is_scored_on_the_workspace_corpus_and_a_bad_task_file
     with qtbot.waitSignal(panel.mapped, timeout=TIMEOUT_MS):
         panel.context_view.show_button.click()
     assert len(panel.context_view.scatter.points()) >= 3
-    panel.task_path.setText(str(_labelled(tmp_path / "topics.csv")))
-    panel.probe_layer.setValue(1)
+    panel.task_view.path_edit.setText(str(_labelled(tmp_path / "topics.csv")))
+    panel.task_view.layer_spin.setValue(1)
     with qtbot.waitSignal(panel.probed, timeout=TIMEOUT_MS):
         panel.probe()
-    assert panel.task_result.accuracy > panel.task_result.majority_accuracy
-    assert panel.task_table.item(0, 0).text().startswith("exported (Hugging Face)")
+    assert panel.task_results[0][1].accuracy > panel.task_results[0][1].majority_accuracy
+    assert panel.task_view.table.item(0, 0).text().startswith("exported (Hugging Face)")
 
     (tmp_path / "bad.csv").write_text("words,label\nsome text,a\n")
-    panel.task_path.setText(str(tmp_path / "bad.csv"))
+    panel.task_view.path_edit.setText(str(tmp_path / "bad.csv"))
     with qtbot.waitSignal(panel.prober.finished, timeout=TIMEOUT_MS):
         panel.probe()
     assert panel.message_bar.level == "error" and "no column 'text'" in panel.message_bar.text
-    assert panel.evaluate_button.isEnabled() and panel.probe_button.isEnabled()
+    assert panel.evaluate_button.isEnabled() and panel.task_view.probe_button.isEnabled()
 
 
 def test_a_words_contexts_are_mapped_clicked_and_a_sentence_placed(qtbot, panel, trained_runs, tmp_path):
@@ -126,7 +126,7 @@ def test_a_words_contexts_are_mapped_clicked_and_a_sentence_placed(qtbot, panel,
 def test_every_checkpoint_becomes_curves_of_the_breakdowns_and_the_task(qtbot, panel, trained_runs, tmp_path):
     run = RunDir(trained_runs / "late")
     panel.model_combo.setCurrentIndex(panel.model_combo.findData(str(run.path)))
-    panel.task_path.setText(str(_labelled(tmp_path / "topics.csv")))
+    panel.task_view.path_edit.setText(str(_labelled(tmp_path / "topics.csv")))
     with qtbot.waitSignal(panel.tracked, timeout=TIMEOUT_MS):
         qtbot.mouseClick(panel.every_button, Qt.MouseButton.LeftButton)
     steps = [int(c.name.split("-")[1]) for c in run.checkpoints()]
@@ -138,8 +138,47 @@ def test_every_checkpoint_becomes_curves_of_the_breakdowns_and_the_task(qtbot, p
     curves = panel.failures_view.series.getPlotItem().listDataItems()
     assert len(curves) == 1 + len(panel.scores[0].diagnosis.by_frequency)
     assert list(curves[0].getData()[0]) == steps
-    task_curves = panel.task_series.getPlotItem().listDataItems()
+    task_curves = panel.task_view.series.getPlotItem().listDataItems()
     assert [c.name() for c in task_curves] == ["linear probe", "majority class", "bag of words"]
     assert all(s.task.majority_accuracy == pytest.approx(0.5) for s in panel.scores)
     panel.tabs.setCurrentIndex(1)
     panel.grab().save(str(tmp_path / "curves.png"))
+
+
+def test_two_checkpoints_side_by_side_in_every_view(qtbot, panel, trained_runs, tmp_path):
+    run = RunDir(trained_runs / "late")
+    panel.model_combo.setCurrentIndex(panel.model_combo.findData(str(run.path)))
+    earliest = run.checkpoints()[0]
+    compare = panel.compare_combo
+    assert compare.itemData(0) is None and compare.findData(str(earliest)) > 0
+    assert compare.findData(str(trained_runs / "early")) > 0  # another run too
+    compare.setCurrentIndex(compare.findData(str(earliest)))
+    with qtbot.waitSignal(panel.evaluated, timeout=TIMEOUT_MS):
+        panel.evaluate()
+    assert panel.other.title.endswith(earliest.name) and panel.other_diagnosis.predicted == panel.diagnosis.predicted
+    kinds = panel.failures_view.kind_table
+    assert kinds.columnCount() == 4 and kinds.horizontalHeaderItem(3).text() == "accuracy, compared"
+    assert kinds.item(0, 3).text() == f"{panel.other_diagnosis.by_kind[0].accuracy:.1%}"
+    assert "compared:" in panel.failures_view.summary.text()
+
+    panel.tabs.setCurrentWidget(panel.context_view)
+    panel.context_view.word_edit.setText("the")
+    with qtbot.waitSignal(panel.mapped, timeout=TIMEOUT_MS):
+        panel.context_view.show_button.click()
+    assert panel.context_view.other_plot.isVisible() and len(panel.context_view.other_scatter.points()) >= 3
+
+    panel.grab().save(str(tmp_path / "contexts-compared.png"))
+    panel.tabs.setCurrentWidget(panel.task_view)
+    panel.task_view.path_edit.setText(str(_labelled(tmp_path / "topics.csv")))
+    with qtbot.waitSignal(panel.probed, timeout=TIMEOUT_MS):
+        panel.probe()
+    table = panel.task_view.table
+    assert table.rowCount() == 4 and table.item(1, 0).text().startswith(panel.other.title)
+    panel.grab().save(str(tmp_path / "compared.png"))
+
+    compare.setCurrentIndex(0)  # back to one model: the extra column goes
+    with qtbot.waitSignal(panel.evaluated, timeout=TIMEOUT_MS):
+        panel.evaluate()
+    assert panel.other is None and kinds.columnCount() == 3
+    assert panel.context_view.other_plot.isHidden() and not panel.context_view.scatter.points().size  # stale
+    assert panel.task_view.table.rowCount() == 0

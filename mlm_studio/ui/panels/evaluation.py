@@ -11,14 +11,9 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
-    QFormLayout,
     QHBoxLayout,
-    QLineEdit,
     QProgressBar,
     QPushButton,
-    QSpinBox,
-    QTableWidget,
-    QTableWidgetItem,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -35,7 +30,7 @@ from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.context_view import ContextView
 from mlm_studio.ui.widgets.diagnosis_views import FailuresView, SamplesView, plot_series
 from mlm_studio.ui.widgets.message_bar import MessageBar
-from mlm_studio.ui.widgets.plots import ThemedPlot
+from mlm_studio.ui.widgets.task_view import TaskView
 from mlm_studio.ui.workspace import Workspace
 
 LATEST = -1
@@ -51,9 +46,12 @@ class EvaluationPanel(QWidget):
         super().__init__(parent)
         self.workspace, self.runs_root = workspace, runs_root
         self.folders: list[str] = []
+        self.entries: list[tuple[str, str]] = []  # (label, path) of every model offered
         self.subject: Subject | None = None
         self.diagnosis: Diagnosis | None = None
-        self.task_result: TaskResult | None = None
+        self.other: Subject | None = None  # the model compared with, if any
+        self.other_diagnosis: Diagnosis | None = None
+        self.task_results: list[tuple[str, TaskResult]] = []
         self.evaluator, self.mapper, self.prober = TaskRunner(self), TaskRunner(self), TaskRunner(self)
         self.tracker = TaskRunner(self)
         self.scores: list[CheckpointScore] = []
@@ -75,6 +73,11 @@ class EvaluationPanel(QWidget):
         self.model_combo = QComboBox()
         self.model_combo.setToolTip("A run, or a Hugging Face model scored on the Corpus panel's text")
         self.model_combo.currentIndexChanged.connect(self._list_checkpoints)
+        self.compare_combo = QComboBox()
+        self.compare_combo.setToolTip(
+            "A second model, side by side in every view: another run, another checkpoint of this one, or an "
+            "imported model (each scored on its own held-out blocks; two checkpoints of one run share theirs)"
+        )
         self.checkpoint_combo = QComboBox()
         self.checkpoint_combo.setToolTip("Which checkpoint of the run: step through them to watch it learn")
         self.folder_button = QPushButton("Model folder…")
@@ -96,6 +99,7 @@ class EvaluationPanel(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.model_combo, 2)
         top.addWidget(self.checkpoint_combo, 1)
+        top.addWidget(self.compare_combo, 2)
         top.addWidget(self.folder_button)
         top.addWidget(self.evaluate_button)
         top.addWidget(self.every_button)
@@ -109,52 +113,14 @@ class EvaluationPanel(QWidget):
         self.context_view.requested.connect(self.map_word)
         self.context_view.place_requested.connect(self.place_sentence)
         self.tabs.addTab(self.context_view, "What it learned")
-        self.tabs.addTab(self._task_tab(), "Does it help a task")
+        self.task_view = TaskView()
+        self.task_view.probe_requested.connect(self.probe)
+        self.tabs.addTab(self.task_view, "Does it help a task")
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.progress_bar)
         layout.addWidget(self.message_bar)
         layout.addWidget(self.tabs, 1)
-
-    def _task_tab(self) -> QWidget:
-        self.task_path = QLineEdit()
-        self.task_path.setPlaceholderText("a CSV, TSV, JSON Lines or Parquet file of texts and labels")
-        choose = QPushButton("Choose…")
-        choose.clicked.connect(self.choose_task)
-        self.text_column, self.label_column = QLineEdit("text"), QLineEdit("label")
-        self.probe_layer = QSpinBox()
-        self.probe_layer.setRange(0, 1)
-        self.probe_layer.setSpecialValueText("last, as the head reads it")
-        self.probe_layer.setToolTip("Whose output is averaged into the sentence vector: a layer, or the last")
-        self.probe_button = QPushButton("Probe the task")
-        self.probe_button.setToolTip(
-            "Train a logistic regression on the model's frozen sentence vectors (mean of the last layer) on 75% "
-            "of the texts, stratified, and score it on the rest, beside the majority class and a bag of words"
-        )
-        self.probe_button.clicked.connect(self.probe)
-        self.task_table = QTableWidget(3, 3)
-        self.task_table.setHorizontalHeaderLabels(["classifier", "accuracy", "macro-F1"])
-        self.task_table.verticalHeader().setVisible(False)
-        self.task_table.horizontalHeader().setStretchLastSection(True)
-        self.task_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        row = QHBoxLayout()
-        row.addWidget(self.task_path, 1)
-        row.addWidget(choose)
-        form = QFormLayout()
-        form.addRow("Labelled texts", row)
-        form.addRow("Text column", self.text_column)
-        form.addRow("Label column", self.label_column)
-        form.addRow("Layer", self.probe_layer)
-        form.addRow(self.probe_button)
-        self.task_series = ThemedPlot("step", "held-out accuracy")
-        self.task_series.setTitle("The task over the run's checkpoints (Every checkpoint)")
-        self.task_series.addLegend(offset=(10, 10), colCount=3)
-        tab = QWidget()
-        layout = QVBoxLayout(tab)
-        layout.addLayout(form)
-        layout.addWidget(self.task_table, 1)
-        layout.addWidget(self.task_series, 2)
-        return tab
 
     # --- which model --------------------------------------------------------------------------------
     def refresh_models(self) -> None:
@@ -171,6 +137,7 @@ class EvaluationPanel(QWidget):
         index = self.model_combo.findData(current)
         self.model_combo.setCurrentIndex(index if index >= 0 else 0)
         self.model_combo.blockSignals(False)
+        self.entries = entries
         self._list_checkpoints()
 
     def _list_checkpoints(self) -> None:
@@ -179,9 +146,18 @@ class EvaluationPanel(QWidget):
         is_run = path is not None and not is_hf_folder(path)
         self.checkpoint_combo.setEnabled(is_run)
         self.checkpoint_combo.addItem("latest checkpoint", LATEST)
-        if is_run:
-            for checkpoint in reversed(RunDir(path).checkpoints()):
-                self.checkpoint_combo.addItem(checkpoint.name, int(checkpoint.name.split("-")[1]))
+        checkpoints = list(reversed(RunDir(path).checkpoints())) if is_run else []
+        for checkpoint in checkpoints:
+            self.checkpoint_combo.addItem(checkpoint.name, int(checkpoint.name.split("-")[1]))
+        chosen = self.compare_combo.currentData()
+        self.compare_combo.clear()
+        self.compare_combo.addItem("no comparison", None)
+        for checkpoint in checkpoints:
+            self.compare_combo.addItem(f"compare with {checkpoint.name}", str(checkpoint))
+        for label, other in self.entries:
+            if other != path:
+                self.compare_combo.addItem(f"compare with {label}", other)
+        self.compare_combo.setCurrentIndex(max(0, self.compare_combo.findData(chosen)))
 
     def browse(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "A run or a Hugging Face model folder")
@@ -205,12 +181,16 @@ class EvaluationPanel(QWidget):
         if path is None:
             self.message_bar.show_message("No model yet: train a run, or choose a model folder.", "warning")
             return
-        corpus = self.workspace.corpus
+        corpus, other = self.workspace.corpus, self.compare_combo.currentData()
 
-        def work(progress):
-            subject = load_subject(path, None if step in (None, LATEST) else step, _corpus_for(path, corpus), progress)
+        def scored(source, chosen_step, progress):
+            subject = load_subject(source, chosen_step, _corpus_for(source, corpus), progress)
             return subject, diagnose(subject.model, subject.tokenizer, subject.config, subject.validation,
                                      progress=progress)  # fmt: skip
+
+        def work(progress):
+            first = scored(path, None if step in (None, LATEST) else step, progress)
+            return first, (scored(other, None, progress) if other else (None, None))
 
         self._busy(True)
         self.evaluator.start(work)
@@ -219,15 +199,20 @@ class EvaluationPanel(QWidget):
     def runners(self) -> tuple[TaskRunner, ...]:
         return (self.evaluator, self.mapper, self.prober, self.tracker)
 
-    def _on_diagnosis(self, result: tuple[Subject, Diagnosis]) -> None:
-        self.subject, self.diagnosis = result
+    def _on_diagnosis(self, result) -> None:
+        (self.subject, self.diagnosis), (self.other, self.other_diagnosis) = result
         layers = layer_count(self.subject.model)
         self.context_view.set_layers(layers)
-        self.probe_layer.setRange(0, layers)
+        self.task_view.layer_spin.setRange(0, layers)
+        self.context_view.clear()  # the maps and the probe were another model's
+        self.task_view.clear()
         self.samples_view.show_samples(self.diagnosis.samples, self.subject.tokenizer)
-        self.failures_view.show_diagnosis(self.diagnosis)
-        self.message_bar.show_message(f"{self.subject.title}: {self.diagnosis.accuracy:.1%} of "
-                                      f"{self.diagnosis.predicted:,} masked tokens right.", "info")  # fmt: skip
+        self.failures_view.show_diagnosis(self.diagnosis, self.other_diagnosis)
+        first = self.diagnosis
+        said = f"{self.subject.title}: {first.accuracy:.1%} of {first.predicted:,} masked tokens right"
+        if self.other is not None:
+            said += f"; {self.other.title}: {self.other_diagnosis.accuracy:.1%} of {self.other_diagnosis.predicted:,}"
+        self.message_bar.show_message(said + ".", "info")
         self.evaluated.emit()
 
     def track(self) -> None:
@@ -236,8 +221,7 @@ class EvaluationPanel(QWidget):
         if path is None or is_hf_folder(path):
             self.message_bar.show_message("Every checkpoint needs a run: choose one.", "warning")
             return
-        task_file = self.task_path.text().strip()
-        columns = self.text_column.text().strip() or "text", self.label_column.text().strip() or "label"
+        task_file, *columns, _ = self.task_view.request()
 
         def work(progress):
             task = read_labelled(task_file, *columns) if task_file else None
@@ -254,7 +238,7 @@ class EvaluationPanel(QWidget):
             lines[f"{share.name}× in the corpus"] = [s.diagnosis.by_frequency[number].accuracy for s in scores]
         plot_series(self.failures_view.series, steps, lines)
         if scores and scores[0].task is not None:
-            plot_series(self.task_series, steps, {
+            plot_series(self.task_view.series, steps, {
                 "linear probe": [s.task.accuracy for s in scores],
                 "majority class": [s.task.majority_accuracy for s in scores],
                 "bag of words": [s.task.bag_of_words_accuracy for s in scores],
@@ -268,18 +252,23 @@ class EvaluationPanel(QWidget):
         if self.subject is None or corpus is None or not word:
             self.message_bar.show_message("Evaluate a model and load a corpus first, then type a word.", "warning")
             return
-        subject = self.subject
+        subjects = [s for s in (self.subject, self.other) if s is not None]
 
         def work(progress):
-            documents = corpus.iter_documents()
-            return context_map(subject.model, subject.tokenizer, documents, word, layer, progress=progress)
+            maps = []
+            for subject in subjects:
+                at = min(layer, layer_count(subject.model))
+                maps.append(context_map(subject.model, subject.tokenizer, corpus.iter_documents(), word, at,
+                                        progress=progress))  # fmt: skip
+            return maps
 
         self._busy(True)
         self.mapper.start(work)
 
-    def _on_context(self, context: ContextMap) -> None:
-        self.context_view.show_map(context)
-        self.message_bar.show_message(f"{len(context.snippets)} contexts of '{context.word}'.", "info")
+    def _on_context(self, maps: list[ContextMap]) -> None:
+        titles = [s.title for s in (self.subject, self.other) if s is not None]
+        self.context_view.show_map(maps[0], *zip(titles[1:], maps[1:]))
+        self.message_bar.show_message(f"{len(maps[0].snippets)} contexts of '{maps[0].word}'.", "info")
         self.mapped.emit()
 
     def place_sentence(self, sentence: str) -> None:
@@ -291,47 +280,38 @@ class EvaluationPanel(QWidget):
         except ValueError as exc:
             self.message_bar.show_message(str(exc), "warning")
 
-    def choose_task(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Labelled texts", "", "Tables (*.csv *.tsv *.jsonl *.parquet)")
-        if path:
-            self.task_path.setText(path)
-
     def probe(self) -> None:
-        """Run the downstream probe of the evaluated model on the chosen file, in the background."""
+        """Run the downstream probe of the evaluated model (and the one compared) on the chosen file, in the
+        background."""
         if self.subject is None:
             self.message_bar.show_message("Evaluate a model first: the probe reads its sentence vectors.", "warning")
             return
-        subject, path = self.subject, self.task_path.text().strip()
-        columns = self.text_column.text().strip() or "text", self.label_column.text().strip() or "label"
-
-        layer = self.probe_layer.value() or None
+        subjects = [s for s in (self.subject, self.other) if s is not None]
+        path, *columns, layer = self.task_view.request()
 
         def work(progress):
             texts, labels = read_labelled(path, *columns)
-            return probe_task(subject.model, subject.tokenizer, texts, labels, layer, progress=progress)
+            results = []
+            for subject in subjects:
+                at = layer and min(layer, layer_count(subject.model))
+                results.append((subject.title, probe_task(subject.model, subject.tokenizer, texts, labels, at,
+                                                          progress=progress)))  # fmt: skip
+            return results
 
         self._busy(True)
         self.prober.start(work)
 
-    def _on_probe(self, result: TaskResult) -> None:
-        self.task_result = result
-        rows = [
-            (f"{self.subject.title}: linear probe", f"{result.accuracy:.1%}", f"{result.macro_f1:.3f}"),
-            ("majority class", f"{result.majority_accuracy:.1%}", ""),
-            ("bag of words (TF-IDF + logistic regression)", f"{result.bag_of_words_accuracy:.1%}", ""),
-        ]
-        for r, row in enumerate(rows):
-            for c, value in enumerate(row):
-                self.task_table.setItem(r, c, QTableWidgetItem(value))
-        self.task_table.resizeColumnsToContents()
-        self.message_bar.show_message(f"Probed {result.examples:,} labelled texts.", "info")
+    def _on_probe(self, results: list[tuple[str, TaskResult]]) -> None:
+        self.task_results = results
+        self.task_view.show_results(results)
+        self.message_bar.show_message(f"Probed {results[0][1].examples:,} labelled texts.", "info")
         self.probed.emit()
 
     def _busy(self, busy: bool) -> None:
         busy = busy or any(runner.running for runner in self.runners)
         self.evaluate_button.setEnabled(not busy)
         self.every_button.setEnabled(not busy)
-        self.probe_button.setEnabled(not busy)
+        self.task_view.probe_button.setEnabled(not busy)
         self.cancel_button.setVisible(busy)
         self.progress_bar.setVisible(busy)
         self.progress_bar.setRange(0, 0)

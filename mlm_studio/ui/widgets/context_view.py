@@ -34,6 +34,10 @@ class ContextView(QWidget):
         self.place_button = QPushButton("Place it")
         self.place_button.clicked.connect(lambda: self.place_requested.emit(self.sentence_edit.text()))
         self.plot = ThemedPlot("first principal component", "second principal component")
+        self.other_plot = ThemedPlot("first principal component", "second principal component")
+        self.other_scatter = pg.ScatterPlotItem(size=9, hoverable=True, tip=lambda x, y, data: data)
+        self.other_plot.addItem(self.other_scatter)
+        self.other_plot.hide()
         self.scatter = pg.ScatterPlotItem(size=9, hoverable=True, tip=lambda x, y, data: data)
         self.scatter.sigClicked.connect(self._on_click)
         self.plot.addItem(self.scatter)
@@ -58,6 +62,7 @@ class ContextView(QWidget):
         side.addWidget(self.nearest, 1)
         body = QHBoxLayout()
         body.addWidget(self.plot, 3)
+        body.addWidget(self.other_plot, 3)
         body.addLayout(side, 2)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
@@ -69,17 +74,31 @@ class ContextView(QWidget):
         self.layer_spin.setRange(1, count)
         self.layer_spin.setValue(count)
 
-    def show_map(self, context: ContextMap) -> None:
+    def show_map(self, context: ContextMap, *others: tuple[str, ContextMap]) -> None:
+        """The map of the evaluated model, and beside it that of a model compared (`(title, map)`), if any."""
         self.context = context
-        brushes = [pg.mkBrush(CLUSTER_COLOURS[c % len(CLUSTER_COLOURS)]) for c in context.clusters]
-        self.scatter.setData(pos=context.points, brush=brushes, data=list(context.snippets))
+        _draw(self.scatter, context)
+        self.other_plot.setVisible(bool(others))
+        for _, other in others:
+            _draw(self.other_scatter, other)
         self.star.setData([])
         self.nearest.clear()
         groups = len(set(context.clusters.tolist()))
+        compared = "".join(f" On the right, the same contexts as {title} places them." for title, _ in others)
         self.caption.setText(
             f"<b>{len(context.snippets)}</b> occurrences of <b>{context.word}</b> at layer {context.layer}, in "
             f"{groups} clusters of similar contexts. Hover a point to read it; click it for its nearest contexts."
+            f"{compared}"
         )
+
+    def clear(self) -> None:
+        """Forget the maps (another model was evaluated)."""
+        self.context = None
+        for scatter in (self.scatter, self.other_scatter, self.star):
+            scatter.setData([])
+        self.other_plot.hide()
+        self.nearest.clear()
+        self.caption.setText("Type a word and show its contexts: each point is one occurrence in the corpus.")
 
     def show_placed(self, point: np.ndarray) -> None:
         self.star.setData([point[0]], [point[1]])
@@ -92,3 +111,8 @@ class ContextView(QWidget):
         self.nearest.addItem(f"▶ {self.context.snippets[index]}")
         for other in self.context.nearest(index):
             self.nearest.addItem(self.context.snippets[other])
+
+
+def _draw(scatter: pg.ScatterPlotItem, context: ContextMap) -> None:
+    brushes = [pg.mkBrush(CLUSTER_COLOURS[c % len(CLUSTER_COLOURS)]) for c in context.clusters]
+    scatter.setData(pos=context.points, brush=brushes, data=list(context.snippets))

@@ -165,20 +165,38 @@ class FailuresView(QWidget):
         layout.addLayout(grid, 2)
         layout.addWidget(self.series, 1)
 
-    def show_diagnosis(self, diagnosis: Diagnosis) -> None:
-        self.summary.setText(
-            f"<b>{diagnosis.predicted:,}</b> masked positions · loss <b>{diagnosis.loss:.3f}</b> · accuracy "
-            f"<b>{_percent(diagnosis.accuracy)}</b> · top-5 <b>{_percent(diagnosis.top5_accuracy)}</b> · "
-            f"expected calibration error <b>{diagnosis.ece:.3f}</b>"
-        )
-        _fill(self.frequency_table, [(s.name, f"{s.count:,}", _percent(s.accuracy)) for s in diagnosis.by_frequency])
-        _fill(self.kind_table, [(s.name, f"{s.count:,}", _percent(s.accuracy)) for s in diagnosis.by_kind])
+    def show_diagnosis(self, diagnosis: Diagnosis, other: Diagnosis | None = None) -> None:
+        """One model's breakdowns, or two side by side (the second model's accuracy in its own column, its
+        calibration in orange)."""
+        summary = _summary(diagnosis)
+        if other is not None:
+            summary += f"<br>compared: {_summary(other)}"
+        self.summary.setText(summary)
+        for table, mine, theirs in (
+            (self.frequency_table, diagnosis.by_frequency, other.by_frequency if other else None),
+            (self.kind_table, diagnosis.by_kind, other.by_kind if other else None),
+        ):
+            headers = [table.horizontalHeaderItem(0).text(), "positions", "accuracy"]
+            table.setColumnCount(3 if theirs is None else 4)
+            table.setHorizontalHeaderLabels(headers if theirs is None else [*headers, "accuracy, compared"])
+            compared = {s.name: _percent(s.accuracy) for s in theirs or ()}
+            _fill(table, [(s.name, f"{s.count:,}", _percent(s.accuracy), *([compared.get(s.name, "—")] if theirs
+                          else [])) for s in mine])  # fmt: skip
         _fill(self.confusion_table, [(e, p, f"{n:,}") for e, p, n in diagnosis.confusions])
         self.calibration.clear()
         self.calibration.plot([0, 1], [0, 1], pen=pg.mkPen((128, 128, 128), style=pg.QtCore.Qt.PenStyle.DashLine))
-        if diagnosis.calibration:
-            confidence, accuracy, _ = zip(*diagnosis.calibration)
-            self.calibration.plot(list(confidence), list(accuracy), pen=pg.mkPen("#1f77b4", width=2), symbol="o")
+        for shown, colour in ((diagnosis, "#1f77b4"), (other, "#ff7f0e")):
+            if shown is not None and shown.calibration:
+                confidence, accuracy, _ = zip(*shown.calibration)
+                self.calibration.plot(list(confidence), list(accuracy), pen=pg.mkPen(colour, width=2), symbol="o")
+
+
+def _summary(diagnosis: Diagnosis) -> str:
+    return (
+        f"<b>{diagnosis.predicted:,}</b> masked positions · loss <b>{diagnosis.loss:.3f}</b> · accuracy "
+        f"<b>{_percent(diagnosis.accuracy)}</b> · top-5 <b>{_percent(diagnosis.top5_accuracy)}</b> · "
+        f"expected calibration error <b>{diagnosis.ece:.3f}</b>"
+    )
 
 
 def plot_series(

@@ -1,0 +1,91 @@
+"""The Evaluation panel's "Does it help a task" view: the labelled file and its columns, the layer, and the probe's
+results beside the two references, at one checkpoint or over all of them."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from mlm_studio.core.task_probe import TaskResult
+from mlm_studio.ui.widgets.plots import ThemedPlot
+
+
+class TaskView(QWidget):
+    probe_requested = Signal()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.path_edit = QLineEdit()
+        self.path_edit.setPlaceholderText("a CSV, TSV, JSON Lines or Parquet file of texts and labels")
+        choose = QPushButton("Choose…")
+        choose.clicked.connect(self.choose)
+        self.text_column, self.label_column = QLineEdit("text"), QLineEdit("label")
+        self.layer_spin = QSpinBox()
+        self.layer_spin.setRange(0, 1)
+        self.layer_spin.setSpecialValueText("last, as the head reads it")
+        self.layer_spin.setToolTip("Whose output is averaged into the sentence vector: a layer, or the last")
+        self.probe_button = QPushButton("Probe the task")
+        self.probe_button.setToolTip(
+            "Train a logistic regression on the model's frozen sentence vectors on 75% of the texts, stratified, "
+            "and score it on the rest, beside the majority class and a bag of words"
+        )
+        self.probe_button.clicked.connect(self.probe_requested)
+        self.table = QTableWidget(0, 3)
+        self.table.setHorizontalHeaderLabels(["classifier", "accuracy", "macro-F1"])
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.series = ThemedPlot("step", "held-out accuracy")
+        self.series.setTitle("The task over the run's checkpoints (Every checkpoint)")
+        self.series.addLegend(offset=(10, 10), colCount=3)
+        row = QHBoxLayout()
+        row.addWidget(self.path_edit, 1)
+        row.addWidget(choose)
+        form = QFormLayout()
+        form.addRow("Labelled texts", row)
+        form.addRow("Text column", self.text_column)
+        form.addRow("Label column", self.label_column)
+        form.addRow("Layer", self.layer_spin)
+        form.addRow(self.probe_button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(self.series, 2)
+
+    def choose(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Labelled texts", "", "Tables (*.csv *.tsv *.jsonl *.parquet)")
+        if path:
+            self.path_edit.setText(path)
+
+    def request(self) -> tuple[str, str, str, int | None]:
+        """The file, its text and label columns, and the layer (None: the last, as the head reads it)."""
+        columns = self.text_column.text().strip() or "text", self.label_column.text().strip() or "label"
+        return self.path_edit.text().strip(), *columns, self.layer_spin.value() or None
+
+    def clear(self) -> None:
+        self.table.setRowCount(0)
+
+    def show_results(self, results: list[tuple[str, TaskResult]]) -> None:
+        """Each model's probe, then the references (the same split for all)."""
+        first = results[0][1]
+        rows = [(f"{title}: linear probe", f"{r.accuracy:.1%}", f"{r.macro_f1:.3f}") for title, r in results]
+        rows += [
+            ("majority class", f"{first.majority_accuracy:.1%}", ""),
+            ("bag of words (TF-IDF + logistic regression)", f"{first.bag_of_words_accuracy:.1%}", ""),
+        ]
+        self.table.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            for c, value in enumerate(row):
+                self.table.setItem(r, c, QTableWidgetItem(value))
+        self.table.resizeColumnsToContents()
