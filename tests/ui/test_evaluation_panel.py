@@ -138,6 +138,10 @@ def test_every_checkpoint_becomes_curves_of_the_breakdowns_and_the_task(qtbot, p
     curves = panel.failures_view.series.getPlotItem().listDataItems()
     assert len(curves) == 1 + len(panel.scores[0].diagnosis.by_frequency)
     assert list(curves[0].getData()[0]) == steps
+    by = panel.failures_view.series_by
+    by.setCurrentIndex(by.findData("by_kind"))
+    names = [c.name() for c in panel.failures_view.series.getPlotItem().listDataItems()]
+    assert names == ["all", "word start", "continuation", "[MASK]", "random", "kept"]
     task_curves = panel.task_view.series.getPlotItem().listDataItems()
     assert [c.name() for c in task_curves] == ["linear probe", "majority class", "bag of words"]
     assert all(s.task.majority_accuracy == pytest.approx(0.5) for s in panel.scores)

@@ -233,10 +233,7 @@ class EvaluationPanel(QWidget):
     def _on_scores(self, scores: list[CheckpointScore]) -> None:
         self.scores = scores
         steps = [s.step for s in scores]
-        lines = {"all": [s.diagnosis.accuracy for s in scores]}
-        for number, share in enumerate(scores[0].diagnosis.by_frequency if scores else ()):
-            lines[f"{share.name}× in the corpus"] = [s.diagnosis.by_frequency[number].accuracy for s in scores]
-        plot_series(self.failures_view.series, steps, lines)
+        self.failures_view.show_series(steps, [s.diagnosis for s in scores])
         if scores and scores[0].task is not None:
             plot_series(self.task_view.series, steps, {
                 "linear probe": [s.task.accuracy for s in scores],

@@ -160,10 +160,36 @@ class FailuresView(QWidget):
         self.series = ThemedPlot("step", "accuracy")
         self.series.setTitle("Over the run's checkpoints (Every checkpoint)")
         self.series.addLegend(offset=(10, 10), colCount=3)
+        self.series_by = QComboBox()
+        self.series_by.addItem("how often the token occurs in the corpus", "by_frequency")
+        self.series_by.addItem("piece and masking treatment", "by_kind")
+        self.series_by.currentIndexChanged.connect(self._draw_series)
+        self.steps: list[int] = []
+        self.over_time: list[Diagnosis] = []
+        curves = QHBoxLayout()
+        curves.addWidget(QLabel("Curves of accuracy by"))
+        curves.addWidget(self.series_by)
+        curves.addStretch(1)
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary)
         layout.addLayout(grid, 2)
+        layout.addLayout(curves)
         layout.addWidget(self.series, 1)
+
+    def show_series(self, steps: list[int], diagnoses: list[Diagnosis]) -> None:
+        """The run's checkpoints as curves: all positions, and each group of the chosen breakdown."""
+        self.steps, self.over_time = steps, diagnoses
+        self._draw_series()
+
+    def _draw_series(self) -> None:
+        if not self.over_time:
+            return
+        breakdown = self.series_by.currentData()
+        lines = {"all": [d.accuracy for d in self.over_time]}
+        for number, share in enumerate(getattr(self.over_time[0], breakdown)):
+            name = f"{share.name}× in the corpus" if breakdown == "by_frequency" else share.name
+            lines[name] = [getattr(d, breakdown)[number].accuracy for d in self.over_time]
+        plot_series(self.series, self.steps, lines)
 
     def show_diagnosis(self, diagnosis: Diagnosis, other: Diagnosis | None = None) -> None:
         """One model's breakdowns, or two side by side (the second model's accuracy in its own column, its
