@@ -67,6 +67,17 @@ def user_message(exc: BaseException) -> str:
 _LIVE: set[_TaskThread] = set()  # threads outlive the widget that started them, until they end
 
 
+def collect_garbage_on_the_gui_thread(interval_s: float = 1.0):
+    """Turn Python's automatic cycle collection off and collect on the GUI thread's timer instead (pyqtgraph's
+    GarbageCollector); keep the returned object alive. Automatic collection runs in whichever thread happens to
+    allocate: on a background task's thread it would run the C++ destructor of a Qt object left in a cycle there,
+    which deadlocks against the GUI thread (seen: an export's thread collecting a closed window's actions while
+    the GUI thread painted)."""
+    from pyqtgraph.util.garbage_collector import GarbageCollector
+
+    return GarbageCollector(interval_s)
+
+
 def stop_all_tasks(timeout_ms: int = 10_000) -> bool:
     """Cancel every running task and wait for it; True if all ended in time (used at exit and by tests)."""
     for thread in list(_LIVE):

@@ -5,13 +5,29 @@ import pytest
 from mlm_studio.core.tokenizer import TokenizerConfig, train_tokenizer
 
 
+@pytest.fixture(scope="session", autouse=True)
+def garbage_collected_on_the_gui_thread(qapp):
+    """As in the application: no cycle collection on a background task's thread."""
+    import gc
+
+    from mlm_studio.ui.tasks import collect_garbage_on_the_gui_thread
+
+    collector = collect_garbage_on_the_gui_thread()
+    yield
+    collector.timer.stop()
+    gc.enable()
+
+
 @pytest.fixture(autouse=True)
 def no_task_outlives_its_test():
-    """Each test leaves no background task running."""
+    """Each test leaves no background task running, and its Qt objects are collected here, on the GUI thread."""
+    import gc
+
     from mlm_studio.ui.tasks import stop_all_tasks
 
     yield
     assert stop_all_tasks(), "a background task did not stop"
+    gc.collect()
 
 
 @pytest.fixture(scope="session")
