@@ -24,12 +24,12 @@ from mlm_studio.core.contexts import ContextMap, context_map, place
 from mlm_studio.core.diagnostics import CheckpointScore, Diagnosis, Subject, diagnose, load_subject, over_checkpoints
 from mlm_studio.core.encoder import layer_count
 from mlm_studio.core.hf import is_hf_folder
-from mlm_studio.core.history import list_runs
 from mlm_studio.core.task_probe import TaskResult, probe_task, read_labelled
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.context_view import ContextView
 from mlm_studio.ui.widgets.diagnosis_views import FailuresView, SamplesView, plot_series
 from mlm_studio.ui.widgets.message_bar import MessageBar
+from mlm_studio.ui.widgets.model_choice import model_entries, refill
 from mlm_studio.ui.widgets.task_view import TaskView
 from mlm_studio.ui.workspace import Workspace
 
@@ -125,18 +125,8 @@ class EvaluationPanel(QWidget):
     # --- which model --------------------------------------------------------------------------------
     def refresh_models(self) -> None:
         current = self.model_combo.currentData()
-        entries = []
-        if self.workspace.run is not None:
-            entries.append((f"Current run: {self.workspace.run.name}", str(self.workspace.run)))
-        entries += [(run.name, str(run.path)) for run in list_runs(self.runs_root) if run.path != self.workspace.run]
-        entries += [(f"Hugging Face: {Path(f).name}", f) for f in self.folders]
-        self.model_combo.blockSignals(True)
-        self.model_combo.clear()
-        for label, path in entries:
-            self.model_combo.addItem(label, path)
-        index = self.model_combo.findData(current)
-        self.model_combo.setCurrentIndex(index if index >= 0 else 0)
-        self.model_combo.blockSignals(False)
+        entries = model_entries(self.workspace.run, self.runs_root, self.folders)
+        refill(self.model_combo, entries, current)
         self.entries = entries
         self._list_checkpoints()
 

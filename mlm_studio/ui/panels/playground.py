@@ -28,11 +28,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.hf import is_hf_folder
-from mlm_studio.core.history import list_runs
 from mlm_studio.core.predict import Candidate, FillMask
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.message_bar import MessageBar
+from mlm_studio.ui.widgets.model_choice import model_entries, refill
 from mlm_studio.ui.workspace import Workspace
 
 MASK = "[MASK]"
@@ -210,23 +209,10 @@ class PlaygroundPanel(QWidget):
     def refresh_models(self) -> None:
         """List the current run, the saved runs and the folders the user chose. A view that showed the current
         run follows it to the new one when another run starts."""
-        entries = []
         run = str(self.workspace.run) if self.workspace.run is not None else None
-        if run is not None:
-            entries.append((f"Current run: {self.workspace.run.name} (latest checkpoint)", run))
-        for run in list_runs(self.runs_root):
-            if run.latest_checkpoint() is not None and run.path != self.workspace.run:
-                entries.append((run.name, str(run.path)))
-        entries += [(f"{'Hugging Face' if is_hf_folder(f) else 'Folder'}: {Path(f).name}", f) for f in self.folders]
+        entries = model_entries(self.workspace.run, self.runs_root, self.folders)
         for view in self.views:
-            current = self._chosen.get(id(view)) or run or view.model_combo.currentData()
-            view.model_combo.blockSignals(True)
-            view.model_combo.clear()
-            for label, path in entries:
-                view.model_combo.addItem(label, path)
-            index = view.model_combo.findData(current)
-            view.model_combo.setCurrentIndex(index if index >= 0 else 0)
-            view.model_combo.blockSignals(False)
+            refill(view.model_combo, entries, self._chosen.get(id(view)) or run or view.model_combo.currentData())
         self._current_run = run
         self._schedule()
 

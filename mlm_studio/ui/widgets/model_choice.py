@@ -1,0 +1,34 @@
+"""The models a panel offers in its choosers: the current run, every saved run with a checkpoint, and the
+folders the user added (a Hugging Face model, or a run or checkpoint folder from elsewhere)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtWidgets import QComboBox
+
+from mlm_studio.core.hf import is_hf_folder
+from mlm_studio.core.history import list_runs
+
+
+def model_entries(current_run: Path | None, runs_root: Path, folders: list[str]) -> list[tuple[str, str]]:
+    """(label, path) of each model to offer, the current run first."""
+    entries = []
+    if current_run is not None:
+        entries.append((f"Current run: {current_run.name}", str(current_run)))
+    for run in list_runs(runs_root):
+        if run.latest_checkpoint() is not None and run.path != current_run:
+            entries.append((run.name, str(run.path)))
+    entries += [(f"{'Hugging Face' if is_hf_folder(f) else 'Folder'}: {Path(f).name}", f) for f in folders]
+    return entries
+
+
+def refill(combo: QComboBox, entries: list[tuple[str, str]], keep: str | None) -> None:
+    """Put `entries` in `combo`, choosing `keep` if it is among them (else the first), without signalling."""
+    combo.blockSignals(True)
+    combo.clear()
+    for label, path in entries:
+        combo.addItem(label, path)
+    index = combo.findData(keep)
+    combo.setCurrentIndex(index if index >= 0 else 0)
+    combo.blockSignals(False)
