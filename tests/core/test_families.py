@@ -132,3 +132,14 @@ def test_a_hub_name_is_read_from_the_local_cache_and_never_downloaded(case, tmp_
     snapshot.symlink_to(folder, target_is_directory=True)  # the cache's files are links too
     assert import_model(f"tiny/{name}").config == import_model(folder).config
     assert FillMask.from_path(f"tiny/{name}").predict("The [MASK] is here.")
+
+
+def test_the_torch_free_settings_name_exactly_the_registered_families():
+    from mlm_studio.core.settings import FAMILY_FIELDS, FAMILY_NAMES
+
+    assert tuple(FAMILIES) == FAMILY_NAMES
+    assert all(set(families) <= set(FAMILY_NAMES) for families in FAMILY_FIELDS.values())
+    with pytest.raises(Exception, match=r"model.family must be one of bert, roberta, distilbert, modernbert"):
+        ModelConfig(family="gpt2")
+    with pytest.raises(Exception, match=r"model.local_attention applies to modernbert models only"):
+        ModelConfig(family="bert", local_attention=64)
