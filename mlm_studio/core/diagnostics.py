@@ -122,7 +122,7 @@ def diagnose(
             continue
         logits = out.logits.float()
         losses = F.cross_entropy(logits, out.labels, reduction="none")
-        loss_sum += float(F.cross_entropy(logits, out.labels, reduction="sum"))
+        loss_sum += float(losses.sum())
         probabilities, top = logits.softmax(-1).topk(min(TOP_K, logits.shape[-1]), dim=-1)
         where = (masked.labels != IGNORE_INDEX).nonzero().cpu().numpy()  # (N, 2) row, position: labels' order
         words = batch.word_ids[where[:, 0], where[:, 1]]

@@ -263,7 +263,3 @@ def modernbert_to_hf(model: ModelConfig) -> dict[str, Any]:
         "tie_word_embeddings": True,
         "torch_dtype": "float32",
     }
-
-
-def modernbert_export_problems(model: ModelConfig) -> list[str]:
-    return []

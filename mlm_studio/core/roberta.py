@@ -67,7 +67,3 @@ def roberta_from_hf(raw: dict[str, Any]) -> ModelConfig:
 
 def roberta_to_hf(model: ModelConfig) -> dict[str, Any]:
     return bert_to_hf(model, "RobertaForMaskedLM")
-
-
-def roberta_export_problems(model: ModelConfig) -> list[str]:
-    return []
