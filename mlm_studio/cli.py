@@ -85,7 +85,9 @@ def _add_train(commands) -> None:
         "--config", type=Path, metavar="FILE", help="a run configuration: TOML (as MLM Studio saves it) or JSON"
     )
     train.add_argument(
-        "--preset", metavar="NAME", help="a preset: modern (the default), quickstart, tiny, mini, small, medium, base"
+        "--preset",
+        metavar="NAME",
+        help="a preset: modern (the default), quickstart, electra, tiny, mini, small, medium, base",
     )
     train.add_argument(
         *_spellings("corpus", "train_file"),
@@ -118,6 +120,11 @@ def _add_train(commands) -> None:
         type=_duration,
         metavar="TIME",
         help="train for this long (90s, 6m, 1h30m); the learning-rate schedule follows the clock",
+    )
+    train.add_argument(
+        "--objective",
+        choices=("mlm", "electra"),
+        help="mlm (masked-LM) or electra (replaced-token detection; the model becomes an ELECTRA of its size)",
     )
     train.add_argument("--device", help="auto, cpu, cuda, cuda:N or mps")
     train.add_argument("--precision", choices=("fp32", "bf16", "fp16"))

@@ -15,7 +15,7 @@ from mlm_studio.core.config import DEFAULT_PRESET, ConfigError, RunConfig, prese
 from mlm_studio.core.corpus import Corpus, CorpusError, load_corpus
 from mlm_studio.core.device import resolve_device
 from mlm_studio.core.distributed import Distributed
-from mlm_studio.core.hf import export_model, import_model
+from mlm_studio.core.hf import GENERATOR_FOLDER, export_model, import_model
 from mlm_studio.core.paths import default_runs_dir
 from mlm_studio.core.predict import FillMask, PredictError
 from mlm_studio.core.progress import Eta, Progress, format_duration
@@ -58,6 +58,8 @@ def _config(args) -> RunConfig:
         config = RunConfig.load(args.config)
     else:
         config = preset(args.preset or DEFAULT_PRESET)
+    if args.objective is not None:
+        config = config.with_objective(args.objective)
     config = config.with_values(dict(args.settings))  # --set and run_mlm.py's names, checked like a file
     training = _with_length(config.training, args)
     if args.device is not None:
@@ -261,7 +263,14 @@ def export(args) -> int:
         return _fail(str(exc))
     if sys.stderr.isatty():
         print("\r\033[K", end="", file=sys.stderr)
-    print(f"Exported to {out}; load it with AutoModelForMaskedLM.from_pretrained({str(out)!r})")
+    generator = out / GENERATOR_FOLDER
+    if generator.is_dir():
+        print(
+            f"Exported to {out}; load the discriminator with ElectraForPreTraining.from_pretrained({str(out)!r}), "
+            f"the generator with AutoModelForMaskedLM.from_pretrained({str(generator)!r})"
+        )
+    else:
+        print(f"Exported to {out}; load it with AutoModelForMaskedLM.from_pretrained({str(out)!r})")
     return 0
 
 
@@ -317,7 +326,7 @@ def evaluate(args) -> int:
         result = diagnosis.to_json()
         if args.task is not None:
             texts, labels = read_labelled(args.task, args.text_column, args.label_column)
-            result["task"] = probe_task(subject.model, subject.tokenizer, texts, labels).to_json()
+            result["task"] = probe_task(subject.encoder, subject.tokenizer, texts, labels).to_json()
     except (*USER_ERRORS, TaskError) as exc:
         return _fail(str(exc))
     if args.json:

@@ -18,13 +18,14 @@ from mlm_studio.core.settings import ConfigError, ModelConfig
 class BertEmbeddings(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
-        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        width = config.embedding_width()
+        self.word_embeddings = nn.Embedding(config.vocab_size, width, padding_idx=config.pad_token_id)
         if config.position_embedding_type == "absolute":
-            self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+            self.position_embeddings = nn.Embedding(config.max_position_embeddings, width)
         else:
-            self.register_buffer("sinusoid", _sinusoids(config.max_position_embeddings, config.hidden_size), False)
-        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+            self.register_buffer("sinusoid", _sinusoids(config.max_position_embeddings, width), False)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, width)
+        self.LayerNorm = nn.LayerNorm(width, eps=config.layer_norm_eps)
         self.dropout = Dropout(config.hidden_dropout_prob)
 
     def positions(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -132,9 +133,13 @@ class BertEncoder(nn.Module):
 
 
 class BertModel(nn.Module):
+    """Embeddings then layers; embeddings narrower than the layers (ELECTRA's) are projected to their width."""
+
     def __init__(self, config: ModelConfig, embeddings: type[BertEmbeddings] = BertEmbeddings) -> None:
         super().__init__()
         self.embeddings = embeddings(config)
+        if config.embedding_width() != config.hidden_size:
+            self.embeddings_project = nn.Linear(config.embedding_width(), config.hidden_size)
         self.encoder = BertEncoder(config)
 
     def forward(
@@ -142,7 +147,10 @@ class BertModel(nn.Module):
     ) -> torch.Tensor:
         """(B, L) ids and optional (B, L) bool mask (False on padding) → (B, L, H) hidden states, or (N, H) at
         the positions of a (B, L) bool `keep`."""
-        return self.encoder(self.embeddings(input_ids), padding_mask(attention_mask), keep)
+        x = self.embeddings(input_ids)
+        if hasattr(self, "embeddings_project"):
+            x = self.embeddings_project(x)
+        return self.encoder(x, padding_mask(attention_mask), keep)
 
 
 class BertPredictionHeadTransform(nn.Module):

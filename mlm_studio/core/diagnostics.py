@@ -209,10 +209,24 @@ class Subject:
     """A model to diagnose and the held-out blocks it is scored on."""
 
     title: str
-    model: torch.nn.Module
+    trained: torch.nn.Module  # what the run trains (an ELECTRA run's generator and discriminator together)
     tokenizer: MLMTokenizer
     config: RunConfig
     validation: BlockSet
+
+    @property
+    def model(self) -> torch.nn.Module:
+        """The masked-LM: what is diagnosed."""
+        from mlm_studio.core.families import masked_lm_of
+
+        return masked_lm_of(self.trained)
+
+    @property
+    def encoder(self) -> torch.nn.Module:
+        """The model whose representations tasks and contexts read (an ELECTRA run's discriminator)."""
+        from mlm_studio.core.families import encoder_of
+
+        return encoder_of(self.trained)
 
 
 def load_subject(source: str | Path, step: int | None = None, corpus=None, progress: Progress | None = None) -> Subject:
@@ -220,7 +234,7 @@ def load_subject(source: str | Path, step: int | None = None, corpus=None, progr
     a `corpus` to score it on (its held-out share, cut as a new run's would be)."""
     from mlm_studio.core.checkpoint import CheckpointError, load_weights, resolve_checkpoint
     from mlm_studio.core.dataset import split_blocks, tokenize_corpus
-    from mlm_studio.core.families import build_model
+    from mlm_studio.core.families import build_trained
     from mlm_studio.core.hf import import_model, is_hf_folder, model_folder
     from mlm_studio.core.runs import training_blocks, with_architecture
 
@@ -245,7 +259,7 @@ def load_subject(source: str | Path, step: int | None = None, corpus=None, progr
         if checkpoint is None:
             steps = ", ".join(str(int(c.name.split("-")[1])) for c in run.checkpoints())
             raise CheckpointError(f"run {run.name} has no checkpoint at step {step}; it has {steps or 'none'}")
-    model = build_model(run.config.model)
+    model = build_trained(run.config)
     load_weights(checkpoint, model)
     _, validation = training_blocks(run, corpus, progress)
     return Subject(f"{run.name} / {checkpoint.name}", model, run.tokenizer, run.config, validation)
@@ -275,9 +289,9 @@ def over_checkpoints(
     for number, checkpoint in enumerate(checkpoints):
         progress.check()
         progress.report(number, len(checkpoints), f"Scoring {checkpoint.name}")
-        load_weights(checkpoint, subject.model)
+        load_weights(checkpoint, subject.trained)
         diagnosis = diagnose(subject.model, subject.tokenizer, subject.config, subject.validation, samples=0)
-        result = probe_task(subject.model, subject.tokenizer, *task) if task is not None else None
+        result = probe_task(subject.encoder, subject.tokenizer, *task) if task is not None else None
         scores.append(CheckpointScore(int(checkpoint.name.split("-")[1]), diagnosis, result))
     progress.report(len(checkpoints), len(checkpoints), "Scored every checkpoint")
     return scores

@@ -28,6 +28,15 @@ class MLMOutput:
     logits: torch.Tensor  # (N, V) at labelled positions when labels are given, else (B, L, V)
     labels: torch.Tensor | None  # (N,) the labels those logits predict
 
+    @property
+    def masked_lm_loss(self) -> torch.Tensor | None:
+        """The masked-LM's loss (what an objective adds to it is its own)."""
+        return self.loss
+
+    def detection_sums(self) -> torch.Tensor | None:
+        """Replaced-token detection's sums (an ELECTRA objective's); None for a masked-LM."""
+        return None
+
 
 class Dropout(nn.Dropout):
     """Dropout that, on the CPU, draws its mask 16 bits at a time from 64-bit random integers: about 3× faster

@@ -11,8 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mlm_studio.core import bert, distilbert, modernbert, roberta
+from torch import nn
+
+from mlm_studio.core import bert, distilbert, electra, modernbert, roberta
+from mlm_studio.core.config import RunConfig
 from mlm_studio.core.encoder import MaskedLM
+from mlm_studio.core.replaced_tokens import ReplacedTokenDetection
 from mlm_studio.core.settings import ModelConfig
 
 
@@ -60,6 +64,14 @@ FAMILIES: dict[str, Family] = {
             modernbert.modernbert_from_hf,
             modernbert.modernbert_to_hf,
         ),
+        Family(
+            "electra",
+            "ELECTRA",
+            "electra",
+            electra.ElectraForMaskedLM,
+            electra.electra_from_hf,
+            electra.electra_to_hf,
+        ),
     )
 }
 
@@ -75,3 +87,22 @@ def family_of(config: ModelConfig) -> Family:
 def build_model(config: ModelConfig) -> MaskedLM:
     """The masked-LM of `config`'s family, freshly initialised."""
     return family_of(config).build(config)
+
+
+def build_trained(config: RunConfig) -> nn.Module:
+    """What a run trains, freshly initialised: its family's masked-LM, or for ELECTRA's objective the generator
+    and discriminator together."""
+    t = config.training
+    if t.objective == "electra":
+        return ReplacedTokenDetection(config.model, t.generator_size, t.detection_weight)
+    return build_model(config.model)
+
+
+def masked_lm_of(trained: nn.Module) -> MaskedLM:
+    """The masked-LM of what a run trains (an ELECTRA run's generator): what fills in masks."""
+    return trained.generator if isinstance(trained, ReplacedTokenDetection) else trained
+
+
+def encoder_of(trained: nn.Module) -> nn.Module:
+    """The model whose representations a run is for (an ELECTRA run's discriminator): what tasks read."""
+    return trained.discriminator if isinstance(trained, ReplacedTokenDetection) else trained

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import pickle
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,16 +29,26 @@ from mlm_studio.core.checkpoint import (
     resolve_checkpoint,
     save_weights,
 )
-from mlm_studio.core.config import ConfigError, ModelConfig
-from mlm_studio.core.families import ALIASES, FAMILIES, Family, build_model, family_of
+from mlm_studio.core.config import ConfigError, ModelConfig, RunConfig, TrainConfig
+from mlm_studio.core.electra import DISCRIMINATOR, GENERATOR, generator_config
+from mlm_studio.core.families import ALIASES, FAMILIES, Family, build_model, build_trained, family_of
 from mlm_studio.core.files import atomic_write_folder, atomic_write_json
 from mlm_studio.core.hub_cache import cached_model, looks_like_hub_name
 from mlm_studio.core.model_card import model_card
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.replaced_tokens import ReplacedTokenDetection
 from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerError
 
 EXPORTED_FILES = ("config.json", "model.safetensors", "tokenizer.json")  # what marks an export
-WRITTEN_FILES = (*EXPORTED_FILES, "vocab.txt", "tokenizer_config.json", "special_tokens_map.json", "README.md")
+GENERATOR_FOLDER = "generator"  # an ELECTRA export's generator, beside its discriminator
+WRITTEN_FILES = (
+    *EXPORTED_FILES,
+    "vocab.txt",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "README.md",
+    GENERATOR_FOLDER,
+)
 # The special-token ids a family's config.json records, by role.
 TOKEN_IDS = {"roberta": ("bos", "eos"), "modernbert": ("bos", "eos", "cls", "sep")}
 _ROLE_IDS = {"bos": "cls_id", "eos": "sep_id", "cls": "cls_id", "sep": "sep_id"}
@@ -58,7 +68,8 @@ def is_hf_folder(path: str | Path) -> bool:
 def export_model(
     source: str | Path, out: str | Path, best: bool = False, overwrite: bool = False, progress: Progress | None = None
 ) -> Path:
-    """Write a run's latest (or best) checkpoint, or one checkpoint folder, as a `transformers` folder."""
+    """Write a run's latest (or best) checkpoint, or one checkpoint folder, as a `transformers` folder; an ELECTRA
+    run's as its discriminator (`ElectraForPreTraining`) with its generator (`ElectraForMaskedLM`) in `generator/`."""
     progress = progress or Progress()
     run, checkpoint = resolve_checkpoint(source, best)
     config = run.config
@@ -66,20 +77,19 @@ def export_model(
     out = Path(out)
     _check_target(out, overwrite)
     progress.report(0, 3, "Reading the checkpoint")
-    model = build_model(config.model)
-    load_weights(checkpoint, model)
+    trained = build_trained(config)
+    load_weights(checkpoint, trained)
     tokenizer = run.tokenizer
 
     def fill(folder: Path) -> None:
-        progress.report(1, 3, "Writing the weights")
-        save_weights(model, folder / "model.safetensors")
-        progress.report(2, 3, "Writing the configuration, tokenizer and model card")
-        atomic_write_json(folder / "config.json", hf_config(config.model, tokenizer))
-        tokenizer.save(folder / "tokenizer.json")
-        if tokenizer.kind == "WordPiece":
-            (folder / "vocab.txt").write_text(tokenizer.vocab_txt(), encoding="utf-8")
-        atomic_write_json(folder / "tokenizer_config.json", _tokenizer_config(tokenizer, config.model))
-        atomic_write_json(folder / "special_tokens_map.json", tokenizer.specials.as_map())
+        progress.report(1, 3, "Writing the weights, configuration and tokenizer")
+        if config.training.objective == "electra":
+            _write_model(folder, trained.discriminator, tokenizer, DISCRIMINATOR)
+            (folder / GENERATOR_FOLDER).mkdir()
+            _write_model(folder / GENERATOR_FOLDER, trained.generator, tokenizer, GENERATOR)
+        else:
+            _write_model(folder, trained, tokenizer)
+        progress.report(2, 3, "Writing the model card")
         (folder / "README.md").write_text(model_card(run, checkpoint), encoding="utf-8")
 
     try:
@@ -88,6 +98,17 @@ def export_model(
         raise InteropError(f"could not write {out} ({exc})") from exc
     progress.report(3, 3, "Exported")
     return out
+
+
+def _write_model(folder: Path, model: torch.nn.Module, tokenizer: MLMTokenizer, architecture: str = "") -> None:
+    """A model's weights, config.json and tokenizer files in `folder`."""
+    save_weights(model, folder / "model.safetensors")
+    atomic_write_json(folder / "config.json", hf_config(model.config, tokenizer, architecture))
+    tokenizer.save(folder / "tokenizer.json")
+    if tokenizer.kind == "WordPiece":
+        (folder / "vocab.txt").write_text(tokenizer.vocab_txt(), encoding="utf-8")
+    atomic_write_json(folder / "tokenizer_config.json", _tokenizer_config(tokenizer, model.config))
+    atomic_write_json(folder / "special_tokens_map.json", tokenizer.specials.as_map())
 
 
 def _check_exportable(model: ModelConfig) -> None:
@@ -124,10 +145,12 @@ def _check_target(out: Path, overwrite: bool) -> None:
         raise InteropError(f"{out} already holds an exported model; allow overwriting to replace it")
 
 
-def hf_config(model: ModelConfig, tokenizer: MLMTokenizer) -> dict[str, Any]:
-    """`config.json` for the model's family, every field spelled out, with the tokenizer's special ids."""
+def hf_config(model: ModelConfig, tokenizer: MLMTokenizer, architecture: str = "") -> dict[str, Any]:
+    """`config.json` for the model's family (as `architecture` when the family has several), every field spelled
+    out, with the tokenizer's special ids."""
     ids = {f"{role}_token_id": getattr(tokenizer, _ROLE_IDS[role]) for role in TOKEN_IDS.get(model.family, ())}
-    return {**family_of(model).to_hf(model), **ids}
+    family = family_of(model)
+    return {**(family.to_hf(model, architecture) if architecture else family.to_hf(model)), **ids}
 
 
 def _tokenizer_config(tokenizer: MLMTokenizer, model: ModelConfig) -> dict[str, Any]:
@@ -159,23 +182,42 @@ class ImportedModel:
     config: ModelConfig
     tokenizer: MLMTokenizer
     weights: dict[str, torch.Tensor]  # in MLM Studio's names, the head included
-    fresh_head: bool  # the folder had no masked-LM head: one was initialised
+    fresh_head: bool  # the folder had no masked-LM head (or an ELECTRA discriminator no generator): initialised
     unused: tuple[str, ...]  # weights in the folder this model does not use (pooler, next-sentence head)
+    generator_size: float = 0.0  # an ELECTRA discriminator's: its generator's width as a fraction of its own
+
+    def run_config(self, config: RunConfig) -> RunConfig:
+        """`config` training this model: its architecture, and ELECTRA's objective for a discriminator."""
+        config = replace(config, model=self.config)
+        if self.generator_size:
+            config = config.with_objective("electra")
+            config = replace(config, training=replace(config.training, generator_size=self.generator_size))
+        return config
 
     def build_model(self) -> torch.nn.Module:
-        model = build_model(self.config)
+        """The model with the folder's weights: a masked-LM, or an ELECTRA discriminator with its generator."""
+        if self.generator_size:
+            model = ReplacedTokenDetection(self.config, self.generator_size, TrainConfig().detection_weight)
+        else:
+            model = build_model(self.config)
         load_state(self.weights, model, self.folder.name)
         return model
 
     def summary(self) -> str:
         m = self.config
+        kind = f"{family_of(m).title} discriminator" if self.generator_size else family_of(m).title
         lines = [
-            f"{self.folder.name}: {family_of(m).title} {m.num_hidden_layers} layers × {m.hidden_size}, "
+            f"{self.folder.name}: {kind} {m.num_hidden_layers} layers × {m.hidden_size}, "
             f"{m.num_attention_heads} heads, {m.parameter_count():,} parameters, "
             f"{self.tokenizer.kind} vocabulary of {self.tokenizer.vocab_size:,} pieces, mask token "
             f"{self.tokenizer.specials.mask}."
         ]
-        if self.fresh_head:
+        if self.generator_size:
+            lines.append(
+                f"Its generator is {self.generator_size:.3g} times as wide"
+                + (" and starts from random weights (the folder has none)." if self.fresh_head else ".")
+            )
+        elif self.fresh_head:
             lines.append(
                 "The folder holds an encoder without a masked-LM head: the head starts from random weights, so "
                 "predictions mean nothing until it has trained."
@@ -208,6 +250,8 @@ def import_model(source: str | Path) -> ImportedModel:
         raise InteropError(f"{folder} is not a folder")
     config = _model_config(folder)
     tokenizer = _tokenizer(folder)
+    if DISCRIMINATOR in _architectures(folder):
+        return _import_electra(folder, config, tokenizer)
     if tokenizer.vocab_size > config.vocab_size:
         raise InteropError(
             f"{folder.name}: the tokenizer has {tokenizer.vocab_size:,} pieces but the model only "
@@ -256,7 +300,46 @@ def _check_tied(weights: dict[str, torch.Tensor], model: torch.nn.Module, family
                 )
 
 
-def _model_config(folder: Path) -> ModelConfig:
+def _import_electra(folder: Path, config: ModelConfig, tokenizer: MLMTokenizer) -> ImportedModel:
+    """An ELECTRA discriminator and the generator beside it in `generator/` (a fresh one, a quarter as wide, when
+    there is none), the generator reading the discriminator's embeddings."""
+    generator_folder = folder / GENERATOR_FOLDER
+    size = TrainConfig().generator_size
+    if (generator_folder / "config.json").is_file():
+        generator = _model_config(generator_folder)
+        size = generator.hidden_size / config.hidden_size
+        if generator_config(config, size) != replace(generator, embedding_size=config.embedding_width()):
+            raise InteropError(
+                f"{folder.name}: its generator ({generator.num_hidden_layers} layers × {generator.hidden_size}, "
+                f"{generator.num_attention_heads} heads) is not shaped as MLM Studio shapes generators (as deep as "
+                "the discriminator, heads and feed-forward scaled with the width); import the two folders apart"
+            )
+    with torch.random.fork_rng():
+        torch.manual_seed(0)  # a fresh generator is the same on every import
+        pair = ReplacedTokenDetection(config, size, TrainConfig().detection_weight)
+    expected = set(pair.state_dict())
+    weights, unused = _renamed(_read_weights(folder), expected, "discriminator")
+    fresh_generator = not (generator_folder / "config.json").is_file()
+    if not fresh_generator:
+        generated, unused_too = _renamed(_read_weights(generator_folder), expected, "generator")
+        shared = ("generator.electra.embeddings.", "generator.generator_lm_head.weight")
+        weights.update({n: t for n, t in generated.items() if not n.startswith(shared)})  # the discriminator's
+        unused += [f"{GENERATOR_FOLDER}/{n}" for n in unused_too]
+    else:
+        weights.update({n: t.clone() for n, t in pair.state_dict().items() if n.startswith("generator.")})
+    try:
+        load_state(weights, pair, folder.name)
+    except CheckpointError as exc:
+        raise InteropError(str(exc)) from exc
+    return ImportedModel(folder, config, tokenizer, weights, fresh_generator, tuple(unused), size)
+
+
+def _architectures(folder: Path) -> list[str]:
+    architectures = _raw_config(folder).get("architectures") or []
+    return architectures if isinstance(architectures, list) else []
+
+
+def _raw_config(folder: Path) -> dict[str, Any]:
     path = folder / "config.json"
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -266,6 +349,12 @@ def _model_config(folder: Path) -> ModelConfig:
         raise InteropError(f"{path.name} in {folder.name} cannot be read as JSON ({exc})") from exc
     if not isinstance(raw, dict):
         raise InteropError(f"{path.name} in {folder.name} is not a JSON object")
+    return raw
+
+
+def _model_config(folder: Path) -> ModelConfig:
+    raw = _raw_config(folder)
+    path = folder / "config.json"
     kind = ALIASES.get(raw.get("model_type"), raw.get("model_type"))
     if kind not in FAMILIES:
         known = ", ".join(family.title for family in FAMILIES.values())

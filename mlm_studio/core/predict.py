@@ -9,8 +9,9 @@ from pathlib import Path
 import torch
 
 from mlm_studio.core.checkpoint import listed, load_weights, resolve_checkpoint
-from mlm_studio.core.families import build_model
+from mlm_studio.core.families import build_trained, masked_lm_of
 from mlm_studio.core.hf import import_model, is_hf_folder, model_folder
+from mlm_studio.core.replaced_tokens import ReplacedTokenDetection
 from mlm_studio.core.tokenizer import MLMTokenizer
 
 MAX_MASKS = 32
@@ -39,13 +40,34 @@ class Filled:
 
 
 class FillMask:
-    """A model and its tokenizer, ready to score masks; it never trains."""
+    """A model and its tokenizer, ready to score masks; it never trains. An ELECTRA model fills masks with its
+    generator and has its discriminator as `detector`."""
 
-    def __init__(self, model: torch.nn.Module, tokenizer: MLMTokenizer, source: str = "") -> None:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizer: MLMTokenizer,
+        source: str = "",
+        detector: torch.nn.Module | None = None,
+    ) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.source = source
         self.device = next(model.parameters()).device
+        self.detector = detector.eval() if detector is not None else None
+
+    @torch.inference_mode()
+    def replaced(self, text: str) -> list[tuple[str, float]]:
+        """Each token of `text` (as written) with the detector's probability that it is not the original."""
+        if self.detector is None:
+            raise PredictError("This model has no replaced-token detector; only ELECTRA models have one.")
+        ids, _ = self.tokenizer.encode_text(text)
+        limit = self.model.config.max_tokens()
+        if len(ids) > limit:
+            raise PredictError(f"The text is {len(ids)} tokens long; this model reads at most {limit}.")
+        probabilities = torch.sigmoid(self.detector(torch.tensor([ids], device=self.device))[0].float())
+        inner = range(1, len(ids) - 1)  # without [CLS] and [SEP]
+        return [(self.tokenizer.backend.id_to_token(ids[i]), float(probabilities[i])) for i in inner]
 
     @classmethod
     def from_path(cls, path: str | Path, device: str = "cpu") -> FillMask:
@@ -174,7 +196,7 @@ def _load_cached(path: str, device: str, stamp: float) -> FillMask:
         model, tokenizer, source = imported.build_model(), imported.tokenizer, f"{folder.name} (Hugging Face){note}"
     else:
         run, checkpoint = resolve_checkpoint(folder)
-        model, tokenizer, source = build_model(run.config.model), run.tokenizer, f"{run.name} / {checkpoint.name}"
+        model, tokenizer, source = build_trained(run.config), run.tokenizer, f"{run.name} / {checkpoint.name}"
         load_weights(checkpoint, model)
     broken = [name for name, value in model.state_dict().items() if not torch.isfinite(value).all()]
     if broken:
@@ -182,4 +204,6 @@ def _load_cached(path: str, device: str, stamp: float) -> FillMask:
             f"{source}: the weights hold values that are not finite numbers (in {listed(broken)}); "
             "its predictions would be meaningless. Use an earlier checkpoint."
         )
-    return FillMask(model.to(device), tokenizer, source)
+    model = model.to(device)
+    detector = model.discriminator if isinstance(model, ReplacedTokenDetection) else None
+    return FillMask(masked_lm_of(model), tokenizer, source, detector)

@@ -3,6 +3,7 @@ control another thread steers it with."""
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -21,7 +22,9 @@ class Record:
         return type(self).__name__.removesuffix("Record").lower()
 
     def to_dict(self) -> dict:
-        return {"type": self.kind, **asdict(self)}
+        """The record as `metrics.jsonl` holds it; the detection fields only in ELECTRA runs' records."""
+        values = {k: v for k, v in asdict(self).items() if not (v is None and k.startswith("detection_"))}
+        return {"type": self.kind, **values}
 
     def describe(self) -> str:
         """The record in a sentence, as the terminal prints it and the window logs it."""
@@ -64,10 +67,16 @@ class StepRecord(Record):
     grad_norm: float
     tokens_per_second: float
     elapsed: float
+    # ELECTRA's objective: `loss` and `accuracy` are its generator's; these are the discriminator's
+    detection_loss: float | None = None
+    detection_accuracy: float | None = None
+    detection_precision: float | None = None  # of the tokens it flagged, the share that were replaced
+    detection_recall: float | None = None  # of the replaced tokens, the share it flagged
 
     def describe(self) -> str:
+        detection = "" if self.detection_loss is None else f" detection {self.detection_accuracy:.1%}"
         return (
-            f"step {self.step:,} loss {self.loss:.4f} acc {self.accuracy:.1%} lr {self.learning_rate:.2e} "
+            f"step {self.step:,} loss {self.loss:.4f} acc {self.accuracy:.1%}{detection} lr {self.learning_rate:.2e} "
             f"{self.tokens_per_second:,.0f} tok/s"
         )
 
@@ -80,12 +89,28 @@ class EvalRecord(Record):
     top5_accuracy: float
     perplexity: float
     elapsed: float
+    # ELECTRA's objective: the masked-LM numbers are its generator's; these are the discriminator's
+    detection_loss: float | None = None
+    detection_accuracy: float | None = None
+    detection_precision: float | None = None
+    detection_recall: float | None = None
+    detection_auc: float | None = None  # area under the ROC curve of the "replaced" probability
 
     def describe(self) -> str:
+        detection = (
+            ""
+            if self.detection_loss is None
+            else f"; replaced-token detection: accuracy {_share(self.detection_accuracy)}, precision "
+            f"{_share(self.detection_precision)}, recall {_share(self.detection_recall)}, AUC {self.detection_auc:.3f}"
+        )
         return (
             f"Evaluation at step {self.step}: loss {self.loss:.4f}, accuracy {self.accuracy:.1%}, "
-            f"top-5 {self.top5_accuracy:.1%}, perplexity {self.perplexity:,.1f}"
+            f"top-5 {self.top5_accuracy:.1%}, perplexity {self.perplexity:,.1f}{detection}"
         )
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:.1%}"
 
 
 @dataclass(frozen=True)

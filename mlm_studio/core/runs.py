@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +104,7 @@ def with_architecture(config: RunConfig, initial: ImportedModel) -> RunConfig:
             f"{{0}} ({config.data.max_seq_len}) must not exceed the {limit} tokens this model reads",
             ("data.max_seq_len",),
         )
-    return replace(config, model=initial.config)
+    return initial.run_config(config)
 
 
 def training_blocks(

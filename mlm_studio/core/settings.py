@@ -7,16 +7,17 @@ them and speak its own words. This module needs neither PyTorch nor `tokenizers`
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 POSITION_TYPES = ("absolute", "sinusoidal")
-FAMILY_NAMES = ("bert", "roberta", "distilbert", "modernbert")  # as `transformers`' model_type says them
+FAMILY_NAMES = ("bert", "roberta", "distilbert", "modernbert", "electra")  # as `transformers`' model_type says them
 # Fields only some families have; every other model field means the same in each.
 FAMILY_FIELDS = {
-    "type_vocab_size": ("bert", "roberta"),
+    "type_vocab_size": ("bert", "roberta", "electra"),
+    "embedding_size": ("electra",),
     "position_embedding_type": ("bert",),
     "pre_layer_norm": ("bert",),
     "local_attention": ("modernbert",),
@@ -27,6 +28,7 @@ FAMILY_FIELDS = {
 SCHEDULES = ("linear", "cosine", "constant")
 PRECISIONS = ("fp32", "bf16", "fp16")
 STRATEGIES = ("token", "whole_word", "span")
+OBJECTIVES = ("mlm", "electra")  # masked-LM; ELECTRA's replaced-token detection
 UNTIL_THE_BUDGET_IS_SPENT = 10**9  # the step count of a run that a time budget ends
 MAX_SEED = 2**32 - 1
 MAX_TIME_BUDGET = 366 * 24 * 3600.0
@@ -124,6 +126,7 @@ class ModelConfig(Section):
     global_attn_every_n_layers: int = 3  # ModernBERT: layers 0, n, 2n… attend globally, the others locally
     global_rope_theta: float = 160_000.0  # ModernBERT: rotary base of the global layers
     local_rope_theta: float = 10_000.0  # ModernBERT: rotary base of the local layers
+    embedding_size: int = 0  # ELECTRA: width of the embeddings, projected to the hidden size (0: the hidden size)
 
     def __post_init__(self) -> None:
         self._check_types()
@@ -157,6 +160,11 @@ class ModelConfig(Section):
             f"must be one of {', '.join(POSITION_TYPES)}, not {self.position_embedding_type!r}",
             "position_embedding_type",
         )
+        self._require(
+            self.embedding_size == 0 or 8 <= self.embedding_size <= 16_384,
+            f"must be 0 (the hidden size) or between 8 and 16,384, not {self.embedding_size:,}",
+            "embedding_size",
+        )
         self._require_range("local_attention", 2, 131_072)
         self._require_range("global_attn_every_n_layers", 1, 256)
         for name in ("global_rope_theta", "local_rope_theta"):
@@ -168,9 +176,18 @@ class ModelConfig(Section):
             "pad_token_id",
         )
 
+    def as_family(self, family: str) -> ModelConfig:
+        """This model as one of `family`: the sizes kept, fields the family lacks back at their defaults."""
+        defaults = {name: getattr(ModelConfig, name) for name in FAMILY_FIELDS if not family_has(family, name)}
+        return replace(self, family=family, **defaults)
+
     def uses(self, name: str) -> bool:
         """Whether this model's family has the field `name`."""
         return family_has(self.family, name)
+
+    def embedding_width(self) -> int:
+        """The width of the embeddings: the hidden size, unless an ELECTRA model sets its own."""
+        return self.embedding_size or self.hidden_size
 
     def max_tokens(self) -> int:
         """The longest sequence the model reads: RoBERTa numbers positions from the padding id + 1."""
@@ -188,16 +205,19 @@ class ModelConfig(Section):
             return n * (4 * h * h + 3 * h * f + 2 * h) - h + h + (h * h + h)  # layers, final norm, head
         layer = 4 * (h * h + h) + 2 * h + (h * f + f) + (f * h + h) + 2 * h
         final = 2 * h if self.pre_layer_norm else 0
-        return n * layer + final + (h * h + h + 2 * h)  # the head: transform and its LayerNorm
+        e = self.embedding_width()
+        return n * layer + final + (h * e + e + 2 * e)  # the head: transform (to the embeddings' width), LayerNorm
 
     def _embedding_parameters(self) -> int:
         h = self.hidden_size
         if self.family == "modernbert":
             return self.vocab_size * h + h  # the words and a LayerNorm without bias
+        e = self.embedding_width()
         learned = self.position_embedding_type == "absolute"
-        positions = self.max_position_embeddings * h if learned else 0
-        types = self.type_vocab_size * h if self.uses("type_vocab_size") else 0
-        return self.vocab_size * h + positions + types + 2 * h
+        positions = self.max_position_embeddings * e if learned else 0
+        types = self.type_vocab_size * e if self.uses("type_vocab_size") else 0
+        projection = e * h + h if e != h else 0
+        return self.vocab_size * e + positions + types + 2 * e + projection
 
 
 @dataclass(frozen=True)
@@ -294,6 +314,9 @@ class TrainConfig(Section):
     precision: str = "fp32"  # fp32 | bf16 | fp16
     compile: bool = False  # torch.compile the model
     max_nonfinite_steps: int = 5  # consecutive non-finite losses before training stops
+    objective: str = "mlm"  # "mlm" | "electra" (replaced-token detection, an ELECTRA model's)
+    generator_size: float = 0.25  # ELECTRA: the generator's width as a fraction of the discriminator's
+    detection_weight: float = 50.0  # ELECTRA: weight of the discriminator's loss against the generator's
 
     def __post_init__(self) -> None:
         self._check_types()
@@ -324,6 +347,11 @@ class TrainConfig(Section):
             _valid_device(self.device), f"must be auto, cpu, cuda, cuda:N or mps, not {self.device!r}", "device"
         )
         self._require(self.precision in PRECISIONS, f"must be one of {', '.join(PRECISIONS)}", "precision")
+        self._require(
+            self.objective in OBJECTIVES, f"must be one of {', '.join(OBJECTIVES)}, not {self.objective!r}", "objective"
+        )
+        self._require(0 < self.generator_size <= 1, f"must be in (0, 1], not {self.generator_size}", "generator_size")
+        self._require(0 < self.detection_weight <= 10_000, "must be between 0 and 10,000", "detection_weight")
 
 
 def family_has(family: str, name: str) -> bool:

@@ -1,5 +1,5 @@
 """What the trainer adds up: the sums of one optimizer step over its micro-batches, and of the steps between two
-step records (a window), from which the step record's averages come."""
+step records (a window), from which the step record's averages come (ELECTRA's detection sums included)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from mlm_studio.core.records import StepRecord
+from mlm_studio.core.replaced_tokens import DETECTION_SUMS, detection_metrics
 
 
 @dataclass
@@ -21,6 +22,7 @@ class StepSums:
     tokens: int = 0  # real tokens, padding excluded
     norm: torch.Tensor | None = None
     problem: str | None = None
+    detection: torch.Tensor | float = 0.0  # ELECTRA's DETECTION_SUMS over the micro-batches
 
 
 class Window:
@@ -38,11 +40,13 @@ class Window:
         self.steps = 0
         self.tokens = 0
         self.seconds = 0.0
+        self.detection = torch.zeros(len(DETECTION_SUMS))
 
     def add(self, step: StepSums) -> None:
         self.loss_sum = self.loss_sum + step.loss_sum.cpu()
         self.correct = self.correct + step.correct.cpu()
         self.predicted += step.predicted
+        self.detection = self.detection + torch.as_tensor(step.detection).cpu()
         self.steps += 1
         if step.norm is not None and math.isfinite(float(step.norm)):  # fp16 overflows are skipped, not averaged
             self.norm_sum += float(step.norm)
@@ -50,16 +54,16 @@ class Window:
 
     def sums(self) -> tuple[float, ...]:
         """What the processes add up before the record is made (see `record`)."""
-        return tuple(
-            map(float, (self.loss_sum, self.correct, self.predicted, self.norm_sum, self.norm_steps, self.steps))
-        )
+        measured = (self.loss_sum, self.correct, self.predicted, self.norm_sum, self.norm_steps, self.steps)
+        return tuple(map(float, measured)) + tuple(self.detection.tolist())
 
     def record(self, sums: list[float], step: int, tokens_seen: int, lr: float, elapsed: float) -> StepRecord | None:
         """The step record of the window from `sums` (this window's, summed over the processes); None if no
         step of it counted."""
-        loss_sum, correct, predicted, norm_sum, norm_steps, steps = sums
+        loss_sum, correct, predicted, norm_sum, norm_steps, steps = sums[:6]
         if steps == 0 or predicted == 0:
             return None
+        detection = detection_metrics(sums[6:]) if sums[7] else {}
         return StepRecord(
             step=step,
             tokens_seen=tokens_seen,
@@ -69,4 +73,5 @@ class Window:
             grad_norm=norm_sum / norm_steps if norm_steps else math.nan,
             tokens_per_second=self.tokens / self.seconds if self.seconds else 0.0,
             elapsed=elapsed,
+            **detection,
         )

@@ -22,12 +22,21 @@ TAGS = {
         "learning_rate": "train/learning_rate",
         "grad_norm": "train/grad_norm",
         "tokens_per_second": "train/tokens_per_second",
+        "detection_loss": "train/detection_loss",
+        "detection_accuracy": "train/detection_accuracy",
+        "detection_precision": "train/detection_precision",
+        "detection_recall": "train/detection_recall",
     },
     "eval": {
         "loss": "eval/loss",
         "accuracy": "eval/accuracy",
         "top5_accuracy": "eval/top5_accuracy",
         "perplexity": "eval/perplexity",
+        "detection_loss": "eval/detection_loss",
+        "detection_accuracy": "eval/detection_accuracy",
+        "detection_precision": "eval/detection_precision",
+        "detection_recall": "eval/detection_recall",
+        "detection_auc": "eval/detection_auc",
     },
 }
 

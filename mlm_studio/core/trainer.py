@@ -23,7 +23,7 @@ from mlm_studio.core.dataset import BlockOrder, BlockSet
 from mlm_studio.core.device import autocast_dtype, fused_optimizer_runs_on, resolve_device
 from mlm_studio.core.distributed import SINGLE, Distributed, any_rank, no_sync_unless, summed
 from mlm_studio.core.encoder import decay_groups
-from mlm_studio.core.evaluation import mask_blocks, masked_lm_sums
+from mlm_studio.core.evaluation import detection_scores, held_out_sums, mask_blocks
 from mlm_studio.core.failures import (
     OOM_MESSAGE,
     RunFailed,
@@ -31,7 +31,7 @@ from mlm_studio.core.failures import (
     out_of_memory,
     save_error_message,
 )
-from mlm_studio.core.families import build_model
+from mlm_studio.core.families import build_trained, masked_lm_of
 from mlm_studio.core.masking import Masker
 from mlm_studio.core.probes import load_probes, score_probes
 from mlm_studio.core.records import (
@@ -86,7 +86,7 @@ class Trainer:
                 f"the tokenizer has {tokenizer.vocab_size} pieces but the model only {self.config.model.vocab_size}"
             )
         torch.manual_seed(t.seed)
-        self.model = build_model(self.config.model).to(self.device)
+        self.model = build_trained(self.config).to(self.device)  # a masked-LM, or ELECTRA's pair
         self.optimizer = torch.optim.AdamW(
             decay_groups(self.model, t.weight_decay),
             lr=t.learning_rate,
@@ -182,7 +182,7 @@ class Trainer:
             device=str(self.device),
             layers=model.num_hidden_layers,
             hidden_size=model.hidden_size,
-            parameters=model.parameter_count(),
+            parameters=sum(p.numel() for p in self.model.parameters()),
             train_blocks=len(self.train_blocks),
             events=str(self.events.folder) if self.events is not None else "",
         )
@@ -241,10 +241,13 @@ class Trainer:
             with no_sync_unless(self.forward, sync), self._autocast():
                 out = self.forward(masked.input_ids, attention, masked.labels)
             self.scaler.scale(out.loss / t.grad_accumulation).backward()
-            step.loss_sum += out.loss.detach().float() * len(out.labels)
+            step.loss_sum += out.masked_lm_loss.detach().float() * len(out.labels)
             step.correct += (out.logits.detach().argmax(-1) == out.labels).sum()
             step.predicted += len(out.labels)
             step.tokens += real
+            detection = out.detection_sums()
+            if detection is not None:
+                step.detection = step.detection + detection
         if self._agree(not bool(torch.isfinite(step.loss_sum))):
             step.problem = f"non-finite loss at step {self.step + 1}"
         else:
@@ -297,7 +300,7 @@ class Trainer:
         if self.step % t.eval_interval == 0 or last:
             yield self._logged(self.evaluate())
             if self.probes and self.dist.main:
-                results = score_probes(self.model, self.tokenizer, self.probes)
+                results = score_probes(masked_lm_of(self.model), self.tokenizer, self.probes)
                 yield self._logged(ProbeRecord(self.step, self.tokens_seen, self.elapsed, results))
         if self.step % t.checkpoint_interval == 0 or last:
             yield from self._save()
@@ -327,8 +330,9 @@ class Trainer:
         t = self.config.training
         count = len(self.validation) if t.eval_blocks == 0 else min(t.eval_blocks, len(self.validation))
         mine = np.arange(self.dist.rank, count, self.dist.world_size)
-        sums = masked_lm_sums(self.model, self.validation, mine, t.batch_size, self._micro_batch, self._autocast)
-        loss_sum, top1, top5, predicted = summed(self.dist, sums, self.device)
+        sums = held_out_sums(self.model, self.validation, mine, t.batch_size, self._micro_batch, self._autocast)
+        sums = summed(self.dist, sums, self.device)
+        loss_sum, top1, top5, predicted = sums[:4]
         loss = loss_sum / predicted if predicted else math.nan
         record = EvalRecord(
             step=self.step,
@@ -338,6 +342,7 @@ class Trainer:
             top5_accuracy=top5 / predicted if predicted else math.nan,
             perplexity=math.exp(min(loss, 50.0)) if predicted else math.nan,
             elapsed=self.elapsed,
+            **detection_scores(sums[4:]),
         )
         self.last_eval = record
         return record

@@ -191,7 +191,7 @@ class EvaluationPanel(QWidget):
 
     def _on_diagnosis(self, result) -> None:
         (self.subject, self.diagnosis), (self.other, self.other_diagnosis) = result
-        layers = layer_count(self.subject.model)
+        layers = layer_count(self.subject.encoder)
         self.context_view.set_layers(layers)
         self.task_view.layer_spin.setRange(0, layers)
         self.context_view.clear()  # the maps and the probe were another model's
@@ -244,8 +244,8 @@ class EvaluationPanel(QWidget):
         def work(progress):
             maps = []
             for subject in subjects:
-                at = min(layer, layer_count(subject.model))
-                maps.append(context_map(subject.model, subject.tokenizer, corpus.iter_documents(), word, at,
+                at = min(layer, layer_count(subject.encoder))
+                maps.append(context_map(subject.encoder, subject.tokenizer, corpus.iter_documents(), word, at,
                                         progress=progress))  # fmt: skip
             return maps
 
@@ -263,7 +263,7 @@ class EvaluationPanel(QWidget):
         if context is None or self.subject is None:
             return
         try:
-            self.context_view.show_placed(place(context, self.subject.model, self.subject.tokenizer, sentence))
+            self.context_view.show_placed(place(context, self.subject.encoder, self.subject.tokenizer, sentence))
         except ValueError as exc:
             self.message_bar.show_message(str(exc), "warning")
 
@@ -280,8 +280,8 @@ class EvaluationPanel(QWidget):
             texts, labels = read_labelled(path, *columns)
             results = []
             for subject in subjects:
-                at = layer and min(layer, layer_count(subject.model))
-                results.append((subject.title, probe_task(subject.model, subject.tokenizer, texts, labels, at,
+                at = layer and min(layer, layer_count(subject.encoder))
+                results.append((subject.title, probe_task(subject.encoder, subject.tokenizer, texts, labels, at,
                                                           progress=progress)))  # fmt: skip
             return results
 
