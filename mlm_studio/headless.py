@@ -138,7 +138,7 @@ def _plan(args):
     if args.resume is not None:
         if args.init_from is not None:
             raise ConfigError("--init-from starts a new run; it cannot be combined with --resume")
-        if args.settings:
+        if args.settings or args.objective is not None:
             raise ConfigError("settings start a new run; a resumed run keeps its own (only its length may change)")
         return args.resume, None, lambda run: _check_resume(run, args)
     if args.init_from is not None and args.tokenizer is not None:

@@ -102,7 +102,9 @@ def generator_config(discriminator: ModelConfig, size: float) -> ModelConfig:
 
 # --- the family's Hugging Face side ----------------------------------------------------------------------
 def electra_from_hf(raw: dict[str, Any]) -> ModelConfig:
-    return bert_from_hf(raw, "electra", ELECTRA_DEFAULTS)
+    config = bert_from_hf(raw, "electra", ELECTRA_DEFAULTS)
+    same_width = config.embedding_size == config.hidden_size
+    return replace(config, embedding_size=0) if same_width else config  # 0 says "the hidden size"
 
 
 def electra_to_hf(model: ModelConfig, architecture: str = GENERATOR) -> dict[str, Any]:

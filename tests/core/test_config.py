@@ -19,7 +19,7 @@ def test_presets_have_bert_shapes(name, layers, hidden):
 
 def test_quickstart_exists_and_unknown_presets_are_named():
     assert "quickstart" in PRESETS
-    with pytest.raises(ConfigError, match=r"unknown preset 'huge'; choose one of modern, quickstart, tiny"):
+    with pytest.raises(ConfigError, match=r"unknown preset 'huge'; choose one of modern, quickstart, electra, tiny"):
         preset("huge")
 
 
