@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from mlm_studio.core.dataset import BlockSet
-from mlm_studio.core.masking import Masker, MaskKind, achieved_rates, span_treatments
+from mlm_studio.core.masking import IGNORE_INDEX, Masker, MaskKind, achieved_rates, span_treatments
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.tokenizer import MLMTokenizer
 
@@ -26,6 +26,8 @@ class PreviewToken:
     shown: str
     kind: MaskKind
     special: bool
+    generated: str | None = None  # ELECTRA: the generator's sample here (selected positions), what the
+    # discriminator sees; equal to `original` counts as original
 
 
 @dataclass(frozen=True)
@@ -44,14 +46,17 @@ def masking_preview(
     samples: int = 4,
     measure: int = 1000,
     progress: Progress | None = None,
+    generator: torch.nn.Module | None = None,
 ) -> MaskingPreview:
-    """Mask `samples` blocks for display and `measure` blocks for statistics, all chosen by `seed`."""
+    """Mask `samples` blocks for display and `measure` blocks for statistics, all chosen by `seed`; with an
+    ELECTRA `generator`, the samples also show its replacements of the selected tokens."""
     progress = progress or Progress()
     rng = np.random.default_rng(seed)
-    generator = torch.Generator(device=masker.device).manual_seed(seed)
+    random = torch.Generator(device=masker.device).manual_seed(seed)
     shown = rng.choice(len(blocks), size=min(samples, len(blocks)), replace=False)
     batch = blocks.batch(np.sort(shown))
-    masked = masker(torch.from_numpy(batch.input_ids), torch.from_numpy(batch.word_ids), generator)
+    masked = masker(torch.from_numpy(batch.input_ids), torch.from_numpy(batch.word_ids), random)
+    generated = _generated(generator, masked, batch.attention_mask, seed) if generator is not None else None
     rows = tuple(
         _row(
             tokenizer,
@@ -59,6 +64,7 @@ def masking_preview(
             masked.input_ids[r].cpu().numpy(),
             masked.kinds[r].cpu().numpy(),
             batch.attention_mask[r],
+            None if generated is None else generated[r],
         )
         for r in range(len(shown))
     )
@@ -73,7 +79,7 @@ def masking_preview(
         part = blocks.batch(measured[start : start + MEASURE_BATCH])
         ids = torch.from_numpy(part.input_ids)
         word_ids = torch.from_numpy(part.word_ids)
-        result = masker(ids, word_ids, generator)
+        result = masker(ids, word_ids, random)
         counts = achieved_rates(result.kinds.cpu(), ~special[ids])
         if masker.config.strategy == "span":
             counts |= span_treatments(result.kinds.cpu(), word_ids, result.spans.cpu())
@@ -87,7 +93,25 @@ def masking_preview(
     return MaskingPreview(rows, counts, span_counts, len(measured))
 
 
-def _row(tokenizer: MLMTokenizer, original, masked, kinds, attention) -> tuple[PreviewToken, ...]:
+@torch.no_grad()
+def _generated(generator: torch.nn.Module, masked, attention: np.ndarray, seed: int) -> np.ndarray:
+    """The ids the discriminator would see: the generator's samples at the selected positions (as in training,
+    drawn from its predicted distribution), the originals elsewhere; -1 past the positions the model reads."""
+    device = next(generator.parameters()).device
+    length = min(masked.input_ids.shape[1], generator.config.max_tokens())
+    ids, labels = masked.input_ids[:, :length].to(device), masked.labels[:, :length].to(device)
+    mask = None if attention[:, :length].all() else torch.from_numpy(attention[:, :length]).to(device)
+    out = generator.eval()(ids, mask, labels)
+    sampler = torch.Generator(device=device).manual_seed(seed)
+    corrupted = torch.full(masked.input_ids.shape, -1, dtype=torch.long, device=device)
+    corrupted[:, :length] = torch.where(labels != IGNORE_INDEX, labels, ids)
+    if len(out.labels):
+        samples = torch.multinomial(out.logits.float().softmax(-1), 1, generator=sampler)
+        corrupted[:, :length][labels != IGNORE_INDEX] = samples[:, 0]
+    return corrupted.cpu().numpy()
+
+
+def _row(tokenizer: MLMTokenizer, original, masked, kinds, attention, generated=None) -> tuple[PreviewToken, ...]:
     specials = set(tokenizer.special_ids)
     return tuple(
         PreviewToken(
@@ -95,6 +119,9 @@ def _row(tokenizer: MLMTokenizer, original, masked, kinds, attention) -> tuple[P
             shown=tokenizer.id_to_token(masked[i]),
             kind=MaskKind(int(kinds[i])),
             special=int(original[i]) in specials,
+            generated=tokenizer.id_to_token(generated[i])
+            if generated is not None and kinds[i] and generated[i] >= 0
+            else None,
         )
         for i in range(len(original))
         if attention[i]

@@ -118,6 +118,7 @@ class MainWindow(QMainWindow):
         self.add_panel("Evaluation", self.evaluation_panel, QStyle.StandardPixmap.SP_FileDialogListView)
         self.config_panel.validity_changed.connect(self.training_panel.set_config_error)
         self.training_panel.checkpoint_written.connect(self.playground_panel.on_checkpoint)
+        self.training_panel.checkpoint_written.connect(self.masking_panel.on_checkpoint)
         self.training_panel.run_finished.connect(self._on_run_finished)
         self.training_panel.checkpoint_written.connect(lambda _: self.evaluation_panel.refresh_models())
         self.training_panel.controller.state_changed.connect(self._update_run_status)

@@ -33,7 +33,14 @@ from mlm_studio.core.families import FAMILIES
 from mlm_studio.core.hf import ImportedModel, import_model
 from mlm_studio.core.progress import format_duration, parse_duration
 from mlm_studio.core.settings import ModelConfig, family_has
-from mlm_studio.ui.panels.config_fields import CHOICES, FIELDS, GROUPS, KEPT_ACROSS_PRESETS
+from mlm_studio.ui.panels.config_fields import (
+    CHOICE_TITLES,
+    CHOICES,
+    FIELDS,
+    GROUPS,
+    KEPT_ACROSS_PRESETS,
+    OBJECTIVE_FIELDS,
+)
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.theme import ToneLabel
 from mlm_studio.ui.widgets.message_bar import MessageBar
@@ -73,7 +80,8 @@ class ConfigPanel(QWidget):
             self.preset_combo.addItem(name, name)
         self.preset_combo.setToolTip(
             "Model sizes (layers × hidden): tiny 2×128, mini 4×256, small 4×512, "
-            "medium 8×512, base 12×768 (BERT); modern, a 3×128 ModernBERT, learns fastest on a CPU"
+            "medium 8×512, base 12×768 (BERT); modern, a 3×128 ModernBERT, learns fastest on a CPU; electra, "
+            "quickstart's 2×128 trained by replaced-token detection"
         )
         self.preset_combo.currentIndexChanged.connect(self._on_preset)
         self.load_button = QPushButton("Load…")
@@ -155,7 +163,8 @@ class ConfigPanel(QWidget):
         elif name in CHOICES or name == "device":
             editor = QComboBox()
             for choice in CHOICES.get(name, self._devices):
-                editor.addItem(FAMILIES[choice].title if name == "family" else choice, choice)
+                title = FAMILIES[choice].title if name == "family" else CHOICE_TITLES.get(choice, choice)
+                editor.addItem(title, choice)
             editor.currentIndexChanged.connect(self._on_edit)
         elif isinstance(default, int):
             editor = QSpinBox()
@@ -220,7 +229,7 @@ class ConfigPanel(QWidget):
         if tokenizer is not None:
             model.update(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_id)
         initial = self.workspace.initial_model
-        return RunConfig(
+        config = RunConfig(
             model=initial.config if initial else replace(base.model, **model),
             data=replace(base.data, **values["data"]),
             masking=replace(base.masking, **values["masking"]),
@@ -228,6 +237,7 @@ class ConfigPanel(QWidget):
             training=replace(base.training, **values["training"]),
             preset=self.preset_combo.currentData(),
         )
+        return initial.run_config(config) if initial else config
 
     def set_devices(self, names: list[str]) -> None:
         """Offer the devices present on this machine (auto first)."""
@@ -259,6 +269,7 @@ class ConfigPanel(QWidget):
             self._applying = True
             self.preset_combo.setCurrentIndex(self.preset_combo.findData(CUSTOM))
             self._applying = False
+        self._couple_objective_and_family(self.sender() if from_user else None)
         self._update_precisions()
         self._show_family_fields()
         for editor in self.editors.values():
@@ -279,15 +290,29 @@ class ConfigPanel(QWidget):
         self.workspace.set_config(config)
 
     def _is_model_editor(self, widget) -> bool:
-        return any(editor is widget for (section, _), editor in self.editors.items() if section == "model")
+        return any(editor is widget for key, editor in self.editors.items() if FIELDS[key][0] == "Model")
+
+    def _couple_objective_and_family(self, changed) -> None:
+        """ELECTRA's objective trains an ELECTRA model: choosing it makes the model one, and choosing another
+        family goes back to the masked-LM objective."""
+        family, objective = self.editors[("model", "family")], self.editors[("training", "objective")]
+        self._applying = True
+        if changed is objective and objective.currentData() == "electra":
+            family.setCurrentIndex(family.findData("electra"))
+        elif changed is family and family.currentData() != "electra":
+            objective.setCurrentIndex(objective.findData("mlm"))
+        self._applying = False
 
     def _show_family_fields(self) -> None:
-        """Only the fields the chosen family has."""
+        """Only the fields the chosen family (and objective) has."""
         family = self.editors[("model", "family")].currentData()
+        electra = self.editors[("training", "objective")].currentData() == "electra"
         form = self.editors[("model", "family")].parentWidget().layout()
         for (section, name), editor in self.editors.items():
             if section == "model":
                 form.setRowVisible(editor, family_has(family, name))
+            elif name in OBJECTIVE_FIELDS:
+                form.setRowVisible(editor, electra)
 
     def _update_precisions(self) -> None:
         device = self.editors[("training", "device")].currentData() or "auto"
@@ -352,8 +377,8 @@ class ConfigPanel(QWidget):
 
     def _on_initial_model(self, imported: ImportedModel | None) -> None:
         """An imported model fixes the architecture: the model fields and presets are locked until forgotten."""
-        for (section, _), editor in self.editors.items():
-            if section == "model":
+        for key, editor in self.editors.items():
+            if FIELDS[key][0] == "Model":
                 editor.setEnabled(imported is None)
         self.preset_combo.setEnabled(imported is None)
         self.import_frame.setVisible(imported is not None)

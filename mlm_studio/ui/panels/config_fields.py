@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from mlm_studio.core.settings import FAMILY_NAMES, PRECISIONS, SCHEDULES, SECTIONS, STRATEGIES
+from mlm_studio.core.settings import FAMILY_NAMES, OBJECTIVES, PRECISIONS, SCHEDULES, SECTIONS, STRATEGIES
 
 # (section, field): (group, label, tooltip)
 FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {
@@ -14,7 +14,29 @@ FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {
         "Family",
         "The architecture, exported as transformers' class of that name: BERT; RoBERTa (positions offset by the "
         "padding id, one segment type); DistilBERT (no segments); ModernBERT (rotary positions, GeGLU, "
-        "pre-LayerNorm without biases, alternating global and local attention)",
+        "pre-LayerNorm without biases, alternating global and local attention); ELECTRA (BERT's layers, "
+        "embeddings of their own width)",
+    ),
+    ("training", "objective"): (
+        "Model",
+        "Objective",
+        "Masked LM: predict the masked tokens. ELECTRA: a small generator fills the masks and the model learns "
+        "to tell, at every position, which tokens were replaced (the model becomes an ELECTRA of its size)",
+    ),
+    ("training", "generator_size"): (
+        "Model",
+        "Generator size",
+        "ELECTRA: the generator's width as a share of the model's; 0.25–0.5 works best (ELECTRA paper)",
+    ),
+    ("training", "detection_weight"): (
+        "Model",
+        "Detection weight",
+        "ELECTRA: weight of the replaced-token loss against the generator's masked-LM loss; 50",
+    ),
+    ("model", "embedding_size"): (
+        "Model",
+        "Embedding size",
+        "ELECTRA: width of the embeddings the generator shares, projected to the hidden size; 0 = the hidden size",
     ),
     ("model", "hidden_size"): ("Model", "Hidden size", "Width of every layer; 128–1024 (BERT-base: 768)"),
     ("model", "num_hidden_layers"): ("Model", "Layers", "Transformer layers; 2–24 (BERT-base: 12)"),
@@ -101,11 +123,15 @@ KEPT_ACROSS_PRESETS = ("time_budget", "device", "precision", "compile", "seed")
 GROUPS = ("Model", "Optimisation", "Schedule", "Data & masking", "Hardware")
 CHOICES = {
     "family": FAMILY_NAMES,
+    "objective": OBJECTIVES,
     "position_embedding_type": ("absolute", "sinusoidal"),
     "schedule": SCHEDULES,
     "strategy": STRATEGIES,
     "precision": PRECISIONS,
 }
+
+CHOICE_TITLES = {"mlm": "Masked LM", "electra": "ELECTRA (replaced-token detection)"}
+OBJECTIVE_FIELDS = ("generator_size", "detection_weight")  # shown with ELECTRA's objective only
 
 
 def field_names() -> set[tuple[str, str]]:

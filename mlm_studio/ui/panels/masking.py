@@ -25,8 +25,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from mlm_studio.core.checkpoint import CheckpointError, RunDir
 from mlm_studio.core.dataset import DataConfig, split_blocks, tokenize_corpus
 from mlm_studio.core.masking import Masker, MaskingConfig, MaskKind
+from mlm_studio.core.predict import FillMask
 from mlm_studio.core.preview import MaskingPreview, PreviewToken, masking_preview
 from mlm_studio.core.progress import Progress
 from mlm_studio.ui.tasks import TaskRunner
@@ -41,6 +43,7 @@ KIND_COLOURS = {
     MaskKind.RANDOM: QColor("#f0a030"),
     MaskKind.KEPT: QColor("#4caf50"),
 }
+REPLACED = QColor("#9467bd")
 INVALID_STYLE = "QAbstractSpinBox { border: 1px solid #c0392b; }"
 SAMPLES = 4
 MEASURED_BLOCKS = 1000
@@ -49,7 +52,14 @@ STRATEGY_LABELS = {"token": "Token", "whole_word": "Whole word", "span": "Span (
 
 
 def token_cell(token: PreviewToken) -> TokenCell:
-    """How one preview token is drawn: colour by what masking did, with a tooltip that says it."""
+    """How one preview token is drawn: colour by what masking did (or what an ELECTRA generator wrote there),
+    with a tooltip that says it."""
+    if token.generated is not None and token.generated != token.original:
+        text = f"{token.original} → {token.generated}"
+        return TokenCell(text, REPLACED, f"the generator wrote '{token.generated}': the discriminator must flag it")
+    if token.generated is not None:
+        tip = f"the generator wrote '{token.original}' back: it counts as original"
+        return TokenCell(token.original, KIND_COLOURS.get(token.kind), tip)
     if token.special:
         return TokenCell(token.original, None, f"{token.original}: a special token, never masked", muted=True)
     colour = KIND_COLOURS.get(token.kind)
@@ -91,8 +101,10 @@ class MaskingPanel(QWidget):
         workspace.corpus_changed.connect(self.prepare_data)
         workspace.tokenizer_changed.connect(self.prepare_data)
         workspace.config_changed.connect(self.show_config)
+        workspace.run_changed.connect(lambda _: self.on_checkpoint())
         self.show_config(workspace.config)
         self._on_strategy()
+        self.on_checkpoint()
         self.prepare_data()
 
     # --- layout -------------------------------------------------------------------------------------
@@ -167,6 +179,12 @@ class MaskingPanel(QWidget):
         self.reroll_button = QPushButton("Re-roll")
         self.reroll_button.setToolTip("Draw new samples and a new masking (next seed)")
         self.reroll_button.clicked.connect(lambda: self.seed_spin.setValue(self.seed_spin.value() + 1))
+        self.generator_check = QCheckBox("the generator's replacements")
+        self.generator_check.setToolTip(
+            "ELECTRA: what the current run's generator (its latest checkpoint) writes at the selected positions, "
+            "which is what the discriminator sees; available once an ELECTRA run has a checkpoint"
+        )
+        self.generator_check.toggled.connect(self._on_edit)
         self.validation_label = ToneLabel("error")
 
         masking_box = QGroupBox("Masking")
@@ -187,12 +205,14 @@ class MaskingPanel(QWidget):
         seed_row.addWidget(self.seed_spin, 1)
         seed_row.addWidget(self.reroll_button)
         data_form.addRow("Seed", seed_row)
+        data_form.addRow(self.generator_check)
         legend = TokenView()
         legend.set_cells(
             [
                 TokenCell("[MASK]", KIND_COLOURS[MaskKind.MASK], "replaced by [MASK]"),
                 TokenCell("random → new", KIND_COLOURS[MaskKind.RANDOM], "replaced by a random token"),
                 TokenCell("kept", KIND_COLOURS[MaskKind.KEPT], "unchanged, but predicted"),
+                TokenCell("a → b", REPLACED, "ELECTRA: replaced by the generator"),
                 TokenCell("untouched", None, "not selected"),
                 TokenCell("[CLS]", None, "special token, never masked", muted=True),
             ]
@@ -365,12 +385,22 @@ class MaskingPanel(QWidget):
             return
         masker = Masker.for_tokenizer(config, tokenizer)
         blocks, seed = self.blocks, self.seed_spin.value()
-        self.preview_runner.start(
-            lambda progress: (
-                config,
-                masking_preview(blocks, tokenizer, masker, seed, SAMPLES, MEASURED_BLOCKS, progress),
-            )
-        )
+        run = str(self.workspace.run) if self.generator_check.isEnabled() and self.generator_check.isChecked() else ""
+
+        def work(progress: Progress):
+            generator = FillMask.from_path(run).model if run else None
+            preview = masking_preview(blocks, tokenizer, masker, seed, SAMPLES, MEASURED_BLOCKS, progress, generator)
+            return config, preview
+
+        self.preview_runner.start(work)
+
+    def on_checkpoint(self, _path: str = "") -> None:
+        """Offer the generator's replacements once the current run is an ELECTRA run with a checkpoint."""
+        run = self.workspace.run
+        electra = run is not None and _has_generator(run)
+        self.generator_check.setEnabled(electra)
+        if electra and self.generator_check.isChecked():
+            self._refresh_timer.start()
 
     def _on_preview(self, result: tuple[MaskingConfig, MaskingPreview]) -> None:
         config, preview = result
@@ -384,6 +414,14 @@ class MaskingPanel(QWidget):
     def _show_empty(self, empty: bool) -> None:
         self.empty_label.setVisible(empty)
         self.results.setVisible(not empty)
+
+
+def _has_generator(run) -> bool:
+    folder = RunDir(run)
+    try:
+        return folder.latest_checkpoint() is not None and folder.config.training.objective == "electra"
+    except (OSError, ValueError, CheckpointError):
+        return False
 
 
 def _fraction_spin(value: float, low: float, high: float, tooltip: str) -> QDoubleSpinBox:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtGui import QColor, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -28,16 +28,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.predict import Candidate, FillMask
+from mlm_studio.core.predict import Candidate, FillMask, PredictError
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.model_choice import model_entries, refill
+from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
 from mlm_studio.ui.workspace import Workspace
 
 MASK = "[MASK]"
 DEBOUNCE_MS = 250
 CURRENT_RUN = "current"
 DEFAULT_TEXT = "Return a [MASK] of the list."
+REPLACED_COLOUR = "#d62728"
 
 
 @dataclass(frozen=True)
@@ -46,18 +48,25 @@ class Prediction:
     masks: tuple[tuple[Candidate, ...], ...]
     filled: str | None  # the text with every mask filled (iterative mode)
     milliseconds: float
+    replaced: tuple[tuple[str, float], ...] = ()  # an ELECTRA model's: each token, P(replaced)
 
 
 def predict(path: str, text: str, top_k: int, iterative: bool) -> Prediction:
-    """Load (cached) and score, timing the scoring alone."""
+    """Load (cached) and score, timing the scoring alone. An ELECTRA model also says, of each token, how likely
+    its discriminator finds it replaced (with or without a [MASK] in the text)."""
     model = FillMask.from_path(path)
+    if MASK not in text and model.detector is None:
+        raise PredictError("Write [MASK] where a word is missing (or select a word and press Ctrl+M).")
     start = time.perf_counter()
-    if iterative:
+    replaced = tuple(model.replaced(text)) if model.detector is not None else ()
+    if MASK not in text:
+        masks, text = (), None
+    elif iterative:
         filled = model.fill(text, top_k)
         masks, text = filled.candidates, filled.text
     else:
         masks, text = tuple(model.predict(text, top_k)), None
-    return Prediction(model.source, masks, text, (time.perf_counter() - start) * 1000)
+    return Prediction(model.source, masks, text, (time.perf_counter() - start) * 1000, replaced)
 
 
 class ResultsView(QGroupBox):
@@ -75,6 +84,10 @@ class ResultsView(QGroupBox):
         self.grid.setAlignment(Qt.AlignmentFlag.AlignTop)
         self.filled = QLabel()
         self.filled.setWordWrap(True)
+        self.detector_label = QLabel("<b>Replaced?</b> the discriminator's view of each token (darker: more likely "
+                                     "replaced; hover for the probability)")  # fmt: skip
+        self.detector_label.setWordWrap(True)
+        self.detector = TokenView()
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.body)
@@ -84,7 +97,10 @@ class ResultsView(QGroupBox):
         layout = QVBoxLayout(self)
         layout.addLayout(header)
         layout.addWidget(self.filled)
+        layout.addWidget(self.detector_label)
+        layout.addWidget(self.detector)
         layout.addWidget(scroll, 1)
+        self._show_detector(())
         self.buttons: list[list[QPushButton]] = []
 
     def show_prediction(self, prediction: Prediction) -> None:
@@ -92,6 +108,7 @@ class ResultsView(QGroupBox):
         self.latency.setText(f"{prediction.milliseconds:.1f} ms")
         self.filled.setText(f"Filled: <b>{prediction.filled}</b>" if prediction.filled else "")
         self.filled.setVisible(bool(prediction.filled))
+        self._show_detector(prediction.replaced)
         row = 0
         for number, candidates in enumerate(prediction.masks):
             self.grid.addWidget(QLabel(f"<b>[MASK] {number + 1}</b>"), row, 0, 1, 2)
@@ -113,8 +130,20 @@ class ResultsView(QGroupBox):
                 row += 1
             self.buttons.append(buttons)
 
+    def _show_detector(self, replaced: tuple[tuple[str, float], ...]) -> None:
+        """Each token shaded by the probability that it was replaced (an ELECTRA model's detector)."""
+        cells = []
+        for piece, probability in replaced:
+            colour = QColor(REPLACED_COLOUR)
+            colour.setAlphaF(0.08 + 0.92 * probability)
+            cells.append(TokenCell(piece, colour, f"{piece}: replaced with probability {probability:.1%}"))
+        self.detector.set_cells(cells)
+        self.detector.setVisible(bool(cells))
+        self.detector_label.setVisible(bool(cells))
+
     def show_message(self, text: str) -> None:
         self._clear()
+        self._show_detector(())
         self.latency.setText("")
         self.filled.setVisible(False)
         label = QLabel(text)
@@ -287,9 +316,6 @@ class PlaygroundPanel(QWidget):
             path = view.model_combo.currentData()
             if path is None:
                 view.show_message("No trained model yet: train one in the Training panel, or choose a folder.")
-                continue
-            if MASK not in text:
-                view.show_message("Write [MASK] where a word is missing (or select a word and press Ctrl+M).")
                 continue
             runner.start(lambda progress, p=path: predict(p, text, top_k, iterative))
 

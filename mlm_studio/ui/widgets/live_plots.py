@@ -31,7 +31,17 @@ X_AXES = {"step": "step", "tokens": "tokens seen", "time": "seconds"}
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2")
 NOISY = {"loss", "accuracy", "grad_norm", "throughput"}  # training series drawn smoothed over their raw values
 # Where each plot with several series keeps its legend: away from where its curves end (loss falls, accuracy rises).
-LEGENDS = {"loss": (-5, 5), "accuracy": (-5, -5), "probes": (-5, 5)}
+LEGENDS = {"loss": (-5, 5), "accuracy": (-5, -5), "probes": (-5, 5), "detection": (-5, 5)}
+# An ELECTRA run's discriminator: (record field, curve label, colour index) of step and evaluation records.
+DETECTION = {
+    "step": (("detection_accuracy", "accuracy (train)", 0), ("detection_loss", "loss (train)", 5)),
+    "eval": (
+        ("detection_accuracy", "accuracy (val)", 3),
+        ("detection_precision", "precision (val)", 2),
+        ("detection_recall", "recall (val)", 4),
+        ("detection_auc", "AUC (val)", 6),
+    ),
+}
 LEGEND_CHARS = 26  # longer names are shortened in the middle, so a legend never hides a plot
 WIDE = 900  # pixels from which the plots sit in three columns
 
@@ -85,7 +95,8 @@ def thinned(x: np.ndarray, y: np.ndarray, limit: int = MAX_POINTS) -> tuple[np.n
 
 
 class LivePlots(QWidget):
-    """Six plots: loss, accuracy, learning rate, gradient norm, throughput, cloze probes."""
+    """Six plots: loss, accuracy, learning rate, gradient norm, throughput, cloze probes; a seventh for an ELECTRA
+    run's replaced-token detection, shown once it has values."""
 
     hovered = Signal(str)  # the values under the mouse, or "" when it leaves the plots
 
@@ -96,6 +107,7 @@ class LivePlots(QWidget):
         "grad_norm": ("gradient norm", False),
         "throughput": ("tokens / s", False),
         "probes": ("probe rank (log)", True),
+        "detection": ("replaced-token detection", False),
     }
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -124,7 +136,7 @@ class LivePlots(QWidget):
             if log_y:
                 plot.setLogMode(y=True)
             self.plots[name] = plot
-        self.columns = 0
+        self.columns = self._shown = 0
         self._reflow(3)
         self.view.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.timer = QTimer(self)
@@ -171,7 +183,13 @@ class LivePlots(QWidget):
                 self._curve(f"val_{plot}", plot, "validation", COLOURS[3], width=2, symbol="o").append(
                     *point, record[plot]
                 )
-        elif kind == "probe":
+        for field, label, colour in DETECTION.get(kind, ()):
+            if record.get(field) is not None:
+                symbol = "o" if kind == "eval" else None
+                curve = self._curve(f"{kind}_{field}", "detection", label, COLOURS[colour], width=2, symbol=symbol)
+                curve.append(*point, record[field])
+                self._reflow(self.columns)
+        if kind == "probe":
             for index, result in enumerate(record["results"]):
                 colour = COLOURS[index % len(COLOURS)]
                 self._curve(f"probe{index}", "probes", result["expected"], colour, symbol="o").append(
@@ -195,6 +213,7 @@ class LivePlots(QWidget):
         self._labels.clear()
         self.overlays.clear()
         self._dirty = set(self.plots)
+        self._reflow(self.columns)
         self.reset_zoom()
 
     def overlay(self, name: str, records: list[dict]) -> None:
@@ -269,12 +288,14 @@ class LivePlots(QWidget):
         self._reflow(3 if event.size().width() >= WIDE else 2)
 
     def _reflow(self, columns: int) -> None:
-        """Lay the plots out in `columns` columns (three when there is room, else two)."""
-        if columns == self.columns:
+        """Lay the plots out in `columns` columns (three when there is room, else two); the detection plot only
+        when it has curves."""
+        shown = [p for name, p in self.plots.items() if name != "detection" or "detection" in self._plot_of.values()]
+        if (columns, len(shown)) == (self.columns, self._shown):
             return
-        self.columns = columns
+        self.columns, self._shown = columns, len(shown)
         self.view.ci.clear()
-        for index, plot in enumerate(self.plots.values()):
+        for index, plot in enumerate(shown):
             self.view.ci.addItem(plot, row=index // columns, col=index % columns)
 
     # --- reading and exporting -----------------------------------------------------------------------
