@@ -166,7 +166,8 @@ def test_the_summary_never_shows_figures_of_another_configuration(qtbot, panel):
 
 def test_the_family_shows_its_own_fields_and_leaves_no_foreign_values(qtbot, panel, tmp_path):
     family = panel.editors[("model", "family")]
-    assert [family.itemText(i) for i in range(family.count())] == ["BERT", "RoBERTa", "DistilBERT", "ModernBERT"]
+    titles = [family.itemText(i) for i in range(family.count())]
+    assert titles == ["BERT", "RoBERTa", "DistilBERT", "ModernBERT", "ELECTRA"]
     modern_only = [("model", n) for n in ("local_attention", "global_attn_every_n_layers", "global_rope_theta")]
     bert_only = [("model", n) for n in ("type_vocab_size", "position_embedding_type", "pre_layer_norm")]
     assert family.currentData() == "modernbert"  # the default preset, modern

@@ -80,7 +80,8 @@ def test_two_models_side_by_side(qtbot, panel):
 def test_text_without_a_mask_gets_a_hint(qtbot, panel):
     choose(panel, "late")
     panel.text_edit.setText("no mask at all")
-    panel.predict_now()
+    with qtbot.waitSignal(panel.runners[0].failed, timeout=TIMEOUT_MS):
+        panel.predict_now()
     assert "Write [MASK] where a word is missing" in panel.views[0].grid.itemAt(0).widget().text()
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QKeySequence, QShortcut
+from PySide6.QtGui import QColor, QKeySequence, QPalette, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -132,10 +132,10 @@ class ResultsView(QGroupBox):
 
     def _show_detector(self, replaced: tuple[tuple[str, float], ...]) -> None:
         """Each token shaded by the probability that it was replaced (an ELECTRA model's detector)."""
-        cells = []
+        cells, base, red = [], self.palette().color(QPalette.ColorRole.Base), QColor(REPLACED_COLOUR)
         for piece, probability in replaced:
-            colour = QColor(REPLACED_COLOUR)
-            colour.setAlphaF(0.08 + 0.92 * probability)
+            share = 0.08 + 0.92 * probability  # blended over the background, so the text colour can follow it
+            colour = QColor.fromRgbF(*(b + (r - b) * share for b, r in zip(base.getRgbF()[:3], red.getRgbF()[:3])))
             cells.append(TokenCell(piece, colour, f"{piece}: replaced with probability {probability:.1%}"))
         self.detector.set_cells(cells)
         self.detector.setVisible(bool(cells))

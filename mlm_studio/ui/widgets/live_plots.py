@@ -131,7 +131,7 @@ class LivePlots(QWidget):
         for name, (label, log_y) in self.PLOTS.items():
             plot = pg.PlotItem(axisItems={"left": CompactAxis("left"), "bottom": CompactAxis("bottom")})
             if name in LEGENDS:  # a plot of one series is named by its axis; a legend would only hide its newest points
-                plot.addLegend(offset=LEGENDS[name], labelTextSize="8pt")
+                plot.addLegend(offset=LEGENDS[name], labelTextSize="8pt", colCount=2 if name == "detection" else 1)
             style_plot(plot, X_AXES[self.axis], label)
             if log_y:
                 plot.setLogMode(y=True)
