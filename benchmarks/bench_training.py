@@ -5,7 +5,12 @@ batch 32, fp32. The peer is `transformers.BertForMaskedLM` fed by `DataCollatorF
 with `torch.optim.AdamW`, the loop a user writes; ours is `mlm_studio.core.trainer.Trainer`, the loop
 the app and the CLI run. Both use the same blocks of the built-in corpus and the same threads.
 
-Run: python benchmarks/bench_training.py [--device cuda --precision bf16 --preset base]
+With `--objective electra` both sides train ELECTRA's replaced-token detection on the seed shape as the
+discriminator, with a generator a quarter as wide: the peer is `transformers`' `ElectraForMaskedLM` and
+`ElectraForPreTraining` sharing their embeddings, the replacements sampled from the generator and the loss
+weighted as the paper does, in the loop a user writes.
+
+Run: python benchmarks/bench_training.py [--device cuda --precision bf16 --preset base] [--objective electra]
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -28,6 +34,7 @@ from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.config import ModelConfig, RunConfig, TrainConfig, preset
 from mlm_studio.core.corpus import load_corpus
 from mlm_studio.core.dataset import DataConfig
+from mlm_studio.core.electra import DISCRIMINATOR, GENERATOR, electra_to_hf, generator_config
 from mlm_studio.core.families import FAMILIES
 from mlm_studio.core.records import StepRecord
 from mlm_studio.core.runs import NewRun, prepare_trainer
@@ -81,6 +88,7 @@ def main() -> None:
     parser.add_argument("--precision", default="fp32", choices=("fp32", "bf16"))
     parser.add_argument("--preset", help="a preset's model instead of the seed configuration (e.g. base)")
     parser.add_argument("--family", choices=FAMILIES, help="the seed configuration's shape in another family")
+    parser.add_argument("--objective", choices=("mlm", "electra"), default="mlm")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--steps", type=int, default=5, help="steps per timed turn")
     parser.add_argument("--repeats", type=int, default=3)
@@ -89,9 +97,7 @@ def main() -> None:
 
     device = torch.device(args.device)
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
-    model_config = preset(args.preset).model if args.preset else SEED_MODEL
-    if args.family:
-        model_config = replace(model_config, family=args.family)
+    model_config = _model_config(args)
     corpus = load_corpus([ensure_builtin_corpus()])
     tokenizer = _with_vocab_size(
         train_tokenizer(corpus.iter_documents(), TokenizerConfig(vocab_size=30000), corpus.documents),
@@ -110,6 +116,7 @@ def main() -> None:
             device=args.device,
             precision=args.precision,
             warmup_steps=10,
+            objective=args.objective,
         ),
     )
     with tempfile.TemporaryDirectory() as tmp:
@@ -118,7 +125,8 @@ def main() -> None:
 
         hf_tokenizer = peer_tokenizer(tokenizer)
         collator = DataCollatorForLanguageModeling(hf_tokenizer, mlm_probability=0.15, return_tensors="pt")
-        peer = peer_model(model_config).to(device).train()
+        peer, peer_name = _peer(config)
+        peer = peer.to(device).train()
         optimizer = torch.optim.AdamW(peer.parameters(), lr=5e-4, weight_decay=0.01)
         rng = np.random.default_rng(0)
 
@@ -141,7 +149,7 @@ def main() -> None:
 
         for fn in (our_steps, peer_steps):  # warm-up
             fn()
-        times: dict[str, list[float]] = {"MLM Studio Trainer": [], f"transformers {type(peer).__name__} + collator": []}
+        times: dict[str, list[float]] = {"MLM Studio Trainer": [], peer_name: []}
         for _ in range(args.repeats):
             for name, fn in zip(times, (our_steps, peer_steps)):
                 start = time.perf_counter()
@@ -150,10 +158,11 @@ def main() -> None:
         peak = matmul_flops(device, dtype)
 
     tokens = args.steps * args.batch * 128
-    flops_per_token = model_flops_per_token(model_config, 128, 0.15)
+    flops_per_token = _flops_per_token(config)
     ours_median = statistics.median(times["MLM Studio Trainer"])
     print(
-        f"Training {FAMILIES[model_config.family].title}, {model_config.num_hidden_layers}×{model_config.hidden_size}, "
+        f"Training {FAMILIES[model_config.family].title} ({args.objective}), "
+        f"{model_config.num_hidden_layers}×{model_config.hidden_size}, "
         f"vocab {model_config.vocab_size}, "
         f"seq 128, batch {args.batch}, {args.precision} on {device}; {args.steps} steps per turn, "
         f"{args.repeats} turns alternated; {machine()}"
@@ -169,6 +178,59 @@ def main() -> None:
             f"| {name} | {median:,.0f} ({rates[0]:,.0f}–{rates[-1]:,.0f}) | {mfu:.0%} | "
             f"{statistics.median(seconds) / ours_median:.2f}× |"
         )
+
+
+def _model_config(args) -> ModelConfig:
+    """The seed configuration or a preset's model, in the family asked for (ELECTRA's for its objective)."""
+    model_config = preset(args.preset).model if args.preset else SEED_MODEL
+    family = "electra" if args.objective == "electra" else args.family
+    return model_config.as_family(family) if family else model_config
+
+
+def _peer(config: RunConfig) -> tuple[torch.nn.Module, str]:
+    """The `transformers` side and its name in the table."""
+    if config.training.objective == "electra":
+        peer = ElectraPeer(config.model, config.training.generator_size)
+        return peer, "transformers ElectraForMaskedLM + ElectraForPreTraining + collator"
+    peer = peer_model(config.model)
+    return peer, f"transformers {type(peer).__name__} + collator"
+
+
+def _flops_per_token(config: RunConfig) -> float:
+    """For ELECTRA, the discriminator's (every token, no vocabulary) and the generator's."""
+    if config.training.objective != "electra":
+        return model_flops_per_token(config.model, 128, 0.15)
+    generator = generator_config(config.model, config.training.generator_size)
+    return model_flops_per_token(config.model, 128, 0.0) + model_flops_per_token(generator, 128, 0.15)
+
+
+class ElectraPeer(torch.nn.Module):
+    """ELECTRA as a `transformers` user trains it: a generator and a discriminator sharing their embeddings, the
+    masks filled with samples from the generator, one loss: the generator's plus 50 times the discriminator's."""
+
+    def __init__(self, model_config: ModelConfig, generator_size: float) -> None:
+        super().__init__()
+        from transformers import AutoConfig, ElectraForMaskedLM, ElectraForPreTraining
+
+        def hf(config: ModelConfig, architecture: str):
+            values = electra_to_hf(config, architecture)
+            return AutoConfig.for_model(values.pop("model_type"), **values)
+
+        self.discriminator = ElectraForPreTraining(hf(model_config, DISCRIMINATOR))
+        self.generator = ElectraForMaskedLM(hf(generator_config(model_config, generator_size), GENERATOR))
+        self.generator.electra.embeddings = self.discriminator.electra.embeddings
+        self.generator.generator_lm_head.weight = self.discriminator.electra.embeddings.word_embeddings.weight
+
+    def forward(self, input_ids, labels, **_):
+        generated = self.generator(input_ids=input_ids, labels=labels)
+        masked = labels != -100
+        with torch.no_grad():
+            sampled = torch.multinomial(generated.logits[masked].float().softmax(-1), 1).squeeze(-1)
+        corrupted = input_ids.clone()
+        corrupted[masked] = sampled
+        original = torch.where(masked, labels, input_ids)
+        detected = self.discriminator(input_ids=corrupted, labels=(corrupted != original).long())
+        return SimpleNamespace(loss=generated.loss + 50.0 * detected.loss)
 
 
 if __name__ == "__main__":

@@ -37,16 +37,23 @@ def model_card(run: RunDir, checkpoint: Path) -> str:
     if origin is not None:
         source = json.loads((origin / "origin.json").read_text(encoding="utf-8")).get("source", "an imported model")
         start = f"Continued pre-training of `{Path(source).name}`.\n\n"
+    electra = config.training.objective == "electra"
+    kind = (
+        "An ELECTRA discriminator trained by replaced-token detection (its generator, a masked-LM "
+        f"{config.training.generator_size:g} times as wide, is in `generator/`),"
+        if electra
+        else f"A {family.title} masked language model, {m.parameter_count():,} parameters,"
+    )
     return f"""---
 library_name: transformers
-pipeline_tag: fill-mask
+pipeline_tag: {"token-classification" if electra else "fill-mask"}
 tags: [{m.family}, fill-mask, mlm-studio]
 ---
 
 # {run.name}
 
-A {family.title} masked language model trained with MLM Studio {__version__}: {m.num_hidden_layers} layers, hidden
-size {m.hidden_size}, {m.num_attention_heads} heads, {m.parameter_count():,} parameters, a {tokenizer.kind} vocabulary
+{kind} trained with MLM Studio {__version__}: {m.num_hidden_layers} layers, hidden
+size {m.hidden_size}, {m.num_attention_heads} heads, a {tokenizer.kind} vocabulary
 of {tokenizer.vocab_size:,} pieces. {start}Exported from checkpoint `{checkpoint.name}` after {state["step"]:,}
 optimizer steps and {state.get("tokens_seen", 0):,} tokens.
 

@@ -15,7 +15,8 @@ from sklearn.metrics import roc_auc_score
 
 from mlm_studio.core.checkpoint import RunDir
 from mlm_studio.core.config import ModelConfig, RunConfig
-from mlm_studio.core.electra import generator_config
+from mlm_studio.core.diagnostics import diagnose, load_subject
+from mlm_studio.core.electra import ElectraForPreTraining, generator_config
 from mlm_studio.core.encoder import MLMOutput
 from mlm_studio.core.hf import export_model, import_model
 from mlm_studio.core.masking import IGNORE_INDEX
@@ -23,6 +24,7 @@ from mlm_studio.core.predict import FillMask
 from mlm_studio.core.records import EvalRecord, StepRecord
 from mlm_studio.core.replaced_tokens import ElectraOutput, ReplacedTokenDetection, auc_from_histogram
 from mlm_studio.core.runs import start_run, training_blocks
+from mlm_studio.core.task_probe import probe_task
 from mlm_studio.core.trainer import Trainer
 from tests.core.family_folders import save_tokenizer
 from tests.core.helpers import small_config
@@ -145,6 +147,14 @@ def test_the_trainer_records_detection_and_learns_it(tmp_path, small_corpus, sma
     assert written["detection_auc"] == pytest.approx(final.detection_auc)
     plain = [r for r in RunDir(run.path).read_metrics() if r["type"] == "step"]
     assert all("detection_recall" in r for r in plain)
+
+    subject = load_subject(run.path)  # the Evaluation panel's and `evaluate`'s road
+    assert isinstance(subject.encoder, ElectraForPreTraining) and subject.model is subject.trained.generator
+    diagnosis = diagnose(subject.model, subject.tokenizer, subject.config, subject.validation, samples=0)
+    assert diagnosis.accuracy == pytest.approx(final.accuracy)  # the generator's, as the trainer evaluated it
+    texts = [f"{word} {i}" for i in range(20) for word in ("list sort keys", "path file folder")]
+    probe = probe_task(subject.encoder, subject.tokenizer, texts, ["a", "b"] * 20)
+    assert probe.accuracy >= 0.9  # two vocabularies the frozen discriminator's vectors tell apart
 
 
 def test_mlm_records_have_no_detection_fields(tmp_path, small_corpus, small_tokenizer):
