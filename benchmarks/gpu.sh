@@ -6,3 +6,4 @@ python -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'; pri
 python -m pytest -q tests/core/test_cuda.py tests/core/test_masking.py -k "cuda"
 python benchmarks/bench_training.py --device cuda --precision bf16 --preset base --batch 32 --steps 10 --repeats 3
 python benchmarks/bench_training.py --device cuda --precision fp32 --batch 32 --steps 10 --repeats 3
+python benchmarks/bench_training.py --device cuda --precision bf16 --objective electra --batch 32 --steps 10 --repeats 3
