@@ -379,3 +379,21 @@ def test_evaluate_prints_the_trainers_figures_and_a_task_probe_as_a_subprocess(t
         capture_output=True, text=True,
     )  # fmt: skip
     assert table.returncode == 1 and "has no checkpoint at step 7" in table.stderr
+
+
+def test_torchrun_trains_electra_with_detection_summed_over_the_processes(tmp_path, corpus_file):
+    config = config_file(tmp_path, batch_size=8, max_steps=4, eval_interval=4, checkpoint_interval=4)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    arguments = ["--config", str(config), "--corpus", str(corpus_file), "--objective", "electra"]
+    pair = subprocess.run(
+        [*torchrun, "-m", "mlm_studio", "train", *arguments, "--out", str(tmp_path / "two")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert pair.returncode == 0, pair.stderr
+    assert pair.stdout.count("Finished (completed) at step 4") == 1
+    final = [r for r in RunDir(tmp_path / "two").read_metrics() if r["type"] == "eval"][-1]
+    assert 0 <= final["detection_auc"] <= 1 and 0 <= final["detection_accuracy"] <= 1
+    assert RunDir(tmp_path / "two").latest_checkpoint().name == "step-0000004"
