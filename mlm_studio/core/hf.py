@@ -206,9 +206,11 @@ class ImportedModel:
     def summary(self) -> str:
         m = self.config
         kind = f"{family_of(m).title} discriminator" if self.generator_size else family_of(m).title
+        own = sum(t.numel() for n, t in self.weights.items() if n.startswith("discriminator."))
+        count = own if self.generator_size else m.parameter_count()
         lines = [
             f"{self.folder.name}: {kind} {m.num_hidden_layers} layers × {m.hidden_size}, "
-            f"{m.num_attention_heads} heads, {m.parameter_count():,} parameters, "
+            f"{m.num_attention_heads} heads, {count:,} parameters, "
             f"{self.tokenizer.kind} vocabulary of {self.tokenizer.vocab_size:,} pieces, mask token "
             f"{self.tokenizer.specials.mask}."
         ]

@@ -211,6 +211,8 @@ def test_an_electra_pair_imports_with_logits_equal_to_transformers(hf_pair):
     folder, tokenizer, theirs_d, theirs_g = hf_pair
     imported = import_model(folder)
     assert imported.generator_size == 0.5 and not imported.fresh_head and not imported.unused
+    described = f"ELECTRA discriminator 2 layers × 48, 4 heads, {theirs_d.num_parameters():,} parameters"
+    assert described in imported.summary()
     ours = imported.build_model().eval()
     batch = tokenizer(["return a sorted list of the keys", "the path"], padding=True, return_tensors="pt")
     real = batch.attention_mask.bool()
