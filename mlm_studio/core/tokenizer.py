@@ -8,6 +8,7 @@ whole-word masking, the text of a predicted piece, and a fingerprint. A new voca
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
@@ -117,10 +118,13 @@ class MLMTokenizer:
     def encode_batch(self, texts: Sequence[str]) -> list[Encoded]:
         """Encode texts without special tokens, in parallel, with word boundaries from the pre-tokenizer. A text
         longer than `CHUNK_CHARS` is encoded a chunk at a time, cut at white space, so memory stays bounded."""
-        short = [t if len(t) <= CHUNK_CHARS else "" for t in texts]
-        out = [
-            self._encoded(enc) for enc in self.backend.encode_batch(self._short_words(short), add_special_tokens=False)
-        ]
+        short = self._short_words([t if len(t) <= CHUNK_CHARS else "" for t in texts])
+        if self._continuing:  # WordPiece marks every piece after a word's first: no offsets or word ids needed
+            continues = self._continuation_mask()
+            fast = self.backend.encode_batch_fast(short, add_special_tokens=False)
+            out = [Encoded(ids, ~continues[ids]) for ids in (np.asarray(e.ids, dtype=np.int64) for e in fast)]
+        else:
+            out = [self._encoded(enc) for enc in self.backend.encode_batch(short, add_special_tokens=False)]
         for i, text in enumerate(texts):
             if len(text) > CHUNK_CHARS:
                 parts = [
@@ -129,6 +133,15 @@ class MLMTokenizer:
                 ]
                 out[i] = Encoded(np.concatenate([p.ids for p in parts]), np.concatenate([p.word_starts for p in parts]))
         return out
+
+    @functools.cache  # noqa: B019 - one per tokenizer, which lives as long as its users
+    def _continuation_mask(self) -> np.ndarray:
+        """(vocab_size,) bool: True for WordPiece's pieces that continue a word (`##ing`; `##` alone does not)."""
+        prefix = self._continuing
+        mask = np.zeros(self.vocab_size, dtype=bool)
+        for token, index in self.backend.get_vocab(with_added_tokens=False).items():
+            mask[index] = token.startswith(prefix) and len(token) > len(prefix)
+        return mask
 
     @staticmethod
     def _encoded(enc) -> Encoded:

@@ -38,6 +38,24 @@ def test_word_starts_follow_the_pre_tokenizer(tokenizer):
     assert encoded.ids.dtype == np.int64
 
 
+HOSTILE = [
+    "## ##a #x ##",
+    "a[MASK][MASK] b [UNK] [UNK]",
+    "naïve café \u211d 中文 😀😀",
+    "x" * 300,
+    "well-known e.g. U.S.A.",
+]
+
+
+def test_wordpiece_word_starts_equal_the_pre_tokenizers_word_ids(tokenizer, builtin_corpus):
+    """WordPiece's word starts come from the pieces (no `##`), not from the encoder's word ids: the two agree."""
+    texts = [*list(builtin_corpus.iter_documents())[:3000], *HOSTILE]
+    for encoded, reference in zip(tokenizer.encode_batch(texts), tokenizer.backend.encode_batch(texts, False, False)):
+        words = np.array([-1 if w is None else w for w in reference.word_ids])
+        starts = np.concatenate([[True], words[1:] != words[:-1]]) if len(words) else np.zeros(0, bool)
+        assert encoded.ids.tolist() == reference.ids and encoded.word_starts.tolist() == starts.tolist()
+
+
 @pytest.mark.parametrize("name", ["tokenizer.json", "vocab.txt"])
 def test_save_and_load_round_trip_ids_and_special_tokens(tokenizer, tmp_path, name):
     path = tokenizer.save(tmp_path / name)
