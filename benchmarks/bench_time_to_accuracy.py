@@ -1,11 +1,12 @@
 """Time to accuracy on the built-in corpus: the `transformers` `Trainer` with its default recipe on the mini
-model for a fixed wall-clock budget, then MLM Studio's `quickstart` preset with the same budget as a time
-budget. Both are scored by the same held-out evaluation (the same validation blocks, the same fixed masking).
+model for a fixed wall-clock budget, then an MLM Studio preset (the default, `modern`, unless `--preset` says
+otherwise) with the same budget as a time budget. Both are scored by the same held-out evaluation (the same
+validation blocks, the same fixed masking).
 
 Reports the peer's accuracy, ours, and how long ours took to reach the peer's final accuracy (goal: half the
 peer's time or less).
 
-Run: python benchmarks/bench_time_to_accuracy.py [--minutes 6]
+Run: python benchmarks/bench_time_to_accuracy.py [--minutes 6] [--preset quickstart]
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, peer_model, peer_tokenizer
 
 from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
-from mlm_studio.core.config import preset
+from mlm_studio.core.config import DEFAULT_PRESET, preset
 from mlm_studio.core.corpus import load_corpus
 from mlm_studio.core.hf import import_model
 from mlm_studio.core.records import EvalRecord
@@ -64,12 +65,13 @@ def peer_run(folder: Path, train, tokenizer, model_config, seconds: float) -> fl
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--minutes", type=float, default=6.0)
+    parser.add_argument("--preset", default=DEFAULT_PRESET)
     args = parser.parse_args()
     seconds = args.minutes * 60
     corpus = load_corpus([ensure_builtin_corpus()])
-    quickstart = preset("quickstart")
-    tokenizer = train_tokenizer(corpus.iter_documents(), quickstart.tokenizer, corpus.documents)
-    ours_config = replace(quickstart, training=replace(quickstart.training, time_budget=seconds, eval_interval=100))
+    chosen = preset(args.preset)
+    tokenizer = train_tokenizer(corpus.iter_documents(), chosen.tokenizer, corpus.documents)
+    ours_config = replace(chosen, training=replace(chosen.training, time_budget=seconds, eval_interval=100))
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         ours = prepare_trainer(folder / "ours", begin=lambda: NewRun(ours_config, corpus, tokenizer))
@@ -92,8 +94,8 @@ def main() -> None:
     )
     final = evals[-1]
     print(
-        f"| MLM Studio, quickstart, --time-budget {args.minutes:g}m | {final.elapsed:.0f} s | {final.accuracy:.1%} | "
-        f"{final.top5_accuracy:.1%} |"
+        f"| MLM Studio, {args.preset}, --time-budget {args.minutes:g}m | {final.elapsed:.0f} s | "
+        f"{final.accuracy:.1%} | {final.top5_accuracy:.1%} |"
     )
     if reached is None:
         print("MLM Studio did not reach the peer's accuracy in the budget.")
