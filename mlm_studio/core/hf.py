@@ -196,10 +196,7 @@ class ImportedModel:
 
     def build_model(self) -> torch.nn.Module:
         """The model with the folder's weights: a masked-LM, or an ELECTRA discriminator with its generator."""
-        if self.generator_size:
-            model = ReplacedTokenDetection(self.config, self.generator_size, TrainConfig().detection_weight)
-        else:
-            model = build_model(self.config)
+        model = _electra_pair(self.config, self.generator_size) if self.generator_size else build_model(self.config)
         load_state(self.weights, model, self.folder.name)
         return model
 
@@ -250,9 +247,11 @@ def import_model(source: str | Path) -> ImportedModel:
     folder = model_folder(source)
     if not folder.is_dir():
         raise InteropError(f"{folder} is not a folder")
-    config = _model_config(folder)
+    raw = _raw_config(folder)
+    config = _model_config(folder, raw)
     tokenizer = _tokenizer(folder)
-    if DISCRIMINATOR in _architectures(folder):
+    architectures = raw.get("architectures")
+    if isinstance(architectures, list) and DISCRIMINATOR in architectures:
         return _import_electra(folder, config, tokenizer)
     if tokenizer.vocab_size > config.vocab_size:
         raise InteropError(
@@ -307,7 +306,8 @@ def _import_electra(folder: Path, config: ModelConfig, tokenizer: MLMTokenizer) 
     there is none), the generator reading the discriminator's embeddings."""
     generator_folder = folder / GENERATOR_FOLDER
     size = TrainConfig().generator_size
-    if (generator_folder / "config.json").is_file():
+    has_generator = (generator_folder / "config.json").is_file()
+    if has_generator:
         generator = _model_config(generator_folder)
         size = generator.hidden_size / config.hidden_size
         if generator_config(config, size) != replace(generator, embedding_size=config.embedding_width()):
@@ -318,11 +318,10 @@ def _import_electra(folder: Path, config: ModelConfig, tokenizer: MLMTokenizer) 
             )
     with torch.random.fork_rng():
         torch.manual_seed(0)  # a fresh generator is the same on every import
-        pair = ReplacedTokenDetection(config, size, TrainConfig().detection_weight)
+        pair = _electra_pair(config, size)
     expected = set(pair.state_dict())
     weights, unused = _renamed(_read_weights(folder), expected, "discriminator")
-    fresh_generator = not (generator_folder / "config.json").is_file()
-    if not fresh_generator:
+    if has_generator:
         generated, unused_too = _renamed(_read_weights(generator_folder), expected, "generator")
         shared = ("generator.electra.embeddings.", "generator.generator_lm_head.weight")
         weights.update({n: t for n, t in generated.items() if not n.startswith(shared)})  # the discriminator's
@@ -333,12 +332,11 @@ def _import_electra(folder: Path, config: ModelConfig, tokenizer: MLMTokenizer) 
         load_state(weights, pair, folder.name)
     except CheckpointError as exc:
         raise InteropError(str(exc)) from exc
-    return ImportedModel(folder, config, tokenizer, weights, fresh_generator, tuple(unused), size)
+    return ImportedModel(folder, config, tokenizer, weights, not has_generator, tuple(unused), size)
 
 
-def _architectures(folder: Path) -> list[str]:
-    architectures = _raw_config(folder).get("architectures") or []
-    return architectures if isinstance(architectures, list) else []
+def _electra_pair(config: ModelConfig, generator_size: float) -> ReplacedTokenDetection:
+    return ReplacedTokenDetection(config, generator_size, TrainConfig().detection_weight)
 
 
 def _raw_config(folder: Path) -> dict[str, Any]:
@@ -354,8 +352,9 @@ def _raw_config(folder: Path) -> dict[str, Any]:
     return raw
 
 
-def _model_config(folder: Path) -> ModelConfig:
-    raw = _raw_config(folder)
+def _model_config(folder: Path, raw: dict[str, Any] | None = None) -> ModelConfig:
+    """The configuration of the model in `folder`, from its config.json (`raw`, when already read)."""
+    raw = _raw_config(folder) if raw is None else raw
     path = folder / "config.json"
     kind = ALIASES.get(raw.get("model_type"), raw.get("model_type"))
     if kind not in FAMILIES:

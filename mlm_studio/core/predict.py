@@ -62,10 +62,7 @@ class FillMask:
         if self.detector is None:
             raise PredictError("This model has no replaced-token detector; only ELECTRA models have one.")
         ids, _ = self.tokenizer.encode_text(text)
-        limit = self.model.config.max_tokens()
-        if len(ids) > limit:
-            raise PredictError(f"The text is {len(ids)} tokens long; this model reads at most {limit}.")
-        probabilities = torch.sigmoid(self.detector(torch.tensor([ids], device=self.device))[0].float())
+        probabilities = torch.sigmoid(self.detector(self._checked_length(ids))[0].float())
         inner = range(1, len(ids) - 1)  # without [CLS] and [SEP]
         return [(self.tokenizer.backend.id_to_token(ids[i]), float(probabilities[i])) for i in inner]
 
@@ -85,6 +82,10 @@ class FillMask:
             raise PredictError(f"The text has no {written}; write [MASK] where a word is missing.")
         if masks > MAX_MASKS:
             raise PredictError(f"The text has {masks} [MASK]s; at most {MAX_MASKS} are predicted at once.")
+        return self._checked_length(ids)
+
+    def _checked_length(self, ids: list[int]) -> torch.Tensor:
+        """The ids as a (1, L) batch, refused when longer than the model reads."""
         limit = self.model.config.max_tokens()
         if len(ids) > limit:
             raise PredictError(f"The text is {len(ids)} tokens long; this model reads at most {limit}.")

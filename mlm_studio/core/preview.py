@@ -11,8 +11,9 @@ import numpy as np
 import torch
 
 from mlm_studio.core.dataset import BlockSet
-from mlm_studio.core.masking import IGNORE_INDEX, Masker, MaskKind, achieved_rates, span_treatments
+from mlm_studio.core.masking import Masker, MaskKind, achieved_rates, span_treatments
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.replaced_tokens import with_samples
 from mlm_studio.core.tokenizer import MLMTokenizer
 
 MEASURE_BATCH = 256
@@ -102,12 +103,8 @@ def _generated(generator: torch.nn.Module, masked, attention: np.ndarray, seed: 
     ids, labels = masked.input_ids[:, :length].to(device), masked.labels[:, :length].to(device)
     mask = None if attention[:, :length].all() else torch.from_numpy(attention[:, :length]).to(device)
     out = generator.eval()(ids, mask, labels)
-    sampler = torch.Generator(device=device).manual_seed(seed)
     corrupted = torch.full(masked.input_ids.shape, -1, dtype=torch.long, device=device)
-    corrupted[:, :length] = torch.where(labels != IGNORE_INDEX, labels, ids)
-    if len(out.labels):
-        samples = torch.multinomial(out.logits.float().softmax(-1), 1, generator=sampler)
-        corrupted[:, :length][labels != IGNORE_INDEX] = samples[:, 0]
+    corrupted[:, :length] = with_samples(ids, labels, out.logits, torch.Generator(device=device).manual_seed(seed))
     return corrupted.cpu().numpy()
 
 

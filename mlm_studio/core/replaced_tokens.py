@@ -73,13 +73,8 @@ class ReplacedTokenDetection(nn.Module):
         drawn with `sampler` (the global generator when None)."""
         generated = self.generator(input_ids, attention_mask, labels)
         selected = labels != IGNORE_INDEX
-        with torch.no_grad():
-            probabilities = generated.logits.detach().float().softmax(-1)
-            sampled = torch.multinomial(probabilities, 1, generator=sampler).squeeze(-1) if len(probabilities) else None
-        corrupted, replaced = input_ids.clone(), torch.zeros_like(selected)
-        if sampled is not None:
-            corrupted[selected] = sampled
-            replaced[selected] = sampled != generated.labels
+        corrupted = with_samples(input_ids, labels, generated.logits, sampler)
+        replaced = selected & (corrupted != labels)
         logits = self.discriminator(corrupted, attention_mask)
         real = attention_mask.bool() if attention_mask is not None else torch.ones_like(selected)
         logits, replaced = logits[real], replaced[real]
@@ -92,6 +87,19 @@ class ReplacedTokenDetection(nn.Module):
             detection_logits=logits,
             replaced=replaced,
         )
+
+
+@torch.no_grad()
+def with_samples(
+    input_ids: torch.Tensor, labels: torch.Tensor, logits: torch.Tensor, sampler: torch.Generator | None = None
+) -> torch.Tensor:
+    """`input_ids` with each labelled position holding a token drawn from the generator's `logits` there (one row
+    per labelled position, in order): what the discriminator sees."""
+    corrupted = input_ids.clone()
+    if len(logits):
+        samples = torch.multinomial(logits.detach().float().softmax(-1), 1, generator=sampler)
+        corrupted[labels != IGNORE_INDEX] = samples[:, 0]
+    return corrupted
 
 
 def detection_metrics(sums: list[float] | tuple[float, ...]) -> dict[str, float]:

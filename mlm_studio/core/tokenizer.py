@@ -120,7 +120,7 @@ class MLMTokenizer:
         longer than `CHUNK_CHARS` is encoded a chunk at a time, cut at white space, so memory stays bounded."""
         short = self._short_words([t if len(t) <= CHUNK_CHARS else "" for t in texts])
         if self._continuing:  # WordPiece marks every piece after a word's first: no offsets or word ids needed
-            continues = self._continuation_mask()
+            continues = self._continues
             fast = self.backend.encode_batch_fast(short, add_special_tokens=False)
             out = [Encoded(ids, ~continues[ids]) for ids in (np.asarray(e.ids, dtype=np.int64) for e in fast)]
         else:
@@ -134,8 +134,8 @@ class MLMTokenizer:
                 out[i] = Encoded(np.concatenate([p.ids for p in parts]), np.concatenate([p.word_starts for p in parts]))
         return out
 
-    @functools.cache  # noqa: B019 - one per tokenizer, which lives as long as its users
-    def _continuation_mask(self) -> np.ndarray:
+    @functools.cached_property
+    def _continues(self) -> np.ndarray:
         """(vocab_size,) bool: True for WordPiece's pieces that continue a word (`##ing`; `##` alone does not)."""
         prefix = self._continuing
         mask = np.zeros(self.vocab_size, dtype=bool)
