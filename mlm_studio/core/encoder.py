@@ -25,7 +25,9 @@ from mlm_studio.core.settings import ModelConfig
 @dataclass
 class MLMOutput:
     loss: torch.Tensor | None  # mean cross-entropy over labelled positions
-    logits: torch.Tensor  # (N, V) at labelled positions when labels are given, else (B, L, V)
+    # (N, V) at labelled positions when labels are given (the loss's backward overwrites them: read them first),
+    # else (B, L, V)
+    logits: torch.Tensor
     labels: torch.Tensor | None  # (N,) the labels those logits predict
 
     @property
@@ -36,6 +38,31 @@ class MLMOutput:
     def detection_sums(self) -> torch.Tensor | None:
         """Replaced-token detection's sums (an ELECTRA objective's); None for a masked-LM."""
         return None
+
+
+class VocabularyCrossEntropy(torch.autograd.Function):
+    """Mean cross-entropy of (N, V) logits against (N,) targets, computed without a log-softmax the size of the
+    logits: the forward keeps each row's log-sum-exp (computed a few rows at a time), the backward turns the
+    logits' own memory into their gradient, softmax − one-hot. Large fresh tensors cost page faults on the CPU;
+    this saves three of them per step. The logits cannot be read after the backward, nor backpropagated twice."""
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        x = logits.float()
+        lse = torch.cat([torch.logsumexp(rows, -1) for rows in x.split(16)])
+        ctx.save_for_backward(x, targets, lse)
+        ctx.dtype, ctx.spent = logits.dtype, False
+        return (lse - x.gather(1, targets[:, None]).squeeze(1)).mean()
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        if ctx.spent:
+            raise RuntimeError("the masked-LM loss cannot be backpropagated twice: its backward reuses the logits")
+        ctx.spent = True
+        x, targets, lse = ctx.saved_tensors
+        softmax = x.sub_(lse[:, None]).exp_()
+        softmax[torch.arange(len(targets), device=x.device), targets] -= 1
+        return softmax.mul_(grad / len(targets)).to(ctx.dtype), None
 
 
 class Dropout(nn.Dropout):
@@ -117,7 +144,7 @@ class MaskedLM(nn.Module):
         selected = labels != IGNORE_INDEX  # (B, L)
         targets = labels[selected]  # (N,)
         logits = self.logits(self.hidden(input_ids, attention_mask, keep=selected))  # (N, V)
-        loss = F.cross_entropy(logits.float(), targets) if len(targets) else logits.sum() * 0.0
+        loss = VocabularyCrossEntropy.apply(logits, targets) if len(targets) else logits.sum() * 0.0
         return MLMOutput(loss, logits, targets)
 
     def predict_at(self, input_ids: torch.Tensor, positions: torch.Tensor, attention_mask=None) -> torch.Tensor:

@@ -240,9 +240,9 @@ class Trainer:
             sync = micro == t.grad_accumulation - 1 or self.dist.world_size == 1
             with no_sync_unless(self.forward, sync), self._autocast():
                 out = self.forward(masked.input_ids, attention, masked.labels)
+            step.correct += (out.logits.detach().argmax(-1) == out.labels).sum()  # before the backward reuses them
             self.scaler.scale(out.loss / t.grad_accumulation).backward()
             step.loss_sum += out.masked_lm_loss.detach().float() * len(out.labels)
-            step.correct += (out.logits.detach().argmax(-1) == out.labels).sum()
             step.predicted += len(out.labels)
             step.tokens += real
             detection = out.detection_sums()

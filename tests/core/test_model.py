@@ -4,7 +4,7 @@ import transformers
 
 from mlm_studio.core.bert import BertForMaskedLM
 from mlm_studio.core.config import ModelConfig
-from mlm_studio.core.encoder import decay_groups
+from mlm_studio.core.encoder import VocabularyCrossEntropy, decay_groups
 from mlm_studio.core.masking import IGNORE_INDEX
 
 CONFIG = ModelConfig(
@@ -97,6 +97,29 @@ def test_gradients_of_sparse_and_dense_agree():
         model(ids, attention, labels, dense=dense).loss.backward()
         grads.append(model.bert.embeddings.word_embeddings.weight.grad.clone())
     assert torch.allclose(grads[0], grads[1], atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_vocabulary_cross_entropy_equals_pytorchs_in_value_and_gradient(dtype):
+    generator = torch.Generator().manual_seed(4)
+    base = (torch.randn(37, 1000, generator=generator) * 4).to(dtype)  # 37 rows: not a multiple of its chunks
+    targets = torch.randint(0, 1000, (37,), generator=generator)
+    ours, theirs = base.clone().requires_grad_(), base.clone().requires_grad_()
+    loss = VocabularyCrossEntropy.apply(ours, targets)
+    expected = torch.nn.functional.cross_entropy(theirs.float(), targets)
+    (loss * 3).backward()
+    (expected * 3).backward()
+    assert abs(loss.item() - expected.item()) < 1e-5
+    assert ours.grad.dtype == dtype
+    assert torch.allclose(ours.grad.float(), theirs.grad.float(), atol=1e-6 if dtype == torch.float32 else 1e-3)
+
+
+def test_vocabulary_cross_entropy_refuses_a_second_backward():
+    logits = torch.randn(4, 10, requires_grad=True)
+    loss = VocabularyCrossEntropy.apply(logits * 1.0, torch.tensor([1, 2, 3, 4]))
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="twice"):
+        loss.backward()
 
 
 def test_padding_does_not_change_real_positions():
