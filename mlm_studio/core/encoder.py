@@ -43,7 +43,7 @@ class MLMOutput:
 class VocabularyCrossEntropy(torch.autograd.Function):
     """Mean cross-entropy of (N, V) logits against (N,) targets, computed without a log-softmax the size of the
     logits: the forward keeps each row's log-sum-exp (computed a few rows at a time), the backward turns the
-    logits' own memory into their gradient, softmax − one-hot. Large fresh tensors cost page faults on the CPU;
+    logits' own memory into their gradient, softmax minus one-hot. Large fresh tensors cost page faults on the CPU;
     this saves three of them per step. The logits cannot be read after the backward, nor backpropagated twice."""
 
     @staticmethod
