@@ -17,7 +17,10 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine
+from mlm_studio.ui.app import keep_openmp_threads_ready
+
+keep_openmp_threads_ready()  # as the application does before PyTorch loads
+from common import machine  # noqa: E402
 
 STEPS = 300
 REPEATS = 3
@@ -80,6 +83,8 @@ def in_the_window(app, config, corpus, tokenizer, root: Path) -> tuple[float, fl
 LAUNCH = r"""
 import os, sys
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+from mlm_studio.ui.app import keep_openmp_threads_ready
+keep_openmp_threads_ready()
 from PySide6.QtWidgets import QApplication
 app = QApplication(sys.argv[:1])
 from mlm_studio.ui.main_window import MainWindow

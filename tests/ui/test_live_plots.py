@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPointF
 
-from mlm_studio.ui.widgets.live_plots import LivePlots, smoothed, thinned
+from mlm_studio.ui.widgets.live_plots import LivePlots, Series, thinned
 from mlm_studio.ui.widgets.plots import CompactAxis
 
 
@@ -100,18 +100,38 @@ def test_probe_ranks_plot_at_their_tokens_and_time():
     plots.deleteLater()
 
 
+def _series(values) -> Series:
+    series = Series()
+    for i, value in enumerate(values):
+        series.append(i, i, i, value)
+    return series
+
+
 def test_smoothing_is_tensorboards_debiased_moving_average():
     values = np.array([10.0, 0.0, 5.0, 7.0, 1.0])
-    out = smoothed(values, 0.6)
+    out = _series(values).smoothed(0.6).copy()
     assert out[0] == values[0]  # debiased: not pulled towards zero
     expected, average = [], 0.0
     for i, v in enumerate(values):
         average = 0.6 * average + 0.4 * v
         expected.append(average / (1 - 0.6 ** (i + 1)))
     assert out == pytest.approx(expected)
-    assert smoothed(np.full(7, 3.0), 0.99) == pytest.approx(np.full(7, 3.0))  # flat stays flat, any weight
-    assert smoothed(values[:3], 0.6) == pytest.approx(out[:3])  # past values never change as points arrive
-    assert smoothed(values, 0.0) is values
+    assert _series(np.full(7, 3.0)).smoothed(0.99) == pytest.approx(np.full(7, 3.0))  # flat stays flat, any weight
+    assert _series(values[:3]).smoothed(0.6) == pytest.approx(out[:3])  # past values never change as points arrive
+    assert list(_series(values).smoothed(0.0)) == list(values)
+
+
+def test_smoothing_grows_with_the_series_and_follows_a_new_weight():
+    values = np.random.default_rng(0).random(600)  # past the buffer's first growth
+    series = _series(values[:250])
+    series.smoothed(0.6)
+    for i, value in enumerate(values[250:], start=250):
+        series.append(i, i, i, value)
+        if i % 97 == 0:
+            series.smoothed(0.6)  # extended a few points at a time, as redraws do
+    assert series.smoothed(0.6) == pytest.approx(_series(values).smoothed(0.6))
+    assert series.smoothed(0.9) == pytest.approx(_series(values).smoothed(0.9))  # a new weight: computed afresh
+    assert series.smoothed(0.6)[-1] == pytest.approx(_series(values).smoothed(0.6)[-1])
 
 
 def test_every_noisy_series_is_smoothed_over_its_faint_raw_values(plots):
@@ -122,7 +142,7 @@ def test_every_noisy_series_is_smoothed_over_its_faint_raw_values(plots):
         raw = plots.shadows[key].getData()[1]
         shown = plots.curves[key].getData()[1]
         assert len(raw) == len(shown) == 300
-        assert shown == pytest.approx(smoothed(raw, 0.9))
+        assert shown == pytest.approx(_series(raw).smoothed(0.9))
     loss_raw, loss_shown = plots.shadows["loss"].getData()[1], plots.curves["loss"].getData()[1]
     assert np.std(np.diff(loss_shown)) < 0.5 * np.std(np.diff(loss_raw))
 

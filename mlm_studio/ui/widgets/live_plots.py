@@ -47,16 +47,18 @@ WIDE = 900  # pixels from which the plots sit in three columns
 
 
 class Series:
-    """A growing curve: y against step, tokens seen and time, in amortised O(1) appends."""
+    """A growing curve: y against step, tokens seen and time, in amortised O(1) appends; its smoothing is
+    extended as points arrive rather than recomputed, so a long run costs a redraw no more than a short one."""
 
     def __init__(self) -> None:
-        self.data = np.zeros((4, 256))  # rows: step, tokens, time, value
+        self.data = np.zeros((5, 256))  # rows: step, tokens, time, value, smoothed value
         self.size = 0
+        self._weight, self._smoothed, self._average = -1.0, 0, 0.0  # smoothing done so far, and its state
 
     def append(self, step: float, tokens: float, time: float, value: float) -> None:
         if self.size == self.data.shape[1]:
             self.data = np.concatenate([self.data, np.zeros_like(self.data)], axis=1)
-        self.data[:, self.size] = (step, tokens, time, value)
+        self.data[:4, self.size] = (step, tokens, time, value)
         self.size += 1
 
     def x(self, axis: str) -> np.ndarray:
@@ -66,18 +68,19 @@ class Series:
     def y(self) -> np.ndarray:
         return self.data[3, : self.size]
 
-
-def smoothed(values: np.ndarray, weight: float) -> np.ndarray:
-    """TensorBoard's smoothing: an exponential moving average divided by (1 - weight^n), so the first points
-    are not pulled towards zero; each value depends only on the values before it."""
-    if weight <= 0 or len(values) == 0:
-        return values
-    out = np.empty_like(values)
-    average = 0.0
-    for i, value in enumerate(values):
-        average = average * weight + (1 - weight) * value
-        out[i] = average / (1 - weight ** (i + 1))
-    return out
+    def smoothed(self, weight: float) -> np.ndarray:
+        """TensorBoard's smoothing of y: an exponential moving average divided by (1 - weight^n), so the first
+        points are not pulled towards zero; each value depends only on the values before it."""
+        if weight <= 0:
+            return self.y
+        if weight != self._weight:
+            self._weight, self._smoothed, self._average = weight, 0, 0.0
+        average, values, out = self._average, self.data[3], self.data[4]
+        for i in range(self._smoothed, self.size):
+            average = average * weight + (1 - weight) * values[i]
+            out[i] = average / (1 - weight ** (i + 1))
+        self._smoothed, self._average = self.size, average
+        return out[: self.size]
 
 
 def thinned(x: np.ndarray, y: np.ndarray, limit: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
@@ -268,7 +271,7 @@ class LivePlots(QWidget):
                 x, y = series.x(self.axis), series.y
                 if key in self.shadows:
                     self.shadows[key].setData(*thinned(x, y))
-                    y = smoothed(y, self.smoothing)
+                    y = series.smoothed(self.smoothing)
                 self.curves[key].setData(*thinned(x, y))
 
     def reset_zoom(self) -> None:
@@ -317,7 +320,7 @@ class LivePlots(QWidget):
             index = int(np.abs(xs - x).argmin())
             value = series.y[index]
             if key in self.shadows:
-                value = smoothed(series.y[: index + 1], self.smoothing)[-1]
+                value = series.smoothed(self.smoothing)[index]
             parts.append(f"{self._labels[key]} {_number(value)} at {X_AXES[self.axis]} {_number(xs[index])}")
         return f"{self.PLOTS[plot][0]}: " + " · ".join(parts) if parts else ""
 
