@@ -203,3 +203,27 @@ def test_the_plots_reflow_to_two_columns_when_narrow(qtbot, plots):
     plots.resize(700, 600)
     qtbot.wait_until(lambda: plots.columns == 2)
     assert plots.view.ci.getItem(2, 1) is plots.plots["probes"]
+
+
+def test_hidden_plots_draw_nothing_until_shown(plots):
+    plots.load(records(steps=20))
+    plots.hide()
+    plots.add(
+        "step",
+        {
+            "step": 21,
+            "tokens_seen": 21 * 4096,
+            "elapsed": 2.1,
+            "loss": 1.0,
+            "accuracy": 0.5,
+            "learning_rate": 1e-3,
+            "grad_norm": 1.0,
+            "tokens_per_second": 1e4,
+        },
+    )
+    for _ in range(10):
+        plots.redraw()  # the timer's ticks
+    assert len(plots.shadows["loss"].getData()[0]) == 20
+    plots.show()
+    assert len(plots.shadows["loss"].getData()[0]) == 21
+    assert not plots._dirty

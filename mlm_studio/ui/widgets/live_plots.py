@@ -1,4 +1,4 @@
-"""Live training curves: records go into NumPy buffers, a timer redraws what changed at 15 Hz.
+"""Live training curves: records go into NumPy buffers, a timer redraws what changed at 15 Hz while they are shown.
 
 Each tick repaints at most one plot that changed, so the event loop never spends a frame painting all six.
 Long histories are thinned here (the extremes of each stretch are kept) before pyqtgraph sees them, so a
@@ -261,7 +261,10 @@ class LivePlots(QWidget):
         self._dirty |= {self._plot_of[key] for key in self.shadows}
 
     def redraw(self, everything: bool = False) -> None:
-        """Put the buffers into the curves: of the next changed plot, or of all changed plots."""
+        """Put the buffers into the curves: of the next changed plot, or of all changed plots. While the plots are
+        hidden (another panel shown) the timer draws nothing: they are brought up to date when shown."""
+        if not (everything or self.isVisible()):
+            return
         names = [name for name in self.plots if name in self._dirty]
         for name in names if everything else names[:1]:
             self._dirty.discard(name)
@@ -285,6 +288,10 @@ class LivePlots(QWidget):
             self.view.setBackground(QApplication.palette().color(QPalette.ColorRole.Base))
             for plot in self.plots.values():
                 recolour(plot)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self.redraw(everything=True)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
