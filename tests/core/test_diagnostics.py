@@ -40,7 +40,7 @@ def longer_run(tmp_path_factory, small_corpus, small_tokenizer):
     from mlm_studio.core.trainer import Trainer
     from tests.core.helpers import small_config
 
-    config = small_config(max_steps=300, learning_rate=5e-3, warmup_steps=20, eval_interval=300,
+    config = small_config(max_steps=300, learning_rate=2e-3, warmup_steps=20, eval_interval=300,
                           checkpoint_interval=300, eval_blocks=64, log_interval=100)  # fmt: skip
     model = replace(config.model, family="modernbert", hidden_size=64, num_hidden_layers=2, intermediate_size=128,
                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)  # fmt: skip
