@@ -227,3 +227,27 @@ def test_hidden_plots_draw_nothing_until_shown(plots):
     plots.show()
     assert len(plots.shadows["loss"].getData()[0]) == 21
     assert not plots._dirty
+
+
+def test_records_faster_than_the_redraws_starve_no_plot(plots):
+    plots.load(records(steps=10))
+    drawn = {name: 0 for name in ("loss", "accuracy", "learning_rate", "grad_norm", "throughput")}
+    for step in range(11, 41):  # a record per tick: five plots change each time, one is drawn
+        plots.add(
+            "step",
+            {
+                "step": step,
+                "tokens_seen": step * 4096,
+                "elapsed": step * 0.05,
+                "loss": 1.0,
+                "accuracy": 0.5,
+                "learning_rate": 1e-3,
+                "grad_norm": 1.0,
+                "tokens_per_second": 1e4,
+            },
+        )
+        waiting = list(plots._dirty)
+        plots.redraw()
+        drawn[waiting[0]] += 1
+    assert all(count == 6 for count in drawn.values()), drawn
+    assert len(plots.curves["throughput"].getData()[0]) >= 35  # the last in line is drawn too, not only the first

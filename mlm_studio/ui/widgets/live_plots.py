@@ -122,7 +122,7 @@ class LivePlots(QWidget):
         self.shadows: dict[str, pg.PlotDataItem] = {}  # the raw values under a smoothed curve
         self.plots: dict[str, pg.PlotWidget] = {}
         self.overlays: list[str] = []  # names of the runs drawn for comparison
-        self._dirty: set[str] = set()  # plots whose curves changed since they were drawn
+        self._dirty: dict[str, None] = {}  # plots whose curves changed since drawn, longest waiting first
         self._plot_of: dict[str, str] = {}  # curve key -> plot name
         self._labels: dict[str, str] = {}  # curve key -> its full name
         self.view = pg.GraphicsLayoutWidget()
@@ -162,7 +162,7 @@ class LivePlots(QWidget):
             self.curves[key] = self.plots[plot].plot([], [], pen=pen, name=_shortened(label), **options)
             self._plot_of[key] = plot
             self._labels[key] = label
-        self._dirty.add(plot)
+        self._dirty.setdefault(plot)  # keeps its place in the queue
         return self.series[key]
 
     def add(self, kind: str, record: dict) -> None:
@@ -215,7 +215,7 @@ class LivePlots(QWidget):
         self._plot_of.clear()
         self._labels.clear()
         self.overlays.clear()
-        self._dirty = set(self.plots)
+        self._dirty = dict.fromkeys(self.plots)
         self._reflow(self.columns)
         self.reset_zoom()
 
@@ -252,22 +252,23 @@ class LivePlots(QWidget):
         self.axis = axis
         for plot in self.plots.values():
             plot.setLabel("bottom", X_AXES[axis])
-        self._dirty = set(self.plots)
+        self._dirty = dict.fromkeys(self.plots)
         self.reset_zoom()
 
     def set_smoothing(self, weight: float) -> None:
         """Smoothing weight from 0 (none) to 0.99 (TensorBoard's slider)."""
         self.smoothing = min(max(weight, 0.0), 0.99)
-        self._dirty |= {self._plot_of[key] for key in self.shadows}
+        self._dirty.update(dict.fromkeys(self._plot_of[key] for key in self.shadows))
 
     def redraw(self, everything: bool = False) -> None:
-        """Put the buffers into the curves: of the next changed plot, or of all changed plots. While the plots are
-        hidden (another panel shown) the timer draws nothing: they are brought up to date when shown."""
+        """Put the buffers into the curves: of the plot that has waited longest since it changed (so that records
+        arriving faster than the ticks starve none), or of all changed plots. While the plots are hidden (another
+        panel shown) the timer draws nothing: they are brought up to date when shown."""
         if not (everything or self.isVisible()):
             return
-        names = [name for name in self.plots if name in self._dirty]
+        names = list(self._dirty)
         for name in names if everything else names[:1]:
-            self._dirty.discard(name)
+            del self._dirty[name]
             for key, series in self.series.items():
                 if self._plot_of[key] != name:
                     continue
