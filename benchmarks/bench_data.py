@@ -16,9 +16,9 @@ from pathlib import Path
 WORKER = r"""
 import json, os, resource, sys, time
 from pathlib import Path
-from mlm_studio.core.corpus import load_corpus
-from mlm_studio.core.dataset import tokenize_corpus
-from mlm_studio.core.tokenizer import MLMTokenizer
+from mlm_studio.core.data.corpus import load_corpus
+from mlm_studio.core.data.dataset import tokenize_corpus
+from mlm_studio.core.data.tokenizer import MLMTokenizer
 
 paths, tokenizer_file, root = json.loads(sys.argv[1])
 tokenizer = MLMTokenizer.load(tokenizer_file)
@@ -43,9 +43,10 @@ def run(paths: list[str], tokenizer: str, root: str) -> dict:
 
 
 def main() -> None:
-    from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
-    from mlm_studio.core.corpus import load_corpus
-    from mlm_studio.core.tokenizer import TokenizerConfig, train_tokenizer
+    from mlm_studio.core.config.sections import TokenizerConfig
+    from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
+    from mlm_studio.core.data.corpus import load_corpus
+    from mlm_studio.core.data.tokenizer import train_tokenizer
 
     builtin = ensure_builtin_corpus()
     corpus = load_corpus([builtin])

@@ -18,14 +18,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine
 
-from mlm_studio.core.bert import BertForMaskedLM
-from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
-from mlm_studio.core.config import preset
-from mlm_studio.core.corpus import load_corpus
-from mlm_studio.core.hf import export_model
-from mlm_studio.core.predict import FillMask
-from mlm_studio.core.runs import start_run
-from mlm_studio.core.tokenizer import train_tokenizer
+from mlm_studio.core.config.presets import preset
+from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
+from mlm_studio.core.data.corpus import load_corpus
+from mlm_studio.core.data.tokenizer import train_tokenizer
+from mlm_studio.core.evaluation.predict import FillMask
+from mlm_studio.core.interop.hf import export_model
+from mlm_studio.core.models.bert import BertForMaskedLM
+from mlm_studio.core.training.runs import start_run
 
 SENTENCE = "Return a new [MASK] containing the items of the list in reverse order."
 

@@ -28,8 +28,8 @@ PROBE_MS = 5
 
 
 def headless(config, corpus, tokenizer, root: Path) -> float:
-    from mlm_studio.core.records import StepRecord
-    from mlm_studio.core.runs import NewRun, new_run_path, prepare_trainer
+    from mlm_studio.core.training.records import StepRecord
+    from mlm_studio.core.training.runs import NewRun, new_run_path, prepare_trainer
 
     trainer = prepare_trainer(new_run_path(root, "cli"), begin=lambda: NewRun(config, corpus, tokenizer))
     rates = [r.tokens_per_second for r in trainer.run() if isinstance(r, StepRecord)]
@@ -41,7 +41,7 @@ def in_the_window(app, config, corpus, tokenizer, root: Path) -> tuple[float, fl
     over the whole run, and once the first training record has been plotted."""
     from PySide6.QtCore import QElapsedTimer, QTimer
 
-    from mlm_studio.core.records import StepRecord
+    from mlm_studio.core.training.records import StepRecord
     from mlm_studio.ui.main_window import MainWindow
     from mlm_studio.ui.tasks import tasks_running
 
@@ -113,10 +113,10 @@ def launch_seconds() -> tuple[float, float]:
 def main() -> None:
     from PySide6.QtWidgets import QApplication
 
-    from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
-    from mlm_studio.core.config import preset
-    from mlm_studio.core.corpus import load_corpus
-    from mlm_studio.core.tokenizer import train_tokenizer
+    from mlm_studio.core.config.presets import preset
+    from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
+    from mlm_studio.core.data.corpus import load_corpus
+    from mlm_studio.core.data.tokenizer import train_tokenizer
 
     app = QApplication.instance() or QApplication([])
     corpus = load_corpus([ensure_builtin_corpus()])

@@ -16,11 +16,12 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import alternate, machine, peer_tokenizer, summary
 
-from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
-from mlm_studio.core.corpus import load_corpus
-from mlm_studio.core.dataset import DataConfig, split_blocks, tokenize_corpus
-from mlm_studio.core.masking import Masker, MaskingConfig
-from mlm_studio.core.tokenizer import TokenizerConfig, train_tokenizer
+from mlm_studio.core.config.sections import DataConfig, MaskingConfig, TokenizerConfig
+from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
+from mlm_studio.core.data.corpus import load_corpus
+from mlm_studio.core.data.dataset import split_blocks, tokenize_corpus
+from mlm_studio.core.data.masking import Masker
+from mlm_studio.core.data.tokenizer import train_tokenizer
 
 BATCH, LENGTH, CALLS = 32, 128, 200
 

@@ -18,14 +18,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine
 
-from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
-from mlm_studio.core.config import DEFAULT_PRESET, preset
-from mlm_studio.core.corpus import load_corpus
-from mlm_studio.core.masking import Masker
-from mlm_studio.core.records import StepRecord
-from mlm_studio.core.runs import NewRun, prepare_trainer
-from mlm_studio.core.settings import MaskingConfig
-from mlm_studio.core.tokenizer import train_tokenizer
+from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
+from mlm_studio.core.config.sections import MaskingConfig
+from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
+from mlm_studio.core.data.corpus import load_corpus
+from mlm_studio.core.data.masking import Masker
+from mlm_studio.core.data.tokenizer import train_tokenizer
+from mlm_studio.core.training.records import StepRecord
+from mlm_studio.core.training.runs import NewRun, prepare_trainer
 
 # One change each from the preset; "preset" is the preset itself.
 VARIANTS: dict[str, dict[str, object]] = {

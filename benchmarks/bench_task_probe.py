@@ -25,14 +25,15 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine
 
-from mlm_studio.core import builtin_corpus
-from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
-from mlm_studio.core.config import DEFAULT_PRESET, preset, value_from_text
-from mlm_studio.core.corpus import load_corpus
-from mlm_studio.core.families import build_trained, encoder_of
-from mlm_studio.core.runs import NewRun, prepare_trainer
-from mlm_studio.core.task_probe import probe_task
-from mlm_studio.core.tokenizer import train_tokenizer
+from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
+from mlm_studio.core.config.run_config import value_from_text
+from mlm_studio.core.data import builtin_corpus
+from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
+from mlm_studio.core.data.corpus import load_corpus
+from mlm_studio.core.data.tokenizer import train_tokenizer
+from mlm_studio.core.evaluation.task_probe import probe_task
+from mlm_studio.core.models.registry import build_trained, encoder_of
+from mlm_studio.core.training.runs import NewRun, prepare_trainer
 
 PER_LABEL, LABELS = 300, 6
 

@@ -23,13 +23,13 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, peer_model, peer_tokenizer
 
-from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
-from mlm_studio.core.config import DEFAULT_PRESET, preset
-from mlm_studio.core.corpus import load_corpus
-from mlm_studio.core.hf import import_model
-from mlm_studio.core.records import EvalRecord
-from mlm_studio.core.runs import NewRun, prepare_trainer
-from mlm_studio.core.tokenizer import train_tokenizer
+from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
+from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
+from mlm_studio.core.data.corpus import load_corpus
+from mlm_studio.core.data.tokenizer import train_tokenizer
+from mlm_studio.core.interop.hf import import_model
+from mlm_studio.core.training.records import EvalRecord
+from mlm_studio.core.training.runs import NewRun, prepare_trainer
 
 
 def peer_run(folder: Path, train, tokenizer, model_config, seconds: float) -> float:

@@ -2,7 +2,7 @@
 
 Seed configuration: vocabulary 30,000, hidden 256, 4 layers, 8 heads, feed-forward 512, sequence 128,
 batch 32, fp32. The peer is `transformers.BertForMaskedLM` fed by `DataCollatorForLanguageModeling`
-with `torch.optim.AdamW`, the loop a user writes; ours is `mlm_studio.core.trainer.Trainer`, the loop
+with `torch.optim.AdamW`, the loop a user writes; ours is `mlm_studio.core.training.trainer.Trainer`, the loop
 the app and the CLI run. Both use the same blocks of the built-in corpus and the same threads.
 
 With `--objective electra` both sides train ELECTRA's replaced-token detection on the seed shape as the
@@ -30,15 +30,16 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, peer_model, peer_tokenizer
 
-from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
-from mlm_studio.core.config import ModelConfig, RunConfig, TrainConfig, preset
-from mlm_studio.core.corpus import load_corpus
-from mlm_studio.core.dataset import DataConfig
-from mlm_studio.core.electra import DISCRIMINATOR, GENERATOR, electra_to_hf, generator_config
-from mlm_studio.core.families import FAMILIES
-from mlm_studio.core.records import StepRecord
-from mlm_studio.core.runs import NewRun, prepare_trainer
-from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerConfig, train_tokenizer
+from mlm_studio.core.config.presets import preset
+from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.sections import DataConfig, ModelConfig, TokenizerConfig, TrainConfig
+from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
+from mlm_studio.core.data.corpus import load_corpus
+from mlm_studio.core.data.tokenizer import MLMTokenizer, train_tokenizer
+from mlm_studio.core.models.electra import DISCRIMINATOR, GENERATOR, electra_to_hf, generator_config
+from mlm_studio.core.models.registry import FAMILIES
+from mlm_studio.core.training.records import StepRecord
+from mlm_studio.core.training.runs import NewRun, prepare_trainer
 
 SEED_MODEL = ModelConfig(
     vocab_size=30000, hidden_size=256, num_hidden_layers=4, num_attention_heads=8, intermediate_size=512

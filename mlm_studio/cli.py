@@ -187,7 +187,7 @@ class _SetField(argparse.Action):
 
 def _setting(text: str) -> tuple[str, object]:
     """SECTION.FIELD=VALUE, the value read as TOML reads it (numbers, true/false), else as text."""
-    from mlm_studio.core.config import value_from_text
+    from mlm_studio.core.config.run_config import value_from_text
 
     key, equals, value = text.partition("=")
     if not equals or "." not in key:
@@ -196,7 +196,7 @@ def _setting(text: str) -> tuple[str, object]:
 
 
 def _duration(text: str) -> float:
-    from mlm_studio.core.progress import parse_duration
+    from mlm_studio.core.durations import parse_duration
 
     try:
         return parse_duration(text)

@@ -8,25 +8,25 @@ import signal
 import sys
 from dataclasses import replace
 
-from mlm_studio.core import distributed
-from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
-from mlm_studio.core.checkpoint import CheckpointError, RunDir, read_state
-from mlm_studio.core.config import DEFAULT_PRESET, ConfigError, RunConfig, preset
-from mlm_studio.core.corpus import Corpus, CorpusError, load_corpus
-from mlm_studio.core.device import resolve_device
-from mlm_studio.core.distributed import Distributed
-from mlm_studio.core.hf import GENERATOR_FOLDER, export_model, import_model
-from mlm_studio.core.paths import default_runs_dir
-from mlm_studio.core.predict import FillMask, PredictError
-from mlm_studio.core.progress import Eta, Progress, format_duration
-from mlm_studio.core.records import (
-    FailedRecord,
-    FinishedRecord,
-    StartedRecord,
-    StepRecord,
-    TrainingControl,
-)
-from mlm_studio.core.runs import (
+from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
+from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.sections import ConfigError
+from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
+from mlm_studio.core.data.corpus import Corpus, CorpusError, load_corpus
+from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError, train_tokenizer
+from mlm_studio.core.durations import Eta, format_duration
+from mlm_studio.core.evaluation.predict import FillMask, PredictError
+from mlm_studio.core.interop.hf import GENERATOR_FOLDER, export_model, import_model
+from mlm_studio.core.progress import Progress
+from mlm_studio.core.storage.checkpoint import CheckpointError, read_state
+from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.storage.user_folders import default_runs_dir
+from mlm_studio.core.training import distributed
+from mlm_studio.core.training.control import TrainingControl
+from mlm_studio.core.training.device import resolve_device
+from mlm_studio.core.training.distributed import Distributed
+from mlm_studio.core.training.records import FailedRecord, FinishedRecord, StartedRecord, StepRecord
+from mlm_studio.core.training.runs import (
     NewRun,
     check_corpus_unchanged,
     check_resume,
@@ -34,8 +34,7 @@ from mlm_studio.core.runs import (
     new_run_path,
     prepare_trainer,
 )
-from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerError, train_tokenizer
-from mlm_studio.core.trainer import Trainer
+from mlm_studio.core.training.trainer import Trainer
 
 USER_ERRORS = (ConfigError, CorpusError, TokenizerError, CheckpointError, PredictError, ValueError, OSError)
 
@@ -276,7 +275,7 @@ def export(args) -> int:
 
 def tensorboard(args) -> int:
     """Write each run's TensorBoard events from its metrics.jsonl."""
-    from mlm_studio.core.tensorboard import write_events
+    from mlm_studio.core.storage.tensorboard import write_events
 
     for path in args.runs:
         try:
@@ -315,9 +314,10 @@ def predict(args) -> int:
 
 def evaluate(args) -> int:
     """Print the masked-token diagnosis of a model (and, with --task, the downstream probe) as a table or JSON."""
-    from mlm_studio.core.corpus import load_corpus
-    from mlm_studio.core.diagnostics import diagnose, load_subject
-    from mlm_studio.core.task_probe import TaskError, probe_task, read_labelled
+    from mlm_studio.core.data.corpus import load_corpus
+    from mlm_studio.core.evaluation.diagnosis import diagnose
+    from mlm_studio.core.evaluation.subject import load_subject
+    from mlm_studio.core.evaluation.task_probe import TaskError, probe_task, read_labelled
 
     try:
         corpus = load_corpus(list(args.corpus)) if args.corpus else None

@@ -11,9 +11,10 @@ os.environ["MLM_STUDIO_RUNS"] = tempfile.mkdtemp(prefix="mlm-studio-test-runs-")
 import pytest
 from hypothesis import settings
 
-from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
-from mlm_studio.core.corpus import load_corpus
-from mlm_studio.core.tokenizer import TokenizerConfig, train_tokenizer
+from mlm_studio.core.config.sections import TokenizerConfig
+from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
+from mlm_studio.core.data.corpus import load_corpus
+from mlm_studio.core.data.tokenizer import train_tokenizer
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)

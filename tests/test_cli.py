@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from mlm_studio.cli import main
-from mlm_studio.core.checkpoint import RunDir
+from mlm_studio.core.storage.run_folder import RunDir
 from tests.core.helpers import config_file
 
 
@@ -314,7 +314,7 @@ def _small_sections():
     """The small test configuration as a JSON-like dict of its sections (400-piece tokenizer)."""
     from dataclasses import asdict, replace
 
-    from mlm_studio.core.config import SECTIONS
+    from mlm_studio.core.config.sections import SECTIONS
     from tests.core.helpers import small_config
 
     config = small_config()

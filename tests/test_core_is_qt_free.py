@@ -34,7 +34,7 @@ def test_every_core_module_imports_without_qt():
 
 def test_the_configuration_imports_without_torch_or_tokenizers():
     script = (
-        "import sys, mlm_studio.core.config, mlm_studio.core.settings\n"
+        "import sys, mlm_studio.core.config.run_config, mlm_studio.core.config.sections\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'tokenizers', 'PySide6'}))"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)

@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio import __version__
-from mlm_studio.core.device import available_devices
-from mlm_studio.core.paths import default_runs_dir
+from mlm_studio.core.storage.user_folders import default_runs_dir
+from mlm_studio.core.training.device import available_devices
 from mlm_studio.ui import session
 from mlm_studio.ui.tasks import TaskRunner, stop_all_tasks
 from mlm_studio.ui.theme import SCHEMES, app_icon, apply_scheme
@@ -339,10 +339,10 @@ class MainWindow(QMainWindow):
 def _import_engine() -> None:
     """What the panels need that takes long to import (PyTorch, tokenizers, the engine), in the background; the
     TensorBoard writer too, so the first training does not import it while the window waits."""
-    import mlm_studio.core.predict
-    import mlm_studio.core.preview
-    import mlm_studio.core.runs  # noqa: F401
-    from mlm_studio.core import tensorboard
+    import mlm_studio.core.data.masking_preview
+    import mlm_studio.core.evaluation.predict
+    import mlm_studio.core.training.runs  # noqa: F401
+    from mlm_studio.core.storage import tensorboard
 
     if tensorboard.available():
         import torch.utils.tensorboard  # noqa: F401

@@ -23,9 +23,9 @@ def preview(make: Callable[[Workspace], QWidget], loaded: bool = True, size: tup
     app = QApplication.instance() or QApplication(sys.argv[:1])
     workspace = Workspace()
     if loaded:
-        from mlm_studio.core.builtin_corpus import ensure_builtin_corpus
-        from mlm_studio.core.corpus import load_corpus
-        from mlm_studio.core.tokenizer import train_tokenizer
+        from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
+        from mlm_studio.core.data.corpus import load_corpus
+        from mlm_studio.core.data.tokenizer import train_tokenizer
 
         corpus = load_corpus([ensure_builtin_corpus()])
         workspace.set_corpus(corpus)

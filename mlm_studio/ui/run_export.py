@@ -9,9 +9,10 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
-from mlm_studio.core.checkpoint import CheckpointError, RunDir
-from mlm_studio.core.hf import export_model, is_hf_folder
-from mlm_studio.core.history import metrics_csv
+from mlm_studio.core.interop.hf import export_model, is_hf_folder
+from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.storage.history import metrics_csv
+from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar

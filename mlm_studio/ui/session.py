@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QByteArray, QSettings
 from PySide6.QtWidgets import QSplitter
 
-from mlm_studio.core.builtin_corpus import builtin_corpus_location
-from mlm_studio.core.config import ConfigError, RunConfig
-from mlm_studio.core.corpus import ReadOptions
-from mlm_studio.core.probes import Probe
+from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.sections import ConfigError
+from mlm_studio.core.data.builtin_corpus import builtin_corpus_location
+from mlm_studio.core.data.corpus import ReadOptions
+from mlm_studio.core.evaluation.probes import Probe
 
 if TYPE_CHECKING:
     from mlm_studio.ui.main_window import MainWindow

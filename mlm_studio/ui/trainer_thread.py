@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from mlm_studio.core.progress import Cancelled, Progress
-from mlm_studio.core.records import FailedRecord, PausedRecord, StartedRecord, TrainingControl
+from mlm_studio.core.training.control import TrainingControl
+from mlm_studio.core.training.records import FailedRecord, PausedRecord, StartedRecord
 from mlm_studio.ui.tasks import user_message
 
 if TYPE_CHECKING:
-    from mlm_studio.core.trainer import Trainer
+    from mlm_studio.core.training.trainer import Trainer
 
 log = logging.getLogger(__name__)
 IDLE, PREPARING, RUNNING, PAUSED, STOPPING = "idle", "preparing", "running", "paused", "stopping"

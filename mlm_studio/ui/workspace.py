@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
-from mlm_studio.core.config import DEFAULT_PRESET, RunConfig, preset
-from mlm_studio.core.corpus import Corpus, ReadOptions
+from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
+from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.data.corpus import Corpus, ReadOptions
 
 if TYPE_CHECKING:
-    from mlm_studio.core.hf import ImportedModel
-    from mlm_studio.core.tokenizer import MLMTokenizer
+    from mlm_studio.core.data.tokenizer import MLMTokenizer
+    from mlm_studio.core.interop.hf import ImportedModel
 
 
 class Workspace(QObject):
@@ -78,7 +79,7 @@ class Workspace(QObject):
             limit = imported.config.max_tokens()
             if config.data.max_seq_len > limit:
                 config = replace(config, data=replace(config.data, max_seq_len=limit))
-            from mlm_studio.core.runs import with_architecture
+            from mlm_studio.core.training.runs import with_architecture
 
             self.set_config(with_architecture(config, imported))
             self.set_tokenizer(imported.tokenizer)

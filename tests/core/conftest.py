@@ -2,7 +2,8 @@
 
 import pytest
 
-from mlm_studio.core.tokenizer import TokenizerConfig, train_tokenizer
+from mlm_studio.core.config.sections import TokenizerConfig
+from mlm_studio.core.data.tokenizer import train_tokenizer
 
 
 @pytest.fixture(scope="session")
@@ -13,8 +14,8 @@ def tokenizer(builtin_corpus):
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory, small_corpus, small_tokenizer):
     """30 steps on the small corpus, with checkpoints and evaluations."""
-    from mlm_studio.core.runs import start_run, training_blocks
-    from mlm_studio.core.trainer import Trainer
+    from mlm_studio.core.training.runs import start_run, training_blocks
+    from mlm_studio.core.training.trainer import Trainer
     from tests.core.helpers import small_config
 
     run = start_run(

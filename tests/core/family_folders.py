@@ -14,7 +14,8 @@ ROBERTA_SPECIALS = {"pad": "<pad>", "unk": "<unk>", "cls": "<s>", "sep": "</s>",
 
 
 def _wordpiece(documents: list[str]) -> Tokenizer:
-    from mlm_studio.core.tokenizer import TokenizerConfig, train_tokenizer
+    from mlm_studio.core.config.sections import TokenizerConfig
+    from mlm_studio.core.data.tokenizer import train_tokenizer
 
     return train_tokenizer(documents, TokenizerConfig(vocab_size=400, lowercase=False)).backend
 

@@ -2,8 +2,8 @@
 
 from dataclasses import replace
 
-from mlm_studio.core.config import ModelConfig, RunConfig, TrainConfig
-from mlm_studio.core.dataset import DataConfig
+from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.sections import DataConfig, ModelConfig, TrainConfig
 
 
 def small_config(**training) -> RunConfig:

@@ -2,9 +2,9 @@ import hashlib
 import subprocess
 import sys
 
-from mlm_studio.core import builtin_corpus
-from mlm_studio.core.builtin_corpus import ensure_builtin_corpus, iter_builtin_documents
-from mlm_studio.core.corpus import ReadOptions, load_corpus
+from mlm_studio.core.data import builtin_corpus
+from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus, iter_builtin_documents
+from mlm_studio.core.data.corpus import ReadOptions, load_corpus
 
 
 def test_built_once_then_cached(monkeypatch):
@@ -38,7 +38,7 @@ def test_is_prose_of_useful_size_and_reads_the_same_in_both_modes():
 def test_builds_without_importing_the_modules_it_reads(tmp_path):
     script = (
         "import sys\n"
-        "from mlm_studio.core.builtin_corpus import iter_builtin_documents\n"
+        "from mlm_studio.core.data.builtin_corpus import iter_builtin_documents\n"
         "before = set(sys.modules)\n"
         "n = sum(1 for _ in iter_builtin_documents())\n"
         "new = sorted(set(sys.modules) - before)\n"

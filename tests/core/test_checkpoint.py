@@ -4,11 +4,11 @@ import shutil
 import subprocess
 import sys
 
-from mlm_studio.core.checkpoint import RunDir, checkpoint_step
+from mlm_studio.core.storage.run_folder import RunDir, checkpoint_step
 
 KILLED_WHILE_WRITING = """
 import sys
-from mlm_studio.core.files import atomic_write_folder
+from mlm_studio.core.storage.files import atomic_write_folder
 
 def fill(folder):
     (folder / "model.safetensors").write_bytes(b"half")

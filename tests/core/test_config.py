@@ -1,9 +1,10 @@
 import pytest
 import torch
 
-from mlm_studio.core.bert import BertForMaskedLM
-from mlm_studio.core.config import PRESETS, ConfigError, ModelConfig, RunConfig, TrainConfig, preset
-from mlm_studio.core.dataset import DataConfig
+from mlm_studio.core.config.presets import PRESETS, preset
+from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.sections import ConfigError, DataConfig, ModelConfig, TrainConfig
+from mlm_studio.core.models.bert import BertForMaskedLM
 
 
 @pytest.mark.parametrize(

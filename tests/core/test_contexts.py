@@ -4,9 +4,9 @@ the chosen layer, and a sentence placed exactly where its own context lies."""
 import numpy as np
 import pytest
 
-from mlm_studio.core.contexts import context_map, occurrences, place, word_vectors
-from mlm_studio.core.diagnostics import load_subject
-from mlm_studio.core.encoder import layer_count
+from mlm_studio.core.evaluation.contexts import context_map, occurrences, place, word_vectors
+from mlm_studio.core.evaluation.subject import load_subject
+from mlm_studio.core.models.encoder import layer_count
 
 
 def test_occurrences_are_whole_words_in_any_case_with_their_context():

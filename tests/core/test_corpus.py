@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mlm_studio.core.corpus import CorpusError, ReadOptions, expand_sources, load_corpus
+from mlm_studio.core.data.corpus import CorpusError, ReadOptions, expand_sources, load_corpus
 from mlm_studio.core.progress import Cancelled, Progress
 
 

@@ -7,10 +7,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from mlm_studio.core.predict import FillMask
-from mlm_studio.core.records import FinishedRecord, StepRecord
-from mlm_studio.core.runs import start_run, training_blocks
-from mlm_studio.core.trainer import Trainer
+from mlm_studio.core.evaluation.predict import FillMask
+from mlm_studio.core.training.records import FinishedRecord, StepRecord
+from mlm_studio.core.training.runs import start_run, training_blocks
+from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

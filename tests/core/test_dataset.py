@@ -1,17 +1,11 @@
 import numpy as np
 import pytest
 
-from mlm_studio.core.corpus import CorpusError, load_corpus
-from mlm_studio.core.dataset import (
-    DataConfig,
-    TokenizedCorpus,
-    cache_key,
-    split_blocks,
-    split_documents,
-    tokenize_corpus,
-)
-from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerConfig, train_tokenizer
-from mlm_studio.core.wordpiece import BERT_SPECIAL_TOKENS
+from mlm_studio.core.config.sections import DataConfig, TokenizerConfig
+from mlm_studio.core.data.corpus import CorpusError, load_corpus
+from mlm_studio.core.data.dataset import TokenizedCorpus, cache_key, split_blocks, split_documents, tokenize_corpus
+from mlm_studio.core.data.tokenizer import MLMTokenizer, train_tokenizer
+from mlm_studio.core.data.wordpiece import BERT_SPECIAL_TOKENS
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,10 @@ import random
 
 import pytest
 
-from mlm_studio.core.diagnostics import diagnose, load_subject
-from mlm_studio.core.families import build_model
-from mlm_studio.core.task_probe import TaskError, probe_task, read_labelled
+from mlm_studio.core.evaluation.diagnosis import diagnose
+from mlm_studio.core.evaluation.subject import load_subject
+from mlm_studio.core.evaluation.task_probe import TaskError, probe_task, read_labelled
+from mlm_studio.core.models.registry import build_model
 
 
 def _eval_records(run):
@@ -36,8 +37,8 @@ def longer_run(tmp_path_factory, small_corpus, small_tokenizer):
     """A 2 × 64 ModernBERT, 300 steps, scored on 64 held-out blocks (221 masked positions)."""
     from dataclasses import replace
 
-    from mlm_studio.core.runs import start_run, training_blocks
-    from mlm_studio.core.trainer import Trainer
+    from mlm_studio.core.training.runs import start_run, training_blocks
+    from mlm_studio.core.training.trainer import Trainer
     from tests.core.helpers import small_config
 
     config = small_config(max_steps=300, learning_rate=2e-3, warmup_steps=20, eval_interval=300,
@@ -107,7 +108,7 @@ def test_unusable_task_files_are_refused_clearly(tmp_path):
 
 
 def test_sentence_vectors_come_from_the_layer_asked_for(longer_run):
-    from mlm_studio.core.task_probe import sentence_vectors
+    from mlm_studio.core.evaluation.task_probe import sentence_vectors
 
     subject = load_subject(longer_run.path)
     texts = ["Return the list.", "A much longer sentence about the values of the dictionary keys."]

@@ -13,19 +13,21 @@ import transformers
 from safetensors.torch import load_file
 from sklearn.metrics import roc_auc_score
 
-from mlm_studio.core.checkpoint import RunDir
-from mlm_studio.core.config import ModelConfig, RunConfig
-from mlm_studio.core.diagnostics import diagnose, load_subject
-from mlm_studio.core.electra import ElectraForPreTraining, generator_config
-from mlm_studio.core.encoder import MLMOutput
-from mlm_studio.core.hf import export_model, import_model
-from mlm_studio.core.masking import IGNORE_INDEX
-from mlm_studio.core.predict import FillMask
-from mlm_studio.core.records import EvalRecord, StepRecord
-from mlm_studio.core.replaced_tokens import ElectraOutput, ReplacedTokenDetection, auc_from_histogram
-from mlm_studio.core.runs import start_run, training_blocks
-from mlm_studio.core.task_probe import probe_task
-from mlm_studio.core.trainer import Trainer
+from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.sections import ModelConfig
+from mlm_studio.core.data.masking import IGNORE_INDEX
+from mlm_studio.core.evaluation.diagnosis import diagnose
+from mlm_studio.core.evaluation.predict import FillMask
+from mlm_studio.core.evaluation.subject import load_subject
+from mlm_studio.core.evaluation.task_probe import probe_task
+from mlm_studio.core.interop.hf import export_model, import_model
+from mlm_studio.core.models.electra import ElectraForPreTraining, generator_config
+from mlm_studio.core.models.encoder import MLMOutput
+from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.records import EvalRecord, StepRecord
+from mlm_studio.core.training.replaced_tokens import ElectraOutput, ReplacedTokenDetection, auc_from_histogram
+from mlm_studio.core.training.runs import start_run, training_blocks
+from mlm_studio.core.training.trainer import Trainer
 from tests.core.family_folders import save_tokenizer
 from tests.core.helpers import small_config
 

@@ -8,12 +8,12 @@ from itertools import islice
 import pytest
 import torch
 
-from mlm_studio.core.families import FAMILIES, build_model
-from mlm_studio.core.hf import InteropError, export_model, import_model
-from mlm_studio.core.predict import FillMask
-from mlm_studio.core.runs import start_run, training_blocks
-from mlm_studio.core.settings import ModelConfig
-from mlm_studio.core.trainer import Trainer
+from mlm_studio.core.config.sections import ModelConfig
+from mlm_studio.core.evaluation.predict import FillMask
+from mlm_studio.core.interop.hf import InteropError, export_model, import_model
+from mlm_studio.core.models.registry import FAMILIES, build_model
+from mlm_studio.core.training.runs import start_run, training_blocks
+from mlm_studio.core.training.trainer import Trainer
 from tests.core.family_folders import CASES, make_folder
 from tests.core.helpers import small_config
 
@@ -135,7 +135,7 @@ def test_a_hub_name_is_read_from_the_local_cache_and_never_downloaded(case, tmp_
 
 
 def test_the_torch_free_settings_name_exactly_the_registered_families():
-    from mlm_studio.core.settings import FAMILY_FIELDS, FAMILY_NAMES
+    from mlm_studio.core.config.sections import FAMILY_FIELDS, FAMILY_NAMES
 
     assert tuple(FAMILIES) == FAMILY_NAMES
     assert all(set(families) <= set(FAMILY_NAMES) for families in FAMILY_FIELDS.values())

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from mlm_studio.core.files import atomic_write_folder, atomic_write_json, atomic_write_text
+from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json, atomic_write_text
 
 
 def test_text_is_written_whole_from_a_string_or_from_pieces(tmp_path):

@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from mlm_studio.core.corpus import CorpusError, ReadOptions, load_corpus
-from mlm_studio.core.formats import kind_of
+from mlm_studio.core.data.corpus import CorpusError, ReadOptions, load_corpus
+from mlm_studio.core.data.formats import kind_of
 
 DOCS = ["The first document, in ASCII.", "Le deuxième, accentué.", "A third\nwith two lines."]
 COMPRESS = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress, ".zst": zstandard.compress}

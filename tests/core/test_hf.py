@@ -9,12 +9,20 @@ from pathlib import Path
 import pytest
 import torch
 
-from mlm_studio.core.checkpoint import CheckpointError, RunDir
-from mlm_studio.core.config import ConfigError
-from mlm_studio.core.hf import GENERATOR_FOLDER, WRITTEN_FILES, InteropError, export_model, import_model, is_hf_folder
-from mlm_studio.core.predict import FillMask
-from mlm_studio.core.runs import start_run, training_blocks
-from mlm_studio.core.trainer import Trainer
+from mlm_studio.core.config.sections import ConfigError
+from mlm_studio.core.evaluation.predict import FillMask
+from mlm_studio.core.interop.hf import (
+    GENERATOR_FOLDER,
+    WRITTEN_FILES,
+    InteropError,
+    export_model,
+    import_model,
+    is_hf_folder,
+)
+from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.runs import start_run, training_blocks
+from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config, with_training
 
 transformers = pytest.importorskip("transformers")

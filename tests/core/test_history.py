@@ -1,8 +1,8 @@
 import json
 import shutil
 
-from mlm_studio.core.checkpoint import RunDir
-from mlm_studio.core.history import TAIL_BYTES, list_runs, summarize
+from mlm_studio.core.storage.history import TAIL_BYTES, list_runs, summarize
+from mlm_studio.core.storage.run_folder import RunDir
 
 
 def test_a_finished_run_is_summarized_from_its_last_records(trained_run):

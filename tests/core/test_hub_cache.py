@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from mlm_studio.core.corpus import CorpusError, load_corpus
+from mlm_studio.core.data.corpus import CorpusError, load_corpus
 
 DOCS = ["A first document from the Hub cache.", "A second one, in another shard."]
 

@@ -4,16 +4,15 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mlm_studio.core.masking import (
+from mlm_studio.core.config.sections import STRATEGIES, MaskingConfig
+from mlm_studio.core.data.masking import (
     IGNORE_INDEX,
     Masker,
-    MaskingConfig,
     MaskKind,
     achieved_rates,
     span_treatments,
     wilson_interval,
 )
-from mlm_studio.core.settings import STRATEGIES
 
 VOCAB = 40
 SPECIAL = np.zeros(VOCAB, dtype=bool)

@@ -2,10 +2,10 @@ import pytest
 import torch
 import transformers
 
-from mlm_studio.core.bert import BertForMaskedLM
-from mlm_studio.core.config import ModelConfig
-from mlm_studio.core.encoder import VocabularyCrossEntropy, decay_groups
-from mlm_studio.core.masking import IGNORE_INDEX
+from mlm_studio.core.config.sections import ModelConfig
+from mlm_studio.core.data.masking import IGNORE_INDEX
+from mlm_studio.core.models.bert import BertForMaskedLM
+from mlm_studio.core.models.encoder import VocabularyCrossEntropy, decay_groups
 
 CONFIG = ModelConfig(
     vocab_size=300,
@@ -168,7 +168,7 @@ def test_weight_decay_skips_biases_and_layer_norms():
 def test_fast_dropout_drops_at_the_rate_and_keeps_the_expectation(p):
     """Over a million values: the dropped share within 0.002 of p (about 6 standard deviations at most),
     kept values scaled so the mean is unchanged, and the same mask for the same seed."""
-    from mlm_studio.core.encoder import dropout
+    from mlm_studio.core.models.encoder import dropout
 
     x = torch.ones(1_000_000)
     torch.manual_seed(0)
@@ -185,7 +185,7 @@ def test_fast_dropout_drops_at_the_rate_and_keeps_the_expectation(p):
 
 def test_attention_with_dropout_off_matches_scaled_dot_product_attention():
     """The CPU training path (explicit attention, for the faster dropout) computes what SDPA computes."""
-    from mlm_studio.core.bert import BertSelfAttention
+    from mlm_studio.core.models.bert import BertSelfAttention
 
     config = ModelConfig(hidden_size=32, num_attention_heads=4, attention_probs_dropout_prob=0.1)
     attention = BertSelfAttention(config).train()

@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from mlm_studio.core.checkpoint import CheckpointError
-from mlm_studio.core.predict import FillMask, PredictError
-from mlm_studio.core.runs import start_run
+from mlm_studio.core.evaluation.predict import FillMask, PredictError
+from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.training.runs import start_run
 from tests.core.helpers import small_config
 
 

@@ -1,9 +1,10 @@
 import numpy as np
 import pytest
 
-from mlm_studio.core.dataset import DataConfig, split_blocks, tokenize_corpus
-from mlm_studio.core.masking import Masker, MaskingConfig, MaskKind
-from mlm_studio.core.preview import masking_preview
+from mlm_studio.core.config.sections import DataConfig, MaskingConfig
+from mlm_studio.core.data.dataset import split_blocks, tokenize_corpus
+from mlm_studio.core.data.masking import Masker, MaskKind
+from mlm_studio.core.data.masking_preview import masking_preview
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,9 @@ from contextlib import ExitStack
 
 import pytest
 
-from mlm_studio.core.checkpoint import CheckpointError, RunDir
-from mlm_studio.core.runs import NewRun, prepare_trainer
+from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.runs import NewRun, prepare_trainer
 from tests.core.helpers import config_file, small_config
 
 TIMING = {"elapsed", "tokens_per_second", "run_dir", "device", "path", "events"}

@@ -9,8 +9,8 @@ import pytest
 pytest.importorskip("tensorboard")
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from mlm_studio.core.checkpoint import RunDir
-from mlm_studio.core.tensorboard import EVENTS_FOLDER, TAGS
+from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.storage.tensorboard import EVENTS_FOLDER, TAGS
 from tests.core.helpers import config_file
 
 

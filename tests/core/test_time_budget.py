@@ -2,12 +2,13 @@
 
 import pytest
 
-from mlm_studio.core import trainer as trainer_module
-from mlm_studio.core.config import UNTIL_THE_BUDGET_IS_SPENT, ConfigError, RunConfig
-from mlm_studio.core.progress import format_duration, parse_duration
-from mlm_studio.core.records import FinishedRecord, StepRecord
-from mlm_studio.core.runs import start_run, training_blocks
-from mlm_studio.core.trainer import Trainer
+from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.sections import UNTIL_THE_BUDGET_IS_SPENT, ConfigError
+from mlm_studio.core.durations import format_duration, parse_duration
+from mlm_studio.core.training import trainer as trainer_module
+from mlm_studio.core.training.records import FinishedRecord, StepRecord
+from mlm_studio.core.training.runs import start_run, training_blocks
+from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config
 
 

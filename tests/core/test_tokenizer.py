@@ -5,14 +5,9 @@ from dataclasses import astuple
 import numpy as np
 import pytest
 
+from mlm_studio.core.config.sections import TokenizerConfig
+from mlm_studio.core.data.tokenizer import BERT_STYLE, MLMTokenizer, TokenizerError, train_tokenizer
 from mlm_studio.core.progress import Cancelled, Progress
-from mlm_studio.core.tokenizer import (
-    BERT_STYLE,
-    MLMTokenizer,
-    TokenizerConfig,
-    TokenizerError,
-    train_tokenizer,
-)
 
 TEXTS = ["The Interpreter evaluates expressions.", "Ünïcode façade, naïve café!", "unseen ✓ glyph 3.14"]
 
@@ -153,7 +148,7 @@ def test_config_is_validated():
 
 
 def test_a_document_longer_than_a_chunk_encodes_as_if_whole(tokenizer, monkeypatch):
-    from mlm_studio.core import tokenizer as tokenizer_module
+    from mlm_studio.core.data import tokenizer as tokenizer_module
 
     text = "The interpreter raises an exception when the iterator is exhausted. " * 40
     joined = "iterator.exhausted,interpreter;" * 40 + " " + "x" * 5000  # no white space; an overlong word

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from mlm_studio.core.runs import start_run, training_blocks
-from mlm_studio.core.trainer import Trainer
+from mlm_studio.core.training.runs import start_run, training_blocks
+from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config
 
 

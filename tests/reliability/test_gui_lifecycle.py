@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from mlm_studio.core.checkpoint import RunDir
-from mlm_studio.core.history import list_runs
-from mlm_studio.core.records import FinishedRecord
-from mlm_studio.core.runs import training_blocks
-from mlm_studio.core.trainer import Trainer
+from mlm_studio.core.storage.history import list_runs
+from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.records import FinishedRecord
+from mlm_studio.core.training.runs import training_blocks
+from mlm_studio.core.training.trainer import Trainer
 from mlm_studio.ui.panels.training import TrainingPanel
 from mlm_studio.ui.workspace import Workspace
 from tests.core.helpers import small_config, with_training

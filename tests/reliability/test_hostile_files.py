@@ -8,15 +8,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from mlm_studio.core.bert import BertForMaskedLM
-from mlm_studio.core.checkpoint import CheckpointError, RunDir, load_optimizer, load_weights, read_state
-from mlm_studio.core.config import ConfigError
-from mlm_studio.core.encoder import decay_groups
-from mlm_studio.core.hf import InteropError, export_model, import_model
-from mlm_studio.core.predict import FillMask
-from mlm_studio.core.runs import training_blocks
-from mlm_studio.core.tokenizer import MLMTokenizer, TokenizerError
-from mlm_studio.core.trainer import Trainer
+from mlm_studio.core.config.sections import ConfigError
+from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError
+from mlm_studio.core.evaluation.predict import FillMask
+from mlm_studio.core.interop.hf import InteropError, export_model, import_model
+from mlm_studio.core.models.bert import BertForMaskedLM
+from mlm_studio.core.models.encoder import decay_groups
+from mlm_studio.core.storage.checkpoint import CheckpointError, load_optimizer, load_weights, read_state
+from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.runs import training_blocks
+from mlm_studio.core.training.trainer import Trainer
 from tests.reliability.conftest import Payload
 
 CHECKPOINT_FILES = ("model.safetensors", "optimizer.safetensors", "state.json")

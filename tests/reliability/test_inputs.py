@@ -11,12 +11,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mlm_studio.core.config import ConfigError, RunConfig
-from mlm_studio.core.corpus import CorpusError, load_corpus
-from mlm_studio.core.dataset import tokenize_corpus
-from mlm_studio.core.predict import MAX_MASKS, FillMask, PredictError
+from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.sections import ConfigError, TokenizerConfig
+from mlm_studio.core.data.corpus import CorpusError, load_corpus
+from mlm_studio.core.data.dataset import tokenize_corpus
+from mlm_studio.core.data.tokenizer import train_tokenizer
+from mlm_studio.core.evaluation.predict import MAX_MASKS, FillMask, PredictError
 from mlm_studio.core.progress import Cancelled, Progress
-from mlm_studio.core.tokenizer import TokenizerConfig, train_tokenizer
 
 TEXT = "Naïve café owners read the menu.\n\nThe second paragraph has € and “quotes”.\n"
 

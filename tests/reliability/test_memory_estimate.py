@@ -9,11 +9,11 @@ import pytest
 MEASURE = """
 import sys
 from dataclasses import replace
-from mlm_studio.core.config import preset
-from mlm_studio.core.corpus import load_corpus
-from mlm_studio.core.runs import start_run, training_blocks
-from mlm_studio.core.tokenizer import train_tokenizer
-from mlm_studio.core.trainer import Trainer
+from mlm_studio.core.config.presets import preset
+from mlm_studio.core.data.corpus import load_corpus
+from mlm_studio.core.training.runs import start_run, training_blocks
+from mlm_studio.core.data.tokenizer import train_tokenizer
+from mlm_studio.core.training.trainer import Trainer
 
 def status(key):
     return int(open("/proc/self/status").read().split(key + ":")[1].split()[0]) * 1024

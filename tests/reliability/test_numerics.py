@@ -4,10 +4,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from mlm_studio.core.bert import BertForMaskedLM
-from mlm_studio.core.records import FailedRecord, FinishedRecord, WarningRecord
-from mlm_studio.core.runs import start_run, training_blocks
-from mlm_studio.core.trainer import Trainer
+from mlm_studio.core.models.bert import BertForMaskedLM
+from mlm_studio.core.training.records import FailedRecord, FinishedRecord, WarningRecord
+from mlm_studio.core.training.runs import start_run, training_blocks
+from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config
 
 
@@ -83,7 +83,7 @@ def test_out_of_memory_gives_advice_and_keeps_the_last_completed_step(tmp_path, 
 
 
 def test_out_of_memory_in_the_window_leaves_it_usable(qtbot, tmp_path, small_corpus, small_tokenizer, monkeypatch):
-    from mlm_studio.core.checkpoint import RunDir
+    from mlm_studio.core.storage.run_folder import RunDir
     from mlm_studio.ui.panels.training import TrainingPanel
     from mlm_studio.ui.workspace import Workspace
 

@@ -4,9 +4,9 @@ resumed run ends with the weights, losses and learning rates of a run that never
 import torch
 from safetensors.torch import load_file
 
-from mlm_studio.core.records import FailedRecord, FinishedRecord, StepRecord
-from mlm_studio.core.runs import start_run, training_blocks
-from mlm_studio.core.trainer import Trainer
+from mlm_studio.core.training.records import FailedRecord, FinishedRecord, StepRecord
+from mlm_studio.core.training.runs import start_run, training_blocks
+from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config, train_documents
 
 CONFIG = small_config(max_steps=8, grad_accumulation=3, checkpoint_interval=2, eval_interval=100)

@@ -6,7 +6,7 @@ import signal
 import subprocess
 import sys
 
-from mlm_studio.core.checkpoint import RunDir
+from mlm_studio.core.storage.run_folder import RunDir
 from tests.core.helpers import config_file
 
 

@@ -9,12 +9,14 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from mlm_studio.core import checkpoint as checkpoint_module
-from mlm_studio.core.bert import BertForMaskedLM
-from mlm_studio.core.checkpoint import RunDir, load_weights
-from mlm_studio.core.records import FailedRecord, FinishedRecord, PausedRecord, TrainingControl
-from mlm_studio.core.runs import start_run, training_blocks
-from mlm_studio.core.trainer import Trainer
+from mlm_studio.core.models.bert import BertForMaskedLM
+from mlm_studio.core.storage import run_folder as checkpoint_module
+from mlm_studio.core.storage.checkpoint import load_weights
+from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.control import TrainingControl
+from mlm_studio.core.training.records import FailedRecord, FinishedRecord, PausedRecord
+from mlm_studio.core.training.runs import start_run, training_blocks
+from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config
 
 CONFIG = small_config(max_steps=12, checkpoint_interval=4, eval_interval=4)

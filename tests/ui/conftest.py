@@ -2,7 +2,8 @@
 
 import pytest
 
-from mlm_studio.core.tokenizer import TokenizerConfig, train_tokenizer
+from mlm_studio.core.config.sections import TokenizerConfig
+from mlm_studio.core.data.tokenizer import train_tokenizer
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -38,8 +39,8 @@ def builtin_tokenizer(builtin_corpus):
 @pytest.fixture(scope="session")
 def trained_runs(small_corpus, small_tokenizer, tmp_path_factory):
     """A folder with two short runs trained on the small corpus."""
-    from mlm_studio.core.runs import start_run, training_blocks
-    from mlm_studio.core.trainer import Trainer
+    from mlm_studio.core.training.runs import start_run, training_blocks
+    from mlm_studio.core.training.trainer import Trainer
     from tests.core.helpers import small_config
 
     root = tmp_path_factory.mktemp("runs")

@@ -4,7 +4,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
-from mlm_studio.core.config import RunConfig, preset
+from mlm_studio.core.config.presets import preset
+from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.ui.panels.config import INVALID, ConfigPanel
 from mlm_studio.ui.panels.config_fields import field_names
 from mlm_studio.ui.workspace import Workspace

@@ -8,9 +8,9 @@ import torch
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
-from mlm_studio.core.checkpoint import RunDir
-from mlm_studio.core.hf import is_hf_folder
-from mlm_studio.core.predict import FillMask
+from mlm_studio.core.evaluation.predict import FillMask
+from mlm_studio.core.interop.hf import is_hf_folder
+from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.ui.main_window import MainWindow
 from tests.core.helpers import with_training
 
@@ -106,7 +106,7 @@ def test_export_into_a_folder_of_other_files_is_refused(qtbot, window, tmp_path,
 
 
 def test_a_new_tokenizer_ends_the_import(qtbot, window, tmp_path, trained_runs, small_tokenizer):
-    from mlm_studio.core.hf import export_model, import_model
+    from mlm_studio.core.interop.hf import export_model, import_model
 
     imported = import_model(export_model(trained_runs / "late", tmp_path / "out"))
     window.workspace.set_initial_model(imported)

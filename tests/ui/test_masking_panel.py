@@ -3,7 +3,7 @@ import itertools
 import pytest
 from PySide6.QtCore import QPoint, Qt
 
-from mlm_studio.core.masking import MaskKind
+from mlm_studio.core.data.masking import MaskKind
 from mlm_studio.ui.panels.masking import KIND_COLOURS, MaskingPanel
 from mlm_studio.ui.workspace import Workspace
 

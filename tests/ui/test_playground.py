@@ -1,7 +1,7 @@
 import pytest
 from PySide6.QtCore import Qt
 
-from mlm_studio.core.predict import FillMask
+from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.ui.panels.playground import PlaygroundPanel
 from mlm_studio.ui.workspace import Workspace
 

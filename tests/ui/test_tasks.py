@@ -2,7 +2,7 @@
 
 import threading
 
-from mlm_studio.core.corpus import CorpusError
+from mlm_studio.core.data.corpus import CorpusError
 from mlm_studio.ui.tasks import TaskRunner
 
 

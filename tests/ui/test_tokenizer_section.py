@@ -2,7 +2,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
-from mlm_studio.core.tokenizer import MLMTokenizer
+from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.ui.panels.tokenizer_section import TokenizerSection
 from mlm_studio.ui.workspace import Workspace
 

@@ -5,9 +5,9 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 
-from mlm_studio.core import runs as runs_module
-from mlm_studio.core.checkpoint import RunDir
-from mlm_studio.core.probes import Probe
+from mlm_studio.core.evaluation.probes import Probe
+from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training import runs as runs_module
 from mlm_studio.ui.panels.training import TrainingPanel
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING
 from mlm_studio.ui.workspace import Workspace
@@ -189,7 +189,7 @@ def test_overlaying_a_run_deleted_meanwhile_says_so_and_drops_it(qtbot, panel, t
 def test_the_window_prepares_the_same_run_as_the_engine(qtbot, panel, small_corpus, small_tokenizer, tmp_path):
     from contextlib import ExitStack
 
-    from mlm_studio.core.runs import NewRun, prepare_trainer
+    from mlm_studio.core.training.runs import NewRun, prepare_trainer
     from tests.core.test_runs import comparable
 
     panel.workspace.set_config(small_config(max_steps=6, eval_interval=3, checkpoint_interval=3))

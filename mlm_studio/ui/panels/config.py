@@ -28,11 +28,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.config import PRECISIONS, PRESETS, ConfigError, RunConfig
-from mlm_studio.core.families import FAMILIES
-from mlm_studio.core.hf import ImportedModel, import_model
-from mlm_studio.core.progress import format_duration, parse_duration
-from mlm_studio.core.settings import ModelConfig, family_has
+from mlm_studio.core.config.presets import PRESETS
+from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.sections import PRECISIONS, ConfigError, ModelConfig, family_has
+from mlm_studio.core.durations import format_duration, parse_duration
+from mlm_studio.core.interop.hf import ImportedModel, import_model
+from mlm_studio.core.models.registry import FAMILIES
 from mlm_studio.ui.panels.config_fields import (
     CHOICE_TITLES,
     CHOICES,

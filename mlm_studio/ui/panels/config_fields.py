@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from mlm_studio.core.settings import FAMILY_NAMES, OBJECTIVES, PRECISIONS, SCHEDULES, SECTIONS, STRATEGIES
+from mlm_studio.core.config.sections import FAMILY_NAMES, OBJECTIVES, PRECISIONS, SCHEDULES, SECTIONS, STRATEGIES
 
 # (section, field): (group, label, tooltip)
 FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {

@@ -19,12 +19,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.checkpoint import RunDir
-from mlm_studio.core.contexts import ContextMap, context_map, place
-from mlm_studio.core.diagnostics import CheckpointScore, Diagnosis, Subject, diagnose, load_subject, over_checkpoints
-from mlm_studio.core.encoder import layer_count
-from mlm_studio.core.hf import is_hf_folder
-from mlm_studio.core.task_probe import TaskResult, probe_task, read_labelled
+from mlm_studio.core.evaluation.contexts import ContextMap, context_map, place
+from mlm_studio.core.evaluation.diagnosis import Diagnosis, diagnose
+from mlm_studio.core.evaluation.subject import Subject, load_subject
+from mlm_studio.core.evaluation.sweep import CheckpointScore, over_checkpoints
+from mlm_studio.core.evaluation.task_probe import TaskResult, probe_task, read_labelled
+from mlm_studio.core.interop.hf import is_hf_folder
+from mlm_studio.core.models.encoder import layer_count
+from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.context_view import ContextView
 from mlm_studio.ui.widgets.diagnosis_views import FailuresView, SamplesView, plot_series
@@ -316,7 +318,7 @@ def _corpus_for(path: str, corpus):
 
 
 if __name__ == "__main__":
-    from mlm_studio.core.paths import default_runs_dir
+    from mlm_studio.core.storage.user_folders import default_runs_dir
     from mlm_studio.ui.preview import preview
 
     preview(lambda workspace: EvaluationPanel(workspace, default_runs_dir()), loaded=False)

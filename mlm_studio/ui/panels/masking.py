@@ -25,12 +25,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.checkpoint import CheckpointError, RunDir
-from mlm_studio.core.dataset import DataConfig, split_blocks, tokenize_corpus
-from mlm_studio.core.masking import Masker, MaskingConfig, MaskKind
-from mlm_studio.core.predict import FillMask
-from mlm_studio.core.preview import MaskingPreview, PreviewToken, masking_preview
+from mlm_studio.core.config.sections import DataConfig, MaskingConfig
+from mlm_studio.core.data.dataset import split_blocks, tokenize_corpus
+from mlm_studio.core.data.masking import Masker, MaskKind
+from mlm_studio.core.data.masking_preview import MaskingPreview, PreviewToken, masking_preview
+from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.theme import ToneLabel
 from mlm_studio.ui.widgets.measured_rates import MeasuredRates

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.predict import Candidate, FillMask, PredictError
+from mlm_studio.core.evaluation.predict import Candidate, FillMask, PredictError
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.model_choice import model_entries, refill
@@ -326,7 +326,7 @@ class PlaygroundPanel(QWidget):
 
 
 if __name__ == "__main__":
-    from mlm_studio.core.paths import default_runs_dir
+    from mlm_studio.core.storage.user_folders import default_runs_dir
     from mlm_studio.ui.preview import preview
 
     preview(lambda workspace: PlaygroundPanel(workspace, default_runs_dir()), loaded=False)

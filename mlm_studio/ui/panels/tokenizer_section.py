@@ -23,15 +23,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.corpus import Corpus
+from mlm_studio.core.config.sections import MAX_VOCAB, MIN_VOCAB, TokenizerConfig
+from mlm_studio.core.data.corpus import Corpus
+from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerStats, train_tokenizer
 from mlm_studio.core.progress import Progress
-from mlm_studio.core.settings import MAX_VOCAB, MIN_VOCAB
-from mlm_studio.core.tokenizer import (
-    MLMTokenizer,
-    TokenizerConfig,
-    TokenizerStats,
-    train_tokenizer,
-)
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.token_view import TokenCell, TokenView

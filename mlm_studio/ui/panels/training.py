@@ -23,19 +23,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.checkpoint import CheckpointError, RunDir
-from mlm_studio.core.paths import default_runs_dir
-from mlm_studio.core.probes import Probe
-from mlm_studio.core.progress import Eta, format_duration
-from mlm_studio.core.records import (
-    CheckpointRecord,
-    FinishedRecord,
-    PausedRecord,
-    StartedRecord,
-    StepRecord,
-)
-from mlm_studio.core.runs import NewRun, new_run_path, prepare_trainer
-from mlm_studio.core.trainer import Trainer
+from mlm_studio.core.durations import Eta, format_duration
+from mlm_studio.core.evaluation.probes import Probe
+from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.storage.user_folders import default_runs_dir
+from mlm_studio.core.training.records import CheckpointRecord, FinishedRecord, PausedRecord, StartedRecord, StepRecord
+from mlm_studio.core.training.runs import NewRun, new_run_path, prepare_trainer
+from mlm_studio.core.training.trainer import Trainer
 from mlm_studio.ui.run_export import RunExporter
 from mlm_studio.ui.theme import ToneLabel
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, PREPARING, RUNNING, STOPPING, TrainingController

@@ -8,7 +8,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QListWidget, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
-from mlm_studio.core.contexts import ContextMap
+from mlm_studio.core.evaluation.contexts import ContextMap
 from mlm_studio.ui.widgets.plots import ThemedPlot
 
 CLUSTER_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")

@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.diagnostics import KIND_NAMES, Diagnosis, Sample
-from mlm_studio.core.tokenizer import MLMTokenizer
+from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.evaluation.diagnosis import KIND_NAMES, Diagnosis, Sample
 from mlm_studio.ui.widgets.plots import ThemedPlot
 from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
 

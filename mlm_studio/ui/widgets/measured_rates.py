@@ -8,9 +8,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGroupBox, QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout
 
-from mlm_studio.core.masking import wilson_interval
-from mlm_studio.core.preview import MaskingPreview
-from mlm_studio.core.settings import MaskingConfig
+from mlm_studio.core.config.sections import MaskingConfig
+from mlm_studio.core.data.masking import wilson_interval
+from mlm_studio.core.data.masking_preview import MaskingPreview
 from mlm_studio.ui.widgets.plots import ThemedPlot, accent_colour
 
 ROWS = ("selected", "mask", "random", "keep")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QComboBox
 
-from mlm_studio.core.hf import is_hf_folder
-from mlm_studio.core.history import list_runs
+from mlm_studio.core.interop.hf import is_hf_folder
+from mlm_studio.core.storage.history import list_runs
 
 
 def model_entries(current_run: Path | None, runs_root: Path, folders: list[str]) -> list[tuple[str, str]]:

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.probes import Probe
+from mlm_studio.core.evaluation.probes import Probe
 
 DEFAULT_PROBES = (
     Probe("Return a [MASK] of the list.", "copy"),

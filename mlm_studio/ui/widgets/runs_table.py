@@ -8,8 +8,8 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
-from mlm_studio.core.history import RunSummary, list_runs, summarize
-from mlm_studio.core.progress import format_duration
+from mlm_studio.core.durations import format_duration
+from mlm_studio.core.storage.history import RunSummary, list_runs, summarize
 
 COLUMNS = ("Run", "State", "Step", "Val loss", "Val acc", "Tokens", "Time")
 PATH_ROLE = Qt.ItemDataRole.UserRole

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.task_probe import TaskResult
+from mlm_studio.core.evaluation.task_probe import TaskResult
 from mlm_studio.ui.widgets.plots import ThemedPlot
 
 

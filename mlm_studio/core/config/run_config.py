@@ -1,0 +1,204 @@
+"""A run's whole configuration and its files: `config.toml` written and read, JSON configs and `--set` values.
+
+`RunConfig` gathers the sections of `sections` (model, data, masking, tokenizer, training) and is what a run
+folder's `config.toml` holds. `ModelConfig` uses the field names of Hugging Face's `BertConfig`, so a model can
+be exported and imported by renaming nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from mlm_studio.core.config.sections import (
+    SECTIONS,
+    UNTIL_THE_BUDGET_IS_SPENT,
+    ConfigError,
+    DataConfig,
+    MaskingConfig,
+    ModelConfig,
+    TokenizerConfig,
+    TrainConfig,
+)
+from mlm_studio.core.storage.files import atomic_write_text
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything a training run needs; saved as the run's `config.toml`."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    masking: MaskingConfig = field(default_factory=MaskingConfig)
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    training: TrainConfig = field(default_factory=TrainConfig)
+    preset: str = "custom"
+
+    def __post_init__(self) -> None:
+        if self.training.objective == "electra" and self.model.family != "electra":
+            raise ConfigError(
+                f"{{0}} electra trains an ELECTRA model: set {{1}} to electra (not {self.model.family})",
+                ("training.objective", "model.family"),
+            )
+        length, positions = self.data.max_seq_len, self.model.max_tokens()
+        if length > positions:
+            offset = "" if positions == self.model.max_position_embeddings else " less the padding offset"
+            raise ConfigError(
+                f"{{0}} ({length}) must not exceed {{1}}{offset} ({positions})",
+                ("data.max_seq_len", "model.max_position_embeddings"),
+            )
+
+    def training_memory_bytes(self) -> int:
+        """Memory a run takes beyond PyTorch itself (about 250 MiB more): fp32 weights, gradients and Adam's
+        two moments, the activations the backward pass keeps, and working memory. The activation factor and
+        the working memory are fitted to the peak resident memory of five presets trained on a CPU (fp32,
+        2×128 to 12×768, 2k to 16k tokens per batch): the estimate fell within 7% of each. ELECTRA's generator
+        adds its own share (its layers' weights and activations, scaled by its width)."""
+        m, t = self.model, self.training
+        states = 16 * m.parameter_count()  # weights, gradients, two moments: 4 bytes each
+        tokens = t.batch_size * self.data.max_seq_len
+        per_layer = tokens * (16 * m.hidden_size + 2 * m.intermediate_size) * 4
+        attention = t.batch_size * m.num_attention_heads * self.data.max_seq_len**2 * 4 * 2
+        head = int(tokens * self.masking.rate) * m.vocab_size * 4 * 2  # sparse logits and their gradient
+        activations = m.num_hidden_layers * (per_layer + attention) + head
+        if t.objective == "electra":  # the generator: as deep, generator_size times as wide
+            activations += int(m.num_hidden_layers * per_layer * t.generator_size)
+            states += int(16 * m.num_hidden_layers * 12 * (m.hidden_size * t.generator_size) ** 2)
+        return states + int(1.35 * activations) + 110 * 2**20
+
+    def steps_for(self, train_blocks: int) -> int:
+        """Optimizer steps of this run for a training set of `train_blocks` blocks."""
+        t = self.training
+        if t.time_budget > 0:
+            return UNTIL_THE_BUDGET_IS_SPENT
+        if t.epochs > 0:
+            per_step = t.batch_size * t.grad_accumulation
+            return max(1, math.ceil(t.epochs * train_blocks / per_step))
+        return t.max_steps
+
+    def with_objective(self, objective: str) -> RunConfig:
+        """This configuration trained with `objective`; ELECTRA's turns the model into an ELECTRA of its size."""
+        model = self.model.as_family("electra") if objective == "electra" else self.model
+        return replace(self, model=model, training=replace(self.training, objective=objective))
+
+    def with_vocabulary(self, vocab_size: int, pad_id: int) -> RunConfig:
+        """This configuration for a tokenizer of `vocab_size` pieces whose padding token is `pad_id`."""
+        return replace(self, model=replace(self.model, vocab_size=vocab_size, pad_token_id=pad_id))
+
+    # --- TOML ---------------------------------------------------------------------------------------
+    def to_toml(self) -> str:
+        lines = [f"preset = {_toml_value(self.preset)}"]
+        for section in SECTIONS:
+            lines.append(f"\n[{section}]")
+            for key, value in asdict(getattr(self, section)).items():
+                lines.append(f"{key} = {_toml_value(value)}")
+        return "\n".join(lines) + "\n"
+
+    @classmethod
+    def from_toml(cls, text: str, source: str = "config", complete: bool = False) -> RunConfig:
+        try:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{source} is not valid TOML ({exc})") from exc
+        return cls.from_dict(raw, source, complete)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any], source: str = "config", complete: bool = False) -> RunConfig:
+        """A configuration from TOML-like values; missing fields take their defaults unless `complete` (a run's
+        own file, which always holds every section)."""
+        unknown = sorted(set(raw) - set(SECTIONS) - {"preset"})
+        if unknown:
+            raise ConfigError(f"{source}: unknown section(s) {', '.join(unknown)}")
+        missing = [f"[{name}]" for name in SECTIONS if name not in raw]
+        if complete and missing:
+            raise ConfigError(f"{source} is incomplete: {', '.join(missing)} missing")
+        parts: dict[str, Any] = {"preset": str(raw.get("preset", "custom"))}
+        for section, kind in SECTIONS.items():
+            values = raw.get(section, {})
+            if not isinstance(values, dict):
+                raise ConfigError(f"{source}: [{section}] must be a table")
+            known = {f.name: f.type for f in fields(kind)}
+            extra = sorted(set(values) - set(known))
+            if extra:
+                raise ConfigError(f"{source}: unknown field(s) in [{section}]: {', '.join(extra)}")
+            defaults = kind()
+            typed = {k: _coerce(v, type(getattr(defaults, k)), f"{section}.{k}", source) for k, v in values.items()}
+            try:
+                parts[section] = kind(**typed)
+            except ConfigError as exc:
+                raise exc.within(source) from exc
+        try:
+            return cls(**parts)
+        except ConfigError as exc:
+            raise exc.within(source) from exc
+
+    def with_values(self, values: dict[str, Any], source: str = "--set") -> RunConfig:
+        """This configuration with `values` ({"training.learning_rate": 1e-3, …}) changed, checked as a TOML
+        file's values are (the same messages, said of `source`)."""
+        raw: dict[str, Any] = {"preset": self.preset, **{name: asdict(getattr(self, name)) for name in SECTIONS}}
+        for key, value in values.items():
+            section, _, name = key.partition(".")
+            if section not in SECTIONS or not name:
+                raise ConfigError(
+                    f"{key!r} is not a setting; write section.field, e.g. training.learning_rate", (), source
+                )
+            if name not in raw[section]:
+                raise ConfigError(f"unknown field {name!r} in [{section}]", (), source)
+            raw[section][name] = value
+        return RunConfig.from_dict(raw, source, complete=True)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the TOML atomically."""
+        return atomic_write_text(path, self.to_toml())
+
+    @classmethod
+    def load(cls, path: str | Path, complete: bool = False) -> RunConfig:
+        """A configuration from a TOML file, or a JSON file with the same sections."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read {path} ({exc})") from exc
+        if path.suffix.lower() != ".json":
+            return cls.from_toml(text, path.name, complete)
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path.name} is not valid JSON ({exc})") from exc
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path.name} must hold a JSON object with the sections of a configuration")
+        return cls.from_dict(raw, path.name, complete)
+
+
+def value_from_text(text: str) -> Any:
+    """A value typed on a command line, read as TOML reads it (1e-3, 512, true), else as the text itself."""
+    try:
+        return tomllib.loads(f"value = {text}")["value"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{text}"'
+
+
+def _coerce(value: Any, kind: type, name: str, source: str) -> Any:
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ConfigError(f"must be {kind.__name__}, not {type(value).__name__} ({value!r})", (name,), source)
+    return value

@@ -1,0 +1,189 @@
+"""Masking for the MLM objective: one vectorised implementation for the preview and the trainer.
+
+Each *unit* — a token, a whole word, or a span of whole words — is selected independently with probability
+`rate`, so every selectable token is selected with probability exactly `rate`, whatever the strategy.
+Special tokens and padding are never selected. A selected token becomes `[MASK]` (`mask_fraction`), a random
+non-special token (`random_fraction`) or stays as it is (`keep_fraction`); its label is the original id,
+and every other label is -100 (ignored by the loss).
+
+Spans follow SpanBERT: the words of a sequence are tiled into spans whose lengths, in words, follow a
+geometric law with parameter `span_p` truncated to `1..max_span` and renormalised.
+
+All work is on tensors on the input's device; there is no Python loop over positions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+import torch
+
+from mlm_studio.core.config.sections import MaskingConfig
+
+IGNORE_INDEX = -100
+
+
+class MaskKind(IntEnum):
+    """What masking did to a token."""
+
+    UNTOUCHED = 0
+    MASK = 1  # replaced by [MASK]
+    RANDOM = 2  # replaced by a random non-special token
+    KEPT = 3  # selected for prediction but left unchanged
+
+
+@dataclass(frozen=True)
+class MaskedBatch:
+    """The result of masking a batch of sequences."""
+
+    input_ids: torch.Tensor  # (B, L) ids with replacements applied
+    labels: torch.Tensor  # (B, L) original ids where selected, -100 elsewhere
+    kinds: torch.Tensor  # (B, L) uint8 MaskKind
+    spans: torch.Tensor  # (S, 3) row, first word, length in words of the selected spans (span strategy)
+
+
+class Masker:
+    """Applies a `MaskingConfig` to batches of token ids for one vocabulary, on one device."""
+
+    def __init__(
+        self,
+        config: MaskingConfig,
+        special_mask: np.ndarray | torch.Tensor,
+        mask_id: int,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        """`special_mask`: (vocab_size,) bool, True for ids that are never selected nor drawn as random."""
+        self.config = config
+        self.device = torch.device(device)
+        self.mask_id = int(mask_id)
+        self.is_special = torch.as_tensor(np.asarray(special_mask, dtype=bool), device=self.device)  # (V,)
+        self.candidates = (~self.is_special).nonzero().flatten()  # (V - n_special,)
+        if len(self.candidates) == 0:
+            raise ValueError("the vocabulary has no non-special tokens to draw random replacements from")
+        bounds = [-1.0, config.mask_fraction, config.mask_fraction + config.random_fraction]
+        self.split_bounds = torch.tensor(bounds, device=self.device)
+        self.span_probabilities = torch.as_tensor(
+            config.span_length_probabilities(), dtype=torch.float, device=self.device
+        )
+
+    @classmethod
+    def for_tokenizer(cls, config: MaskingConfig, tokenizer, device: torch.device | str = "cpu") -> Masker:
+        return cls(config, tokenizer.special_mask(), tokenizer.mask_id, device)
+
+    def __call__(
+        self,
+        input_ids: torch.Tensor,
+        word_ids: torch.Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> MaskedBatch:
+        """Mask `input_ids` (B, L); `word_ids` (B, L) numbers the words of each row (-1 outside words).
+
+        Without `word_ids`, each token counts as a word. The generator must live on this masker's device.
+        """
+        cfg = self.config
+        ids = input_ids.to(self.device)
+        rows, length = ids.shape
+        selectable = ~torch.take(self.is_special, ids)  # (B, L)
+        spans = torch.zeros((0, 3), dtype=torch.long, device=self.device)
+        if cfg.strategy == "token":
+            # One uniform draw decides both: selected if u < rate, and then u / rate (uniform) picks the kind.
+            split = self._draw(rows, length, generator)  # (B, L)
+            selected = split < cfg.rate
+            split = split / cfg.rate
+        else:
+            if word_ids is None:
+                positions = torch.arange(length, device=self.device).expand(rows, length)
+                words = torch.where(selectable, positions, -1)
+            else:
+                words = word_ids.to(self.device, torch.long)
+            n_words = int(words.max()) + 1 if words.numel() else 0
+            if cfg.strategy == "whole_word":
+                word_selected = self._draw(rows, n_words, generator) < cfg.rate  # (B, W)
+            else:
+                word_selected, spans, word_split = self._spans(words, n_words, generator)
+            if n_words == 0:
+                selected = torch.zeros_like(selectable)
+            else:
+                selected = word_selected.gather(1, words.clamp(min=0)) & (words >= 0)  # (B, L)
+            if cfg.strategy == "span" and n_words > 0:
+                split = word_split.gather(1, words.clamp(min=0))  # SpanBERT: one treatment for a whole span
+            else:
+                split = self._draw(rows, length, generator)  # (B, L)
+        selected &= selectable
+
+        # [MASK] below mask_fraction, random up to mask + random fraction, kept above: kinds 1, 2, 3.
+        kinds = torch.where(selected, torch.bucketize(split, self.split_bounds, right=True), 0).to(torch.uint8)
+        draws = torch.randint(len(self.candidates), (rows, length), generator=generator, device=self.device)
+        random_ids = torch.take(self.candidates, draws)  # (B, L)
+        masked = torch.where(
+            kinds == MaskKind.MASK, self.mask_id, torch.where(kinds == MaskKind.RANDOM, random_ids, ids)
+        )
+        labels = torch.where(selected, ids, IGNORE_INDEX)
+        return MaskedBatch(masked, labels, kinds, spans)
+
+    def _draw(self, rows: int, columns: int, generator: torch.Generator | None) -> torch.Tensor:
+        return torch.rand((rows, columns), generator=generator, device=self.device)
+
+    def _spans(
+        self, words: torch.Tensor, n_words: int, generator: torch.Generator | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Tile each row's words into spans of random length and select spans: (B, W) word selection, the
+        spans, and (B, W) one uniform draw per span, shared by its words, that picks its treatment."""
+        rows = words.shape[0]
+        if n_words == 0:
+            none = torch.zeros((rows, 0), device=self.device)
+            return none.bool(), torch.zeros((0, 3), dtype=torch.long, device=self.device), none
+        draws = torch.multinomial(self.span_probabilities, rows * n_words, replacement=True, generator=generator)
+        lengths = draws.view(rows, n_words) + 1  # (B, W) span lengths in words
+        ends = lengths.cumsum(1)  # (B, W) one past the last word of each span
+        word_index = torch.arange(n_words, device=self.device).expand(rows, n_words).contiguous()
+        span_of_word = torch.searchsorted(ends, word_index, right=True)  # (B, W) in [0, W)
+        span_selected = self._draw(rows, n_words, generator) < self.config.rate  # (B, W)
+        word_selected = span_selected.gather(1, span_of_word)
+        word_split = self._draw(rows, n_words, generator).gather(1, span_of_word)
+
+        words_in_row = (words.max(dim=1).values + 1).unsqueeze(1)  # (B, 1)
+        starts = ends - lengths
+        actual = torch.minimum(ends, words_in_row) - starts  # spans cut at the row's last word
+        chosen = span_selected & (starts < words_in_row)
+        row, index = chosen.nonzero(as_tuple=True)
+        spans = torch.stack([row, starts[row, index], actual[row, index]], dim=1)
+        return word_selected, spans, word_split
+
+
+def achieved_rates(kinds: torch.Tensor, selectable: torch.Tensor) -> dict[str, tuple[int, int]]:
+    """Counts behind the measured rates: {name: (hits, trials)} for selection and the three-way split."""
+    kinds = kinds[selectable]
+    selected = int((kinds != MaskKind.UNTOUCHED).sum())
+    return {
+        "selected": (selected, int(kinds.numel())),
+        "mask": (int((kinds == MaskKind.MASK).sum()), selected),
+        "random": (int((kinds == MaskKind.RANDOM).sum()), selected),
+        "keep": (int((kinds == MaskKind.KEPT).sum()), selected),
+    }
+
+
+def span_treatments(kinds: torch.Tensor, word_ids: torch.Tensor, spans: torch.Tensor) -> dict[str, tuple[int, int]]:
+    """{name: (spans, selected spans)} for the three-way split counted per span, as SpanBERT draws it: a span's
+    treatment is the one of its first token."""
+    rows, first_words = spans[:, 0], spans[:, 1]
+    positions = (word_ids[rows] == first_words[:, None]).int().argmax(1)  # the span's first token
+    treated = kinds[rows, positions]
+    total = len(spans)
+    return {name: (int((treated == kind).sum()), total) for name, kind in _SPLIT.items()}
+
+
+_SPLIT = {"mask": MaskKind.MASK, "random": MaskKind.RANDOM, "keep": MaskKind.KEPT}
+
+
+def wilson_interval(hits: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a proportion (95% by default)."""
+    if trials == 0:
+        return 0.0, 1.0
+    p = hits / trials
+    denominator = 1 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denominator
+    half = z * np.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)

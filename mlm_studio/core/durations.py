@@ -1,0 +1,43 @@
+"""Durations for people: written (4m07s), read ("1h30m"), and the time a run has left."""
+
+from __future__ import annotations
+
+import re
+import time
+
+
+def format_duration(seconds: float) -> str:
+    """A short duration for people: 4m07s, 1h05m."""
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from "90", "90s", "6m", "1h30m", "4m07s" or "1.5h"; a bare number after a unit counts in the
+    next smaller one, as people write it ("1h30" is 90 minutes, "4m07" 247 s). Raises ValueError naming the
+    text."""
+    cleaned = text.strip().lower().replace(" ", "")
+    number = r"(\d+(?:\.\d+)?)"
+    parts = re.fullmatch(rf"(?:{number}h)?(?:{number}m)?(?:{number}(s?))?", cleaned)
+    if not cleaned or parts is None:
+        raise ValueError(f"{text!r} is not a duration; write it like 90s, 6m, 1h30m")
+    hours, minutes, last, unit = parts.groups()
+    if last is not None and not unit and hours is not None and minutes is None:
+        minutes, last = last, None
+    return sum(float(value) * scale for value, scale in ((hours, 3600), (minutes, 60), (last, 1)) if value)
+
+
+class Eta:
+    """Time left in a run: what remains of its budget, or the steps left at the pace seen since it started."""
+
+    def __init__(self, first_step: int, total_steps: int, time_budget: float) -> None:
+        self.first_step, self.total_steps, self.time_budget = first_step, total_steps, time_budget
+        self.started = time.monotonic()
+
+    def seconds_left(self, step: int, elapsed: float) -> float:
+        if self.time_budget > 0:
+            return max(0.0, self.time_budget - elapsed)
+        done = max(step - self.first_step, 1)
+        return (time.monotonic() - self.started) / done * max(self.total_steps - step, 0)

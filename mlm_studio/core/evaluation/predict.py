@@ -1,0 +1,211 @@
+"""Fill-mask: the most likely tokens, with probabilities, for every `[MASK]` in a text."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.interop.hf import import_model, is_hf_folder, model_folder
+from mlm_studio.core.models.registry import build_trained, masked_lm_of
+from mlm_studio.core.storage.checkpoint import listed, load_weights
+from mlm_studio.core.storage.run_folder import resolve_checkpoint
+from mlm_studio.core.training.replaced_tokens import ReplacedTokenDetection
+
+MAX_MASKS = 32
+
+
+class PredictError(ValueError):
+    """The text cannot be scored (no [MASK], too long); the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    token: str  # as the vocabulary spells it (`##ing`, `Ġcopy`)
+    token_id: int
+    score: float
+    text: str  # as it is written into text (`ing`, `copy`)
+    continues: bool  # it joins the word before it instead of starting one
+
+
+@dataclass(frozen=True)
+class Filled:
+    """The outcome of filling the masks one by one, most confident first."""
+
+    text: str
+    order: tuple[int, ...]  # which mask (by position in the text) was filled first, second, …
+    candidates: tuple[tuple[Candidate, ...], ...]  # per mask, in text order, at the moment it was filled
+
+
+class FillMask:
+    """A model and its tokenizer, ready to score masks; it never trains. An ELECTRA model fills masks with its
+    generator and has its discriminator as `detector`."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizer: MLMTokenizer,
+        source: str = "",
+        detector: torch.nn.Module | None = None,
+    ) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.source = source
+        self.device = next(model.parameters()).device
+        self.detector = detector.eval() if detector is not None else None
+
+    @torch.inference_mode()
+    def replaced(self, text: str) -> list[tuple[str, float]]:
+        """Each token of `text` (as written) with the detector's probability that it is not the original."""
+        if self.detector is None:
+            raise PredictError("This model has no replaced-token detector; only ELECTRA models have one.")
+        ids, _ = self.tokenizer.encode_text(text)
+        probabilities = torch.sigmoid(self.detector(self._checked_length(ids))[0].float())
+        inner = range(1, len(ids) - 1)  # without [CLS] and [SEP]
+        return [(self.tokenizer.backend.id_to_token(ids[i]), float(probabilities[i])) for i in inner]
+
+    @classmethod
+    def from_path(cls, path: str | Path, device: str = "cpu") -> FillMask:
+        """Load from a run folder (its latest checkpoint), one checkpoint folder of a run, or a Hugging Face
+        model's folder or cached Hub name."""
+        folder = model_folder(path)
+        return _load_cached(str(folder.resolve()), device, _stamp(folder))
+
+    def encode(self, text: str) -> torch.Tensor:
+        ids, _ = self.tokenizer.encode_text(text)  # [CLS] … [SEP] (<s> … </s>)
+        masks = ids.count(self.tokenizer.mask_id)
+        mask = self.tokenizer.specials.mask
+        written = "[MASK]" if mask == "[MASK]" else f"[MASK] (or {mask})"
+        if masks == 0:
+            raise PredictError(f"The text has no {written}; write [MASK] where a word is missing.")
+        if masks > MAX_MASKS:
+            raise PredictError(f"The text has {masks} [MASK]s; at most {MAX_MASKS} are predicted at once.")
+        return self._checked_length(ids)
+
+    def _checked_length(self, ids: list[int]) -> torch.Tensor:
+        """The ids as a (1, L) batch, refused when longer than the model reads."""
+        limit = self.model.config.max_tokens()
+        if len(ids) > limit:
+            raise PredictError(f"The text is {len(ids)} tokens long; this model reads at most {limit}.")
+        return torch.tensor([ids], device=self.device)
+
+    @torch.inference_mode()
+    def _scores(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        positions = (ids[0] == self.tokenizer.mask_id).nonzero().flatten()  # (M,)
+        rows = torch.zeros_like(positions)
+        logits = self.model.predict_at(ids, torch.stack([rows, positions], dim=1))  # (M, V)
+        return positions, logits.float().softmax(-1)
+
+    def _candidates(self, probabilities: torch.Tensor, top_k: int) -> tuple[Candidate, ...]:
+        scores, ids = probabilities.topk(min(top_k, probabilities.shape[-1]))
+        pieces = [self.tokenizer.piece_text(i) for i in ids.tolist()]
+        return tuple(
+            Candidate(self.tokenizer.id_to_token(i), int(i), float(s), *piece)
+            for s, i, piece in zip(scores.tolist(), ids.tolist(), pieces)
+        )
+
+    def predict(self, text: str, top_k: int = 5) -> list[tuple[Candidate, ...]]:
+        """Top-k candidates for each [MASK] in order, each mask scored with all the others still masked."""
+        _check_top_k(top_k)
+        _, probabilities = self._scores(self.encode(text))
+        return [self._candidates(p, top_k) for p in probabilities]
+
+    def as_pipeline(self, text: str, top_k: int = 5) -> list:
+        """What `transformers`' `pipeline("fill-mask")` returns for `text`: for one mask a list of
+        `{"score", "token", "token_str", "sequence"}`, for several a list of such lists (each sequence then
+        keeps the special tokens and the other masks, as the pipeline's does)."""
+        _check_top_k(top_k)
+        ids = self.encode(text)
+        positions, probabilities = self._scores(ids)
+        single = len(positions) == 1
+        decode = self.tokenizer.backend.decode
+        rows = []
+        for position, scores in zip(positions.tolist(), probabilities):
+            row = []
+            for candidate in self._candidates(scores, top_k):
+                filled = ids[0].tolist()
+                filled[position] = candidate.token_id
+                row.append(
+                    {
+                        "score": candidate.score,
+                        "token": candidate.token_id,
+                        "token_str": decode([candidate.token_id]),
+                        "sequence": decode(filled, skip_special_tokens=single),
+                    }
+                )
+            rows.append(row)
+        return rows[0] if single else rows
+
+    def fill(self, text: str, top_k: int = 5) -> Filled:
+        """Fill the most confident mask, then predict the rest again, until none is left. The text comes back
+        as written, each [MASK] replaced by its word: words the vocabulary lacks are kept, not dropped."""
+        _check_top_k(top_k)
+        text = self.tokenizer.with_mask_token(text)
+        ids = self.encode(text)
+        positions, _ = self._scores(ids)
+        order_of = {int(p): i for i, p in enumerate(positions)}
+        chosen: dict[int, tuple[Candidate, ...]] = {}
+        order = []
+        while True:
+            left, probabilities = self._scores(ids)
+            if len(left) == 0:
+                break
+            best = int(probabilities.max(-1).values.argmax())
+            position = int(left[best])
+            chosen[position] = self._candidates(probabilities[best], top_k)
+            order.append(order_of[position])
+            ids[0, position] = chosen[position][0].token_id
+        return Filled(self._written_back(text, chosen), tuple(order), tuple(chosen[p] for p in sorted(chosen)))
+
+    def _written_back(self, text: str, chosen: dict[int, tuple[Candidate, ...]]) -> str:
+        """`text` with the mask at each token position replaced by the chosen piece; a piece that continues a
+        word (`##ing`) joins the word before it."""
+        _, offsets = self.tokenizer.encode_text(text)
+        out, end = [], 0
+        for position in sorted(chosen):
+            start, stop = offsets[position]
+            start += len(text[start:stop]) - len(text[start:stop].lstrip())  # a mask token may take the space before
+            best = chosen[position][0]
+            out.append(text[end:start].rstrip(" ") if best.continues else text[end:start])
+            out.append(best.text)
+            end = stop
+        return "".join(out) + text[end:]
+
+
+def _check_top_k(top_k: int) -> None:
+    if top_k < 1:
+        raise PredictError(f"top-k must be at least 1, not {top_k}")
+
+
+def _stamp(path: Path) -> float:
+    """Changes when a new checkpoint appears, so a cached model is reloaded."""
+    try:
+        checkpoints = path / "checkpoints"
+        return max(path.stat().st_mtime, checkpoints.stat().st_mtime if checkpoints.exists() else 0.0)
+    except OSError:
+        return 0.0
+
+
+@functools.lru_cache(maxsize=4)
+def _load_cached(path: str, device: str, stamp: float) -> FillMask:
+    folder = Path(path)
+    if is_hf_folder(folder):
+        imported = import_model(folder)
+        note = " (untrained head)" if imported.fresh_head else ""
+        model, tokenizer, source = imported.build_model(), imported.tokenizer, f"{folder.name} (Hugging Face){note}"
+    else:
+        run, checkpoint = resolve_checkpoint(folder)
+        model, tokenizer, source = build_trained(run.config), run.tokenizer, f"{run.name} / {checkpoint.name}"
+        load_weights(checkpoint, model)
+    broken = [name for name, value in model.state_dict().items() if not torch.isfinite(value).all()]
+    if broken:
+        raise PredictError(
+            f"{source}: the weights hold values that are not finite numbers (in {listed(broken)}); "
+            "its predictions would be meaningless. Use an earlier checkpoint."
+        )
+    model = model.to(device)
+    detector = model.discriminator if isinstance(model, ReplacedTokenDetection) else None
+    return FillMask(masked_lm_of(model), tokenizer, source, detector)

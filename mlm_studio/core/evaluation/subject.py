@@ -1,0 +1,70 @@
+"""The model an evaluation reads: a run's checkpoint or an imported Hugging Face folder, with the held-out
+blocks it is scored on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
+
+from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.data.dataset import BlockSet, split_blocks, tokenize_corpus
+from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.interop.hf import import_model, is_hf_folder, model_folder
+from mlm_studio.core.models.registry import build_trained, encoder_of, masked_lm_of
+from mlm_studio.core.progress import Progress
+from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights
+from mlm_studio.core.storage.run_folder import resolve_checkpoint
+from mlm_studio.core.training.runs import training_blocks, with_architecture
+
+
+@dataclass(frozen=True)
+class Subject:
+    """A model to diagnose and the held-out blocks it is scored on."""
+
+    title: str
+    trained: torch.nn.Module  # what the run trains (an ELECTRA run's generator and discriminator together)
+    tokenizer: MLMTokenizer
+    config: RunConfig
+    validation: BlockSet
+
+    @property
+    def model(self) -> torch.nn.Module:
+        """The masked-LM: what is diagnosed."""
+        return masked_lm_of(self.trained)
+
+    @property
+    def encoder(self) -> torch.nn.Module:
+        """The model whose representations tasks and contexts read (an ELECTRA run's discriminator)."""
+        return encoder_of(self.trained)
+
+
+def load_subject(source: str | Path, step: int | None = None, corpus=None, progress: Progress | None = None) -> Subject:
+    """A run (its latest checkpoint, or the one of `step`), one checkpoint folder, or a Hugging Face model with
+    a `corpus` to score it on (its held-out share, cut as a new run's would be)."""
+    folder = model_folder(source)
+    if is_hf_folder(folder):
+        if corpus is None:
+            raise CheckpointError(
+                f"{folder.name} is a Hugging Face model: it is scored on a corpus of yours (load one in the Corpus "
+                "panel, or give --corpus)"
+            )
+        imported = import_model(folder)
+        config = RunConfig()
+        config = replace(config, data=replace(config.data, max_seq_len=min(config.data.max_seq_len,
+                                                                          imported.config.max_tokens())))  # fmt: skip
+        config = with_architecture(config, imported)
+        _, validation = split_blocks(tokenize_corpus(corpus, imported.tokenizer, progress), config.data,
+                                     imported.tokenizer)  # fmt: skip
+        return Subject(f"{folder.name} (Hugging Face)", imported.build_model(), imported.tokenizer, config, validation)
+    run, checkpoint = resolve_checkpoint(folder)
+    if step is not None:
+        checkpoint = next((c for c in run.checkpoints() if c.name == f"step-{step:07d}"), None)
+        if checkpoint is None:
+            steps = ", ".join(str(int(c.name.split("-")[1])) for c in run.checkpoints())
+            raise CheckpointError(f"run {run.name} has no checkpoint at step {step}; it has {steps or 'none'}")
+    model = build_trained(run.config)
+    load_weights(checkpoint, model)
+    _, validation = training_blocks(run, corpus, progress)
+    return Subject(f"{run.name} / {checkpoint.name}", model, run.tokenizer, run.config, validation)

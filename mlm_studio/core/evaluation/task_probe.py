@@ -1,0 +1,146 @@
+"""Does the pre-training help a real task? A linear classifier on the model's frozen sentence vectors (the mean
+of a layer's output over a text's tokens, the last by default), trained and scored on a fixed stratified split
+of a labelled file, beside two references on the same split: always the majority class, and a bag-of-words
+classifier (TF-IDF and logistic regression). scikit-learn does the standard parts."""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.models.encoder import layer_outputs
+from mlm_studio.core.progress import Progress
+
+MAX_TOKENS = 128  # each text is read up to this many tokens
+
+
+class TaskError(ValueError):
+    """The labelled file cannot be used; the message says why."""
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    examples: int
+    accuracy: float
+    macro_f1: float
+    majority_accuracy: float
+    bag_of_words_accuracy: float
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def read_labelled(path: str | Path, text_column: str = "text", label_column: str = "label") -> tuple[list, list]:
+    """Texts and labels from a CSV/TSV (by header), JSON Lines or Parquet file."""
+    path = Path(path)
+    try:
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path, columns=[text_column, label_column]).to_pydict()
+            rows = list(zip(table[text_column], table[label_column]))
+        elif path.suffix == ".jsonl":
+            with path.open(encoding="utf-8") as f:
+                records = [json.loads(line) for line in f if line.strip()]
+            rows = [(r[text_column], r[label_column]) for r in records]
+        else:
+            with path.open(encoding="utf-8", newline="") as f:
+                reader = csv.DictReader(f, delimiter="\t" if path.suffix == ".tsv" else ",")
+                rows = [(r[text_column], r[label_column]) for r in reader]
+    except KeyError as exc:
+        raise TaskError(f"{path.name} has no column {exc}; name the text and label columns") from None
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise TaskError(f"{path.name} cannot be read ({exc})") from exc
+    rows = [(str(text), str(label)) for text, label in rows if text]
+    labels = {label for _, label in rows}
+    if len(labels) < 2:
+        raise TaskError(f"{path.name} needs at least two labels, not {len(labels)}")
+    return [t for t, _ in rows], [label for _, label in rows]
+
+
+@torch.no_grad()
+def sentence_vectors(
+    model: torch.nn.Module,
+    tokenizer: MLMTokenizer,
+    texts: list[str],
+    layer: int | None = None,
+    batch_size: int = 32,
+    progress=None,
+) -> np.ndarray:
+    """(N, H): each text's hidden states averaged over its tokens, at the output of encoder layer `layer` (1 =
+    the first), or by default as the head reads them; the model is not changed."""
+    progress = progress or Progress()
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    vectors = []
+    limit = min(MAX_TOKENS, model.config.max_tokens())
+    for start in range(0, len(texts), batch_size):
+        progress.check()
+        progress.report(start, len(texts), "Reading the texts with the model")
+        encoded = [tokenizer.encode_text(t)[0][:limit] for t in texts[start : start + batch_size]]
+        length = max(len(ids) for ids in encoded)
+        ids = torch.full((len(encoded), length), tokenizer.pad_id, dtype=torch.long)
+        real = torch.zeros((len(encoded), length), dtype=torch.bool)
+        for row, tokens in enumerate(encoded):
+            ids[row, : len(tokens)] = torch.tensor(tokens)
+            real[row, : len(tokens)] = True
+        ids, real = ids.to(device), real.to(device)
+        if layer is None:
+            hidden = model.hidden(ids, real.long()).float()  # (B, L, H)
+        else:
+            with layer_outputs(model, layer) as captured:
+                model.hidden(ids, real.long())
+            hidden = captured[0].float()
+        mean = (hidden * real[..., None]).sum(1) / real.sum(1, keepdim=True)
+        vectors.append(mean.cpu().numpy())
+    model.train(was_training)
+    return np.concatenate(vectors)
+
+
+def probe_task(
+    model: torch.nn.Module,
+    tokenizer: MLMTokenizer,
+    texts: list[str],
+    labels: list[str],
+    layer: int | None = None,
+    seed: int = 0,
+    test_fraction: float = 0.25,
+    progress=None,
+) -> TaskResult:
+    """Accuracy and macro-F1 of a logistic regression on the model's sentence vectors, and the two references,
+    on one stratified split decided by `seed`."""
+    from sklearn.dummy import DummyClassifier
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import accuracy_score, f1_score
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    try:
+        train, test = train_test_split(
+            np.arange(len(texts)), test_size=test_fraction, random_state=seed, stratify=labels
+        )
+    except ValueError as exc:
+        raise TaskError(f"the labelled texts cannot be split ({exc})") from None
+    y = np.asarray(labels)
+    vectors = sentence_vectors(model, tokenizer, texts, layer, progress=progress)
+    linear = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+    predicted = linear.fit(vectors[train], y[train]).predict(vectors[test])
+    majority = DummyClassifier(strategy="most_frequent").fit(vectors[train], y[train]).predict(vectors[test])
+    words = make_pipeline(TfidfVectorizer(), LogisticRegression(max_iter=2000))
+    bag = words.fit([texts[i] for i in train], y[train]).predict([texts[i] for i in test])
+    return TaskResult(
+        examples=len(texts),
+        accuracy=float(accuracy_score(y[test], predicted)),
+        macro_f1=float(f1_score(y[test], predicted, average="macro")),
+        majority_accuracy=float(accuracy_score(y[test], majority)),
+        bag_of_words_accuracy=float(accuracy_score(y[test], bag)),
+    )

@@ -1,0 +1,431 @@
+"""Hugging Face interchange: a run exported as a `transformers` folder of its family, and such a folder
+(BERT, RoBERTa and its relatives, DistilBERT, ModernBERT) imported.
+
+An export holds what `AutoModelForMaskedLM.from_pretrained` and `AutoTokenizer.from_pretrained` read without
+any code of ours. An import reads `model.safetensors` (sharded or not); a `pytorch_model.bin` is read only with
+`torch.load(weights_only=True)`, which refuses anything but tensors, so a file that would run code when
+unpickled is rejected before it can.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+
+from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.sections import ConfigError, ModelConfig, TrainConfig
+from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError
+from mlm_studio.core.interop.hub_cache import cached_model, looks_like_hub_name
+from mlm_studio.core.models.electra import DISCRIMINATOR, GENERATOR, generator_config
+from mlm_studio.core.models.registry import ALIASES, FAMILIES, Family, build_model, build_trained, family_of
+from mlm_studio.core.progress import Progress
+from mlm_studio.core.storage.checkpoint import CheckpointError, aliases, listed, load_state, load_weights, save_weights
+from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
+from mlm_studio.core.storage.model_card import model_card
+from mlm_studio.core.storage.run_folder import resolve_checkpoint
+from mlm_studio.core.training.replaced_tokens import ReplacedTokenDetection
+
+EXPORTED_FILES = ("config.json", "model.safetensors", "tokenizer.json")  # what marks an export
+GENERATOR_FOLDER = "generator"  # an ELECTRA export's generator, beside its discriminator
+WRITTEN_FILES = (
+    *EXPORTED_FILES,
+    "vocab.txt",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "README.md",
+    GENERATOR_FOLDER,
+)
+# The special-token ids a family's config.json records, by role.
+TOKEN_IDS = {"roberta": ("bos", "eos"), "modernbert": ("bos", "eos", "cls", "sep")}
+_ROLE_IDS = {"bos": "cls_id", "eos": "sep_id", "cls": "cls_id", "sep": "sep_id"}
+
+
+class InteropError(CheckpointError):
+    """A model cannot be exported or imported; the message says why and what to do."""
+
+
+def is_hf_folder(path: str | Path) -> bool:
+    """True for a folder with a Hugging Face `config.json` (and not an MLM Studio run or checkpoint)."""
+    path = Path(path)
+    return (path / "config.json").is_file() and not (path / "config.toml").is_file()
+
+
+# --- export ------------------------------------------------------------------------------------------
+def export_model(
+    source: str | Path, out: str | Path, best: bool = False, overwrite: bool = False, progress: Progress | None = None
+) -> Path:
+    """Write a run's latest (or best) checkpoint, or one checkpoint folder, as a `transformers` folder; an ELECTRA
+    run's as its discriminator (`ElectraForPreTraining`) with its generator (`ElectraForMaskedLM`) in `generator/`."""
+    progress = progress or Progress()
+    run, checkpoint = resolve_checkpoint(source, best)
+    config = run.config
+    _check_exportable(config.model)
+    out = Path(out)
+    _check_target(out, overwrite)
+    progress.report(0, 3, "Reading the checkpoint")
+    trained = build_trained(config)
+    load_weights(checkpoint, trained)
+    tokenizer = run.tokenizer
+
+    def fill(folder: Path) -> None:
+        progress.report(1, 3, "Writing the weights, configuration and tokenizer")
+        if config.training.objective == "electra":
+            _write_model(folder, trained.discriminator, tokenizer, DISCRIMINATOR)
+            (folder / GENERATOR_FOLDER).mkdir()
+            _write_model(folder / GENERATOR_FOLDER, trained.generator, tokenizer, GENERATOR)
+        else:
+            _write_model(folder, trained, tokenizer)
+        progress.report(2, 3, "Writing the model card")
+        (folder / "README.md").write_text(model_card(run, checkpoint), encoding="utf-8")
+
+    try:
+        atomic_write_folder(out, fill)
+    except OSError as exc:
+        raise InteropError(f"could not write {out} ({exc})") from exc
+    progress.report(3, 3, "Exported")
+    return out
+
+
+def _write_model(folder: Path, model: torch.nn.Module, tokenizer: MLMTokenizer, architecture: str = "") -> None:
+    """A model's weights, config.json and tokenizer files in `folder`."""
+    save_weights(model, folder / "model.safetensors")
+    atomic_write_json(folder / "config.json", hf_config(model.config, tokenizer, architecture))
+    tokenizer.save(folder / "tokenizer.json")
+    if tokenizer.kind == "WordPiece":
+        (folder / "vocab.txt").write_text(tokenizer.vocab_txt(), encoding="utf-8")
+    atomic_write_json(folder / "tokenizer_config.json", _tokenizer_config(tokenizer, model.config))
+    atomic_write_json(folder / "special_tokens_map.json", tokenizer.specials.as_map())
+
+
+def _check_exportable(model: ModelConfig) -> None:
+    family = family_of(model)
+    reasons = family.export_problems(model)
+    if reasons:
+        raise InteropError(
+            f"this model cannot be exported as a Hugging Face {family.title}: "
+            + "; ".join(reasons)
+            + f". transformers would load it without error and compute something else. Train with the {family.title} "
+            "layout to export."
+        )
+
+
+def _check_target(out: Path, overwrite: bool) -> None:
+    """An export goes into a new or empty folder, or replaces an earlier export when allowed; a folder holding
+    anything an export does not write is never touched."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise InteropError(f"{out} is a file; choose a new or empty folder")
+    present = sorted(p.name for p in out.iterdir())
+    if not present:
+        return
+    foreign = [name for name in present if name not in WRITTEN_FILES]
+    if foreign:
+        raise InteropError(
+            f"{out} holds files that are not part of an export ({listed(foreign)}); nothing was changed. "
+            "Choose a new or empty folder"
+        )
+    if not all(name in present for name in EXPORTED_FILES):
+        raise InteropError(f"{out} holds part of an export only; choose a new or empty folder")
+    if not overwrite:
+        raise InteropError(f"{out} already holds an exported model; allow overwriting to replace it")
+
+
+def hf_config(model: ModelConfig, tokenizer: MLMTokenizer, architecture: str = "") -> dict[str, Any]:
+    """`config.json` for the model's family (as `architecture` when the family has several), every field spelled
+    out, with the tokenizer's special ids."""
+    ids = {f"{role}_token_id": getattr(tokenizer, _ROLE_IDS[role]) for role in TOKEN_IDS.get(model.family, ())}
+    family = family_of(model)
+    return {**(family.to_hf(model, architecture) if architecture else family.to_hf(model)), **ids}
+
+
+def _tokenizer_config(tokenizer: MLMTokenizer, model: ModelConfig) -> dict[str, Any]:
+    """BERT's tokenizer settings for a WordPiece vocabulary; for any other, the generic fast tokenizer that
+    reads `tokenizer.json` as it is."""
+    common = {
+        "model_max_length": model.max_tokens(),
+        "clean_up_tokenization_spaces": False,
+        **tokenizer.specials.as_map(),
+    }
+    if tokenizer.kind != "WordPiece":
+        return {"tokenizer_class": "PreTrainedTokenizerFast", **common}
+    normalizer = json.loads(tokenizer.backend.to_str()).get("normalizer") or {}
+    return {
+        "tokenizer_class": "BertTokenizer",
+        "do_lower_case": bool(normalizer.get("lowercase", False)),
+        "strip_accents": normalizer.get("strip_accents"),
+        "tokenize_chinese_chars": bool(normalizer.get("handle_chinese_chars", True)),
+        **common,
+    }
+
+
+# --- import ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ImportedModel:
+    """A Hugging Face folder read into MLM Studio's model of its family, ready to fine-tune or to query."""
+
+    folder: Path
+    config: ModelConfig
+    tokenizer: MLMTokenizer
+    weights: dict[str, torch.Tensor]  # in MLM Studio's names, the head included
+    fresh_head: bool  # the folder had no masked-LM head (or an ELECTRA discriminator no generator): initialised
+    unused: tuple[str, ...]  # weights in the folder this model does not use (pooler, next-sentence head)
+    generator_size: float = 0.0  # an ELECTRA discriminator's: its generator's width as a fraction of its own
+
+    def run_config(self, config: RunConfig) -> RunConfig:
+        """`config` training this model: its architecture, and ELECTRA's objective for a discriminator."""
+        config = replace(config, model=self.config)
+        if self.generator_size:
+            config = config.with_objective("electra")
+            config = replace(config, training=replace(config.training, generator_size=self.generator_size))
+        return config
+
+    def build_model(self) -> torch.nn.Module:
+        """The model with the folder's weights: a masked-LM, or an ELECTRA discriminator with its generator."""
+        model = _electra_pair(self.config, self.generator_size) if self.generator_size else build_model(self.config)
+        load_state(self.weights, model, self.folder.name)
+        return model
+
+    def summary(self) -> str:
+        m = self.config
+        kind = f"{family_of(m).title} discriminator" if self.generator_size else family_of(m).title
+        own = sum(t.numel() for n, t in self.weights.items() if n.startswith("discriminator."))
+        count = own if self.generator_size else m.parameter_count()
+        lines = [
+            f"{self.folder.name}: {kind} {m.num_hidden_layers} layers × {m.hidden_size}, "
+            f"{m.num_attention_heads} heads, {count:,} parameters, "
+            f"{self.tokenizer.kind} vocabulary of {self.tokenizer.vocab_size:,} pieces, mask token "
+            f"{self.tokenizer.specials.mask}."
+        ]
+        if self.generator_size:
+            lines.append(
+                f"Its generator is {self.generator_size:.3g} times as wide"
+                + (" and starts from random weights (the folder has none)." if self.fresh_head else ".")
+            )
+        elif self.fresh_head:
+            lines.append(
+                "The folder holds an encoder without a masked-LM head: the head starts from random weights, so "
+                "predictions mean nothing until it has trained."
+            )
+        if self.unused:
+            lines.append(f"Not used for masked-LM (left out): {', '.join(self.unused)}.")
+        return " ".join(lines)
+
+    def origin(self) -> dict[str, Any]:
+        return {"source": str(self.folder), "fresh_head": self.fresh_head, "unused": list(self.unused)}
+
+
+def model_folder(source: str | Path) -> Path:
+    """A model's folder: `source` itself, or a Hub name (`roberta-base`, `org/name`) already in the local Hugging
+    Face cache."""
+    folder = Path(source)
+    if folder.is_dir() or folder.exists() or not looks_like_hub_name(source):
+        return folder
+    try:
+        return cached_model(str(source))
+    except FileNotFoundError as exc:
+        raise InteropError(str(exc)) from None
+
+
+def import_model(source: str | Path) -> ImportedModel:
+    """Read a Hugging Face model (a masked-LM, or an encoder alone) of a known family and its tokenizer, from a
+    folder or the local Hub cache."""
+    folder = model_folder(source)
+    if not folder.is_dir():
+        raise InteropError(f"{folder} is not a folder")
+    raw = _raw_config(folder)
+    config = _model_config(folder, raw)
+    tokenizer = _tokenizer(folder)
+    architectures = raw.get("architectures")
+    if isinstance(architectures, list) and DISCRIMINATOR in architectures:
+        return _import_electra(folder, config, tokenizer)
+    if tokenizer.vocab_size > config.vocab_size:
+        raise InteropError(
+            f"{folder.name}: the tokenizer has {tokenizer.vocab_size:,} pieces but the model only "
+            f"{config.vocab_size:,}; they do not belong together"
+        )
+    raw = _read_weights(folder)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)  # a fresh head is the same on every import
+        model = build_model(config)
+    family = family_of(config)
+    weights, unused = _renamed(raw, set(model.state_dict()), family.prefix)
+    extra_layers = sorted({int(m.group(1)) for n in unused if (m := re.search(r"\.layers?\.(\d+)\.", n))})
+    if extra_layers:
+        raise InteropError(
+            f"{folder.name}: config.json declares {config.num_hidden_layers} layers but the weights also hold "
+            f"layer(s) {', '.join(map(str, extra_layers))}; the weights would go unused. Fix num_hidden_layers "
+            "in config.json"
+        )
+    _check_tied(weights, model, family, folder)
+    fresh = model.state_dict()
+    tied = aliases(model)
+    encoder = f"{family.prefix}."
+    head = [n for n in fresh if not n.startswith(encoder) and not any(a.startswith(encoder) for a in tied.get(n, ()))]
+    fresh_head = not any(n in weights for n in head)
+    if fresh_head:
+        weights.update({n: fresh[n].clone() for n in head})
+    try:
+        load_state(weights, model, folder.name)
+    except CheckpointError as exc:
+        raise InteropError(str(exc)) from exc
+    return ImportedModel(folder, config, tokenizer, weights, fresh_head, tuple(unused))
+
+
+def _check_tied(weights: dict[str, torch.Tensor], model: torch.nn.Module, family: Family, folder: Path) -> None:
+    """The model ties its output layer to its word embeddings; a folder whose two differ would lose one of them.
+    Of each tied group, one name is kept."""
+    for name, others in aliases(model).items():
+        if name not in weights:
+            continue
+        for other in others:
+            twin = weights.pop(other, None)
+            if twin is not None and not torch.equal(twin, weights[name]):
+                raise InteropError(
+                    f"{folder.name}: {other} is not tied to {name}; MLM Studio's {family.title} ties them, as "
+                    f"{family.title} does"
+                )
+
+
+def _import_electra(folder: Path, config: ModelConfig, tokenizer: MLMTokenizer) -> ImportedModel:
+    """An ELECTRA discriminator and the generator beside it in `generator/` (a fresh one, a quarter as wide, when
+    there is none), the generator reading the discriminator's embeddings."""
+    generator_folder = folder / GENERATOR_FOLDER
+    size = TrainConfig().generator_size
+    has_generator = (generator_folder / "config.json").is_file()
+    if has_generator:
+        generator = _model_config(generator_folder)
+        size = generator.hidden_size / config.hidden_size
+        if generator_config(config, size) != replace(generator, embedding_size=config.embedding_width()):
+            raise InteropError(
+                f"{folder.name}: its generator ({generator.num_hidden_layers} layers × {generator.hidden_size}, "
+                f"{generator.num_attention_heads} heads) is not shaped as MLM Studio shapes generators (as deep as "
+                "the discriminator, heads and feed-forward scaled with the width); import the two folders apart"
+            )
+    with torch.random.fork_rng():
+        torch.manual_seed(0)  # a fresh generator is the same on every import
+        pair = _electra_pair(config, size)
+    expected = set(pair.state_dict())
+    weights, unused = _renamed(_read_weights(folder), expected, "discriminator")
+    if has_generator:
+        generated, unused_too = _renamed(_read_weights(generator_folder), expected, "generator")
+        shared = ("generator.electra.embeddings.", "generator.generator_lm_head.weight")
+        weights.update({n: t for n, t in generated.items() if not n.startswith(shared)})  # the discriminator's
+        unused += [f"{GENERATOR_FOLDER}/{n}" for n in unused_too]
+    else:
+        weights.update({n: t.clone() for n, t in pair.state_dict().items() if n.startswith("generator.")})
+    try:
+        load_state(weights, pair, folder.name)
+    except CheckpointError as exc:
+        raise InteropError(str(exc)) from exc
+    return ImportedModel(folder, config, tokenizer, weights, not has_generator, tuple(unused), size)
+
+
+def _electra_pair(config: ModelConfig, generator_size: float) -> ReplacedTokenDetection:
+    return ReplacedTokenDetection(config, generator_size, TrainConfig().detection_weight)
+
+
+def _raw_config(folder: Path) -> dict[str, Any]:
+    path = folder / "config.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InteropError(f"{folder} has no config.json; it is not a Hugging Face model folder") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InteropError(f"{path.name} in {folder.name} cannot be read as JSON ({exc})") from exc
+    if not isinstance(raw, dict):
+        raise InteropError(f"{path.name} in {folder.name} is not a JSON object")
+    return raw
+
+
+def _model_config(folder: Path, raw: dict[str, Any] | None = None) -> ModelConfig:
+    """The configuration of the model in `folder`, from its config.json (`raw`, when already read)."""
+    raw = _raw_config(folder) if raw is None else raw
+    path = folder / "config.json"
+    kind = ALIASES.get(raw.get("model_type"), raw.get("model_type"))
+    if kind not in FAMILIES:
+        known = ", ".join(family.title for family in FAMILIES.values())
+        raise InteropError(f"{folder.name} holds a {kind or 'model of unknown type'} model; MLM Studio reads {known}")
+    try:
+        return FAMILIES[kind].from_hf(raw)
+    except (ConfigError, TypeError) as exc:
+        raise InteropError(f"{path.name} in {folder.name}: {exc}") from exc
+
+
+def _tokenizer(folder: Path) -> MLMTokenizer:
+    try:
+        return MLMTokenizer.load(folder)
+    except TokenizerError as exc:
+        raise InteropError(f"{folder.name}: {exc}") from exc
+
+
+def _read_weights(folder: Path) -> dict[str, torch.Tensor]:
+    single, index = folder / "model.safetensors", folder / "model.safetensors.index.json"
+    if single.is_file():
+        return _safetensors(single)
+    if index.is_file():
+        try:
+            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, AttributeError) as exc:
+            raise InteropError(f"{index.name} in {folder.name} is damaged ({exc})") from exc
+        tensors: dict[str, torch.Tensor] = {}
+        for shard in shards:
+            tensors.update(_safetensors(folder / Path(shard).name))
+        return tensors
+    pickled = folder / "pytorch_model.bin"
+    if pickled.is_file():
+        return _tensors_only(pickled)
+    raise InteropError(f"{folder.name} has no weights (model.safetensors or pytorch_model.bin)")
+
+
+def _safetensors(path: Path) -> dict[str, torch.Tensor]:
+    try:
+        return load_file(str(path), device="cpu")
+    except (OSError, SafetensorError) as exc:
+        raise InteropError(f"{path.name} in {path.parent.name} cannot be read ({exc})") from exc
+
+
+def _tensors_only(path: Path) -> dict[str, torch.Tensor]:
+    """A pickled state dict, read with PyTorch's restricted unpickler: tensors and plain containers only."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise InteropError(
+            f"{path.name} in {path.parent.name} was refused: it holds objects other than tensors, and opening it "
+            "could run code. Convert it to model.safetensors with a tool you trust, or use the model's "
+            "safetensors file."
+        ) from exc
+    except (OSError, RuntimeError, EOFError, ValueError) as exc:
+        raise InteropError(f"{path.name} in {path.parent.name} cannot be read ({exc})") from exc
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise InteropError(f"{path.name} in {path.parent.name} is not a dictionary of tensors")
+    return state
+
+
+def _renamed(
+    raw: dict[str, torch.Tensor], expected: set[str], prefix: str
+) -> tuple[dict[str, torch.Tensor], list[str]]:
+    """Hugging Face names (with or without the encoder's `prefix`, old `gamma`/`beta` LayerNorm names) → ours;
+    the rest is returned as unused, except non-persistent buffers such as `position_ids`."""
+    weights, unused = {}, []
+    for name, tensor in raw.items():
+        ours = name
+        if "LayerNorm" in ours:
+            ours = ours.replace(".gamma", ".weight").replace(".beta", ".bias")
+        if ours not in expected and f"{prefix}.{ours}" in expected:
+            ours = f"{prefix}.{ours}"
+        if ours.endswith(("position_ids", "token_type_ids")):
+            continue
+        if ours in expected:
+            weights[ours] = tensor.float() if tensor.is_floating_point() else tensor
+        else:
+            unused.append(name)
+    return weights, unused

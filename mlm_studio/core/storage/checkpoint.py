@@ -1,0 +1,161 @@
+"""What one checkpoint holds, read and written: the weights and optimizer moments as safetensors (nothing
+pickled), and the plain values of `state.json`, checked on reading."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+FORMAT_VERSION = 1
+
+
+class CheckpointError(Exception):
+    """A run folder or checkpoint cannot be used; the message says what is wrong and what to do."""
+
+
+def save_weights(model: torch.nn.Module, path: Path) -> None:
+    """Write the model's weights, each tied tensor once under its first name (as `transformers` does)."""
+    seen: set[int] = set()
+    tensors = {}
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        if id(tensor) not in seen:
+            seen.add(id(tensor))
+            tensors[name] = tensor.detach().contiguous()
+    write_safetensors(tensors, path)
+
+
+def write_safetensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
+    """Write a safetensors file whose bytes depend only on the tensors. Its writer reports a full disk as a
+    `SafetensorError`; that is raised as the `OSError` it is, so every write error is handled one way."""
+    try:
+        save_file({n: t.cpu() for n, t in tensors.items()}, str(path), metadata={"format": "pt"})
+    except SafetensorError as exc:
+        found = re.search(r"\(os error (\d+)\)", str(exc))
+        if found is None:
+            raise OSError(f"{path.name}: {exc}") from exc
+        code = int(found.group(1))
+        raise OSError(code, os.strerror(code), str(path)) from exc
+
+
+def read_state(checkpoint: Path) -> dict[str, Any]:
+    """A checkpoint's `state.json`, checked: a damaged or newer file is named with what to do."""
+    try:
+        state = json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"{checkpoint.name}: state.json is missing or damaged ({exc})") from exc
+    advice = "delete this checkpoint folder to use the one before it"
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{checkpoint.name}: state.json is not a JSON object; {advice}")
+    version = state.get("format", FORMAT_VERSION)
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise CheckpointError(
+            f"{checkpoint.name}: state.json has format {version!r}, newer than this MLM Studio reads "
+            f"({FORMAT_VERSION}); update MLM Studio"
+        )
+    wrong = [
+        name
+        for name, kinds in _STATE_FIELDS.items()
+        if name in state and not (isinstance(state[name], kinds) and not isinstance(state[name], bool))
+    ]
+    missing = [name for name in ("step", "tokens_seen", "elapsed") if name not in state]
+    if wrong or missing:
+        problems = [f"missing {', '.join(missing)}"] if missing else []
+        problems += [f"{name} is {state[name]!r}" for name in wrong]
+        raise CheckpointError(f"{checkpoint.name}: state.json is damaged ({'; '.join(problems)}); {advice}")
+    return state
+
+
+_STATE_FIELDS = {
+    "step": int,
+    "tokens_seen": int,
+    "elapsed": (int, float),
+    "val_loss": (int, float, type(None)),
+    "best_val_loss": (int, float, type(None)),
+    "warmup_ended_at": (int, float, type(None)),
+    "param_groups": list,
+}
+
+
+def load_weights(checkpoint: Path, model: torch.nn.Module) -> None:
+    """Load `model.safetensors` into `model`; differences in names or shapes are listed."""
+    path = checkpoint / "model.safetensors"
+    try:
+        tensors = load_file(str(path), device="cpu")
+    except (OSError, SafetensorError) as exc:
+        raise CheckpointError(f"{checkpoint.name}: model.safetensors cannot be read ({exc})") from exc
+    load_state(tensors, model, checkpoint.name)
+
+
+def load_state(tensors: dict[str, torch.Tensor], model: torch.nn.Module, source: str) -> None:
+    """Copy `tensors` into `model` by name (tied weights may appear under any of their names); refuses, listing
+    them, missing or unexpected names and different shapes."""
+    expected = dict(model.state_dict())
+    tied = aliases(model)
+    missing = [n for n in expected if n not in tensors and not any(a in tensors for a in tied.get(n, ()))]
+    unexpected = [n for n in tensors if n not in expected]
+    wrong = [
+        f"{n} {tuple(tensors[n].shape)} ≠ {tuple(expected[n].shape)}"
+        for n in tensors
+        if n in expected and tensors[n].shape != expected[n].shape
+    ]
+    if missing or unexpected or wrong:
+        parts = []
+        if missing:
+            parts.append(f"missing: {listed(missing)}")
+        if unexpected:
+            parts.append(f"unexpected: {listed(unexpected)}")
+        if wrong:
+            parts.append(f"shapes differ: {listed(wrong)}")
+        raise CheckpointError(f"{source} does not fit this model ({'; '.join(parts)})")
+    with torch.no_grad():
+        for name, value in expected.items():
+            source_tensor = tensors.get(name)
+            if source_tensor is None:
+                source_tensor = next(tensors[a] for a in tied[name] if a in tensors)
+            value.copy_(source_tensor)
+
+
+def listed(names: list[str], limit: int = 8) -> str:
+    shown = ", ".join(names[:limit])
+    return shown if len(names) <= limit else f"{shown} and {len(names) - limit} more"
+
+
+def load_optimizer(checkpoint: Path, optimizer: torch.optim.Optimizer) -> None:
+    state = read_state(checkpoint)
+    try:
+        tensors = load_file(str(checkpoint / "optimizer.safetensors"), device="cpu")
+    except (OSError, SafetensorError) as exc:
+        raise CheckpointError(f"{checkpoint.name}: optimizer.safetensors cannot be read ({exc})") from exc
+    per_param: dict[int, dict[str, torch.Tensor]] = {}
+    for key, tensor in tensors.items():
+        _, index, name = key.split(".", 2)
+        per_param.setdefault(int(index), {})[name] = tensor
+    try:
+        optimizer.load_state_dict({"state": per_param, "param_groups": state["param_groups"]})
+    except (KeyError, ValueError, RuntimeError) as exc:
+        raise CheckpointError(f"{checkpoint.name}: the optimizer state does not fit this model ({exc})") from exc
+
+
+def optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], list[dict]]:
+    state = optimizer.state_dict()
+    tensors = {}
+    for index, values in state["state"].items():
+        for name, value in values.items():
+            tensor = value if torch.is_tensor(value) else torch.tensor(value)
+            tensors[f"state.{index}.{name}"] = tensor.detach().cpu().contiguous()
+    return tensors, state["param_groups"]
+
+
+def aliases(model: torch.nn.Module) -> dict[str, list[str]]:
+    """For each state-dict name, the other names of the same tensor (tied weights)."""
+    by_tensor: dict[int, list[str]] = {}
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        by_tensor.setdefault(id(tensor), []).append(name)
+    return {name: [n for n in names if n != name] for names in by_tensor.values() for name in names}

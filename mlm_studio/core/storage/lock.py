@@ -1,0 +1,66 @@
+"""A run folder is trained by one process at a time: an operating-system lock, released on any exit."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from mlm_studio.core.storage.checkpoint import CheckpointError
+
+LOCK_FILE = ".lock"
+
+
+class RunLock:
+    """Hold `folder`'s lock while training in it (a context manager); creates the folder if needed. A second
+    process is refused at once with the holder's PID. The kernel drops the lock when its holder exits, even
+    when killed, so a lock never outlives its process."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self._fd: int | None = None
+        self._created = False
+
+    def __enter__(self) -> RunLock:
+        self._created = not self.folder.exists()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / LOCK_FILE
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        if not _try_lock(fd):
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise CheckpointError(
+                f"{self.folder} is being trained by process {holder}; wait for it to finish, stop it, "
+                "or choose another folder"
+            )
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is None:
+            return
+        if {p.name for p in self.folder.iterdir()} == {LOCK_FILE}:  # nothing was started here
+            (self.folder / LOCK_FILE).unlink()
+            if self._created:
+                self.folder.rmdir()
+        os.close(self._fd)  # closing releases the lock
+        self._fd = None
+
+
+def _try_lock(fd: int) -> bool:
+    if os.name == "nt":
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True

@@ -1,0 +1,86 @@
+"""The model card (`README.md`) of an exported run: what it is, where its text came from, how it was masked,
+what it reached, and how to use it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mlm_studio import __version__
+from mlm_studio.core.models.registry import family_of
+from mlm_studio.core.storage.checkpoint import CheckpointError, read_state
+from mlm_studio.core.storage.run_folder import RunDir
+
+
+def model_card(run: RunDir, checkpoint: Path) -> str:
+    """A short README: where the text came from, the configuration, and the last evaluation."""
+    config, state = run.config, read_state(checkpoint)
+    m, family, tokenizer = config.model, family_of(config.model), run.tokenizer
+    try:
+        sources, _ = run.corpus_sources()
+        corpus = ", ".join(s.name for s in sources[:10]) + (
+            f" and {len(sources) - 10} more" if len(sources) > 10 else ""
+        )
+    except CheckpointError:
+        corpus = "not recorded"
+    evals = [r for r in run.read_metrics() if r.get("type") == "eval" and r.get("step", 0) <= state["step"]]
+    if evals:
+        last = evals[-1]
+        metrics = (
+            f"| validation loss | {last['loss']:.4f} |\n| masked-token accuracy | {last['accuracy']:.2%} |\n"
+            f"| top-5 accuracy | {last['top5_accuracy']:.2%} |\n| perplexity | {last['perplexity']:,.1f} |\n"
+            f"| evaluated at step | {last['step']:,} |\n"
+        )
+    else:
+        metrics = "| validation | not evaluated yet |\n"
+    origin = run.initial_weights
+    start = ""
+    if origin is not None:
+        source = json.loads((origin / "origin.json").read_text(encoding="utf-8")).get("source", "an imported model")
+        start = f"Continued pre-training of `{Path(source).name}`.\n\n"
+    electra = config.training.objective == "electra"
+    kind = (
+        "An ELECTRA discriminator trained by replaced-token detection (its generator, a masked-LM "
+        f"{config.training.generator_size:g} times as wide, is in `generator/`),"
+        if electra
+        else f"A {family.title} masked language model, {m.parameter_count():,} parameters,"
+    )
+    return f"""---
+library_name: transformers
+pipeline_tag: {"token-classification" if electra else "fill-mask"}
+tags: [{m.family}, fill-mask, mlm-studio]
+---
+
+# {run.name}
+
+{kind} trained with MLM Studio {__version__}: {m.num_hidden_layers} layers, hidden
+size {m.hidden_size}, {m.num_attention_heads} heads, a {tokenizer.kind} vocabulary
+of {tokenizer.vocab_size:,} pieces. {start}Exported from checkpoint `{checkpoint.name}` after {state["step"]:,}
+optimizer steps and {state.get("tokens_seen", 0):,} tokens.
+
+## Training data
+
+Corpus: {corpus}. Masking: {config.masking.rate:.0%} of tokens ({config.masking.strategy.replace("_", " ")}),
+split {config.masking.mask_fraction:g} {tokenizer.specials.mask} / {config.masking.random_fraction:g} random /
+{config.masking.keep_fraction:g} kept; sequences of {config.data.max_seq_len} tokens.
+
+## Results
+
+| metric | value |
+|---|---|
+{metrics}
+## Use
+
+```python
+from transformers import pipeline
+
+fill = pipeline("fill-mask", model="path/to/this/folder")
+fill("The {tokenizer.specials.mask} of the list.")
+```
+
+## Configuration
+
+```toml
+{config.to_toml().strip()}
+```
+"""

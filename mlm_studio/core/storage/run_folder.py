@@ -1,0 +1,253 @@
+"""A run folder's layout: what it holds, where, and the checkpoints kept in it.
+
+A run folder holds `config.toml`, `tokenizer.json`, `corpus.json` (where the text came from),
+`metrics.jsonl` (one record per line, appended and flushed), `init/` when it starts from imported weights,
+and `checkpoints/step-NNNNNNN/`, each with the
+weights (`model.safetensors`), the optimizer moments (`optimizer.safetensors`) and plain values
+(`state.json`; written and read by `checkpoint`). A checkpoint is written under a temporary name and renamed when
+complete, so a crash never leaves a broken latest checkpoint; only folders with a `state.json` count.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.sections import ConfigError
+from mlm_studio.core.data.corpus import ReadOptions
+from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError
+from mlm_studio.core.storage.checkpoint import (
+    FORMAT_VERSION,
+    CheckpointError,
+    optimizer_tensors,
+    read_state,
+    save_weights,
+    write_safetensors,
+)
+from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json, atomic_write_text
+
+CHECKPOINTS = "checkpoints"
+INITIAL = "init"
+
+
+class RunDir:
+    """One training run on disk."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if not (self.path / "config.toml").is_file():
+            raise CheckpointError(f"{self.path} is not a run folder (it has no config.toml)")
+
+    @classmethod
+    def create(
+        cls, path: str | Path, config: RunConfig, tokenizer: MLMTokenizer, sources: list[Path], options: ReadOptions
+    ) -> RunDir:
+        """Start a new run folder; refuses a folder that already holds a run."""
+        path = Path(path)
+        if (path / "config.toml").exists():
+            raise CheckpointError(f"{path} already holds a run; resume it or choose another folder")
+        path.mkdir(parents=True, exist_ok=True)
+        tokenizer.save(path / "tokenizer.json")
+        resolved = [Path(s).resolve() for s in sources]
+        corpus = {
+            "sources": [str(s) for s in resolved],
+            "options": asdict(options),
+            "files": [[str(s), *_file_stamp(s)] for s in resolved],
+        }
+        atomic_write_json(path / "corpus.json", corpus)
+        config.save(path / "config.toml")
+        return cls(path)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def config(self) -> RunConfig:
+        try:
+            return RunConfig.load(self.path / "config.toml", complete=True)
+        except ConfigError as exc:
+            raise CheckpointError(f"run {self.name}: {exc}") from exc
+
+    @property
+    def tokenizer(self) -> MLMTokenizer:
+        try:
+            return MLMTokenizer.load(self.path / "tokenizer.json")
+        except TokenizerError as exc:
+            raise CheckpointError(f"run {self.name}: {exc}") from exc
+
+    def corpus_sources(self) -> tuple[list[Path], ReadOptions]:
+        """The corpus files and reading options the run was started with."""
+        raw = self._corpus_record()
+        try:
+            return [Path(s) for s in raw["sources"]], ReadOptions(**raw["options"])
+        except (KeyError, TypeError) as exc:
+            raise CheckpointError(f"run {self.name}: corpus.json is missing or damaged ({exc})") from exc
+
+    def corpus_changes(self) -> list[str]:
+        """How the corpus files differ from when the run started: gone, or another size or date (runs made
+        before sizes and dates were recorded: only gone)."""
+        raw = self._corpus_record()
+        try:
+            recorded = [(str(name), int(size), int(modified)) for name, size, modified in raw.get("files", [])]
+            recorded = recorded or [(str(name), None, None) for name in raw["sources"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CheckpointError(f"run {self.name}: corpus.json is missing or damaged ({exc})") from exc
+        changes = []
+        for name, size, modified in recorded:
+            path = Path(name)
+            if not path.exists():
+                changes.append(f"{path} is gone")
+            elif size is not None and _file_stamp(path) != (size, modified):
+                changes.append(f"{path} changed ({size:,} → {path.stat().st_size:,} bytes)")
+        return changes
+
+    def _corpus_record(self) -> dict[str, Any]:
+        try:
+            raw = json.loads((self.path / "corpus.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CheckpointError(f"run {self.name}: corpus.json is missing or damaged ({exc})") from exc
+        if not isinstance(raw, dict):
+            raise CheckpointError(f"run {self.name}: corpus.json is missing or damaged (not a JSON object)")
+        return raw
+
+    # --- metrics ------------------------------------------------------------------------------------
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / "metrics.jsonl"
+
+    def append_metrics(self, records: list[dict[str, Any]]) -> None:
+        """Append whole lines; if the disk refuses part of them, the file is cut back to where it was."""
+        text = "".join(json.dumps(record) + "\n" for record in records)
+        with open(self.metrics_path, "a", encoding="utf-8") as f:
+            start = f.tell()
+            try:
+                f.write(text)
+                f.flush()
+            except OSError:
+                f.truncate(start)
+                raise
+
+    def read_metrics(self) -> list[dict[str, Any]]:
+        """Every complete record; a line cut short by a crash, a stray line or a damaged byte is left out."""
+        try:
+            lines = self.metrics_path.read_bytes().decode("utf-8", errors="replace").splitlines()
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise CheckpointError(f"run {self.name}: metrics.jsonl cannot be read ({exc})") from exc
+        return metric_records(lines)
+
+    def truncate_metrics_after(self, step: int) -> None:
+        """Drop records past `step` (written after the checkpoint a resume starts from)."""
+        kept = [r for r in self.read_metrics() if r.get("step", 0) <= step]
+        atomic_write_text(self.metrics_path, "".join(json.dumps(r) + "\n" for r in kept))
+
+    # --- checkpoints --------------------------------------------------------------------------------
+    def checkpoints(self) -> list[Path]:
+        """Complete checkpoints, oldest first."""
+        folder = self.path / CHECKPOINTS
+        if not folder.is_dir():
+            return []
+        found = [p for p in folder.iterdir() if p.name.startswith("step-") and (p / "state.json").is_file()]
+        return sorted(found, key=checkpoint_step)
+
+    def remove_leftovers(self) -> None:
+        """Remove the hidden temporary folders a killed process left while writing a checkpoint."""
+        for folder in (self.path, self.path / CHECKPOINTS):
+            if folder.is_dir():
+                for leftover in folder.glob(".*.tmp*"):
+                    shutil.rmtree(leftover, ignore_errors=True)
+
+    def latest_checkpoint(self) -> Path | None:
+        found = self.checkpoints()
+        return found[-1] if found else None
+
+    def best_checkpoint(self) -> Path | None:
+        best, best_loss = None, float("inf")
+        for path in self.checkpoints():
+            loss = read_state(path).get("val_loss")
+            if loss is not None and loss < best_loss:
+                best, best_loss = path, loss
+        return best
+
+    def save_checkpoint(
+        self, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, state: dict[str, Any], keep: int
+    ) -> Path:
+        """Write a checkpoint atomically, then keep only the `keep` latest and the best."""
+
+        def fill(folder: Path) -> None:
+            save_weights(model, folder / "model.safetensors")
+            tensors, groups = optimizer_tensors(optimizer)
+            write_safetensors(tensors, folder / "optimizer.safetensors")
+            atomic_write_json(
+                folder / "state.json", {**state, "format": FORMAT_VERSION, "step": step, "param_groups": groups}
+            )
+
+        final = atomic_write_folder(self.path / CHECKPOINTS / f"step-{step:07d}", fill)
+        self._prune(keep)
+        return final
+
+    # --- initial weights ------------------------------------------------------------------------------
+    @property
+    def initial_weights(self) -> Path | None:
+        """The folder of weights the run starts from (an imported model), or None for a fresh model."""
+        folder = self.path / INITIAL
+        return folder if (folder / "origin.json").is_file() else None
+
+    def save_initial_weights(self, model: torch.nn.Module, origin: dict[str, Any]) -> Path:
+        """Record the weights step 0 starts from, and where they came from."""
+
+        def fill(folder: Path) -> None:
+            save_weights(model, folder / "model.safetensors")
+            atomic_write_json(folder / "origin.json", origin)
+
+        return atomic_write_folder(self.path / INITIAL, fill)
+
+    def _prune(self, keep: int) -> None:
+        found = self.checkpoints()
+        best = self.best_checkpoint()
+        for path in found[:-keep]:
+            if path != best:
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def _file_stamp(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_size, stat.st_mtime_ns
+
+
+def metric_records(lines: list[str]) -> list[dict[str, Any]]:
+    """The records among lines of `metrics.jsonl`; a line cut short, a stray line or a damaged byte is left out."""
+    records = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("type"), str) and isinstance(record.get("step"), int):
+            records.append(record)
+    return records
+
+
+def checkpoint_step(checkpoint: Path) -> int:
+    """The step a checkpoint folder (`step-0000200`) was written at."""
+    return int(checkpoint.name.split("-")[1])
+
+
+def resolve_checkpoint(path: str | Path, best: bool = False) -> tuple[RunDir, Path]:
+    """A run folder (its latest checkpoint, or its best by validation loss) or one of its checkpoint folders."""
+    folder = Path(path)
+    if (folder / "state.json").is_file() and (folder / "model.safetensors").is_file():
+        return RunDir(folder.parent.parent), folder
+    run = RunDir(folder)
+    checkpoint = (run.best_checkpoint() if best else None) or run.latest_checkpoint()
+    if checkpoint is None:
+        raise CheckpointError(f"run {run.name} has no checkpoint yet; train it first")
+    return run, checkpoint

@@ -1,0 +1,173 @@
+"""What a training run says as it goes: immutable records (each written to the run's `metrics.jsonl`), the
+control another thread steers it with."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from mlm_studio.core.durations import format_duration
+from mlm_studio.core.evaluation.probes import ProbeResult
+from mlm_studio.core.storage.tensorboard import INSTALL_HINT
+
+
+@dataclass(frozen=True)
+class Record:
+    step: int
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__.removesuffix("Record").lower()
+
+    def to_dict(self) -> dict:
+        """The record as `metrics.jsonl` holds it; the detection fields only in ELECTRA runs' records."""
+        values = {k: v for k, v in asdict(self).items() if not (v is None and k.startswith("detection_"))}
+        return {"type": self.kind, **values}
+
+    def describe(self) -> str:
+        """The record in a sentence, as the terminal prints it and the window logs it."""
+        return f"{self.kind} at step {self.step}"
+
+
+@dataclass(frozen=True)
+class StartedRecord(Record):
+    """What began: the first record of every start and resume (`step` is the step it starts from)."""
+
+    run_dir: str
+    total_steps: int
+    time_budget: float  # seconds; 0 when the run is measured in steps
+    device: str
+    layers: int
+    hidden_size: int
+    parameters: int
+    train_blocks: int
+    events: str = ""  # the TensorBoard events folder; "" without the tensorboard package
+
+    def describe(self) -> str:
+        length = (
+            f"from step {self.step:,} for {format_duration(self.time_budget)}"
+            if self.time_budget > 0
+            else f"steps {self.step:,} → {self.total_steps:,}"
+        )
+        events = f"TensorBoard events in {self.events}" if self.events else f"no TensorBoard events ({INSTALL_HINT})"
+        return (
+            f"Training {self.run_dir} on {self.device}: {self.layers} layers × {self.hidden_size}, "
+            f"{self.parameters:,} parameters, {self.train_blocks:,} training blocks, {length}; {events}"
+        )
+
+
+@dataclass(frozen=True)
+class StepRecord(Record):
+    tokens_seen: int
+    loss: float
+    accuracy: float  # masked-token accuracy over the steps since the last record
+    learning_rate: float
+    grad_norm: float
+    tokens_per_second: float
+    elapsed: float
+    # ELECTRA's objective: `loss` and `accuracy` are its generator's; these are the discriminator's
+    detection_loss: float | None = None
+    detection_accuracy: float | None = None
+    detection_precision: float | None = None  # of the tokens it flagged, the share that were replaced
+    detection_recall: float | None = None  # of the replaced tokens, the share it flagged
+
+    def describe(self) -> str:
+        detection = "" if self.detection_loss is None else f" detection {self.detection_accuracy:.1%}"
+        return (
+            f"step {self.step:,} loss {self.loss:.4f} acc {self.accuracy:.1%}{detection} lr {self.learning_rate:.2e} "
+            f"{self.tokens_per_second:,.0f} tok/s"
+        )
+
+
+@dataclass(frozen=True)
+class EvalRecord(Record):
+    tokens_seen: int
+    loss: float
+    accuracy: float
+    top5_accuracy: float
+    perplexity: float
+    elapsed: float
+    # ELECTRA's objective: the masked-LM numbers are its generator's; these are the discriminator's
+    detection_loss: float | None = None
+    detection_accuracy: float | None = None
+    detection_precision: float | None = None
+    detection_recall: float | None = None
+    detection_auc: float | None = None  # area under the ROC curve of the "replaced" probability
+
+    def describe(self) -> str:
+        detection = (
+            ""
+            if self.detection_loss is None
+            else f"; replaced-token detection: accuracy {_share(self.detection_accuracy)}, precision "
+            f"{_share(self.detection_precision)}, recall {_share(self.detection_recall)}, AUC {self.detection_auc:.3f}"
+        )
+        return (
+            f"Evaluation at step {self.step}: loss {self.loss:.4f}, accuracy {self.accuracy:.1%}, "
+            f"top-5 {self.top5_accuracy:.1%}, perplexity {self.perplexity:,.1f}{detection}"
+        )
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:.1%}"
+
+
+@dataclass(frozen=True)
+class ProbeRecord(Record):
+    tokens_seen: int
+    elapsed: float
+    results: tuple[ProbeResult, ...]
+
+    def describe(self) -> str:
+        ranks = ", ".join(f"{r.expected} #{r.rank} ({r.probability:.1%})" for r in self.results)
+        return f"Probes at step {self.step}: {ranks}"
+
+
+@dataclass(frozen=True)
+class CheckpointRecord(Record):
+    path: str
+
+    def describe(self) -> str:
+        return f"Checkpoint written: {self.path}"
+
+
+@dataclass(frozen=True)
+class WarningRecord(Record):
+    message: str
+
+    def describe(self) -> str:
+        return f"Warning: {self.message}"
+
+
+@dataclass(frozen=True)
+class FinishedRecord(Record):
+    reason: str  # "completed" | "stopped"
+    run_dir: str
+    val_loss: float | None
+    val_accuracy: float | None
+
+    def describe(self) -> str:
+        loss = f"{self.val_loss:.4f}" if self.val_loss is not None else "n/a"
+        accuracy = f"{self.val_accuracy:.1%}" if self.val_accuracy is not None else "n/a"
+        return (
+            f"Finished ({self.reason}) at step {self.step}: validation loss {loss}, accuracy {accuracy}, "
+            f"run folder {Path(self.run_dir).resolve()}"
+        )
+
+
+@dataclass(frozen=True)
+class PausedRecord(Record):
+    """The trainer paused itself (a checkpoint could not be written); resuming retries."""
+
+    message: str
+
+    def describe(self) -> str:
+        return f"Paused: {self.message}"
+
+
+@dataclass(frozen=True)
+class FailedRecord(Record):
+    message: str
+
+    def describe(self) -> str:
+        return f"Failed: {self.message}"

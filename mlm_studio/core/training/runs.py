@@ -1,0 +1,170 @@
+"""Starting and resuming runs: the one road from a corpus, or a run folder, to a `Trainer`, taken by the CLI,
+the window, every `torchrun` process and the benchmarks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.sections import ConfigError
+from mlm_studio.core.data.corpus import Corpus, load_corpus
+from mlm_studio.core.data.dataset import BlockSet, split_blocks, tokenize_corpus
+from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.evaluation.probes import Probe, save_probes
+from mlm_studio.core.interop.hf import ImportedModel
+from mlm_studio.core.progress import Progress
+from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.storage.lock import RunLock
+from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.trainer import Trainer
+
+
+@dataclass(frozen=True)
+class NewRun:
+    """What a new run starts from. With `initial`, it continues pre-training an imported model (whose
+    architecture and tokenizer then replace the configured ones)."""
+
+    config: RunConfig
+    corpus: Corpus
+    tokenizer: MLMTokenizer
+    initial: ImportedModel | None = None
+    probes: tuple[Probe, ...] = ()
+
+
+def prepare_trainer(
+    path: str | Path,
+    *,
+    begin: Callable[[], NewRun] | None = None,
+    check: Callable[[RunDir], None] | None = None,
+    ready: Callable[[RunDir], None] | None = None,
+    held: ExitStack | None = None,
+    progress: Progress | None = None,
+    **options: Any,
+) -> Trainer:
+    """A trainer for the run in `path`. With `held`, the folder is locked first (until `held` closes, the slow
+    preparation included; without it another process holds the lock, as rank 0 does for its `torchrun`
+    peers). A new run (`begin`) is created from what `begin()` returns; an existing one is resumed after
+    `check(run)` accepted it. `ready(run)` is called once the blocks are read; `options` go to `Trainer`."""
+    if held is not None:
+        held.enter_context(RunLock(path))
+    corpus = None
+    if begin is not None:
+        if (Path(path) / "config.toml").exists():
+            raise CheckpointError(f"{path} already holds a run; resume it or choose another folder")
+        new = begin()
+        run, corpus = start_run(path, new.config, new.corpus, new.tokenizer, new.initial), new.corpus
+        if new.probes:
+            save_probes(run.path, list(new.probes))
+    else:
+        run = RunDir(path)
+        if check is not None:
+            check(run)
+    train, validation = training_blocks(run, corpus, progress)
+    if ready is not None:
+        ready(run)
+    return Trainer(run, train, validation, **options)
+
+
+def new_run_path(root: str | Path, preset: str) -> Path:
+    """A fresh folder name under `root`: date, time and preset."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = Path(root) / f"{stamp}-{preset}"
+    suffix = 1
+    while path.exists():
+        suffix += 1
+        path = Path(root) / f"{stamp}-{preset}-{suffix}"
+    return path
+
+
+def start_run(
+    path: str | Path, config: RunConfig, corpus: Corpus, tokenizer: MLMTokenizer, initial: ImportedModel | None = None
+) -> RunDir:
+    """Create the run folder for a new run on `corpus` with `tokenizer` (its size sets the vocabulary). With
+    `initial`, the run continues pre-training an imported model: its architecture and tokenizer are used."""
+    if initial is not None:
+        config = with_architecture(config, initial)
+        tokenizer = initial.tokenizer
+    else:
+        config = config.with_vocabulary(tokenizer.vocab_size, tokenizer.pad_id)
+    sources = [s.path for s in corpus.loaded_sources]
+    run = RunDir.create(path, config, tokenizer, sources, corpus.options)
+    if initial is not None:
+        run.save_initial_weights(initial.build_model(), initial.origin())
+    return run
+
+
+def with_architecture(config: RunConfig, initial: ImportedModel) -> RunConfig:
+    """`config` with the imported model's architecture; refuses a sequence length the model cannot read."""
+    limit = initial.config.max_tokens()
+    if config.data.max_seq_len > limit:
+        raise ConfigError(
+            f"{{0}} ({config.data.max_seq_len}) must not exceed the {limit} tokens this model reads",
+            ("data.max_seq_len",),
+        )
+    return initial.run_config(config)
+
+
+def training_blocks(
+    run: RunDir, corpus: Corpus | None = None, progress: Progress | None = None
+) -> tuple[BlockSet, BlockSet]:
+    """Training and validation blocks of a run; without `corpus`, the sources recorded in the run are read."""
+    if corpus is None:
+        sources, options = run.corpus_sources()
+        check_corpus_unchanged(run)
+        corpus = load_corpus(sources, options, progress)
+    tokenizer = run.tokenizer
+    return split_blocks(tokenize_corpus(corpus, tokenizer, progress), run.config.data, tokenizer)
+
+
+def config_differences(old: RunConfig, new: RunConfig, sections: tuple[str, ...] = ("model", "data")) -> list[str]:
+    """Field-by-field differences, such as "model.hidden_size: 256 → 512"."""
+    changes = []
+    for section in sections:
+        a, b = asdict(getattr(old, section)), asdict(getattr(new, section))
+        for f in fields(getattr(old, section)):
+            if a[f.name] != b[f.name]:
+                changes.append(f"{section}.{f.name}: {a[f.name]} → {b[f.name]}")
+    return changes
+
+
+def check_resume(run: RunDir, config: RunConfig | None, tokenizer: MLMTokenizer | None) -> None:
+    """Refuse to resume with a model shape, data layout or tokenizer other than the run's, listing each difference."""
+    problems = []
+    if config is not None:
+        model = run.config.model
+        problems += config_differences(run.config, config.with_vocabulary(model.vocab_size, model.pad_token_id))
+    if tokenizer is not None and tokenizer.fingerprint() != run.tokenizer.fingerprint():
+        theirs = run.tokenizer
+        problems.append(
+            f"tokenizer: {theirs.vocab_size:,} pieces ({theirs.fingerprint()}) → "
+            f"{tokenizer.vocab_size:,} pieces ({tokenizer.fingerprint()})"
+        )
+    if problems:
+        raise CheckpointError(
+            f"cannot resume {run.name}: these settings differ from the run's (run → given): " + "; ".join(problems)
+        )
+
+
+def check_corpus_unchanged(run: RunDir, given: Corpus | None = None) -> None:
+    """Refuse to resume on other text than the run started on: corpus files changed since, or (`given`) other
+    files than the run's."""
+    if given is not None:
+        recorded, _ = run.corpus_sources()
+        now = [s.path.resolve() for s in given.loaded_sources]
+        if sorted(map(str, now)) != sorted(map(str, recorded)):
+            raise CheckpointError(
+                f"cannot resume {run.name} on another corpus: it was trained on "
+                f"{', '.join(p.name for p in recorded[:5])}, not {', '.join(p.name for p in now[:5])}. "
+                "Leave out --corpus to resume, or start a new run"
+            )
+    changes = run.corpus_changes()
+    if changes:
+        raise CheckpointError(
+            f"cannot resume {run.name}: its corpus changed since the run started ({'; '.join(changes[:5])}); "
+            "resuming would continue on other text. Restore the files or start a new run"
+        )
