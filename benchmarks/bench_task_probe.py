@@ -32,7 +32,7 @@ from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.data.tokenizer import train_tokenizer
 from mlm_studio.core.evaluation.task_probe import probe_task
-from mlm_studio.core.models.registry import build_trained, encoder_of
+from mlm_studio.core.models.build import build_trained, encoder_of
 from mlm_studio.core.training.runs import NewRun, prepare_trainer
 
 PER_LABEL, LABELS = 300, 6

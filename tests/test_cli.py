@@ -312,14 +312,14 @@ def test_settings_from_the_command_line_are_checked_like_a_file(tmp_path, option
 
 def _small_sections():
     """The small test configuration as a JSON-like dict of its sections (400-piece tokenizer)."""
-    from dataclasses import asdict, replace
+    from dataclasses import replace
 
     from mlm_studio.core.config.sections import SECTIONS
     from tests.core.helpers import small_config
 
     config = small_config()
     config = replace(config, tokenizer=replace(config.tokenizer, vocab_size=400))
-    return {name: asdict(getattr(config, name)) for name in SECTIONS}
+    return {name: getattr(config, name).values() for name in SECTIONS}
 
 
 @pytest.mark.parametrize("family", ["roberta", "distilbert", "modernbert"])

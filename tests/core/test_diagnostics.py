@@ -8,7 +8,7 @@ import pytest
 from mlm_studio.core.evaluation.diagnosis import diagnose
 from mlm_studio.core.evaluation.subject import load_subject
 from mlm_studio.core.evaluation.task_probe import TaskError, probe_task, read_labelled
-from mlm_studio.core.models.registry import build_model
+from mlm_studio.core.models.build import build_model
 
 
 def _eval_records(run):

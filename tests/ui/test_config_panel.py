@@ -187,7 +187,8 @@ def test_the_family_shows_its_own_fields_and_leaves_no_foreign_values(qtbot, pan
     assert panel.workspace.config.model.local_attention == 32
 
     family.setCurrentIndex(family.findData("distilbert"))  # ModernBERT's window is not carried into DistilBERT
-    assert panel.workspace.config.model.family == "distilbert" and panel.workspace.config.model.local_attention == 128
+    assert panel.workspace.config.model.family == "distilbert" and panel.workspace.config.model.options == ()
+    assert not hasattr(panel.workspace.config.model, "local_attention")
     assert not panel.editors[("model", "type_vocab_size")].isVisible()
     panel.grab().save(str(tmp_path / "distilbert.png"))
 

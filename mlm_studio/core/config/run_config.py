@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from mlm_studio.core.config.sections import (
     TokenizerConfig,
     TrainConfig,
 )
+from mlm_studio.core.models.registry import FAMILIES
 from mlm_studio.core.storage.files import atomic_write_text
 
 if sys.version_info >= (3, 11):
@@ -99,7 +100,7 @@ class RunConfig:
         lines = [f"preset = {_toml_value(self.preset)}"]
         for section in SECTIONS:
             lines.append(f"\n[{section}]")
-            for key, value in asdict(getattr(self, section)).items():
+            for key, value in getattr(self, section).values().items():
                 lines.append(f"{key} = {_toml_value(value)}")
         return "\n".join(lines) + "\n"
 
@@ -126,12 +127,11 @@ class RunConfig:
             values = raw.get(section, {})
             if not isinstance(values, dict):
                 raise ConfigError(f"{source}: [{section}] must be a table")
-            known = {f.name: f.type for f in fields(kind)}
+            known = kind.field_defaults()
             extra = sorted(set(values) - set(known))
             if extra:
                 raise ConfigError(f"{source}: unknown field(s) in [{section}]: {', '.join(extra)}")
-            defaults = kind()
-            typed = {k: _coerce(v, type(getattr(defaults, k)), f"{section}.{k}", source) for k, v in values.items()}
+            typed = {k: _coerce(v, type(known[k]), f"{section}.{k}", source) for k, v in values.items()}
             try:
                 parts[section] = kind(**typed)
             except ConfigError as exc:
@@ -143,15 +143,22 @@ class RunConfig:
 
     def with_values(self, values: dict[str, Any], source: str = "--set") -> RunConfig:
         """This configuration with `values` ({"training.learning_rate": 1e-3, …}) changed, checked as a TOML
-        file's values are (the same messages, said of `source`)."""
-        raw: dict[str, Any] = {"preset": self.preset, **{name: asdict(getattr(self, name)) for name in SECTIONS}}
+        file's values are (the same messages, said of `source`). A new `model.family` keeps the fields both
+        families have and starts the new family's others from their defaults."""
+        raw: dict[str, Any] = {"preset": self.preset, **{name: getattr(self, name).values() for name in SECTIONS}}
+        family = values.get("model.family", self.model.family)
+        if family != self.model.family and family in FAMILIES:
+            try:
+                raw["model"] = self.model.as_family(family).values()
+            except ConfigError as exc:
+                raise exc.within(source) from exc
         for key, value in values.items():
             section, _, name = key.partition(".")
             if section not in SECTIONS or not name:
                 raise ConfigError(
                     f"{key!r} is not a setting; write section.field, e.g. training.learning_rate", (), source
                 )
-            if name not in raw[section]:
+            if name not in SECTIONS[section].field_defaults():
                 raise ConfigError(f"unknown field {name!r} in [{section}]", (), source)
             raw[section][name] = value
         return RunConfig.from_dict(raw, source, complete=True)

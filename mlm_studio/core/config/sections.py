@@ -1,30 +1,20 @@
 """The sections of a run's configuration (model, data, masking, tokenizer, training), each validated on creation.
 
 Every problem is a `ConfigError` that names the fields it concerns as `section.field`, so the window can outline
-them and speak its own words. This module needs neither PyTorch nor `tokenizers`.
+them and speak its own words. Model families and their own fields come from `models.registry`. This module
+needs neither PyTorch nor `tokenizers`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 import numpy as np
 
-POSITION_TYPES = ("absolute", "sinusoidal")
-FAMILY_NAMES = ("bert", "roberta", "distilbert", "modernbert", "electra")  # as `transformers`' model_type says them
-# Fields only some families have; every other model field means the same in each.
-FAMILY_FIELDS = {
-    "type_vocab_size": ("bert", "roberta", "electra"),
-    "embedding_size": ("electra",),
-    "position_embedding_type": ("bert",),
-    "pre_layer_norm": ("bert",),
-    "local_attention": ("modernbert",),
-    "global_attn_every_n_layers": ("modernbert",),
-    "global_rope_theta": ("modernbert",),
-    "local_rope_theta": ("modernbert",),
-}
+from mlm_studio.core.models.registry import FAMILIES, family_fields
+
 SCHEDULES = ("linear", "cosine", "constant")
 PRECISIONS = ("fp32", "bf16", "fp16")
 STRATEGIES = ("token", "whole_word", "span")
@@ -83,6 +73,15 @@ class Section:
             self._require(fits or (wanted is float and number), f"must be {wanted.__name__}, not {value!r}", f.name)
             self._require(not number or math.isfinite(value), f"must be a finite number, not {value!r}", f.name)
 
+    def values(self) -> dict[str, Any]:
+        """Every field by name (what `config.toml` lists)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+
+    @classmethod
+    def field_defaults(cls) -> dict[str, Any]:
+        """Every field this section may be given, by name, with its default."""
+        return {f.name: f.default for f in fields(cls)}  # type: ignore[arg-type]
+
     def _require_range(self, name: str, low: float, high: float) -> None:
         value = getattr(self, name)
         self._require(low <= value <= high, f"must be between {low:,} and {high:,}, not {value:,}", name)
@@ -96,17 +95,17 @@ _MODEL_SIZES = (
     ("num_attention_heads", 1, 256),
     ("intermediate_size", 1, 65_536),
     ("max_position_embeddings", 8, 131_072),
-    ("type_vocab_size", 1, 1_024),
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ModelConfig(Section):
     """An encoder with a masked-LM head of one family, in `BertConfig`'s words (each family's config.json names
-    are translated on import and export); fields of other families are left at their defaults."""
+    are translated on import and export). The fields below are every family's; a family's own fields (its
+    registry entry's) are in `options` and read as attributes: `config.local_attention`."""
 
     SECTION: ClassVar[str] = "model"
-    family: str = "bert"  # one of FAMILY_NAMES
+    family: str = "bert"  # a registered family's model type
     vocab_size: int = 8000
     hidden_size: int = 256
     num_hidden_layers: int = 4
@@ -116,32 +115,49 @@ class ModelConfig(Section):
     hidden_dropout_prob: float = 0.1
     attention_probs_dropout_prob: float = 0.1
     max_position_embeddings: int = 512
-    type_vocab_size: int = 2
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
-    position_embedding_type: str = "absolute"  # learned ("absolute", as BERT) or fixed "sinusoidal"
-    pre_layer_norm: bool = False  # LayerNorm before each sub-layer instead of after (not exportable to BERT)
-    local_attention: int = 128  # ModernBERT: tokens a local layer sees (half before, half after)
-    global_attn_every_n_layers: int = 3  # ModernBERT: layers 0, n, 2n… attend globally, the others locally
-    global_rope_theta: float = 160_000.0  # ModernBERT: rotary base of the global layers
-    local_rope_theta: float = 10_000.0  # ModernBERT: rotary base of the local layers
-    embedding_size: int = 0  # ELECTRA: width of the embeddings, projected to the hidden size (0: the hidden size)
+    options: tuple[tuple[str, Any], ...] = ()  # (name, value) of each of the family's own fields, in its order
+
+    def __init__(self, family: str = "bert", options: tuple[tuple[str, Any], ...] = (), **values: Any) -> None:
+        shared = {n: d for n, d in ModelConfig.shared_defaults().items() if n != "family"}
+        own = {**dict(options), **{name: values.pop(name) for name in list(values) if name not in shared}}
+        for name, default in shared.items():
+            object.__setattr__(self, name, values.get(name, default))
+        object.__setattr__(self, "family", family)
+        self._require(family in FAMILIES, f"must be one of {', '.join(FAMILIES)}, not {family!r}", "family")
+        declared = FAMILIES[family].fields
+        object.__setattr__(self, "options", tuple((f.name, own.pop(f.name, f.default)) for f in declared))
+        self._check_strays(own)
+        self.__post_init__()
+
+    def _check_strays(self, strays: dict[str, Any]) -> None:
+        """Fields of other families are accepted at their defaults only (a file lists every field it knew)."""
+        known = family_fields()
+        for name, value in strays.items():
+            self._require(name in known, "is not a field of any model family", name)
+            owners = [f.model_type for f in FAMILIES.values() if any(x.name == name for x in f.fields)]
+            self._require(
+                value == known[name].default,
+                f"applies to {' and '.join(owners)} models only; a {self.family} model keeps {known[name].default!r}",
+                name,
+            )
+
+    def __getattr__(self, name: str) -> Any:
+        for key, value in self.__dict__.get("options", ()):
+            if key == name:
+                return value
+        raise AttributeError(f"a {self.__dict__.get('family')} model has no field {name!r}")
 
     def __post_init__(self) -> None:
         self._check_types()
-        self._require(
-            self.family in FAMILY_NAMES, f"must be one of {', '.join(FAMILY_NAMES)}, not {self.family!r}", "family"
-        )
-        for name, families in FAMILY_FIELDS.items():
-            default = getattr(ModelConfig, name)
-            self._require(
-                self.family in families or getattr(self, name) == default,
-                f"applies to {' and '.join(families)} models only; a {self.family} model keeps {default!r}",
-                name,
-            )
         for name, low, high in _MODEL_SIZES:
             self._require_range(name, low, high)
+        by_name = {f.name: f for f in FAMILIES[self.family].fields}
+        for name, value in self.options:
+            problem = by_name[name].problem(value)
+            self._require(problem is None, problem or "", name)
         self._require(
             self.hidden_size % self.num_attention_heads == 0,
             f"{{0}} ({self.hidden_size}) must be a multiple of {{1}} ({self.num_attention_heads})",
@@ -156,68 +172,58 @@ class ModelConfig(Section):
         self._require(0 < self.layer_norm_eps < 1, "must be between 0 and 1", "layer_norm_eps")
         self._require(0 <= self.pad_token_id < self.vocab_size, "must be an id of the vocabulary", "pad_token_id")
         self._require(
-            self.position_embedding_type in POSITION_TYPES,
-            f"must be one of {', '.join(POSITION_TYPES)}, not {self.position_embedding_type!r}",
-            "position_embedding_type",
-        )
-        self._require(
-            self.embedding_size == 0 or 8 <= self.embedding_size <= 16_384,
-            f"must be 0 (the hidden size) or between 8 and 16,384, not {self.embedding_size:,}",
-            "embedding_size",
-        )
-        self._require_range("local_attention", 2, 131_072)
-        self._require_range("global_attn_every_n_layers", 1, 256)
-        for name in ("global_rope_theta", "local_rope_theta"):
-            self._require(getattr(self, name) > 1, f"must be above 1, not {getattr(self, name)}", name)
-        self._require(
             self.max_tokens() >= 8,
             f"leaves {self.max_tokens()} positions after the padding offset; raise {{0}} or lower {{1}}",
             "max_position_embeddings",
             "pad_token_id",
         )
 
+    def values(self) -> dict[str, Any]:
+        """Every field by name, the family's own ones among them (what `config.toml` lists)."""
+        return {**{name: getattr(self, name) for name in self.shared_defaults()}, **dict(self.options)}
+
+    @classmethod
+    def shared_defaults(cls) -> dict[str, Any]:
+        """The fields every family has, by name, with their defaults."""
+        return {f.name: f.default for f in fields(cls) if f.name != "options"}
+
+    @classmethod
+    def field_defaults(cls) -> dict[str, Any]:
+        """Every field a model may be given, by name, with its default: the shared ones and every family's."""
+        return {**cls.shared_defaults(), **{name: f.default for name, f in family_fields().items()}}
+
+    def option(self, name: str, default: Any) -> Any:
+        """The family field `name`, or `default` for a family without it."""
+        return dict(self.options).get(name, default)
+
     def as_family(self, family: str) -> ModelConfig:
-        """This model as one of `family`: the sizes kept, fields the family lacks back at their defaults."""
-        defaults = {name: getattr(ModelConfig, name) for name in FAMILY_FIELDS if not family_has(family, name)}
-        return replace(self, family=family, **defaults)
+        """This model as one of `family`: the fields both have kept, the new family's others at their defaults."""
+        kept = {name: value for name, value in self.values().items() if name != "family"}
+        known = {f.name for f in FAMILIES[family].fields} if family in FAMILIES else set()
+        return ModelConfig(
+            family=family, **{n: v for n, v in kept.items() if n in self.shared_defaults() or n in known}
+        )
 
     def uses(self, name: str) -> bool:
-        """Whether this model's family has the field `name`."""
-        return family_has(self.family, name)
+        """Whether this model has the field `name` (a shared field, or one of its family's)."""
+        return name in self.values()
 
     def embedding_width(self) -> int:
-        """The width of the embeddings: the hidden size, unless an ELECTRA model sets its own."""
-        return self.embedding_size or self.hidden_size
+        """The width of the embeddings: the hidden size, unless the family sets its own (ELECTRA)."""
+        return self.option("embedding_size", 0) or self.hidden_size
 
     def max_tokens(self) -> int:
-        """The longest sequence the model reads: RoBERTa numbers positions from the padding id + 1."""
-        offset = self.pad_token_id + 1 if self.family == "roberta" else 0
-        return self.max_position_embeddings - offset
+        """The longest sequence the model reads (RoBERTa numbers positions from the padding id + 1)."""
+        return self.max_position_embeddings - FAMILIES[self.family].position_offset(self)
 
     def parameter_count(self) -> int:
-        """Trainable parameters (the decoder shares the word embeddings)."""
-        return self._embedding_parameters() + self.non_embedding_parameter_count() + self.vocab_size
+        """Trainable parameters (the decoder shares the word embeddings and adds a bias)."""
+        embedding, layers = FAMILIES[self.family].parameters(self)
+        return embedding + layers + self.vocab_size
 
     def non_embedding_parameter_count(self) -> int:
         """Parameters of the layers and the head's transform: what the compute of a token scales with."""
-        h, f, n = self.hidden_size, self.intermediate_size, self.num_hidden_layers
-        if self.family == "modernbert":  # no biases; gated feed-forward; no norm before the first attention
-            return n * (4 * h * h + 3 * h * f + 2 * h) - h + h + (h * h + h)  # layers, final norm, head
-        layer = 4 * (h * h + h) + 2 * h + (h * f + f) + (f * h + h) + 2 * h
-        final = 2 * h if self.pre_layer_norm else 0
-        e = self.embedding_width()
-        return n * layer + final + (h * e + e + 2 * e)  # the head: transform (to the embeddings' width), LayerNorm
-
-    def _embedding_parameters(self) -> int:
-        h = self.hidden_size
-        if self.family == "modernbert":
-            return self.vocab_size * h + h  # the words and a LayerNorm without bias
-        e = self.embedding_width()
-        learned = self.position_embedding_type == "absolute"
-        positions = self.max_position_embeddings * e if learned else 0
-        types = self.type_vocab_size * e if self.uses("type_vocab_size") else 0
-        projection = e * h + h if e != h else 0
-        return self.vocab_size * e + positions + types + 2 * e + projection
+        return FAMILIES[self.family].parameters(self)[1]
 
 
 @dataclass(frozen=True)
@@ -352,11 +358,6 @@ class TrainConfig(Section):
         )
         self._require(0 < self.generator_size <= 1, f"must be in (0, 1], not {self.generator_size}", "generator_size")
         self._require(0 < self.detection_weight <= 10_000, "must be between 0 and 10,000", "detection_weight")
-
-
-def family_has(family: str, name: str) -> bool:
-    """Whether models of `family` have the model field `name`."""
-    return family in FAMILY_FIELDS.get(name, FAMILY_NAMES)
 
 
 def _valid_device(name: str) -> bool:

@@ -10,7 +10,7 @@ import torch
 
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.interop.hf import import_model, is_hf_folder, model_folder
-from mlm_studio.core.models.registry import build_trained, masked_lm_of
+from mlm_studio.core.models.build import build_trained, masked_lm_of
 from mlm_studio.core.storage.checkpoint import listed, load_weights
 from mlm_studio.core.storage.run_folder import resolve_checkpoint
 from mlm_studio.core.training.replaced_tokens import ReplacedTokenDetection

@@ -12,7 +12,7 @@ from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.data.dataset import BlockSet, split_blocks, tokenize_corpus
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.interop.hf import import_model, is_hf_folder, model_folder
-from mlm_studio.core.models.registry import build_trained, encoder_of, masked_lm_of
+from mlm_studio.core.models.build import build_trained, encoder_of, masked_lm_of
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights
 from mlm_studio.core.storage.run_folder import resolve_checkpoint

@@ -24,8 +24,9 @@ from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import ConfigError, ModelConfig, TrainConfig
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError
 from mlm_studio.core.interop.hub_cache import cached_model, looks_like_hub_name
+from mlm_studio.core.models.build import build_model, build_trained
 from mlm_studio.core.models.electra import DISCRIMINATOR, GENERATOR, generator_config
-from mlm_studio.core.models.registry import ALIASES, FAMILIES, Family, build_model, build_trained, family_of
+from mlm_studio.core.models.registry import FAMILIES, Family, family_named
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError, aliases, listed, load_state, load_weights, save_weights
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
@@ -43,8 +44,7 @@ WRITTEN_FILES = (
     "README.md",
     GENERATOR_FOLDER,
 )
-# The special-token ids a family's config.json records, by role.
-TOKEN_IDS = {"roberta": ("bos", "eos"), "modernbert": ("bos", "eos", "cls", "sep")}
+# The tokenizer's id of each special-token role a family's config.json may record.
 _ROLE_IDS = {"bos": "cls_id", "eos": "sep_id", "cls": "cls_id", "sep": "sep_id"}
 
 
@@ -106,7 +106,7 @@ def _write_model(folder: Path, model: torch.nn.Module, tokenizer: MLMTokenizer, 
 
 
 def _check_exportable(model: ModelConfig) -> None:
-    family = family_of(model)
+    family = FAMILIES[model.family]
     reasons = family.export_problems(model)
     if reasons:
         raise InteropError(
@@ -142,9 +142,9 @@ def _check_target(out: Path, overwrite: bool) -> None:
 def hf_config(model: ModelConfig, tokenizer: MLMTokenizer, architecture: str = "") -> dict[str, Any]:
     """`config.json` for the model's family (as `architecture` when the family has several), every field spelled
     out, with the tokenizer's special ids."""
-    ids = {f"{role}_token_id": getattr(tokenizer, _ROLE_IDS[role]) for role in TOKEN_IDS.get(model.family, ())}
-    family = family_of(model)
-    return {**(family.to_hf(model, architecture) if architecture else family.to_hf(model)), **ids}
+    family = FAMILIES[model.family]
+    ids = {f"{role}_token_id": getattr(tokenizer, _ROLE_IDS[role]) for role in family.token_ids}
+    return {**family.to_hf(model, architecture), **ids}
 
 
 def _tokenizer_config(tokenizer: MLMTokenizer, model: ModelConfig) -> dict[str, Any]:
@@ -196,7 +196,7 @@ class ImportedModel:
 
     def summary(self) -> str:
         m = self.config
-        kind = f"{family_of(m).title} discriminator" if self.generator_size else family_of(m).title
+        kind = f"{FAMILIES[m.family].title} discriminator" if self.generator_size else FAMILIES[m.family].title
         own = sum(t.numel() for n, t in self.weights.items() if n.startswith("discriminator."))
         count = own if self.generator_size else m.parameter_count()
         lines = [
@@ -256,7 +256,7 @@ def import_model(source: str | Path) -> ImportedModel:
     with torch.random.fork_rng():
         torch.manual_seed(0)  # a fresh head is the same on every import
         model = build_model(config)
-    family = family_of(config)
+    family = FAMILIES[config.family]
     weights, unused = _renamed(raw, set(model.state_dict()), family.prefix)
     extra_layers = sorted({int(m.group(1)) for n in unused if (m := re.search(r"\.layers?\.(\d+)\.", n))})
     if extra_layers:
@@ -350,12 +350,13 @@ def _model_config(folder: Path, raw: dict[str, Any] | None = None) -> ModelConfi
     """The configuration of the model in `folder`, from its config.json (`raw`, when already read)."""
     raw = _raw_config(folder) if raw is None else raw
     path = folder / "config.json"
-    kind = ALIASES.get(raw.get("model_type"), raw.get("model_type"))
-    if kind not in FAMILIES:
+    kind = raw.get("model_type")
+    family = family_named(kind) if isinstance(kind, str) else None
+    if family is None:
         known = ", ".join(family.title for family in FAMILIES.values())
         raise InteropError(f"{folder.name} holds a {kind or 'model of unknown type'} model; MLM Studio reads {known}")
     try:
-        return FAMILIES[kind].from_hf(raw)
+        return family.from_hf(raw)
     except (ConfigError, TypeError) as exc:
         raise InteropError(f"{path.name} in {folder.name}: {exc}") from exc
 

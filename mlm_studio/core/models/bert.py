@@ -4,7 +4,6 @@ configuration reads and writes config.json. Its layers are RoBERTa's too (`rober
 from __future__ import annotations
 
 import math
-from dataclasses import fields
 from typing import Any
 
 import torch
@@ -28,7 +27,7 @@ class BertEmbeddings(nn.Module):
         super().__init__()
         width = config.embedding_width()
         self.word_embeddings = nn.Embedding(config.vocab_size, width, padding_idx=config.pad_token_id)
-        if config.position_embedding_type == "absolute":
+        if config.option("position_embedding_type", "absolute") == "absolute":
             self.position_embeddings = nn.Embedding(config.max_position_embeddings, width)
         else:
             self.register_buffer("sinusoid", _sinusoids(config.max_position_embeddings, width), False)
@@ -106,7 +105,7 @@ class BertLayer(nn.Module):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
-        self.pre_layer_norm = config.pre_layer_norm
+        self.pre_layer_norm = config.option("pre_layer_norm", False)
         self.attention = BertAttention(config)
         self.intermediate = BertIntermediate(config)
         self.output = BertOutput(config)
@@ -129,7 +128,7 @@ class BertEncoder(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
-        if config.pre_layer_norm:
+        if config.option("pre_layer_norm", False):
             self.final_layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None, keep: torch.Tensor | None = None) -> torch.Tensor:
@@ -225,7 +224,7 @@ BERT_DEFAULTS = {
 }
 
 
-def bert_from_hf(raw: dict[str, Any], family: str = "bert", defaults: dict[str, Any] = BERT_DEFAULTS) -> ModelConfig:
+def from_hf(raw: dict[str, Any], family: str = "bert", defaults: dict[str, Any] = BERT_DEFAULTS) -> ModelConfig:
     """The configuration of a `transformers` BERT (or RoBERTa, with its defaults) from config.json values."""
     position = raw.get("position_embedding_type", "absolute")
     if position != "absolute":
@@ -236,9 +235,9 @@ def bert_from_hf(raw: dict[str, Any], family: str = "bert", defaults: dict[str, 
     return ModelConfig(family=family, **values)
 
 
-def bert_to_hf(model: ModelConfig, architecture: str = "BertForMaskedLM") -> dict[str, Any]:
+def to_hf(model: ModelConfig, architecture: str = "BertForMaskedLM") -> dict[str, Any]:
     """config.json for `BertForMaskedLM` (or `RobertaForMaskedLM`), every field of its configuration spelled out."""
-    values = {f.name: getattr(model, f.name) for f in fields(model) if f.name in BERT_DEFAULTS}
+    values = {name: value for name, value in model.values().items() if name in BERT_DEFAULTS}
     return {
         "architectures": [architecture],
         "model_type": model.family,
@@ -251,7 +250,7 @@ def bert_to_hf(model: ModelConfig, architecture: str = "BertForMaskedLM") -> dic
     }
 
 
-def bert_export_problems(model: ModelConfig) -> list[str]:
+def export_problems(model: ModelConfig) -> list[str]:
     """Why `transformers`' BERT would compute something else than this model (none: it exports)."""
     reasons = []
     if model.pre_layer_norm:

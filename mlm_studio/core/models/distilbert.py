@@ -136,7 +136,7 @@ class DistilBertForMaskedLM(MaskedLM):
         return self.vocab_projector(self.vocab_layer_norm(F.gelu(self.vocab_transform(hidden))))
 
 
-def distilbert_from_hf(raw: dict[str, Any]) -> ModelConfig:
+def from_hf(raw: dict[str, Any]) -> ModelConfig:
     if raw.get("sinusoidal_pos_embds"):
         raise ConfigError("uses fixed sinusoidal positions; MLM Studio's DistilBERT learns them")
     values = {ours: raw.get(theirs, default) for theirs, (ours, default) in NAMES.items()}
@@ -145,7 +145,7 @@ def distilbert_from_hf(raw: dict[str, Any]) -> ModelConfig:
     return ModelConfig(family="distilbert", layer_norm_eps=LAYER_NORM_EPS, **values)
 
 
-def distilbert_to_hf(model: ModelConfig) -> dict[str, Any]:
+def to_hf(model: ModelConfig) -> dict[str, Any]:
     return {
         "architectures": ["DistilBertForMaskedLM"],
         "model_type": "distilbert",
@@ -158,7 +158,7 @@ def distilbert_to_hf(model: ModelConfig) -> dict[str, Any]:
     }
 
 
-def distilbert_export_problems(model: ModelConfig) -> list[str]:
+def export_problems(model: ModelConfig) -> list[str]:
     if model.layer_norm_eps != LAYER_NORM_EPS:
         return [f"its LayerNorm ε is {model.layer_norm_eps:g}; DistilBERT's is fixed at {LAYER_NORM_EPS:g}"]
     return []

@@ -12,7 +12,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from mlm_studio.core.config.sections import ModelConfig
-from mlm_studio.core.models.bert import BERT_DEFAULTS, BertModel, bert_from_hf, bert_to_hf
+from mlm_studio.core.models import bert
+from mlm_studio.core.models.bert import BERT_DEFAULTS, BertModel
 from mlm_studio.core.models.encoder import MaskedLM, init_like_bert
 
 # `ElectraConfig`'s defaults (ELECTRA-small's discriminator), for config.json files that leave a field out.
@@ -101,12 +102,12 @@ def generator_config(discriminator: ModelConfig, size: float) -> ModelConfig:
 
 
 # --- the family's Hugging Face side ----------------------------------------------------------------------
-def electra_from_hf(raw: dict[str, Any]) -> ModelConfig:
-    config = bert_from_hf(raw, "electra", ELECTRA_DEFAULTS)
+def from_hf(raw: dict[str, Any]) -> ModelConfig:
+    config = bert.from_hf(raw, "electra", ELECTRA_DEFAULTS)
     same_width = config.embedding_size == config.hidden_size
     return replace(config, embedding_size=0) if same_width else config  # 0 says "the hidden size"
 
 
-def electra_to_hf(model: ModelConfig, architecture: str = GENERATOR) -> dict[str, Any]:
+def to_hf(model: ModelConfig, architecture: str = GENERATOR) -> dict[str, Any]:
     """config.json for `ElectraForMaskedLM` (or `ElectraForPreTraining`)."""
-    return {**bert_to_hf(model, architecture), "embedding_size": model.embedding_width()}
+    return {**bert.to_hf(model, architecture), "embedding_size": model.embedding_width()}

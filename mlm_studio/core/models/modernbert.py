@@ -191,7 +191,7 @@ class ModernBertForMaskedLM(MaskedLM):
         return self.decoder(self.head(hidden))
 
 
-def modernbert_from_hf(raw: dict[str, Any]) -> ModelConfig:
+def from_hf(raw: dict[str, Any]) -> ModelConfig:
     """The configuration of a `transformers` ModernBERT from config.json, in either the layer-type form of
     recent `transformers` (`layer_types`, `rope_parameters`) or the earlier one (`global_rope_theta`, …)."""
     for name, value in FIXED:
@@ -231,7 +231,7 @@ def _layer_pattern(raw: dict[str, Any], values: dict[str, Any]) -> dict[str, Any
     return found
 
 
-def modernbert_to_hf(model: ModelConfig) -> dict[str, Any]:
+def to_hf(model: ModelConfig) -> dict[str, Any]:
     """config.json in both forms, so that `transformers` releases before and after layer types read it."""
     n = model.num_hidden_layers
     return {

@@ -11,7 +11,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from mlm_studio.core.config.sections import ModelConfig
-from mlm_studio.core.models.bert import BERT_DEFAULTS, BertEmbeddings, BertModel, bert_from_hf, bert_to_hf
+from mlm_studio.core.models import bert
+from mlm_studio.core.models.bert import BERT_DEFAULTS, BertEmbeddings, BertModel
 from mlm_studio.core.models.encoder import MaskedLM, init_like_bert
 
 ROBERTA_DEFAULTS = {**BERT_DEFAULTS, "vocab_size": 50265, "pad_token_id": 1}  # `RobertaConfig`'s own
@@ -61,9 +62,9 @@ class RobertaForMaskedLM(MaskedLM):
         return self.lm_head(hidden)
 
 
-def roberta_from_hf(raw: dict[str, Any]) -> ModelConfig:
-    return bert_from_hf(raw, "roberta", ROBERTA_DEFAULTS)
+def from_hf(raw: dict[str, Any]) -> ModelConfig:
+    return bert.from_hf(raw, "roberta", ROBERTA_DEFAULTS)
 
 
-def roberta_to_hf(model: ModelConfig) -> dict[str, Any]:
-    return bert_to_hf(model, "RobertaForMaskedLM")
+def to_hf(model: ModelConfig) -> dict[str, Any]:
+    return bert.to_hf(model, "RobertaForMaskedLM")

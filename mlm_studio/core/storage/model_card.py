@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from mlm_studio import __version__
-from mlm_studio.core.models.registry import family_of
+from mlm_studio.core.models.registry import FAMILIES
 from mlm_studio.core.storage.checkpoint import CheckpointError, read_state
 from mlm_studio.core.storage.run_folder import RunDir
 
@@ -15,7 +15,7 @@ from mlm_studio.core.storage.run_folder import RunDir
 def model_card(run: RunDir, checkpoint: Path) -> str:
     """A short README: where the text came from, the configuration, and the last evaluation."""
     config, state = run.config, read_state(checkpoint)
-    m, family, tokenizer = config.model, family_of(config.model), run.tokenizer
+    m, family, tokenizer = config.model, FAMILIES[config.model.family], run.tokenizer
     try:
         sources, _ = run.corpus_sources()
         corpus = ", ".join(s.name for s in sources[:10]) + (

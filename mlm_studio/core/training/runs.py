@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -125,10 +125,10 @@ def config_differences(old: RunConfig, new: RunConfig, sections: tuple[str, ...]
     """Field-by-field differences, such as "model.hidden_size: 256 → 512"."""
     changes = []
     for section in sections:
-        a, b = asdict(getattr(old, section)), asdict(getattr(new, section))
-        for f in fields(getattr(old, section)):
-            if a[f.name] != b[f.name]:
-                changes.append(f"{section}.{f.name}: {a[f.name]} → {b[f.name]}")
+        a, b = getattr(old, section).values(), getattr(new, section).values()
+        for name in dict.fromkeys([*a, *b]):
+            if a.get(name) != b.get(name):
+                changes.append(f"{section}.{name}: {a.get(name, '—')} → {b.get(name, '—')}")
     return changes
 
 

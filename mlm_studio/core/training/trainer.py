@@ -22,8 +22,8 @@ from mlm_studio.core.data.dataset import BlockOrder, BlockSet
 from mlm_studio.core.data.masking import Masker
 from mlm_studio.core.evaluation.held_out import detection_scores, held_out_sums, mask_blocks
 from mlm_studio.core.evaluation.probes import load_probes, score_probes
+from mlm_studio.core.models.build import build_trained, masked_lm_of
 from mlm_studio.core.models.encoder import decay_groups
-from mlm_studio.core.models.registry import build_trained, masked_lm_of
 from mlm_studio.core.storage.checkpoint import load_optimizer, load_weights, read_state
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.storage.tensorboard import open_event_log

@@ -30,17 +30,17 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.config.presets import PRESETS
 from mlm_studio.core.config.run_config import RunConfig
-from mlm_studio.core.config.sections import PRECISIONS, ConfigError, ModelConfig, family_has
+from mlm_studio.core.config.sections import PRECISIONS, ConfigError, ModelConfig
 from mlm_studio.core.durations import format_duration, parse_duration
 from mlm_studio.core.interop.hf import ImportedModel, import_model
 from mlm_studio.core.models.registry import FAMILIES
 from mlm_studio.ui.panels.config_fields import (
     CHOICE_TITLES,
-    CHOICES,
-    FIELDS,
     GROUPS,
     KEPT_ACROSS_PRESETS,
     OBJECTIVE_FIELDS,
+    choices_of,
+    form_fields,
 )
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.theme import ToneLabel
@@ -48,8 +48,17 @@ from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.workspace import Workspace
 
 INVALID = "border: 1px solid #c0392b;"
-FAMILY_TITLES = " or ".join(family.title for family in FAMILIES.values())  # the families import understands
 CUSTOM = "custom"
+
+
+def family_titles() -> str:
+    """The families import understands, as people say them."""
+    return " or ".join(family.title for family in FAMILIES.values())
+
+
+def _defaults(section: str) -> dict:
+    """Each field of a section with its default; the model's with every family's own fields."""
+    return ModelConfig.field_defaults() if section == "model" else getattr(RunConfig(), section).values()
 
 
 class ConfigPanel(QWidget):
@@ -92,7 +101,7 @@ class ConfigPanel(QWidget):
         self.save_button.clicked.connect(self.save_dialog)
         self.import_button = QPushButton("Import model…")
         self.import_button.setToolTip(
-            f"Continue pre-training a Hugging Face {FAMILY_TITLES} folder on your corpus: its architecture and "
+            f"Continue pre-training a Hugging Face {family_titles()} folder on your corpus: its architecture and "
             "tokenizer are used"
         )
         self.import_button.clicked.connect(self.import_dialog)
@@ -121,7 +130,8 @@ class ConfigPanel(QWidget):
         self.message_bar = MessageBar()
 
         groups = {name: QFormLayout() for name in GROUPS}
-        for (section, name), (group, label, tooltip) in FIELDS.items():
+        self.fields = form_fields()
+        for (section, name), (group, label, tooltip) in self.fields.items():
             editor = self._editor(section, name)
             editor.setToolTip(tooltip)
             caption = QLabel(label)
@@ -157,13 +167,13 @@ class ConfigPanel(QWidget):
         layout.addWidget(scroll, 1)
 
     def _editor(self, section: str, name: str) -> QWidget:
-        default = getattr(getattr(RunConfig(), section), name)
+        default = _defaults(section)[name]
         if isinstance(default, bool):
             editor = QCheckBox()
             editor.toggled.connect(self._on_edit)
-        elif name in CHOICES or name == "device":
+        elif choices_of(name) or name == "device":
             editor = QComboBox()
-            for choice in CHOICES.get(name, self._devices):
+            for choice in choices_of(name) or self._devices:
                 title = FAMILIES[choice].title if name == "family" else CHOICE_TITLES.get(choice, choice)
                 editor.addItem(title, choice)
             editor.currentIndexChanged.connect(self._on_edit)
@@ -183,7 +193,7 @@ class ConfigPanel(QWidget):
         self._applying = True
         try:
             for (section, name), editor in self.editors.items():
-                value = getattr(getattr(config, section), name)
+                value = getattr(config, section).values().get(name, _defaults(section)[name])
                 if isinstance(editor, QCheckBox):
                     editor.setChecked(value)
                 elif isinstance(editor, QComboBox):
@@ -225,13 +235,14 @@ class ConfigPanel(QWidget):
                     raise ConfigError(f"must be a number, not {editor.text()!r}", (f"{section}.{name}",)) from None
         base = self.workspace.config
         family = values["model"]["family"]
-        model = {n: v if family_has(family, n) else getattr(ModelConfig, n) for n, v in values["model"].items()}
+        own = {f.name for f in FAMILIES[family].fields}
+        model = {n: v for n, v in values["model"].items() if n in own or n in ModelConfig.shared_defaults()}
         tokenizer = self.workspace.tokenizer
         if tokenizer is not None:
             model.update(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_id)
         initial = self.workspace.initial_model
         config = RunConfig(
-            model=initial.config if initial else replace(base.model, **model),
+            model=initial.config if initial else replace(base.model.as_family(family), **model),
             data=replace(base.data, **values["data"]),
             masking=replace(base.masking, **values["masking"]),
             tokenizer=base.tokenizer,
@@ -281,7 +292,7 @@ class ConfigPanel(QWidget):
             self.summary.setText("<i>parameters and memory: once the configuration is valid</i>")
             self.summary.setToolTip("")
             keys = [tuple(name.split(".", 1)) for name in exc.fields]
-            self._set_error(exc.naming([FIELDS[key][1] if key in FIELDS else ".".join(key) for key in keys]))
+            self._set_error(exc.naming([self.fields[key][1] if key in self.fields else ".".join(key) for key in keys]))
             for key in keys:
                 if key in self.editors:
                     self.editors[key].setStyleSheet(INVALID)
@@ -291,7 +302,7 @@ class ConfigPanel(QWidget):
         self.workspace.set_config(config)
 
     def _is_model_editor(self, widget) -> bool:
-        return any(editor is widget for key, editor in self.editors.items() if FIELDS[key][0] == "Model")
+        return any(editor is widget for key, editor in self.editors.items() if self.fields[key][0] == "Model")
 
     def _couple_objective_and_family(self, changed) -> None:
         """ELECTRA's objective trains an ELECTRA model: choosing it makes the model one, and choosing another
@@ -309,9 +320,10 @@ class ConfigPanel(QWidget):
         family = self.editors[("model", "family")].currentData()
         electra = self.editors[("training", "objective")].currentData() == "electra"
         form = self.editors[("model", "family")].parentWidget().layout()
+        shown = {*ModelConfig.shared_defaults(), *(f.name for f in FAMILIES[family].fields)}
         for (section, name), editor in self.editors.items():
             if section == "model":
-                form.setRowVisible(editor, family_has(family, name))
+                form.setRowVisible(editor, name in shown)
             elif name in OBJECTIVE_FIELDS:
                 form.setRowVisible(editor, electra)
 
@@ -359,7 +371,7 @@ class ConfigPanel(QWidget):
 
     # --- imported model ---------------------------------------------------------------------------------
     def import_dialog(self) -> None:
-        caption = f"A Hugging Face {FAMILY_TITLES} folder (config.json, weights, tokenizer)"
+        caption = f"A Hugging Face {family_titles()} folder (config.json, weights, tokenizer)"
         folder = QFileDialog.getExistingDirectory(self, caption)
         if folder:
             self.import_folder(folder)
@@ -379,7 +391,7 @@ class ConfigPanel(QWidget):
     def _on_initial_model(self, imported: ImportedModel | None) -> None:
         """An imported model fixes the architecture: the model fields and presets are locked until forgotten."""
         for key, editor in self.editors.items():
-            if FIELDS[key][0] == "Model":
+            if self.fields[key][0] == "Model":
                 editor.setEnabled(imported is None)
         self.preset_combo.setEnabled(imported is None)
         self.import_frame.setVisible(imported is not None)

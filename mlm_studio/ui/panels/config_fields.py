@@ -5,18 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from mlm_studio.core.config.sections import FAMILY_NAMES, OBJECTIVES, PRECISIONS, SCHEDULES, SECTIONS, STRATEGIES
+from mlm_studio.core.config.sections import OBJECTIVES, PRECISIONS, SCHEDULES, SECTIONS, STRATEGIES, ModelConfig
+from mlm_studio.core.models.registry import FAMILIES, family_fields
 
-# (section, field): (group, label, tooltip)
+# (section, field): (group, label, tooltip) of the fields every run has; a family's own fields and the family
+# chooser's words come from the registry (`form_fields`).
 FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {
-    ("model", "family"): (
-        "Model",
-        "Family",
-        "The architecture, exported as transformers' class of that name: BERT; RoBERTa (positions offset by the "
-        "padding id, one segment type); DistilBERT (no segments); ModernBERT (rotary positions, GeGLU, "
-        "pre-LayerNorm without biases, alternating global and local attention); ELECTRA (BERT's layers, "
-        "embeddings of their own width)",
-    ),
     ("training", "objective"): (
         "Model",
         "Objective",
@@ -33,11 +27,6 @@ FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {
         "Detection weight",
         "ELECTRA: weight of the replaced-token loss against the generator's masked-LM loss; 50",
     ),
-    ("model", "embedding_size"): (
-        "Model",
-        "Embedding size",
-        "ELECTRA: width of the embeddings the generator shares, projected to the hidden size; 0 = the hidden size",
-    ),
     ("model", "hidden_size"): ("Model", "Hidden size", "Width of every layer; 128–1024 (BERT-base: 768)"),
     ("model", "num_hidden_layers"): ("Model", "Layers", "Transformer layers; 2–24 (BERT-base: 12)"),
     ("model", "num_attention_heads"): ("Model", "Attention heads", "Must divide the hidden size; usually hidden/64"),
@@ -49,23 +38,8 @@ FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {
     ("model", "hidden_dropout_prob"): ("Model", "Dropout", "Dropout after each sub-layer; 0–0.1"),
     ("model", "attention_probs_dropout_prob"): ("Model", "Attention dropout", "Dropout on attention weights; 0–0.1"),
     ("model", "max_position_embeddings"): ("Model", "Max positions", "Longest sequence the model can read; ≥ length"),
-    ("model", "position_embedding_type"): ("Model", "Positions", "Learned (absolute, as BERT) or fixed sinusoidal"),
-    ("model", "pre_layer_norm"): (
-        "Model",
-        "Pre-LayerNorm",
-        "LayerNorm before each sub-layer: steadier at high learning rates",
-    ),
-    ("model", "local_attention"): ("Model", "Local window", "Tokens a local layer attends to, half on each side; 128"),
-    ("model", "global_attn_every_n_layers"): (
-        "Model",
-        "Global every",
-        "Layers 0, n, 2n… attend to the whole sequence, the others to their window; 3",
-    ),
-    ("model", "global_rope_theta"): ("Model", "Global RoPE base", "Rotary base of the global layers; 160,000"),
-    ("model", "local_rope_theta"): ("Model", "Local RoPE base", "Rotary base of the local layers; 10,000"),
     ("model", "layer_norm_eps"): ("Model", "LayerNorm ε", "Numerical guard of LayerNorm; 1e-12 (BERT) to 1e-5"),
     ("model", "initializer_range"): ("Model", "Init std", "Standard deviation of the initial weights; 0.02"),
-    ("model", "type_vocab_size"): ("Model", "Segment types", "Segment embeddings (sentence A/B); 2"),
     ("training", "learning_rate"): (
         "Optimisation",
         "Learning rate",
@@ -122,9 +96,7 @@ FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {
 KEPT_ACROSS_PRESETS = ("time_budget", "device", "precision", "compile", "seed")
 GROUPS = ("Model", "Optimisation", "Schedule", "Data & masking", "Hardware")
 CHOICES = {
-    "family": FAMILY_NAMES,
     "objective": OBJECTIVES,
-    "position_embedding_type": ("absolute", "sinusoidal"),
     "schedule": SCHEDULES,
     "strategy": STRATEGIES,
     "precision": PRECISIONS,
@@ -134,11 +106,32 @@ CHOICE_TITLES = {"mlm": "Masked LM", "electra": "ELECTRA (replaced-token detecti
 OBJECTIVE_FIELDS = ("generator_size", "detection_weight")  # shown with ELECTRA's objective only
 
 
+def form_fields() -> dict[tuple[str, str], tuple[str, str, str]]:
+    """Every field of the form in order: the family chooser, the shared fields, and after the model's shared
+    fields every registered family's own ones (the form shows those of the chosen family)."""
+    tooltip = "The architecture, exported as transformers' class of that name: " + "; ".join(
+        f"{family.title} ({family.summary})" for family in FAMILIES.values()
+    )
+    rows = list(FIELDS.items())
+    last_model = max(i for i, ((section, _), _) in enumerate(rows) if section == "model")
+    own = [(("model", f.name), ("Model", f.label, f.help)) for f in family_fields().values()]
+    return dict(
+        [(("model", "family"), ("Model", "Family", tooltip)), *rows[: last_model + 1], *own, *rows[last_model + 1 :]]
+    )
+
+
+def choices_of(name: str) -> tuple[str, ...]:
+    """The values a field with a few choices takes (none for other fields)."""
+    if name == "family":
+        return tuple(FAMILIES)
+    own = family_fields().get(name)
+    return own.choices if own is not None else CHOICES.get(name, ())
+
+
 def field_names() -> set[tuple[str, str]]:
     """Every configurable (section, field) of the engine, for checking that the form covers them all."""
     hidden = {("model", "vocab_size"), ("model", "hidden_act"), ("model", "pad_token_id")}
-    names = set()
-    for section in ("model", "data", "masking", "training"):
-        for f in dataclasses.fields(SECTIONS[section]):
-            names.add((section, f.name))
+    names = {("model", name) for name in ModelConfig.field_defaults()}
+    for section in ("data", "masking", "training"):
+        names.update((section, f.name) for f in dataclasses.fields(SECTIONS[section]))
     return names - hidden
