@@ -36,7 +36,7 @@ from mlm_studio.core.config.sections import DataConfig, ModelConfig, TokenizerCo
 from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.data.tokenizer import MLMTokenizer, train_tokenizer
-from mlm_studio.core.models.electra import DISCRIMINATOR, GENERATOR, electra_to_hf, generator_config
+from mlm_studio.core.models.electra import DISCRIMINATOR, GENERATOR, generator_config
 from mlm_studio.core.models.registry import FAMILIES
 from mlm_studio.core.training.records import StepRecord
 from mlm_studio.core.training.runs import NewRun, prepare_trainer
@@ -214,7 +214,7 @@ class ElectraPeer(torch.nn.Module):
         from transformers import AutoConfig, ElectraForMaskedLM, ElectraForPreTraining
 
         def hf(config: ModelConfig, architecture: str):
-            values = electra_to_hf(config, architecture)
+            values = FAMILIES["electra"].to_hf(config, architecture)
             return AutoConfig.for_model(values.pop("model_type"), **values)
 
         self.discriminator = ElectraForPreTraining(hf(model_config, DISCRIMINATOR))
