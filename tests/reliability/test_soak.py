@@ -74,6 +74,6 @@ def test_training_pausing_and_predicting_for_a_while_stays_within_bounds(
     print(f"longest stall {stall_ms:.0f} ms")
     assert toggles.count(PAUSED) >= 10 and toggles.count(RUNNING) >= 10
     assert len(predictions) >= 10
-    assert training.plots.series["loss"].size > 50
+    assert training.plots.series["step_loss"].size > 50
     assert grown < MEMORY_GROWTH_LIMIT, f"memory grew {grown / 2**20:.0f} MiB"
     assert max(gaps) < STALL_LIMIT_S, f"longest stall {max(gaps) * 1000:.0f} ms"

@@ -119,7 +119,7 @@ def test_opening_a_run_from_elsewhere_keeps_the_runs_folder(qtbot, window, train
     before = window.training_panel.runs_root
     window.open_run(trained_runs / "late")
     assert window.workspace.run == trained_runs / "late"
-    assert window.training_panel.plots.series["loss"].size == 40
+    assert window.training_panel.plots.series["step_loss"].size == 40
     assert window.training_panel.runs_root == before
 
 

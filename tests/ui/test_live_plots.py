@@ -6,6 +6,9 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPointF
 
+from mlm_studio.core.evaluation.probes import ProbeResult
+from mlm_studio.core.metric_schema import metrics_of
+from mlm_studio.core.training.records import RECORDS, EvalRecord, StepRecord
 from mlm_studio.ui.widgets.live_plots import LivePlots, Series, thinned
 from mlm_studio.ui.widgets.plots import CompactAxis
 
@@ -78,7 +81,7 @@ def test_overlaying_a_run_twice_draws_it_once_in_its_own_colour_with_train_and_v
     assert plots.overlays == ["earlier"]
     train_pen = plots.curves["overlay:earlier:step:loss"].opts["pen"]
     validation_pen = plots.curves["overlay:earlier:eval:loss"].opts["pen"]
-    assert train_pen.color() == validation_pen.color() != plots.curves["loss"].opts["pen"].color()
+    assert train_pen.color() == validation_pen.color() != plots.curves["step_loss"].opts["pen"].color()
     assert train_pen.style() != validation_pen.style()
     assert all(count > 0 for count in shown_points(plots).values())
 
@@ -86,7 +89,7 @@ def test_overlaying_a_run_twice_draws_it_once_in_its_own_colour_with_train_and_v
 def test_a_series_with_a_single_point_shows_it(plots):
     plots.load(records(steps=50, eval_every=50))
     plots.redraw(everything=True)
-    for key in ("val_loss", "val_accuracy", "probe0"):
+    for key in ("eval_loss", "eval_accuracy", "probe0"):
         assert len(plots.curves[key].getData()[0]) == 1
         assert plots.curves[key].opts["symbol"] is not None
 
@@ -138,12 +141,12 @@ def test_every_noisy_series_is_smoothed_over_its_faint_raw_values(plots):
     plots.load(records())
     plots.set_smoothing(0.9)
     plots.redraw(everything=True)
-    for key in ("loss", "accuracy", "grad_norm", "throughput"):
+    for key in ("step_loss", "step_accuracy", "step_grad_norm", "step_tokens_per_second"):
         raw = plots.shadows[key].getData()[1]
         shown = plots.curves[key].getData()[1]
         assert len(raw) == len(shown) == 300
         assert shown == pytest.approx(_series(raw).smoothed(0.9))
-    loss_raw, loss_shown = plots.shadows["loss"].getData()[1], plots.curves["loss"].getData()[1]
+    loss_raw, loss_shown = plots.shadows["step_loss"].getData()[1], plots.curves["step_loss"].getData()[1]
     assert np.std(np.diff(loss_shown)) < 0.5 * np.std(np.diff(loss_raw))
 
 
@@ -166,7 +169,7 @@ def test_hovering_a_plot_reads_out_its_curves_at_the_nearest_point(qtbot, plots)
     with qtbot.waitSignal(plots.hovered) as said:
         plots.view.scene().sigMouseMoved.emit(position)
     assert said.args[0] == (
-        f"loss: training {at_120['loss']:.4g} at step 120 · validation {eval_at_100['loss']:.4g} at step 100"
+        f"loss: training {at_120['loss']:.4g} nats at step 120 · validation {eval_at_100['loss']:.4g} nats at step 100"
     )
     with qtbot.waitSignal(plots.hovered) as said:
         plots.view.scene().sigMouseMoved.emit(QPointF(-50, -50))
@@ -223,9 +226,9 @@ def test_hidden_plots_draw_nothing_until_shown(plots):
     )
     for _ in range(10):
         plots.redraw()  # the timer's ticks
-    assert len(plots.shadows["loss"].getData()[0]) == 20
+    assert len(plots.shadows["step_loss"].getData()[0]) == 20
     plots.show()
-    assert len(plots.shadows["loss"].getData()[0]) == 21
+    assert len(plots.shadows["step_loss"].getData()[0]) == 21
     assert not plots._dirty
 
 
@@ -250,4 +253,35 @@ def test_records_faster_than_the_redraws_starve_no_plot(plots):
         plots.redraw()
         drawn[waiting[0]] += 1
     assert all(count == 6 for count in drawn.values()), drawn
-    assert len(plots.curves["throughput"].getData()[0]) >= 35  # the last in line is drawn too, not only the first
+    assert (
+        len(plots.curves["step_tokens_per_second"].getData()[0]) >= 35
+    )  # the last in line is drawn too, not only the first
+
+
+def schema_records(steps=20):
+    """Step and evaluation records with a value in every field the record classes have, ELECTRA's included."""
+    out = []
+    for step in range(1, steps + 1):
+        for cls in (StepRecord, EvalRecord):
+            values = {name: 0.5 + step / 100 for name in metrics_of(cls)}
+            out.append({"type": cls.__name__.removesuffix("Record").lower(), **values, "step": step})
+    return out
+
+
+def test_every_series_the_schema_plots_is_drawn_and_every_plot_is_the_schemas(plots):
+    plotted = {f"{kind}_{name}": m for kind, cls in RECORDS.items() for name, m in metrics_of(cls).items() if m.plot}
+    named = {m.plot for m in plotted.values()} | {metrics_of(ProbeResult)["rank"].plot}
+    assert named == set(LivePlots.PLOTS)
+    assert len(plotted) == 13 and plots._shown == 6  # the detection plot waits for its values
+    plots.load(schema_records())
+    assert set(plots.series) == set(plotted) and plots._shown == 7
+    for key, metric in plotted.items():
+        assert plots._plot_of[key] == metric.plot and plots._labels[key] == metric.series
+        assert len(plots.curves[key].getData()[0]) == 20, key
+        assert (key in plots.shadows) == metric.smooth
+    for name, plot in plots.plots.items():
+        keys = [key for key in plotted if plots._plot_of[key] == name]
+        colours = {plots.curves[key].opts["pen"].color().name() for key in keys}
+        assert len(colours) == len(keys), name  # the series of a plot told apart
+        if plot.legend is not None:
+            assert [label.text for _, label in plot.legend.items] == [plotted[key].series for key in keys]

@@ -41,8 +41,8 @@ def test_a_run_started_from_the_gui_plots_evaluates_and_checkpoints(qtbot, panel
         click(qtbot, panel.start_button)
         assert not panel.start_button.isEnabled()
     series = panel.plots.series
-    assert series["loss"].size == 15 and series["val_loss"].size == 3 and series["probe0"].size == 3
-    assert series["loss"].y[-1] < series["loss"].y[0]
+    assert series["step_loss"].size == 15 and series["eval_loss"].size == 3 and series["probe0"].size == 3
+    assert series["step_loss"].y[-1] < series["step_loss"].y[0]
     assert panel.progress_bar.value() == 30
     log = panel.log.toPlainText()
     assert "Evaluation at step 10" in log and "Checkpoint written" in log and "Probes at step 30: value #" in log
@@ -112,7 +112,7 @@ def test_runs_open_overlay_resume_and_export(qtbot, panel, trained_runs, tmp_pat
     assert sorted(names) == ["early", "late"]
     panel.runs_table.select_run(trained_runs / "late")
     click(qtbot, panel.open_button)
-    assert panel.plots.series["loss"].size == 40 and panel.workspace.run.name == "late"
+    assert panel.plots.series["step_loss"].size == 40 and panel.workspace.run.name == "late"
     panel.runs_table.select_run(trained_runs / "early")
     click(qtbot, panel.overlay_button)
     assert panel.plots.overlays == ["early"] and panel.plots.series["overlay:early:step:loss"].size == 4
@@ -143,6 +143,35 @@ def test_runs_open_overlay_resume_and_export(qtbot, panel, trained_runs, tmp_pat
     assert "steps 4 → 8" in panel.log.toPlainText()
     assert RunDir(copy / "early").latest_checkpoint().name == "step-0000008"
     assert Path(panel.workspace.run) == copy / "early"
+
+
+def test_the_csv_export_of_an_electra_run_holds_its_detection_columns(
+    qtbot, panel, small_corpus, small_tokenizer, tmp_path, monkeypatch
+):
+    from mlm_studio.core.training.runs import start_run, training_blocks
+    from mlm_studio.core.training.trainer import Trainer
+
+    config = small_config(max_steps=4, eval_interval=2, log_interval=1).with_objective("electra")
+    run = start_run(tmp_path / "electra-runs" / "electra", config, small_corpus, small_tokenizer)
+    list(Trainer(run, *training_blocks(run, small_corpus)).run())
+    panel.runs_root = run.path.parent
+    panel.refresh_runs()
+    panel.runs_table.select_run(run.path)
+    click(qtbot, panel.open_button)
+    assert {"step_detection_accuracy", "eval_detection_auc"} <= set(panel.plots.series)
+    csv_path = tmp_path / "electra.csv"
+    monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getSaveFileName", lambda *a, **k: (str(csv_path), ""))
+    click(qtbot, panel.csv_button)
+    rows = list(csv.DictReader(csv_path.open(encoding="utf-8")))
+    for kind, count in (("step", 4), ("eval", 2)):
+        written = [r for r in run.read_metrics() if r["type"] == kind]
+        exported = [r for r in rows if r["type"] == kind]
+        assert len(exported) == len(written) == count
+        detection = [name for name in written[0] if name.startswith("detection_")]
+        assert len(detection) == {"step": 4, "eval": 5}[kind]
+        for record, row in zip(written, exported, strict=True):
+            for name in detection:
+                assert row[name] != "" and float(row[name]) == pytest.approx(record[name], nan_ok=True), name
 
 
 def test_a_time_budget_shows_progress_in_seconds_and_ends_the_run(qtbot, panel):

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mlm_studio.core.metric_schema import metric
 from mlm_studio.core.storage.files import atomic_write_text
 
 if TYPE_CHECKING:
@@ -36,10 +37,10 @@ class Probe:
 
 @dataclass(frozen=True)
 class ProbeResult:
-    text: str
-    expected: str
-    rank: int  # 1 = the model's top prediction
-    probability: float
+    expected: str = metric("", column="probe")
+    rank: int = metric("", plot="probes")  # 1 = the model's top prediction; a curve per probe, named by `expected`
+    probability: float = metric("share")
+    text: str = metric("", column="probe_text")
 
 
 def save_probes(folder: Path, probes: list[Probe]) -> None:
@@ -82,6 +83,6 @@ def _scored(model: nn.Module, tokenizer: MLMTokenizer, probes: list[Probe]) -> t
         probabilities = logits.float().softmax(-1)
         target = probabilities[int(pieces[0])]
         rank = int((probabilities > target).sum()) + 1
-        results.append(ProbeResult(probe.text, probe.expected, rank, float(target)))
+        results.append(ProbeResult(probe.expected, rank, float(target), probe.text))
     model.train(was_training)
     return tuple(results)

@@ -9,8 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mlm_studio.core.evaluation.probes import ProbeResult
+from mlm_studio.core.metric_schema import csv_columns, metrics_of
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.run_folder import RunDir, checkpoint_step, metric_records
+from mlm_studio.core.training.records import RECORDS, EvalRecord, ProbeRecord, StepRecord, kind_of
 
 TAIL_BYTES = 256 * 1024  # the end of metrics.jsonl that holds a run's latest records
 
@@ -80,34 +83,34 @@ def _last_records(path: Path) -> list[dict[str, Any]]:
     return metric_records(lines[1:] if size > TAIL_BYTES else lines)  # the first line of a tail is cut
 
 
-CSV_COLUMNS = (
-    "type",
-    "step",
-    "tokens_seen",
-    "elapsed",
-    "loss",
-    "accuracy",
-    "top5_accuracy",
-    "perplexity",
-    "learning_rate",
-    "grad_norm",
-    "tokens_per_second",
-    "probe",
-    "rank",
-    "probability",
-)
+CSV_RECORDS = (EvalRecord, StepRecord, ProbeRecord)  # a row each; a probe record's results a row each
+CSV_COLUMNS = csv_columns((*CSV_RECORDS, ProbeResult))
 
 
 def metrics_csv(records: list[dict]) -> str:
     """Training, evaluation and probe records as CSV in the order they were written: one row per step or
-    evaluation record, one per probe result (its expected word, rank and probability)."""
+    evaluation record, one per probe result (its expected word, rank, probability and text). No value is left
+    out: one the schema does not name (written by another version) gets a column after the others."""
+    rows = [row for record in records for row in _csv_rows(record)]
+    columns = dict.fromkeys([*CSV_COLUMNS, *(column for row in rows for column in row)])
     out = io.StringIO()
-    writer = csv.DictWriter(out, CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer = csv.DictWriter(out, list(columns), lineterminator="\n")
     writer.writeheader()
-    for record in records:
-        if record.get("type") in ("step", "eval"):
-            writer.writerow(record)
-        elif record.get("type") == "probe":
-            for result in record.get("results", []):
-                writer.writerow({**record, **result, "probe": result.get("expected")})
+    writer.writerows(rows)
     return out.getvalue()
+
+
+def _csv_rows(record: dict) -> list[dict]:
+    kind = record.get("type")
+    if kind not in (kind_of(cls) for cls in CSV_RECORDS):
+        return []
+    row = _by_column(RECORDS[kind], {k: v for k, v in record.items() if k != "results"})
+    if kind != kind_of(ProbeRecord):
+        return [row]
+    return [{**row, **_by_column(ProbeResult, result)} for result in record.get("results", [])]
+
+
+def _by_column(cls: type, values: dict) -> dict:
+    """`values` keyed by their CSV columns (a field the schema does not name keeps its own name)."""
+    columns = {name: m.column for name, m in metrics_of(cls).items()}
+    return {columns.get(key, key): value for key, value in values.items()}

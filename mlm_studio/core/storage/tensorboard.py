@@ -13,31 +13,15 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from mlm_studio.core.metric_schema import metrics_of
+from mlm_studio.core.training.records import INSTALL_HINT, RECORDS
+
 EVENTS_FOLDER = "tensorboard"
-INSTALL_HINT = 'pip install "mlm-studio[tensorboard]"'
+# by record type, each metric field's tag (those with one)
 TAGS = {
-    "step": {
-        "loss": "train/loss",
-        "accuracy": "train/accuracy",
-        "learning_rate": "train/learning_rate",
-        "grad_norm": "train/grad_norm",
-        "tokens_per_second": "train/tokens_per_second",
-        "detection_loss": "train/detection_loss",
-        "detection_accuracy": "train/detection_accuracy",
-        "detection_precision": "train/detection_precision",
-        "detection_recall": "train/detection_recall",
-    },
-    "eval": {
-        "loss": "eval/loss",
-        "accuracy": "eval/accuracy",
-        "top5_accuracy": "eval/top5_accuracy",
-        "perplexity": "eval/perplexity",
-        "detection_loss": "eval/detection_loss",
-        "detection_accuracy": "eval/detection_accuracy",
-        "detection_precision": "eval/detection_precision",
-        "detection_recall": "eval/detection_recall",
-        "detection_auc": "eval/detection_auc",
-    },
+    kind: tags
+    for kind, cls in RECORDS.items()
+    if (tags := {name: m.tag for name, m in metrics_of(cls).items() if m.tag})
 }
 
 

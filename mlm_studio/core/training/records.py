@@ -1,5 +1,9 @@
 """What a training run says as it goes: immutable records (each written to the run's `metrics.jsonl`), the
-control another thread steers it with."""
+control another thread steers it with.
+
+The metric fields of the step and evaluation records (and of a probe's results) carry the metric schema
+(`metric()`): TensorBoard's tags, the CSV's columns and the window's curves are all read from them.
+"""
 
 from __future__ import annotations
 
@@ -9,20 +13,28 @@ from pathlib import Path
 
 from mlm_studio.core.durations import format_duration
 from mlm_studio.core.evaluation.probes import ProbeResult
-from mlm_studio.core.storage.tensorboard import INSTALL_HINT
+from mlm_studio.core.metric_schema import metric, metrics_of
+
+INSTALL_HINT = 'pip install "mlm-studio[tensorboard]"'  # what writes a run's TensorBoard events
+
+
+def kind_of(cls: type) -> str:
+    """A record class's `type` in `metrics.jsonl`: "step" for StepRecord."""
+    return cls.__name__.removesuffix("Record").lower()
 
 
 @dataclass(frozen=True)
 class Record:
-    step: int
+    step: int = metric("steps")
 
     @property
     def kind(self) -> str:
-        return type(self).__name__.removesuffix("Record").lower()
+        return kind_of(type(self))
 
     def to_dict(self) -> dict:
-        """The record as `metrics.jsonl` holds it; the detection fields only in ELECTRA runs' records."""
-        values = {k: v for k, v in asdict(self).items() if not (v is None and k.startswith("detection_"))}
+        """The record as `metrics.jsonl` holds it; the optional metrics (ELECTRA's) only where they have values."""
+        optional = {name for name, m in metrics_of(type(self)).items() if m.optional}
+        values = {k: v for k, v in asdict(self).items() if not (v is None and k in optional)}
         return {"type": self.kind, **values}
 
     def describe(self) -> str:
@@ -59,18 +71,27 @@ class StartedRecord(Record):
 
 @dataclass(frozen=True)
 class StepRecord(Record):
-    tokens_seen: int
-    loss: float
-    accuracy: float  # masked-token accuracy over the steps since the last record
-    learning_rate: float
-    grad_norm: float
-    tokens_per_second: float
-    elapsed: float
+    tokens_seen: int = metric("tokens")
+    elapsed: float = metric("s")
+    loss: float = metric("nats", tag="train/loss", plot="loss", series="training", smooth=True)
+    # masked-token accuracy over the steps since the last record
+    accuracy: float = metric("share", tag="train/accuracy", plot="accuracy", series="training", smooth=True)
+    learning_rate: float = metric("", tag="train/learning_rate", plot="learning_rate", series="learning rate")
+    grad_norm: float = metric("", tag="train/grad_norm", plot="grad_norm", series="gradient norm", smooth=True)
+    tokens_per_second: float = metric(
+        "tokens/s", tag="train/tokens_per_second", plot="throughput", series="tokens/s", smooth=True
+    )
     # ELECTRA's objective: `loss` and `accuracy` are its generator's; these are the discriminator's
-    detection_loss: float | None = None
-    detection_accuracy: float | None = None
-    detection_precision: float | None = None  # of the tokens it flagged, the share that were replaced
-    detection_recall: float | None = None  # of the replaced tokens, the share it flagged
+    detection_loss: float | None = metric(
+        "nats", optional=True, tag="train/detection_loss", plot="detection", series="loss (train)", smooth=True
+    )
+    detection_accuracy: float | None = metric(
+        "share", optional=True, tag="train/detection_accuracy", plot="detection", series="accuracy (train)", smooth=True
+    )
+    # of the tokens it flagged, the share that were replaced
+    detection_precision: float | None = metric("share", optional=True, tag="train/detection_precision")
+    # of the replaced tokens, the share it flagged
+    detection_recall: float | None = metric("share", optional=True, tag="train/detection_recall")
 
     def describe(self) -> str:
         detection = "" if self.detection_loss is None else f" detection {self.detection_accuracy:.1%}"
@@ -82,18 +103,27 @@ class StepRecord(Record):
 
 @dataclass(frozen=True)
 class EvalRecord(Record):
-    tokens_seen: int
-    loss: float
-    accuracy: float
-    top5_accuracy: float
-    perplexity: float
-    elapsed: float
+    tokens_seen: int = metric("tokens")
+    elapsed: float = metric("s")
+    loss: float = metric("nats", tag="eval/loss", plot="loss", series="validation")
+    accuracy: float = metric("share", tag="eval/accuracy", plot="accuracy", series="validation")
+    top5_accuracy: float = metric("share", tag="eval/top5_accuracy")
+    perplexity: float = metric("", tag="eval/perplexity")
     # ELECTRA's objective: the masked-LM numbers are its generator's; these are the discriminator's
-    detection_loss: float | None = None
-    detection_accuracy: float | None = None
-    detection_precision: float | None = None
-    detection_recall: float | None = None
-    detection_auc: float | None = None  # area under the ROC curve of the "replaced" probability
+    detection_loss: float | None = metric("nats", optional=True, tag="eval/detection_loss")
+    detection_accuracy: float | None = metric(
+        "share", optional=True, tag="eval/detection_accuracy", plot="detection", series="accuracy (val)"
+    )
+    detection_precision: float | None = metric(
+        "share", optional=True, tag="eval/detection_precision", plot="detection", series="precision (val)"
+    )
+    detection_recall: float | None = metric(
+        "share", optional=True, tag="eval/detection_recall", plot="detection", series="recall (val)"
+    )
+    # area under the ROC curve of the "replaced" probability
+    detection_auc: float | None = metric(
+        "", optional=True, tag="eval/detection_auc", plot="detection", series="AUC (val)"
+    )
 
     def describe(self) -> str:
         detection = (
@@ -114,9 +144,9 @@ def _share(value: float | None) -> str:
 
 @dataclass(frozen=True)
 class ProbeRecord(Record):
-    tokens_seen: int
-    elapsed: float
-    results: tuple[ProbeResult, ...]
+    tokens_seen: int = metric("tokens")
+    elapsed: float = metric("s")
+    results: tuple[ProbeResult, ...]  # each one a row of the CSV, a curve of the probes plot
 
     def describe(self) -> str:
         ranks = ", ".join(f"{r.expected} #{r.rank} ({r.probability:.1%})" for r in self.results)
@@ -171,3 +201,6 @@ class FailedRecord(Record):
 
     def describe(self) -> str:
         return f"Failed: {self.message}"
+
+
+RECORDS = {kind_of(cls): cls for cls in Record.__subclasses__()}  # by their `type` in metrics.jsonl

@@ -12,6 +12,7 @@ resolution), keep pyqtgraph's context menu, and reflow from three columns to two
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -22,6 +23,9 @@ from PySide6.QtCore import QEvent, QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
 
+from mlm_studio.core.evaluation.probes import ProbeResult
+from mlm_studio.core.metric_schema import Metric, metrics_of
+from mlm_studio.core.training.records import RECORDS, EvalRecord
 from mlm_studio.ui.theme import PALETTE_CHANGES
 from mlm_studio.ui.widgets.plots import CompactAxis, recolour, style_plot
 
@@ -29,21 +33,43 @@ REDRAW_MS = 66
 MAX_POINTS = 4000  # per curve handed to pyqtgraph
 X_AXES = {"step": "step", "tokens": "tokens seen", "time": "seconds"}
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2")
-NOISY = {"loss", "accuracy", "grad_norm", "throughput"}  # training series drawn smoothed over their raw values
 # Where each plot with several series keeps its legend: away from where its curves end (loss falls, accuracy rises).
 LEGENDS = {"loss": (-5, 5), "accuracy": (-5, -5), "probes": (-5, 5), "detection": (-5, 5)}
-# An ELECTRA run's discriminator: (record field, curve label, colour index) of step and evaluation records.
-DETECTION = {
-    "step": (("detection_accuracy", "accuracy (train)", 0), ("detection_loss", "loss (train)", 5)),
-    "eval": (
-        ("detection_accuracy", "accuracy (val)", 3),
-        ("detection_precision", "precision (val)", 2),
-        ("detection_recall", "recall (val)", 4),
-        ("detection_auc", "AUC (val)", 6),
-    ),
-}
 LEGEND_CHARS = 26  # longer names are shortened in the middle, so a legend never hides a plot
 WIDE = 900  # pixels from which the plots sit in three columns
+PROBE_RANK = metrics_of(ProbeResult)["rank"]  # a curve per probe, named by its expected word
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A series the metric schema puts in a plot, as drawn: the n-th series of a plot in the n-th colour."""
+
+    metric: Metric
+    colour: str
+    symbol: str | None  # evaluations are few points: each one marked
+
+
+def _schema_curves() -> dict[str, dict[str, Curve]]:
+    """By record type, each plotted field's curve."""
+    curves: dict[str, dict[str, Curve]] = {}
+    in_plot: dict[str, int] = {}
+    for kind, cls in RECORDS.items():
+        for name, metric in metrics_of(cls).items():
+            if metric.plot:
+                index = in_plot[metric.plot] = in_plot.get(metric.plot, -1) + 1
+                symbol = "o" if cls is EvalRecord else None
+                curves.setdefault(kind, {})[name] = Curve(metric, COLOURS[index % len(COLOURS)], symbol)
+    return curves
+
+
+def _optional_plots() -> set[str]:
+    """The plots only some runs have values for (ELECTRA's detection): shown once they have a curve."""
+    metrics = [curve.metric for curves in CURVES.values() for curve in curves.values()]
+    return {m.plot for m in metrics} - {m.plot for m in metrics if not m.optional}
+
+
+CURVES = _schema_curves()
+OPTIONAL_PLOTS = _optional_plots()
 
 
 class Series:
@@ -125,6 +151,7 @@ class LivePlots(QWidget):
         self._dirty: dict[str, None] = {}  # plots whose curves changed since drawn, longest waiting first
         self._plot_of: dict[str, str] = {}  # curve key -> plot name
         self._labels: dict[str, str] = {}  # curve key -> its full name
+        self._units: dict[str, str] = {}  # curve key -> the unit of its values
         self.view = pg.GraphicsLayoutWidget()
         self.view.setBackground(QApplication.palette().color(QPalette.ColorRole.Base))
         self.view.setMinimumSize(300, 300)
@@ -149,55 +176,57 @@ class LivePlots(QWidget):
 
     # --- data ---------------------------------------------------------------------------------------
     def _curve(
-        self, key: str, plot: str, label: str, colour: str, width: float = 1, style=None, symbol: str | None = None
+        self,
+        key: str,
+        plot: str,
+        label: str,
+        colour: str,
+        unit: str,
+        width: float = 1,
+        style=None,
+        symbol: str | None = None,
+        smooth: bool = False,
     ) -> Series:
         if key not in self.series:
             self.series[key] = Series()
             pen = pg.mkPen(colour, width=width, style=style or Qt.PenStyle.SolidLine)
             options = {"symbol": symbol, "symbolSize": 5, "symbolBrush": colour, "symbolPen": colour} if symbol else {}
-            if key in NOISY:
+            if smooth:
                 faint = QColor(colour)
                 faint.setAlpha(70)
                 self.shadows[key] = self.plots[plot].plot([], [], pen=pg.mkPen(faint, width=1))
             self.curves[key] = self.plots[plot].plot([], [], pen=pen, name=_shortened(label), **options)
             self._plot_of[key] = plot
             self._labels[key] = label
+            self._units[key] = unit
+            if plot in OPTIONAL_PLOTS:
+                self._reflow(self.columns)
         self._dirty.setdefault(plot)  # keeps its place in the queue
         return self.series[key]
 
     def add(self, kind: str, record: dict) -> None:
-        """Add one metrics record (as `Record.to_dict()` gives it) to the right curves."""
+        """Add one metrics record (as `Record.to_dict()` gives it) to the curves the metric schema puts it in."""
         step, tokens, elapsed = record["step"], record.get("tokens_seen", 0), record.get("elapsed", 0.0)
         point = (step, tokens, elapsed)
-        if kind == "step":
-            self._curve("loss", "loss", "training", COLOURS[0], width=2).append(*point, record["loss"])
-            self._curve("accuracy", "accuracy", "training", COLOURS[0], width=2).append(*point, record["accuracy"])
-            self._curve("learning_rate", "learning_rate", "learning rate", COLOURS[2]).append(
-                *point, record["learning_rate"]
-            )
-            self._curve("grad_norm", "grad_norm", "gradient norm", COLOURS[4], width=2).append(
-                *point, record["grad_norm"]
-            )
-            self._curve("throughput", "throughput", "tokens/s", COLOURS[5], width=2).append(
-                *point, record["tokens_per_second"]
-            )
-        elif kind == "eval":
-            for plot in ("loss", "accuracy"):
-                self._curve(f"val_{plot}", plot, "validation", COLOURS[3], width=2, symbol="o").append(
-                    *point, record[plot]
-                )
-        for field, label, colour in DETECTION.get(kind, ()):
+        for field, curve in CURVES.get(kind, {}).items():
             if record.get(field) is not None:
-                symbol = "o" if kind == "eval" else None
-                curve = self._curve(f"{kind}_{field}", "detection", label, COLOURS[colour], width=2, symbol=symbol)
-                curve.append(*point, record[field])
-                self._reflow(self.columns)
+                metric = curve.metric
+                self._curve(
+                    f"{kind}_{field}",
+                    metric.plot,
+                    metric.series,
+                    curve.colour,
+                    metric.unit,
+                    width=2,
+                    symbol=curve.symbol,
+                    smooth=metric.smooth,
+                ).append(*point, record[field])
         if kind == "probe":
             for index, result in enumerate(record["results"]):
                 colour = COLOURS[index % len(COLOURS)]
-                self._curve(f"probe{index}", "probes", result["expected"], colour, symbol="o").append(
-                    *point, result["rank"]
-                )
+                self._curve(
+                    f"probe{index}", PROBE_RANK.plot, result["expected"], colour, PROBE_RANK.unit, symbol="o"
+                ).append(*point, result["rank"])
 
     def load(self, records: list[dict]) -> None:
         """Replace the curves with a run's recorded metrics."""
@@ -214,6 +243,7 @@ class LivePlots(QWidget):
         self.shadows.clear()
         self._plot_of.clear()
         self._labels.clear()
+        self._units.clear()
         self.overlays.clear()
         self._dirty = dict.fromkeys(self.plots)
         self._reflow(self.columns)
@@ -234,6 +264,7 @@ class LivePlots(QWidget):
                 plot,
                 f"{name} ({'train' if train else 'val'})",
                 colour,
+                metrics_of(RECORDS[kind])[field].unit,
                 style=Qt.PenStyle.DashLine if train else Qt.PenStyle.DotLine,
                 symbol=None if train else "t",
             )
@@ -299,9 +330,9 @@ class LivePlots(QWidget):
         self._reflow(3 if event.size().width() >= WIDE else 2)
 
     def _reflow(self, columns: int) -> None:
-        """Lay the plots out in `columns` columns (three when there is room, else two); the detection plot only
-        when it has curves."""
-        shown = [p for name, p in self.plots.items() if name != "detection" or "detection" in self._plot_of.values()]
+        """Lay the plots out in `columns` columns (three when there is room, else two); a plot only some runs
+        have values for (ELECTRA's detection) only when it has curves."""
+        shown = [p for name, p in self.plots.items() if name not in OPTIONAL_PLOTS or name in self._plot_of.values()]
         if (columns, len(shown)) == (self.columns, self._shown):
             return
         self.columns, self._shown = columns, len(shown)
@@ -329,7 +360,8 @@ class LivePlots(QWidget):
             value = series.y[index]
             if key in self.shadows:
                 value = series.smoothed(self.smoothing)[index]
-            parts.append(f"{self._labels[key]} {_number(value)} at {X_AXES[self.axis]} {_number(xs[index])}")
+            reading = _reading(value, self._units[key])
+            parts.append(f"{self._labels[key]} {reading} at {X_AXES[self.axis]} {_number(xs[index])}")
         return f"{self.PLOTS[plot][0]}: " + " · ".join(parts) if parts else ""
 
     def export(self, path: str | Path, scale: float = 2.0) -> None:
@@ -347,6 +379,13 @@ def _shortened(name: str, limit: int = LEGEND_CHARS) -> str:
         return name
     half = (limit - 1) // 2
     return f"{name[:half]}…{name[-(limit - 1 - half) :]}"
+
+
+def _reading(value: float, unit: str) -> str:
+    """A value in its unit: a share as a percentage, others followed by their unit."""
+    if unit == "share":
+        return f"{value:.1%}"
+    return f"{_number(value)} {unit}" if unit else _number(value)
 
 
 def _number(value: float) -> str:
