@@ -1,4 +1,4 @@
-"""Side-by-side timing helpers shared by the benchmarks (see BENCHMARKS in the README)."""
+"""Side-by-side timing helpers shared by the benchmarks (their results are in docs/performance.md)."""
 
 from __future__ import annotations
 
