@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
 from mlm_studio.core.config.sections import (
     SECTIONS,
     UNTIL_THE_BUDGET_IS_SPENT,
@@ -96,12 +98,8 @@ class RunConfig:
 
     # --- TOML ---------------------------------------------------------------------------------------
     def to_toml(self) -> str:
-        lines = [f"preset = {_toml_value(self.preset)}"]
-        for section in SECTIONS:
-            lines.append(f"\n[{section}]")
-            for key, value in asdict(getattr(self, section)).items():
-                lines.append(f"{key} = {_toml_value(value)}")
-        return "\n".join(lines) + "\n"
+        """The configuration as TOML that `from_toml` reads back to an equal configuration."""
+        return tomli_w.dumps({"preset": self.preset, **{name: asdict(getattr(self, name)) for name in SECTIONS}})
 
     @classmethod
     def from_toml(cls, text: str, source: str = "config", complete: bool = False) -> RunConfig:
@@ -185,15 +183,6 @@ def value_from_text(text: str) -> Any:
         return tomllib.loads(f"value = {text}")["value"]
     except tomllib.TOMLDecodeError:
         return text
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{text}"'
 
 
 def _coerce(value: Any, kind: type, name: str, source: str) -> Any:
