@@ -4,17 +4,12 @@ still the ones written."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from pathlib import Path
 
+from mlm_studio.core.storage.user_folders import data_home
 from mlm_studio.resources import DESKTOP_ENTRY, ICON_SIZES, METAINFO, icon_png, icon_svg, resource
-
-
-def data_home() -> Path:
-    """The user's XDG data folder ($XDG_DATA_HOME, else ~/.local/share)."""
-    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
 
 
 def launch_command() -> str:

@@ -1,14 +1,19 @@
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from mlm_studio.cli import main
+from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.storage.run_folder import RunDir
 from tests.core.helpers import config_file
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_train_predict_and_resume(tmp_path, corpus_file, capsys):
@@ -331,9 +336,11 @@ def test_each_family_from_the_hub_cache_trains_predicts_and_exports_as_subproces
     from itertools import islice
 
     from tests.core.family_folders import make_folder
+    from tests.core.hub_layout import point_main_at
 
     snapshot = tmp_path / "hub" / f"models--tiny--{family}" / "snapshots" / "abc123"
     make_folder(family, list(islice(small_corpus.iter_documents(), 400)), snapshot)
+    point_main_at(snapshot)
     env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
 
     def cli(*args: str) -> subprocess.CompletedProcess:
@@ -397,3 +404,56 @@ def test_torchrun_trains_electra_with_detection_summed_over_the_processes(tmp_pa
     final = [r for r in RunDir(tmp_path / "two").read_metrics() if r["type"] == "eval"][-1]
     assert 0 <= final["detection_auc"] <= 1 and 0 <= final["detection_accuracy"] <= 1
     assert RunDir(tmp_path / "two").latest_checkpoint().name == "step-0000004"
+
+
+# Where runs and the cache go under HOME when nothing overrides them (Windows takes its folders elsewhere).
+HOME_FOLDERS = {
+    "linux": (".local/share/mlm-studio/runs", ".cache/mlm-studio"),
+    "darwin": ("Library/Application Support/mlm-studio/runs", "Library/Caches/mlm-studio"),
+}
+
+
+@pytest.mark.skipif(sys.platform not in HOME_FOLDERS, reason="the user folders under HOME are Linux's and macOS's")
+def test_empty_xdg_variables_leave_runs_and_cache_in_the_home_folders(tmp_path, corpus_file):
+    """XDG_DATA_HOME= and XDG_CACHE_HOME= count as unset: nothing lands in the current folder."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MLM_STUDIO_")}
+    env.update(HOME=str(home), XDG_DATA_HOME="", XDG_CACHE_HOME="", PYTHONPATH=str(ROOT))
+    config = config_file(tmp_path)
+    done = subprocess.run(
+        command("train", "--config", config, "--corpus", corpus_file, "--max-steps", 1),
+        cwd=work, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    runs, cache = (home / folder for folder in HOME_FOLDERS[sys.platform])
+    [run] = runs.iterdir()
+    assert str(run) in done.stdout and RunDir(run).latest_checkpoint().name == "step-0000001"
+    assert any(path.is_file() for path in cache.rglob("*")) and list(work.iterdir()) == []
+
+
+PRESET = 'line one\nline "two" \\ end'
+
+
+@pytest.mark.parametrize("kind", ["json", "toml"])
+def test_a_preset_with_a_newline_and_quotes_trains_into_the_runs_folder_and_resumes(tmp_path, corpus_file, kind):
+    """The preset is kept exactly in the run's config.toml; the folder takes a safe form of it."""
+    if kind == "json":
+        config = tmp_path / "config.json"
+        config.write_text(json.dumps({"preset": PRESET, **_small_sections()}), encoding="utf-8")
+    else:  # the preset as a person writes it: a multi-line string
+        config = tmp_path / "mine.toml"
+        sections = config_file(tmp_path).read_text(encoding="utf-8").replace('preset = "custom"\n', "")
+        config.write_text('preset = """line one\nline "two" \\\\ end"""\n' + sections, encoding="utf-8")
+    runs = tmp_path / "runs"
+    env = {**os.environ, "MLM_STUDIO_RUNS": str(runs)}
+    options = {"env": env, "capture_output": True, "text": True, "timeout": 300}
+    done = subprocess.run(command("train", "--config", config, "--corpus", corpus_file, "--max-steps", 2), **options)
+    assert done.returncode == 0, done.stderr
+    [run] = runs.iterdir()
+    assert re.fullmatch(r"\d{8}-\d{6}-line-one-line-two-end", run.name)
+    assert RunConfig.load(run / "config.toml", complete=True).preset == PRESET
+    resumed = subprocess.run(command("train", "--resume", run, "--max-steps", 4), **options)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "Finished (completed) at step 4" in resumed.stdout and RunDir(run).latest_checkpoint().name == "step-0000004"

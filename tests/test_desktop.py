@@ -56,6 +56,24 @@ def test_install_desktop_writes_the_entry_and_icons_and_uninstall_removes_exactl
     assert sorted(p for p in home.rglob("*") if p.is_file()) == sorted([changed, mine])
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="the launcher entry belongs in Linux's XDG data folder")
+def test_an_empty_xdg_data_home_installs_into_the_home_data_folder(tmp_path):
+    """XDG_DATA_HOME= counts as unset, as it does for the runs folder: ~/.local/share, nothing in the current
+    folder."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    env = {**os.environ, "HOME": str(home), "XDG_DATA_HOME": "", "PYTHONPATH": str(SOURCES.parent)}
+    command = [sys.executable, "-m", "mlm_studio", "install-desktop"]
+    done = subprocess.run(command, cwd=work, capture_output=True, text=True, env=env, timeout=120)
+    share = home / ".local" / "share"
+    assert done.returncode == 0 and f"under {share}:" in done.stdout, done.stderr
+    assert (share / "applications" / DESKTOP_ENTRY).is_file() and list(work.iterdir()) == []
+    done = subprocess.run([*command, "--uninstall"], cwd=work, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0 and f"from {share}." in done.stdout
+    assert not any(path.is_file() for path in home.rglob("*"))
+
+
 def test_the_window_has_a_console_free_launcher_entry():
     import importlib
 

@@ -1,5 +1,7 @@
 import pytest
 import torch
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from mlm_studio.core.config.presets import PRESETS, preset
 from mlm_studio.core.config.run_config import RunConfig
@@ -72,6 +74,15 @@ def test_toml_round_trip(tmp_path):
     assert RunConfig.load(path) == config
     text = path.read_text()
     assert "[model]" in text and "hidden_size = 64" in text and 'device = "cuda:1"' in text
+
+
+@given(st.text(max_size=80))
+@example('line one\nline "two"')
+@example('C:\\runs\\new\t"quoted" \\" \'\'\' """ é 日本 \U0001f600')
+@example("\r\x00\x1f\x7f\u2028")
+def test_any_preset_survives_the_toml_round_trip(preset):
+    config = RunConfig(preset=preset)
+    assert RunConfig.from_toml(config.to_toml(), complete=True) == config
 
 
 @pytest.mark.parametrize(

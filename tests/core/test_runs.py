@@ -3,13 +3,17 @@
 import json
 import subprocess
 import sys
+import tempfile
 from contextlib import ExitStack
+from pathlib import Path
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.run_folder import RunDir
-from mlm_studio.core.training.runs import NewRun, prepare_trainer
+from mlm_studio.core.training.runs import FOLDER_LABEL_LENGTH, NewRun, folder_label, new_run_path, prepare_trainer
 from tests.core.helpers import config_file, small_config
 
 TIMING = {"elapsed", "tokens_per_second", "run_dir", "device", "path", "events"}
@@ -58,3 +62,27 @@ def test_a_folder_that_holds_a_run_is_not_begun_again_and_a_resume_is_checked_fi
     with ExitStack() as held:
         resumed = prepare_trainer(tmp_path / "run", held=held)
         assert resumed.step == 2 and resumed.started().step == 2
+
+
+@pytest.mark.parametrize(
+    ("preset", "label"),
+    [("base", "base"), ("my_preset-2", "my_preset-2"), ("../../etc", "etc"), ("C:\\runs\\x", "C-runs-x"),
+     ('two\nlines "quoted"', "two-lines-quoted"), ("été 日本", "été-日本"), ("..", "run"), ("", "run"),
+     ("x" * 99, "x" * 40)],
+)  # fmt: skip
+def test_a_preset_becomes_a_safe_part_of_a_folder_name(preset, label):
+    assert folder_label(preset) == label
+
+
+@given(st.text(max_size=200))
+@example("../../escape")
+@example("a/b\\c\nd\te\x00")
+def test_a_new_run_folder_is_always_one_new_folder_inside_the_root(preset):
+    with tempfile.TemporaryDirectory() as root:
+        path = new_run_path(root, preset)
+        label = path.name.split("-", 2)[2]
+        assert path.parent == Path(root) and 0 < len(label) <= FOLDER_LABEL_LENGTH and label.isprintable()
+        assert not set(label) & set("/\\.:") and label[0] not in "-_" and label[-1] not in "-_"
+        path.mkdir()
+        again = new_run_path(root, preset)
+        assert again.parent == Path(root) and not again.exists()

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
 from mlm_studio.core.config.sections import (
     SECTIONS,
     UNTIL_THE_BUDGET_IS_SPENT,
@@ -97,12 +99,12 @@ class RunConfig:
 
     # --- TOML ---------------------------------------------------------------------------------------
     def to_toml(self) -> str:
-        lines = [f"preset = {_toml_value(self.preset)}"]
-        for section in SECTIONS:
-            lines.append(f"\n[{section}]")
-            for key, value in getattr(self, section).values().items():
-                lines.append(f"{key} = {_toml_value(value)}")
-        return "\n".join(lines) + "\n"
+        """The configuration as TOML that `from_toml` reads back to an equal configuration."""
+        return tomli_w.dumps(self.to_dict())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The configuration as TOML-like values: the preset and each section's fields."""
+        return {"preset": self.preset, **{name: getattr(self, name).values() for name in SECTIONS}}
 
     @classmethod
     def from_toml(cls, text: str, source: str = "config", complete: bool = False) -> RunConfig:
@@ -145,7 +147,7 @@ class RunConfig:
         """This configuration with `values` ({"training.learning_rate": 1e-3, …}) changed, checked as a TOML
         file's values are (the same messages, said of `source`). A new `model.family` keeps the fields both
         families have and starts the new family's others from their defaults."""
-        raw: dict[str, Any] = {"preset": self.preset, **{name: getattr(self, name).values() for name in SECTIONS}}
+        raw = self.to_dict()
         family = values.get("model.family", self.model.family)
         if family != self.model.family and family in FAMILIES:
             try:
@@ -192,15 +194,6 @@ def value_from_text(text: str) -> Any:
         return tomllib.loads(f"value = {text}")["value"]
     except tomllib.TOMLDecodeError:
         return text
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{text}"'
 
 
 def _coerce(value: Any, kind: type, name: str, source: str) -> Any:

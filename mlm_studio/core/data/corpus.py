@@ -145,7 +145,7 @@ def _expand(raw: str | Path) -> tuple[list[Path], SourceReport | None]:
     if is_hub_name(raw):
         try:
             return cached_files(str(raw)), None
-        except FileNotFoundError as exc:
+        except (FileNotFoundError, ValueError) as exc:
             return [], _skip(Path(str(raw)), "hub", str(exc))
     path = Path(raw)
     if path.is_dir():

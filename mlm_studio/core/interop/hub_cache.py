@@ -1,12 +1,17 @@
 """Hugging Face Hub datasets and models that are already on this machine, named as on the Hub: a dataset
 (`hf:org/name`) by its Parquet shards in the Hub cache or the Arrow files `datasets` prepared from it, a model
-(`org/name`, `roberta-base`) by its newest snapshot folder. Nothing is ever downloaded; what is not there gets a
-message saying where it was looked for."""
+(`org/name`, `roberta-base`) by its snapshot folder. `huggingface_hub` finds them as `transformers` does: the
+same cache (HF_HUB_CACHE, HF_HOME, XDG_CACHE_HOME) and the revision `refs/main` names. Nothing is ever
+downloaded; what is not there gets a message saying where it was looked for."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from huggingface_hub import constants, snapshot_download, try_to_load_from_cache
+from huggingface_hub.file_download import repo_folder_name
+from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 PREFIX = "hf:"
 
@@ -15,28 +20,46 @@ def is_hub_name(source: str | Path) -> bool:
     return str(source).startswith(PREFIX)
 
 
-def _home() -> Path:
-    return Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface")
+def looks_like_hub_name(source: str | Path) -> bool:
+    """`roberta-base` or `org/name`: a name the Hub's grammar allows."""
+    try:
+        checked_name(str(source))
+    except ValueError:
+        return False
+    return True
 
 
-def hub_cache() -> Path:
-    return Path(os.environ.get("HF_HUB_CACHE") or _home() / "hub")
+def checked_name(name: str) -> str:
+    """`name` if the Hub's grammar allows it (`org/name` or `name`), checked before any path is built from it;
+    raises ValueError saying why not."""
+    try:
+        validate_repo_id(name)
+    except HFValidationError as exc:
+        raise ValueError(f"{name!r} is not a Hugging Face Hub name: write org/name ({exc})") from None
+    return name
 
 
 def datasets_cache() -> Path:
-    return Path(os.environ.get("HF_DATASETS_CACHE") or _home() / "datasets")
+    """Where the `datasets` library keeps the Arrow files it prepared (HF_DATASETS_CACHE, else under HF_HOME)."""
+    return Path(os.environ.get("HF_DATASETS_CACHE") or Path(constants.HF_HOME) / "datasets")
+
+
+def _cache_folder(name: str, kind: str) -> Path:
+    return Path(constants.HF_HUB_CACHE).absolute() / repo_folder_name(repo_id=name, repo_type=kind)
 
 
 def cached_files(source: str) -> list[Path]:
-    """The files of `hf:org/name` on this machine (the newest snapshot's Parquet shards, else the Arrow files
-    `datasets` wrote); raises FileNotFoundError naming where it looked."""
-    name = source[len(PREFIX) :].strip().strip("/")
-    snapshots = hub_cache() / f"datasets--{name.replace('/', '--')}" / "snapshots"
-    if snapshots.is_dir():
-        for snapshot in sorted(snapshots.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
-            shards = sorted(snapshot.rglob("*.parquet"))
-            if shards:
-                return shards
+    """The files of `hf:org/name` on this machine (the Parquet shards of the snapshot `refs/main` names, else
+    the Arrow files `datasets` wrote); raises ValueError for a name the Hub would refuse, FileNotFoundError
+    naming where it looked for one that is not here."""
+    name = checked_name(source[len(PREFIX) :].strip())
+    try:
+        snapshot = Path(snapshot_download(name, repo_type="dataset", local_files_only=True))
+        shards = sorted(snapshot.rglob("*.parquet"))
+    except FileNotFoundError:
+        shards = []
+    if shards:
+        return shards
     prepared = datasets_cache() / name.replace("/", "___")
     arrows = (
         sorted(p for p in prepared.rglob("*.arrow") if not p.name.startswith("cache-")) if prepared.is_dir() else []
@@ -44,26 +67,21 @@ def cached_files(source: str) -> list[Path]:
     if arrows:
         return arrows
     raise FileNotFoundError(
-        f"the dataset {name!r} is not in the local Hugging Face cache (looked in {snapshots} and {prepared}); "
-        "nothing is downloaded: fetch it once with the datasets library or huggingface-cli, or give its files"
+        f"the dataset {name!r} is not in the local Hugging Face cache (looked in {_cache_folder(name, 'dataset')} "
+        f"and {prepared}); nothing is downloaded: fetch it once with the datasets library or huggingface-cli, or "
+        "give its files"
     )
 
 
 def cached_model(name: str) -> Path:
-    """The folder of the Hub model `name` in the local cache (its newest snapshot holding a config.json); raises
-    FileNotFoundError naming where it looked."""
-    snapshots = hub_cache() / f"models--{name.strip().strip('/').replace('/', '--')}" / "snapshots"
-    if snapshots.is_dir():
-        found = [s for s in snapshots.iterdir() if (s / "config.json").is_file()]
-        if found:
-            return max(found, key=lambda p: p.stat().st_mtime)
+    """The folder of the Hub model `name` in the local cache (the snapshot `refs/main` names, holding a
+    config.json); raises ValueError for a name the Hub would refuse, FileNotFoundError naming where it looked
+    for one that is not here."""
+    found = try_to_load_from_cache(checked_name(name.strip()), "config.json")
+    if isinstance(found, str):
+        return Path(found).parent.absolute()
     raise FileNotFoundError(
-        f"{name} is neither a folder nor a model in the local Hugging Face cache (looked in {snapshots}); nothing "
-        f"is downloaded: fetch it once with `huggingface-cli download {name}`, or give its folder"
+        f"{name} is neither a folder nor a model in the local Hugging Face cache (looked in "
+        f"{_cache_folder(name.strip(), 'model')}); nothing is downloaded: fetch it once with "
+        f"`huggingface-cli download {name}`, or give its folder"
     )
-
-
-def looks_like_hub_name(source: str | Path) -> bool:
-    """`roberta-base` or `org/name`: at most one slash, no path of this machine."""
-    text = str(source)
-    return 0 < len(text) <= 96 and text.count("/") <= 1 and not text.startswith((".", "/", "~")) and "\\" not in text

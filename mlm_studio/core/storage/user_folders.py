@@ -1,39 +1,33 @@
-"""Where MLM Studio keeps its caches on disk."""
+"""Where MLM Studio keeps its runs and caches: the platform's user folders, found by `platformdirs` (on Linux the
+XDG folders, an empty variable counting as unset), unless MLM_STUDIO_RUNS or MLM_STUDIO_CACHE names another."""
 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
+from platformdirs import user_cache_path, user_data_path
+
+APP_NAME = "mlm-studio"
 CACHE_ENV = "MLM_STUDIO_CACHE"
 RUNS_ENV = "MLM_STUDIO_RUNS"
 
 
+def data_home() -> Path:
+    """The user's data folder, shared by every application (~/.local/share, or $XDG_DATA_HOME, on Linux)."""
+    return user_data_path()
+
+
 def cache_dir() -> Path:
-    """The per-user cache folder (overridable with the MLM_STUDIO_CACHE environment variable)."""
-    override = os.environ.get(CACHE_ENV)
-    if override:
-        base = Path(override)
-    elif sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local")) / "mlm-studio" / "cache"
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches" / "mlm-studio"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mlm-studio"
+    """The per-user cache folder (~/.cache/mlm-studio on Linux, ~/Library/Caches/mlm-studio on macOS), created if
+    missing; MLM_STUDIO_CACHE overrides it."""
+    base = Path(os.environ.get(CACHE_ENV) or user_cache_path(APP_NAME, appauthor=False))
     base.mkdir(parents=True, exist_ok=True)
     return base
 
 
 def default_runs_dir() -> Path:
-    """Where the workbench keeps its runs unless the user picks another folder."""
+    """Where the workbench keeps its runs unless the user picks another folder (~/.local/share/mlm-studio/runs
+    on Linux, ~/Library/Application Support/mlm-studio/runs on macOS); MLM_STUDIO_RUNS overrides it."""
     override = os.environ.get(RUNS_ENV)
-    if override:
-        return Path(override)
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local")) / "mlm-studio"
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support" / "mlm-studio"
-    else:
-        base = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share")) / "mlm-studio"
-    return base / "runs"
+    return Path(override) if override else user_data_path(APP_NAME, appauthor=False) / "runs"

@@ -3,6 +3,7 @@ the window, every `torchrun` process and the benchmarks."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -22,6 +23,8 @@ from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.trainer import Trainer
+
+FOLDER_LABEL_LENGTH = 40
 
 
 @dataclass(frozen=True)
@@ -71,14 +74,21 @@ def prepare_trainer(
 
 
 def new_run_path(root: str | Path, preset: str) -> Path:
-    """A fresh folder name under `root`: date, time and preset."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = Path(root) / f"{stamp}-{preset}"
+    """A fresh folder under `root` named by date, time and preset (as `folder_label` makes it safe)."""
+    name = f"{time.strftime('%Y%m%d-%H%M%S')}-{folder_label(preset)}"
+    path = Path(root) / name
     suffix = 1
     while path.exists():
         suffix += 1
-        path = Path(root) / f"{stamp}-{preset}-{suffix}"
+        path = Path(root) / f"{name}-{suffix}"
     return path
+
+
+def folder_label(preset: str) -> str:
+    """`preset` as part of one folder name: its letters, digits and `_`, every other run of characters (a
+    separator, dot, space or control character) one `-`; at most FOLDER_LABEL_LENGTH characters, `run` when
+    nothing is left."""
+    return re.sub(r"\W+", "-", preset).strip("-_")[:FOLDER_LABEL_LENGTH].strip("-_") or "run"
 
 
 def start_run(
