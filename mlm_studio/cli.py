@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from mlm_studio import __version__
+from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
+from mlm_studio.core.config.sections import OBJECTIVES, PRECISIONS, SCHEDULES, STRATEGIES
+from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,9 +20,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="MLM Studio: a workbench for masked language modeling. With no command, opens the window.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    commands = parser.add_subparsers(metavar="COMMAND", title="commands")
     gui = commands.add_parser("gui", help="open the workbench window (the default)")
     for p in (parser, gui):
+        p.set_defaults(run=_gui)
         p.add_argument(
             "--screenshot",
             metavar="FILE.png",
@@ -43,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     predict.add_argument("--fill", action="store_true", help="fill masks one by one, most confident first")
     predict.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
+    predict.set_defaults(run=_deferred("mlm_studio.headless", "predict"))
 
     evaluate = commands.add_parser(
         "evaluate", help="where a model is right and wrong on held-out text, and whether it helps a labelled task"
@@ -52,26 +59,30 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--corpus", nargs="+", metavar="PATH", help="text to score on (a Hugging Face model needs it)"
     )
-    evaluate.add_argument("--task", type=Path, metavar="FILE", help="labelled texts: CSV, TSV, JSON Lines or Parquet")
+    evaluate.add_argument("--task", type=Path, metavar="FILE", help=f"labelled texts: {TABLE_FORMATS}")
     evaluate.add_argument("--text-column", default="text", help="the task file's text column (default text)")
     evaluate.add_argument("--label-column", default="label", help="the task file's label column (default label)")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
+    evaluate.set_defaults(run=_deferred("mlm_studio.headless", "evaluate"))
 
     events = commands.add_parser(
         "tensorboard", help="write TensorBoard events for runs made before (from their metrics.jsonl)"
     )
     events.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
+    events.set_defaults(run=_deferred("mlm_studio.headless", "tensorboard"))
 
     desktop = commands.add_parser(
         "install-desktop", help="add MLM Studio to the system's launcher (XDG: entry, icons, metadata)"
     )
     desktop.add_argument("--uninstall", action="store_true", help="remove exactly the files it installed")
+    desktop.set_defaults(run=_deferred("mlm_studio.desktop", "run"))
 
     export = commands.add_parser("export", help="write a run as a Hugging Face transformers folder")
     export.add_argument("model", type=Path, metavar="RUN_OR_CHECKPOINT", help="a run folder or a checkpoint folder")
     export.add_argument("out", type=Path, metavar="OUT_DIR", help="the folder to write (new or empty)")
     export.add_argument("--best", action="store_true", help="the checkpoint with the lowest validation loss")
     export.add_argument("--overwrite", action="store_true", help="replace an earlier export in OUT_DIR")
+    export.set_defaults(run=_deferred("mlm_studio.headless", "export"))
     return parser
 
 
@@ -81,22 +92,20 @@ def _add_train(commands) -> None:
         "train",
         help="train a model from the terminal (multi-GPU: torchrun --nproc_per_node=N -m mlm_studio train …)",
     )
+    train.set_defaults(run=_deferred("mlm_studio.headless", "train"))
     train.add_argument(
         "--config", type=Path, metavar="FILE", help="a run configuration: TOML (as MLM Studio saves it) or JSON"
     )
     train.add_argument(
-        "--preset",
-        metavar="NAME",
-        help="a preset: modern (the default), quickstart, electra, tiny, mini, small, medium, base",
+        "--preset", choices=tuple(PRESETS), metavar="NAME", help=f"a preset: {_listed(PRESETS, DEFAULT_PRESET)}"
     )
     train.add_argument(
         *_spellings("corpus", "train_file"),
         type=Path,
         nargs="+",
         metavar="PATH",
-        help="files or folders: .txt .md .jsonl .csv .tsv (also .gz .bz2 .xz .zst), .parquet, .arrow; or "
-        "hf:org/name, a Hub dataset already in the local Hugging Face cache "
-        "(default: the built-in corpus)",
+        help=f"files or folders: {FORMATS}; or hf:org/name, a Hub dataset already in the local Hugging Face "
+        "cache (default: the built-in corpus)",
     )
     train.add_argument(
         "--tokenizer", type=Path, metavar="PATH", help="tokenizer.json or vocab.txt (default: train one)"
@@ -123,11 +132,12 @@ def _add_train(commands) -> None:
     )
     train.add_argument(
         "--objective",
-        choices=("mlm", "electra"),
-        help="mlm (masked-LM) or electra (replaced-token detection; the model becomes an ELECTRA of its size)",
+        choices=OBJECTIVES,
+        help=f"the training objective: {_listed(OBJECTIVES)} (electra: replaced-token detection; the model becomes "
+        "an ELECTRA of its size)",
     )
     train.add_argument("--device", help="auto, cpu, cuda, cuda:N or mps")
-    train.add_argument("--precision", choices=("fp32", "bf16", "fp16"))
+    train.add_argument("--precision", choices=PRECISIONS, help=f"the precision: {_listed(PRECISIONS)}")
     train.add_argument(
         "--set",
         dest="settings",
@@ -135,7 +145,8 @@ def _add_train(commands) -> None:
         type=_setting,
         default=[],
         metavar="SECTION.FIELD=VALUE",
-        help="any configuration field, repeatable: --set model.hidden_size=512 --set masking.strategy=span",
+        help="any configuration field, repeatable: --set model.hidden_size=512 --set masking.strategy=span "
+        f"(masking.strategy: {_listed(STRATEGIES)}; training.schedule: {_listed(SCHEDULES)})",
     )
     aliases = train.add_argument_group("run_mlm.py's names (dashes or underscores), each the field it sets")
     for name, (field, kind) in RUN_MLM_FIELDS.items():
@@ -166,6 +177,12 @@ RUN_MLM_FIELDS = {
     "mlm_probability": ("masking.rate", float),
     "seed": ("training.seed", int),
 }
+
+
+def _listed(names, default: str | None = None) -> str:
+    """The choices for people: "a, b or c", the default marked."""
+    shown = [f"{name} (the default)" if name == default else name for name in names]
+    return f"{', '.join(shown[:-1])} or {shown[-1]}" if len(shown) > 1 else shown[0]
 
 
 def _spellings(*names: str) -> list[str]:
@@ -204,35 +221,20 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _gui(args) -> int:
+    from mlm_studio.ui.app import run_gui
+
+    return run_gui(screenshot=args.screenshot)
+
+
+def _deferred(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """The command `name` of `module`, imported when it runs: the parser and the window start without torch."""
+    return lambda args: getattr(importlib.import_module(module), name)(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command in (None, "gui"):
-        from mlm_studio.ui.app import run_gui
-
-        return run_gui(screenshot=args.screenshot)
-    if args.command == "train":
-        from mlm_studio.headless import train
-
-        return train(args)
-    if args.command == "tensorboard":
-        from mlm_studio.headless import tensorboard
-
-        return tensorboard(args)
-    if args.command == "install-desktop":
-        from mlm_studio.desktop import run
-
-        return run(args)
-    if args.command == "export":
-        from mlm_studio.headless import export
-
-        return export(args)
-    if args.command == "evaluate":
-        from mlm_studio.headless import evaluate
-
-        return evaluate(args)
-    from mlm_studio.headless import predict
-
-    return predict(args)
+    return args.run(args)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import ConfigError
 from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
-from mlm_studio.core.data.corpus import Corpus, CorpusError, load_corpus
+from mlm_studio.core.data.corpus import Corpus, CorpusError, SourceReport, load_corpus
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError, train_tokenizer
 from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.evaluation.predict import FillMask, PredictError
@@ -185,7 +185,12 @@ def _print_corpus_report(corpus: Corpus) -> None:
     )
     for report in corpus.sources:
         if report.noteworthy:
-            print("\n".join(f"  {line}" for line in report.describe()), file=sys.stderr, flush=True)
+            _print_report(report)
+
+
+def _print_report(report: SourceReport) -> None:
+    """What happened to one file read, indented, on stderr."""
+    print("\n".join(f"  {line}" for line in report.describe()), file=sys.stderr, flush=True)
 
 
 def _lengthen(run: RunDir, args) -> None:
@@ -320,13 +325,15 @@ def evaluate(args) -> int:
     from mlm_studio.core.evaluation.task_probe import TaskError, probe_task, read_labelled
 
     try:
+        task = read_labelled(args.task, args.text_column, args.label_column) if args.task is not None else None
+        if task is not None and task.report.noteworthy:
+            _print_report(task.report)
         corpus = load_corpus(list(args.corpus)) if args.corpus else None
         subject = load_subject(args.model, args.checkpoint, corpus)
         diagnosis = diagnose(subject.model, subject.tokenizer, subject.config, subject.validation)
         result = diagnosis.to_json()
-        if args.task is not None:
-            texts, labels = read_labelled(args.task, args.text_column, args.label_column)
-            result["task"] = probe_task(subject.encoder, subject.tokenizer, texts, labels).to_json()
+        if task is not None:
+            result["task"] = probe_task(subject.encoder, subject.tokenizer, task.texts, task.labels).to_json()
     except (*USER_ERRORS, TaskError) as exc:
         return _fail(str(exc))
     if args.json:

@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 
 from mlm_studio.cli import main
+from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
 from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.sections import OBJECTIVES, PRECISIONS, SCHEDULES, STRATEGIES
+from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
 from mlm_studio.core.storage.run_folder import RunDir
 from tests.core.helpers import config_file
 
@@ -97,8 +100,35 @@ def test_errors_are_one_readable_line(tmp_path, corpus_file, capsys):
     empty.write_text(" ")
     assert main(["train", "--corpus", str(empty), "--out", str(tmp_path / "r")]) == 1
     assert "No usable text in the corpus (empty.txt: no usable text)" in capsys.readouterr().err
-    assert main(["train", "--preset", "enormous", "--out", str(tmp_path / "r")]) == 1
-    assert "unknown preset 'enormous'" in capsys.readouterr().err
+
+
+def cli(*args, **env):
+    """`mlm-studio ARGS` as a subprocess, its help unwrapped (argparse wraps at $COLUMNS)."""
+    done = subprocess.run([sys.executable, "-m", "mlm_studio", *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "100", **env})  # fmt: skip
+    return done.returncode, " ".join(done.stdout.split()), " ".join(done.stderr.split())
+
+
+def test_the_help_lists_the_engines_choices_as_a_subprocess():
+    code, train_help, _ = cli("train", "--help")
+    assert code == 0
+    assert f"--objective {{{','.join(OBJECTIVES)}}}" in train_help
+    assert f"--precision {{{','.join(PRECISIONS)}}}" in train_help
+    for names in (PRESETS, OBJECTIVES, PRECISIONS, STRATEGIES, SCHEDULES):
+        assert all(f" {name}" in train_help for name in names), names
+    assert f"a preset: {DEFAULT_PRESET} (the default)" in train_help and f"files or folders: {FORMATS};" in train_help
+    code, evaluate_help, _ = cli("evaluate", "--help")
+    assert code == 0 and f"labelled texts: {TABLE_FORMATS}" in evaluate_help
+
+
+@pytest.mark.parametrize(("option", "names"), [("--objective", OBJECTIVES), ("--precision", PRECISIONS),
+                                               ("--preset", tuple(PRESETS))])  # fmt: skip
+def test_a_wrong_choice_exits_2_with_argparses_message_as_a_subprocess(tmp_path, option, names):
+    code, out, err = cli("train", option, "enormous", "--out", str(tmp_path / "run"))
+    assert code == 2 and out == "" and not (tmp_path / "run").exists()
+    assert err.startswith("usage: mlm-studio train ")
+    assert f"mlm-studio train: error: argument {option}: invalid choice: 'enormous' (choose from " in err
+    assert all(f"'{name}'" in err.split("choose from", 1)[1] for name in names)
 
 
 def test_resume_with_another_tokenizer_is_refused(tmp_path, corpus_file, capsys):

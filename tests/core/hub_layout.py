@@ -7,6 +7,8 @@ import hashlib
 import os
 from pathlib import Path
 
+from huggingface_hub import constants
+
 
 def commit(label: str) -> str:
     """A 40-hex commit hash standing for `label`."""
@@ -43,3 +45,9 @@ def point_main_at(snapshot: Path) -> None:
     for other in snapshot.parent.iterdir():
         if other != snapshot:
             os.utime(other, (older + 1800, older + 1800))
+
+
+def use_cache(monkeypatch, cache: Path) -> None:
+    """Point this process and its children at `cache`: `huggingface_hub` reads HF_HUB_CACHE once, on import."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))

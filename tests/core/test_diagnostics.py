@@ -90,10 +90,10 @@ def _labelled(path, count=240, seed=0):
 
 
 def test_the_task_probe_beats_the_majority_class_when_the_text_carries_the_label(trained_run, tmp_path):
-    texts, labels = read_labelled(_labelled(tmp_path / "topics.csv"))
-    assert len(texts) == 240 and set(labels) == {"river", "money"}
+    task = read_labelled(_labelled(tmp_path / "topics.csv"))
+    assert len(task.texts) == 240 and set(task.labels) == {"river", "money"}
     subject = load_subject(trained_run.path)
-    result = probe_task(subject.model, subject.tokenizer, texts, labels)
+    result = probe_task(subject.model, subject.tokenizer, task.texts, task.labels)
     assert result.majority_accuracy == pytest.approx(0.5)
     assert result.accuracy >= 0.9 and result.macro_f1 >= 0.9 and result.bag_of_words_accuracy >= 0.9
     assert result.examples == 240
@@ -103,7 +103,7 @@ def test_unusable_task_files_are_refused_clearly(tmp_path):
     (tmp_path / "one.csv").write_text("text,label\na b,x\nc d,x\n")
     with pytest.raises(TaskError, match="needs at least two labels"):
         read_labelled(tmp_path / "one.csv")
-    with pytest.raises(TaskError, match="has no column 'category'"):
+    with pytest.raises(TaskError, match=r"t.csv: no column 'category' \(columns: text, label\)"):
         read_labelled(_labelled(tmp_path / "t.csv"), label_column="category")
 
 

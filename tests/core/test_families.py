@@ -17,6 +17,7 @@ from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.family_folders import CASES, make_folder
 from tests.core.helpers import small_config
+from tests.core.hub_layout import add_folder, point_main_at, use_cache
 
 transformers = pytest.importorskip("transformers")
 
@@ -124,13 +125,11 @@ def test_other_model_types_are_refused_naming_the_families(tmp_path, kind):
 
 def test_a_hub_name_is_read_from_the_local_cache_and_never_downloaded(case, tmp_path, monkeypatch):
     name, folder = case
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    use_cache(monkeypatch, tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(InteropError, match=r"not-here/model is neither a folder nor a model in the local Hugging Face"):
         import_model("not-here/model")
-    snapshot = tmp_path / f"models--tiny--{name}" / "snapshots" / "0123abc"
-    snapshot.parent.mkdir(parents=True)
-    snapshot.symlink_to(folder, target_is_directory=True)  # the cache's files are links too
+    point_main_at(add_folder(tmp_path, f"tiny/{name}", folder, "main"))
     assert import_model(f"tiny/{name}").config == import_model(folder).config
     assert FillMask.from_path(f"tiny/{name}").predict("The [MASK] is here.")
 

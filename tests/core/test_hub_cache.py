@@ -12,11 +12,10 @@ from itertools import islice
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from huggingface_hub import constants
 
 from mlm_studio.core.data.corpus import CorpusError, load_corpus
 from mlm_studio.core.interop.hub_cache import cached_model
-from tests.core.hub_layout import add_folder, add_snapshot, point_main_at
+from tests.core.hub_layout import add_folder, add_snapshot, point_main_at, use_cache
 
 DOCS = ["A first document from the Hub cache.", "A second one, in another shard."]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -42,8 +41,7 @@ def caches(tmp_path, monkeypatch):
     table = pa.table({"text": DOCS})
     with pa.OSFile(str(folder / "arrow-corpus-train.arrow"), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as w:
         w.write_table(table)
-    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub))  # read once, when huggingface_hub is imported
+    use_cache(monkeypatch, hub)
     monkeypatch.setenv("HF_DATASETS_CACHE", str(prepared))
     return tmp_path
 

@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QFileDialog
 
 from mlm_studio.ui.panels.corpus import BUILTIN_LABEL, CorpusPanel
 from mlm_studio.ui.workspace import Workspace
+from tests.core.hub_layout import add_snapshot, point_main_at, use_cache
 
 LOAD_TIMEOUT_MS = 60_000
 
@@ -206,10 +207,11 @@ def test_a_hub_dataset_in_the_local_cache_is_added_by_its_name(qtbot, panel, tmp
     import pyarrow.parquet as pq
     from PySide6.QtWidgets import QInputDialog
 
-    shards = tmp_path / "hub" / "datasets--someone--notes" / "snapshots" / "abc" / "data"
-    shards.mkdir(parents=True)
-    pq.write_table(pa.table({"text": ["alpha beta", "gamma delta"]}), shards / "train-00000-of-00001.parquet")
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    shard = pa.BufferOutputStream()
+    pq.write_table(pa.table({"text": ["alpha beta", "gamma delta"]}), shard)
+    files = {"data/train-00000-of-00001.parquet": shard.getvalue().to_pybytes()}
+    point_main_at(add_snapshot(tmp_path / "hub", "someone/notes", files, "main", kind="dataset"))
+    use_cache(monkeypatch, tmp_path / "hub")
     monkeypatch.setattr(QInputDialog, "getText", lambda *args, **kw: ("someone/notes", True))
     click_and_wait(qtbot, panel, panel.hub_button)
     assert column(panel, 0) == ["train-00000-of-00001.parquet"] and panel.workspace.corpus.documents == 2

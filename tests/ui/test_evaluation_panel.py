@@ -1,6 +1,8 @@
 """The Evaluation panel, clicked through as a user would: evaluate a run and one of its checkpoints, read the
 answers and the failures, probe a labelled task; and an imported model scored on the corpus."""
 
+import gzip
+
 import pytest
 from PySide6.QtCore import Qt
 
@@ -91,6 +93,7 @@ def test_an_imported_model_is_scored_on_the_workspace_corpus_and_a_bad_task_file
         panel.probe()
     assert panel.task_results[0][1].accuracy > panel.task_results[0][1].majority_accuracy
     assert panel.task_view.table.item(0, 0).text().startswith("exported (Hugging Face)")
+    assert (panel.message_bar.level, panel.message_bar.text) == ("info", "Probed 240 labelled texts of topics.csv.")
 
     (tmp_path / "bad.csv").write_text("words,label\nsome text,a\n")
     panel.task_view.path_edit.setText(str(tmp_path / "bad.csv"))
@@ -98,6 +101,19 @@ def test_an_imported_model_is_scored_on_the_workspace_corpus_and_a_bad_task_file
         panel.probe()
     assert panel.message_bar.level == "error" and "no column 'text'" in panel.message_bar.text
     assert panel.evaluate_button.isEnabled() and panel.task_view.probe_button.isEnabled()
+
+    rows = _labelled(tmp_path / "topics.csv").read_text().splitlines()
+    rows[5] = "a text without its label"
+    (tmp_path / "gapped.csv.gz").write_bytes(gzip.compress(("\n".join(rows) + "\n").encode()))
+    panel.task_view.path_edit.setText(str(tmp_path / "gapped.csv.gz"))
+    with qtbot.waitSignal(panel.probed, timeout=TIMEOUT_MS):
+        panel.probe()
+    assert panel.task_results[0][1].examples == 239 and panel.message_bar.level == "warning"
+    assert panel.message_bar.text.splitlines() == [
+        "Probed 239 labelled texts of gapped.csv.gz.",
+        "1 problem line(s) not used:",
+        "  line 6: row has no 'label' value (1 of 2 fields)",
+    ]
 
 
 def test_a_words_contexts_are_mapped_clicked_and_a_sentence_placed(qtbot, panel, trained_runs, tmp_path):

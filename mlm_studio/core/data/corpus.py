@@ -20,11 +20,10 @@ from mlm_studio.core.data.formats import (
     FORMATS,
     Issue,
     IssueLog,
-    NotUtf8,
     SourceSkipped,
     documents,
     kind_of,
-    sniff_encoding,
+    read_decoded,
 )
 from mlm_studio.core.interop.hub_cache import cached_files, is_hub_name
 from mlm_studio.core.progress import Progress
@@ -208,46 +207,41 @@ def _scan(
 ) -> SourceReport:
     """Read one file once for its counts, choosing its encoding; never raises for a bad file."""
     kind = kind_of(path)
-    try:
-        encoding = sniff_encoding(path)
-    except SourceSkipped as exc:
-        return _skip(path, kind, str(exc))
-    note = ""
-    while True:
+    mark = len(lengths)
+
+    def undo() -> None:
+        del lengths[mark:]
+        sampler.forget_after(mark)
+
+    def read(encoding: str, strict: bool) -> tuple[int, int, int, IssueLog]:
+        undo()  # what a first pass in the wrong encoding counted
         issues = IssueLog()
-        mark = len(lengths)
         docs = words = chars = 0
-        try:
-            reader = documents(path, kind, encoding, options, issues, strict=encoding == "utf-8")
-            for doc in reader:
-                n_words = len(doc.split())
-                docs += 1
-                words += n_words
-                chars += len(doc)
-                lengths.append(n_words)
-                sampler.offer(doc)
-                if docs % CHECK_EVERY == 0:
-                    progress.check()
-                    progress.report(done_before + issues.position, total, f"Reading {path.name}")
-            break
-        except NotUtf8 as exc:
-            del lengths[mark:]
-            sampler.forget_after(mark)
-            encoding = "cp1252"
-            note = f"{exc}: read as cp1252"
-        except SourceSkipped as exc:
-            del lengths[mark:]
-            sampler.forget_after(mark)
-            return _skip(path, kind, str(exc), encoding=encoding)
-        except OSError as exc:
-            del lengths[mark:]
-            sampler.forget_after(mark)
-            return _skip(path, kind, f"cannot be read ({exc.strerror or exc})")
+        for doc in documents(path, kind, encoding, options, issues, strict):
+            n_words = len(doc.split())
+            docs += 1
+            words += n_words
+            chars += len(doc)
+            lengths.append(n_words)
+            sampler.offer(doc)
+            if docs % CHECK_EVERY == 0:
+                progress.check()
+                progress.report(done_before + issues.position, total, f"Reading {path.name}")
+        return docs, words, chars, issues
+
+    try:
+        (docs, words, chars, issues), encoding, note = read_decoded(path, read)
+    except SourceSkipped as exc:
+        undo()
+        return _skip(path, kind, str(exc))
+    except OSError as exc:
+        undo()
+        return _skip(path, kind, f"cannot be read ({exc.strerror or exc})")
     extra = dict(encoding=encoding, encoding_note=note, issues=tuple(issues.kept), issue_count=issues.count)
     if docs == 0:
         reason = "no usable text"
         if issues.count:
-            reason += f" ({issues.count} problem lines, first: {issues.kept[0]})"
+            reason += f" ({issues.summary()})"
         return _skip(path, kind, reason, **extra)
     return SourceReport(path, kind, True, documents=docs, words=words, characters=chars, **extra)
 

@@ -1,10 +1,11 @@
-"""The file formats a corpus is read from, each streamed document by document: plain text and Markdown, JSON
-Lines, CSV and TSV (each also compressed as .gz, .bz2, .xz or .zst), Parquet, and Arrow files as
-`datasets.save_to_disk` writes them. Never the whole file in memory: text is decompressed as it is read,
-Parquet and Arrow are read a record batch at a time, only the text column.
+"""The file formats a corpus or a labelled task file is read from, each streamed row by row: plain text and
+Markdown, JSON Lines, CSV and TSV (each also compressed as .gz, .bz2, .xz or .zst), Parquet, and Arrow files as
+`datasets.save_to_disk` writes them. Never the whole file in memory: text is decompressed as it is read, Parquet
+and Arrow are read a record batch at a time, only the columns asked for.
 
-A problem with one line or row goes to an `IssueLog` and the rest is kept; a file that cannot be read at all
-raises `SourceSkipped` with the reason.
+Every format but plain text is a table: `records` yields its rows as {column: value}, for a corpus (its text
+column) and for a task (its text and label columns) alike. A problem with one line or row goes to an `IssueLog`
+and the rest is kept; a file that cannot be read at all raises `SourceSkipped` with the reason.
 """
 
 from __future__ import annotations
@@ -17,21 +18,39 @@ import io
 import json
 import lzma
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 TEXT_KINDS = {".txt": "text", ".md": "text", ".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv"}
 COLUMNAR_KINDS = {".parquet": "parquet", ".arrow": "arrow"}
 COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
-SUFFIXES = (*TEXT_KINDS, *(t + c for t in TEXT_KINDS for c in COMPRESSIONS), *COLUMNAR_KINDS)
-FORMATS = ".txt, .md, .jsonl, .csv, .tsv (each also .gz, .bz2, .xz or .zst), .parquet or .arrow"  # for people
+TABLE_KINDS = ("jsonl", "csv", "tsv", *COLUMNAR_KINDS.values())  # the formats with named columns
 SNIFF_BYTES = 8192
 MAX_ISSUES_KEPT = 200
 BATCH_ROWS = 2048
+TYPE_WORDS = {str: "a string", int: "an integer"}
 
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+T = TypeVar("T")
+
+
+def _suffixes(text_suffixes: list[str]) -> tuple[str, ...]:
+    return (*text_suffixes, *(t + c for t in text_suffixes for c in COMPRESSIONS), *COLUMNAR_KINDS)
+
+
+def _for_people(text_suffixes: list[str]) -> str:
+    compressed = f"{', '.join(COMPRESSIONS[:-1])} or {COMPRESSIONS[-1]}"
+    return f"{', '.join(text_suffixes)} (each also {compressed}), {' or '.join(COLUMNAR_KINDS)}"
+
+
+_TABLE_TEXT_SUFFIXES = [s for s, kind in TEXT_KINDS.items() if kind in TABLE_KINDS]
+SUFFIXES = _suffixes(list(TEXT_KINDS))  # a corpus's files
+FORMATS = _for_people(list(TEXT_KINDS))
+TABLE_SUFFIXES = _suffixes(_TABLE_TEXT_SUFFIXES)  # files with named columns, such as a labelled task's
+TABLE_FORMATS = _for_people(_TABLE_TEXT_SUFFIXES)
 
 
 class SourceSkipped(Exception):
@@ -62,6 +81,10 @@ class IssueLog:
         self.count += 1
         if len(self.kept) < MAX_ISSUES_KEPT:
             self.kept.append(Issue(line, message, unit))
+
+    def summary(self) -> str:
+        """How many problems and the first, for people; "" when there were none."""
+        return f"{self.count} problem lines, first: {self.kept[0]}" if self.count else ""
 
 
 class NotUtf8(Exception):
@@ -103,22 +126,57 @@ def sniff_encoding(path: Path) -> str:
     return "utf-8"
 
 
+def read_decoded(path: Path, read: Callable[[str, bool], T]) -> tuple[T, str, str]:
+    """`read(encoding, strict)` over a file in the encoding its first bytes tell, and once more from the start as
+    cp1252 when it turns out not to be UTF-8: (what `read` returned, the encoding, why it fell back or "")."""
+    encoding = sniff_encoding(path)
+    try:
+        return read(encoding, encoding == "utf-8"), encoding, ""
+    except NotUtf8 as exc:
+        return read("cp1252", False), "cp1252", f"{exc}: read as cp1252"
+
+
 def documents(path: Path, kind: str, encoding: str, options, issues: IssueLog, strict: bool = False) -> Iterator[str]:
     """Yield the documents of one file, streaming; line problems go to `issues`. `options` is the corpus's
     `ReadOptions`."""
+    if kind == "text":
+        with _decoded_lines(path, encoding, strict, issues) as lines:
+            yield from (_paragraphs(lines) if options.text_unit == "paragraph" else _lines(lines))
+        return
+    column = options.jsonl_field if kind == "jsonl" else options.table_column
+    for record in records(path, kind, encoding, {column: (str,)}, issues, strict):
+        if record[column].strip():
+            yield record[column].strip()
+
+
+def records(
+    path: Path,
+    kind: str,
+    encoding: str,
+    columns: Mapping[str, tuple[type, ...]],
+    issues: IssueLog,
+    strict: bool = False,
+) -> Iterator[dict]:
+    """Yield the rows of a table file (JSON Lines, CSV, TSV, Parquet, Arrow) as {column: value} for `columns`,
+    each name with the value types it takes, streaming. A row without one of them, or with a value of another
+    type, goes to `issues`; a file without one of them in its header raises `SourceSkipped`."""
+    if is_columnar(kind):
+        yield from _columnar(path, kind, columns, issues)
+        return
+    with _decoded_lines(path, encoding, strict, issues) as lines:
+        if kind == "jsonl":
+            yield from _jsonl(lines, columns, issues)
+        else:
+            yield from _table(lines, "," if kind == "csv" else "\t", columns, issues)
+
+
+@contextmanager
+def _decoded_lines(path: Path, encoding: str, strict: bool, issues: IssueLog) -> Iterator[Iterator[str]]:
+    """The decoded lines of a text file, decompressed as they are read; damaged compressed data is a skip."""
     try:
-        if is_columnar(kind):
-            yield from _columnar(path, kind, options.table_column, issues)
-            return
         with _opened(path) as (raw, on_disk):
             text = io.TextIOWrapper(raw, encoding=encoding, errors="strict" if strict else "replace", newline="")
-            lines = _tracked(text, raw, on_disk, issues)
-            if kind == "text":
-                yield from (_paragraphs(lines) if options.text_unit == "paragraph" else _lines(lines))
-            elif kind == "jsonl":
-                yield from _jsonl(lines, options.jsonl_field, issues)
-            else:
-                yield from _table(lines, "," if kind == "csv" else "\t", options.table_column, issues)
+            yield _tracked(text, raw, on_disk, issues)
     except _damaged() as exc:
         raise SourceSkipped(f"damaged or cut short compressed data ({exc})") from exc
 
@@ -186,7 +244,20 @@ def _paragraphs(lines: Iterable[str]) -> Iterator[str]:
         yield "\n".join(block)
 
 
-def _jsonl(lines: Iterable[str], key: str, issues: IssueLog) -> Iterator[str]:
+def _usable(record: dict, columns: Mapping[str, tuple[type, ...]], number: int, issues: IssueLog, unit: str) -> bool:
+    """Whether every column of a row has a value of a type it takes; if not, the first that lacks one is reported."""
+    for name, types in columns.items():
+        value = record[name]
+        if value is None:
+            issues.add(number, f"no '{name}' value", unit)
+            return False
+        if not isinstance(value, types):
+            issues.add(number, f"field '{name}' is not {' or '.join(TYPE_WORDS[t] for t in types)}", unit)
+            return False
+    return True
+
+
+def _jsonl(lines: Iterable[str], columns: Mapping[str, tuple[type, ...]], issues: IssueLog) -> Iterator[dict]:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -195,24 +266,25 @@ def _jsonl(lines: Iterable[str], key: str, issues: IssueLog) -> Iterator[str]:
         except json.JSONDecodeError as exc:
             issues.add(number, f"invalid JSON ({exc.msg})")
             continue
-        if not isinstance(record, dict) or key not in record:
-            issues.add(number, f"no field '{key}'")
-        elif not isinstance(record[key], str):
-            issues.add(number, f"field '{key}' is not a string")
-        elif record[key].strip():
-            yield record[key].strip()
+        missing = [name for name in columns if not isinstance(record, dict) or name not in record]
+        if missing:
+            found = f" (fields: {', '.join(record) or 'none'})" if isinstance(record, dict) else ""
+            issues.add(number, f"no field '{missing[0]}'{found}")
+        elif _usable(record, columns, number, issues, "line"):
+            yield {name: record[name] for name in columns}
 
 
-def _table(lines: Iterable[str], delimiter: str, column: str, issues: IssueLog) -> Iterator[str]:
+def _table(
+    lines: Iterable[str], delimiter: str, columns: Mapping[str, tuple[type, ...]], issues: IssueLog
+) -> Iterator[dict]:
     reader = csv.reader(lines, delimiter=delimiter)
     try:
         header = next(reader)
     except StopIteration:
         return
     names = [h.strip().lstrip("\ufeff") for h in header]
-    if column not in names:
-        raise SourceSkipped(f"no column '{column}' (columns: {', '.join(names) or 'none'})")
-    index = names.index(column)
+    _require(columns, names)
+    at = {name: names.index(name) for name in columns}
     while True:
         try:
             row = next(reader)
@@ -223,46 +295,48 @@ def _table(lines: Iterable[str], delimiter: str, column: str, issues: IssueLog) 
             continue
         if not row:
             continue
-        if index >= len(row):
-            issues.add(reader.line_num, f"row has no '{column}' value ({len(row)} of {len(names)} fields)")
-        elif row[index].strip():
-            yield row[index].strip()
+        short = [name for name, index in at.items() if index >= len(row)]
+        if short:
+            issues.add(reader.line_num, f"row has no '{short[0]}' value ({len(row)} of {len(names)} fields)")
+            continue
+        yield {name: row[index] for name, index in at.items()}
 
 
-def _columnar(path: Path, kind: str, column: str, issues: IssueLog) -> Iterator[str]:
-    """The text column of a Parquet or Arrow file, a record batch at a time; rows numbered from 1."""
+def _require(columns: Iterable[str], names: list[str]) -> None:
+    for column in columns:
+        if column not in names:
+            raise SourceSkipped(f"no column '{column}' (columns: {', '.join(names) or 'none'})")
+
+
+def _columnar(path: Path, kind: str, columns: Mapping[str, tuple[type, ...]], issues: IssueLog) -> Iterator[dict]:
+    """The columns of a Parquet or Arrow file, a record batch at a time; rows numbered from 1."""
     import pyarrow as pa
 
     try:
-        batches, names, rows = _batches(path, kind, column)
-        if column not in names:
-            raise SourceSkipped(f"no column '{column}' (columns: {', '.join(names) or 'none'})")
+        batches, names, rows = _batches(path, kind, list(columns))
+        _require(columns, names)
         size, row = path.stat().st_size, 0
         for batch in batches:
-            for value in batch.column(column).to_pylist():
+            for record in batch.select(list(columns)).to_pylist():
                 row += 1
-                if value is None:
-                    issues.add(row, f"no '{column}' value", "row")
-                elif not isinstance(value, str):
-                    issues.add(row, f"'{column}' is not text", "row")
-                elif value.strip():
-                    yield value.strip()
+                if _usable(record, columns, row, issues, "row"):
+                    yield record
             issues.position = min(size, size * row // rows) if rows else 0
         issues.position = size
     except (pa.ArrowException, OSError) as exc:
         raise SourceSkipped(f"not a readable {'Parquet' if kind == 'parquet' else 'Arrow'} file ({exc})") from exc
 
 
-def _batches(path: Path, kind: str, column: str):
-    """(record batches of `column`, the file's column names, its row count)."""
+def _batches(path: Path, kind: str, columns: list[str]):
+    """(record batches holding at least `columns`, the file's column names, its row count)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     if kind == "parquet":
         file = pq.ParquetFile(path)
         names = file.schema_arrow.names
-        columns = [column] if column in names else []
-        return file.iter_batches(batch_size=BATCH_ROWS, columns=columns), names, file.metadata.num_rows
+        wanted = [column for column in columns if column in names]
+        return file.iter_batches(batch_size=BATCH_ROWS, columns=wanted), names, file.metadata.num_rows
     source = pa.memory_map(str(path))
     try:
         reader = pa.ipc.open_file(source)

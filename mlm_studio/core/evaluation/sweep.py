@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mlm_studio.core.evaluation.diagnosis import Diagnosis, diagnose
 from mlm_studio.core.evaluation.subject import load_subject
-from mlm_studio.core.evaluation.task_probe import probe_task
+from mlm_studio.core.evaluation.task_probe import LabelledTexts, probe_task
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import load_weights
 from mlm_studio.core.storage.run_folder import RunDir
@@ -24,7 +24,7 @@ class CheckpointScore:
 
 
 def over_checkpoints(
-    source: str | Path, corpus=None, task: tuple[list[str], list[str]] | None = None, progress: Progress | None = None
+    source: str | Path, corpus=None, task: LabelledTexts | None = None, progress: Progress | None = None
 ) -> list[CheckpointScore]:
     """Every checkpoint of a run diagnosed (and probed on `task`'s texts and labels), oldest first: since which
     step does it know the frequent words, the rare ones, the task?"""
@@ -37,7 +37,7 @@ def over_checkpoints(
         progress.report(number, len(checkpoints), f"Scoring {checkpoint.name}")
         load_weights(checkpoint, subject.trained)
         diagnosis = diagnose(subject.model, subject.tokenizer, subject.config, subject.validation, samples=0)
-        result = probe_task(subject.encoder, subject.tokenizer, *task) if task is not None else None
+        result = probe_task(subject.encoder, subject.tokenizer, task.texts, task.labels) if task is not None else None
         scores.append(CheckpointScore(int(checkpoint.name.split("-")[1]), diagnosis, result))
     progress.report(len(checkpoints), len(checkpoints), "Scored every checkpoint")
     return scores

@@ -1,18 +1,26 @@
 """Does the pre-training help a real task? A linear classifier on the model's frozen sentence vectors (the mean
 of a layer's output over a text's tokens, the last by default), trained and scored on a fixed stratified split
-of a labelled file, beside two references on the same split: always the majority class, and a bag-of-words
-classifier (TF-IDF and logistic regression). scikit-learn does the standard parts."""
+of a labelled file (read as a corpus is), beside two references on the same split: always the majority class,
+and a bag-of-words classifier (TF-IDF and logistic regression). scikit-learn does the standard parts."""
 
 from __future__ import annotations
 
-import csv
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from mlm_studio.core.data.corpus import SourceReport
+from mlm_studio.core.data.formats import (
+    TABLE_FORMATS,
+    TABLE_KINDS,
+    IssueLog,
+    SourceSkipped,
+    kind_of,
+    read_decoded,
+    records,
+)
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.models.encoder import layer_outputs
 from mlm_studio.core.progress import Progress
@@ -36,32 +44,48 @@ class TaskResult:
         return dict(self.__dict__)
 
 
-def read_labelled(path: str | Path, text_column: str = "text", label_column: str = "label") -> tuple[list, list]:
-    """Texts and labels from a CSV/TSV (by header), JSON Lines or Parquet file."""
-    path = Path(path)
-    try:
-        if path.suffix == ".parquet":
-            import pyarrow.parquet as pq
+@dataclass(frozen=True)
+class LabelledTexts:
+    """The texts and labels of a task file, and what happened reading it (encoding, lines not used)."""
 
-            table = pq.read_table(path, columns=[text_column, label_column]).to_pydict()
-            rows = list(zip(table[text_column], table[label_column]))
-        elif path.suffix == ".jsonl":
-            with path.open(encoding="utf-8") as f:
-                records = [json.loads(line) for line in f if line.strip()]
-            rows = [(r[text_column], r[label_column]) for r in records]
-        else:
-            with path.open(encoding="utf-8", newline="") as f:
-                reader = csv.DictReader(f, delimiter="\t" if path.suffix == ".tsv" else ",")
-                rows = [(r[text_column], r[label_column]) for r in reader]
-    except KeyError as exc:
-        raise TaskError(f"{path.name} has no column {exc}; name the text and label columns") from None
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise TaskError(f"{path.name} cannot be read ({exc})") from exc
-    rows = [(str(text), str(label)) for text, label in rows if text]
+    texts: list[str]
+    labels: list[str]
+    report: SourceReport
+
+
+def read_labelled(path: str | Path, text_column: str = "text", label_column: str = "label") -> LabelledTexts:
+    """Texts and labels from a table file, read as a corpus is (formats, compression, encodings): a line or row
+    that cannot be used is reported and the rest kept. A label may be a string or an integer."""
+    path = Path(path)
+    kind = kind_of(path)
+    if kind not in TABLE_KINDS:
+        raise TaskError(f"{path.name}: a labelled file is {TABLE_FORMATS}, with a text and a label column")
+    if text_column == label_column:
+        raise TaskError(f"the text and label columns must differ, not both '{text_column}'")
+    columns = {text_column: (str,), label_column: (str, int)}
+
+    def read(encoding: str, strict: bool) -> tuple[list[tuple[str, str]], IssueLog]:
+        issues = IssueLog()
+        rows = [
+            (record[text_column].strip(), str(record[label_column]).strip())
+            for record in records(path, kind, encoding, columns, issues, strict)
+        ]
+        return [(text, label) for text, label in rows if text], issues
+
+    try:
+        (rows, issues), encoding, note = read_decoded(path, read)
+    except SourceSkipped as exc:
+        raise TaskError(f"{path.name}: {exc}") from None
+    except OSError as exc:
+        raise TaskError(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
+    if not rows:
+        raise TaskError(f"{path.name} has no usable rows" + (f" ({issues.summary()})" if issues.count else ""))
     labels = {label for _, label in rows}
     if len(labels) < 2:
         raise TaskError(f"{path.name} needs at least two labels, not {len(labels)}")
-    return [t for t, _ in rows], [label for _, label in rows]
+    report = SourceReport(path, kind, True, encoding=encoding, encoding_note=note, documents=len(rows),
+                          issues=tuple(issues.kept), issue_count=issues.count)  # fmt: skip
+    return LabelledTexts([text for text, _ in rows], [label for _, label in rows], report)
 
 
 @torch.no_grad()

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from mlm_studio.core.data.corpus import SourceReport
 from mlm_studio.core.evaluation.contexts import ContextMap, context_map, place
 from mlm_studio.core.evaluation.diagnosis import Diagnosis, diagnose
 from mlm_studio.core.evaluation.subject import Subject, load_subject
@@ -217,12 +218,13 @@ class EvaluationPanel(QWidget):
 
         def work(progress):
             task = read_labelled(task_file, *columns) if task_file else None
-            return over_checkpoints(path, None, task, progress)
+            return over_checkpoints(path, None, task, progress), task.report if task else None
 
         self._busy(True)
         self.tracker.start(work)
 
-    def _on_scores(self, scores: list[CheckpointScore]) -> None:
+    def _on_scores(self, outcome: tuple[list[CheckpointScore], SourceReport | None]) -> None:
+        scores, task = outcome
         self.scores = scores
         steps = [s.step for s in scores]
         self.failures_view.show_series(steps, [s.diagnosis for s in scores])
@@ -232,7 +234,7 @@ class EvaluationPanel(QWidget):
                 "majority class": [s.task.majority_accuracy for s in scores],
                 "bag of words": [s.task.bag_of_words_accuracy for s in scores],
             }, dashed=("majority class", "bag of words"))  # fmt: skip
-        self.message_bar.show_message(f"Scored {len(scores)} checkpoints.", "info")
+        self._say(f"Scored {len(scores)} checkpoints.", task)
         self.tracked.emit()
 
     def map_word(self, word: str, layer: int) -> None:
@@ -279,22 +281,30 @@ class EvaluationPanel(QWidget):
         path, *columns, layer = self.task_view.request()
 
         def work(progress):
-            texts, labels = read_labelled(path, *columns)
+            task = read_labelled(path, *columns)
             results = []
             for subject in subjects:
                 at = layer and min(layer, layer_count(subject.encoder))
-                results.append((subject.title, probe_task(subject.encoder, subject.tokenizer, texts, labels, at,
-                                                          progress=progress)))  # fmt: skip
-            return results
+                results.append((subject.title, probe_task(subject.encoder, subject.tokenizer, task.texts,
+                                                          task.labels, at, progress=progress)))  # fmt: skip
+            return results, task.report
 
         self._busy(True)
         self.prober.start(work)
 
-    def _on_probe(self, results: list[tuple[str, TaskResult]]) -> None:
+    def _on_probe(self, outcome: tuple[list[tuple[str, TaskResult]], SourceReport]) -> None:
+        results, task = outcome
         self.task_results = results
         self.task_view.show_results(results)
-        self.message_bar.show_message(f"Probed {results[0][1].examples:,} labelled texts.", "info")
+        self._say(f"Probed {results[0][1].examples:,} labelled texts of {task.path.name}.", task)
         self.probed.emit()
+
+    def _say(self, text: str, task: SourceReport | None) -> None:
+        """`text`, and as a warning what of the task file was read in a fallback encoding or not used."""
+        if task is not None and task.noteworthy:
+            self.message_bar.show_message("\n".join([text, *task.describe()[2:]]), "warning")
+        else:
+            self.message_bar.show_message(text, "info")
 
     def _busy(self, busy: bool) -> None:
         busy = busy or any(runner.running for runner in self.runners)

@@ -17,8 +17,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_SUFFIXES
 from mlm_studio.core.evaluation.task_probe import TaskResult
 from mlm_studio.ui.widgets.plots import ThemedPlot
+
+FILE_FILTER = f"Labelled texts ({' '.join('*' + ext for ext in TABLE_SUFFIXES)});;All files (*)"
 
 
 class TaskView(QWidget):
@@ -27,7 +30,7 @@ class TaskView(QWidget):
     def __init__(self) -> None:
         super().__init__()
         self.path_edit = QLineEdit()
-        self.path_edit.setPlaceholderText("a CSV, TSV, JSON Lines or Parquet file of texts and labels")
+        self.path_edit.setPlaceholderText(f"a file of texts and labels: {TABLE_FORMATS}")
         choose = QPushButton("Choose…")
         choose.clicked.connect(self.choose)
         self.text_column, self.label_column = QLineEdit("text"), QLineEdit("label")
@@ -64,7 +67,7 @@ class TaskView(QWidget):
         layout.addWidget(self.series, 2)
 
     def choose(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Labelled texts", "", "Tables (*.csv *.tsv *.jsonl *.parquet)")
+        path, _ = QFileDialog.getOpenFileName(self, "Labelled texts", "", FILE_FILTER)
         if path:
             self.path_edit.setText(path)
 
