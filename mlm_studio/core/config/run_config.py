@@ -64,14 +64,15 @@ class RunConfig:
         """Memory a run takes beyond PyTorch itself (about 250 MiB more): fp32 weights, gradients and Adam's
         two moments, the activations the backward pass keeps, and working memory. The activation factor and
         the working memory are fitted to the peak resident memory of five presets trained on a CPU (fp32,
-        2×128 to 12×768, 2k to 16k tokens per batch): the estimate fell within 7% of each. ELECTRA's generator
-        adds its own share (its layers' weights and activations, scaled by its width)."""
+        2×128 to 12×768, 2k to 16k tokens per batch): the estimate fell within 7% of each. The head's sparse
+        logits count once: the loss's backward writes their gradient over them. ELECTRA's generator adds its own
+        share (its layers' weights and activations, scaled by its width)."""
         m, t = self.model, self.training
         states = 16 * m.parameter_count()  # weights, gradients, two moments: 4 bytes each
         tokens = t.batch_size * self.data.max_seq_len
         per_layer = tokens * (16 * m.hidden_size + 2 * m.intermediate_size) * 4
         attention = t.batch_size * m.num_attention_heads * self.data.max_seq_len**2 * 4 * 2
-        head = int(tokens * self.masking.rate) * m.vocab_size * 4 * 2  # sparse logits and their gradient
+        head = int(tokens * self.masking.rate) * m.vocab_size * 4  # sparse logits (the backward overwrites them)
         activations = m.num_hidden_layers * (per_layer + attention) + head
         if t.objective == "electra":  # the generator: as deep, generator_size times as wide
             activations += int(m.num_hidden_layers * per_layer * t.generator_size)
