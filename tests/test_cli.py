@@ -77,7 +77,7 @@ def test_export_then_predict_the_export_then_continue_pre_training_it(tmp_path, 
 
 
 def test_a_time_budget_ends_training_by_the_clock(tmp_path, corpus_file, capsys):
-    cfg = config_file(tmp_path, max_steps=3, eval_interval=10_000, checkpoint_interval=10_000)
+    cfg = config_file(tmp_path, max_steps=1, eval_interval=10_000, checkpoint_interval=10_000)
     run = tmp_path / "run"
     assert (
         main(["train", "--config", str(cfg), "--corpus", str(corpus_file), "--out", str(run), "--time-budget", "2s"])
@@ -86,7 +86,7 @@ def test_a_time_budget_ends_training_by_the_clock(tmp_path, corpus_file, capsys)
     out = capsys.readouterr()
     assert "for 0m02s" in out.out and "Finished (completed)" in out.out
     steps = [r for r in RunDir(run).read_metrics() if r["type"] == "step"]
-    assert len(steps) > 3 and steps[-1]["elapsed"] >= 2.0  # the budget, not max_steps, ended it
+    assert len(steps) > 1 and steps[-1]["elapsed"] >= 2.0  # the budget, not max_steps, ended it
     assert RunDir(run).config.training.time_budget == 2.0
     with pytest.raises(SystemExit):
         main(["train", "--time-budget", "soon"])
