@@ -10,8 +10,17 @@ from pathlib import Path
 
 from mlm_studio import __version__
 from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
-from mlm_studio.core.config.sections import OBJECTIVES, PRECISIONS, SCHEDULES, STRATEGIES
+from mlm_studio.core.config.sections import (
+    DEVICES,
+    OBJECTIVES,
+    PRECISIONS,
+    SCHEDULES,
+    STRATEGIES,
+    join_words,
+    valid_device,
+)
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
+from mlm_studio.core.models.registry import family_titles
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
         "model",
         type=Path,
         metavar="MODEL",
-        help="a run folder, one of its checkpoint folders, or a Hugging Face folder",
+        help="a run folder, one of its checkpoint folders, a Hugging Face folder, or the Hub name of a model in the "
+        "local cache",
     )
     predict.add_argument("text", help='a text with one or more [MASK], e.g. "Return the [MASK] of the list."')
     predict.add_argument("--top-k", type=int, default=5, metavar="K", help="candidates per mask (default 5)")
@@ -48,7 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="print JSON as pipeline('fill-mask') does (with --fill: the text and each mask's candidates)",
     )
     predict.add_argument("--fill", action="store_true", help="fill masks one by one, most confident first")
-    predict.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
+    predict.add_argument(
+        "--device", type=_device, default="cpu", help=f"where to predict: {_listed(DEVICES)} (default cpu)"
+    )
     predict.set_defaults(run=_deferred("mlm_studio.headless", "predict"))
 
     evaluate = commands.add_parser(
@@ -121,7 +133,8 @@ def _add_train(commands) -> None:
         *_spellings("init_from", "model_name_or_path"),
         type=Path,
         metavar="HF_DIR",
-        help="continue pre-training a Hugging Face BERT folder (its architecture and tokenizer are kept)",
+        help=f"continue pre-training a Hugging Face folder of a {join_words(family_titles(), 'or')} model, or the "
+        "Hub name of one in the local cache (its architecture and tokenizer are kept)",
     )
     train.add_argument(*_spellings("max_steps"), type=int, metavar="N", help="optimizer steps in total")
     train.add_argument(
@@ -136,7 +149,7 @@ def _add_train(commands) -> None:
         help=f"the training objective: {_listed(OBJECTIVES)} (electra: replaced-token detection; the model becomes "
         "an ELECTRA of its size)",
     )
-    train.add_argument("--device", help="auto, cpu, cuda, cuda:N or mps")
+    train.add_argument("--device", type=_device, help=f"where to train: {_listed(DEVICES)}")
     train.add_argument("--precision", choices=PRECISIONS, help=f"the precision: {_listed(PRECISIONS)}")
     train.add_argument(
         "--set",
@@ -181,8 +194,7 @@ RUN_MLM_FIELDS = {
 
 def _listed(names, default: str | None = None) -> str:
     """The choices for people: "a, b or c", the default marked."""
-    shown = [f"{name} (the default)" if name == default else name for name in names]
-    return f"{', '.join(shown[:-1])} or {shown[-1]}" if len(shown) > 1 else shown[0]
+    return join_words([f"{name} (the default)" if name == default else name for name in names], "or")
 
 
 def _spellings(*names: str) -> list[str]:
@@ -210,6 +222,12 @@ def _setting(text: str) -> tuple[str, object]:
     if not equals or "." not in key:
         raise argparse.ArgumentTypeError(f"{text!r}: write SECTION.FIELD=VALUE, e.g. training.learning_rate=1e-3")
     return key.strip(), value_from_text(value.strip())
+
+
+def _device(text: str) -> str:
+    if not valid_device(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a device: write {_listed(DEVICES)}")
+    return text
 
 
 def _duration(text: str) -> float:

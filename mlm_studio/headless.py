@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import signal
 import sys
 from dataclasses import replace
@@ -294,7 +295,7 @@ def tensorboard(args) -> int:
 def predict(args) -> int:
     """Print the top-k candidates for each [MASK] (or the filled text with --fill)."""
     try:
-        predictor = FillMask.from_path(args.model, args.device)
+        predictor = FillMask.from_path(args.model, str(resolve_device(args.device)))
         if args.json and not args.fill:
             print(json.dumps(predictor.as_pipeline(args.text, args.top_k), ensure_ascii=False, allow_nan=False))
             return 0
@@ -337,7 +338,7 @@ def evaluate(args) -> int:
     except (*USER_ERRORS, TaskError) as exc:
         return _fail(str(exc))
     if args.json:
-        print(json.dumps(result, ensure_ascii=False))
+        print(json.dumps(_finite(result), ensure_ascii=False, allow_nan=False))
         return 0
     print(f"{subject.title}: {diagnosis.predicted:,} masked positions")
     print(f"loss {diagnosis.loss:.4f} · accuracy {diagnosis.accuracy:.2%} · top-5 {diagnosis.top5_accuracy:.2%} · "
@@ -357,3 +358,12 @@ def evaluate(args) -> int:
             f"bag of words {task['bag_of_words_accuracy']:.2%}"
         )
     return 0
+
+
+def _finite(value):
+    """`value` with every NaN or infinity (an empty bucket's accuracy) as null: JSON has no NaN."""
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return None if isinstance(value, float) and not math.isfinite(value) else value

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from mlm_studio.cli import main
 from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
@@ -119,6 +120,19 @@ def test_the_help_lists_the_engines_choices_as_a_subprocess():
     assert f"a preset: {DEFAULT_PRESET} (the default)" in train_help and f"files or folders: {FORMATS};" in train_help
     code, evaluate_help, _ = cli("evaluate", "--help")
     assert code == 0 and f"labelled texts: {TABLE_FORMATS}" in evaluate_help
+
+
+def test_a_device_the_engine_does_not_name_exits_2_and_one_this_machine_lacks_is_refused(tmp_path):
+    for command in (("train", "--out", str(tmp_path / "run")), ("predict", str(tmp_path), "a [MASK]")):
+        code, out, err = cli(*command, "--device", "tpu")
+        assert code == 2 and out == "" and "argument --device: 'tpu' is not a device: write auto, cpu, cuda" in err
+    if not torch.cuda.is_available():
+        code, out, err = cli("predict", str(tmp_path), "a [MASK]", "--device", "cuda")
+        assert (
+            code == 1
+            and err.strip() == "mlm-studio: device cuda was asked for, but PyTorch sees no CUDA GPU; choose cpu or auto"
+        )
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize(("option", "names"), [("--objective", OBJECTIVES), ("--precision", PRECISIONS),
@@ -335,6 +349,7 @@ def test_ecosystem_formats_and_run_mlm_names_train_and_are_recorded(tmp_path, co
         (["--set", "training.speed=3"], "--set: unknown field 'speed' in [training]"),
         (["--mlm_probability", "1.5"], "--set: masking.rate must be between 0 and 1 (exclusive), not 1.5"),
         (["--set", "nothing"], "write SECTION.FIELD=VALUE"),
+        (["--set", 'model.family=["bert"]'], "--set: model.family must be str, not list (['bert'])"),
     ],
 )
 def test_settings_from_the_command_line_are_checked_like_a_file(tmp_path, options, words):
@@ -406,7 +421,7 @@ def test_evaluate_prints_the_trainers_figures_and_a_task_probe_as_a_subprocess(t
         capture_output=True, text=True,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout)
+    result = json.loads(done.stdout, parse_constant=lambda name: pytest.fail(f"{name} is not JSON"))
     assert result["masked_accuracy"] == pytest.approx(evals[-1]["accuracy"])
     assert result["loss"] == pytest.approx(evals[-1]["loss"], rel=1e-6)
     assert {b["bucket"] for b in result["by_frequency"]} and set(result["by_kind"]) >= {"word start", "[MASK]"}

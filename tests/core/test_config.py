@@ -1,3 +1,5 @@
+import re
+
 import pytest
 import torch
 from hypothesis import example, given
@@ -114,3 +116,10 @@ def test_tied_decoder_is_counted_once():
     model = BertForMaskedLM(ModelConfig(vocab_size=100, hidden_size=16, num_attention_heads=1))
     assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight
     assert torch.equal(model.cls.predictions.bias, model.cls.predictions.decoder.bias)
+
+
+@pytest.mark.parametrize(("preset", "words"), [(None, "not NoneType"), (5, "not int (5)"), ({"a": 1}, "not dict"),
+                                               ("a\ud800b", "a character that is not text")])  # fmt: skip
+def test_a_preset_that_is_not_text_is_refused_naming_the_file(preset, words):
+    with pytest.raises(ConfigError, match=rf"^run\.json: preset .*{re.escape(words)}"):
+        RunConfig.from_dict({"preset": preset}, "run.json")

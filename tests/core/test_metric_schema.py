@@ -129,3 +129,17 @@ def test_every_metric_field_is_a_tensorboard_scalar_with_its_values(run):
                 assert got == pytest.approx(value, rel=1e-6, nan_ok=True), metric.tag
     assert set(scalars) == expected_tags
     assert ("train/detection_loss" in scalars) == electra and "eval/top5_accuracy" in scalars
+
+
+def test_probe_records_of_any_shape_keep_every_value_in_the_csv():
+    records = [
+        {"type": "probe", "step": 9, "elapsed": 1.5, "results": []},
+        {"type": "probe", "step": 10, "results": "abc"},
+        {"type": "probe", "step": 11, "results": [1, {"expected": "value", "rank": 2}]},
+        {"type": "step", "step": 12, "loss": 3.0, "extra": {"a": [1, 2, None]}},
+    ]
+    rows = list(csv.DictReader(io.StringIO(metrics_csv(records))))
+    assert [(r["step"], r["elapsed"], r["results"], r["probe"]) for r in rows[:4]] == [
+        ("9", "1.5", "", ""), ("10", "", "abc", ""), ("11", "", "1", ""), ("11", "", "", "value"),
+    ]  # fmt: skip
+    assert rows[3]["rank"] == "2" and rows[4]["extra"] == '{"a": [1, 2, null]}'

@@ -285,3 +285,16 @@ def test_every_series_the_schema_plots_is_drawn_and_every_plot_is_the_schemas(pl
         assert len(colours) == len(keys), name  # the series of a plot told apart
         if plot.legend is not None:
             assert [label.text for _, label in plot.legend.items] == [plotted[key].series for key in keys]
+
+
+def test_an_undefined_value_reads_as_a_dash(qtbot):
+    plots = LivePlots()
+    qtbot.addWidget(plots)
+    nan = float("nan")
+    record = EvalRecord(step=4, tokens_seen=64, elapsed=1.0, loss=2.0, accuracy=0.5, top5_accuracy=0.7,
+                        perplexity=7.4, detection_loss=0.3, detection_accuracy=0.9, detection_precision=nan,
+                        detection_recall=0.0, detection_auc=0.5)  # fmt: skip
+    plots.add("eval", record.to_dict())
+    plots.redraw(everything=True)
+    reading = plots.readout("detection", 4.0)
+    assert "precision (val) —" in reading and "nan" not in reading

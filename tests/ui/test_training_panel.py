@@ -230,3 +230,12 @@ def test_the_window_prepares_the_same_run_as_the_engine(qtbot, panel, small_corp
         records = [r.to_dict() for r in prepare_trainer(tmp_path / "engine", begin=lambda: new, held=held).run()]
     assert comparable(window_run.read_metrics()) == comparable(records)
     assert [r["type"] for r in records][:2] == ["started", "step"]
+
+
+def test_a_long_reading_wraps_and_never_widens_the_panel(qtbot, panel):
+    narrowest = panel.minimumSizeHint().width()
+    reading = " · ".join(f"accuracy (val) {n}.0% at step {n:,}" for n in range(60))
+    panel.plots.hovered.emit(reading)
+    assert panel.readout.text() == reading
+    assert panel.minimumSizeHint().width() == narrowest
+    assert panel.readout.width() <= panel.width()

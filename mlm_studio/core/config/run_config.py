@@ -125,7 +125,7 @@ class RunConfig:
         missing = [f"[{name}]" for name in SECTIONS if name not in raw]
         if complete and missing:
             raise ConfigError(f"{source} is incomplete: {', '.join(missing)} missing")
-        parts: dict[str, Any] = {"preset": str(raw.get("preset", "custom"))}
+        parts: dict[str, Any] = {"preset": _preset_name(raw.get("preset", "custom"), source)}
         for section, kind in SECTIONS.items():
             values = raw.get(section, {})
             if not isinstance(values, dict):
@@ -150,7 +150,7 @@ class RunConfig:
         families have and starts the new family's others from their defaults."""
         raw = self.to_dict()
         family = values.get("model.family", self.model.family)
-        if family != self.model.family and family in FAMILIES:
+        if isinstance(family, str) and family != self.model.family and family in FAMILIES:
             try:
                 raw["model"] = self.model.as_family(family).values()
             except ConfigError as exc:
@@ -195,6 +195,17 @@ def value_from_text(text: str) -> Any:
         return tomllib.loads(f"value = {text}")["value"]
     except tomllib.TOMLDecodeError:
         return text
+
+
+def _preset_name(value: Any, source: str) -> str:
+    """The preset a configuration names: any text a file can hold (it is a label, never a path)."""
+    if not isinstance(value, str):
+        raise ConfigError(f"preset must be text, not {type(value).__name__} ({value!r})", (), source)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"preset holds a character that is not text ({value!r})", (), source) from None
+    return value
 
 
 def _coerce(value: Any, kind: type, name: str, source: str) -> Any:

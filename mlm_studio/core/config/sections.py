@@ -20,6 +20,7 @@ PRECISIONS = ("fp32", "bf16", "fp16")
 STRATEGIES = ("token", "whole_word", "span")
 OBJECTIVES = ("mlm", "electra")  # masked-LM; ELECTRA's replaced-token detection
 UNTIL_THE_BUDGET_IS_SPENT = 10**9  # the step count of a run that a time budget ends
+DEVICES = ("auto", "cpu", "cuda", "cuda:N", "mps")  # where to train or predict (N: a GPU's number)
 MAX_SEED = 2**32 - 1
 MAX_TIME_BUDGET = 366 * 24 * 3600.0
 MIN_VOCAB = 5 + 64  # the special tokens and a small alphabet
@@ -49,9 +50,9 @@ class ConfigError(ValueError):
         return ConfigError(self.problem, self.fields, source)
 
 
-def join_words(words: tuple[str, ...] | list[str]) -> str:
-    """`a`, `a and b`, `a, b and c`."""
-    return " and ".join(filter(None, (", ".join(words[:-1]), words[-1]))) if words else ""
+def join_words(words: tuple[str, ...] | list[str], last: str = "and") -> str:
+    """`a`, `a and b`, `a, b and c` (or another word before the last)."""
+    return f" {last} ".join(filter(None, (", ".join(words[:-1]), words[-1]))) if words else ""
 
 
 class Section:
@@ -349,9 +350,7 @@ class TrainConfig(Section):
         )
         self._require(self.eval_blocks >= 0, "must not be negative", "eval_blocks")
         self._require_range("seed", 0, MAX_SEED)
-        self._require(
-            _valid_device(self.device), f"must be auto, cpu, cuda, cuda:N or mps, not {self.device!r}", "device"
-        )
+        self._require(valid_device(self.device), f"must be {join_words(DEVICES, 'or')}, not {self.device!r}", "device")
         self._require(self.precision in PRECISIONS, f"must be one of {', '.join(PRECISIONS)}", "precision")
         self._require(
             self.objective in OBJECTIVES, f"must be one of {', '.join(OBJECTIVES)}, not {self.objective!r}", "objective"
@@ -360,7 +359,8 @@ class TrainConfig(Section):
         self._require(0 < self.detection_weight <= 10_000, "must be between 0 and 10,000", "detection_weight")
 
 
-def _valid_device(name: str) -> bool:
+def valid_device(name: str) -> bool:
+    """Whether `name` is one of `DEVICES` (cuda:N with a number)."""
     if name in ("auto", "cpu", "cuda", "mps"):
         return True
     return name.startswith("cuda:") and name[5:].isdigit()

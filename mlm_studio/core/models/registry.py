@@ -101,6 +101,11 @@ def family_named(model_type: str) -> Family | None:
     return next((f for f in FAMILIES.values() if model_type == f.model_type or model_type in f.aliases), None)
 
 
+def family_titles() -> list[str]:
+    """The families as people name them, in registration order."""
+    return [family.title for family in FAMILIES.values()]
+
+
 def family_fields() -> dict[str, FamilyField]:
     """Every family field by name, the first family's description where several share one."""
     found: dict[str, FamilyField] = {}
@@ -169,7 +174,7 @@ register(
     Family(
         "roberta",
         "RoBERTa",
-        "positions offset by the padding id, one segment type",
+        "positions offset by the padding id, its own head",
         "mlm_studio.core.models.roberta",
         "RobertaForMaskedLM",
         "roberta",

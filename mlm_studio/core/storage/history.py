@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,13 +102,23 @@ def metrics_csv(records: list[dict]) -> str:
 
 
 def _csv_rows(record: dict) -> list[dict]:
+    """A record's rows: a probe record's one per result (itself alone without results), any other's one."""
     kind = record.get("type")
     if kind not in (kind_of(cls) for cls in CSV_RECORDS):
         return []
-    row = _by_column(RECORDS[kind], {k: v for k, v in record.items() if k != "results"})
-    if kind != kind_of(ProbeRecord):
-        return [row]
-    return [{**row, **_by_column(ProbeResult, result)} for result in record.get("results", [])]
+    probe = kind == kind_of(ProbeRecord)
+    row = _by_column(RECORDS[kind], {k: v for k, v in record.items() if not (probe and k == "results")})
+    if not probe:
+        return [_cells(row)]
+    results = record.get("results", [])
+    each = results if isinstance(results, list) else [results]
+    rows = [{**row, **_by_column(ProbeResult, r)} if isinstance(r, dict) else {**row, "results": r} for r in each]
+    return [_cells(r) for r in rows or [row]]
+
+
+def _cells(row: dict) -> dict:
+    """A row's values as CSV cells: nested values as JSON, as metrics.jsonl holds them."""
+    return {key: json.dumps(value) if isinstance(value, (dict, list)) else value for key, value in row.items()}
 
 
 def _by_column(cls: type, values: dict) -> dict:

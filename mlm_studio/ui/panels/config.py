@@ -30,10 +30,10 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.config.presets import PRESETS
 from mlm_studio.core.config.run_config import RunConfig
-from mlm_studio.core.config.sections import PRECISIONS, ConfigError, ModelConfig
+from mlm_studio.core.config.sections import PRECISIONS, ConfigError, ModelConfig, join_words
 from mlm_studio.core.durations import format_duration, parse_duration
 from mlm_studio.core.interop.hf import ImportedModel, import_model
-from mlm_studio.core.models.registry import FAMILIES
+from mlm_studio.core.models.registry import FAMILIES, family_titles
 from mlm_studio.ui.panels.config_fields import (
     CHOICE_TITLES,
     GROUPS,
@@ -49,11 +49,6 @@ from mlm_studio.ui.workspace import Workspace
 
 INVALID = "border: 1px solid #c0392b;"
 CUSTOM = "custom"
-
-
-def family_titles() -> str:
-    """The families import understands, as people say them."""
-    return " or ".join(family.title for family in FAMILIES.values())
 
 
 def _defaults(section: str) -> dict:
@@ -101,8 +96,8 @@ class ConfigPanel(QWidget):
         self.save_button.clicked.connect(self.save_dialog)
         self.import_button = QPushButton("Import model…")
         self.import_button.setToolTip(
-            f"Continue pre-training a Hugging Face {family_titles()} folder on your corpus: its architecture and "
-            "tokenizer are used"
+            f"Continue pre-training a Hugging Face {join_words(family_titles(), 'or')} folder on your corpus: its "
+            "architecture and tokenizer are used"
         )
         self.import_button.clicked.connect(self.import_dialog)
         self.summary = QLabel()
@@ -371,7 +366,7 @@ class ConfigPanel(QWidget):
 
     # --- imported model ---------------------------------------------------------------------------------
     def import_dialog(self) -> None:
-        caption = f"A Hugging Face {family_titles()} folder (config.json, weights, tokenizer)"
+        caption = f"A Hugging Face {join_words(family_titles(), 'or')} folder (config.json, weights, tokenizer)"
         folder = QFileDialog.getExistingDirectory(self, caption)
         if folder:
             self.import_folder(folder)

@@ -135,6 +135,8 @@ class TrainingPanel(QWidget):
             plot_bar.addWidget(button)
         self.readout = QLabel()
         self.readout.setToolTip("The values under the mouse")
+        self.readout.setWordWrap(True)  # a long reading wraps instead of widening the window
+        self.readout.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.plots.hovered.connect(self.readout.setText)
         plots_area = QWidget()
         plots_layout = QVBoxLayout(plots_area)

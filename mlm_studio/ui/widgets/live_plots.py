@@ -12,6 +12,7 @@ resolution), keep pyqtgraph's context menu, and reflow from three columns to two
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -382,7 +383,10 @@ def _shortened(name: str, limit: int = LEGEND_CHARS) -> str:
 
 
 def _reading(value: float, unit: str) -> str:
-    """A value in its unit: a share as a percentage, others followed by their unit."""
+    """A value in its unit: a share as a percentage, others followed by their unit; "—" where it is undefined
+    (ELECTRA's precision before any token is flagged)."""
+    if not math.isfinite(value):
+        return "—"
     if unit == "share":
         return f"{value:.1%}"
     return f"{_number(value)} {unit}" if unit else _number(value)
