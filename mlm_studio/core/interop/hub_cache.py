@@ -9,11 +9,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from huggingface_hub import constants, snapshot_download, try_to_load_from_cache
-from huggingface_hub.file_download import repo_folder_name
-from huggingface_hub.utils import HFValidationError, validate_repo_id
-
 PREFIX = "hf:"
+# huggingface_hub (and the HTTP client under it) takes 0.2 s to import: each function below imports it when a
+# Hub name is resolved, so that the window, which reads corpora through this module, shows first.
 
 
 def is_hub_name(source: str | Path) -> bool:
@@ -32,6 +30,8 @@ def looks_like_hub_name(source: str | Path) -> bool:
 def checked_name(name: str) -> str:
     """`name` if the Hub's grammar allows it (`org/name` or `name`), checked before any path is built from it;
     raises ValueError saying why not."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
     try:
         validate_repo_id(name)
     except HFValidationError as exc:
@@ -41,10 +41,15 @@ def checked_name(name: str) -> str:
 
 def datasets_cache() -> Path:
     """Where the `datasets` library keeps the Arrow files it prepared (HF_DATASETS_CACHE, else under HF_HOME)."""
+    from huggingface_hub import constants
+
     return Path(os.environ.get("HF_DATASETS_CACHE") or Path(constants.HF_HOME) / "datasets")
 
 
 def _cache_folder(name: str, kind: str) -> Path:
+    from huggingface_hub import constants
+    from huggingface_hub.file_download import repo_folder_name
+
     return Path(constants.HF_HUB_CACHE).absolute() / repo_folder_name(repo_id=name, repo_type=kind)
 
 
@@ -52,6 +57,8 @@ def cached_files(source: str) -> list[Path]:
     """The files of `hf:org/name` on this machine (the Parquet shards of the snapshot `refs/main` names, else
     the Arrow files `datasets` wrote); raises ValueError for a name the Hub would refuse, FileNotFoundError
     naming where it looked for one that is not here."""
+    from huggingface_hub import snapshot_download
+
     name = checked_name(source[len(PREFIX) :].strip())
     try:
         snapshot = Path(snapshot_download(name, repo_type="dataset", local_files_only=True))
@@ -77,6 +84,8 @@ def cached_model(name: str) -> Path:
     """The folder of the Hub model `name` in the local cache (the snapshot `refs/main` names, holding a
     config.json); raises ValueError for a name the Hub would refuse, FileNotFoundError naming where it looked
     for one that is not here."""
+    from huggingface_hub import try_to_load_from_cache
+
     found = try_to_load_from_cache(checked_name(name.strip()), "config.json")
     if isinstance(found, str):
         return Path(found).parent.absolute()
