@@ -218,7 +218,7 @@ class LivePlots(QWidget):
                     metric.series,
                     curve.colour,
                     metric.unit,
-                    width=2,
+                    width=2 if metric.smooth or curve.symbol else 1,  # a wide pen costs several times a thin one
                     symbol=curve.symbol,
                     smooth=metric.smooth,
                 ).append(*point, record[field])
