@@ -26,7 +26,7 @@ from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError
 from mlm_studio.core.interop.hub_cache import cached_model, looks_like_hub_name
 from mlm_studio.core.models.build import build_model, build_trained
 from mlm_studio.core.models.electra import DISCRIMINATOR, GENERATOR, generator_config
-from mlm_studio.core.models.registry import FAMILIES, Family, family_named
+from mlm_studio.core.models.registry import FAMILIES, Family, family_named, family_titles
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError, aliases, listed, load_state, load_weights, save_weights
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
@@ -353,7 +353,7 @@ def _model_config(folder: Path, raw: dict[str, Any] | None = None) -> ModelConfi
     kind = raw.get("model_type")
     family = family_named(kind) if isinstance(kind, str) else None
     if family is None:
-        known = ", ".join(family.title for family in FAMILIES.values())
+        known = ", ".join(family_titles())
         raise InteropError(f"{folder.name} holds a {kind or 'model of unknown type'} model; MLM Studio reads {known}")
     try:
         return family.from_hf(raw)

@@ -187,8 +187,10 @@ class ConfigPanel(QWidget):
         """Put a configuration into the form (without treating it as an edit)."""
         self._applying = True
         try:
+            sections = dict.fromkeys(section for section, _ in self.editors)
+            shown = {section: {**_defaults(section), **getattr(config, section).values()} for section in sections}
             for (section, name), editor in self.editors.items():
-                value = getattr(config, section).values().get(name, _defaults(section)[name])
+                value = shown[section][name]
                 if isinstance(editor, QCheckBox):
                     editor.setChecked(value)
                 elif isinstance(editor, QComboBox):
