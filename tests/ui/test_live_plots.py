@@ -1,15 +1,19 @@
 """The training plots as a user meets them: axis switches, overlays, single points, smoothing."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPointF
+from PySide6.QtCore import QEvent, QPointF
+from PySide6.QtGui import QImage, QPainter
+from PySide6.QtWidgets import QApplication
 
 from mlm_studio.core.evaluation.probes import ProbeResult
 from mlm_studio.core.metric_schema import metrics_of
 from mlm_studio.core.training.records import RECORDS, EvalRecord, StepRecord
-from mlm_studio.ui.widgets.live_plots import LivePlots, Series, thinned
+from mlm_studio.ui.widgets.curve_data import Series, thinned
+from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.plots import CompactAxis
 
 
@@ -180,8 +184,8 @@ def test_zoom_resets_the_context_menu_is_on_and_long_names_do_not_widen_legends(
     plots.load(records())
     plots.overlay("a-run-with-a-very-long-descriptive-name-2026", records(steps=100))
     assert all(plot.vb.menuEnabled() for plot in plots.plots.values())
-    names = [label.text for _, label in plots.plots["loss"].legend.items]
-    assert "a-run-with-…ptive-name-2026 (train)" not in names and max(map(len, names)) <= 26
+    names = plots.legends["loss"].names
+    assert names == ["training", "validation", "a-run-with-a…ive-name-2026 (train)", "a-run-with-a…ive-name-2026 (val)"]
     plots.plots["loss"].vb.setRange(xRange=(10, 20), yRange=(0, 1))
     plots.reset_zoom()
     qtbot.wait_until(lambda: plots.plots["loss"].vb.viewRange()[0][1] >= 300)
@@ -190,9 +194,10 @@ def test_zoom_resets_the_context_menu_is_on_and_long_names_do_not_widen_legends(
 @pytest.mark.parametrize(
     ("values", "spacing", "expected"),
     [
-        ([0, 400_000, 800_000, 1_200_000], 400_000, ["0.0M", "0.4M", "0.8M", "1.2M"]),
+        ([0, 400_000, 800_000, 1_200_000], 400_000, ["0", "0.4M", "0.8M", "1.2M"]),
         ([0, 200, 400, 600, 800], 200, ["0", "200", "400", "600", "800"]),
-        ([0, 200_000, 400_000], 200_000, ["0k", "200k", "400k"]),
+        ([0, 200_000, 400_000], 200_000, ["0", "200k", "400k"]),
+        ([0, 500, 1000, 1500], 500, ["0", "0.5k", "1.0k", "1.5k"]),
         ([0, 5e-4, 1e-3, 1.5e-3], 5e-4, ["0", "5e-4", "1.0e-3", "1.5e-3"]),
         ([0.05, 0.1], 0.05, ["0.05", "0.10"]),
     ],
@@ -201,11 +206,20 @@ def test_tick_labels_stay_short(qtbot, values, spacing, expected):
     assert CompactAxis("bottom").tickStrings(values, 1.0, spacing) == expected
 
 
-def test_the_plots_reflow_to_two_columns_when_narrow(qtbot, plots):
+def test_the_plots_take_the_columns_their_width_holds_and_scroll_rather_than_shrink(qtbot, plots):
+    plots.load(schema_records())  # seven plots, ELECTRA's detection among them
     assert plots.columns == 3
-    plots.resize(700, 600)
-    qtbot.wait_until(lambda: plots.columns == 2)
-    assert plots.view.ci.getItem(2, 1) is plots.plots["probes"]
+    for width, columns in ((700, 2), (320, 1), (1000, 3)):
+        plots.resize(width, 420)  # lower than the grid: about 1060 x 770 leaves the plots this much
+        qtbot.wait_until(lambda c=columns: plots.columns == c)
+        rows = -(-7 // columns)
+        assert plots.view.ci.getItem(5 // columns, 5 % columns) is plots.cells["probes"]
+        qtbot.wait_until(lambda r=rows: plots.view.height() >= r * 210)
+        assert plots.scroll.verticalScrollBar().maximum() > 0
+        for name, plot in plots.plots.items():
+            axis = plot.getAxis("left")
+            assert plot.vb.height() >= 100, (width, name)
+            assert axis.label.boundingRect().width() <= axis.height(), (width, name)  # its title fits beside it
 
 
 def test_hidden_plots_draw_nothing_until_shown(plots):
@@ -279,12 +293,11 @@ def test_every_series_the_schema_plots_is_drawn_and_every_plot_is_the_schemas(pl
         assert plots._plot_of[key] == metric.plot and plots._labels[key] == metric.series
         assert len(plots.curves[key].getData()[0]) == 20, key
         assert (key in plots.shadows) == metric.smooth
-    for name, plot in plots.plots.items():
+    for name in plots.plots:
         keys = [key for key in plotted if plots._plot_of[key] == name]
         colours = {plots.curves[key].opts["pen"].color().name() for key in keys}
         assert len(colours) == len(keys), name  # the series of a plot told apart
-        if plot.legend is not None:
-            assert [label.text for _, label in plot.legend.items] == [plotted[key].series for key in keys]
+        assert plots.legends[name].names == ([plotted[key].series for key in keys] if len(keys) > 1 else [])
 
 
 def test_an_undefined_value_reads_as_a_dash(qtbot):
@@ -298,3 +311,126 @@ def test_an_undefined_value_reads_as_a_dash(qtbot):
     plots.redraw(everything=True)
     reading = plots.readout("detection", 4.0)
     assert "precision (val) —" in reading and "nan" not in reading
+
+
+def electra_records(steps=300, eval_every=50):
+    """A run whose curves rise to their ends (accuracy, detection) with its first precision undefined."""
+    out = records(steps, eval_every)
+    for record in out:
+        share = min(0.95, 0.1 + record["step"] / steps)
+        if record["type"] == "step":
+            record.update(accuracy=share, detection_loss=1 - share, detection_accuracy=share)
+        if record["type"] == "eval":
+            precision = math.nan if record["step"] == eval_every else share
+            record.update(accuracy=share, detection_accuracy=share, detection_precision=precision,
+                          detection_recall=share, detection_auc=share)  # fmt: skip
+    return out
+
+
+def legend_rects(plots, name):
+    legend = plots.legends[name]
+    return [legend.mapRectToScene(rect) for rect in legend.entry_rects()]
+
+
+@pytest.mark.parametrize("size", [(1000, 560), (700, 420)])
+def test_every_legend_entry_is_shown_whole_and_none_covers_the_data(qtbot, plots, size, tmp_path):
+    plots.resize(*size)
+    plots.load(electra_records())
+    plots.overlay("2026-11-30-modern-bert-small", records(scale=1.2))
+    plots.overlay("2026-11-30-modern-bert-large", records(scale=0.9))
+    qtbot.wait(10)
+    expected = {"loss": 6, "accuracy": 4, "detection": 6, "probes": 1}
+    for name, count in expected.items():
+        cell = plots.cells[name].sceneBoundingRect()
+        data = plots.plots[name].vb.sceneBoundingRect()
+        rects = legend_rects(plots, name)
+        assert len(rects) == count, name
+        for rect in rects:
+            assert not rect.intersects(data), name  # never over a curve
+            assert cell.left() <= rect.left() and rect.right() <= cell.right() + 1, name  # never cut off
+    assert plots.legends["loss"].names[2:] == ["…small (train)", "…small (val)", "…large (train)", "…large (val)"]
+    # the image: the newest tenth of every rising curve is painted in a curve's colour, no legend text over it
+    image = plots.view.grab().toImage()
+    for key in ("step_accuracy", "eval_detection_auc", "step_detection_accuracy"):
+        plot = plots.plots[plots._plot_of[key]]
+        colours = [
+            curve.opts["pen"].color()
+            for k, curve in plots.curves.items()
+            if plots._plot_of[k] == plot_name(plots, plot)
+        ]
+        x, y = plots.curves[key].getData()
+        for px, py in zip(x[-len(x) // 10 :], y[-len(y) // 10 :]):
+            point = plots.view.mapFromScene(plot.vb.mapViewToScene(QPointF(px, py)))
+            assert any(
+                _close(image.pixelColor(point.x() + dx, point.y() + dy), colour)
+                for dx in (-1, 0, 1)
+                for dy in (-1, 0, 1)
+                for colour in colours
+            ), (key, px)
+
+
+def plot_name(plots, plot):
+    return next(name for name, p in plots.plots.items() if p is plot)
+
+
+def _close(a, b):
+    return abs(a.red() - b.red()) + abs(a.green() - b.green()) + abs(a.blue() - b.blue()) < 60
+
+
+def test_the_probe_rank_axis_labels_each_decade_once(qtbot, plots):
+    plots.resize(700, 420)
+    plots.load(electra_records())
+    probes = [{"expected": "copy", "rank": rank, "probability": 0.1} for rank in (700, 300, 40, 2)]
+    for step, probe in zip((50, 100, 150, 200), probes):
+        plots.add("probe", {"step": step, "tokens_seen": step, "elapsed": step, "results": [probe]})
+    plots.redraw(everything=True)
+    qtbot.wait(10)
+    axis = plots.plots["probes"].getAxis("left")
+    low, high = plots.plots["probes"].vb.viewRange()[1]
+    image = QImage(10, 10, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    _, ticks, texts = axis.generateDrawSpecs(painter)  # what the axis paints, on screen and in the export
+    painter.end()
+    labelled = [text for _, _, text in texts]
+    assert len(ticks) > len(labelled) >= 2  # unlabelled minor ticks between the decades
+    assert len(set(labelled)) <= math.ceil(high - low) + 1  # a decade's label is painted once per level, in place
+    assert set(labelled) <= {"0.1", "1", "10", "100", "1k", "10k"}
+    log_axis = CompactAxis("left")
+    log_axis.setLogMode(False, True)
+    assert log_axis.tickStrings([0.0, math.log10(2), math.log10(5), 1.0, 2.0, 3.0], 1.0, 1.0) == [
+        "1", "", "", "10", "100", "1k"
+    ]  # fmt: skip
+
+
+def test_the_readout_follows_the_pointer_leaves_with_it_and_is_reset_by_a_new_run(qtbot, plots):
+    data = records()
+    plots.load(data)
+    qtbot.wait_until(lambda: plots.plots["learning_rate"].vb.viewRange()[0][1] > 100)
+    position = plots.plots["learning_rate"].vb.mapViewToScene(QPointF(120.2, 1e-3))
+    with qtbot.waitSignal(plots.hovered) as said:
+        plots.view.scene().sigMouseMoved.emit(position)
+    assert said.args[0] == "learning rate 0.001 at step 120"  # named once, a plain number
+    assert plots.cursors["learning_rate"].isVisible() and plots.cursors["learning_rate"].value() == 120
+    assert not plots.cursors["loss"].isVisible()
+    plots.set_axis("tokens")
+    assert plots.readout("throughput", 4096 * 7) == "tokens/s 10,000 tokens/s at 28,672 tokens"
+    plots.set_axis("time")
+    assert plots.readout("learning_rate", 10.0).endswith("at 0m10s")
+    with qtbot.waitSignal(plots.hovered) as said:
+        QApplication.sendEvent(plots, QEvent(QEvent.Type.Leave))  # the pointer leaves the plots
+    assert said.args[0] == "" and not plots.cursors["learning_rate"].isVisible()
+    plots.view.scene().sigMouseMoved.emit(position)
+    with qtbot.waitSignal(plots.hovered) as said:
+        plots.load(records(steps=10))  # a new run
+    assert said.args[0] == "" and not any(cursor.isVisible() for cursor in plots.cursors.values())
+
+
+def test_an_undefined_precision_draws_without_numpy_warnings(qtbot, plots):
+    record = electra_records(steps=50, eval_every=50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plots.load(record)
+        plots.reset_zoom()
+        plots.view.grab()
+    assert len(plots.curves["eval_detection_precision"].getData()[0] or []) == 0
+    assert "precision (val) —" in plots.readout("detection", 50)

@@ -6,13 +6,13 @@ change of x-axis or an overlay can never leave a plot drawn against a stale rang
 as TensorBoard does (a debiased exponential moving average), drawn over their faint raw values; series with
 few points (evaluations, probes) are drawn with symbols, so a single point shows.
 
-The six plots share one pyqtgraph scene: they export together through pyqtgraph's image exporter (at any
-resolution), keep pyqtgraph's context menu, and reflow from three columns to two when the window is narrow.
+The plots share one pyqtgraph scene: they export together through pyqtgraph's image exporter (at any
+resolution) and keep pyqtgraph's context menu. Each names its curves in a header row, never over the data; the
+grid takes as many columns as its width holds and scrolls rather than shrinking a plot below a readable height.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -22,22 +22,22 @@ import pyqtgraph as pg
 import pyqtgraph.exporters
 from PySide6.QtCore import QEvent, QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QApplication, QFrame, QScrollArea, QVBoxLayout, QWidget
 
 from mlm_studio.core.evaluation.probes import ProbeResult
 from mlm_studio.core.metric_schema import Metric, metrics_of
 from mlm_studio.core.training.records import RECORDS, EvalRecord
 from mlm_studio.ui.theme import PALETTE_CHANGES
+from mlm_studio.ui.widgets.curve_data import Series, thinned
+from mlm_studio.ui.widgets.legend import HeaderLegend, distinct_names, legend_above
 from mlm_studio.ui.widgets.plots import CompactAxis, recolour, style_plot
+from mlm_studio.ui.widgets.readout import at, reading
 
 REDRAW_MS = 66
-MAX_POINTS = 4000  # per curve handed to pyqtgraph
 X_AXES = {"step": "step", "tokens": "tokens seen", "time": "seconds"}
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2")
-# Where each plot with several series keeps its legend: away from where its curves end (loss falls, accuracy rises).
-LEGENDS = {"loss": (-5, 5), "accuracy": (-5, -5), "probes": (-5, 5), "detection": (-5, 5)}
-LEGEND_CHARS = 26  # longer names are shortened in the middle, so a legend never hides a plot
-WIDE = 900  # pixels from which the plots sit in three columns
+PLOT_WIDTH = 290  # the narrowest a plot gets: the grid has as many columns as fit, up to three
+PLOT_HEIGHT = 210  # the lowest a plot gets (legend, data, axis): below it the grid scrolls
 PROBE_RANK = metrics_of(ProbeResult)["rank"]  # a curve per probe, named by its expected word
 
 
@@ -69,59 +69,15 @@ def _optional_plots() -> set[str]:
     return {m.plot for m in metrics} - {m.plot for m in metrics if not m.optional}
 
 
+def _named_plots() -> set[str]:
+    """The plots with more than one curve, whose header names them (one curve is named by its axis)."""
+    plots = [curve.metric.plot for curves in CURVES.values() for curve in curves.values()]
+    return {plot for plot in plots if plots.count(plot) > 1} | {PROBE_RANK.plot}
+
+
 CURVES = _schema_curves()
 OPTIONAL_PLOTS = _optional_plots()
-
-
-class Series:
-    """A growing curve: y against step, tokens seen and time, in amortised O(1) appends; its smoothing is
-    extended as points arrive rather than recomputed, so a long run costs a redraw no more than a short one."""
-
-    def __init__(self) -> None:
-        self.data = np.zeros((5, 256))  # rows: step, tokens, time, value, smoothed value
-        self.size = 0
-        self._weight, self._smoothed, self._average = -1.0, 0, 0.0  # smoothing done so far, and its state
-
-    def append(self, step: float, tokens: float, time: float, value: float) -> None:
-        if self.size == self.data.shape[1]:
-            self.data = np.concatenate([self.data, np.zeros_like(self.data)], axis=1)
-        self.data[:4, self.size] = (step, tokens, time, value)
-        self.size += 1
-
-    def x(self, axis: str) -> np.ndarray:
-        return self.data[("step", "tokens", "time").index(axis), : self.size]
-
-    @property
-    def y(self) -> np.ndarray:
-        return self.data[3, : self.size]
-
-    def smoothed(self, weight: float) -> np.ndarray:
-        """TensorBoard's smoothing of y: an exponential moving average divided by (1 - weight^n), so the first
-        points are not pulled towards zero; each value depends only on the values before it."""
-        if weight <= 0:
-            return self.y
-        if weight != self._weight:
-            self._weight, self._smoothed, self._average = weight, 0, 0.0
-        average, values, out = self._average, self.data[3], self.data[4]
-        for i in range(self._smoothed, self.size):
-            average = average * weight + (1 - weight) * values[i]
-            out[i] = average / (1 - weight ** (i + 1))
-        self._smoothed, self._average = self.size, average
-        return out[: self.size]
-
-
-def thinned(x: np.ndarray, y: np.ndarray, limit: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
-    """At most about `limit` points: each stretch of the curve keeps its lowest and highest point, in order."""
-    n = len(x)
-    if n <= limit:
-        return x, y
-    stride = -(-n // (limit // 2))
-    rows = n // stride
-    block = y[: rows * stride].reshape(rows, stride)
-    base = np.arange(rows) * stride
-    keep = np.sort(np.concatenate([base + block.argmin(1), base + block.argmax(1), np.arange(rows * stride, n)]))
-    keep = np.unique(keep)
-    return x[keep], y[keep]
+NAMED_PLOTS = _named_plots()
 
 
 class LivePlots(QWidget):
@@ -132,12 +88,12 @@ class LivePlots(QWidget):
 
     PLOTS: ClassVar[dict[str, tuple[str, bool]]] = {
         "loss": ("loss", False),
-        "accuracy": ("masked-token accuracy", False),
+        "accuracy": ("accuracy", False),
         "learning_rate": ("learning rate", False),
         "grad_norm": ("gradient norm", False),
         "throughput": ("tokens / s", False),
-        "probes": ("probe rank (log)", True),
-        "detection": ("replaced-token detection", False),
+        "probes": ("probe rank", True),
+        "detection": ("discriminator", False),
     }
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -147,7 +103,10 @@ class LivePlots(QWidget):
         self.series: dict[str, Series] = {}
         self.curves: dict[str, pg.PlotDataItem] = {}
         self.shadows: dict[str, pg.PlotDataItem] = {}  # the raw values under a smoothed curve
-        self.plots: dict[str, pg.PlotWidget] = {}
+        self.plots: dict[str, pg.PlotItem] = {}
+        self.cells: dict[str, pg.GraphicsLayout] = {}  # each plot under its header legend
+        self.legends: dict[str, HeaderLegend] = {}
+        self.cursors: dict[str, pg.InfiniteLine] = {}  # the x the readout reads, in the plot under the mouse
         self.overlays: list[str] = []  # names of the runs drawn for comparison
         self._dirty: dict[str, None] = {}  # plots whose curves changed since drawn, longest waiting first
         self._plot_of: dict[str, str] = {}  # curve key -> plot name
@@ -155,18 +114,24 @@ class LivePlots(QWidget):
         self._units: dict[str, str] = {}  # curve key -> the unit of its values
         self.view = pg.GraphicsLayoutWidget()
         self.view.setBackground(QApplication.palette().color(QPalette.ColorRole.Base))
-        self.view.setMinimumSize(300, 300)
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setWidget(self.view)
+        self.setMinimumSize(PLOT_WIDTH, PLOT_HEIGHT)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.view)
+        layout.addWidget(self.scroll)
         for name, (label, log_y) in self.PLOTS.items():
             plot = pg.PlotItem(axisItems={"left": CompactAxis("left"), "bottom": CompactAxis("bottom")})
-            if name in LEGENDS:  # a plot of one series is named by its axis; a legend would only hide its newest points
-                plot.addLegend(offset=LEGENDS[name], labelTextSize="8pt", colCount=2 if name == "detection" else 1)
+            self.cells[name], self.legends[name] = legend_above(plot, reserve_line=True)
             style_plot(plot, X_AXES[self.axis], label)
             if log_y:
                 plot.setLogMode(y=True)
             self.plots[name] = plot
+            self.cursors[name] = pg.InfiniteLine(angle=90, pen=pg.mkPen((128, 128, 128), width=1))
+        self._add_cursors()
         self.columns = self._shown = 0
         self._reflow(3)
         self.view.scene().sigMouseMoved.connect(self._on_mouse_moved)
@@ -196,7 +161,8 @@ class LivePlots(QWidget):
                 faint = QColor(colour)
                 faint.setAlpha(70)
                 self.shadows[key] = self.plots[plot].plot([], [], pen=pg.mkPen(faint, width=1))
-            self.curves[key] = self.plots[plot].plot([], [], pen=pen, name=_shortened(label), **options)
+            name = label if plot in NAMED_PLOTS else None
+            self.curves[key] = self.plots[plot].plot([], [], pen=pen, name=name, **options)
             self._plot_of[key] = plot
             self._labels[key] = label
             self._units[key] = unit
@@ -237,8 +203,10 @@ class LivePlots(QWidget):
         self.redraw(everything=True)
 
     def clear(self) -> None:
+        """No curves and no reading: what a new run starts from."""
         for plot in self.plots.values():
             plot.clear()  # removes the items and their legend entries
+        self._add_cursors()
         self.series.clear()
         self.curves.clear()
         self.shadows.clear()
@@ -249,6 +217,7 @@ class LivePlots(QWidget):
         self._dirty = dict.fromkeys(self.plots)
         self._reflow(self.columns)
         self.reset_zoom()
+        self._leave()
 
     def overlay(self, name: str, records: list[dict]) -> None:
         """Draw another run's loss and accuracy for comparison in a colour of its own: training dashed,
@@ -276,8 +245,16 @@ class LivePlots(QWidget):
                     )
         if name not in self.overlays:
             self.overlays.append(name)
+        self._name_overlays()
         self.reset_zoom()
         self.redraw(everything=True)
+
+    def _name_overlays(self) -> None:
+        """The overlaid runs' legend entries, shortened so that each still tells its run from the others."""
+        for key in (key for key in self.curves if key.startswith("overlay:")):
+            _, run, kind, plot = key.split(":")
+            short = dict(zip(self.overlays, distinct_names(self.overlays)))[run]
+            self.legends[plot].rename(self.curves[key], f"{short} ({'train' if kind == 'step' else 'val'})")
 
     # --- drawing ------------------------------------------------------------------------------------
     def set_axis(self, axis: str) -> None:
@@ -295,7 +272,8 @@ class LivePlots(QWidget):
     def redraw(self, everything: bool = False) -> None:
         """Put the buffers into the curves: of the plot that has waited longest since it changed (so that records
         arriving faster than the ticks starve none), or of all changed plots. While the plots are hidden (another
-        panel shown) the timer draws nothing: they are brought up to date when shown."""
+        panel shown) the timer draws nothing: they are brought up to date when shown. Undefined values (NaN) are
+        left out of the drawing; the readout says them as "—"."""
         if not (everything or self.isVisible()):
             return
         names = list(self._dirty)
@@ -306,9 +284,9 @@ class LivePlots(QWidget):
                     continue
                 x, y = series.x(self.axis), series.y
                 if key in self.shadows:
-                    self.shadows[key].setData(*thinned(x, y))
+                    self.shadows[key].setData(*_finite(*thinned(x, y)))
                     y = series.smoothed(self.smoothing)
-                self.curves[key].setData(*thinned(x, y))
+                self.curves[key].setData(*_finite(*thinned(x, y)))
 
     def reset_zoom(self) -> None:
         """Let every plot find its range again from its data (after a zoom, or the x-axis or the curves changed)."""
@@ -328,45 +306,76 @@ class LivePlots(QWidget):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        self._reflow(3 if event.size().width() >= WIDE else 2)
+        self._reflow(min(3, max(1, event.size().width() // PLOT_WIDTH)))
 
     def _reflow(self, columns: int) -> None:
-        """Lay the plots out in `columns` columns (three when there is room, else two); a plot only some runs
-        have values for (ELECTRA's detection) only when it has curves."""
-        shown = [p for name, p in self.plots.items() if name not in OPTIONAL_PLOTS or name in self._plot_of.values()]
+        """Lay the plots out in `columns` columns, each at least PLOT_HEIGHT tall (the grid scrolls when the
+        window is lower); a plot only some runs have values for (ELECTRA's detection) only when it has curves."""
+        shown = [name for name in self.plots if name not in OPTIONAL_PLOTS or name in self._plot_of.values()]
         if (columns, len(shown)) == (self.columns, self._shown):
             return
         self.columns, self._shown = columns, len(shown)
         self.view.ci.clear()
-        for index, plot in enumerate(shown):
-            self.view.ci.addItem(plot, row=index // columns, col=index % columns)
+        for index, name in enumerate(shown):
+            self.view.ci.addItem(self.cells[name], row=index // columns, col=index % columns)
+        self.view.setMinimumHeight(-(-len(shown) // columns) * PLOT_HEIGHT)
 
     # --- reading and exporting -----------------------------------------------------------------------
-    def _on_mouse_moved(self, position: QPointF) -> None:
-        """Say the values of the plot under the mouse at the nearest recorded x of each of its curves."""
-        for name, plot in self.plots.items():
-            if plot.vb.sceneBoundingRect().contains(position):
-                self.hovered.emit(self.readout(name, plot.vb.mapSceneToView(position).x()))
-                return
+    def _add_cursors(self) -> None:
+        for name, cursor in self.cursors.items():
+            cursor.hide()
+            self.plots[name].addItem(cursor, ignoreBounds=True)
+
+    def leaveEvent(self, event: QEvent) -> None:
+        super().leaveEvent(event)
+        self._leave()
+
+    def _leave(self) -> None:
+        for cursor in self.cursors.values():
+            cursor.hide()
         self.hovered.emit("")
 
+    def _on_mouse_moved(self, position: QPointF) -> None:
+        """Say the values of the plot under the mouse at the nearest recorded x of each of its curves, and mark
+        that x in the plot."""
+        for name, plot in self.plots.items():
+            if plot.vb.sceneBoundingRect().contains(position) and plot.isVisible():
+                x = self.nearest_x(name, plot.vb.mapSceneToView(position).x())
+                for other, cursor in self.cursors.items():
+                    cursor.setVisible(other == name and x is not None)
+                if x is not None:
+                    self.cursors[name].setValue(x)
+                self.hovered.emit(self.readout(name, plot.vb.mapSceneToView(position).x()))
+                return
+        self._leave()
+
+    def nearest_x(self, plot: str, x: float) -> float | None:
+        """The recorded x nearest to `x` among `plot`'s curves, if it has any."""
+        xs = [series.x(self.axis) for key, series in self.series.items() if self._plot_of[key] == plot and series.size]
+        if not xs:
+            return None
+        every = np.concatenate(xs)
+        return float(every[np.abs(every - x).argmin()])
+
     def readout(self, plot: str, x: float) -> str:
-        """`plot`'s curves at the recorded point nearest to `x`, as a line of text."""
+        """`plot`'s curves at the recorded point nearest to `x`, as a line of text: "loss: training 2.31 nats at
+        step 120 · validation 2.4 nats at step 100"; a plot of one curve is named once ("learning rate 0.001 at
+        step 120")."""
         parts = []
         for key, series in self.series.items():
             if self._plot_of[key] != plot or series.size == 0:
                 continue
             xs = series.x(self.axis)
             index = int(np.abs(xs - x).argmin())
-            value = series.y[index]
-            if key in self.shadows:
-                value = series.smoothed(self.smoothing)[index]
-            reading = _reading(value, self._units[key])
-            parts.append(f"{self._labels[key]} {reading} at {X_AXES[self.axis]} {_number(xs[index])}")
-        return f"{self.PLOTS[plot][0]}: " + " · ".join(parts) if parts else ""
+            value = series.smoothed(self.smoothing)[index] if key in self.shadows else series.y[index]
+            parts.append((self._labels[key], f"{reading(value, self._units[key])} at {at(self.axis, xs[index])}"))
+        title = self.PLOTS[plot][0]
+        if len(parts) == 1 and plot not in NAMED_PLOTS:
+            return f"{parts[0][0]} {parts[0][1]}"
+        return f"{title}: " + " · ".join(f"{label} {said}" for label, said in parts) if parts else ""
 
     def export(self, path: str | Path, scale: float = 2.0) -> None:
-        """The six plots as an image (PNG, JPEG… by the suffix) at `scale` times their size on screen; raises
+        """The plots as an image (PNG, JPEG… by the suffix) at `scale` times their size on screen; raises
         OSError when the file cannot be written."""
         self.redraw(everything=True)
         exporter = pyqtgraph.exporters.ImageExporter(self.view.scene())
@@ -375,24 +384,6 @@ class LivePlots(QWidget):
             raise OSError(f"{path} could not be written")
 
 
-def _shortened(name: str, limit: int = LEGEND_CHARS) -> str:
-    if len(name) <= limit:
-        return name
-    half = (limit - 1) // 2
-    return f"{name[:half]}…{name[-(limit - 1 - half) :]}"
-
-
-def _reading(value: float, unit: str) -> str:
-    """A value in its unit: a share as a percentage, others followed by their unit; "—" where it is undefined
-    (ELECTRA's precision before any token is flagged)."""
-    if not math.isfinite(value):
-        return "—"
-    if unit == "share":
-        return f"{value:.1%}"
-    return f"{_number(value)} {unit}" if unit else _number(value)
-
-
-def _number(value: float) -> str:
-    if value != 0 and (abs(value) < 1e-2 or abs(value) >= 1e5):
-        return f"{value:.3g}"
-    return f"{value:,.4g}"
+def _finite(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    keep = np.isfinite(y)
+    return (x, y) if keep.all() else (x[keep], y[keep])

@@ -7,10 +7,11 @@ from math import ceil, log10
 import pyqtgraph as pg
 import pyqtgraph.exporters
 from PySide6.QtCore import QEvent
-from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QApplication, QTableWidget, QWidget
 
 from mlm_studio.ui.theme import PALETTE_CHANGES
+from mlm_studio.ui.widgets.legend import HeaderLegend, legend_above
 
 pg.setConfigOptions(antialias=False)
 # The plots' context menu (Export…) offers what works here: images at any size and the curves as CSV. pyqtgraph's
@@ -20,22 +21,36 @@ UNITS = ((1e9, "B"), (1e6, "M"), (1e3, "k"))
 
 
 class CompactAxis(pg.AxisItem):
-    """Tick labels that stay short (1.2M, 450k, 2e-3), so neighbouring labels never run together."""
+    """Tick labels that stay short (1.2M, 450k, 2e-3), so neighbouring labels never run together; zero reads "0".
+    On a log axis only the decades are labelled (1, 10, 100, 1k), the ticks between them left unlabelled."""
 
     def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
-        if self.logMode or not values:
-            return super().tickStrings(values, scale, spacing)
+        if not values:
+            return []
+        if self.logMode:
+            return [_decade(v) if abs(v - round(v)) < 1e-6 else "" for v in values]
         values = [v * scale for v in values]
         spacing *= scale
         largest = max(abs(v) for v in values)
         for factor, unit in UNITS:
             if largest >= factor:
                 places = max(0, ceil(-log10(spacing / factor)))
-                return [f"{v / factor:.{places}f}{unit}" for v in values]
+                return [f"{v / factor:.{places}f}{unit}" if v else "0" for v in values]
         if 0 < largest < 1e-2:
             return [_scientific(v, spacing) for v in values]
         places = max(0, ceil(-log10(spacing)))
-        return [f"{v:.{places}f}" for v in values]
+        return [f"{v:.{places}f}" if v else "0" for v in values]
+
+
+def _decade(exponent: float) -> str:
+    """10 to the power `exponent` (a whole number) as a short plain number: 0.01, 1, 100, 10k, 1M."""
+    power = round(exponent)
+    if power < 0:
+        return f"{10.0**power:.{-power}f}"
+    for factor, unit in UNITS:
+        if 10**power >= factor:
+            return f"{10**power // int(factor)}{unit}"
+    return str(10**power)
 
 
 def _scientific(value: float, spacing: float) -> str:
@@ -67,13 +82,8 @@ def recolour(plot: pg.PlotItem) -> None:
         axis.setPen(pg.mkPen(text))
         axis.setTextPen(pg.mkPen(text))
         axis.setLabel(axis.labelText, color=text.name())
-    if plot.legend is not None:
-        base = QColor(palette.color(QPalette.ColorRole.Base))
-        base.setAlpha(215)  # slightly see-through: the legend stays readable over the curves
-        plot.legend.setBrush(pg.mkBrush(base))
-        plot.legend.setLabelTextColor(text)  # for entries to come; those present are told below
-        for _, label in plot.legend.items:
-            label.setText(label.text, color=text)
+    if isinstance(plot.legend, HeaderLegend):
+        plot.legend.set_text_colour(text)
 
 
 class ThemedPlot(pg.PlotWidget):
@@ -85,6 +95,13 @@ class ThemedPlot(pg.PlotWidget):
         style_plot(self.getPlotItem(), x_label, y_label)
         self.setMinimumHeight(140)
 
+    def add_header_legend(self) -> HeaderLegend:
+        """A legend as a row above the data area (curves plotted with a name join it)."""
+        self.setCentralItem(None)  # the plot moves into a layout under its legend
+        cell, legend = legend_above(self.plotItem)
+        self.setCentralItem(cell)
+        return legend
+
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
         if event.type() in PALETTE_CHANGES and getattr(self, "plotItem", None) is not None:  # not while built
@@ -95,3 +112,11 @@ class ThemedPlot(pg.PlotWidget):
 def accent_colour():
     """The palette's highlight colour, used for the main series."""
     return QApplication.palette().color(QPalette.ColorRole.Highlight)
+
+
+def fit_rows(table: QTableWidget, most: int = 10) -> None:
+    """A table exactly as tall as its header and rows (up to `most` rows, then it scrolls), so a layout never
+    squeezes it to one or two rows."""
+    rows = min(table.rowCount(), most)
+    height = table.horizontalHeader().height() + sum(table.rowHeight(r) for r in range(rows))
+    table.setFixedHeight(height + 2 * table.frameWidth() + 2)
