@@ -26,6 +26,7 @@ def panel(qtbot, trained_runs, small_corpus):
 
 
 def test_evaluate_a_checkpoint_read_its_answers_and_failures_then_probe_a_task(qtbot, panel, trained_runs, tmp_path):
+    assert not panel.task_view.probe_button.isEnabled()  # nothing evaluated: nothing to probe
     combo = panel.model_combo
     combo.setCurrentIndex(combo.findData(str(trained_runs / "late")))
     steps = [panel.checkpoint_combo.itemText(i) for i in range(panel.checkpoint_combo.count())]
@@ -62,9 +63,14 @@ def test_evaluate_a_checkpoint_read_its_answers_and_failures_then_probe_a_task(q
     assert failures.confusion_table.rowCount() == len(diagnosis.confusions) > 0
     assert "calibration error" in failures.summary.text()
     panel.grab().save(str(tmp_path / "failures.png"))
+    for table in (failures.frequency_table, failures.kind_table):
+        assert table.rowCount() >= 3 and all_rows_shown(table)
+    assert legend_beside_the_data(failures.calibration) == ["perfectly calibrated", panel.subject.title]
 
-    panel.tabs.setCurrentIndex(2)
+    panel.tabs.setCurrentIndex(3)
+    assert not panel.task_view.probe_button.isEnabled()  # evaluated, but no file yet
     panel.task_view.path_edit.setText(str(_labelled(tmp_path / "topics.csv")))
+    assert panel.task_view.probe_button.isEnabled()
     with qtbot.waitSignal(panel.probed, timeout=TIMEOUT_MS):
         qtbot.mouseClick(panel.task_view.probe_button, Qt.MouseButton.LeftButton)
     assert panel.task_results[0][1].accuracy >= 0.9 and panel.task_view.table.item(1, 1).text() == "50.0%"
@@ -125,13 +131,13 @@ def test_a_words_contexts_are_mapped_clicked_and_a_sentence_placed(qtbot, panel,
     assert view.layer_spin.maximum() == view.layer_spin.value() == panel.subject.config.model.num_hidden_layers
     view.word_edit.setText("the")
     with qtbot.waitSignal(panel.mapped, timeout=TIMEOUT_MS):
-        qtbot.mouseClick(view.show_button, Qt.MouseButton.LeftButton)
+        qtbot.keyClick(view.word_edit, Qt.Key.Key_Return)  # Enter shows the word's contexts
     points = view.scatter.points()
     assert len(points) == len(view.context.snippets) >= 3 and "occurrences of <b>the</b>" in view.caption.text()
     view._on_click(view.scatter, [points[0]])
     assert view.nearest.count() == 6 and view.nearest.item(0).text().startswith("▶")
     view.sentence_edit.setText("Return the length of the list.")
-    qtbot.mouseClick(view.place_button, Qt.MouseButton.LeftButton)
+    qtbot.keyClick(view.sentence_edit, Qt.Key.Key_Return)
     assert len(view.star.points()) == 1
     view.sentence_edit.setText("no such word")
     qtbot.mouseClick(view.place_button, Qt.MouseButton.LeftButton)
@@ -161,6 +167,8 @@ def test_every_checkpoint_becomes_curves_of_the_breakdowns_and_the_task(qtbot, p
     task_curves = panel.task_view.series.getPlotItem().listDataItems()
     assert [c.name() for c in task_curves] == ["linear probe", "majority class", "bag of words"]
     assert all(s.task.majority_accuracy == pytest.approx(0.5) for s in panel.scores)
+    assert legend_beside_the_data(panel.failures_view.series) == names
+    assert legend_beside_the_data(panel.task_view.series) == ["linear probe", "majority class", "bag of words"]
     panel.tabs.setCurrentIndex(1)
     panel.grab().save(str(tmp_path / "curves.png"))
 
@@ -196,9 +204,43 @@ def test_two_checkpoints_side_by_side_in_every_view(qtbot, panel, trained_runs, 
     assert table.rowCount() == 4 and table.item(1, 0).text().startswith(panel.other.title)
     panel.grab().save(str(tmp_path / "compared.png"))
 
-    compare.setCurrentIndex(0)  # back to one model: the extra column goes
-    with qtbot.waitSignal(panel.evaluated, timeout=TIMEOUT_MS):
-        panel.evaluate()
+    calibration = panel.failures_view.calibration
+    assert legend_beside_the_data(calibration) == ["perfectly calibrated", panel.subject.title, panel.other.title]
+
+    compare.setCurrentIndex(0)  # back to one model: the compared one leaves every view at once
     assert panel.other is None and kinds.columnCount() == 3
+    assert "compared" not in panel.failures_view.summary.text()
+    assert legend_beside_the_data(calibration) == ["perfectly calibrated", panel.subject.title]
+    assert len(calibration.getPlotItem().listDataItems()) == 2
     assert panel.context_view.other_plot.isHidden() and not panel.context_view.scatter.points().size  # stale
     assert panel.task_view.table.rowCount() == 0
+    with qtbot.waitSignal(panel.evaluated, timeout=TIMEOUT_MS):
+        panel.evaluate()
+    assert panel.other is None and kinds.columnCount() == 3 and len(calibration.getPlotItem().listDataItems()) == 2
+
+
+def test_the_panel_opens_on_the_current_run_and_follows_it(qtbot, trained_runs, small_corpus):
+    workspace = Workspace()
+    workspace.set_run(trained_runs / "early")
+    panel = EvaluationPanel(workspace, trained_runs)
+    qtbot.addWidget(panel)
+    assert panel.model_combo.currentData() == str(trained_runs / "early")
+    assert panel.model_combo.currentText() == "Current run: early"
+    workspace.set_run(trained_runs / "late")  # a run trained or opened
+    assert panel.model_combo.currentData() == str(trained_runs / "late")
+    assert panel.model_combo.currentText() == "Current run: late"
+    assert not panel.task_view.probe_button.isEnabled()
+
+
+def all_rows_shown(table):
+    last = table.visualItemRect(table.item(table.rowCount() - 1, 0))
+    return table.viewport().rect().contains(last)
+
+
+def legend_beside_the_data(plot):
+    """The names in `plot`'s legend, having checked that none is drawn over its data area."""
+    item = plot.getPlotItem()
+    data = item.vb.sceneBoundingRect()
+    for rect in item.legend.entry_rects():
+        assert not item.legend.mapRectToScene(rect).intersects(data)
+    return item.legend.names

@@ -68,9 +68,10 @@ class EvaluationPanel(QWidget):
             runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
             runner.cancelled.connect(lambda: self.message_bar.show_message("Cancelled.", "info"))
             runner.finished.connect(lambda: self._busy(False))
-        workspace.run_changed.connect(lambda _: self.refresh_models())
+        workspace.run_changed.connect(self._on_run_changed)
         workspace.initial_model_changed.connect(self._on_initial_model)
         self.refresh_models()
+        self._busy(False)
 
     def _build(self) -> None:
         self.model_combo = QComboBox()
@@ -81,6 +82,7 @@ class EvaluationPanel(QWidget):
             "A second model, side by side in every view: another run, another checkpoint of this one, or an "
             "imported model (each scored on its own held-out blocks; two checkpoints of one run share theirs)"
         )
+        self.compare_combo.currentIndexChanged.connect(self._on_comparison_chosen)
         self.checkpoint_combo = QComboBox()
         self.checkpoint_combo.setToolTip("Which checkpoint of the run: step through them to watch it learn")
         self.folder_button = QPushButton("Model folder…")
@@ -143,6 +145,7 @@ class EvaluationPanel(QWidget):
         for checkpoint in checkpoints:
             self.checkpoint_combo.addItem(checkpoint.name, int(checkpoint.name.split("-")[1]))
         chosen = self.compare_combo.currentData()
+        self.compare_combo.blockSignals(True)  # refilled, not chosen
         self.compare_combo.clear()
         self.compare_combo.addItem("no comparison", None)
         for checkpoint in checkpoints:
@@ -151,6 +154,26 @@ class EvaluationPanel(QWidget):
             if other != path:
                 self.compare_combo.addItem(f"compare with {label}", other)
         self.compare_combo.setCurrentIndex(max(0, self.compare_combo.findData(chosen)))
+        self.compare_combo.blockSignals(False)
+
+    def _on_run_changed(self, run: Path | None) -> None:
+        """The current run is the one offered first and chosen: a new or opened run is what the user evaluates."""
+        self.refresh_models()
+        if run is not None:
+            self.model_combo.setCurrentIndex(max(0, self.model_combo.findData(str(run))))
+
+    def _on_comparison_chosen(self) -> None:
+        """Back to no comparison: the compared model leaves every view at once; another one is compared once
+        evaluated."""
+        if self.compare_combo.currentData() is not None:
+            if self.diagnosis is not None:
+                self.message_bar.show_message("Evaluate to compare the two models.", "info")
+            return
+        self.other = self.other_diagnosis = None
+        if self.diagnosis is not None:
+            self.failures_view.show_diagnosis(self.diagnosis, None, (self.subject.title, ""))
+            self.context_view.clear()
+            self.task_view.clear()
 
     def browse(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "A run or a Hugging Face model folder")
@@ -200,7 +223,8 @@ class EvaluationPanel(QWidget):
         self.context_view.clear()  # the maps and the probe were another model's
         self.task_view.clear()
         self.samples_view.show_samples(self.diagnosis.samples, self.subject.tokenizer)
-        self.failures_view.show_diagnosis(self.diagnosis, self.other_diagnosis)
+        titles = (self.subject.title, self.other.title if self.other is not None else "")
+        self.failures_view.show_diagnosis(self.diagnosis, self.other_diagnosis, titles)
         first = self.diagnosis
         said = f"{self.subject.title}: {first.accuracy:.1%} of {first.predicted:,} masked tokens right"
         if self.other is not None:
@@ -310,7 +334,7 @@ class EvaluationPanel(QWidget):
         busy = busy or any(runner.running for runner in self.runners)
         self.evaluate_button.setEnabled(not busy)
         self.every_button.setEnabled(not busy)
-        self.task_view.probe_button.setEnabled(not busy)
+        self.task_view.set_ready(not busy and self.subject is not None)
         self.cancel_button.setVisible(busy)
         self.progress_bar.setVisible(busy)
         self.progress_bar.setRange(0, 0)

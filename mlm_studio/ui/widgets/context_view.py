@@ -33,6 +33,8 @@ class ContextView(QWidget):
         self.sentence_edit.setPlaceholderText("a sentence of your own with the word, to place among them")
         self.place_button = QPushButton("Place it")
         self.place_button.clicked.connect(lambda: self.place_requested.emit(self.sentence_edit.text()))
+        self.word_edit.returnPressed.connect(self.show_button.click)
+        self.sentence_edit.returnPressed.connect(self.place_button.click)
         self.plot = ThemedPlot("first principal component", "second principal component")
         self.other_plot = ThemedPlot("first principal component", "second principal component")
         self.other_scatter = pg.ScatterPlotItem(size=9, hoverable=True, tip=lambda x, y, data: data)

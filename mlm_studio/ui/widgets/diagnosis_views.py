@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.evaluation.diagnosis import KIND_NAMES, Diagnosis, Sample
-from mlm_studio.ui.widgets.plots import ThemedPlot
+from mlm_studio.ui.widgets.plots import ThemedPlot, fit_rows
 from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
 
 RIGHT, WRONG = QColor("#4caf50"), QColor("#d9534f")
@@ -130,6 +130,7 @@ def _fill(table: QTableWidget, rows: list[tuple]) -> None:
         for c, value in enumerate(row):
             table.setItem(r, c, QTableWidgetItem(value))
     table.resizeColumnsToContents()
+    fit_rows(table)
 
 
 def _percent(value: float) -> str:
@@ -149,6 +150,7 @@ class FailuresView(QWidget):
         self.calibration.setTitle("Calibration: on the diagonal, confidence is accuracy")
         self.calibration.setXRange(0, 1)
         self.calibration.setYRange(0, 1)
+        self.calibration.add_header_legend()
         grid = QGridLayout()
         grid.addWidget(QLabel("<b>By how often the token occurs in the corpus</b>"), 0, 0)
         grid.addWidget(self.frequency_table, 1, 0)
@@ -159,7 +161,7 @@ class FailuresView(QWidget):
         grid.addWidget(self.calibration, 2, 1, 2, 1)
         self.series = ThemedPlot("step", "accuracy")
         self.series.setTitle("Over the run's checkpoints (Every checkpoint)")
-        self.series.addLegend(offset=(10, 10), colCount=3)
+        self.series.add_header_legend()
         self.series_by = QComboBox()
         self.series_by.addItem("how often the token occurs in the corpus", "by_frequency")
         self.series_by.addItem("piece and masking treatment", "by_kind")
@@ -191,9 +193,11 @@ class FailuresView(QWidget):
             lines[name] = [getattr(d, breakdown)[number].accuracy for d in self.over_time]
         plot_series(self.series, self.steps, lines)
 
-    def show_diagnosis(self, diagnosis: Diagnosis, other: Diagnosis | None = None) -> None:
+    def show_diagnosis(
+        self, diagnosis: Diagnosis, other: Diagnosis | None = None, titles: tuple[str, str] = ("model", "compared")
+    ) -> None:
         """One model's breakdowns, or two side by side (the second model's accuracy in its own column, its
-        calibration in orange)."""
+        calibration in orange); `titles` name the two in the calibration's legend."""
         summary = _summary(diagnosis)
         if other is not None:
             summary += f"<br>compared: {_summary(other)}"
@@ -210,11 +214,14 @@ class FailuresView(QWidget):
                           else [])) for s in mine])  # fmt: skip
         _fill(self.confusion_table, [(e, p, f"{n:,}") for e, p, n in diagnosis.confusions])
         self.calibration.clear()
-        self.calibration.plot([0, 1], [0, 1], pen=pg.mkPen((128, 128, 128), style=pg.QtCore.Qt.PenStyle.DashLine))
-        for shown, colour in ((diagnosis, "#1f77b4"), (other, "#ff7f0e")):
+        diagonal = pg.mkPen((128, 128, 128), style=pg.QtCore.Qt.PenStyle.DashLine)
+        self.calibration.plot([0, 1], [0, 1], pen=diagonal, name="perfectly calibrated")
+        for shown, colour, title in zip((diagnosis, other), ("#1f77b4", "#ff7f0e"), titles):
             if shown is not None and shown.calibration:
                 confidence, accuracy, _ = zip(*shown.calibration)
-                self.calibration.plot(list(confidence), list(accuracy), pen=pg.mkPen(colour, width=2), symbol="o")
+                pen = pg.mkPen(colour, width=2)
+                self.calibration.plot(list(confidence), list(accuracy), pen=pen, symbol="o", symbolBrush=colour,
+                                      name=title)  # fmt: skip
 
 
 def _summary(diagnosis: Diagnosis) -> str:

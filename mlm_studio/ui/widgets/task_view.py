@@ -19,8 +19,12 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_SUFFIXES
 from mlm_studio.core.evaluation.task_probe import TaskResult
-from mlm_studio.ui.widgets.plots import ThemedPlot
+from mlm_studio.ui.widgets.plots import ThemedPlot, fit_rows
 
+PROBE_TIP = (
+    "Train a logistic regression on the model's frozen sentence vectors on 75% of the texts, stratified, and score "
+    "it on the rest, beside the majority class and a bag of words"
+)
 FILE_FILTER = f"Labelled texts ({' '.join('*' + ext for ext in TABLE_SUFFIXES)});;All files (*)"
 
 
@@ -39,11 +43,8 @@ class TaskView(QWidget):
         self.layer_spin.setSpecialValueText("last, as the head reads it")
         self.layer_spin.setToolTip("Whose output is averaged into the sentence vector: a layer, or the last")
         self.probe_button = QPushButton("Probe the task")
-        self.probe_button.setToolTip(
-            "Train a logistic regression on the model's frozen sentence vectors on 75% of the texts, stratified, "
-            "and score it on the rest, beside the majority class and a bag of words"
-        )
         self.probe_button.clicked.connect(self.probe_requested)
+        self.ready = False  # a model is evaluated and nothing runs: the probe has vectors to read
         self.table = QTableWidget(0, 3)
         self.table.setHorizontalHeaderLabels(["classifier", "accuracy", "macro-F1"])
         self.table.verticalHeader().setVisible(False)
@@ -51,7 +52,7 @@ class TaskView(QWidget):
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.series = ThemedPlot("step", "held-out accuracy")
         self.series.setTitle("The task over the run's checkpoints (Every checkpoint)")
-        self.series.addLegend(offset=(10, 10), colCount=3)
+        self.series.add_header_legend()
         row = QHBoxLayout()
         row.addWidget(self.path_edit, 1)
         row.addWidget(choose)
@@ -65,6 +66,20 @@ class TaskView(QWidget):
         layout.addLayout(form)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.series, 2)
+        self.path_edit.textChanged.connect(self._update_button)
+        self._update_button()
+
+    def set_ready(self, ready: bool) -> None:
+        """Whether a model is evaluated and nothing runs; the probe also needs a file."""
+        self.ready = ready
+        self._update_button()
+
+    def _update_button(self) -> None:
+        has_file = bool(self.path_edit.text().strip())
+        self.probe_button.setEnabled(self.ready and has_file)
+        self.probe_button.setToolTip(
+            PROBE_TIP if self.ready and has_file else "Evaluate a model and choose a file of labelled texts first"
+        )
 
     def choose(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Labelled texts", "", FILE_FILTER)
@@ -92,3 +107,4 @@ class TaskView(QWidget):
             for c, value in enumerate(row):
                 self.table.setItem(r, c, QTableWidgetItem(value))
         self.table.resizeColumnsToContents()
+        fit_rows(self.table)
