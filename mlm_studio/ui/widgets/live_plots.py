@@ -127,8 +127,9 @@ class LivePlots(QWidget):
             plot = pg.PlotItem(axisItems={"left": CompactAxis("left"), "bottom": CompactAxis("bottom")})
             self.cells[name], self.legends[name] = legend_above(plot, reserve_line=True)
             style_plot(plot, X_AXES[self.axis], label)
-            if log_y:
+            if log_y:  # ranks: 1 at best; at least a decade shown, so that two decades are labelled
                 plot.setLogMode(y=True)
+                plot.vb.setLimits(yMin=-0.05, minYRange=1.1)
             self.plots[name] = plot
             self.cursors[name] = pg.InfiniteLine(angle=90, pen=pg.mkPen((128, 128, 128), width=1))
         self._add_cursors()
