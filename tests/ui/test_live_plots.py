@@ -377,24 +377,36 @@ def _close(a, b):
     return abs(a.red() - b.red()) + abs(a.green() - b.green()) + abs(a.blue() - b.blue()) < 60
 
 
+def probe_ranks(plots, ranks):
+    plots.load(records(steps=10))
+    for step, rank in enumerate(ranks, start=1):
+        result = {"expected": "copy", "rank": rank, "probability": 0.1}
+        plots.add("probe", {"step": step, "tokens_seen": step, "elapsed": step, "results": [result]})
+    plots.redraw(everything=True)
+
+
+def painted_labels(axis):
+    """The tick marks and labels the axis paints, on screen and in the export."""
+    image = QImage(10, 10, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    _, ticks, texts = axis.generateDrawSpecs(painter)
+    painter.end()
+    return ticks, [text for _, _, text in texts]
+
+
 def test_the_probe_rank_axis_labels_each_decade_once(qtbot, plots):
     plots.resize(700, 420)
-    plots.load(electra_records())
-    probes = [{"expected": "copy", "rank": rank, "probability": 0.1} for rank in (700, 300, 40, 2)]
-    for step, probe in zip((50, 100, 150, 200), probes):
-        plots.add("probe", {"step": step, "tokens_seen": step, "elapsed": step, "results": [probe]})
-    plots.redraw(everything=True)
+    probe_ranks(plots, (700, 300, 40, 2))
     qtbot.wait(10)
     axis = plots.plots["probes"].getAxis("left")
     low, high = plots.plots["probes"].vb.viewRange()[1]
-    image = QImage(10, 10, QImage.Format.Format_ARGB32)
-    painter = QPainter(image)
-    _, ticks, texts = axis.generateDrawSpecs(painter)  # what the axis paints, on screen and in the export
-    painter.end()
-    labelled = [text for _, _, text in texts]
+    ticks, labelled = painted_labels(axis)
     assert len(ticks) > len(labelled) >= 2  # unlabelled minor ticks between the decades
     assert len(set(labelled)) <= math.ceil(high - low) + 1  # a decade's label is painted once per level, in place
     assert set(labelled) <= {"0.1", "1", "10", "100", "1k", "10k"}
+    probe_ranks(plots, (3, 2, 1, 1))  # within a decade: still two decades labelled
+    qtbot.wait(10)
+    assert {"1", "10"} <= set(painted_labels(axis)[1])
     log_axis = CompactAxis("left")
     log_axis.setLogMode(False, True)
     assert log_axis.tickStrings([0.0, math.log10(2), math.log10(5), 1.0, 2.0, 3.0], 1.0, 1.0) == [
