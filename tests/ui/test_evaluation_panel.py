@@ -65,6 +65,7 @@ def test_evaluate_a_checkpoint_read_its_answers_and_failures_then_probe_a_task(q
     panel.grab().save(str(tmp_path / "failures.png"))
     for table in (failures.frequency_table, failures.kind_table):
         assert table.rowCount() >= 3 and all_rows_shown(table)
+    assert panel.minimumSizeHint().height() <= 560  # the view scrolls: the panel still fits a 1280 x 720 window
     assert legend_beside_the_data(failures.calibration) == ["perfectly calibrated", panel.subject.title]
 
     panel.tabs.setCurrentIndex(3)

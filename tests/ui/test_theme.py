@@ -81,8 +81,6 @@ def test_switching_to_dark_recolours_the_plots_and_the_labels_and_is_remembered(
 
 
 def test_legends_already_drawn_change_colour_with_the_scheme(qtbot, restore_palette):
-    import pyqtgraph as pg
-
     from mlm_studio.ui.widgets.live_plots import LivePlots
 
     plots = LivePlots()
@@ -94,6 +92,6 @@ def test_legends_already_drawn_change_colour_with_the_scheme(qtbot, restore_pale
     apply_scheme(QApplication.instance(), "dark")
     base = QApplication.instance().palette().color(QPalette.ColorRole.Base)
     qtbot.wait_until(lambda: plots.view.backgroundBrush().color() == base)
-    for _, label in plots.plots["loss"].legend.items:
-        assert contrast(pg.mkColor(label.opts["color"]), base) >= 4.5
+    assert plots.legends["loss"].names == ["training"]
+    assert contrast(plots.legends["loss"].colour, base) >= 4.5  # the header legend's text
     apply_scheme(QApplication.instance(), "light")

@@ -124,13 +124,14 @@ def _table(headers: list[str]) -> QTableWidget:
     return table
 
 
-def _fill(table: QTableWidget, rows: list[tuple]) -> None:
+def _fill(table: QTableWidget, rows: list[tuple], most: int = 10) -> None:
+    """`rows` in `table`, as tall as they are up to `most` rows."""
     table.setRowCount(len(rows))
     for r, row in enumerate(rows):
         for c, value in enumerate(row):
             table.setItem(r, c, QTableWidgetItem(value))
     table.resizeColumnsToContents()
-    fit_rows(table)
+    fit_rows(table, most)
 
 
 def _percent(value: float) -> str:
@@ -172,11 +173,19 @@ class FailuresView(QWidget):
         curves.addWidget(QLabel("Curves of accuracy by"))
         curves.addWidget(self.series_by)
         curves.addStretch(1)
+        body = QWidget()
+        content = QVBoxLayout(body)
+        content.addWidget(self.summary)
+        content.addLayout(grid, 2)
+        content.addLayout(curves)
+        content.addWidget(self.series, 1)
+        scroll = QScrollArea()  # the tables at their full height: a low window scrolls rather than squeezes them
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(body)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.summary)
-        layout.addLayout(grid, 2)
-        layout.addLayout(curves)
-        layout.addWidget(self.series, 1)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(scroll)
 
     def show_series(self, steps: list[int], diagnoses: list[Diagnosis]) -> None:
         """The run's checkpoints as curves: all positions, and each group of the chosen breakdown."""
@@ -212,7 +221,7 @@ class FailuresView(QWidget):
             compared = {s.name: _percent(s.accuracy) for s in theirs or ()}
             _fill(table, [(s.name, f"{s.count:,}", _percent(s.accuracy), *([compared.get(s.name, "—")] if theirs
                           else [])) for s in mine])  # fmt: skip
-        _fill(self.confusion_table, [(e, p, f"{n:,}") for e, p, n in diagnosis.confusions])
+        _fill(self.confusion_table, [(e, p, f"{n:,}") for e, p, n in diagnosis.confusions], most=6)
         self.calibration.clear()
         diagonal = pg.mkPen((128, 128, 128), style=pg.QtCore.Qt.PenStyle.DashLine)
         self.calibration.plot([0, 1], [0, 1], pen=diagonal, name="perfectly calibrated")

@@ -7,7 +7,7 @@ from math import ceil, log10
 import pyqtgraph as pg
 import pyqtgraph.exporters
 from PySide6.QtCore import QEvent
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QTableWidget, QWidget
 
 from mlm_studio.ui.theme import PALETTE_CHANGES
@@ -84,6 +84,13 @@ def recolour(plot: pg.PlotItem) -> None:
         axis.setLabel(axis.labelText, color=text.name())
     if isinstance(plot.legend, HeaderLegend):
         plot.legend.set_text_colour(text)
+    elif plot.legend is not None:  # pyqtgraph's own, over the data
+        base = QColor(palette.color(QPalette.ColorRole.Base))
+        base.setAlpha(215)  # slightly see-through: the legend stays readable over the curves
+        plot.legend.setBrush(pg.mkBrush(base))
+        plot.legend.setLabelTextColor(text)  # for entries to come; those present are told below
+        for _, label in plot.legend.items:
+            label.setText(label.text, color=text)
 
 
 class ThemedPlot(pg.PlotWidget):
