@@ -218,6 +218,8 @@ def test_two_checkpoints_side_by_side_in_every_view(qtbot, panel, trained_runs, 
     with qtbot.waitSignal(panel.evaluated, timeout=TIMEOUT_MS):
         panel.evaluate()
     assert panel.other is None and kinds.columnCount() == 3 and len(calibration.getPlotItem().listDataItems()) == 2
+    compare.setCurrentIndex(compare.findData(str(earliest)))  # chosen again: compared once evaluated
+    assert panel.other is None and panel.message_bar.text == "Evaluate to compare the two models."
 
 
 def test_the_panel_opens_on_the_current_run_and_follows_it(qtbot, trained_runs, small_corpus):

@@ -30,7 +30,7 @@ from mlm_studio.core.training.records import RECORDS, EvalRecord
 from mlm_studio.ui.theme import PALETTE_CHANGES
 from mlm_studio.ui.widgets.curve_data import Series, thinned
 from mlm_studio.ui.widgets.legend import HeaderLegend, distinct_names, legend_above
-from mlm_studio.ui.widgets.plots import CompactAxis, recolour, style_plot
+from mlm_studio.ui.widgets.plots import CompactAxis, DecadeAnchor, recolour, style_plot
 from mlm_studio.ui.widgets.readout import at, reading
 
 REDRAW_MS = 66
@@ -127,12 +127,13 @@ class LivePlots(QWidget):
             plot = pg.PlotItem(axisItems={"left": CompactAxis("left"), "bottom": CompactAxis("bottom")})
             self.cells[name], self.legends[name] = legend_above(plot, reserve_line=True)
             style_plot(plot, X_AXES[self.axis], label)
-            if log_y:  # ranks: 1 at best; at least a decade shown, so that two decades are labelled
+            if log_y:
                 plot.setLogMode(y=True)
-                plot.vb.setLimits(yMin=-0.05, minYRange=1.1)
+                plot.vb.setDefaultPadding(0.1)  # room for the label of the lowest decade
             self.plots[name] = plot
             self.cursors[name] = pg.InfiniteLine(angle=90, pen=pg.mkPen((128, 128, 128), width=1))
-        self._add_cursors()
+        self.anchors = {name: DecadeAnchor() for name, (_, log_y) in self.PLOTS.items() if log_y}
+        self._add_markers()
         self.columns = self._shown = 0
         self._reflow(3)
         self.view.scene().sigMouseMoved.connect(self._on_mouse_moved)
@@ -207,7 +208,7 @@ class LivePlots(QWidget):
         """No curves and no reading: what a new run starts from."""
         for plot in self.plots.values():
             plot.clear()  # removes the items and their legend entries
-        self._add_cursors()
+        self._add_markers()
         self.series.clear()
         self.curves.clear()
         self.shadows.clear()
@@ -322,10 +323,13 @@ class LivePlots(QWidget):
         self.view.setMinimumHeight(-(-len(shown) // columns) * PLOT_HEIGHT)
 
     # --- reading and exporting -----------------------------------------------------------------------
-    def _add_cursors(self) -> None:
+    def _add_markers(self) -> None:
+        """The hidden cursors and the log plots' decade anchors, in their plots (again after a clear)."""
         for name, cursor in self.cursors.items():
             cursor.hide()
             self.plots[name].addItem(cursor, ignoreBounds=True)
+        for name, anchor in self.anchors.items():
+            self.plots[name].addItem(anchor)
 
     def leaveEvent(self, event: QEvent) -> None:
         super().leaveEvent(event)

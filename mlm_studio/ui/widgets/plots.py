@@ -6,7 +6,7 @@ from math import ceil, log10
 
 import pyqtgraph as pg
 import pyqtgraph.exporters
-from PySide6.QtCore import QEvent
+from PySide6.QtCore import QEvent, QRectF
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QTableWidget, QWidget
 
@@ -51,6 +51,20 @@ def _decade(exponent: float) -> str:
         if 10**power >= factor:
             return f"{10**power // int(factor)}{unit}"
     return str(10**power)
+
+
+class DecadeAnchor(pg.GraphicsObject):
+    """Draws nothing; keeps a log plot's auto-range over 10^0 to 10^1 at least (ranks: 1 to 10), so that two
+    decades are labelled however close the values lie. It leaves the x-range alone."""
+
+    def dataBounds(self, axis: int, *_, **__) -> tuple[float, float] | None:  # noqa: N802 - pyqtgraph's name
+        return None if axis == 0 else (0.0, 1.0)
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt's name
+        return QRectF()
+
+    def paint(self, *_) -> None:
+        pass
 
 
 def _scientific(value: float, spacing: float) -> str:
