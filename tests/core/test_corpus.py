@@ -53,7 +53,7 @@ def test_jsonl_bad_lines_are_counted_with_line_numbers(tmp_path):
         (2, "invalid JSON"),
         (3, "no field 'text'"),
         (5, "field 'text' is not a string"),
-        (6, "no field 'text'"),
+        (6, "not a JSON object but an array; write one {...} object per line"),
     ]
     assert list(corpus.iter_documents()) == ["good one", "good two"]
 
