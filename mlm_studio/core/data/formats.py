@@ -184,19 +184,27 @@ def _partial(piece: str) -> bool:
 
 
 def _cut_after_space(pieces: Iterable[str]) -> Iterator[str]:
-    """The pieces of over-long lines cut after their last white space, the rest carried into the next piece, so
-    that no word is cut in two where the text has spaces."""
+    """The lines of a text, a line longer than `MAX_VALUE_CHARS` in pieces no longer, each cut after white space
+    where the text has some (its last word carried into the next piece), so that no word is cut in two."""
     carry = ""
     for piece in pieces:
-        piece = carry + piece
-        carry = ""
-        if _partial(piece[-MAX_VALUE_CHARS:]):
-            cut = max(piece.rfind(" "), piece.rfind("\t"))
-            if cut > len(piece) // 2:
-                piece, carry = piece[: cut + 1], piece[cut + 1 :]
-        yield piece
+        text, carry = carry + piece, ""
+        while len(text) > MAX_VALUE_CHARS:
+            head, text = _split_after_space(text, MAX_VALUE_CHARS)
+            yield head
+        if _partial(piece):
+            text, carry = _split_after_space(text, len(text))
+        yield text
     if carry:
         yield carry
+
+
+def _split_after_space(text: str, limit: int) -> tuple[str, str]:
+    """`text` cut after its last space or tab within `limit` characters (at `limit` if none in its second half)."""
+    cut = max(text.rfind(" ", 0, limit), text.rfind("\t", 0, limit)) + 1
+    if cut <= limit // 2:
+        cut = limit
+    return text[:cut], text[cut:]
 
 
 def _lines(lines: Iterable[str]) -> Iterator[str]:
@@ -212,12 +220,12 @@ def _paragraphs(lines: Iterable[str]) -> Iterator[str]:
     size = 0
     for line in lines:
         line = line.strip()
-        if line:
-            block.append(line)
-            size += len(line)
-        if block and (not line or size >= MAX_VALUE_CHARS):
+        if block and (not line or size + len(line) > MAX_VALUE_CHARS):
             yield "\n".join(block)
             block, size = [], 0
+        if line:
+            block.append(line)
+            size += len(line) + 1
     if block:
         yield "\n".join(block)
 

@@ -5,6 +5,7 @@ is read whole."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -12,6 +13,7 @@ MAX_ISSUES_KEPT = 200
 MAX_VALUE_CHARS = 1 << 24  # the longest line, field or value read whole (16 Mi characters)
 SHOWN_CHARS = 80  # the most of a value a message repeats
 TYPE_WORDS = {str: "a string", int: "an integer"}
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # what a JSON escape may make and no text encoding can write
 
 
 class SourceSkipped(Exception):
@@ -75,6 +77,9 @@ class Wanted:
             if not isinstance(value, types):
                 words = " or ".join(TYPE_WORDS[t] for t in types)
                 issues.add(number, f"field '{clipped(name)}' is not {words}", unit)
+                return False
+            if isinstance(value, str) and not value.isascii() and LONE_SURROGATE.search(value):
+                issues.add(number, f"field '{clipped(name)}' holds an escape (such as \\ud800) of no character", unit)
                 return False
         return True
 
