@@ -33,16 +33,16 @@ pyarrow.set_io_thread_count(1)
 size = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmSize"))
 resource.setrlimit(resource.RLIMIT_AS, (size + {CEILING}, size + {CEILING}))
 """
+EPILOGUE = """
+out["peak_mb"] = next(int(l.split()[1]) // 1024 for l in open("/proc/self/status") if l.startswith("VmHWM"))
+print(json.dumps(out))
+"""  # VmHWM: this process's own resident peak (ru_maxrss carries the parent's over fork and exec)
 
 
 def bounded(imports: str, body: str, *args) -> dict:
     """Run `body` after `imports` in a child capped at its imports' address space plus `CEILING`; what it
     printed last as JSON, with its peak resident memory."""
-    code = (
-        PRELUDE.format(imports=imports)
-        + body
-        + ("\nout['peak_mb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024\nprint(json.dumps(out))")
-    )
+    code = PRELUDE.format(imports=imports) + body + EPILOGUE
     env = dict(os.environ, PYTHONPATH=str(ROOT), MALLOC_ARENA_MAX="2", RAYON_NUM_THREADS="1", OMP_NUM_THREADS="1")
     done = subprocess.run(
         [sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=600, env=env
