@@ -1,5 +1,6 @@
 import codecs
 import json
+import random
 import tracemalloc
 from pathlib import Path
 
@@ -7,7 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mlm_studio.core.data.corpus import CorpusError, ReadOptions, expand_sources, load_corpus
+from mlm_studio.core.data.corpus import (
+    COUNT_SLICE,
+    SAMPLE_CHARS,
+    CorpusError,
+    ReadOptions,
+    expand_sources,
+    load_corpus,
+    word_count,
+)
 from mlm_studio.core.progress import Cancelled, Progress
 
 
@@ -53,7 +62,7 @@ def test_jsonl_bad_lines_are_counted_with_line_numbers(tmp_path):
         (2, "invalid JSON"),
         (3, "no field 'text'"),
         (5, "field 'text' is not a string"),
-        (6, "no field 'text'"),
+        (6, "not a JSON object but an array; write one {...} object per line"),
     ]
     assert list(corpus.iter_documents()) == ["good one", "good two"]
 
@@ -224,3 +233,53 @@ def test_invalid_options_are_refused_clearly():
         ReadOptions(text_unit="sentence")
     with pytest.raises(ValueError, match=r"JSONL field name must not be empty"):
         ReadOptions(jsonl_field=" ")
+
+
+def test_words_are_counted_as_split_counts_them_across_every_cut():
+    rng = random.Random(7)
+    pieces = ["word", "é", "語", " ", "\n", "\u3000", "\xa0", "\t", "  "]
+    for _ in range(10):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(COUNT_SLICE, 4 * COUNT_SLICE)))
+        assert word_count(text) == len(text.split())
+    exact = "ab" * COUNT_SLICE  # one word across every cut
+    assert word_count(exact) == 1 and word_count(exact + " " + exact) == 2
+
+
+def test_a_long_documents_words_are_counted_without_holding_them():
+    text = "a " * 5_000_000  # str.split would hold five million strings (some 300 MB)
+    tracemalloc.start()
+    count = word_count(text)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert count == 5_000_000 and peak < 8 * COUNT_SLICE * 8
+
+
+def test_a_sample_keeps_the_start_of_a_long_document(tmp_path):
+    f = write(tmp_path / "a.txt", "short one\n\n" + "long " * 10_000 + "\n")
+    assert [len(s) for s in load_corpus([f]).samples] == [9, SAMPLE_CHARS]
+
+
+ANY_CHARACTER = st.characters(exclude_categories=())  # lone surrogates too, as JSON escapes
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(ANY_CHARACTER, max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(["text", "label", "x"]), inner),
+    max_leaves=8,
+)
+
+
+def encodable(text: str) -> bool:
+    return not any("\ud800" <= c <= "\udfff" for c in text)
+
+
+@given(st.lists(st.fixed_dictionaries({"text": st.text(ANY_CHARACTER, max_size=20)}) | JSON_VALUES, max_size=6))
+def test_any_json_value_on_a_corpus_line_is_read_or_refused_clearly(tmp_path_factory, values):
+    f = tmp_path_factory.mktemp("any") / "d.jsonl"
+    f.write_text("".join(json.dumps(value) + "\n" for value in values), encoding="utf-8")
+    texts = [v["text"].strip() for v in values if isinstance(v, dict) and isinstance(v.get("text"), str)]
+    texts = [text for text in texts if encodable(text)]  # a lone surrogate (an escape such as \ud800) is no text
+    try:
+        corpus = load_corpus([f])
+    except CorpusError as exc:
+        assert not any(texts) and "d.jsonl: no usable text" in str(exc)
+    else:
+        assert list(corpus.iter_documents()) == [t for t in texts if t]

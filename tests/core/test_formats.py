@@ -4,6 +4,7 @@ import bz2
 import gzip
 import json
 import lzma
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -12,6 +13,7 @@ import zstandard
 
 from mlm_studio.core.data.corpus import CorpusError, ReadOptions, load_corpus
 from mlm_studio.core.data.formats import kind_of
+from mlm_studio.core.data.rows import MAX_VALUE_CHARS
 
 DOCS = ["The first document, in ASCII.", "Le deuxième, accentué.", "A third\nwith two lines."]
 COMPRESS = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress, ".zst": zstandard.compress}
@@ -80,3 +82,87 @@ def test_a_damaged_parquet_file_and_a_truncated_gz_are_named_and_the_rest_is_kep
 )
 def test_the_format_comes_from_the_name(tmp_path, name, kind):
     assert kind_of(tmp_path / name) == kind
+
+
+def test_a_truncated_or_damaged_zst_is_named_as_such_and_a_multi_frame_one_is_read_whole(tmp_path):
+    whole = zstandard.compress(plain("jsonl").encode() * 50)
+    (tmp_path / "cut.jsonl.zst").write_bytes(whole[: len(whole) // 2])
+    (tmp_path / "damaged.jsonl.zst").write_bytes(whole[:12] + bytes(range(256)) * 4)
+    (tmp_path / "frames.txt.zst").write_bytes(b"".join(zstandard.compress(f"{doc}\n\n".encode()) for doc in DOCS))
+    corpus = load_corpus([tmp_path])
+    reasons = {s.path.name: s.reason for s in corpus.sources if not s.loaded}
+    assert reasons["cut.jsonl.zst"] == (
+        "damaged or cut short compressed data (the data ends inside a frame: the file was cut short); compress the "
+        "file again from its original, or leave it out"
+    )
+    assert reasons["damaged.jsonl.zst"].startswith("damaged or cut short compressed data (")
+    assert list(corpus.iter_documents()) == DOCS  # every frame of frames.txt.zst, not the first alone
+
+
+@pytest.mark.parametrize("unit", ["line", "paragraph"])
+def test_a_text_line_longer_than_the_bound_is_split_after_a_space_into_documents(tmp_path, unit):
+    words = MAX_VALUE_CHARS // 5 + 1000  # "word " each: a line of more than MAX_VALUE_CHARS characters
+    path = tmp_path / "long.txt.gz"
+    path.write_bytes(gzip.compress(("word " * words + "\nlast line\n").encode(), 1))
+    corpus = load_corpus([path], ReadOptions(text_unit=unit))
+    documents = list(corpus.iter_documents())
+    if unit == "paragraph":
+        documents[-1:] = documents[-1].split("\n")  # the last piece and the line after it form one paragraph
+    assert [len(d) <= MAX_VALUE_CHARS for d in documents] == [True] * len(documents)
+    assert [d.count("word") * 5 - 1 for d in documents[:-1]] == [len(d) for d in documents[:-1]]  # no word cut
+    assert sum(d.count("word") for d in documents) == words and documents[-1] == "last line"
+    assert corpus.words == words + 2
+
+
+def test_table_lines_longer_than_the_bound_are_problems_of_their_line_numbers(tmp_path):
+    long = "x" * (MAX_VALUE_CHARS + 10)
+    lines = [json.dumps({"text": "first"}), json.dumps({"text": long}), "{broken", json.dumps({"text": "fourth"})]
+    (tmp_path / "rows.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "rows.csv").write_text(f"text\nfirst\n{long}\nfourth\n")
+    corpus = load_corpus([tmp_path / "rows.jsonl"])
+    assert list(corpus.iter_documents()) == ["first", "fourth"]
+    too_long = f"longer than {MAX_VALUE_CHARS:,} characters"
+    assert [str(i) for i in corpus.sources[0].issues] == [
+        f"line 2: {too_long}; write one record per line, its text shorter",
+        "line 3: invalid JSON (Expecting property name enclosed in double quotes)",
+    ]
+    corpus = load_corpus([tmp_path / "rows.csv"])
+    assert list(corpus.iter_documents()) == ["first", "fourth"]
+    assert [str(i) for i in corpus.sources[0].issues] == [f"line 3: {too_long}; split its text over several rows"]
+
+
+def test_json_lines_are_numbered_as_the_tools_that_count_lines_number_them(tmp_path):
+    lines = [json.dumps({"text": "one"}), '{"text": "a stray\rreturn"}', "{broken", json.dumps({"text": "four"})]
+    (tmp_path / "cr.jsonl").write_bytes(("\r\n".join(lines) + "\r\n").encode())
+    corpus = load_corpus([tmp_path / "cr.jsonl"])
+    assert list(corpus.iter_documents()) == ["one", "four"]
+    assert [i.line for i in corpus.sources[0].issues] == [2, 3]
+
+
+def test_json_a_python_int_or_the_stack_cannot_hold_is_a_problem_of_its_line(tmp_path):
+    lines = [json.dumps({"text": "fine"}), '{"text": "x", "n": ' + "9" * 5000 + "}", "[" * 100_000]
+    (tmp_path / "odd.jsonl").write_text("\n".join(lines) + "\n")
+    corpus = load_corpus([tmp_path / "odd.jsonl"])
+    assert list(corpus.iter_documents()) == ["fine"]
+    assert [str(i) for i in corpus.sources[0].issues] == [
+        f"line 2: a number longer than {sys.get_int_max_str_digits():,} digits",
+        "line 3: JSON nested too deeply",
+    ]
+
+
+def test_messages_repeat_at_most_80_characters_of_a_value(tmp_path):
+    name = "n" * 500
+    (tmp_path / "keys.jsonl").write_text(json.dumps({name: 1}) + "\n")
+    (tmp_path / "header.csv").write_text(f"{name},other\nx,y\n")
+    with pytest.raises(CorpusError) as refused:
+        load_corpus([tmp_path])
+    message = str(refused.value)
+    assert f"line 1: no field 'text' (fields: {'n' * 40}…)" in message
+    assert f"no column 'text' (columns: {'n' * 40}…, other)" in message
+    assert len(message) < 400
+
+
+def test_a_column_of_lists_is_refused_without_reading_its_values(tmp_path):
+    pq.write_table(pa.table({"text": [["a", "b"], ["c"]]}), tmp_path / "lists.parquet")
+    with pytest.raises(CorpusError, match=r"lists.parquet: the column 'text' holds list<element: string>, not text"):
+        load_corpus([tmp_path / "lists.parquet"])

@@ -93,6 +93,35 @@ def test_a_dataset_name_the_hub_would_refuse_is_refused_before_any_file_is_read(
         load_corpus([source])
 
 
+def test_the_refused_names_read_nothing_outside_the_cache(caches):
+    """`hf:..` and its kin once read every `.arrow` file above the datasets cache: one placed there stays unread."""
+    outside = caches / "outside.arrow"
+    table = pa.table({"text": ["Not a Hub dataset."]})
+    with pa.OSFile(str(outside), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    for source in ("hf:..", "hf:", "hf:.", "hf:someone/../.."):
+        corpus = load_corpus([source, caches / "outside.arrow"])
+        assert [s.path for s in corpus.loaded_sources] == [outside]
+        assert "is not a Hugging Face Hub name" in next(s.reason for s in corpus.sources if not s.loaded)
+
+
+@pytest.mark.parametrize("where", ["hub", "datasets"])
+def test_a_cached_file_that_leads_out_of_the_cache_is_refused(caches, where):
+    secret = caches / "secret.parquet"
+    secret.write_bytes(parquet(["Something outside the cache."]))
+    if where == "hub":
+        main = (caches / "hub" / "datasets--someone--tiny-corpus" / "refs" / "main").read_text()
+        link = caches / "hub" / "datasets--someone--tiny-corpus" / "snapshots" / main / "data" / "extra.parquet"
+        source = "hf:someone/tiny-corpus"
+    else:
+        link = caches / "datasets" / "someone___arrow-corpus" / "default" / "0.0.0" / "f00d" / "extra.arrow"
+        source = "hf:someone/arrow-corpus"
+    link.symlink_to(secret)
+    with pytest.raises(CorpusError, match=r"leads to .*secret\.parquet, outside the cache folder") as refused:
+        load_corpus([source])
+    assert str(link) in str(refused.value)
+
+
 @pytest.mark.parametrize("name", ["..", ".", "", "org/../x", "../hub/models--x", "/etc", "org/name/.."])
 def test_a_model_name_the_hub_would_refuse_is_refused(caches, name):
     with pytest.raises(ValueError, match="is not a Hugging Face Hub name: write org/name"):

@@ -4,15 +4,21 @@ reads, with its bad lines reported by number and the rest kept."""
 import codecs
 import gzip
 import json
+import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from mlm_studio.core.config.sections import ModelConfig, TokenizerConfig
 from mlm_studio.core.data.formats import TABLE_KINDS, TABLE_SUFFIXES, kind_of
-from mlm_studio.core.evaluation.task_probe import TaskError, read_labelled
+from mlm_studio.core.data.tokenizer import train_tokenizer
+from mlm_studio.core.evaluation.task_probe import TaskError, probe_task, read_labelled
+from mlm_studio.core.models.build import build_model
 
 TEXTS = ["The river flows, muddy.", "Rates rise at the bank.", "Fish swim «upstream».", "Le prêt coûte cher."]
 LABELS = ["river", "money", "river", "money"]
@@ -125,3 +131,87 @@ def test_the_table_suffixes_are_the_corpus_formats_with_columns():
     names = [f"file{suffix}" for suffix in TABLE_SUFFIXES]
     assert {kind_of(Path(n)) for n in names} == set(TABLE_KINDS)
     assert ".csv.zst" in TABLE_SUFFIXES and ".txt" not in TABLE_SUFFIXES and ".md.gz" not in TABLE_SUFFIXES
+
+
+def test_lines_that_are_not_objects_empty_labels_and_huge_numbers_are_problems_of_their_lines(tmp_path):
+    lines = jsonl_text().splitlines()
+    lines[1:1] = [
+        "[1, 2]",
+        "null",
+        json.dumps({"text": "no class", "label": ""}),
+        json.dumps({"text": "no class either", "label": "   "}),
+        '{"text": "a big one", "label": ' + "7" * 5000 + "}",
+    ]
+    (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    task = read_labelled(tmp_path / "t.jsonl")
+    assert (task.texts, task.labels) == (TEXTS, LABELS)
+    assert [str(issue) for issue in task.report.issues] == [
+        "line 2: not a JSON object but an array; write one {...} object per line",
+        "line 3: not a JSON object but null; write one {...} object per line",
+        "line 4: no 'label' value",
+        "line 5: no 'label' value",
+        f"line 6: a number longer than {sys.get_int_max_str_digits():,} digits",
+    ]
+    (tmp_path / "t.csv").write_text(csv_text() + "no class,\n")
+    assert [str(issue) for issue in read_labelled(tmp_path / "t.csv").report.issues] == ["line 6: no 'label' value"]
+
+
+def test_an_upper_case_parquet_suffix_is_read_as_parquet(tmp_path):
+    pq.write_table(pa.table({"text": TEXTS, "label": LABELS}), tmp_path / "TOPICS.PARQUET")
+    task = read_labelled(tmp_path / "TOPICS.PARQUET")
+    assert (task.texts, task.labels, task.report.kind) == (TEXTS, LABELS, "parquet")
+
+
+def test_labels_with_a_single_text_are_named_in_a_short_message(tmp_path):
+    rows = [{"text": f"text number {i}", "label": f"label-{i}"} for i in range(50_000)]
+    (tmp_path / "many.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with pytest.raises(TaskError) as refused:
+        read_labelled(tmp_path / "many.jsonl")
+    assert str(refused.value) == (
+        "many.jsonl: 50,000 of its 50,000 labels have a single text (such as 'label-0', 'label-1', 'label-2'); give "
+        "each label at least two"
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """A tokenizer and an untrained model small enough to read a few texts at once."""
+    tokenizer = train_tokenizer([*TEXTS, "some words"] * 10, TokenizerConfig(vocab_size=120))
+    config = ModelConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=64)  # fmt: skip
+    return build_model(config), tokenizer
+
+
+def test_texts_without_words_and_too_many_labels_for_the_split_are_refused_clearly(tiny):
+    model, tokenizer = tiny
+    with pytest.raises(TaskError, match=r"^the training texts hold no words for the bag-of-words reference \("):
+        probe_task(model, tokenizer, ["!", "?", "-", "!!", ".", "..", "?!", "--"], ["a", "b"] * 4)
+    labels = [f"label-{i // 2}" for i in range(40)]
+    with pytest.raises(TaskError, match=r"^20 labels for 40 texts: the test split \(10 texts\) cannot hold one text"):
+        probe_task(model, tokenizer, [f"text {i}" for i in range(40)], labels)
+
+
+ANY_CHARACTER = st.characters(exclude_categories=())  # lone surrogates too, as JSON escapes
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(ANY_CHARACTER, max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["text", "label", "x"]), inner),
+    max_leaves=6,
+)
+
+
+ROW_LIKE = st.fixed_dictionaries({"text": st.text(ANY_CHARACTER, max_size=12), "label": st.sampled_from(["a", 1, ""])})
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(ROW_LIKE | JSON_VALUES, min_size=1, max_size=8))
+def test_any_json_value_on_a_task_line_is_read_or_refused_clearly(tmp_path_factory, values):
+    path = tmp_path_factory.mktemp("any") / "task.jsonl"
+    path.write_text("".join(json.dumps(value) + "\n" for value in values), encoding="utf-8")
+    try:
+        task = read_labelled(path)
+    except TaskError as exc:
+        assert str(exc).startswith("task.jsonl")
+    else:
+        assert len(task.texts) == len(task.labels) >= 2 and all(task.texts) and all(task.labels)
+        assert all(text.encode() for text in task.texts)  # text a tokenizer takes: no lone surrogate
+        assert task.report.documents + task.report.issue_count <= len(values)

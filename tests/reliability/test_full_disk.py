@@ -54,3 +54,15 @@ def test_exporting_into_the_working_folder(tmp_path, finished_run):
     assert done.returncode == 0, done.stderr
     assert (here / "model.safetensors").is_file() and (here / "config.json").is_file()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_a_token_cache_onto_a_full_disk_says_so_and_names_the_cache(small_corpus, small_tokenizer, small_disk):
+    from mlm_studio.core.data.corpus import CorpusError
+    from mlm_studio.core.data.dataset import tokenize_corpus
+
+    with pytest.raises(CorpusError) as refused:
+        tokenize_corpus(small_corpus, small_tokenizer, root=small_disk / "datasets")
+    message = str(refused.value)
+    assert message.startswith(f"Could not write the token cache {small_disk / 'datasets'}/")
+    assert "(No space left on device); free space there, or set MLM_STUDIO_CACHE" in message
+    assert list((small_disk / "datasets").iterdir()) == []  # no half-written cache left behind

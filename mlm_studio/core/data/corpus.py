@@ -16,20 +16,15 @@ from typing import Literal
 
 import numpy as np
 
-from mlm_studio.core.data.formats import (
-    FORMATS,
-    Issue,
-    IssueLog,
-    SourceSkipped,
-    documents,
-    kind_of,
-    read_decoded,
-)
+from mlm_studio.core.data.formats import FORMATS, documents, kind_of, read_decoded
+from mlm_studio.core.data.rows import Issue, IssueLog, SourceSkipped
 from mlm_studio.core.interop.hub_cache import cached_files, is_hub_name
 from mlm_studio.core.progress import Progress
 
 SAMPLE_SIZE = 8
+SAMPLE_CHARS = 2000  # a sample keeps this much of its document
 CHECK_EVERY = 256
+COUNT_SLICE = 1 << 16  # characters split into words at a time
 
 
 class CorpusError(Exception):
@@ -218,7 +213,7 @@ def _scan(
         issues = IssueLog()
         docs = words = chars = 0
         for doc in documents(path, kind, encoding, options, issues, strict):
-            n_words = len(doc.split())
+            n_words = word_count(doc)
             docs += 1
             words += n_words
             chars += len(doc)
@@ -246,6 +241,19 @@ def _scan(
     return SourceReport(path, kind, True, documents=docs, words=words, characters=chars, **extra)
 
 
+def word_count(text: str) -> int:
+    """The number of words of `text` (runs of non-white space, as `str.split` finds them), counted a slice at a
+    time so that a long text's words are never all in memory at once."""
+    if len(text) <= COUNT_SLICE:
+        return len(text.split())
+    count = 0
+    for start in range(0, len(text), COUNT_SLICE):
+        count += len(text[start : start + COUNT_SLICE].split())
+        if start and not text[start - 1].isspace() and not text[start].isspace():
+            count -= 1  # a word across the cut was counted on both sides
+    return count
+
+
 class _Sampler:
     """A deterministic reservoir sample of documents, undoable when a file is re-read."""
 
@@ -259,11 +267,11 @@ class _Sampler:
         index = self.seen
         self.seen += 1
         if len(self.slots) < self.size:
-            self.slots.append((index, doc))
+            self.slots.append((index, doc[:SAMPLE_CHARS]))
         else:
             j = self.rng.randrange(self.seen)
             if j < self.size:
-                self.slots[j] = (index, doc)
+                self.slots[j] = (index, doc[:SAMPLE_CHARS])
 
     def forget_after(self, index: int) -> None:
         self.slots = [(i, d) for i, d in self.slots if i < index]

@@ -24,10 +24,10 @@ import numpy as np
 
 from mlm_studio.core.config.sections import DataConfig
 from mlm_studio.core.data.corpus import Corpus, CorpusError
-from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.data.tokenizer import MLMTokenizer, batches
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.files import atomic_write_folder
-from mlm_studio.core.storage.user_folders import cache_dir
+from mlm_studio.core.storage.user_folders import CACHE_ENV, cache_dir
 
 log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
@@ -101,7 +101,13 @@ def tokenize_corpus(
         _write_tokens(corpus, tokenizer, tmp, progress)
         progress.check()  # a cancel that came during the last batch is honoured too
 
-    atomic_write_folder(folder, fill)  # a process that finished the same cache first is simply replaced
+    try:
+        atomic_write_folder(folder, fill)  # a process that finished the same cache first is simply replaced
+    except OSError as exc:
+        raise CorpusError(
+            f"Could not write the token cache {folder} ({exc.strerror or exc}); free space there, or set "
+            f"{CACHE_ENV} to a folder on a disk with room."
+        ) from exc
     return TokenizedCorpus(folder)
 
 
@@ -110,25 +116,15 @@ def _write_tokens(corpus: Corpus, tokenizer: MLMTokenizer, folder: Path, progres
     offsets = array("q", [0])
     total = corpus.documents
     with open(folder / "ids.bin", "wb") as ids_file, open(folder / "word_starts.bin", "wb") as starts_file:
-        batch: list[str] = []
-
-        def flush() -> None:
+        for batch in batches(corpus.iter_documents(), ENCODE_BATCH):
             encoded = tokenizer.encode_batch(batch)
-            if encoded:  # one write per batch, not per document
-                np.concatenate([e.ids for e in encoded]).astype(dtype).tofile(ids_file)
-                np.concatenate([e.word_starts for e in encoded]).tofile(starts_file)
+            # one write per batch, through the file so that a full disk says so (NumPy's tofile gives byte counts)
+            ids_file.write(np.concatenate([e.ids for e in encoded]).astype(dtype).data)
+            starts_file.write(np.concatenate([e.word_starts for e in encoded]).data)
             for e in encoded:
                 offsets.append(offsets[-1] + len(e.ids))
-            batch.clear()
             progress.check()
             progress.report(len(offsets) - 1, total, "Tokenizing the corpus")
-
-        for document in corpus.iter_documents():
-            batch.append(document)
-            if len(batch) == ENCODE_BATCH:
-                flush()
-        if batch:
-            flush()
     if offsets[-1] == 0:
         raise CorpusError("The corpus gave no tokens with this tokenizer; check the corpus and the tokenizer.")
     np.save(folder / "offsets.npy", np.frombuffer(offsets, dtype=np.int64))

@@ -6,34 +6,35 @@ and Arrow are read a record batch at a time, only the columns asked for.
 Every format but plain text is a table: `records` yields its rows as {column: value}, for a corpus (its text
 column) and for a task (its text and label columns) alike. A problem with one line or row goes to an `IssueLog`
 and the rest is kept; a file that cannot be read at all raises `SourceSkipped` with the reason.
+
+Whatever a file holds, what is in memory at once is bounded: a text line longer than `MAX_VALUE_CHARS` is read
+in pieces (each a document of its own, cut after white space), and a JSON line, CSV field or Parquet/Arrow value
+that long is a problem of its row, never read whole.
 """
 
 from __future__ import annotations
 
-import bz2
 import codecs
 import csv
-import gzip
 import io
 import json
-import lzma
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from mlm_studio.core.data.columnar import columnar_records
+from mlm_studio.core.data.compressed import COMPRESSIONS, damage_errors, opened
+from mlm_studio.core.data.rows import MAX_VALUE_CHARS, IssueLog, SourceSkipped, Wanted, clipped, require, too_long
+
 TEXT_KINDS = {".txt": "text", ".md": "text", ".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv"}
 COLUMNAR_KINDS = {".parquet": "parquet", ".arrow": "arrow"}
-COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
 TABLE_KINDS = ("jsonl", "csv", "tsv", *COLUMNAR_KINDS.values())  # the formats with named columns
 SNIFF_BYTES = 8192
-MAX_ISSUES_KEPT = 200
-BATCH_ROWS = 2048
-TYPE_WORDS = {str: "a string", int: "an integer"}
+LINE_ENDS = ("\n", "\r")
 
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+csv.field_size_limit(MAX_VALUE_CHARS)
 T = TypeVar("T")
 
 
@@ -51,40 +52,6 @@ SUFFIXES = _suffixes(list(TEXT_KINDS))  # a corpus's files
 FORMATS = _for_people(list(TEXT_KINDS))
 TABLE_SUFFIXES = _suffixes(_TABLE_TEXT_SUFFIXES)  # files with named columns, such as a labelled task's
 TABLE_FORMATS = _for_people(_TABLE_TEXT_SUFFIXES)
-
-
-class SourceSkipped(Exception):
-    """One source cannot be used; the message is the reason shown to the user."""
-
-
-@dataclass(frozen=True)
-class Issue:
-    """A problem with one line or row of a source (a bad JSON line, a row without the text column, ...)."""
-
-    line: int
-    message: str
-    unit: str = "line"
-
-    def __str__(self) -> str:
-        return f"{self.unit} {self.line}: {self.message}"
-
-
-class IssueLog:
-    """Counts line problems, keeps the first few, and tracks how far into the file reading is (for progress)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.kept: list[Issue] = []
-        self.position = 0  # bytes of the file on disk read so far
-
-    def add(self, line: int, message: str, unit: str = "line") -> None:
-        self.count += 1
-        if len(self.kept) < MAX_ISSUES_KEPT:
-            self.kept.append(Issue(line, message, unit))
-
-    def summary(self) -> str:
-        """How many problems and the first, for people; "" when there were none."""
-        return f"{self.count} problem lines, first: {self.kept[0]}" if self.count else ""
 
 
 class NotUtf8(Exception):
@@ -111,10 +78,10 @@ def sniff_encoding(path: Path) -> str:
     if is_columnar(kind_of(path) or ""):
         return ""
     try:
-        with _opened(path) as (raw, _):
+        with opened(path) as (raw, _):
             head = raw.read(SNIFF_BYTES)
-    except _damaged() as exc:
-        raise SourceSkipped(f"damaged or cut short compressed data ({exc})") from exc
+    except damage_errors() as exc:
+        raise _damaged_data(exc) from exc
     except OSError as exc:
         raise SourceSkipped(f"cannot be read ({exc.strerror or exc})") from exc
     if head.startswith(codecs.BOM_UTF8):
@@ -141,7 +108,8 @@ def documents(path: Path, kind: str, encoding: str, options, issues: IssueLog, s
     `ReadOptions`."""
     if kind == "text":
         with _decoded_lines(path, encoding, strict, issues) as lines:
-            yield from (_paragraphs(lines) if options.text_unit == "paragraph" else _lines(lines))
+            pieces = _cut_after_space(lines)
+            yield from (_paragraphs(pieces) if options.text_unit == "paragraph" else _lines(pieces))
         return
     column = options.jsonl_field if kind == "jsonl" else options.table_column
     for record in records(path, kind, encoding, {column: (str,)}, issues, strict):
@@ -156,72 +124,87 @@ def records(
     columns: Mapping[str, tuple[type, ...]],
     issues: IssueLog,
     strict: bool = False,
+    nonempty: Iterable[str] = (),
 ) -> Iterator[dict]:
     """Yield the rows of a table file (JSON Lines, CSV, TSV, Parquet, Arrow) as {column: value} for `columns`,
-    each name with the value types it takes, streaming. A row without one of them, or with a value of another
-    type, goes to `issues`; a file without one of them in its header raises `SourceSkipped`."""
+    each name with the value types it takes, streaming. A row without one of them, with a value of another
+    type, or with a blank string in a column of `nonempty`, goes to `issues`; a file without one of them in its
+    header raises `SourceSkipped`."""
+    wanted = Wanted(columns, frozenset(nonempty))
     if is_columnar(kind):
-        yield from _columnar(path, kind, columns, issues)
+        yield from columnar_records(path, kind, wanted, issues)
         return
-    with _decoded_lines(path, encoding, strict, issues) as lines:
+    # JSON Lines end at "\n" alone (a stray "\r" is not a line end there, as for the tools that count lines)
+    with _decoded_lines(path, encoding, strict, issues, "\n" if kind == "jsonl" else "") as lines:
         if kind == "jsonl":
-            yield from _jsonl(lines, columns, issues)
+            yield from _jsonl(lines, wanted, issues)
         else:
-            yield from _table(lines, "," if kind == "csv" else "\t", columns, issues)
+            yield from _table(_whole_lines(lines, issues), "," if kind == "csv" else "\t", wanted, issues)
 
 
 @contextmanager
-def _decoded_lines(path: Path, encoding: str, strict: bool, issues: IssueLog) -> Iterator[Iterator[str]]:
-    """The decoded lines of a text file, decompressed as they are read; damaged compressed data is a skip."""
+def _decoded_lines(
+    path: Path, encoding: str, strict: bool, issues: IssueLog, newline: str = ""
+) -> Iterator[Iterator[str]]:
+    """The decoded lines of a text file, decompressed as they are read, each at most `MAX_VALUE_CHARS`; a
+    longer line comes in pieces, all but the last without their line end (`_partial`). Damaged compressed data
+    is a skip."""
     try:
-        with _opened(path) as (raw, on_disk):
-            text = io.TextIOWrapper(raw, encoding=encoding, errors="strict" if strict else "replace", newline="")
+        with opened(path) as (raw, on_disk):
+            errors = "strict" if strict else "replace"
+            text = io.TextIOWrapper(raw, encoding=encoding, errors=errors, newline=newline)
             yield _tracked(text, raw, on_disk, issues)
-    except _damaged() as exc:
-        raise SourceSkipped(f"damaged or cut short compressed data ({exc})") from exc
+    except damage_errors() as exc:
+        raise _damaged_data(exc) from exc
 
 
-@contextmanager
-def _opened(path: Path) -> Iterator[tuple[io.BufferedIOBase, io.BufferedIOBase]]:
-    """The decompressed byte stream of a file, and the file on disk beneath it (for progress)."""
-    suffix = path.suffix.lower()
-    with open(path, "rb") as on_disk:
-        if suffix == ".gz":
-            raw = gzip.GzipFile(fileobj=on_disk)
-        elif suffix == ".bz2":
-            raw = bz2.BZ2File(on_disk)
-        elif suffix == ".xz":
-            raw = lzma.LZMAFile(on_disk)
-        elif suffix == ".zst":
-            import zstandard
-
-            raw = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(on_disk))
-        else:
-            yield on_disk, on_disk
-            return
-        with raw:
-            yield raw, on_disk
-
-
-def _damaged() -> tuple[type[Exception], ...]:
-    """What the decompressors raise for damaged or truncated data."""
-    import zstandard
-
-    return (EOFError, lzma.LZMAError, gzip.BadGzipFile, zstandard.ZstdError)
+def _damaged_data(exc: Exception) -> SourceSkipped:
+    return SourceSkipped(
+        f"damaged or cut short compressed data ({clipped(str(exc), 200)}); "
+        "compress the file again from its original, or leave it out"
+    )
 
 
 def _tracked(text: io.TextIOWrapper, raw, on_disk, issues: IssueLog) -> Iterator[str]:
-    lines = iter(text)
     while True:
         try:
-            line = next(lines)
-        except StopIteration:
-            return
+            line = text.readline(MAX_VALUE_CHARS)
         except UnicodeDecodeError as exc:
             offset = raw.tell() - len(exc.object) + exc.start
             raise NotUtf8(offset, exc.object[exc.start]) from exc
+        if not line:
+            return
         issues.position = on_disk.tell()
         yield line
+
+
+def _partial(piece: str) -> bool:
+    """Whether `piece` is a piece of a line longer than `MAX_VALUE_CHARS`, its end still to come."""
+    return len(piece) == MAX_VALUE_CHARS and not piece.endswith(LINE_ENDS)
+
+
+def _cut_after_space(pieces: Iterable[str]) -> Iterator[str]:
+    """The lines of a text, a line longer than `MAX_VALUE_CHARS` in pieces no longer, each cut after white space
+    where the text has some (its last word carried into the next piece), so that no word is cut in two."""
+    carry = ""
+    for piece in pieces:
+        text, carry = carry + piece, ""
+        while len(text) > MAX_VALUE_CHARS:
+            head, text = _split_after_space(text, MAX_VALUE_CHARS)
+            yield head
+        if _partial(piece):
+            text, carry = _split_after_space(text, len(text))
+        yield text
+    if carry:
+        yield carry
+
+
+def _split_after_space(text: str, limit: int) -> tuple[str, str]:
+    """`text` cut after its last space or tab within `limit` characters (at `limit` if none in its second half)."""
+    cut = max(text.rfind(" ", 0, limit), text.rfind("\t", 0, limit)) + 1
+    if cut <= limit // 2:
+        cut = limit
+    return text[:cut], text[cut:]
 
 
 def _lines(lines: Iterable[str]) -> Iterator[str]:
@@ -232,116 +215,110 @@ def _lines(lines: Iterable[str]) -> Iterator[str]:
 
 
 def _paragraphs(lines: Iterable[str]) -> Iterator[str]:
+    """Blank-line paragraphs, a paragraph longer than `MAX_VALUE_CHARS` in several documents."""
     block: list[str] = []
+    size = 0
     for line in lines:
         line = line.strip()
+        if block and (not line or size + len(line) > MAX_VALUE_CHARS):
+            yield "\n".join(block)
+            block, size = [], 0
         if line:
             block.append(line)
-        elif block:
-            yield "\n".join(block)
-            block = []
+            size += len(line) + 1
     if block:
         yield "\n".join(block)
 
 
-def _usable(record: dict, columns: Mapping[str, tuple[type, ...]], number: int, issues: IssueLog, unit: str) -> bool:
-    """Whether every column of a row has a value of a type it takes; if not, the first that lacks one is reported."""
-    for name, types in columns.items():
-        value = record[name]
-        if value is None:
-            issues.add(number, f"no '{name}' value", unit)
-            return False
-        if not isinstance(value, types):
-            issues.add(number, f"field '{name}' is not {' or '.join(TYPE_WORDS[t] for t in types)}", unit)
-            return False
-    return True
+def _whole_lines(pieces: Iterable[str], issues: IssueLog) -> Iterator[str]:
+    """The lines of a table, each over-long line reported and given as an empty line."""
+    number = 0
+    inside = False  # within an over-long line already reported
+    for piece in pieces:
+        if inside:
+            inside = _partial(piece)
+            continue
+        number += 1
+        if _partial(piece):
+            issues.add(number, too_long("split its text over several rows"))
+            inside = True
+            yield "\n"
+        else:
+            yield piece
 
 
-def _jsonl(lines: Iterable[str], columns: Mapping[str, tuple[type, ...]], issues: IssueLog) -> Iterator[dict]:
-    for number, line in enumerate(lines, start=1):
+def _jsonl(lines: Iterable[str], wanted: Wanted, issues: IssueLog) -> Iterator[dict]:
+    number = 0
+    inside = False  # within an over-long line already reported
+    for line in lines:
+        if inside:
+            inside = _partial(line)
+            continue
+        number += 1
+        if _partial(line):
+            issues.add(number, too_long("write one record per line, its text shorter"))
+            inside = True
+            continue
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            issues.add(number, f"invalid JSON ({exc.msg})")
+        record = _json_record(line, number, issues)
+        if record is None:
             continue
-        missing = [name for name in columns if not isinstance(record, dict) or name not in record]
+        missing = [name for name in wanted.columns if name not in record]
         if missing:
-            found = f" (fields: {', '.join(record) or 'none'})" if isinstance(record, dict) else ""
-            issues.add(number, f"no field '{missing[0]}'{found}")
-        elif _usable(record, columns, number, issues, "line"):
-            yield {name: record[name] for name in columns}
+            found = clipped(", ".join(clipped(name, 40) for name in record) or "none")
+            issues.add(number, f"no field '{clipped(missing[0])}' (fields: {found})")
+        elif wanted.usable(record, number, issues, "line"):
+            yield {name: record[name] for name in wanted.columns}
 
 
-def _table(
-    lines: Iterable[str], delimiter: str, columns: Mapping[str, tuple[type, ...]], issues: IssueLog
-) -> Iterator[dict]:
+def _json_record(line: str, number: int, issues: IssueLog) -> dict | None:
+    """The JSON object on one line, or None with the problem reported."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        issues.add(number, f"invalid JSON ({exc.msg})")
+        return None
+    except ValueError:  # Python reads integers of at most `sys.get_int_max_str_digits()` digits
+        issues.add(number, f"a number longer than {sys.get_int_max_str_digits():,} digits")
+        return None
+    except RecursionError:
+        issues.add(number, "JSON nested too deeply")
+        return None
+    if not isinstance(record, dict):
+        issues.add(number, f"not a JSON object but {_json_kind(record)}; write one {{...}} object per line")
+        return None
+    return record
+
+
+def _json_kind(value) -> str:
+    kinds = {list: "an array", str: "a string", bool: "true or false", int: "a number", float: "a number"}
+    return "null" if value is None else kinds[type(value)]
+
+
+def _table(lines: Iterable[str], delimiter: str, wanted: Wanted, issues: IssueLog) -> Iterator[dict]:
     reader = csv.reader(lines, delimiter=delimiter)
     try:
         header = next(reader)
     except StopIteration:
         return
     names = [h.strip().lstrip("\ufeff") for h in header]
-    _require(columns, names)
-    at = {name: names.index(name) for name in columns}
+    require(wanted.columns, names)
+    at = {name: names.index(name) for name in wanted.columns}
     while True:
         try:
             row = next(reader)
         except StopIteration:
             return
         except csv.Error as exc:
-            issues.add(reader.line_num, f"malformed row ({exc})")
+            issues.add(reader.line_num, f"malformed row ({clipped(str(exc))})")
             continue
         if not row:
             continue
         short = [name for name, index in at.items() if index >= len(row)]
         if short:
-            issues.add(reader.line_num, f"row has no '{short[0]}' value ({len(row)} of {len(names)} fields)")
+            issues.add(reader.line_num, f"row has no '{clipped(short[0])}' value ({len(row)} of {len(names)} fields)")
             continue
-        yield {name: row[index] for name, index in at.items()}
-
-
-def _require(columns: Iterable[str], names: list[str]) -> None:
-    for column in columns:
-        if column not in names:
-            raise SourceSkipped(f"no column '{column}' (columns: {', '.join(names) or 'none'})")
-
-
-def _columnar(path: Path, kind: str, columns: Mapping[str, tuple[type, ...]], issues: IssueLog) -> Iterator[dict]:
-    """The columns of a Parquet or Arrow file, a record batch at a time; rows numbered from 1."""
-    import pyarrow as pa
-
-    try:
-        batches, names, rows = _batches(path, kind, list(columns))
-        _require(columns, names)
-        size, row = path.stat().st_size, 0
-        for batch in batches:
-            for record in batch.select(list(columns)).to_pylist():
-                row += 1
-                if _usable(record, columns, row, issues, "row"):
-                    yield record
-            issues.position = min(size, size * row // rows) if rows else 0
-        issues.position = size
-    except (pa.ArrowException, OSError) as exc:
-        raise SourceSkipped(f"not a readable {'Parquet' if kind == 'parquet' else 'Arrow'} file ({exc})") from exc
-
-
-def _batches(path: Path, kind: str, columns: list[str]):
-    """(record batches holding at least `columns`, the file's column names, its row count)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    if kind == "parquet":
-        file = pq.ParquetFile(path)
-        names = file.schema_arrow.names
-        wanted = [column for column in columns if column in names]
-        return file.iter_batches(batch_size=BATCH_ROWS, columns=wanted), names, file.metadata.num_rows
-    source = pa.memory_map(str(path))
-    try:
-        reader = pa.ipc.open_file(source)
-        return (reader.get_batch(i) for i in range(reader.num_record_batches)), reader.schema.names, 0
-    except pa.ArrowInvalid:
-        source.seek(0)
-        stream = pa.ipc.open_stream(source)  # `datasets.save_to_disk` writes the streaming format
-        return iter(stream), stream.schema.names, 0
+        record = {name: row[index] for name, index in at.items()}
+        if wanted.usable(record, reader.line_num, issues, "line"):
+            yield record

@@ -22,8 +22,10 @@ from tokenizers import Tokenizer
 from mlm_studio.core.config.sections import TokenizerConfig
 from mlm_studio.core.data.wordpiece import (
     BERT_SPECIAL_TOKENS,
+    CHUNK_CHARS,
     LONG_WORD,
     MAX_WORD_CHARS,
+    chunks,
     from_vocab_txt,
     train_wordpiece,
     vocab_txt,
@@ -32,6 +34,7 @@ from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.files import atomic_write_json, atomic_write_text
 
 TYPED_MASK = "[MASK]"  # what a person writes for a mask, whatever the model's own mask token
+BATCH_CHARS = 1 << 22  # texts encoded together hold at most about this many characters
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,7 @@ class MLMTokenizer:
             if len(text) > CHUNK_CHARS:
                 parts = [
                     self._encoded(self.backend.encode(chunk, add_special_tokens=False))
-                    for chunk in _chunks(self._short_words([text])[0])
+                    for chunk in chunks(self._short_words([text])[0], CHUNK_CHARS)
                 ]
                 out[i] = Encoded(np.concatenate([p.ids for p in parts]), np.concatenate([p.word_starts for p in parts]))
         return out
@@ -191,7 +194,7 @@ class MLMTokenizer:
     def stats(self, texts: Iterable[str]) -> TokenizerStats:
         """[UNK] rate and pieces per word over `texts` (words as the pre-tokenizer splits them)."""
         words = tokens = unknown = 0
-        for batch in _batches(texts, 512):
+        for batch in batches((text[:CHUNK_CHARS] for text in texts), 512):  # a long text's start stands for it
             for enc in self.backend.encode_batch(self._short_words(batch), add_special_tokens=False):
                 tokens += len(enc.ids)
                 unknown += enc.ids.count(self.unk_id)
@@ -310,32 +313,16 @@ def _named_tokens(settings: dict[str, Any]) -> dict[str, str]:
     return named
 
 
-CHUNK_CHARS = 1 << 20  # a longer document is encoded in pieces of about this many characters
-
-
-def _chunks(text: str) -> Iterator[str]:
-    """`text` (its overlong words already written as [UNK]) in pieces of at most `CHUNK_CHARS`, each cut after
-    white space, else after a character that is not a letter or digit, else at the limit (inside CJK text,
-    whose characters are words of their own, or inside a run of letters too long to be a word)."""
-    start = 0
-    while len(text) - start > CHUNK_CHARS:
-        end = start + CHUNK_CHARS
-        cut = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
-        if cut <= start:
-            scan = range(end - 1, max(start, end - 2 * MAX_WORD_CHARS), -1)
-            cut = next((k for k in scan if not text[k].isalnum()), end - 1)
-        yield text[start : cut + 1]
-        start = cut + 1
-    yield text[start:]
-
-
-def _batches(texts: Iterable[str], size: int) -> Iterator[list[str]]:
+def batches(texts: Iterable[str], size: int, characters: int = BATCH_CHARS) -> Iterator[list[str]]:
+    """`texts` in lists of `size`, or fewer where they would hold more than `characters` together."""
     batch: list[str] = []
+    held = 0
     for text in texts:
         batch.append(text)
-        if len(batch) == size:
+        held += len(text)
+        if len(batch) == size or held >= characters:
             yield batch
-            batch = []
+            batch, held = [], 0
     if batch:
         yield batch
 

@@ -20,6 +20,7 @@ BERT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 # letters and digits only, as BERT's pre-tokenizer keeps them together (not CJK: BERT splits those into
 # one-character words; not "_": BERT treats it as punctuation).
 MAX_WORD_CHARS = 100
+CHUNK_CHARS = 1 << 20  # a longer text is read in pieces of about this many characters
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df\U0002a700-\U0002ceaf\U0002f800-\U0002fa1f"
 _LONG_RUN = rf"[^\W_{_CJK}]{{{MAX_WORD_CHARS + 1},}}"
 LONG_RUN_ANYWHERE = re.compile(_LONG_RUN)
@@ -88,7 +89,8 @@ def _count_words(documents: Iterable[str], lowercase: bool, total: int, progress
             progress.report(i, total, "Counting words")
         if len(doc) > MAX_WORD_CHARS:
             doc = LONG_RUN_ANYWHERE.sub(" ", doc)
-        counts.update(word for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(doc)))
+        for piece in chunks(doc):
+            counts.update(word for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(piece)))
     return counts
 
 
@@ -144,3 +146,19 @@ def vocab_txt(backend: Tokenizer) -> str:
     if [i for _, i in ordered] != list(range(len(ordered))):
         raise ValueError("the vocabulary ids are not contiguous; it cannot be written as vocab.txt")
     return "".join(piece + "\n" for piece, _ in ordered)
+
+
+def chunks(text: str, size: int = CHUNK_CHARS) -> Iterator[str]:
+    """`text` (its overlong words already replaced) in pieces of at most `size`, each cut after
+    white space, else after a character that is not a letter or digit, else at the limit (inside CJK text,
+    whose characters are words of their own, or inside a run of letters too long to be a word)."""
+    start = 0
+    while len(text) - start > size:
+        end = start + size
+        cut = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
+        if cut <= start:
+            scan = range(end - 1, max(start, end - 2 * MAX_WORD_CHARS), -1)
+            cut = next((k for k in scan if not text[k].isalnum()), end - 1)
+        yield text[start : cut + 1]
+        start = cut + 1
+    yield text[start:]

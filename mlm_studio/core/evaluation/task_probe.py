@@ -5,6 +5,7 @@ and a bag-of-words classifier (TF-IDF and logistic regression). scikit-learn doe
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,20 +13,14 @@ import numpy as np
 import torch
 
 from mlm_studio.core.data.corpus import SourceReport
-from mlm_studio.core.data.formats import (
-    TABLE_FORMATS,
-    TABLE_KINDS,
-    IssueLog,
-    SourceSkipped,
-    kind_of,
-    read_decoded,
-    records,
-)
+from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_KINDS, kind_of, read_decoded, records
+from mlm_studio.core.data.rows import IssueLog, SourceSkipped, clipped
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.models.encoder import layer_outputs
 from mlm_studio.core.progress import Progress
 
 MAX_TOKENS = 128  # each text is read up to this many tokens
+MAX_TEXT_CHARS = MAX_TOKENS * 64  # and up to this many characters, ample for those tokens
 
 
 class TaskError(ValueError):
@@ -55,7 +50,8 @@ class LabelledTexts:
 
 def read_labelled(path: str | Path, text_column: str = "text", label_column: str = "label") -> LabelledTexts:
     """Texts and labels from a table file, read as a corpus is (formats, compression, encodings): a line or row
-    that cannot be used is reported and the rest kept. A label may be a string or an integer."""
+    that cannot be used (an empty label among them) is reported and the rest kept. A label may be a string or an
+    integer; each text is kept up to `MAX_TEXT_CHARS`, as much as the model reads."""
     path = Path(path)
     kind = kind_of(path)
     if kind not in TABLE_KINDS:
@@ -67,8 +63,8 @@ def read_labelled(path: str | Path, text_column: str = "text", label_column: str
     def read(encoding: str, strict: bool) -> tuple[list[tuple[str, str]], IssueLog]:
         issues = IssueLog()
         rows = [
-            (record[text_column].strip(), str(record[label_column]).strip())
-            for record in records(path, kind, encoding, columns, issues, strict)
+            (record[text_column][:MAX_TEXT_CHARS].strip(), str(record[label_column]).strip())
+            for record in records(path, kind, encoding, columns, issues, strict, nonempty=(label_column,))
         ]
         return [(text, label) for text, label in rows if text], issues
 
@@ -80,9 +76,15 @@ def read_labelled(path: str | Path, text_column: str = "text", label_column: str
         raise TaskError(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
     if not rows:
         raise TaskError(f"{path.name} has no usable rows" + (f" ({issues.summary()})" if issues.count else ""))
-    labels = {label for _, label in rows}
-    if len(labels) < 2:
-        raise TaskError(f"{path.name} needs at least two labels, not {len(labels)}")
+    counts = Counter(label for _, label in rows)
+    if len(counts) < 2:
+        raise TaskError(f"{path.name} needs at least two labels, not {len(counts)}")
+    alone = [label for label, count in counts.items() if count == 1]
+    if alone:
+        raise TaskError(
+            f"{path.name}: {len(alone):,} of its {len(counts):,} labels have a single text (such as "
+            f"{clipped(', '.join(repr(clipped(label, 20)) for label in alone[:3]))}); give each label at least two"
+        )
     report = SourceReport(path, kind, True, encoding=encoding, encoding_note=note, documents=len(rows),
                           issues=tuple(issues.kept), issue_count=issues.count)  # fmt: skip
     return LabelledTexts([text for text, _ in rows], [label for _, label in rows], report)
@@ -108,7 +110,8 @@ def sentence_vectors(
     for start in range(0, len(texts), batch_size):
         progress.check()
         progress.report(start, len(texts), "Reading the texts with the model")
-        encoded = [tokenizer.encode_text(t)[0][:limit] for t in texts[start : start + batch_size]]
+        batch = texts[start : start + batch_size]
+        encoded = [tokenizer.encode_text(t[:MAX_TEXT_CHARS])[0][:limit] for t in batch]
         length = max(len(ids) for ids in encoded)
         ids = torch.full((len(encoded), length), tokenizer.pad_id, dtype=torch.long)
         real = torch.zeros((len(encoded), length), dtype=torch.bool)
@@ -148,19 +151,34 @@ def probe_task(
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
+    classes, held_out = len(set(labels)), int(np.ceil(len(texts) * test_fraction))
+    if held_out < classes:
+        raise TaskError(
+            f"{classes:,} labels for {len(texts):,} texts: the test split ({held_out:,} texts) cannot hold one text of "
+            "each label; give more texts per label"
+        )
     try:
         train, test = train_test_split(
             np.arange(len(texts)), test_size=test_fraction, random_state=seed, stratify=labels
         )
     except ValueError as exc:
-        raise TaskError(f"the labelled texts cannot be split ({exc})") from None
+        raise TaskError(f"the labelled texts cannot be split ({clipped(str(exc), 200)})") from None
     y = np.asarray(labels)
     vectors = sentence_vectors(model, tokenizer, texts, layer, progress=progress)
     linear = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
     predicted = linear.fit(vectors[train], y[train]).predict(vectors[test])
     majority = DummyClassifier(strategy="most_frequent").fit(vectors[train], y[train]).predict(vectors[test])
     words = make_pipeline(TfidfVectorizer(), LogisticRegression(max_iter=2000))
-    bag = words.fit([texts[i] for i in train], y[train]).predict([texts[i] for i in test])
+    try:
+        words.fit([texts[i] for i in train], y[train])
+    except ValueError as exc:
+        if "empty vocabulary" not in str(exc):  # TF-IDF's word for texts without a word of two letters or digits
+            raise
+        raise TaskError(
+            f"the training texts hold no words for the bag-of-words reference ({clipped(str(exc))}); give texts "
+            "with words of two or more letters or digits"
+        ) from None
+    bag = words.predict([texts[i] for i in test])
     return TaskResult(
         examples=len(texts),
         accuracy=float(accuracy_score(y[test], predicted)),

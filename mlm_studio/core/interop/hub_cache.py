@@ -55,8 +55,8 @@ def _cache_folder(name: str, kind: str) -> Path:
 
 def cached_files(source: str) -> list[Path]:
     """The files of `hf:org/name` on this machine (the Parquet shards of the snapshot `refs/main` names, else
-    the Arrow files `datasets` wrote); raises ValueError for a name the Hub would refuse, FileNotFoundError
-    naming where it looked for one that is not here."""
+    the Arrow files `datasets` wrote); raises ValueError for a name the Hub would refuse or a file that leads
+    out of its cache, FileNotFoundError naming where it looked for one that is not here."""
     from huggingface_hub import snapshot_download
 
     name = checked_name(source[len(PREFIX) :].strip())
@@ -66,18 +66,32 @@ def cached_files(source: str) -> list[Path]:
     except FileNotFoundError:
         shards = []
     if shards:
-        return shards
+        return _within(shards, snapshot.parent.parent / "blobs")
     prepared = datasets_cache() / name.replace("/", "___")
     arrows = (
         sorted(p for p in prepared.rglob("*.arrow") if not p.name.startswith("cache-")) if prepared.is_dir() else []
     )
     if arrows:
-        return arrows
+        return _within(arrows, prepared)
     raise FileNotFoundError(
         f"the dataset {name!r} is not in the local Hugging Face cache (looked in {_cache_folder(name, 'dataset')} "
         f"and {prepared}); nothing is downloaded: fetch it once with the datasets library or huggingface-cli, or "
         "give its files"
     )
+
+
+def _within(files: list[Path], folder: Path) -> list[Path]:
+    """`files`, each of which must lead (through its links) into `folder`; raises ValueError naming one that
+    does not, which a cache never holds."""
+    inside = folder.resolve()
+    for file in files:
+        target = file.resolve()
+        if not target.is_relative_to(inside):
+            raise ValueError(
+                f"{file} leads to {target}, outside the cache folder {inside}; refused: delete the link, or give "
+                "the files themselves"
+            )
+    return files
 
 
 def cached_model(name: str) -> Path:
