@@ -24,7 +24,7 @@ from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training import distributed
 from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.device import resolve_device
+from mlm_studio.core.training.device import autocast_dtype, resolve_device
 from mlm_studio.core.training.distributed import Distributed
 from mlm_studio.core.training.records import FailedRecord, FinishedRecord, StartedRecord, StepRecord
 from mlm_studio.core.training.runs import (
@@ -70,7 +70,8 @@ def _config(args, base: RunConfig | None = None) -> RunConfig:
         training = replace(training, device=args.device)
     if args.precision is not None:
         training = replace(training, precision=args.precision)
-    resolve_device(training.device)  # a device this machine lacks is refused before any work
+    # refused before any work: a device this machine lacks, a precision it cannot train in
+    autocast_dtype(training.precision, resolve_device(training.device))
     return replace(config, training=training)
 
 

@@ -543,6 +543,10 @@ def test_a_resume_refuses_settings_it_cannot_change_and_applies_and_says_the_oth
         assert change in refused.stderr
     assert "max_steps" not in refused.stderr and "Traceback" not in refused.stderr
     assert {name: (run / name).read_bytes() for name in written} == written
+    if not torch.cuda.is_available():  # a precision this machine cannot train in is refused before anything is written
+        refused = subprocess.run([*resume, "--precision", "fp16"], capture_output=True, text=True, timeout=300)
+        assert refused.returncode == 1 and "fp16 needs a CUDA GPU" in refused.stderr
+        assert {name: (run / name).read_bytes() for name in written} == written
 
     applied = subprocess.run(
         [*resume, "--set", "training.learning_rate=2e-3"], capture_output=True, text=True, timeout=300
