@@ -8,6 +8,7 @@ needs neither PyTorch nor `tokenizers`.
 from __future__ import annotations
 
 import math
+import reprlib
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
@@ -26,6 +27,8 @@ MAX_TIME_BUDGET = 366 * 24 * 3600.0
 MIN_VOCAB = 5 + 64  # the special tokens and a small alphabet
 MAX_VOCAB = 2**20
 MAX_WHOLE_NUMBER = 10**18  # no setting needs more; beyond it a number is refused before it is printed
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother = 3, 60, 60
 
 
 class ConfigError(ValueError):
@@ -52,13 +55,14 @@ class ConfigError(ValueError):
 
 
 def shown(value: Any) -> str:
-    """A value as a message quotes it: short text and numbers as written, a list or table by its kind only."""
-    if isinstance(value, (list, tuple, dict)):
-        return "{…}" if isinstance(value, dict) else "[…]"
+    """A value as a message quotes it: as Python writes it, cut short (long text, deep or long lists and tables,
+    a number of more digits than any setting takes)."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= MAX_WHOLE_NUMBER:
         return f"a number of {math.floor(value.bit_length() * math.log10(2)) + 1:,} digits"
-    text = repr(value)
-    return text if len(text) <= 60 else f"{text[:57]}…"
+    try:
+        return _SHORT.repr(value)
+    except ValueError:  # a list holding a number longer than Python prints
+        return "{…}" if isinstance(value, dict) else "[…]"
 
 
 def join_words(words: tuple[str, ...] | list[str], last: str = "and") -> str:

@@ -42,13 +42,11 @@ def ensure_builtin_corpus(progress: Progress | None = None) -> Path:
     return path
 
 
-def restore_builtin_corpus(path: Path, progress: Progress | None = None) -> bool:
+def restore_builtin_corpus(path: Path, progress: Progress | None = None) -> None:
     """Rebuild the built-in corpus if `path` is its cached file and the cache was cleared (it is rebuilt exactly,
-    its fingerprint tells); whether it was rebuilt."""
-    if path.exists() or path.resolve() != builtin_corpus_location().resolve():
-        return False
-    ensure_builtin_corpus(progress)
-    return True
+    byte for byte, as its fingerprint shows)."""
+    if not path.exists() and path.resolve() == builtin_corpus_location().resolve():
+        ensure_builtin_corpus(progress)
 
 
 def fingerprint(path: Path) -> str:

@@ -112,8 +112,8 @@ class RunDir:
                 continue
             elif name not in prints:
                 changes.append(f"{path} changed ({size:,} → {path.stat().st_size:,} bytes)")
-            elif fingerprint(path) != prints[name]:
-                changes.append(f"{path} has other contents (fingerprint {prints[name]:.12} → {fingerprint(path):.12})")
+            elif (now := fingerprint(path)) != prints[name]:
+                changes.append(f"{path} has other contents (fingerprint {prints[name]:.12} → {now:.12})")
         return changes
 
     def _corpus_record(self) -> dict[str, Any]:
