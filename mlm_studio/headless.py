@@ -19,19 +19,19 @@ from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.evaluation.predict import FillMask, PredictError
 from mlm_studio.core.interop.hf import GENERATOR_FOLDER, export_model, import_model
 from mlm_studio.core.progress import Progress
-from mlm_studio.core.storage.checkpoint import CheckpointError, read_state
+from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training import distributed
 from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.device import resolve_device
+from mlm_studio.core.training.device import autocast_dtype, resolve_device
 from mlm_studio.core.training.distributed import Distributed
 from mlm_studio.core.training.records import FailedRecord, FinishedRecord, StartedRecord, StepRecord
 from mlm_studio.core.training.runs import (
     NewRun,
+    apply_resume,
     check_corpus_unchanged,
     check_resume,
-    config_differences,
     new_run_path,
     prepare_trainer,
 )
@@ -53,11 +53,15 @@ class _Status(Progress):
             print(f"\r{message}: {100 * done / total:5.1f}%\033[K", end="", file=sys.stderr, flush=True)
 
 
-def _config(args) -> RunConfig:
+def _config(args, base: RunConfig | None = None) -> RunConfig:
+    """The configuration the options give: a file, a preset or `base` (a resumed run's own), then --objective,
+    --set, the length, the device and the precision."""
     if args.config is not None:
         config = RunConfig.load(args.config)
-    else:
+    elif args.preset is not None or base is None:
         config = preset(args.preset or DEFAULT_PRESET)
+    else:
+        config = base
     if args.objective is not None:
         config = config.with_objective(args.objective)
     config = config.with_values(dict(args.settings))  # --set and run_mlm.py's names, checked like a file
@@ -66,7 +70,8 @@ def _config(args) -> RunConfig:
         training = replace(training, device=args.device)
     if args.precision is not None:
         training = replace(training, precision=args.precision)
-    resolve_device(training.device)  # a device this machine lacks is refused before any work
+    # refused before any work: a device this machine lacks, a precision it cannot train in
+    autocast_dtype(training.precision, resolve_device(training.device))
     return replace(config, training=training)
 
 
@@ -138,8 +143,6 @@ def _plan(args):
     if args.resume is not None:
         if args.init_from is not None:
             raise ConfigError("--init-from starts a new run; it cannot be combined with --resume")
-        if args.settings or args.objective is not None:
-            raise ConfigError("settings start a new run; a resumed run keeps its own (only its length may change)")
         return args.resume, None, lambda run: _check_resume(run, args)
     if args.init_from is not None and args.tokenizer is not None:
         raise ConfigError("--init-from brings the model's own tokenizer; leave out --tokenizer")
@@ -148,12 +151,15 @@ def _plan(args):
 
 
 def _check_resume(run: RunDir, args) -> None:
-    """Refuse other settings or another corpus than the run's; apply a new length (only now is anything written)."""
-    given = RunConfig.load(args.config) if args.config else (preset(args.preset) if args.preset else None)
-    check_resume(run, given, MLMTokenizer.load(args.tokenizer) if args.tokenizer else None)
-    check_corpus_unchanged(run, load_corpus(args.corpus) if args.corpus else None)
-    if args.max_steps is not None or args.time_budget is not None:
-        _lengthen(run, args)
+    """Refuse another tokenizer, another corpus or settings a resume cannot change; then (only now is anything
+    written) apply and say the changes it may make."""
+    resumed = check_resume(
+        run, _config(args, run.config), MLMTokenizer.load(args.tokenizer) if args.tokenizer else None
+    )
+    check_corpus_unchanged(run, load_corpus(args.corpus) if args.corpus else None, _Status())
+    message = apply_resume(run, resumed)
+    if message:
+        print(message, file=sys.stderr, flush=True)
 
 
 def _begin(config: RunConfig, args) -> NewRun:
@@ -192,21 +198,6 @@ def _print_corpus_report(corpus: Corpus) -> None:
 def _print_report(report: SourceReport) -> None:
     """What happened to one file read, indented, on stderr."""
     print("\n".join(f"  {line}" for line in report.describe()), file=sys.stderr, flush=True)
-
-
-def _lengthen(run: RunDir, args) -> None:
-    """Give a resumed run a new length; say so, and record it in the run's metrics."""
-    config = run.config
-    changed = replace(config, training=_with_length(config.training, args))
-    differences = config_differences(config, changed, ("training",))
-    if not differences:
-        return
-    latest = run.latest_checkpoint()
-    step = read_state(latest)["step"] if latest else 0
-    message = "resumed with " + "; ".join(differences)
-    print(message, file=sys.stderr, flush=True)
-    changed.save(run.path / "config.toml")
-    run.append_metrics([{"type": "changed", "step": step, "message": message}])
 
 
 def _interrupt_handler(control: TrainingControl, dist: Distributed):

@@ -502,3 +502,75 @@ def test_a_preset_with_a_newline_and_quotes_trains_into_the_runs_folder_and_resu
     resumed = subprocess.run(command("train", "--resume", run, "--max-steps", 4), **options)
     assert resumed.returncode == 0, resumed.stderr
     assert "Finished (completed) at step 4" in resumed.stdout and RunDir(run).latest_checkpoint().name == "step-0000004"
+
+
+@pytest.mark.slow  # training in subprocesses
+def test_a_preset_with_dot_dot_trains_inside_the_runs_folder_and_one_not_text_is_refused(tmp_path, corpus_file):
+    runs = tmp_path / "deep" / "runs"
+    env = {**os.environ, "MLM_STUDIO_RUNS": str(runs)}
+    options = {"env": env, "capture_output": True, "text": True, "timeout": 300}
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"preset": "x/../../../escape", **_small_sections()}), encoding="utf-8")
+    done = subprocess.run(command("train", "--config", config, "--corpus", corpus_file, "--max-steps", 1), **options)
+    assert done.returncode == 0, done.stderr
+    [run] = runs.iterdir()
+    assert re.fullmatch(r"\d{8}-\d{6}-x-escape", run.name) and RunDir(run).latest_checkpoint() is not None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "deep"] and os.listdir(runs.parent) == ["runs"]
+
+    config.write_text(json.dumps({"preset": ["..", "escape"], **_small_sections()}), encoding="utf-8")
+    done = subprocess.run(command("train", "--config", config, "--corpus", corpus_file, "--max-steps", 1), **options)
+    assert done.returncode == 1
+    assert done.stderr == "mlm-studio: config.json: preset must be text, not list (['..', 'escape'])\n"
+    assert [p.name for p in runs.iterdir()] == [run.name]
+
+
+@pytest.mark.slow  # training in subprocesses
+def test_a_resume_refuses_settings_it_cannot_change_and_applies_and_says_the_others(tmp_path, corpus_file):
+    run = tmp_path / "run"
+    train = command("train", "--config", config_file(tmp_path), "--corpus", corpus_file, "--out", run)
+    assert subprocess.run([*train, "--max-steps", "2"], capture_output=True, timeout=300).returncode == 0
+    written = {name: (run / name).read_bytes() for name in ("config.toml", "metrics.jsonl", "corpus.json")}
+
+    other = tmp_path / "other.json"
+    sections = _small_sections()
+    sections["model"]["hidden_size"], sections["masking"]["rate"] = 64, 0.3
+    other.write_text(json.dumps(sections), encoding="utf-8")
+    resume = command("train", "--resume", run, "--max-steps", 4)
+    refused = subprocess.run(
+        [*resume, "--config", other, "--set", "training.batch_size=4"], capture_output=True, text=True
+    )
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    for change in ("model.hidden_size: 32 → 64", "masking.rate: 0.15 → 0.3", "training.batch_size: 8 → 4"):
+        assert change in refused.stderr
+    assert "max_steps" not in refused.stderr and "Traceback" not in refused.stderr
+    assert {name: (run / name).read_bytes() for name in written} == written
+    if not torch.cuda.is_available():  # a precision this machine cannot train in is refused before anything is written
+        refused = subprocess.run([*resume, "--precision", "fp16"], capture_output=True, text=True, timeout=300)
+        assert refused.returncode == 1 and "fp16 needs a CUDA GPU" in refused.stderr
+        assert {name: (run / name).read_bytes() for name in written} == written
+
+    applied = subprocess.run(
+        [*resume, "--set", "training.learning_rate=2e-3"], capture_output=True, text=True, timeout=300
+    )
+    assert applied.returncode == 0, applied.stderr
+    said = "resumed with training.learning_rate: 0.001 → 0.002; training.max_steps: 2 → 4"
+    assert said in applied.stderr and "Finished (completed) at step 4" in applied.stdout
+    assert RunConfig.load(run / "config.toml").training.learning_rate == 2e-3
+    assert {"type": "changed", "step": 2, "message": said} in RunDir(run).read_metrics()
+
+
+@pytest.mark.slow  # training in subprocesses
+def test_a_one_document_corpus_says_why_it_has_no_validation_and_records_no_nan(tmp_path, corpus_file):
+    one = tmp_path / "one.txt"
+    one.write_text(" ".join(corpus_file.read_text(encoding="utf-8").split()[:3000]), encoding="utf-8")
+    run = tmp_path / "run"
+    train = command("train", "--config", config_file(tmp_path), "--corpus", one, "--out", run, "--max-steps", 4)
+    done = subprocess.run(train, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (
+        "Warning: no validation set: data.validation_fraction (0.05) held out none of the corpus's 1 document(s), "
+        "so no validation loss is recorded; a validation set takes at least two documents and a share above 0\n"
+    ) in done.stderr
+    assert "Finished (completed) at step 4: validation loss n/a" in done.stdout
+    text = (run / "metrics.jsonl").read_text(encoding="utf-8")
+    assert "NaN" not in text and '"type": "eval"' not in text and '"type": "step"' in text

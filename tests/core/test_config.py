@@ -7,8 +7,10 @@ from hypothesis import strategies as st
 
 from mlm_studio.core.config.presets import PRESETS, preset
 from mlm_studio.core.config.run_config import RunConfig
-from mlm_studio.core.config.sections import ConfigError, DataConfig, ModelConfig, TrainConfig
+from mlm_studio.core.config.sections import SECTIONS, ConfigError, DataConfig, ModelConfig, TrainConfig
 from mlm_studio.core.models.bert import BertForMaskedLM
+
+SECTION_FIELDS = {name: list(kind.field_defaults()) for name, kind in SECTIONS.items()}
 
 
 @pytest.mark.parametrize(
@@ -123,3 +125,117 @@ def test_tied_decoder_is_counted_once():
 def test_a_preset_that_is_not_text_is_refused_naming_the_file(preset, words):
     with pytest.raises(ConfigError, match=rf"^run\.json: preset .*{re.escape(words)}"):
         RunConfig.from_dict({"preset": preset}, "run.json")
+
+
+DEPTH = 100_000
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("deep.json", "[" * DEPTH + "]" * DEPTH, r"^deep\.json nests lists or tables too deeply"),
+        ("deep.json", '{"training": ' + '{"a": ' * DEPTH + "1" + "}" * DEPTH + "}", "nests lists or tables too deeply"),
+        ("deep.toml", "a = " + "[" * DEPTH + "]" * DEPTH, r"^deep\.toml nests lists or tables too deeply"),
+        ("twice.json", '{"training": {"max_steps": 5, "max_steps": 7}}', r"^twice\.json: 'max_steps' appears twice"),
+        ("twice.json", '{"preset": "a", "data": {}, "preset": "b"}', r"'preset' appears twice"),
+        ("long.json", '{\n"training": {"max_steps": ' + "9" * 5000 + "}}", r"^long\.json, line 2: a number of 5,000 d"),
+        ("long.toml", "[training]\nseed = 1\nmax_steps = " + "9" * 5000, r"^long\.toml, line 3: a number of 5,000 d"),
+        ("big.json", '{"training": {"seed": 1' + "0" * 30 + "}}", r"training\.seed is too large: a number of 31 dig"),
+        ("nan.json", '{"training": {"learning_rate": NaN}}', "training.learning_rate must be a finite number, not nan"),
+        ("inf.json", '{"training": {"max_steps": Infinity}}', r"training\.max_steps must be int, not float \(inf\)"),
+        ("list.json", '{"model": {"family": ["bert"]}}', r"model\.family must be str, not list \(\['bert'\]\)"),
+        ("table.json", '{"data": {"packing": {"a": 1}}}', r"data\.packing must be bool, not dict \(\{'a': 1\}\)"),
+        ("none.json", '{"masking": {"rate": null}}', r"masking\.rate must be float, not NoneType \(None\)"),
+        ("own.json", '{"model": {"family": "electra", "embedding_size": "x"}}', "model.embedding_size must be int"),
+        ("section.json", '{"training": [1, 2]}', r"\[training\] must be a table"),
+        ("odd.json", '{"training": {"\\ud800": 1}}', r"unknown field\(s\) in \[training\]: \\ud800$"),
+    ],
+)
+def test_a_hostile_config_file_is_one_config_error_naming_the_file_and_field(tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    with pytest.raises(ConfigError, match=message) as caught:
+        RunConfig.load(path)
+    str(caught.value).encode("utf-8")  # printable as it is
+
+
+def test_a_generator_too_small_for_a_model_names_the_generator_size():
+    words = (r"^--set: training\.generator_size \(0\.001\) makes the generator too small \(its hidden_size must be "
+             r"between 8 and 16,384, not 1\); raise training\.generator_size$")  # fmt: skip
+    with pytest.raises(ConfigError, match=words):
+        preset("electra").with_values({"training.generator_size": 0.001})
+    assert preset("electra").with_values({"training.generator_size": 0.1}).training.generator_size == 0.1
+
+
+JSON_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=10**17, max_value=10**4000)  # within what hypothesis prints
+    | st.floats()  # nan and infinities included
+    | st.text(max_size=20)
+)
+
+
+def json_values(leaves):
+    def nested(inner):
+        return st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+
+    return st.recursive(JSON_SCALARS, nested, max_leaves=leaves)
+
+
+def section_values(section):
+    """A section's table: its own fields (and now and then another name) holding any JSON value."""
+    names = st.sampled_from(SECTION_FIELDS[section]) | st.text(max_size=8)
+    return st.dictionaries(names, json_values(3), max_size=5) | json_values(3)
+
+
+CONFIGS = st.fixed_dictionaries(
+    {},
+    optional={"preset": json_values(3), "extra": json_values(2)}
+    | {section: section_values(section) for section in SECTION_FIELDS},
+)
+
+
+def config_or_config_error(read):
+    try:
+        assert isinstance(read(), RunConfig)
+    except ConfigError as exc:
+        str(exc).encode("utf-8")
+
+
+@given(CONFIGS | json_values(8))
+@example({"training": {"learning_rate": 10**400, "max_steps": 10**400}})
+@example(None)
+def test_any_json_value_gives_a_config_or_a_config_error(raw):
+    config_or_config_error(lambda: RunConfig.from_dict(raw, "run.json"))
+
+
+@given(CONFIGS)
+def test_any_json_or_toml_file_gives_a_config_or_a_config_error(tmp_path_factory, raw):
+    import json
+
+    import tomli_w
+
+    folder = tmp_path_factory.mktemp("files")
+    (folder / "run.json").write_text(json.dumps(raw), encoding="utf-8")
+    config_or_config_error(lambda: RunConfig.load(folder / "run.json"))
+    try:
+        toml = tomli_w.dumps(raw)
+    except (TypeError, ValueError):  # None and some nestings have no TOML spelling
+        return
+    (folder / "run.toml").write_text(toml, encoding="utf-8")
+    config_or_config_error(lambda: RunConfig.load(folder / "run.toml"))
+
+
+SETTINGS = [f"{section}.{name}" for section, names in SECTION_FIELDS.items() for name in names]
+
+
+@given(st.dictionaries(st.sampled_from(SETTINGS) | st.text(max_size=12), st.text(max_size=30), max_size=4))
+@example({"training.max_steps": "9" * 5000, "training.learning_rate": "1" + "0" * 400})
+@example({"model.hidden_size": "[" * 5000 + "]" * 5000, "training.seed": "-1"})
+def test_any_set_values_give_a_config_or_a_config_error(typed):
+    from mlm_studio.core.config.run_config import value_from_text
+
+    values = {key: value_from_text(text) for key, text in typed.items()}
+    config_or_config_error(lambda: RunConfig().with_values(values))

@@ -14,14 +14,14 @@ from safetensors.torch import load_file
 from sklearn.metrics import roc_auc_score
 
 from mlm_studio.core.config.run_config import RunConfig
-from mlm_studio.core.config.sections import ModelConfig
+from mlm_studio.core.config.sections import ModelConfig, generator_config
 from mlm_studio.core.data.masking import IGNORE_INDEX
 from mlm_studio.core.evaluation.diagnosis import diagnose
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.evaluation.subject import load_subject
 from mlm_studio.core.evaluation.task_probe import probe_task
 from mlm_studio.core.interop.hf import export_model, import_model
-from mlm_studio.core.models.electra import ElectraForPreTraining, generator_config
+from mlm_studio.core.models.electra import ElectraForPreTraining
 from mlm_studio.core.models.encoder import MLMOutput
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.records import EvalRecord, StepRecord

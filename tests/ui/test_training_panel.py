@@ -140,7 +140,10 @@ def test_runs_open_overlay_resume_and_export(qtbot, panel, trained_runs, tmp_pat
     panel.runs_table.selectRow(0)
     with qtbot.waitSignal(panel.run_finished, timeout=TIMEOUT_MS):
         click(qtbot, panel.resume_button)
-    assert "steps 4 → 8" in panel.log.toPlainText()
+    log = panel.log.toPlainText()
+    assert "steps 4 → 8" in log  # the run's own settings, and the panel's said not to be used:
+    assert "early resumes with its own settings; the Configuration panel's differ and are not used: " in log
+    assert "training.learning_rate: 0.005 → 0.001; training.max_steps: 8 → 30" in log
     assert RunDir(copy / "early").latest_checkpoint().name == "step-0000008"
     assert Path(panel.workspace.run) == copy / "early"
 
@@ -239,3 +242,20 @@ def test_a_long_reading_wraps_and_never_widens_the_panel(qtbot, panel):
     assert panel.readout.text() == reading
     assert panel.minimumSizeHint().width() == narrowest
     assert panel.readout.width() <= panel.width()
+
+
+def test_a_one_document_corpus_says_why_there_is_no_validation(qtbot, panel, corpus_file, tmp_path, monkeypatch):
+    from mlm_studio.core.data.corpus import load_corpus
+
+    one = tmp_path / "one.txt"
+    one.write_text(" ".join(corpus_file.read_text(encoding="utf-8").split()[:3000]), encoding="utf-8")
+    panel.workspace.set_corpus(load_corpus([one]))
+    panel.workspace.set_config(small_config(max_steps=4))
+    shown = []
+    monkeypatch.setattr(panel.message_bar, "show_message", lambda text, level: shown.append((level, text)))
+    with qtbot.waitSignal(panel.run_finished, timeout=TIMEOUT_MS):
+        click(qtbot, panel.start_button)
+    reason = "no validation set: data.validation_fraction (0.05) held out none of the corpus's 1 document(s)"
+    assert shown[0][0] == "warning" and shown[0][1].startswith(reason)
+    assert shown[-1] == ("info", "Training completed at step 4 (no evaluation). Try the model in the Playground.")
+    assert "NaN" not in RunDir(panel.workspace.run).metrics_path.read_text(encoding="utf-8")

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from typing import Any
 import tomli_w
 
 from mlm_studio.core.config.sections import (
+    MAX_WHOLE_NUMBER,
     SECTIONS,
     UNTIL_THE_BUDGET_IS_SPENT,
     ConfigError,
@@ -25,6 +28,8 @@ from mlm_studio.core.config.sections import (
     ModelConfig,
     TokenizerConfig,
     TrainConfig,
+    generator_config,
+    shown,
 )
 from mlm_studio.core.models.registry import FAMILIES
 from mlm_studio.core.storage.files import atomic_write_text
@@ -59,6 +64,21 @@ class RunConfig:
                 f"{{0}} ({length}) must not exceed {{1}}{offset} ({positions})",
                 ("data.max_seq_len", "model.max_position_embeddings"),
             )
+        if self.training.objective == "electra":
+            self._check_generator()
+
+    def _check_generator(self) -> None:
+        """ELECTRA's generator, `generator_size` times as wide as the model, must itself be a model that can be
+        built; if not, the size is at fault, not the model's fields."""
+        size = self.training.generator_size
+        try:
+            generator_config(self.model, size)
+        except ConfigError as exc:
+            problem = exc.naming([name.replace("model.", "its ") for name in exc.fields])
+            raise ConfigError(
+                f"{{0}} ({size:g}) makes the generator too small ({problem}); raise {{0}}",
+                ("training.generator_size",),
+            ) from None
 
     def training_memory_bytes(self) -> int:
         """Memory a run takes beyond PyTorch itself (about 250 MiB more): fp32 weights, gradients and Adam's
@@ -109,17 +129,15 @@ class RunConfig:
 
     @classmethod
     def from_toml(cls, text: str, source: str = "config", complete: bool = False) -> RunConfig:
-        try:
-            raw = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{source} is not valid TOML ({exc})") from exc
-        return cls.from_dict(raw, source, complete)
+        return cls.from_dict(_parsed(tomllib.loads, text, source, "TOML"), source, complete)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any], source: str = "config", complete: bool = False) -> RunConfig:
         """A configuration from TOML-like values; missing fields take their defaults unless `complete` (a run's
         own file, which always holds every section)."""
-        unknown = sorted(set(raw) - set(SECTIONS) - {"preset"})
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{source} must hold a table (a JSON object) with the sections of a configuration")
+        unknown = _names(set(raw) - set(SECTIONS) - {"preset"})
         if unknown:
             raise ConfigError(f"{source}: unknown section(s) {', '.join(unknown)}")
         missing = [f"[{name}]" for name in SECTIONS if name not in raw]
@@ -131,7 +149,7 @@ class RunConfig:
             if not isinstance(values, dict):
                 raise ConfigError(f"{source}: [{section}] must be a table")
             known = kind.field_defaults()
-            extra = sorted(set(values) - set(known))
+            extra = _names(set(values) - set(known))
             if extra:
                 raise ConfigError(f"{source}: unknown field(s) in [{section}]: {', '.join(extra)}")
             typed = {k: _coerce(v, type(known[k]), f"{section}.{k}", source) for k, v in values.items()}
@@ -180,37 +198,71 @@ class RunConfig:
             raise ConfigError(f"cannot read {path} ({exc})") from exc
         if path.suffix.lower() != ".json":
             return cls.from_toml(text, path.name, complete)
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path.name} is not valid JSON ({exc})") from exc
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{path.name} must hold a JSON object with the sections of a configuration")
-        return cls.from_dict(raw, path.name, complete)
+        return cls.from_dict(_parsed(_read_json, text, path.name, "JSON"), path.name, complete)
 
 
 def value_from_text(text: str) -> Any:
     """A value typed on a command line, read as TOML reads it (1e-3, 512, true), else as the text itself."""
     try:
         return tomllib.loads(f"value = {text}")["value"]
-    except tomllib.TOMLDecodeError:
+    except (ValueError, RecursionError):  # not TOML, or a number or nesting TOML reads only in part
         return text
+
+
+def _parsed(read: Callable[[str], Any], text: str, source: str, kind: str) -> Any:
+    """`text` as `read` parses it; a syntax error, a nesting too deep or a number too long is a `ConfigError`."""
+    try:
+        return read(text)
+    except ConfigError as exc:
+        raise exc.within(source) from None
+    except RecursionError:
+        raise ConfigError(f"{source} nests lists or tables too deeply (a configuration has two levels)") from None
+    except ValueError as exc:  # a syntax error, or a number longer than Python converts
+        digits = max(re.findall(r"\d+", text), key=len, default="")
+        if isinstance(exc, (json.JSONDecodeError, tomllib.TOMLDecodeError)) or len(digits) < 1000:
+            raise ConfigError(f"{source} is not valid {kind} ({exc})") from None
+        line = text.count("\n", 0, text.index(digits)) + 1
+        raise ConfigError(
+            f"{source}, line {line}: a number of {len(digits):,} digits; no setting takes more than 18"
+        ) from None
+
+
+def _read_json(text: str) -> Any:
+    return json.loads(text, object_pairs_hook=_unique_keys)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys each appear once (JSON itself would keep the last of a repeated key)."""
+    table: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in table:
+            raise ConfigError(f"{key!r} appears twice in one object; keep one of its values")
+        table[key] = value
+    return table
+
+
+def _names(keys: set[Any]) -> list[str]:
+    """Keys a message lists, sorted, each printable (a lone surrogate escaped)."""
+    return sorted(str(key).encode("utf-8", "backslashreplace").decode("utf-8") for key in keys)
 
 
 def _preset_name(value: Any, source: str) -> str:
     """The preset a configuration names: any text a file can hold (it is a label, never a path)."""
     if not isinstance(value, str):
-        raise ConfigError(f"preset must be text, not {type(value).__name__} ({value!r})", (), source)
+        raise ConfigError(f"preset must be text, not {type(value).__name__} ({shown(value)})", (), source)
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise ConfigError(f"preset holds a character that is not text ({value!r})", (), source) from None
+        raise ConfigError(f"preset holds a character that is not text ({shown(value)})", (), source) from None
     return value
 
 
 def _coerce(value: Any, kind: type, name: str, source: str) -> Any:
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(value, int) and number and abs(value) >= MAX_WHOLE_NUMBER:
+        raise ConfigError(f"is too large: {shown(value)}", (name,), source)
+    if kind is float and isinstance(value, int) and number:
         return float(value)
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ConfigError(f"must be {kind.__name__}, not {type(value).__name__} ({value!r})", (name,), source)
+        raise ConfigError(f"must be {kind.__name__}, not {type(value).__name__} ({shown(value)})", (name,), source)
     return value

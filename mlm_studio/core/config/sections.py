@@ -8,7 +8,8 @@ needs neither PyTorch nor `tokenizers`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+import reprlib
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,6 +26,9 @@ MAX_SEED = 2**32 - 1
 MAX_TIME_BUDGET = 366 * 24 * 3600.0
 MIN_VOCAB = 5 + 64  # the special tokens and a small alphabet
 MAX_VOCAB = 2**20
+MAX_WHOLE_NUMBER = 10**18  # no setting needs more; beyond it a number is refused before it is printed
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother = 3, 60, 60
 
 
 class ConfigError(ValueError):
@@ -50,6 +54,17 @@ class ConfigError(ValueError):
         return ConfigError(self.problem, self.fields, source)
 
 
+def shown(value: Any) -> str:
+    """A value as a message quotes it: as Python writes it, cut short (long text, deep or long lists and tables,
+    a number of more digits than any setting takes)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= MAX_WHOLE_NUMBER:
+        return f"a number of {math.floor(value.bit_length() * math.log10(2)) + 1:,} digits"
+    try:
+        return _SHORT.repr(value)
+    except ValueError:  # a list holding a number longer than Python prints
+        return "{…}" if isinstance(value, dict) else "[…]"
+
+
 def join_words(words: tuple[str, ...] | list[str], last: str = "and") -> str:
     """`a`, `a and b`, `a, b and c` (or another word before the last)."""
     return f" {last} ".join(filter(None, (", ".join(words[:-1]), words[-1]))) if words else ""
@@ -71,8 +86,11 @@ class Section:
             value, wanted = getattr(self, f.name), type(f.default)
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
             fits = isinstance(value, wanted) and (wanted is bool or not isinstance(value, bool))
-            self._require(fits or (wanted is float and number), f"must be {wanted.__name__}, not {value!r}", f.name)
-            self._require(not number or math.isfinite(value), f"must be a finite number, not {value!r}", f.name)
+            kind = wanted.__name__
+            self._require(fits or (wanted is float and number), f"must be {kind}, not {shown(value)}", f.name)
+            self._require(not number or math.isfinite(value), f"must be a finite number, not {shown(value)}", f.name)
+            whole = number and isinstance(value, int)
+            self._require(not whole or abs(value) < MAX_WHOLE_NUMBER, f"is too large: {shown(value)}", f.name)
 
     def values(self) -> dict[str, Any]:
         """Every field by name (what `config.toml` lists)."""
@@ -225,6 +243,20 @@ class ModelConfig(Section):
     def non_embedding_parameter_count(self) -> int:
         """Parameters of the layers and the head's transform: what the compute of a token scales with."""
         return FAMILIES[self.family].parameters(self)[1]
+
+
+def generator_config(discriminator: ModelConfig, size: float) -> ModelConfig:
+    """The generator of a discriminator: as deep, `size` times as wide (heads and feed-forward alike, heads of
+    the discriminator's width), reading the same embeddings."""
+    heads = max(1, round(discriminator.num_attention_heads * size))
+    head_width = max(1, round(discriminator.hidden_size * size / heads))
+    return replace(
+        discriminator,
+        hidden_size=heads * head_width,
+        num_attention_heads=heads,
+        intermediate_size=max(1, round(discriminator.intermediate_size * size)),
+        embedding_size=discriminator.embedding_width(),
+    )
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ between documents, so it reads the same whether documents are paragraphs or line
 from __future__ import annotations
 
 import ast
+import hashlib
 import inspect
 import os
 import re
@@ -39,6 +40,22 @@ def ensure_builtin_corpus(progress: Progress | None = None) -> Path:
     if not path.exists():
         atomic_write_text(path, (document + "\n\n" for document in iter_builtin_documents(progress)))
     return path
+
+
+def restore_builtin_corpus(path: Path, progress: Progress | None = None) -> None:
+    """Rebuild the built-in corpus if `path` is its cached file and the cache was cleared (it is rebuilt exactly,
+    byte for byte, as its fingerprint shows)."""
+    if not path.exists() and path.resolve() == builtin_corpus_location().resolve():
+        ensure_builtin_corpus(progress)
+
+
+def fingerprint(path: Path) -> str:
+    """The SHA-256 of a file's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def iter_builtin_documents(progress: Progress | None = None) -> Iterator[str]:

@@ -21,11 +21,11 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from mlm_studio.core.config.run_config import RunConfig
-from mlm_studio.core.config.sections import ConfigError, ModelConfig, TrainConfig
+from mlm_studio.core.config.sections import ConfigError, ModelConfig, TrainConfig, generator_config
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError
 from mlm_studio.core.interop.hub_cache import cached_model, looks_like_hub_name
 from mlm_studio.core.models.build import build_model, build_trained
-from mlm_studio.core.models.electra import DISCRIMINATOR, GENERATOR, generator_config
+from mlm_studio.core.models.electra import DISCRIMINATOR, GENERATOR
 from mlm_studio.core.models.registry import FAMILIES, Family, family_named, family_titles
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError, aliases, listed, load_state, load_weights, save_weights

@@ -87,20 +87,6 @@ class ElectraForPreTraining(nn.Module):
         return self.discriminator_predictions(self.hidden(input_ids, attention_mask))
 
 
-def generator_config(discriminator: ModelConfig, size: float) -> ModelConfig:
-    """The generator of a discriminator: as deep, `size` times as wide (heads and feed-forward alike, heads of
-    the discriminator's width), reading the same embeddings."""
-    heads = max(1, round(discriminator.num_attention_heads * size))
-    head_width = max(1, round(discriminator.hidden_size * size / heads))
-    return replace(
-        discriminator,
-        hidden_size=heads * head_width,
-        num_attention_heads=heads,
-        intermediate_size=max(1, round(discriminator.intermediate_size * size)),
-        embedding_size=discriminator.embedding_width(),
-    )
-
-
 # --- the family's Hugging Face side ----------------------------------------------------------------------
 def from_hf(raw: dict[str, Any]) -> ModelConfig:
     config = bert.from_hf(raw, "electra", ELECTRA_DEFAULTS)

@@ -20,6 +20,7 @@ import torch
 
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import ConfigError
+from mlm_studio.core.data.builtin_corpus import builtin_corpus_location, fingerprint
 from mlm_studio.core.data.corpus import ReadOptions
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError
 from mlm_studio.core.storage.checkpoint import (
@@ -59,6 +60,7 @@ class RunDir:
             "sources": [str(s) for s in resolved],
             "options": asdict(options),
             "files": [[str(s), *_file_stamp(s)] for s in resolved],
+            "fingerprints": {str(s): fingerprint(s) for s in resolved if s == builtin_corpus_location().resolve()},
         }
         atomic_write_json(path / "corpus.json", corpus)
         config.save(path / "config.toml")
@@ -92,20 +94,26 @@ class RunDir:
 
     def corpus_changes(self) -> list[str]:
         """How the corpus files differ from when the run started: gone, or another size or date (runs made
-        before sizes and dates were recorded: only gone)."""
+        before sizes and dates were recorded: only gone); a file with a recorded fingerprint (the built-in
+        corpus, which can be rebuilt) only when its contents differ."""
         raw = self._corpus_record()
         try:
             recorded = [(str(name), int(size), int(modified)) for name, size, modified in raw.get("files", [])]
             recorded = recorded or [(str(name), None, None) for name in raw["sources"]]
-        except (KeyError, TypeError, ValueError) as exc:
+            prints = {str(name): str(value) for name, value in raw.get("fingerprints", {}).items()}
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise CheckpointError(f"run {self.name}: corpus.json is missing or damaged ({exc})") from exc
         changes = []
         for name, size, modified in recorded:
             path = Path(name)
             if not path.exists():
                 changes.append(f"{path} is gone")
-            elif size is not None and _file_stamp(path) != (size, modified):
+            elif size is None or _file_stamp(path) == (size, modified):
+                continue
+            elif name not in prints:
                 changes.append(f"{path} changed ({size:,} → {path.stat().st_size:,} bytes)")
+            elif (now := fingerprint(path)) != prints[name]:
+                changes.append(f"{path} has other contents (fingerprint {prints[name]:.12} → {now:.12})")
         return changes
 
     def _corpus_record(self) -> dict[str, Any]:

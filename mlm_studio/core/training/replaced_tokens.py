@@ -14,9 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mlm_studio.core.config.sections import ModelConfig
+from mlm_studio.core.config.sections import ModelConfig, generator_config
 from mlm_studio.core.data.masking import IGNORE_INDEX
-from mlm_studio.core.models.electra import ElectraForMaskedLM, ElectraForPreTraining, generator_config
+from mlm_studio.core.models.electra import ElectraForMaskedLM, ElectraForPreTraining
 from mlm_studio.core.models.encoder import MLMOutput
 
 AUC_BINS = 2048  # the detection AUC is computed from histograms of the logits' sigmoid this fine

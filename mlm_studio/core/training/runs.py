@@ -12,14 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from mlm_studio.core.config.run_config import RunConfig
-from mlm_studio.core.config.sections import ConfigError
+from mlm_studio.core.config.sections import SECTIONS, ConfigError
+from mlm_studio.core.data.builtin_corpus import restore_builtin_corpus
 from mlm_studio.core.data.corpus import Corpus, load_corpus
 from mlm_studio.core.data.dataset import BlockSet, split_blocks, tokenize_corpus
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.evaluation.probes import Probe, save_probes
 from mlm_studio.core.interop.hf import ImportedModel
 from mlm_studio.core.progress import Progress
-from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.storage.checkpoint import CheckpointError, read_state
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.trainer import Trainer
@@ -125,29 +126,69 @@ def training_blocks(
     """Training and validation blocks of a run; without `corpus`, the sources recorded in the run are read."""
     if corpus is None:
         sources, options = run.corpus_sources()
-        check_corpus_unchanged(run)
+        check_corpus_unchanged(run, progress=progress)
         corpus = load_corpus(sources, options, progress)
     tokenizer = run.tokenizer
     return split_blocks(tokenize_corpus(corpus, tokenizer, progress), run.config.data, tokenizer)
 
 
-def config_differences(old: RunConfig, new: RunConfig, sections: tuple[str, ...] = ("model", "data")) -> list[str]:
-    """Field-by-field differences, such as "model.hidden_size: 256 → 512"."""
-    changes = []
-    for section in sections:
+# What a resumed run may change and stay one run: how long it trains, its learning rate from here on (the schedule
+# reads it at every step), how often it logs, evaluates and saves, and the hardware it runs on. Every other
+# setting shapes the model, its data, the order of its batches or the optimizer's state, which the checkpoint holds.
+RESUMABLE = tuple(
+    f"training.{name}"
+    for name in (
+        "max_steps",
+        "epochs",
+        "time_budget",
+        "learning_rate",
+        "eval_interval",
+        "eval_blocks",
+        "checkpoint_interval",
+        "keep_checkpoints",
+        "log_interval",
+        "max_nonfinite_steps",
+        "device",
+        "precision",
+        "compile",
+    )
+)
+
+
+def config_differences(old: RunConfig, new: RunConfig) -> dict[str, tuple[Any, Any]]:
+    """Every setting whose value differs, by `section.field`, with its old and new value ("—" for a field one
+    model family has and the other lacks); the preset, a label, is not a setting."""
+    changes = {}
+    for section in SECTIONS:
         a, b = getattr(old, section).values(), getattr(new, section).values()
         for name in dict.fromkeys([*a, *b]):
             if a.get(name) != b.get(name):
-                changes.append(f"{section}.{name}: {a.get(name, '—')} → {b.get(name, '—')}")
+                changes[f"{section}.{name}"] = (a.get(name, "—"), b.get(name, "—"))
     return changes
 
 
-def check_resume(run: RunDir, config: RunConfig | None, tokenizer: MLMTokenizer | None) -> None:
-    """Refuse to resume with a model shape, data layout or tokenizer other than the run's, listing each difference."""
-    problems = []
+def described(changes: dict[str, tuple[Any, Any]]) -> str:
+    """Differences in words: "training.max_steps: 8 → 10; training.learning_rate: 0.001 → 0.0005"."""
+    return "; ".join(f"{name}: {old} → {new}" for name, (old, new) in changes.items())
+
+
+def resume_differences(run: RunDir, given: RunConfig) -> tuple[dict[str, tuple[Any, Any]], dict[str, tuple[Any, Any]]]:
+    """How `given` differs from the run's configuration: (what a resume applies, what it cannot change). The
+    vocabulary, set by the run's tokenizer, is not compared."""
+    model = run.config.model
+    changes = config_differences(run.config, given.with_vocabulary(model.vocab_size, model.pad_token_id))
+    applied = {name: values for name, values in changes.items() if name in RESUMABLE}
+    return applied, {name: values for name, values in changes.items() if name not in RESUMABLE}
+
+
+def check_resume(run: RunDir, config: RunConfig | None, tokenizer: MLMTokenizer | None) -> RunConfig:
+    """The run's configuration with what `config` changes that a resume may change (RESUMABLE); another tokenizer
+    or any other difference is refused, each named with the run's value and the given one."""
+    problems, resumed = [], run.config
     if config is not None:
-        model = run.config.model
-        problems += config_differences(run.config, config.with_vocabulary(model.vocab_size, model.pad_token_id))
+        applied, refused = resume_differences(run, config)
+        problems += [described(refused)] if refused else []
+        resumed = resumed.with_values({name: new for name, (_, new) in applied.items()}, "the resumed settings")
     if tokenizer is not None and tokenizer.fingerprint() != run.tokenizer.fingerprint():
         theirs = run.tokenizer
         problems.append(
@@ -156,13 +197,30 @@ def check_resume(run: RunDir, config: RunConfig | None, tokenizer: MLMTokenizer 
         )
     if problems:
         raise CheckpointError(
-            f"cannot resume {run.name}: these settings differ from the run's (run → given): " + "; ".join(problems)
+            f"cannot resume {run.name}: these settings differ from the run's (run → given): {'; '.join(problems)}. "
+            "A resumed run may change only its length, learning rate, intervals and hardware; start a new run "
+            "for the others"
         )
+    return resumed
 
 
-def check_corpus_unchanged(run: RunDir, given: Corpus | None = None) -> None:
+def apply_resume(run: RunDir, config: RunConfig) -> str:
+    """Make `config` (from `check_resume`) the run's: save it and record the change in its metrics at the step the
+    run resumes from. The sentence that says what changed, "" when nothing did."""
+    changes = config_differences(run.config, config)
+    if not changes:
+        return ""
+    latest = run.latest_checkpoint()
+    message = f"resumed with {described(changes)}"
+    config.save(run.path / "config.toml")
+    run.append_metrics([{"type": "changed", "step": read_state(latest)["step"] if latest else 0, "message": message}])
+    return message
+
+
+def check_corpus_unchanged(run: RunDir, given: Corpus | None = None, progress: Progress | None = None) -> None:
     """Refuse to resume on other text than the run started on: corpus files changed since, or (`given`) other
-    files than the run's."""
+    files than the run's. The built-in corpus, gone with a cleared cache, is rebuilt first (its fingerprint
+    then says whether it is the run's)."""
     if given is not None:
         recorded, _ = run.corpus_sources()
         now = [s.path.resolve() for s in given.loaded_sources]
@@ -172,6 +230,8 @@ def check_corpus_unchanged(run: RunDir, given: Corpus | None = None) -> None:
                 f"{', '.join(p.name for p in recorded[:5])}, not {', '.join(p.name for p in now[:5])}. "
                 "Leave out --corpus to resume, or start a new run"
             )
+    for source in run.corpus_sources()[0]:
+        restore_builtin_corpus(source, progress)
     changes = run.corpus_changes()
     if changes:
         raise CheckpointError(

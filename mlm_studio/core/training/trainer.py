@@ -155,6 +155,8 @@ class Trainer:
         """Train until the step budget is spent or a stop is requested, yielding records as they happen: first
         what began, last how it ended."""
         yield self._logged(self.started())
+        if len(self.validation) == 0:
+            yield self._logged(WarningRecord(self.step, self.no_validation()))
         try:
             yield from self._run()
         finally:
@@ -186,6 +188,15 @@ class Trainer:
             parameters=sum(p.numel() for p in self.model.parameters()),
             train_blocks=len(self.train_blocks),
             events=str(self.events.folder) if self.events is not None else "",
+        )
+
+    def no_validation(self) -> str:
+        """Why this run has no validation set, and what gives it one."""
+        documents, share = self.train_blocks.data.documents, self.config.data.validation_fraction
+        return (
+            f"no validation set: data.validation_fraction ({share:g}) held out none of the corpus's {documents:,} "
+            "document(s), so no validation loss is recorded; a validation set takes at least two documents and a "
+            "share above 0"
         )
 
     def _save_after_out_of_memory(self) -> Iterator[Record]:
@@ -299,7 +310,8 @@ class Trainer:
                 yield self._logged(record)
             window.reset()
         if self.step % t.eval_interval == 0 or last:
-            yield self._logged(self.evaluate())
+            if len(self.validation):
+                yield self._logged(self.evaluate())
             if self.probes and self.dist.main:
                 results = score_probes(masked_lm_of(self.model), self.tokenizer, self.probes)
                 yield self._logged(ProbeRecord(self.step, self.tokens_seen, self.elapsed, results))

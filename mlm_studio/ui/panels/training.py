@@ -28,8 +28,15 @@ from mlm_studio.core.evaluation.probes import Probe
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.storage.user_folders import default_runs_dir
-from mlm_studio.core.training.records import CheckpointRecord, FinishedRecord, PausedRecord, StartedRecord, StepRecord
-from mlm_studio.core.training.runs import NewRun, new_run_path, prepare_trainer
+from mlm_studio.core.training.records import (
+    CheckpointRecord,
+    FinishedRecord,
+    PausedRecord,
+    StartedRecord,
+    StepRecord,
+    WarningRecord,
+)
+from mlm_studio.core.training.runs import NewRun, described, new_run_path, prepare_trainer, resume_differences
 from mlm_studio.core.training.trainer import Trainer
 from mlm_studio.ui.run_export import RunExporter
 from mlm_studio.ui.theme import ToneLabel
@@ -52,6 +59,7 @@ class TrainingPanel(QWidget):
         self.workspace = workspace
         self.runs_root = Path(runs_root) if runs_root else default_runs_dir()
         self.config_error = ""
+        self.resume_notes: list[tuple[str, str]] = []  # what a resume says once the run has started (short, full)
         self.started: StartedRecord | None = None
         self.controller = TrainingController(self)
         self.controller.state_changed.connect(self._on_state)
@@ -232,10 +240,25 @@ class TrainingPanel(QWidget):
         self._launch(prepare, f"Starting {path.name}")
 
     def resume_run(self, path: Path) -> None:
-        """Continue a run from its latest checkpoint, on the corpus recorded in it."""
+        """Continue a run from its latest checkpoint, on the corpus recorded in it, with its own settings; where
+        the Configuration panel's differ, say that they are not used."""
+        config, notes = self.workspace.config, self.resume_notes
+        notes.clear()
+
+        def check(run: RunDir) -> None:  # in the training thread, before the trainer says it started
+            applied, refused = resume_differences(run, config)
+            differences = {**applied, **refused}
+            if differences:
+                names = list(differences)
+                more = f" and {len(names) - 4} more" if len(names) > 4 else ""
+                said = f"{run.name} resumes with its own settings; the Configuration panel's differ and are not used"
+                full = f"{said}: {described(differences)} (run → panel)"
+                notes.append((f"{said} ({', '.join(names[:4])}{more}).", full))
 
         def prepare(progress, control, held) -> Trainer:
-            return prepare_trainer(path, held=held, progress=progress, control=control, pause_on_save_error=True)
+            return prepare_trainer(
+                path, check=check, held=held, progress=progress, control=control, pause_on_save_error=True
+            )
 
         self._launch(prepare, f"Resuming {path.name}")
 
@@ -341,6 +364,10 @@ class TrainingPanel(QWidget):
             self.plots.load([r for r in RunDir(run).read_metrics() if r["step"] <= started.step])
         self.workspace.set_run(run)
         self._log(started.describe())
+        for short, full in self.resume_notes:
+            self._log(full)
+            self.message_bar.show_message(short, "info")
+        self.resume_notes.clear()
         self.refresh_runs()
 
     def _on_record(self, record) -> None:
@@ -360,7 +387,7 @@ class TrainingPanel(QWidget):
         if isinstance(record, CheckpointRecord):
             self.checkpoint_written.emit(record.path)
             self.refresh_runs()
-        elif isinstance(record, PausedRecord):
+        elif isinstance(record, (PausedRecord, WarningRecord)):
             self.message_bar.show_message(record.message, "warning")
         elif isinstance(record, FinishedRecord):
             result = f"validation loss {record.val_loss:.4f}" if record.val_loss is not None else "no evaluation"
