@@ -37,7 +37,7 @@ from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
 
 CHECKPOINTS = "checkpoints"
 INITIAL = "init"
-STAGING = ".new-run.tmp"  # where a new run's files are made (a leftover of a killed process is removed)
+STAGING = ".new-run.tmp"  # where a new run's files are made; a killed process's leftover is a run's leftover
 
 
 class RunDir:
@@ -324,6 +324,6 @@ def choose_checkpoint(path: str | Path, best: bool = False) -> tuple[RunDir, Pat
             run,
             latest,
             f"{latest.name}, the latest checkpoint: none of the run's checkpoints has a validation loss to choose "
-            "the best by (they were written between evaluations)",
+            "the best by",
         )
     return run, chosen, f"{chosen.name}, the best by validation loss ({read_state(chosen)['val_loss']:.4f})"
