@@ -20,7 +20,7 @@ from mlm_studio.core.evaluation.predict import FillMask, PredictError
 from mlm_studio.core.interop.hf import GENERATOR_FOLDER, export_model, import_model
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError
-from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.storage.run_folder import RunDir, choose_checkpoint
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training import distributed
 from mlm_studio.core.training.control import TrainingControl
@@ -254,11 +254,13 @@ def _line(tty: bool, text: str) -> None:
 def export(args) -> int:
     """Write a run (latest or best checkpoint) or a checkpoint folder as a Hugging Face `transformers` folder."""
     try:
-        out = export_model(args.model, args.out, best=args.best, overwrite=args.overwrite, progress=_Status())
+        _, checkpoint, chosen = choose_checkpoint(args.model, args.best)
+        out = export_model(checkpoint, args.out, overwrite=args.overwrite, progress=_Status())
     except USER_ERRORS as exc:
         return _fail(str(exc))
     if sys.stderr.isatty():
         print("\r\033[K", end="", file=sys.stderr)
+    print(f"Took {chosen}.")
     generator = out / GENERATOR_FOLDER
     if generator.is_dir():
         print(

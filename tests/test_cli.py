@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 
 from mlm_studio.cli import main
 from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
@@ -15,7 +16,11 @@ from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import OBJECTIVES, PRECISIONS, SCHEDULES, STRATEGIES
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
 from mlm_studio.core.storage.run_folder import RunDir
-from tests.core.helpers import config_file
+from mlm_studio.core.training.control import TrainingControl
+from mlm_studio.core.training.records import StepRecord
+from mlm_studio.core.training.runs import start_run, training_blocks
+from mlm_studio.core.training.trainer import Trainer
+from tests.core.helpers import config_file, small_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -574,3 +579,30 @@ def test_a_one_document_corpus_says_why_it_has_no_validation_and_records_no_nan(
     assert "Finished (completed) at step 4: validation loss n/a" in done.stdout
     text = (run / "metrics.jsonl").read_text(encoding="utf-8")
     assert "NaN" not in text and '"type": "eval"' not in text and '"type": "step"' in text
+
+
+def test_a_run_without_evaluations_and_with_a_nan_checkpoint_gets_the_truth_as_subprocesses(
+    tmp_path, small_corpus, small_tokenizer
+):
+    run = start_run(tmp_path / "run", small_config(max_steps=20, checkpoint_interval=2), small_corpus, small_tokenizer)
+    control = TrainingControl()
+    for record in Trainer(run, *training_blocks(run, small_corpus), control).run():
+        if isinstance(record, StepRecord) and record.step == 3:
+            control.stop()  # stopped before its first evaluation: no checkpoint has a validation loss
+    assert [p.name for p in run.checkpoints()] == ["step-0000002", "step-0000003"]
+
+    code, out, err = cli("export", str(run.path), str(tmp_path / "hf"), "--best")
+    assert code == 0, err
+    assert "Took step-0000003, the latest checkpoint: none of the run's checkpoints has a validation loss" in out
+
+    weights = load_file(str(run.checkpoints()[-1] / "model.safetensors"))
+    weights = {name: torch.full_like(t, float("nan")) if t.is_floating_point() else t for name, t in weights.items()}
+    save_file(weights, str(run.checkpoints()[-1] / "model.safetensors"))  # as a divergence saved before the check
+    code, out, err = cli("predict", str(run.path), "the [MASK] of")
+    assert code == 1 and "Traceback" not in err
+    assert f"Use {run.checkpoints()[0]}, the newest checkpoint with finite weights." in err
+    code, out, err = cli("train", "--resume", str(run.path))
+    assert code == 1 and "Traceback" not in err
+    assert "step-0000003's weights hold values that are not finite numbers, so training cannot resume" in err
+    assert "The newest checkpoint with finite weights is step-0000002: to resume from it, move step-0000003" in err
+    assert [p.name for p in run.checkpoints()] == ["step-0000002", "step-0000003"]

@@ -4,6 +4,12 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from mlm_studio.core.models.build import build_trained
+from mlm_studio.core.storage.checkpoint import checkpoint_finite, load_weights, weights_finite
 from mlm_studio.core.storage.run_folder import RunDir, checkpoint_step
 
 KILLED_WHILE_WRITING = """
@@ -39,3 +45,34 @@ def test_checkpoints_are_ordered_by_step_and_a_killed_writers_leftovers_are_remo
     assert len(hidden) == 1 and copy.latest_checkpoint().name == "step-0000030"
     copy.remove_leftovers()
     assert not [p for p in (target / "checkpoints").iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_one_non_finite_value_among_all_tensors_is_seen(bad):
+    generator = torch.Generator().manual_seed(0)
+    tensors = [torch.randn(64, 32, generator=generator), torch.randn(300, generator=generator).bfloat16()]
+    tensors.append(torch.full((4,), 3e38))  # largest magnitude near float32's limit: a 2-norm would overflow
+    tensors.append(torch.arange(5))  # integer buffers hold no weights
+    assert weights_finite(tensors)
+    tensors[1][123] = bad
+    assert not weights_finite(tensors)
+
+
+def test_the_newest_finite_checkpoint_skips_damaged_ones_and_is_never_pruned(tmp_path, trained_run):
+    run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
+    latest = run.latest_checkpoint()
+    assert run.newest_finite_checkpoint() == latest and checkpoint_finite(latest)
+    weights = load_file(str(latest / "model.safetensors"))
+    weights = {name: torch.full_like(t, float("nan")) if t.is_floating_point() else t for name, t in weights.items()}
+    save_file(weights, str(latest / "model.safetensors"))  # a NaN step-0000030, as written before weights were checked
+    previous = run.checkpoints()[-2]
+    assert not checkpoint_finite(latest) and run.newest_finite_checkpoint() == previous
+
+    model = build_trained(run.config)
+    load_weights(previous, model)
+    optimizer = torch.optim.AdamW(model.parameters())
+    written = run.save_checkpoint(29, model, optimizer, {"tokens_seen": 1, "elapsed": 1.0}, keep=1)
+    assert run.latest_checkpoint() == latest  # the NaN step 30 is newer and stays: it is the user's to remove
+    assert written in run.checkpoints() and run.newest_finite_checkpoint() == written
+    (written / "model.safetensors").write_bytes(b"cut short")
+    assert not checkpoint_finite(written)  # unreadable weights are not called finite

@@ -1,7 +1,12 @@
+import csv
+import io
 import json
+import math
 import shutil
 
-from mlm_studio.core.storage.history import TAIL_BYTES, list_runs, summarize
+import pytest
+
+from mlm_studio.core.storage.history import TAIL_BYTES, list_runs, metrics_csv, summarize
 from mlm_studio.core.storage.run_folder import RunDir
 
 
@@ -32,3 +37,33 @@ def test_killed_failed_and_long_runs_are_told_apart(tmp_path, trained_run):
         **{**summarize(trained_run).__dict__, "path": long.path, "modified": long.path.stat().st_mtime}
     )
     assert {run.name for run in list_runs(tmp_path / "runs")} == {"killed", "failed", "long"}
+
+
+def test_metrics_are_written_as_strict_json_and_old_nan_values_read_as_missing(tmp_path, trained_run):
+    run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
+    old = '{"type": "eval", "step": 31, "tokens_seen": 1, "elapsed": 2.0, "loss": NaN, "accuracy": 0.5, '
+    old += '"top5_accuracy": 0.6, "perplexity": Infinity}\n'
+    with open(run.metrics_path, "a") as f:
+        f.write(old)  # as versions before strict JSON wrote it
+    run.append_metrics(
+        [{"type": "step", "step": 32, "loss": float("inf"), "grad_norm": -float("inf"), "x": [math.nan]}]
+    )
+    last = run.metrics_path.read_text().splitlines()[-1]
+    assert json.loads(last, parse_constant=pytest.fail) == {
+        "type": "step",
+        "step": 32,
+        "loss": None,
+        "grad_norm": None,
+        "x": [None],
+    }
+    evaluation = run.read_metrics()[-2]
+    assert (evaluation["loss"], evaluation["accuracy"], evaluation["perplexity"]) == (None, 0.5, None)
+    summary = summarize(run)
+    assert summary.val_loss is None and summary.val_accuracy == 0.5
+    rows = list(csv.DictReader(io.StringIO(metrics_csv(run.read_metrics()))))
+    assert rows[-2]["loss"] == "" and rows[-2]["accuracy"] == "0.5"
+
+    run.truncate_metrics_after(31)  # a resume rewrites the file: strictly, the old NaN as null
+    for line in run.metrics_path.read_text().splitlines():
+        json.loads(line, parse_constant=pytest.fail)
+    assert run.read_metrics()[-1]["step"] == 31

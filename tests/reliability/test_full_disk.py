@@ -6,7 +6,12 @@ import sys
 
 import pytest
 
-from tests.core.helpers import config_file
+from mlm_studio.core.models.build import build_trained
+from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.storage.history import list_runs
+from mlm_studio.core.storage.lock import RunLock
+from mlm_studio.core.storage.run_folder import RunDir
+from tests.core.helpers import config_file, small_config
 
 
 @pytest.fixture
@@ -66,3 +71,20 @@ def test_a_token_cache_onto_a_full_disk_says_so_and_names_the_cache(small_corpus
     assert message.startswith(f"Could not write the token cache {small_disk / 'datasets'}/")
     assert "(No space left on device); free space there, or set MLM_STUDIO_CACHE" in message
     assert list((small_disk / "datasets").iterdir()) == []  # no half-written cache left behind
+
+
+def test_a_new_run_that_does_not_fit_leaves_no_half_made_run_and_keeps_its_lock(
+    small_disk, small_corpus, small_tokenizer
+):
+    config = small_config().with_vocabulary(small_tokenizer.vocab_size, small_tokenizer.pad_id)
+    path, sources = small_disk / "run", [s.path for s in small_corpus.loaded_sources]
+    imported = (build_trained(config), {"source": "imported"})  # 149 KiB of weights: more than the disk holds
+    with RunLock(path):
+        with pytest.raises(OSError, match="No space left on device"):
+            RunDir.create(path, config, small_tokenizer, sources, small_corpus.options, imported)
+        assert [p.name for p in path.iterdir()] == [".lock"] and list_runs(small_disk) == []
+        run = RunDir.create(path, config, small_tokenizer, sources, small_corpus.options)  # without them it fits
+        assert sorted(p.name for p in path.iterdir()) == [".lock", "config.toml", "corpus.json", "tokenizer.json"]
+        with pytest.raises(CheckpointError, match="is being trained by process"), RunLock(path):
+            pass  # the lock the new run's files were moved in under still holds
+    assert [r.path for r in list_runs(small_disk)] == [run.path]

@@ -191,7 +191,7 @@ def _stamp(path: Path) -> float:
 
 @functools.lru_cache(maxsize=4)
 def _load_cached(path: str, device: str, stamp: float) -> FillMask:
-    folder = Path(path)
+    folder, run = Path(path), None
     if is_hf_folder(folder):
         imported = import_model(folder)
         note = " (untrained head)" if imported.fresh_head else ""
@@ -202,9 +202,17 @@ def _load_cached(path: str, device: str, stamp: float) -> FillMask:
         load_weights(checkpoint, model)
     broken = [name for name, value in model.state_dict().items() if not torch.isfinite(value).all()]
     if broken:
+        finite = run.newest_finite_checkpoint() if run is not None else None
+        advice = (
+            f"Use {finite}, the newest checkpoint with finite weights."
+            if finite is not None
+            else "No checkpoint of this run has finite weights."
+            if run is not None
+            else "Use another model."
+        )
         raise PredictError(
             f"{source}: the weights hold values that are not finite numbers (in {listed(broken)}); "
-            "its predictions would be meaningless. Use an earlier checkpoint."
+            f"its predictions would be meaningless. {advice}"
         )
     model = model.to(device)
     detector = model.discriminator if isinstance(model, ReplacedTokenDetection) else None

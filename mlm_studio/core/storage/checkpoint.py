@@ -4,8 +4,10 @@ pickled), and the plain values of `state.json`, checked on reading."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,21 @@ def save_weights(model: torch.nn.Module, path: Path) -> None:
             seen.add(id(tensor))
             tensors[name] = tensor.detach().contiguous()
     write_safetensors(tensors, path)
+
+
+def weights_finite(tensors: Iterable[torch.Tensor]) -> bool:
+    """Whether every floating-point value is a finite number: one fused reduction (the largest magnitude, which
+    a NaN or an infinity propagates to and finite values never overflow) over all the tensors."""
+    floats = [t.detach() for t in tensors if t.is_floating_point()]
+    return not floats or bool(torch.isfinite(torch.nn.utils.get_total_norm(floats, math.inf)))
+
+
+def checkpoint_finite(checkpoint: Path) -> bool:
+    """Whether a checkpoint's weights are all finite numbers (an unreadable file counts as not)."""
+    try:
+        return weights_finite(load_file(str(checkpoint / "model.safetensors"), device="cpu").values())
+    except (OSError, SafetensorError):
+        return False
 
 
 def write_safetensors(tensors: dict[str, torch.Tensor], path: Path) -> None:

@@ -11,6 +11,8 @@ complete, so a crash never leaves a broken latest checkpoint; only folders with 
 from __future__ import annotations
 
 import json
+import math
+import os
 import shutil
 from dataclasses import asdict
 from pathlib import Path
@@ -26,6 +28,7 @@ from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError
 from mlm_studio.core.storage.checkpoint import (
     FORMAT_VERSION,
     CheckpointError,
+    checkpoint_finite,
     optimizer_tensors,
     read_state,
     save_weights,
@@ -35,6 +38,7 @@ from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
 
 CHECKPOINTS = "checkpoints"
 INITIAL = "init"
+STAGING = ".new-run.tmp"  # where a new run's files are made; a killed process's leftover is a run's leftover
 
 
 class RunDir:
@@ -47,14 +51,21 @@ class RunDir:
 
     @classmethod
     def create(
-        cls, path: str | Path, config: RunConfig, tokenizer: MLMTokenizer, sources: list[Path], options: ReadOptions
+        cls,
+        path: str | Path,
+        config: RunConfig,
+        tokenizer: MLMTokenizer,
+        sources: list[Path],
+        options: ReadOptions,
+        initial: tuple[torch.nn.Module, dict[str, Any]] | None = None,
     ) -> RunDir:
-        """Start a new run folder; refuses a folder that already holds a run."""
+        """Start a new run folder (with `initial`, a model and where it came from: the weights step 0 starts
+        from). Its files are made in a temporary folder, then moved in with `config.toml` last, so a failure
+        never leaves a folder that looks like a run. Refuses a folder that already holds a run or a file of
+        the same name (its hidden files, such as the run's lock, stay)."""
         path = Path(path)
         if (path / "config.toml").exists():
             raise CheckpointError(f"{path} already holds a run; resume it or choose another folder")
-        path.mkdir(parents=True, exist_ok=True)
-        tokenizer.save(path / "tokenizer.json")
         resolved = [Path(s).resolve() for s in sources]
         corpus = {
             "sources": [str(s) for s in resolved],
@@ -62,8 +73,38 @@ class RunDir:
             "files": [[str(s), *_file_stamp(s)] for s in resolved],
             "fingerprints": {str(s): fingerprint(s) for s in resolved if s == builtin_corpus_location().resolve()},
         }
-        atomic_write_json(path / "corpus.json", corpus)
-        config.save(path / "config.toml")
+
+        def fill(folder: Path) -> None:
+            tokenizer.save(folder / "tokenizer.json")
+            atomic_write_json(folder / "corpus.json", corpus)
+            if initial is not None:
+                (folder / INITIAL).mkdir()
+                _write_initial_weights(folder / INITIAL, *initial)
+            config.save(folder / "config.toml")
+
+        names = ["tokenizer.json", "corpus.json", *([INITIAL] if initial is not None else []), "config.toml"]
+        taken = [name for name in names if (path / name).exists()]
+        if taken:
+            raise CheckpointError(f"{path} already holds {', '.join(taken)}; choose another folder for the run")
+        made = not path.exists()
+        path.mkdir(parents=True, exist_ok=True)
+        moved: list[Path] = []
+        try:
+            staged = atomic_write_folder(path / STAGING, fill)
+            for name in names:  # config.toml last: only then is the folder a run
+                os.replace(staged / name, path / name)
+                moved.append(path / name)
+        except BaseException:
+            for item in moved:
+                if item.is_dir():
+                    shutil.rmtree(item)
+                else:
+                    item.unlink()
+            if made and not any(path.iterdir()):
+                path.rmdir()
+            raise
+        finally:
+            shutil.rmtree(path / STAGING, ignore_errors=True)
         return cls(path)
 
     @property
@@ -132,7 +173,7 @@ class RunDir:
 
     def append_metrics(self, records: list[dict[str, Any]]) -> None:
         """Append whole lines; if the disk refuses part of them, the file is cut back to where it was."""
-        text = "".join(json.dumps(record) + "\n" for record in records)
+        text = _json_lines(records)
         with open(self.metrics_path, "a", encoding="utf-8") as f:
             start = f.tell()
             try:
@@ -155,7 +196,7 @@ class RunDir:
     def truncate_metrics_after(self, step: int) -> None:
         """Drop records past `step` (written after the checkpoint a resume starts from)."""
         kept = [r for r in self.read_metrics() if r.get("step", 0) <= step]
-        atomic_write_text(self.metrics_path, "".join(json.dumps(r) + "\n" for r in kept))
+        atomic_write_text(self.metrics_path, _json_lines(kept))
 
     # --- checkpoints --------------------------------------------------------------------------------
     def checkpoints(self) -> list[Path]:
@@ -177,6 +218,10 @@ class RunDir:
         found = self.checkpoints()
         return found[-1] if found else None
 
+    def newest_finite_checkpoint(self) -> Path | None:
+        """The newest checkpoint whose weights are all finite numbers (reads the weights, newest first)."""
+        return next((path for path in reversed(self.checkpoints()) if checkpoint_finite(path)), None)
+
     def best_checkpoint(self) -> Path | None:
         best, best_loss = None, float("inf")
         for path in self.checkpoints():
@@ -188,7 +233,8 @@ class RunDir:
     def save_checkpoint(
         self, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, state: dict[str, Any], keep: int
     ) -> Path:
-        """Write a checkpoint atomically, then keep only the `keep` latest and the best."""
+        """Write a checkpoint atomically, then keep only the `keep` latest, the best and the one just written (the
+        trainer writes only finite weights, so the newest finite checkpoint is never pruned)."""
 
         def fill(folder: Path) -> None:
             save_weights(model, folder / "model.safetensors")
@@ -199,7 +245,7 @@ class RunDir:
             )
 
         final = atomic_write_folder(self.path / CHECKPOINTS / f"step-{step:07d}", fill)
-        self._prune(keep)
+        self._prune(keep, final)
         return final
 
     # --- initial weights ------------------------------------------------------------------------------
@@ -209,21 +255,17 @@ class RunDir:
         folder = self.path / INITIAL
         return folder if (folder / "origin.json").is_file() else None
 
-    def save_initial_weights(self, model: torch.nn.Module, origin: dict[str, Any]) -> Path:
-        """Record the weights step 0 starts from, and where they came from."""
-
-        def fill(folder: Path) -> None:
-            save_weights(model, folder / "model.safetensors")
-            atomic_write_json(folder / "origin.json", origin)
-
-        return atomic_write_folder(self.path / INITIAL, fill)
-
-    def _prune(self, keep: int) -> None:
+    def _prune(self, keep: int, written: Path) -> None:
         found = self.checkpoints()
-        best = self.best_checkpoint()
+        kept = {self.best_checkpoint(), written}
         for path in found[:-keep]:
-            if path != best:
+            if path not in kept:
                 shutil.rmtree(path, ignore_errors=True)
+
+
+def _write_initial_weights(folder: Path, model: torch.nn.Module, origin: dict[str, Any]) -> None:
+    save_weights(model, folder / "model.safetensors")
+    atomic_write_json(folder / "origin.json", origin)
 
 
 def _file_stamp(path: Path) -> tuple[int, int]:
@@ -231,12 +273,29 @@ def _file_stamp(path: Path) -> tuple[int, int]:
     return stat.st_size, stat.st_mtime_ns
 
 
+def _json_lines(records: list[dict[str, Any]]) -> str:
+    """Records as strict JSON lines: a value that is not a finite number is written as null (missing)."""
+    return "".join(json.dumps(finite_or_none(record), allow_nan=False) + "\n" for record in records)
+
+
+def finite_or_none(value: Any) -> Any:
+    """`value` (a record, a list, a number) with each float that is not a finite number replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite_or_none(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_none(item) for item in value]
+    return value
+
+
 def metric_records(lines: list[str]) -> list[dict[str, Any]]:
-    """The records among lines of `metrics.jsonl`; a line cut short, a stray line or a damaged byte is left out."""
+    """The records among lines of `metrics.jsonl`; a line cut short, a stray line or a damaged byte is left out.
+    A NaN or infinity (files written before values were strict JSON) reads as null: missing, as written now."""
     records = []
     for line in lines:
         try:
-            record = json.loads(line)
+            record = json.loads(line, parse_constant=lambda _: None)
         except json.JSONDecodeError:
             continue
         if isinstance(record, dict) and isinstance(record.get("type"), str) and isinstance(record.get("step"), int):
@@ -251,11 +310,28 @@ def checkpoint_step(checkpoint: Path) -> int:
 
 def resolve_checkpoint(path: str | Path, best: bool = False) -> tuple[RunDir, Path]:
     """A run folder (its latest checkpoint, or its best by validation loss) or one of its checkpoint folders."""
+    run, checkpoint, _ = choose_checkpoint(path, best)
+    return run, checkpoint
+
+
+def choose_checkpoint(path: str | Path, best: bool = False) -> tuple[RunDir, Path, str]:
+    """As `resolve_checkpoint`, with which checkpoint it is and why, in words ("step-0000040, the best by
+    validation loss (4.1532)"); asked for the best when no checkpoint has a validation loss, the latest."""
     folder = Path(path)
     if (folder / "state.json").is_file() and (folder / "model.safetensors").is_file():
-        return RunDir(folder.parent.parent), folder
+        return RunDir(folder.parent.parent), folder, f"{folder.name}, the checkpoint given"
     run = RunDir(folder)
-    checkpoint = (run.best_checkpoint() if best else None) or run.latest_checkpoint()
-    if checkpoint is None:
+    latest = run.latest_checkpoint()
+    if latest is None:
         raise CheckpointError(f"run {run.name} has no checkpoint yet; train it first")
-    return run, checkpoint
+    if not best:
+        return run, latest, f"{latest.name}, the latest checkpoint"
+    chosen = run.best_checkpoint()
+    if chosen is None:
+        return (
+            run,
+            latest,
+            f"{latest.name}, the latest checkpoint: none of the run's checkpoints has a validation loss to choose "
+            "the best by",
+        )
+    return run, chosen, f"{chosen.name}, the best by validation loss ({read_state(chosen)['val_loss']:.4f})"

@@ -28,10 +28,38 @@ def save_error_message(error: OSError | None, step: int, previous: Path | None) 
     return f"Could not write the checkpoint of step {step} ({reason}).{kept}"
 
 
-def nonfinite_message(count: int, checkpoint: Path | None) -> str:
-    kept = f" The last good checkpoint, {checkpoint.name}, is intact." if checkpoint else ""
+STABLER = "Lower the learning rate, keep gradient clipping on, or use fp32/bf16 instead of fp16."
+
+
+def _kept(finite: Path | None) -> str:
+    if finite is None:
+        return " No checkpoint of this run has finite weights."
+    return f" The newest checkpoint with finite weights, {finite.name}, is intact."
+
+
+def nonfinite_message(count: int, finite: Path | None) -> str:
+    """Training stopped after `count` skipped steps; `finite`: the newest checkpoint with finite weights."""
     return (
-        f"The loss or the gradients were not finite numbers {count} steps in a row, so training stopped.{kept} "
-        "Lower the learning "
-        "rate, keep gradient clipping on, or use fp32/bf16 instead of fp16."
+        f"The loss or the gradients were not finite numbers {count} steps in a row, so training stopped."
+        f"{_kept(finite)} {STABLER}"
+    )
+
+
+def diverged_message(step: int, finite: Path | None) -> str:
+    """The weights themselves became non-finite by step `step`: nothing was saved for it."""
+    return (
+        f"The weights were no longer finite numbers at step {step} (training diverged), so step {step} was not "
+        f"saved and training stopped.{_kept(finite)} {STABLER}"
+    )
+
+
+def nonfinite_resume_message(newer: list[Path], finite: Path | None) -> str:
+    """Refusing to resume: `newer` are the checkpoints after `finite` (the newest with finite weights), the
+    latest last, whose weights are not finite (written before they were checked, or damaged since)."""
+    reason = f"{newer[-1].name}'s weights hold values that are not finite numbers, so training cannot resume from it."
+    if finite is None:
+        return f"{reason} No checkpoint of this run has finite weights: start a new run. {STABLER}"
+    return (
+        f"{reason} The newest checkpoint with finite weights is {finite.name}: to resume from it, move "
+        f"{', '.join(p.name for p in newer)} out of {finite.parent}. {STABLER}"
     )

@@ -103,10 +103,8 @@ def start_run(
     else:
         config = config.with_vocabulary(tokenizer.vocab_size, tokenizer.pad_id)
     sources = [s.path for s in corpus.loaded_sources]
-    run = RunDir.create(path, config, tokenizer, sources, corpus.options)
-    if initial is not None:
-        run.save_initial_weights(initial.build_model(), initial.origin())
-    return run
+    weights = (initial.build_model(), initial.origin()) if initial is not None else None
+    return RunDir.create(path, config, tokenizer, sources, corpus.options, weights)
 
 
 def with_architecture(config: RunConfig, initial: ImportedModel) -> RunConfig:

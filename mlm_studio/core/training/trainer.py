@@ -24,8 +24,8 @@ from mlm_studio.core.evaluation.held_out import detection_scores, held_out_sums,
 from mlm_studio.core.evaluation.probes import load_probes, score_probes
 from mlm_studio.core.models.build import build_trained, masked_lm_of
 from mlm_studio.core.models.encoder import decay_groups
-from mlm_studio.core.storage.checkpoint import load_optimizer, load_weights, read_state
-from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.storage.checkpoint import CheckpointError, load_optimizer, load_weights, read_state, weights_finite
+from mlm_studio.core.storage.run_folder import RunDir, checkpoint_step, finite_or_none
 from mlm_studio.core.storage.tensorboard import open_event_log
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.device import autocast_dtype, fused_optimizer_runs_on, resolve_device
@@ -33,7 +33,9 @@ from mlm_studio.core.training.distributed import SINGLE, Distributed, any_rank, 
 from mlm_studio.core.training.failures import (
     OOM_MESSAGE,
     RunFailed,
+    diverged_message,
     nonfinite_message,
+    nonfinite_resume_message,
     out_of_memory,
     save_error_message,
 )
@@ -132,6 +134,11 @@ class Trainer:
             return
         state = read_state(checkpoint)
         load_weights(checkpoint, self.model)
+        if not weights_finite(self.model.parameters()):
+            finite = self.run_dir.newest_finite_checkpoint()
+            after = checkpoint_step(finite) if finite is not None else -1
+            newer = [path for path in self.run_dir.checkpoints() if checkpoint_step(path) > after]
+            raise CheckpointError(nonfinite_resume_message(newer, finite))
         load_optimizer(checkpoint, self.optimizer)
         self.step = int(state["step"])
         self.tokens_seen = int(state["tokens_seen"])
@@ -232,7 +239,7 @@ class Trainer:
                 nonfinite_in_a_row += 1
                 yield self._logged(WarningRecord(self.step + 1, f"{step.problem}; the update was skipped"))
                 if nonfinite_in_a_row >= t.max_nonfinite_steps:
-                    message = nonfinite_message(nonfinite_in_a_row, self.run_dir.latest_checkpoint())
+                    message = nonfinite_message(nonfinite_in_a_row, self.run_dir.newest_finite_checkpoint())
                     yield self._logged(FailedRecord(self.step + 1, message))
                     return
             out_of_time = self._advance(step.tokens, window, started)
@@ -361,9 +368,13 @@ class Trainer:
         return record
 
     def _save(self) -> Iterator[Record]:
-        """Write a checkpoint. If it cannot be written (disk full, no permission), the previous one stays the
-        latest; then either pause and retry on resume, or fail."""
+        """Write a checkpoint of finite weights (non-finite ones end the run unsaved). If it cannot be written
+        (disk full, no permission), the previous one stays the latest; then either pause and retry on resume, or
+        fail."""
+        if self._agree(not weights_finite(self.model.parameters())):
+            raise RunFailed(diverged_message(self.step, self.run_dir.newest_finite_checkpoint()))
         val_loss = self.last_eval.loss if self.last_eval and self.last_eval.step == self.step else None
+        val_loss = val_loss if val_loss is not None and math.isfinite(val_loss) else None
         if val_loss is not None and val_loss < self.best_val_loss:
             self.best_val_loss = val_loss
         while True:
@@ -409,7 +420,7 @@ class Trainer:
     def _logged(self, record: Record) -> Record:
         """Append the record to the run's metrics; if the disk refuses, keep it until the next write."""
         if self.dist.main:
-            self._unwritten.append(record.to_dict())
+            self._unwritten.append(finite_or_none(record.to_dict()))
             try:
                 self.run_dir.append_metrics(self._unwritten)
             except OSError:
