@@ -8,6 +8,7 @@ needs neither PyTorch nor `tokenizers`.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
@@ -21,6 +22,7 @@ STRATEGIES = ("token", "whole_word", "span")
 OBJECTIVES = ("mlm", "electra")  # masked-LM; ELECTRA's replaced-token detection
 UNTIL_THE_BUDGET_IS_SPENT = 10**9  # the step count of a run that a time budget ends
 DEVICES = ("auto", "cpu", "cuda", "cuda:N", "mps")  # where to train or predict (N: a GPU's number)
+MAX_GPU_INDEX = 127
 MAX_SEED = 2**32 - 1
 MAX_TIME_BUDGET = 366 * 24 * 3600.0
 MIN_VOCAB = 5 + 64  # the special tokens and a small alphabet
@@ -72,7 +74,8 @@ class Section:
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
             fits = isinstance(value, wanted) and (wanted is bool or not isinstance(value, bool))
             self._require(fits or (wanted is float and number), f"must be {wanted.__name__}, not {value!r}", f.name)
-            self._require(not number or math.isfinite(value), f"must be a finite number, not {value!r}", f.name)
+            finite = not isinstance(value, float) or math.isfinite(value)  # an int is, however large
+            self._require(finite, f"must be a finite number, not {value!r}", f.name)
 
     def values(self) -> dict[str, Any]:
         """Every field by name (what `config.toml` lists)."""
@@ -360,10 +363,12 @@ class TrainConfig(Section):
 
 
 def valid_device(name: str) -> bool:
-    """Whether `name` is one of `DEVICES` (cuda:N with a number)."""
+    """Whether `name` is one of `DEVICES`: cuda:N with N a number PyTorch can hold (it keeps a device's index in
+    8 bits and silently wraps larger ones onto other GPUs)."""
     if name in ("auto", "cpu", "cuda", "mps"):
         return True
-    return name.startswith("cuda:") and name[5:].isdigit()
+    index = re.fullmatch(r"cuda:(0|[1-9][0-9]{0,2})", name, re.ASCII)
+    return index is not None and int(index.group(1)) <= MAX_GPU_INDEX
 
 
 SECTIONS: dict[str, Any] = {
