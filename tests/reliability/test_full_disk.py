@@ -54,3 +54,34 @@ def test_exporting_into_the_working_folder(tmp_path, finished_run):
     assert done.returncode == 0, done.stderr
     assert (here / "model.safetensors").is_file() and (here / "config.json").is_file()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def _full(disk):
+    """`disk` filled to the last byte."""
+    with open(disk / "filler", "wb", buffering=0) as filler:
+        with pytest.raises(OSError, match="No space left on device"):
+            while True:
+                filler.write(b"\0" * 4096)
+    return disk
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("evaluate", "{run}", "--json"),
+        ("predict", "{run}", "the [MASK] of the [MASK]", "--json"),
+        ("evaluate", "{run}"),
+    ],
+)
+def test_results_printed_onto_a_full_disk_fail_with_the_reason_not_a_traceback(finished_run, small_disk, args):
+    """`mlm-studio evaluate RUN --json > /full/disk/result.json`."""
+    with open(_full(small_disk) / "result.json", "w") as stdout:
+        done = subprocess.run(
+            [sys.executable, "-m", "mlm_studio", *(a.format(run=finished_run) for a in args)],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 1
+    assert done.stderr == "mlm-studio: could not write the output (No space left on device)\n"
