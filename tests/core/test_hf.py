@@ -134,6 +134,11 @@ def test_an_encoder_without_head_in_old_names_imports_with_a_fresh_head(tmp_path
         )
     again = import_model(folder)
     assert all(torch.equal(again.weights[n], t) for n, t in imported.weights.items())  # the fresh head is seeded
+    predictor = FillMask.from_path(folder)  # the Playground titles its predictions with the source
+    assert (
+        predictor.untrained_head
+        and predictor.source == "encoder (Hugging Face) (untrained head: its predictions are random)"
+    )
 
 
 def test_sharded_safetensors_import(tmp_path, hf_folder):
