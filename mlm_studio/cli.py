@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="MLM Studio: a workbench for masked language modeling. With no command, opens the window.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(metavar="COMMAND", title="commands")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     gui = commands.add_parser("gui", help="open the workbench window (the default)")
     for p in (parser, gui):
         p.set_defaults(run=_gui)
@@ -250,9 +252,40 @@ def _deferred(module: str, name: str) -> Callable[[argparse.Namespace], int]:
     return lambda args: getattr(importlib.import_module(module), name)(args)
 
 
+DEBUG_VARIABLE = "MLM_STUDIO_DEBUG"  # set to 1: an unexpected error shows its traceback
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run a command. Whatever error it did not handle becomes one sentence and exit 1 (the traceback with
+    MLM_STUDIO_DEBUG=1); Ctrl-C exits 130 and a reader that left (`| head`) 141, both quietly."""
     args = build_parser().parse_args(argv)
-    return args.run(args)
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="surrogateescape")  # a file name that is not UTF-8 is printed as its bytes
+    try:
+        code = args.run(args)
+        sys.stdout.flush()
+        return code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's own flush has nowhere to fail
+        return 141
+    except Exception as exc:
+        if os.environ.get(DEBUG_VARIABLE) == "1":
+            raise
+        print(
+            f"mlm-studio: {args.command or 'the window'} failed: {_reason(exc)} (run again with {DEBUG_VARIABLE}=1 to "
+            "see the traceback for a bug report)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _reason(exc: Exception) -> str:
+    """An error in words: the system's own for a file or device, else its kind and message."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror + (f" ({exc.filename})" if exc.filename else "")
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 if __name__ == "__main__":

@@ -286,33 +286,43 @@ def tensorboard(args) -> int:
 
 
 def predict(args) -> int:
-    """Print the top-k candidates for each [MASK] (or the filled text with --fill)."""
+    """Print the top-k candidates for each [MASK] (or the filled text with --fill), as text or JSON."""
     try:
         predictor = FillMask.from_path(args.model, str(resolve_device(args.device)))
-        if args.json and not args.fill:
-            print(json.dumps(predictor.as_pipeline(args.text, args.top_k), ensure_ascii=False, allow_nan=False))
-            return 0
-        if args.fill:
-            filled = predictor.fill(args.text, args.top_k)
-            results, text = list(filled.candidates), filled.text
-        else:
-            results, text = predictor.predict(args.text, args.top_k), None
+        output = _predictions(predictor, args)
     except USER_ERRORS as exc:
         return _fail(str(exc))
+    if predictor.untrained_head:
+        _warn_untrained(args.model, "these predictions are random")
+    return _emit(output)
+
+
+def _predictions(predictor: FillMask, args) -> str:
+    """What `predict` prints: the pipeline's JSON (each candidate marked when the head is untrained), or with
+    --fill the text and each mask's candidates, or lines for people."""
+    if args.json and not args.fill:
+        rows = predictor.as_pipeline(args.text, args.top_k)
+        if predictor.untrained_head:
+            for candidate in rows if isinstance(rows[0], dict) else [c for row in rows for c in row]:
+                candidate["untrained_head"] = True
+        return _json(rows)
+    if args.fill:
+        filled = predictor.fill(args.text, args.top_k)
+        results, text = list(filled.candidates), filled.text
+    else:
+        results, text = predictor.predict(args.text, args.top_k), None
     if args.json:
         masks = [[{"score": c.score, "token": c.token_id, "token_str": c.token} for c in mask] for mask in results]
-        print(json.dumps({"text": text, "masks": masks}, ensure_ascii=False, allow_nan=False))
-        return 0
-    if text is not None:
-        print(text)
+        return _json({"text": text, "masks": masks, "untrained_head": predictor.untrained_head})
+    lines = [text] if text is not None else []
     for number, candidates in enumerate(results, start=1):
-        shown = "  ".join(f"{c.token} {c.score:.3f}" for c in candidates)
-        print(f"[MASK] {number}: {shown}")
-    return 0
+        lines.append(f"[MASK] {number}: " + "  ".join(f"{c.token} {c.score:.3f}" for c in candidates))
+    return "\n".join(lines)
 
 
 def evaluate(args) -> int:
-    """Print the masked-token diagnosis of a model (and, with --task, the downstream probe) as a table or JSON."""
+    """Print the masked-token diagnosis of a model (and, with --task, the downstream probe) as a table or JSON;
+    refused when the held-out text gave nothing to score."""
     from mlm_studio.core.data.corpus import load_corpus
     from mlm_studio.core.evaluation.diagnosis import diagnose
     from mlm_studio.core.evaluation.subject import load_subject
@@ -325,36 +335,75 @@ def evaluate(args) -> int:
         corpus = load_corpus(list(args.corpus)) if args.corpus else None
         subject = load_subject(args.model, args.checkpoint, corpus)
         diagnosis = diagnose(subject.model, subject.tokenizer, subject.config, subject.validation)
-        result = diagnosis.to_json()
+        if diagnosis.predicted == 0:
+            return _fail(
+                f"{subject.title}: nothing was scored, as the held-out text ({len(subject.validation):,} blocks) gave "
+                "no masked position; give a larger corpus"
+            )
+        result = {**diagnosis.to_json(), "untrained_head": subject.untrained_head}
         if task is not None:
             result["task"] = probe_task(subject.encoder, subject.tokenizer, task.texts, task.labels).to_json()
     except (*USER_ERRORS, TaskError) as exc:
         return _fail(str(exc))
-    if args.json:
-        print(json.dumps(_finite(result), ensure_ascii=False, allow_nan=False))
-        return 0
-    print(f"{subject.title}: {diagnosis.predicted:,} masked positions")
-    print(f"loss {diagnosis.loss:.4f} · accuracy {diagnosis.accuracy:.2%} · top-5 {diagnosis.top5_accuracy:.2%} · "
-          f"calibration error {diagnosis.ece:.3f}")  # fmt: skip
-    for title, shares in (("by corpus frequency", diagnosis.by_frequency), ("by kind", diagnosis.by_kind)):
-        print(f"\n{title}:")
+    if subject.untrained_head:
+        _warn_untrained(args.model, "the masked-token figures are those of a random head (a --task probe reads "
+                        "the encoder alone and still counts)")  # fmt: skip
+    return _emit(_json(result) if args.json else _diagnosis_table(subject.title, diagnosis, result.get("task")))
+
+
+def _diagnosis_table(title: str, diagnosis, task: dict | None) -> str:
+    """`evaluate`'s report for people; an empty group's accuracy is a dash."""
+    lines = [
+        f"{title}: {diagnosis.predicted:,} masked positions",
+        f"loss {diagnosis.loss:.4f} · accuracy {diagnosis.accuracy:.2%} · top-5 {diagnosis.top5_accuracy:.2%} · "
+        f"calibration error {diagnosis.ece:.3f}",
+    ]
+    for heading, shares in (("by corpus frequency", diagnosis.by_frequency), ("by kind", diagnosis.by_kind)):
+        lines += ["", f"{heading}:"]
         for share in shares:
-            print(f"  {share.name:>14}  {share.count:>7,}  {share.accuracy:7.2%}")
-    print("\nmost frequent confusions (expected → predicted):")
-    for expected, predicted, count in diagnosis.confusions[:10]:
-        print(f"  {expected} → {predicted}  ×{count}")
-    if "task" in result:
-        task = result["task"]
-        print(
-            f"\ntask ({task['examples']:,} examples): accuracy {task['accuracy']:.2%}, "
-            f"macro-F1 {task['macro_f1']:.3f}; majority class {task['majority_accuracy']:.2%}, "
-            f"bag of words {task['bag_of_words_accuracy']:.2%}"
-        )
+            accuracy = f"{share.accuracy:7.2%}" if share.count else f"{'—':>7}"
+            lines.append(f"  {share.name:>14}  {share.count:>7,}  {accuracy}")
+    lines += ["", "most frequent confusions (expected → predicted):"]
+    lines += [f"  {expected} → {predicted}  ×{count}" for expected, predicted, count in diagnosis.confusions[:10]]
+    if task is not None:
+        lines += [
+            "",
+            f"task ({task['examples']:,} examples): accuracy {task['accuracy']:.2%}, macro-F1 {task['macro_f1']:.3f}; "
+            f"majority class {task['majority_accuracy']:.2%}, bag of words {task['bag_of_words_accuracy']:.2%}",
+        ]
+    return "\n".join(lines)
+
+
+def _warn_untrained(model, consequence: str) -> None:
+    """Say, on stderr, that a folder's masked-LM head was made on import: it is warned of, not refused, because its
+    encoder is real (a --task probe measures it, the Playground compares it with a trained one) and a script reads
+    the JSON's `untrained_head` to decide for itself."""
+    print(
+        f"mlm-studio: warning: {model} holds an encoder without a masked-LM head, so the head is new and untrained "
+        f"and {consequence}; train it first with: mlm-studio train --init-from {model}",
+        file=sys.stderr,
+    )
+
+
+def _json(value) -> str:
+    """Strict JSON: every NaN or infinity (an empty group's accuracy) as null, which JSON has instead."""
+    return json.dumps(_finite(value), ensure_ascii=False, allow_nan=False)
+
+
+def _emit(text: str) -> int:
+    """Print a command's result on stdout (0), or say why it could not be written there (1); a reader that left
+    (`| head`) is the top level's to end quietly."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        return _fail(f"could not write the output ({exc.strerror or exc})")
     return 0
 
 
 def _finite(value):
-    """`value` with every NaN or infinity (an empty bucket's accuracy) as null: JSON has no NaN."""
+    """`value` with every NaN or infinity as None."""
     if isinstance(value, dict):
         return {key: _finite(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):

@@ -606,3 +606,158 @@ def test_a_run_without_evaluations_and_with_a_nan_checkpoint_gets_the_truth_as_s
     assert "step-0000003's weights hold values that are not finite numbers, so training cannot resume" in err
     assert "The newest checkpoint with finite weights is step-0000002: to resume from it, move step-0000003" in err
     assert [p.name for p in run.checkpoints()] == ["step-0000002", "step-0000003"]
+
+
+# --- every command's top level: one sentence, never a traceback ----------------------------------------------
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory, corpus_file):
+    """A run of 4 steps, trained through the command line."""
+    folder = tmp_path_factory.mktemp("cli-run")
+    cfg = config_file(folder)
+    args = ["train", "--config", str(cfg), "--corpus", str(corpus_file), "--out", str(folder / "run")]
+    assert main([*args, "--max-steps", "4"]) == 0
+    return folder / "run"
+
+
+@pytest.fixture(scope="module")
+def encoder_only(tmp_path_factory, corpus_file):
+    """A published-style `BertModel` folder: an encoder (and pooler) without a masked-LM head."""
+    transformers = pytest.importorskip("transformers")
+    from tests.core.family_folders import save_tokenizer
+
+    folder = tmp_path_factory.mktemp("encoder") / "bert-encoder"
+    documents = corpus_file.read_text(encoding="utf-8").split("\n\n")[:200]
+    tokenizer = save_tokenizer("wordpiece", documents, folder)
+    shape = {"hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 96}
+    config = transformers.BertConfig(vocab_size=len(tokenizer), max_position_embeddings=64, **shape)
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(folder)
+    return folder
+
+
+def _ceiling(megabytes: int):
+    import resource
+
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (megabytes << 20, megabytes << 20))
+
+    return apply
+
+
+def test_an_unhandled_error_is_one_sentence_and_its_traceback_is_there_on_request(tmp_path):
+    """256 MiB of address space is too little for PyTorch's libraries: predict cannot even import them."""
+    debug = {k: v for k, v in os.environ.items() if k != "MLM_STUDIO_DEBUG"}
+    args = command("predict", tmp_path, "the [MASK] of")
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120, preexec_fn=_ceiling(256), env=debug)
+    assert done.returncode == 1 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("mlm-studio: predict failed: ") and "MLM_STUDIO_DEBUG=1" in done.stderr
+    debug["MLM_STUDIO_DEBUG"] = "1"
+    shown = subprocess.run(args, capture_output=True, text=True, timeout=120, preexec_fn=_ceiling(256), env=debug)
+    assert shown.returncode == 1 and "Traceback (most recent call last)" in shown.stderr
+
+
+def test_ctrl_c_outside_training_exits_130_quietly(tmp_path):
+    """train reads its configuration from a pipe the test holds open: Ctrl-C arrives while it waits there."""
+    import threading
+
+    fifo = tmp_path / "config.toml"
+    os.mkfifo(fifo)
+    process = subprocess.Popen(command("train", "--config", fifo, "--out", tmp_path / "run"), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    opened = []
+    writer = threading.Thread(target=lambda: opened.append(os.open(fifo, os.O_WRONLY)))  # returns once train reads
+    writer.start()
+    writer.join(timeout=120)
+    assert opened, "train never opened its configuration"
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    os.close(opened[0])
+    assert (process.returncode, out, err) == (130, "", "")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_reader_that_left_ends_the_command_quietly(small_run):
+    """`mlm-studio evaluate RUN | head -0`: the pipe's reading end is closed before anything is written."""
+    read, write = os.pipe()
+    os.close(read)
+    with os.fdopen(write, "wb") as stdout:
+        done = subprocess.run(command("evaluate", small_run), stdout=stdout, stderr=subprocess.PIPE, text=True,
+                              timeout=120)  # fmt: skip
+    assert (done.returncode, done.stderr) == (141, "")
+
+
+@pytest.mark.parametrize("device", ["bogus", "cuda:99999999999999999999", "cuda:128", "cuda:٣", "cuda:01"])
+def test_a_device_pytorch_cannot_read_is_refused_by_the_parser(small_run, capsys, device):
+    with pytest.raises(SystemExit) as exited:
+        main(["predict", str(small_run), "the [MASK] of", "--device", device])
+    assert exited.value.code == 2
+    assert (
+        f"argument --device: {device!r} is not a device: write auto, cpu, cuda, cuda:N or mps"
+        in capsys.readouterr().err
+    )
+
+
+@pytest.mark.parametrize("device", ["cuda:0", "cuda:127"])
+def test_a_gpu_this_machine_lacks_is_one_sentence(small_run, capsys, device):
+    if torch.cuda.device_count() > int(device.partition(":")[2] or 0):
+        pytest.skip("this machine has that GPU")
+    assert main(["predict", str(small_run), "the [MASK] of", "--device", device]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"mlm-studio: device {device} ") and len(err.splitlines()) == 1
+
+
+def test_resolving_a_device_name_pytorch_would_misread_is_refused():
+    from mlm_studio.core.training.device import resolve_device
+
+    for name in ("cuda:99999999999999999999", "cuda:128", "cuda:-1", "CUDA", ""):
+        with pytest.raises(ValueError, match=r"is not a device: write auto, cpu, cuda, cuda:N or mps"):
+            resolve_device(name)
+    assert str(resolve_device("cpu")) == "cpu"
+
+
+def test_an_encoder_without_a_masked_lm_head_is_predicted_and_evaluated_with_a_warning(
+    encoder_only, corpus_file, capsys
+):
+    assert main(["predict", str(encoder_only), "the [MASK] of the list"]) == 0
+    out = capsys.readouterr()
+    warning = f"mlm-studio: warning: {encoder_only} holds an encoder without a masked-LM head"
+    assert out.err.startswith(warning) and "these predictions are random" in out.err
+    assert out.out.startswith("[MASK] 1: ")
+
+    assert main(["predict", str(encoder_only), "the [MASK] of the [MASK]", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert all(candidate["untrained_head"] is True for row in rows for candidate in row)
+    assert main(["predict", str(encoder_only), "the [MASK] of the list", "--json", "--fill"]) == 0
+    assert json.loads(capsys.readouterr().out)["untrained_head"] is True
+
+    assert main(["evaluate", str(encoder_only), "--corpus", str(corpus_file), "--json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["untrained_head"] is True and out.err.startswith(warning)
+
+
+def test_evaluate_json_is_strict_json_with_null_for_empty_groups(small_run, capsys):
+    assert main(["evaluate", str(small_run), "--json"]) == 0
+    out = capsys.readouterr()
+
+    def refuse(constant):
+        raise AssertionError(f"{constant} is not JSON")
+
+    result = json.loads(out.out, parse_constant=refuse)
+    empty = [b for b in result["by_frequency"] if b["count"] == 0]
+    assert empty and all(b["accuracy"] is None for b in empty)  # a small corpus has no token seen 10,000+ times
+    assert result["untrained_head"] is False and out.err == ""
+    assert main(["evaluate", str(small_run)]) == 0
+    table = capsys.readouterr().out
+    assert "nan" not in table and re.search(r"10,000\+\s+0\s+—", table)
+
+
+def test_evaluate_refuses_when_nothing_was_scored(encoder_only, tmp_path, capsys):
+    tiny = tmp_path / "tiny.txt"
+    tiny.write_text("Too short to mask.\n", encoding="utf-8")
+    assert main(["evaluate", str(encoder_only), "--corpus", str(tiny), "--json"]) == 1
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert (
+        "nothing was scored, as the held-out text (0 blocks) gave no masked position; give a larger corpus" in out.err
+    )

@@ -2,8 +2,11 @@
 
 from dataclasses import replace
 
+from hypothesis import strategies as st
+
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import DataConfig, ModelConfig, TrainConfig
+from mlm_studio.core.interop.hf import InteropError, import_model
 
 
 def small_config(**training) -> RunConfig:
@@ -47,3 +50,20 @@ def train_documents(blocks, count):
     starts = blocks.data.offsets[:-1]
     wanted = set(blocks.doc_starts[:count].tolist())
     return np.flatnonzero([s in wanted for s in starts])
+
+
+# Any JSON value, the odd ones included: huge integers, infinities, NaN, nested lists and objects.
+ODD_NUMBERS = st.sampled_from([10**400, -(10**30), 0, -1, 2**63, float("inf"), float("nan"), 1e308, True])
+ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.integers(-2, 600) | ODD_NUMBERS | st.floats() | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=8,
+)
+
+
+def imports_or_refuses(folder) -> None:
+    """import_model gives a model or one InteropError sentence, never another exception."""
+    try:
+        import_model(folder)
+    except InteropError as exc:
+        assert str(exc) and "\n" not in str(exc)

@@ -118,3 +118,14 @@ def test_sentence_vectors_come_from_the_layer_asked_for(longer_run):
     assert abs(first - last).max() > 0.1  # a 2-layer ModernBERT: the first layer's output is not the last one's
     alone = sentence_vectors(subject.model, subject.tokenizer, texts[:1])
     assert abs(alone[0] - last[0]).max() < 1e-5  # padding in a batch changes nothing
+
+
+def test_a_tokenizer_larger_than_the_models_vocabulary_is_refused_before_scoring(trained_run, small_corpus):
+    from mlm_studio.core.config.sections import TokenizerConfig
+    from mlm_studio.core.data.tokenizer import train_tokenizer
+    from mlm_studio.core.evaluation.predict import PredictError
+
+    subject = load_subject(trained_run.path)
+    bigger = train_tokenizer(small_corpus.iter_documents(), TokenizerConfig(vocab_size=800), small_corpus.documents)
+    with pytest.raises(PredictError, match=rf"^the tokenizer has {bigger.vocab_size:,} pieces but the model only 400"):
+        diagnose(subject.model, bigger, subject.config, subject.validation)

@@ -3,10 +3,13 @@ tokenizer of its family's kind) give the same logits and the same fill-mask top-
 them exports to a folder `transformers` loads as the family's class, key for key, computing what ours does."""
 
 import json
+import shutil
 from itertools import islice
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.evaluation.predict import FillMask
@@ -16,7 +19,7 @@ from mlm_studio.core.models.registry import FAMILIES
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.family_folders import CASES, make_folder
-from tests.core.helpers import small_config
+from tests.core.helpers import ANY_JSON, imports_or_refuses, small_config
 from tests.core.hub_layout import add_folder, point_main_at, use_cache
 
 transformers = pytest.importorskip("transformers")
@@ -139,3 +142,61 @@ def test_the_configuration_knows_exactly_the_registered_families():
         ModelConfig(family="gpt2")
     with pytest.raises(Exception, match=r"model.local_attention applies to modernbert models only"):
         ModelConfig(family="bert", local_attention=64)
+
+
+# The fields families read specially; every other field of the folder's own config.json is changed too.
+READ_FIELDS = [
+    "model_type",
+    "architectures",
+    "position_embedding_type",
+    "sinusoidal_pos_embds",
+    "embedding_size",
+    "embedding_dropout",
+    "layer_types",
+    "rope_parameters",
+    "pad_token_id",
+]
+ROPE = st.dictionaries(
+    st.sampled_from(["full_attention", "sliding_attention"]),
+    ANY_JSON | st.dictionaries(st.sampled_from(["rope_type", "rope_theta"]), ANY_JSON | st.just("default")),
+)
+
+
+def test_any_json_as_config_json_is_imported_or_refused_clearly(case, tmp_path_factory):
+    name, folder = case
+    target = shutil.copytree(folder, tmp_path_factory.mktemp("fuzzed") / name)
+    real = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    field = st.sampled_from(READ_FIELDS) | st.sampled_from(sorted(real))
+    value = ANY_JSON | st.sampled_from([f.model_type for f in FAMILIES.values()]) | st.just({}) | ROPE
+    changed = st.dictionaries(field, value, min_size=1, max_size=3).map(lambda c: {**real, **c})
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(ANY_JSON | changed)
+    def check(config):
+        (target / "config.json").write_text(json.dumps(config), encoding="utf-8")
+        imports_or_refuses(target)
+
+    check()
+
+
+@pytest.fixture(scope="module")
+def modernbert(small_corpus, tmp_path_factory):
+    documents = list(islice(small_corpus.iter_documents(), 400))
+    return make_folder("modernbert", documents, tmp_path_factory.mktemp("modernbert"))
+
+
+@pytest.mark.parametrize(
+    ("rope", "words"),
+    [
+        (["full_attention"], r"has rope_parameters \['full_attention'\]; an object by layer kind was expected"),
+        ({"full_attention": 160000}, r"has rope_parameters.full_attention 160000; an object was expected"),
+        ({"full_attention": {"rope_theta": "high"}}, r"global_rope_theta must be float, not 'high'"),
+        ({"sliding_attention": {"rope_type": ["yarn"]}}, r"scales its rotary positions \(\['yarn'\]\)"),
+    ],
+)
+def test_malformed_modernbert_rope_parameters_are_refused_naming_them(modernbert, tmp_path, rope, words):
+    folder = shutil.copytree(modernbert, tmp_path / "modernbert")
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    (folder / "config.json").write_text(json.dumps({**config, "rope_parameters": rope}), encoding="utf-8")
+    with pytest.raises(InteropError, match=words):
+        import_model(folder)

@@ -23,7 +23,7 @@ from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
-from tests.core.helpers import small_config, with_training
+from tests.core.helpers import ANY_JSON, imports_or_refuses, small_config, with_training
 
 transformers = pytest.importorskip("transformers")
 
@@ -134,6 +134,11 @@ def test_an_encoder_without_head_in_old_names_imports_with_a_fresh_head(tmp_path
         )
     again = import_model(folder)
     assert all(torch.equal(again.weights[n], t) for n, t in imported.weights.items())  # the fresh head is seeded
+    predictor = FillMask.from_path(folder)  # the Playground titles its predictions with the source
+    assert (
+        predictor.untrained_head
+        and predictor.source == "encoder (Hugging Face) (untrained head: its predictions are random)"
+    )
 
 
 def test_sharded_safetensors_import(tmp_path, hf_folder):
@@ -145,6 +150,70 @@ def test_sharded_safetensors_import(tmp_path, hf_folder):
         (folder / name).write_bytes((hf_folder / name).read_bytes())
     whole, sharded = import_model(hf_folder), import_model(folder)
     assert all(torch.equal(sharded.weights[n], t) for n, t in whole.weights.items())
+
+
+@pytest.fixture(scope="module")
+def sharded(hf_folder, tmp_path_factory):
+    """The small BERT saved by `transformers` in shards, with an index naming them."""
+    folder = tmp_path_factory.mktemp("sharded") / "bert-sharded"
+    transformers.AutoModelForMaskedLM.from_pretrained(hf_folder).save_pretrained(folder, max_shard_size="100KB")
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt"):
+        (folder / name).write_bytes((hf_folder / name).read_bytes())
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("shard", "words"),
+    [
+        (7, "names 7 as a shard"),
+        (None, "names None as a shard"),
+        (["model-00001-of-00002.safetensors"], "names \\['model-00001"),
+        ("../model.safetensors", "names '../model.safetensors' as a shard"),
+        ("sub/model.safetensors", "names 'sub/model.safetensors' as a shard"),
+        ("", "names '' as a shard"),
+        ("missing.safetensors", "missing.safetensors in bert-sharded cannot be read"),
+    ],
+)
+def test_an_index_naming_a_shard_that_is_not_a_file_beside_it_is_refused(tmp_path, sharded, shard, words):
+    folder = _copy(sharded, tmp_path / "bert-sharded")
+    (tmp_path / "model.safetensors").write_bytes(b"outside the folder: never read")
+    index = json.loads((folder / "model.safetensors.index.json").read_text())
+    first = next(iter(index["weight_map"]))
+    index["weight_map"][first] = shard
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(InteropError, match=words):
+        import_model(folder)
+
+
+def test_any_json_as_the_shard_index_is_imported_or_refused_clearly(tmp_path_factory, sharded):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    folder = _copy(sharded, tmp_path_factory.mktemp("fuzzed") / "bert-sharded")
+    real = json.loads((sharded / "model.safetensors.index.json").read_text())
+    names = st.sampled_from(sorted(set(real["weight_map"].values())))
+    weight_map = st.dictionaries(st.sampled_from(sorted(real["weight_map"])) | st.text(max_size=8), ANY_JSON | names)
+    index = ANY_JSON | st.fixed_dictionaries({"weight_map": ANY_JSON | weight_map}, optional={"metadata": ANY_JSON})
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(index)
+    def check(content):
+        (folder / "model.safetensors.index.json").write_text(json.dumps(content))
+        imports_or_refuses(folder)
+
+    check()
+
+
+def test_weights_of_another_family_are_named_as_such(tmp_path, hf_folder, small_tokenizer):
+    other = tmp_path / "distilbert"
+    shape = {"dim": 48, "n_layers": 2, "n_heads": 4, "hidden_dim": 96, "max_position_embeddings": 64}
+    config = transformers.DistilBertConfig(vocab_size=small_tokenizer.vocab_size, **shape)
+    transformers.DistilBertForMaskedLM(config).save_pretrained(other)
+    folder = _copy(hf_folder, tmp_path / "mixed")
+    (folder / "model.safetensors").write_bytes((other / "model.safetensors").read_bytes())
+    with pytest.raises(InteropError, match=r"belong to another family than config.json's BERT") as refused:
+        import_model(folder)
+    assert "distilbert.embeddings" in str(refused.value) and "num_hidden_layers" not in str(refused.value)
 
 
 # --- continued pre-training ----------------------------------------------------------------------------
@@ -335,6 +404,13 @@ def _copy(source: Path, target: Path) -> Path:
         (lambda c: {**c, "hidden_size": 32.0}, "hidden_size must be int, not 32.0"),
         (lambda c: {**c, "intermediate_size": 10**9}, "intermediate_size must be between 1 and 65,536"),
         (lambda c: {**c, "layer_norm_eps": "tiny"}, "layer_norm_eps must be float"),
+        (lambda c: {**c, "model_type": ["bert"]}, r"names no model type \(its model_type is \['bert'\]"),
+        (lambda c: {**c, "pad_token_id": 10**400}, "pad_token_id must be an id of the vocabulary"),
+        (lambda c: {**c, "max_position_embeddings": float("inf")}, "must be int, not inf"),
+        (
+            lambda c: {**c, "hidden_size": 4096, "num_attention_heads": 8, "num_hidden_layers": 48},
+            r"describes a model of [\d,]+ parameters but the weights hold",
+        ),
     ],
 )
 def test_a_config_that_does_not_fit_the_weights_is_refused_with_the_differences(tmp_path, hf_folder, edit, words):

@@ -100,3 +100,19 @@ def test_a_model_with_non_finite_weights_is_refused_not_printed_as_nan(trained_r
     )
     assert done.returncode == 1 and done.stdout == ""
     assert "not finite numbers (in bert.embeddings.LayerNorm.weight)" in done.stderr
+
+
+def test_a_tokenizer_larger_than_the_models_vocabulary_is_refused(trained_run, small_corpus, tmp_path):
+    """A run folder whose tokenizer.json was replaced by one with more pieces than the model has embeddings."""
+    import shutil
+
+    from mlm_studio.core.config.sections import TokenizerConfig
+    from mlm_studio.core.data.tokenizer import train_tokenizer
+
+    run = shutil.copytree(trained_run.path, tmp_path / "run")
+    bigger = train_tokenizer(small_corpus.iter_documents(), TokenizerConfig(vocab_size=800), small_corpus.documents)
+    assert bigger.vocab_size > trained_run.config.model.vocab_size
+    bigger.save(run / "tokenizer.json")
+    words = rf"run / step-0000030: the tokenizer has {bigger.vocab_size:,} pieces but the model only 400; this"
+    with pytest.raises(PredictError, match=words):
+        FillMask.from_path(run)

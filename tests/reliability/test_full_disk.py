@@ -88,3 +88,34 @@ def test_a_new_run_that_does_not_fit_leaves_no_half_made_run_and_keeps_its_lock(
         with pytest.raises(CheckpointError, match="is being trained by process"), RunLock(path):
             pass  # the lock the new run's files were moved in under still holds
     assert [r.path for r in list_runs(small_disk)] == [run.path]
+
+
+def _full(disk):
+    """`disk` filled to the last byte."""
+    with open(disk / "filler", "wb", buffering=0) as filler:
+        with pytest.raises(OSError, match="No space left on device"):
+            while True:
+                filler.write(b"\0" * 4096)
+    return disk
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("evaluate", "{run}", "--json"),
+        ("predict", "{run}", "the [MASK] of the [MASK]", "--json"),
+        ("evaluate", "{run}"),
+    ],
+)
+def test_results_printed_onto_a_full_disk_fail_with_the_reason_not_a_traceback(finished_run, small_disk, args):
+    """`mlm-studio evaluate RUN --json > /full/disk/result.json`."""
+    with open(_full(small_disk) / "result.json", "w") as stdout:
+        done = subprocess.run(
+            [sys.executable, "-m", "mlm_studio", *(a.format(run=finished_run) for a in args)],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 1
+    assert done.stderr == "mlm-studio: could not write the output (No space left on device)\n"

@@ -249,3 +249,23 @@ def test_a_pipe_named_as_a_corpus_is_refused_not_waited_on(tmp_path, corpus_file
     [skipped] = [s for s in corpus.sources if not s.loaded]
     assert skipped.path == fifo and "not a regular file" in skipped.reason
     assert corpus.documents > 0
+
+
+def test_a_corpus_file_named_in_bytes_that_are_not_utf8_is_exported_with_its_name_readable(tmp_path, corpus_file):
+    """Linux file names are bytes: café.txt in Latin-1 is b'caf\\xe9.txt', which Python keeps as a surrogate."""
+    import os
+
+    from mlm_studio.core.interop.hf import export_model
+    from mlm_studio.core.training.runs import start_run, training_blocks
+    from mlm_studio.core.training.trainer import Trainer
+    from tests.core.helpers import small_config
+
+    named = os.fsencode(tmp_path) + b"/caf\xe9.txt"
+    with open(named, "wb") as out:
+        out.write(corpus_file.read_bytes())
+    corpus = load_corpus([os.fsdecode(named)])
+    tokenizer = train_tokenizer(corpus.iter_documents(), TokenizerConfig(vocab_size=400), corpus.documents)
+    run = start_run(tmp_path / "run", small_config(max_steps=2, checkpoint_interval=2), corpus, tokenizer)
+    list(Trainer(run, *training_blocks(run, corpus)).run())
+    exported = export_model(run.path, tmp_path / "model")
+    assert "Corpus: caf\ufffd.txt." in (exported / "README.md").read_text(encoding="utf-8")

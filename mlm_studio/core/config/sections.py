@@ -8,6 +8,7 @@ needs neither PyTorch nor `tokenizers`.
 from __future__ import annotations
 
 import math
+import re
 import reprlib
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
@@ -22,6 +23,7 @@ STRATEGIES = ("token", "whole_word", "span")
 OBJECTIVES = ("mlm", "electra")  # masked-LM; ELECTRA's replaced-token detection
 UNTIL_THE_BUDGET_IS_SPENT = 10**9  # the step count of a run that a time budget ends
 DEVICES = ("auto", "cpu", "cuda", "cuda:N", "mps")  # where to train or predict (N: a GPU's number)
+MAX_GPU_INDEX = 127
 MAX_SEED = 2**32 - 1
 MAX_TIME_BUDGET = 366 * 24 * 3600.0
 MIN_VOCAB = 5 + 64  # the special tokens and a small alphabet
@@ -88,7 +90,8 @@ class Section:
             fits = isinstance(value, wanted) and (wanted is bool or not isinstance(value, bool))
             kind = wanted.__name__
             self._require(fits or (wanted is float and number), f"must be {kind}, not {shown(value)}", f.name)
-            self._require(not number or math.isfinite(value), f"must be a finite number, not {shown(value)}", f.name)
+            finite = not isinstance(value, float) or math.isfinite(value)  # an int is, however large
+            self._require(finite, f"must be a finite number, not {shown(value)}", f.name)
             whole = number and isinstance(value, int)
             self._require(not whole or abs(value) < MAX_WHOLE_NUMBER, f"is too large: {shown(value)}", f.name)
 
@@ -392,10 +395,12 @@ class TrainConfig(Section):
 
 
 def valid_device(name: str) -> bool:
-    """Whether `name` is one of `DEVICES` (cuda:N with a number)."""
+    """Whether `name` is one of `DEVICES`: cuda:N with N a number PyTorch can hold (it keeps a device's index in
+    8 bits and silently wraps larger ones onto other GPUs)."""
     if name in ("auto", "cpu", "cuda", "mps"):
         return True
-    return name.startswith("cuda:") and name[5:].isdigit()
+    index = re.fullmatch(r"cuda:(0|[1-9][0-9]{0,2})", name, re.ASCII)
+    return index is not None and int(index.group(1)) <= MAX_GPU_INDEX
 
 
 SECTIONS: dict[str, Any] = {

@@ -19,6 +19,7 @@ from mlm_studio.core.data.dataset import BlockSet
 from mlm_studio.core.data.masking import IGNORE_INDEX, Masker, MaskKind
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.evaluation.held_out import EVAL_SEED, mask_blocks
+from mlm_studio.core.evaluation.predict import check_vocabulary
 from mlm_studio.core.progress import Progress
 
 FREQUENCY_EDGES = (10, 100, 1_000, 10_000)  # corpus occurrences that separate the frequency buckets
@@ -101,6 +102,7 @@ def diagnose(
     """Score `model` on the run's evaluation blocks with the evaluation's masking (the first `samples` blocks
     are kept whole for inspection)."""
     progress = progress or Progress()
+    check_vocabulary(tokenizer, model.config)
     device = next(model.parameters()).device
     masker = Masker.for_tokenizer(config.masking, tokenizer, device)
     generator = torch.Generator(device=device)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.interop.hf import import_model, is_hf_folder, model_folder
 from mlm_studio.core.models.build import build_trained, masked_lm_of
@@ -42,7 +43,8 @@ class Filled:
 
 class FillMask:
     """A model and its tokenizer, ready to score masks; it never trains. An ELECTRA model fills masks with its
-    generator and has its discriminator as `detector`."""
+    generator and has its discriminator as `detector`. `untrained_head`: the masked-LM head (or ELECTRA's
+    generator) was made on import, not trained, so its predictions are random."""
 
     def __init__(
         self,
@@ -50,10 +52,13 @@ class FillMask:
         tokenizer: MLMTokenizer,
         source: str = "",
         detector: torch.nn.Module | None = None,
+        untrained_head: bool = False,
     ) -> None:
+        check_vocabulary(tokenizer, model.config, source)
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.source = source
+        self.untrained_head = untrained_head
         self.device = next(model.parameters()).device
         self.detector = detector.eval() if detector is not None else None
 
@@ -175,6 +180,16 @@ class FillMask:
         return "".join(out) + text[end:]
 
 
+def check_vocabulary(tokenizer: MLMTokenizer, model: ModelConfig, source: str = "") -> None:
+    """Refuse a tokenizer with more pieces than the model has embeddings: its last pieces would index past them."""
+    if tokenizer.vocab_size > model.vocab_size:
+        where = f"{source}: " if source else ""
+        raise PredictError(
+            f"{where}the tokenizer has {tokenizer.vocab_size:,} pieces but the model only {model.vocab_size:,}; this "
+            "tokenizer is not the one the model was trained with"
+        )
+
+
 def _check_top_k(top_k: int) -> None:
     if top_k < 1:
         raise PredictError(f"top-k must be at least 1, not {top_k}")
@@ -194,11 +209,13 @@ def _load_cached(path: str, device: str, stamp: float) -> FillMask:
     folder, run = Path(path), None
     if is_hf_folder(folder):
         imported = import_model(folder)
-        note = " (untrained head)" if imported.fresh_head else ""
+        untrained = imported.fresh_head
+        note = " (untrained head: its predictions are random)" if untrained else ""
         model, tokenizer, source = imported.build_model(), imported.tokenizer, f"{folder.name} (Hugging Face){note}"
     else:
         run, checkpoint = resolve_checkpoint(folder)
         model, tokenizer, source = build_trained(run.config), run.tokenizer, f"{run.name} / {checkpoint.name}"
+        untrained = False
         load_weights(checkpoint, model)
     broken = [name for name, value in model.state_dict().items() if not torch.isfinite(value).all()]
     if broken:
@@ -216,4 +233,4 @@ def _load_cached(path: str, device: str, stamp: float) -> FillMask:
         )
     model = model.to(device)
     detector = model.discriminator if isinstance(model, ReplacedTokenDetection) else None
-    return FillMask(masked_lm_of(model), tokenizer, source, detector)
+    return FillMask(masked_lm_of(model), tokenizer, source, detector, untrained)

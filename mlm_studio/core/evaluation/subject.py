@@ -28,6 +28,7 @@ class Subject:
     tokenizer: MLMTokenizer
     config: RunConfig
     validation: BlockSet
+    untrained_head: bool = False  # an imported encoder's masked-LM head, made on import: its figures are random
 
     @property
     def model(self) -> torch.nn.Module:
@@ -57,7 +58,8 @@ def load_subject(source: str | Path, step: int | None = None, corpus=None, progr
         config = with_architecture(config, imported)
         _, validation = split_blocks(tokenize_corpus(corpus, imported.tokenizer, progress), config.data,
                                      imported.tokenizer)  # fmt: skip
-        return Subject(f"{folder.name} (Hugging Face)", imported.build_model(), imported.tokenizer, config, validation)
+        return Subject(f"{folder.name} (Hugging Face)", imported.build_model(), imported.tokenizer, config, validation,
+                       imported.fresh_head)  # fmt: skip
     run, checkpoint = resolve_checkpoint(folder)
     if step is not None:
         checkpoint = next((c for c in run.checkpoints() if c.name == f"step-{step:07d}"), None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import pickle
 import re
+import reprlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -244,27 +245,22 @@ def import_model(source: str | Path) -> ImportedModel:
     raw = _raw_config(folder)
     config = _model_config(folder, raw)
     tokenizer = _tokenizer(folder)
-    architectures = raw.get("architectures")
-    if isinstance(architectures, list) and DISCRIMINATOR in architectures:
-        return _import_electra(folder, config, tokenizer)
     if tokenizer.vocab_size > config.vocab_size:
         raise InteropError(
             f"{folder.name}: the tokenizer has {tokenizer.vocab_size:,} pieces but the model only "
             f"{config.vocab_size:,}; they do not belong together"
         )
-    raw = _read_weights(folder)
+    tensors = _read_weights(folder)
+    _check_size(folder, config, tensors)
+    architectures = raw.get("architectures")
+    if isinstance(architectures, list) and DISCRIMINATOR in architectures:
+        return _import_electra(folder, config, tokenizer, tensors)
     with torch.random.fork_rng():
         torch.manual_seed(0)  # a fresh head is the same on every import
         model = build_model(config)
     family = FAMILIES[config.family]
-    weights, unused = _renamed(raw, set(model.state_dict()), family.prefix)
-    extra_layers = sorted({int(m.group(1)) for n in unused if (m := re.search(r"\.layers?\.(\d+)\.", n))})
-    if extra_layers:
-        raise InteropError(
-            f"{folder.name}: config.json declares {config.num_hidden_layers} layers but the weights also hold "
-            f"layer(s) {', '.join(map(str, extra_layers))}; the weights would go unused. Fix num_hidden_layers "
-            "in config.json"
-        )
+    weights, unused = _renamed(tensors, set(model.state_dict()), family.prefix)
+    _check_belonging(folder, config, weights, unused)
     _check_tied(weights, model, family, folder)
     fresh = model.state_dict()
     tied = aliases(model)
@@ -278,6 +274,37 @@ def import_model(source: str | Path) -> ImportedModel:
     except CheckpointError as exc:
         raise InteropError(str(exc)) from exc
     return ImportedModel(folder, config, tokenizer, weights, fresh_head, tuple(unused))
+
+
+def _check_size(folder: Path, config: ModelConfig, tensors: dict[str, torch.Tensor]) -> None:
+    """A config.json that describes a far larger model than the weights beside it is refused before that model is
+    built (a masked-LM head the folder lacks is a small part of a model)."""
+    held = sum(t.numel() for t in tensors.values())
+    if config.parameter_count() > 2 * held:
+        raise InteropError(
+            f"{folder.name}: config.json describes a model of {config.parameter_count():,} parameters but the "
+            f"weights hold {held:,}; they do not belong together"
+        )
+
+
+def _check_belonging(folder: Path, config: ModelConfig, weights: dict[str, torch.Tensor], unused: list[str]) -> None:
+    """The weights are those of config.json's family and depth: refused, saying which, when none is named as the
+    family's encoder names its weights, or when they hold layers beyond `num_hidden_layers`."""
+    family = FAMILIES[config.family]
+    if not any(n.startswith(f"{family.prefix}.") for n in weights):
+        raise InteropError(
+            f"{folder.name}: the weights belong to another family than config.json's {family.title} (none is named "
+            f"as a {family.title} encoder's weights; they are {listed(unused, 3) or 'none at all'}). Use the "
+            "config.json saved with these weights"
+        )
+    layers = {int(m.group(1)) for n in unused if (m := re.search(r"\.layers?\.(\d+)\.", n))}
+    extra_layers = sorted(n for n in layers if n >= config.num_hidden_layers)
+    if extra_layers:
+        raise InteropError(
+            f"{folder.name}: config.json declares {config.num_hidden_layers} layers but the weights also hold "
+            f"layer(s) {', '.join(map(str, extra_layers))}; the weights would go unused. Fix num_hidden_layers "
+            "in config.json"
+        )
 
 
 def _check_tied(weights: dict[str, torch.Tensor], model: torch.nn.Module, family: Family, folder: Path) -> None:
@@ -295,7 +322,9 @@ def _check_tied(weights: dict[str, torch.Tensor], model: torch.nn.Module, family
                 )
 
 
-def _import_electra(folder: Path, config: ModelConfig, tokenizer: MLMTokenizer) -> ImportedModel:
+def _import_electra(
+    folder: Path, config: ModelConfig, tokenizer: MLMTokenizer, tensors: dict[str, torch.Tensor]
+) -> ImportedModel:
     """An ELECTRA discriminator and the generator beside it in `generator/` (a fresh one, a quarter as wide, when
     there is none), the generator reading the discriminator's embeddings."""
     generator_folder = folder / GENERATOR_FOLDER
@@ -314,7 +343,7 @@ def _import_electra(folder: Path, config: ModelConfig, tokenizer: MLMTokenizer) 
         torch.manual_seed(0)  # a fresh generator is the same on every import
         pair = _electra_pair(config, size)
     expected = set(pair.state_dict())
-    weights, unused = _renamed(_read_weights(folder), expected, "discriminator")
+    weights, unused = _renamed(tensors, expected, "discriminator")
     if has_generator:
         generated, unused_too = _renamed(_read_weights(generator_folder), expected, "generator")
         shared = ("generator.electra.embeddings.", "generator.generator_lm_head.weight")
@@ -351,9 +380,14 @@ def _model_config(folder: Path, raw: dict[str, Any] | None = None) -> ModelConfi
     raw = _raw_config(folder) if raw is None else raw
     path = folder / "config.json"
     kind = raw.get("model_type")
-    family = family_named(kind) if isinstance(kind, str) else None
+    known = ", ".join(family_titles())
+    if not isinstance(kind, str):
+        raise InteropError(
+            f"{path.name} in {folder.name} names no model type (its model_type is {reprlib.repr(kind)}, not a name "
+            f'such as "bert"); MLM Studio reads {known}'
+        )
+    family = family_named(kind)
     if family is None:
-        known = ", ".join(family_titles())
         raise InteropError(f"{folder.name} holds a {kind or 'model of unknown type'} model; MLM Studio reads {known}")
     try:
         return family.from_hf(raw)
@@ -373,18 +407,33 @@ def _read_weights(folder: Path) -> dict[str, torch.Tensor]:
     if single.is_file():
         return _safetensors(single)
     if index.is_file():
-        try:
-            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, AttributeError) as exc:
-            raise InteropError(f"{index.name} in {folder.name} is damaged ({exc})") from exc
         tensors: dict[str, torch.Tensor] = {}
-        for shard in shards:
-            tensors.update(_safetensors(folder / Path(shard).name))
+        for shard in _shards(index):
+            tensors.update(_safetensors(folder / shard))
         return tensors
     pickled = folder / "pytorch_model.bin"
     if pickled.is_file():
         return _tensors_only(pickled)
     raise InteropError(f"{folder.name} has no weights (model.safetensors or pytorch_model.bin)")
+
+
+def _shards(index: Path) -> list[str]:
+    """The files a sharded checkpoint's index names in its `weight_map`, each a file name beside the index."""
+    where = f"{index.name} in {index.parent.name}"
+    try:
+        raw = json.loads(index.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InteropError(f"{where} is damaged ({exc})") from exc
+    weight_map = raw.get("weight_map") if isinstance(raw, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise InteropError(f"{where} has no weight_map (an object of weight names and their shard files)")
+    for shard in weight_map.values():
+        if not isinstance(shard, str) or shard in ("", ".", "..") or Path(shard).name != shard or "\0" in shard:
+            raise InteropError(
+                f"{where} names {reprlib.repr(shard)} as a shard; each shard must be the name of a file beside "
+                "the index"
+            )
+    return sorted(set(weight_map.values()))
 
 
 def _safetensors(path: Path) -> dict[str, torch.Tensor]:

@@ -5,6 +5,7 @@ attending globally and the others within a sliding window, a GeGLU feed-forward,
 from __future__ import annotations
 
 import math
+import reprlib
 from typing import Any
 
 import torch
@@ -212,23 +213,35 @@ def from_hf(raw: dict[str, Any]) -> ModelConfig:
 
 
 def _layer_pattern(raw: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
-    """Global-layer spacing and rotary bases from `layer_types` and `rope_parameters`, where given."""
+    """Global-layer spacing and rotary bases from `layer_types` and `rope_parameters`, where given (each checked
+    to have the shape `transformers` writes before it is read)."""
     found: dict[str, Any] = {}
     types = raw.get("layer_types")
     if types:
+        if not isinstance(types, list) or not all(isinstance(kind, str) for kind in types):
+            raise ConfigError(f"has layer_types {_short(types)}; a list of layer kinds was expected")
         spacing = next((n for n, kind in enumerate(types) if n and kind == "full_attention"), len(types))
         expected = ["full_attention" if n % spacing == 0 else "sliding_attention" for n in range(len(types))]
         if types != expected or len(types) != values["num_hidden_layers"]:
             raise ConfigError("has a pattern of global and local layers other than every n-th layer global")
         found["global_attn_every_n_layers"] = spacing
     rope = raw.get("rope_parameters") or {}
+    if not isinstance(rope, dict):
+        raise ConfigError(f"has rope_parameters {_short(rope)}; an object by layer kind was expected")
     for kind, name in (("full_attention", "global_rope_theta"), ("sliding_attention", "local_rope_theta")):
         parameters = rope.get(kind) or {}
+        if not isinstance(parameters, dict):
+            raise ConfigError(f"has rope_parameters.{kind} {_short(parameters)}; an object was expected")
         if parameters.get("rope_type", "default") != "default":
-            raise ConfigError(f"scales its rotary positions ({parameters['rope_type']}); MLM Studio's do not")
+            raise ConfigError(f"scales its rotary positions ({_short(parameters['rope_type'])}); MLM Studio's do not")
         if "rope_theta" in parameters:
-            found[name] = float(parameters["rope_theta"])
+            found[name] = parameters["rope_theta"]  # the configuration checks it is a finite number
     return found
+
+
+def _short(value: Any) -> str:
+    """A value of config.json, shortened for a message."""
+    return reprlib.repr(value)
 
 
 def to_hf(model: ModelConfig) -> dict[str, Any]:

@@ -40,7 +40,7 @@ class FamilyField:
         fits = isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
         if not (fits or (kind is float and number)):
             return f"must be {kind.__name__}, not {value!r}"
-        if number and not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):  # an int is finite however large
             return f"must be a finite number, not {value!r}"
         if self.choices and value not in self.choices:
             return f"must be one of {', '.join(self.choices)}, not {value!r}"

@@ -4,6 +4,7 @@ what it reached, and how to use it."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from mlm_studio import __version__
@@ -45,7 +46,7 @@ def model_card(run: RunDir, checkpoint: Path) -> str:
         if electra
         else f"A {family.title} masked language model, {m.parameter_count():,} parameters,"
     )
-    return f"""---
+    return _writable(f"""---
 library_name: transformers
 pipeline_tag: {"token-classification" if electra else "fill-mask"}
 tags: [{m.family}, fill-mask, mlm-studio]
@@ -83,4 +84,10 @@ fill("The {tokenizer.specials.mask} of the list.")
 ```toml
 {config.to_toml().strip()}
 ```
-"""
+""")
+
+
+def _writable(text: str) -> str:
+    """`text` with each lone surrogate as U+FFFD: Python keeps the bytes of a file name that is not UTF-8 (a corpus
+    file's, a run folder's) as surrogates, which a UTF-8 file cannot hold."""
+    return re.sub("[\ud800-\udfff]", "\ufffd", text)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mlm_studio.core.config.sections import DEVICES, join_words, valid_device
+
 
 @dataclass(frozen=True)
 class DeviceInfo:
@@ -27,9 +29,12 @@ def available_devices() -> list[DeviceInfo]:
 
 
 def resolve_device(name: str):
-    """The torch device for a config value; "auto" is the best of `available_devices()`."""
+    """The torch device for a config value; "auto" is the best of `available_devices()`. A name that is not one
+    of `DEVICES`, or a device this machine lacks, is refused with a ValueError that says what to write."""
     import torch
 
+    if not valid_device(name):
+        raise ValueError(f"{name!r} is not a device: write {join_words(DEVICES, 'or')} (N: a GPU's number)")
     if name == "auto":
         return torch.device(available_devices()[0].name)
     device = torch.device(name)
