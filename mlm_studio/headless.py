@@ -280,15 +280,20 @@ def export(args) -> int:
 
 
 def tensorboard(args) -> int:
-    """Write each run's TensorBoard events from its metrics.jsonl."""
+    """Write each run's TensorBoard events from its metrics.jsonl (refused while the run trains: it writes them)."""
+    from mlm_studio.core.storage.lock import RunLock
     from mlm_studio.core.storage.tensorboard import write_events
 
     for path in args.runs:
         try:
-            folder = write_events(RunDir(path).path, RunDir(path).read_metrics())
+            run = RunDir(path)
+            with RunLock(run.path):
+                folder, notes = write_events(run.path, run.read_metrics())
         except (ImportError, CheckpointError, OSError) as exc:
             return _fail(str(exc))
         print(f"TensorBoard events of {path} in {folder}; view them with: tensorboard --logdir {folder.parent}")
+        for note in notes:
+            print(f"Note: {note}.")
     return 0
 
 
