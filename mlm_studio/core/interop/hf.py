@@ -168,6 +168,8 @@ def _take_earlier_export(owned: OwnedFolder) -> None:
     names = [name for name in WRITTEN_FILES if name != GENERATOR_FOLDER]
     names += [f"{GENERATOR_FOLDER}/{name}" for name in MODEL_FILES]
     present = [name for name in names if owned.is_plain_file(name)]
+    if not present:
+        return  # nothing of an export: its files are strangers
     card = out / CARD
     try:
         ours = CARD in present and _CARD_MARK in card.read_text(encoding="utf-8")
