@@ -138,3 +138,14 @@ def test_events_of_a_writer_that_never_closed_are_replaced_at_the_next_start(tmp
     assert ours(tmp_path / EVENTS_FOLDER) == [second.name] and second.take_notes() == []
     assert sorted(p.name for p in (tmp_path / EVENTS_FOLDER).iterdir()) == sorted([MANIFEST, second.name])
     assert scalars(tmp_path / EVENTS_FOLDER) == expected(trained_run)
+
+
+def test_events_are_not_rewritten_while_another_process_trains_the_run(tmp_path, trained_run):
+    from mlm_studio.core.storage.lock import RunLock
+
+    run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
+    before = contents(run.path / EVENTS_FOLDER)
+    with RunLock(run.path):  # this process trains it; the command runs in another
+        done = tensorboard_command(run.path)
+    assert done.returncode == 1 and "is being trained by process" in done.stderr and "Traceback" not in done.stderr
+    assert contents(run.path / EVENTS_FOLDER) == before
