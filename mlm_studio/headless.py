@@ -20,6 +20,7 @@ from mlm_studio.core.evaluation.predict import FillMask, PredictError
 from mlm_studio.core.interop.hf import GENERATOR_FOLDER, export_model, import_model
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError, read_state
+from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training import distributed
@@ -281,7 +282,6 @@ def export(args) -> int:
 
 def tensorboard(args) -> int:
     """Write each run's TensorBoard events from its metrics.jsonl (refused while the run trains: it writes them)."""
-    from mlm_studio.core.storage.lock import RunLock
     from mlm_studio.core.storage.tensorboard import write_events
 
     for path in args.runs:

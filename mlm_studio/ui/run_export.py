@@ -66,8 +66,8 @@ class RunExporter(TaskRunner):
             return
         try:
             replacing = replaces_export(out)
-        except InteropError as exc:
-            self.message_bar.show_message(str(exc), "error")
+        except (InteropError, OSError) as exc:
+            self.message_bar.show_message(f"Could not export: {exc}", "error")
             return
         if replacing:
             question = f"{out} holds an exported model. Replace it?"

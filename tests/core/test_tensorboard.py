@@ -103,7 +103,7 @@ def test_writing_events_again_removes_only_the_event_files_mlm_studio_wrote(tmp_
     kept = {name: data for name, data in contents(folder).items() if name not in (*earlier, MANIFEST)}
     done = tensorboard_command(run.path)
     assert done.returncode == 0 and "Traceback" not in done.stderr
-    assert f"Note: kept {beside} was not written by MLM Studio; TensorBoard shows the events" in done.stdout
+    assert f"Note: left in place: {beside} was not written by MLM Studio; TensorBoard shows their events" in done.stdout
     assert {name: data for name, data in contents(folder).items() if name in kept} == kept and len(kept) == 3
     [new] = ours(folder)
     assert new not in earlier and not any((folder / name).exists() for name in earlier)

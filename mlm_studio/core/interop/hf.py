@@ -119,6 +119,7 @@ def _check_exportable(model: ModelConfig) -> None:
 
 
 def _check_target(out: Path, overwrite: bool) -> None:
+    """Refuse `out` unless it is new, empty, or an earlier export that `overwrite` allows replacing."""
     if replaces_export(out) and not overwrite:
         raise InteropError(f"{out} already holds an exported model; allow overwriting to replace it")
 

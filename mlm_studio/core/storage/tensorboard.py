@@ -11,6 +11,7 @@ synchronous: a full or read-only disk stops the events, said once, never the tra
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import socket
@@ -71,18 +72,19 @@ class EventLog:
             self._owned.record(self.name, grows=True)
             self._owned.save()  # the new file is listed before any earlier one goes
         except BaseException:
-            self._file.close()
-            self._file = None
+            self._close_quietly()
             (self.folder / self.name).unlink()  # ours, begun just now: the earlier events stay as they were
             raise
         _, kept = self._owned.remove(earlier)
         self._owned.save()
-        strangers = [name for name in self._owned.strangers() if "tfevents" in name and "/" not in name]
-        kept += [f"{self.folder / name} was not written by MLM Studio" for name in strangers]
+        beside = sorted(
+            p.name for p in self.folder.iterdir() if "tfevents" in p.name and p.name not in self._owned.files
+        )
+        kept += [f"{self.folder / name} was not written by MLM Studio" for name in beside]
         if kept:
             self._notes.append(
-                f"kept {listed(kept)}; TensorBoard shows the events of those files with this run's (remove them if "
-                "they are copies of this run's earlier events)"
+                f"left in place: {listed(kept)}; TensorBoard shows their events with this run's (remove them if they "
+                "are copies of this run's earlier events)"
             )
 
     def add(self, record: dict[str, Any]) -> None:
@@ -115,14 +117,16 @@ class EventLog:
         except (OSError, ValueError) as exc:
             self._stop(exc, "were not all recorded")
 
+    def _close_quietly(self) -> None:
+        """Close the event file; what it still held for a full disk is lost with it."""
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
+
     def _stop(self, exc: Exception, what: str) -> None:
         """Stop writing (the file closed, quietly) and say once why."""
-        if self._file is not None:
-            try:
-                self._file.close()
-            except OSError:
-                pass
-            self._file = None
+        self._close_quietly()
         if isinstance(exc, OSError) and exc.strerror:
             reason = f"{exc.filename or self.folder}: {exc.strerror}"
         else:
