@@ -98,8 +98,9 @@ class OwnedFolder:
         return None if stat.S_ISREG(mode) else f"{path} is not a plain file"
 
     def in_the_way(self, names: list[str] | None = None) -> list[str]:
-        """Why each of `names` (all the listed files when None) may not be replaced."""
-        return [why for name in (self.files if names is None else names) if (why := self.why_not_ours(name))]
+        """Why each of `names` (all the listed files when None) may not be replaced, each reason once."""
+        reasons = (self.why_not_ours(name) for name in (self.files if names is None else names))
+        return list(dict.fromkeys(why for why in reasons if why))
 
     def strangers(self) -> list[str]:
         """Everything under the root that is neither a listed file, a folder on the way to one, nor the manifest;
