@@ -20,6 +20,7 @@ from mlm_studio.core.evaluation.predict import FillMask, PredictError
 from mlm_studio.core.interop.hf import GENERATOR_FOLDER, export_model, import_model
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.run_folder import RunDir, choose_checkpoint
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training import distributed
@@ -273,15 +274,19 @@ def export(args) -> int:
 
 
 def tensorboard(args) -> int:
-    """Write each run's TensorBoard events from its metrics.jsonl."""
+    """Write each run's TensorBoard events from its metrics.jsonl (refused while the run trains: it writes them)."""
     from mlm_studio.core.storage.tensorboard import write_events
 
     for path in args.runs:
         try:
-            folder = write_events(RunDir(path).path, RunDir(path).read_metrics())
+            run = RunDir(path)
+            with RunLock(run.path):
+                folder, notes = write_events(run.path, run.read_metrics())
         except (ImportError, CheckpointError, OSError) as exc:
             return _fail(str(exc))
         print(f"TensorBoard events of {path} in {folder}; view them with: tensorboard --logdir {folder.parent}")
+        for note in notes:
+            print(f"Note: {note}.")
     return 0
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
-from mlm_studio.core.interop.hf import export_model, is_hf_folder
+from mlm_studio.core.interop.hf import InteropError, export_model, replaces_export
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.history import metrics_csv
 from mlm_studio.core.storage.run_folder import RunDir
@@ -64,13 +64,16 @@ class RunExporter(TaskRunner):
         out = QFileDialog.getExistingDirectory(self.window, "An empty folder for the exported model", str(run.parent))
         if not out:
             return
-        overwrite = False
-        if is_hf_folder(out):
+        try:
+            replacing = replaces_export(out)
+        except (InteropError, OSError) as exc:
+            self.message_bar.show_message(f"Could not export: {exc}", "error")
+            return
+        if replacing:
             question = f"{out} holds an exported model. Replace it?"
             if QMessageBox.question(self.window, "Replace the export?", question) != QMessageBox.StandardButton.Yes:
                 return
-            overwrite = True
-        self.export(run, Path(out), overwrite)
+        self.export(run, Path(out), replacing)
 
     def export(self, run: Path, out: Path, overwrite: bool = False) -> None:
         """Export in the background; the outcome appears in the message bar."""

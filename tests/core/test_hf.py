@@ -1,6 +1,8 @@
 """Hugging Face interchange, checked against `transformers` itself: export, import, refusals."""
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -20,6 +22,7 @@ from mlm_studio.core.interop.hf import (
     is_hf_folder,
 )
 from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.storage.owned import MANIFEST
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
@@ -345,10 +348,90 @@ def test_overwriting_an_export_beside_a_users_own_files_touches_nothing(trained_
 
 def test_overwriting_an_export_replaces_it_whole(trained_run, tmp_path):
     out = export_model(trained_run.path, tmp_path / "model")
-    (out / "README.md").write_text("stale card")
-    export_model(trained_run.path, out, overwrite=True)
-    assert (out / "README.md").read_text() != "stale card"
-    assert sorted(p.name for p in out.iterdir()) == sorted(set(WRITTEN_FILES) - {GENERATOR_FOLDER})
+    export_model(trained_run.path, out, best=True, overwrite=True)
+    names = sorted(set(WRITTEN_FILES) - {GENERATOR_FOLDER})
+    assert sorted(p.name for p in out.iterdir()) == sorted([*names, MANIFEST])
+    assert sorted(json.loads((out / MANIFEST).read_text())["files"]) == names
+
+
+def test_an_edited_model_card_is_kept_and_the_export_not_replaced(trained_run, tmp_path):
+    out = export_model(trained_run.path, tmp_path / "model")
+    card = out / "README.md"
+    card.write_text(card.read_text() + "\n## My notes\nFine-tuned later on legal text.\n")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    with pytest.raises(InteropError, match=rf"{card} changed since MLM Studio wrote it: nothing was changed"):
+        export_model(trained_run.path, out, overwrite=True)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+@pytest.fixture(scope="module")
+def electra_run(tmp_path_factory, small_corpus, small_tokenizer):
+    config = small_config(max_steps=1, checkpoint_interval=1, eval_interval=1).with_objective("electra")
+    run = start_run(tmp_path_factory.mktemp("electra") / "run", config, small_corpus, small_tokenizer)
+    list(Trainer(run, *training_blocks(run, small_corpus)).run())
+    return run
+
+
+def test_files_of_the_users_inside_an_electra_exports_generator_are_kept(electra_run, tmp_path):
+    out = export_model(electra_run.path, tmp_path / "model")
+    notes = out / GENERATOR_FOLDER / "notes" / "eval.txt"
+    notes.parent.mkdir()
+    notes.write_text("my evaluation")
+    done = subprocess.run(
+        [sys.executable, "-m", "mlm_studio", "export", str(electra_run.path), str(out), "--overwrite"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr == (
+        f"mlm-studio: {out} holds files that are not part of an export (generator/notes); nothing was changed. "
+        "Choose a new or empty folder\n"
+    )
+    assert notes.read_text() == "my evaluation" and (out / GENERATOR_FOLDER / "model.safetensors").is_file()
+    notes.unlink()
+    notes.parent.rmdir()
+    export_model(electra_run.path, out, overwrite=True)
+    assert "generator/model.safetensors" in json.loads((out / MANIFEST).read_text())["files"]
+
+
+def test_links_inside_or_at_an_export_are_refused_and_left_alone(trained_run, tmp_path):
+    out = export_model(trained_run.path, tmp_path / "model")
+    users = tmp_path / "my-weights.safetensors"
+    users.write_bytes((out / "model.safetensors").read_bytes())  # the same bytes: a link is refused anyway
+    (out / "model.safetensors").unlink()
+    (out / "model.safetensors").symlink_to(users)
+    with pytest.raises(InteropError, match=rf"{out / 'model.safetensors'} is a symbolic link: nothing was changed"):
+        export_model(trained_run.path, out, overwrite=True)
+    assert (out / "model.safetensors").is_symlink() and users.read_bytes() == (out / "model.safetensors").read_bytes()
+    link = tmp_path / "link"
+    link.symlink_to(out, target_is_directory=True)
+    with pytest.raises(InteropError, match="is a symbolic link; export into the folder it points to"):
+        export_model(trained_run.path, link, overwrite=True)
+    assert link.is_symlink() and (out / "model.safetensors").is_symlink()
+
+
+def test_an_export_made_before_exports_kept_a_record(trained_run, tmp_path, hf_folder):
+    """No record: exactly an export's names beside MLM Studio's model card, not edited since, are replaced;
+    a Hugging Face folder made by anyone else, or an export whose card is newer than its weights, is refused."""
+    out = export_model(trained_run.path, tmp_path / "model")
+    (out / MANIFEST).unlink()
+    export_model(trained_run.path, out, overwrite=True)  # as the previous version wrote it: replaced
+    assert (out / MANIFEST).is_file()
+    (out / MANIFEST).unlink()
+    card = out / "README.md"
+    card.write_text(card.read_text() + "my edit\n")
+    later = (out / "config.json").stat().st_mtime + 3600
+    os.utime(card, (later, later))
+    with pytest.raises(InteropError, match=rf"{card} was edited after the export; nothing was changed"):
+        export_model(trained_run.path, out, overwrite=True)
+    assert card.read_text().endswith("my edit\n") and not (out / MANIFEST).exists()
+    theirs = shutil.copytree(hf_folder, tmp_path / "theirs")
+    before = {p.name: p.read_bytes() for p in theirs.iterdir()}
+    with pytest.raises(InteropError, match="holds a model that MLM Studio did not export"):
+        export_model(trained_run.path, theirs, overwrite=True)
+    assert {p.name: p.read_bytes() for p in theirs.iterdir()} == before
 
 
 def test_a_run_without_checkpoint_cannot_be_exported(tmp_path, small_corpus, small_tokenizer):

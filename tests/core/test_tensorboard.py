@@ -1,21 +1,25 @@
 """TensorBoard events hold what metrics.jsonl holds, under transformers' tag names, without a step twice."""
 
+import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 pytest.importorskip("tensorboard")
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from mlm_studio.core.storage.owned import MANIFEST
 from mlm_studio.core.storage.run_folder import RunDir
-from mlm_studio.core.storage.tensorboard import EVENTS_FOLDER, TAGS
+from mlm_studio.core.storage.tensorboard import EVENTS_FOLDER, TAGS, EventLog
 from tests.core.helpers import config_file
 
 
-def scalars(run: RunDir) -> dict[str, list[tuple[int, float]]]:
-    events = EventAccumulator(str(run.path / EVENTS_FOLDER))
+def scalars(run: RunDir | Path) -> dict[str, list[tuple[int, float]]]:
+    """The scalars of a run's events folder, or of one event file."""
+    events = EventAccumulator(str(run.path / EVENTS_FOLDER if isinstance(run, RunDir) else run))
     events.Reload()
     return {tag: [(e.step, e.value) for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
 
@@ -44,12 +48,16 @@ def test_a_run_killed_and_resumed_has_its_events_once_each_equal_to_its_metrics(
     assert scalars(RunDir(run)) == expected(RunDir(run)) and "eval/accuracy" in scalars(RunDir(run))
     # as if killed after step 3's checkpoint: steps 4–6 are in the events but will be trained again
     shutil.rmtree(run / "checkpoints" / "step-0000006")
+    users = foreign_events(run / EVENTS_FOLDER / "baseline").parent
+    (run / EVENTS_FOLDER / "notes.txt").write_text("compare with the baseline")
+    before = contents(users)
     done = subprocess.run(
         [*command, "--resume", str(run), "--max-steps", "8"], capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
     got = scalars(RunDir(run))
     assert got == expected(RunDir(run)) and [s for s, _ in got["train/loss"]] == list(range(1, 9))
+    assert contents(users) == before and (run / EVENTS_FOLDER / "notes.txt").is_file()
 
 
 def test_events_for_a_run_made_before_are_written_from_its_metrics(tmp_path, trained_run):
@@ -60,3 +68,84 @@ def test_events_for_a_run_made_before_are_written_from_its_metrics(tmp_path, tra
     )
     assert done.returncode == 0 and "tensorboard --logdir" in done.stdout
     assert scalars(copy) == expected(copy)
+
+
+def foreign_events(folder: Path) -> Path:
+    """An event file another program wrote into `folder` (torch's SummaryWriter, one scalar)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(folder)) as writer:
+        writer.add_scalar("baseline/loss", 1.5, 1)
+    [path] = [p for p in folder.iterdir() if "tfevents" in p.name and not p.name.endswith(".mlm-studio")]
+    return path
+
+
+def contents(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def ours(folder: Path) -> list[str]:
+    return sorted(json.loads((folder / MANIFEST).read_text())["files"])
+
+
+def tensorboard_command(run: Path) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "mlm_studio", "tensorboard", str(run)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def test_writing_events_again_removes_only_the_event_files_mlm_studio_wrote(tmp_path, trained_run):
+    run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
+    folder = run.path / EVENTS_FOLDER
+    earlier = ours(folder)
+    beside = foreign_events(folder)
+    foreign_events(folder / "baseline")
+    (folder / "baseline" / "notes.txt").write_text("my baseline")
+    kept = {name: data for name, data in contents(folder).items() if name not in (*earlier, MANIFEST)}
+    done = tensorboard_command(run.path)
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    assert f"Note: left in place: {beside} was not written by MLM Studio; TensorBoard shows their events" in done.stdout
+    assert {name: data for name, data in contents(folder).items() if name in kept} == kept and len(kept) == 3
+    [new] = ours(folder)
+    assert new not in earlier and not any((folder / name).exists() for name in earlier)
+    assert scalars(folder / new) == expected(run)
+
+
+def test_a_step_tensorboard_cannot_hold_is_refused_and_the_earlier_events_stay(tmp_path, trained_run):
+    run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
+    last = [r for r in run.read_metrics() if r["type"] == "step"][-1]
+    run.append_metrics([{**last, "step": 2**64}])
+    before = contents(run.path / EVENTS_FOLDER)
+    done = tensorboard_command(run.path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr == (
+        "mlm-studio: TensorBoard events are not written (a step record in metrics.jsonl has the step "
+        f"{2**64}, which TensorBoard cannot hold (whole numbers below 2^63 only)); the earlier events were left as "
+        "they were\n"
+    )
+    assert contents(run.path / EVENTS_FOLDER) == before
+
+
+def test_events_of_a_writer_that_never_closed_are_replaced_at_the_next_start(tmp_path, trained_run):
+    """A killed writer leaves its file longer than the manifest recorded: appended to, by it, so still its own."""
+    records = trained_run.read_metrics()
+    first = EventLog(tmp_path, records[:5])
+    for record in records[5:]:
+        first.add(record)  # never closed, as when killed
+    grown = (tmp_path / EVENTS_FOLDER / first.name).stat().st_size
+    assert grown > json.loads((tmp_path / EVENTS_FOLDER / MANIFEST).read_text())["files"][first.name]["size"]
+    second = EventLog(tmp_path, records)
+    second.close()
+    assert ours(tmp_path / EVENTS_FOLDER) == [second.name] and second.take_notes() == []
+    assert sorted(p.name for p in (tmp_path / EVENTS_FOLDER).iterdir()) == sorted([MANIFEST, second.name])
+    assert scalars(tmp_path / EVENTS_FOLDER) == expected(trained_run)
+
+
+def test_events_are_not_rewritten_while_another_process_trains_the_run(tmp_path, trained_run):
+    from mlm_studio.core.storage.lock import RunLock
+
+    run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
+    before = contents(run.path / EVENTS_FOLDER)
+    with RunLock(run.path):  # this process trains it; the command runs in another
+        done = tensorboard_command(run.path)
+    assert done.returncode == 1 and "is being trained by process" in done.stderr and "Traceback" not in done.stderr
+    assert contents(run.path / EVENTS_FOLDER) == before

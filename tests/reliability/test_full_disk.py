@@ -1,5 +1,6 @@
-"""Scenario 4, for real: a size-limited filesystem (tmpfs) fills up under the terminal's train and export.
-Skipped where a filesystem cannot be mounted (it needs root); CI runs as root."""
+"""Scenario 4, for real: a size-limited filesystem (tmpfs) fills up under the terminal's train and export, and
+under the TensorBoard events (full, or read-only). Skipped where a filesystem cannot be mounted (it needs root);
+CI runs as root."""
 
 import subprocess
 import sys
@@ -11,6 +12,10 @@ from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.history import list_runs
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.storage.tensorboard import EVENTS_FOLDER, EventLog
+from mlm_studio.core.training.records import FinishedRecord, WarningRecord
+from mlm_studio.core.training.runs import start_run, training_blocks
+from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import config_file, small_config
 
 
@@ -24,6 +29,36 @@ def small_disk(tmp_path):
         pytest.skip(f"cannot mount a size-limited filesystem here: {done.stderr.decode().strip()}")
     yield mount
     subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+@pytest.fixture
+def tmpfs():
+    """Mount a size-limited filesystem at a folder (made if missing): `mount(folder, size)`; unmounted after."""
+    mounted = []
+
+    def mount(folder, size):
+        folder.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a size-limited filesystem here: {done.stderr.decode().strip()}")
+        mounted.append(folder)
+        return folder
+
+    yield mount
+    for folder in mounted:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def fill(folder):
+    """Fill the filesystem of `folder` to the last byte with a file of the user's; returns its size."""
+    written = 0
+    with open(folder / "filler.bin", "wb", buffering=0) as filler:
+        try:
+            while True:
+                written += filler.write(b"u" * 4096)
+        except OSError:
+            pass
+    return written
 
 
 def mlm_studio(*args):
@@ -119,3 +154,42 @@ def test_results_printed_onto_a_full_disk_fail_with_the_reason_not_a_traceback(f
         )
     assert done.returncode == 1
     assert done.stderr == "mlm-studio: could not write the output (No space left on device)\n"
+
+
+STEPS = [{"type": "step", "step": n, "loss": 5 - n / 99, "accuracy": n / 99, "learning_rate": 0.001} for n in range(99)]
+
+
+def test_events_on_a_disk_that_fills_stop_once_and_leave_the_users_file(tmp_path, tmpfs, capfd):
+    """The event file and its manifest take a page each; the user's file takes the rest: the events stop at the
+    event file's next page."""
+    folder = tmpfs(tmp_path / "run" / EVENTS_FOLDER, "16k")
+    log = EventLog(tmp_path / "run", [])
+    filled = fill(folder)
+    for record in STEPS:
+        log.add(record)  # never raises
+    notes = log.take_notes()
+    assert len(notes) == 1 and notes[0].startswith("TensorBoard events are no longer written (")
+    assert "No space left on device" in notes[0] and "training goes on" in notes[0]
+    for record in STEPS:
+        log.add(record)
+    log.close()
+    assert log.take_notes() == [] and (folder / "filler.bin").stat().st_size == filled
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_training_beside_a_read_only_events_folder_goes_on_and_says_so_once(
+    tmp_path, small_corpus, small_tokenizer, tmpfs, capfd
+):
+    run = start_run(tmp_path / "run", small_config(max_steps=3, eval_interval=3), small_corpus, small_tokenizer)
+    folder = tmpfs(run.path / EVENTS_FOLDER, "64k")
+    (folder / "mine").mkdir()
+    (folder / "mine" / "notes.txt").write_text("the user's")
+    subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+    records = list(Trainer(run, *training_blocks(run, small_corpus)).run())
+    warnings = [r.message for r in records if isinstance(r, WarningRecord)]
+    assert len(warnings) == 1 and warnings[0].startswith("TensorBoard events are not written (")
+    assert "Read-only file system" in warnings[0]
+    assert isinstance(records[-1], FinishedRecord) and records[-1].reason == "completed" and records[-1].step == 3
+    assert [r["step"] for r in run.read_metrics() if r["type"] == "step"] == [1, 2, 3]
+    assert (folder / "mine" / "notes.txt").read_text() == "the user's"
+    assert "Traceback" not in capfd.readouterr().err

@@ -6,7 +6,7 @@ import shutil
 import pytest
 import torch
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.interop.hf import is_hf_folder
@@ -103,6 +103,29 @@ def test_export_into_a_folder_of_other_files_is_refused(qtbot, window, tmp_path,
         panel.export_run(trained_runs / "late", tmp_path)
     assert panel.message_bar.level == "error" and "not part of an export" in panel.message_bar.text
     assert (tmp_path / "mine.txt").read_text() == "keep me"
+
+
+def test_replacing_an_export_from_the_menu_asks_and_never_replaces_an_edited_card(
+    qtbot, window, tmp_path, trained_runs, monkeypatch
+):
+    from mlm_studio.core.interop.hf import export_model
+
+    out = export_model(trained_runs / "late", tmp_path / "exported")
+    card = out / "README.md"
+    card.write_text("my own model card\n")
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question", lambda *args: asked.append(args[2]) or QMessageBox.StandardButton.Yes)
+    choose_folder(monkeypatch, out)
+    training = window.training_panel
+    select_run(training, "late")
+    window.export_action.trigger()  # refused before any question or background work
+    assert asked == [] and training.message_bar.level == "error"
+    assert f"{card} changed since MLM Studio wrote it" in training.message_bar.text
+    assert card.read_text() == "my own model card\n"
+    card.unlink()
+    with qtbot.waitSignal(training.exporter.succeeded, timeout=TIMEOUT_MS):
+        window.export_action.trigger()
+    assert asked == [f"{out} holds an exported model. Replace it?"] and "MLM Studio" in card.read_text()
 
 
 def test_a_new_tokenizer_ends_the_import(qtbot, window, tmp_path, trained_runs, small_tokenizer):

@@ -13,6 +13,7 @@ import json
 import pickle
 import re
 import reprlib
+import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -32,19 +33,17 @@ from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError, aliases, listed, load_state, load_weights, save_weights
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
 from mlm_studio.core.storage.model_card import model_card
+from mlm_studio.core.storage.owned import NotOurs, OwnedFolder
 from mlm_studio.core.storage.run_folder import resolve_checkpoint
 from mlm_studio.core.training.replaced_tokens import ReplacedTokenDetection
 
 EXPORTED_FILES = ("config.json", "model.safetensors", "tokenizer.json")  # what marks an export
+MODEL_FILES = (*EXPORTED_FILES, "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
 GENERATOR_FOLDER = "generator"  # an ELECTRA export's generator, beside its discriminator
-WRITTEN_FILES = (
-    *EXPORTED_FILES,
-    "vocab.txt",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "README.md",
-    GENERATOR_FOLDER,
-)
+CARD = "README.md"
+WRITTEN_FILES = (*MODEL_FILES, CARD, GENERATOR_FOLDER)
+_CARD_MARK = "trained with MLM Studio"  # in every model card MLM Studio writes
+_EDIT_MARGIN = 60.0  # seconds: an export writes its card right after its other files
 # The tokenizer's id of each special-token role a family's config.json may record.
 _ROLE_IDS = {"bos": "cls_id", "eos": "sep_id", "cls": "cls_id", "sep": "sep_id"}
 
@@ -85,7 +84,9 @@ def export_model(
         else:
             _write_model(folder, trained, tokenizer)
         progress.report(2, 3, "Writing the model card")
-        (folder / "README.md").write_text(model_card(run, checkpoint), encoding="utf-8")
+        (folder / CARD).write_text(model_card(run, checkpoint), encoding="utf-8")
+        OwnedFolder(folder).record_all()
+        _check_target(out, overwrite)  # again, just before the old export gives way: nothing came in meanwhile
 
     try:
         atomic_write_folder(out, fill)
@@ -119,25 +120,76 @@ def _check_exportable(model: ModelConfig) -> None:
 
 
 def _check_target(out: Path, overwrite: bool) -> None:
-    """An export goes into a new or empty folder, or replaces an earlier export when allowed; a folder holding
-    anything an export does not write is never touched."""
-    if not out.exists():
-        return
-    if not out.is_dir():
+    """Refuse `out` unless it is new, empty, or an earlier export that `overwrite` allows replacing."""
+    if replaces_export(out) and not overwrite:
+        raise InteropError(f"{out} already holds an exported model; allow overwriting to replace it")
+
+
+def replaces_export(out: str | Path) -> bool:
+    """Whether exporting to `out` replaces an earlier export (False: `out` is new or empty). Refused, naming them,
+    when it holds anything that export did not write, a file changed since (an edited model card), or a link."""
+    out = Path(out)
+    try:
+        mode = out.lstat().st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(mode):
+        raise InteropError(f"{out} is a symbolic link; export into the folder it points to, or a new one")
+    if not stat.S_ISDIR(mode):
         raise InteropError(f"{out} is a file; choose a new or empty folder")
-    present = sorted(p.name for p in out.iterdir())
-    if not present:
-        return
-    foreign = [name for name in present if name not in WRITTEN_FILES]
-    if foreign:
+    if not any(out.iterdir()):
+        return False
+    try:
+        owned = OwnedFolder(out)
+    except NotOurs as exc:
+        raise InteropError(str(exc)) from None
+    if not owned.recorded:
+        _take_earlier_export(owned)
+    strangers = owned.strangers()
+    if strangers:
         raise InteropError(
-            f"{out} holds files that are not part of an export ({listed(foreign)}); nothing was changed. "
+            f"{out} holds files that are not part of an export ({listed(strangers)}); nothing was changed. "
             "Choose a new or empty folder"
         )
-    if not all(name in present for name in EXPORTED_FILES):
+    changed = owned.in_the_way()
+    if changed:
+        raise InteropError(
+            f"{'; '.join(changed)}: nothing was changed. Move your version away to replace the export, or choose "
+            "a new folder"
+        )
+    if not all(name in owned.files for name in EXPORTED_FILES):
         raise InteropError(f"{out} holds part of an export only; choose a new or empty folder")
-    if not overwrite:
-        raise InteropError(f"{out} already holds an exported model; allow overwriting to replace it")
+    return True
+
+
+def _take_earlier_export(owned: OwnedFolder) -> None:
+    """List the files of an export made before exports kept a record of them, as they are: an export's names only
+    (other names stay strangers), and only beside MLM Studio's model card, not edited after the export. Without
+    the card the folder may be any Hugging Face model (their names are the same), so it is not taken."""
+    out = owned.root
+    names = [name for name in WRITTEN_FILES if name != GENERATOR_FOLDER]
+    names += [f"{GENERATOR_FOLDER}/{name}" for name in MODEL_FILES]
+    present = [name for name in names if owned.is_plain_file(name)]
+    if not present:
+        return  # nothing of an export: its files are strangers
+    card = out / CARD
+    try:
+        ours = CARD in present and _CARD_MARK in card.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        ours = False
+    if not ours:
+        raise InteropError(
+            f"{out} holds a model that MLM Studio did not export (no MLM Studio model card, no record of its files); "
+            "nothing was changed. Choose a new or empty folder"
+        )
+    others = [(out / name).stat().st_mtime for name in present if name != CARD]
+    if others and card.stat().st_mtime > max(others) + _EDIT_MARGIN:
+        raise InteropError(
+            f"{card} was edited after the export; nothing was changed. Move your version away to replace the "
+            "export, or choose a new folder"
+        )
+    for name in present:
+        owned.record(name)
 
 
 def hf_config(model: ModelConfig, tokenizer: MLMTokenizer, architecture: str = "") -> dict[str, Any]:

@@ -15,11 +15,23 @@ from pathlib import Path
 def atomic_write_text(path: str | Path, text: str | Iterable[str]) -> Path:
     """Write `text` (a string, or pieces written as they come) to a temporary file in the same folder, flush it
     to disk, then rename it over `path`."""
+    return _replace(path, "w", [text] if isinstance(text, str) else text)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    """`data` written as `atomic_write_text` writes text."""
+    return _replace(path, "wb", [data])
+
+
+def _replace(path: str | Path, mode: str, pieces: Iterable[str] | Iterable[bytes]) -> Path:
+    """Write `pieces` to a temporary file beside `path`, flush it to disk, then rename it over `path` (a link at
+    `path` is replaced, never followed)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.writelines([text] if isinstance(text, str) else text)
+        text = {"encoding": "utf-8", "newline": "\n"} if mode == "w" else {}
+        with os.fdopen(fd, mode, **text) as f:
+            f.writelines(pieces)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -8,6 +8,7 @@ time budget the learning rate follows the clock, so a resumed run repeats the da
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import time
@@ -161,11 +162,14 @@ class Trainer:
     def run(self) -> Iterator[Record]:
         """Train until the step budget is spent or a stop is requested, yielding records as they happen: first
         what began, last how it ended."""
-        yield self._logged(self.started())
-        if len(self.validation) == 0:
-            yield self._logged(WarningRecord(self.step, self.no_validation()))
         try:
-            yield from self._run()
+            opening = [self._logged(self.started())]
+            if len(self.validation) == 0:
+                opening.append(self._logged(WarningRecord(self.step, self.no_validation())))
+            for record in itertools.chain(opening, self._run()):
+                yield record
+                for note in self.events.take_notes() if self.events is not None else ():
+                    yield self._logged(WarningRecord(self.step, note))
         finally:
             if self.events is not None:
                 self.events.close()
