@@ -23,7 +23,7 @@ from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.data.tokenizer import train_tokenizer
 from mlm_studio.core.evaluation.predict import FillMask
-from mlm_studio.core.interop.hf import export_model
+from mlm_studio.core.interop.export import export_model
 from mlm_studio.core.models.bert import BertForMaskedLM
 from mlm_studio.core.training.runs import start_run
 

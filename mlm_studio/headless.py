@@ -17,7 +17,8 @@ from mlm_studio.core.data.corpus import Corpus, CorpusError, SourceReport, load_
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError, train_tokenizer
 from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.evaluation.predict import FillMask, PredictError
-from mlm_studio.core.interop.hf import GENERATOR_FOLDER, export_model, import_model
+from mlm_studio.core.interop.export import export_model
+from mlm_studio.core.interop.hf import GENERATOR_FOLDER, import_model
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock

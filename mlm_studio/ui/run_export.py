@@ -9,7 +9,8 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
-from mlm_studio.core.interop.hf import InteropError, export_model, replaces_export
+from mlm_studio.core.interop.export import export_model, replaces_export
+from mlm_studio.core.interop.hf import InteropError
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.history import metrics_csv
 from mlm_studio.core.storage.run_folder import RunDir

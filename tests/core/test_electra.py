@@ -20,7 +20,8 @@ from mlm_studio.core.evaluation.diagnosis import diagnose
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.evaluation.subject import load_subject
 from mlm_studio.core.evaluation.task_probe import probe_task
-from mlm_studio.core.interop.hf import export_model, import_model
+from mlm_studio.core.interop.export import export_model
+from mlm_studio.core.interop.hf import import_model
 from mlm_studio.core.models.electra import ElectraForPreTraining
 from mlm_studio.core.models.encoder import MLMOutput
 from mlm_studio.core.storage.run_folder import RunDir

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.evaluation.predict import FillMask
-from mlm_studio.core.interop.hf import InteropError, export_model, import_model
+from mlm_studio.core.interop.export import export_model
+from mlm_studio.core.interop.hf import InteropError, import_model
 from mlm_studio.core.models.build import build_model
 from mlm_studio.core.models.registry import FAMILIES
 from mlm_studio.core.training.runs import start_run, training_blocks

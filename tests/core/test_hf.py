@@ -13,14 +13,8 @@ import torch
 
 from mlm_studio.core.config.sections import ConfigError
 from mlm_studio.core.evaluation.predict import FillMask
-from mlm_studio.core.interop.hf import (
-    GENERATOR_FOLDER,
-    WRITTEN_FILES,
-    InteropError,
-    export_model,
-    import_model,
-    is_hf_folder,
-)
+from mlm_studio.core.interop.export import WRITTEN_FILES, export_model
+from mlm_studio.core.interop.hf import GENERATOR_FOLDER, InteropError, import_model, is_hf_folder
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.owned import MANIFEST
 from mlm_studio.core.storage.run_folder import RunDir
@@ -488,7 +482,7 @@ def _copy(source: Path, target: Path) -> Path:
         (lambda c: {**c, "intermediate_size": 10**9}, "intermediate_size must be between 1 and 65,536"),
         (lambda c: {**c, "layer_norm_eps": "tiny"}, "layer_norm_eps must be float"),
         (lambda c: {**c, "model_type": ["bert"]}, r"names no model type \(its model_type is \['bert'\]"),
-        (lambda c: {**c, "pad_token_id": 10**400}, "pad_token_id must be an id of the vocabulary"),
+        (lambda c: {**c, "pad_token_id": 10**400}, "pad_token_id is too large: a number of 401 digits"),
         (lambda c: {**c, "max_position_embeddings": float("inf")}, "must be int, not inf"),
         (
             lambda c: {**c, "hidden_size": 4096, "num_attention_heads": 8, "num_hidden_layers": 48},

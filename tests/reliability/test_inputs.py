@@ -255,7 +255,7 @@ def test_a_corpus_file_named_in_bytes_that_are_not_utf8_is_exported_with_its_nam
     """Linux file names are bytes: café.txt in Latin-1 is b'caf\\xe9.txt', which Python keeps as a surrogate."""
     import os
 
-    from mlm_studio.core.interop.hf import export_model
+    from mlm_studio.core.interop.export import export_model
     from mlm_studio.core.training.runs import start_run, training_blocks
     from mlm_studio.core.training.trainer import Trainer
     from tests.core.helpers import small_config

@@ -81,7 +81,7 @@ def test_evaluate_a_checkpoint_read_its_answers_and_failures_then_probe_a_task(q
 def test_an_imported_model_is_scored_on_the_workspace_corpus_and_a_bad_task_file_is_refused(
     qtbot, panel, trained_runs, tmp_path
 ):
-    from mlm_studio.core.interop.hf import export_model
+    from mlm_studio.core.interop.export import export_model
 
     folder = export_model(trained_runs / "late", tmp_path / "exported")
     panel.add_folder(str(folder))

@@ -108,7 +108,7 @@ def test_export_into_a_folder_of_other_files_is_refused(qtbot, window, tmp_path,
 def test_replacing_an_export_from_the_menu_asks_and_never_replaces_an_edited_card(
     qtbot, window, tmp_path, trained_runs, monkeypatch
 ):
-    from mlm_studio.core.interop.hf import export_model
+    from mlm_studio.core.interop.export import export_model
 
     out = export_model(trained_runs / "late", tmp_path / "exported")
     card = out / "README.md"
@@ -129,7 +129,8 @@ def test_replacing_an_export_from_the_menu_asks_and_never_replaces_an_edited_car
 
 
 def test_a_new_tokenizer_ends_the_import(qtbot, window, tmp_path, trained_runs, small_tokenizer):
-    from mlm_studio.core.interop.hf import export_model, import_model
+    from mlm_studio.core.interop.export import export_model
+    from mlm_studio.core.interop.hf import import_model
 
     imported = import_model(export_model(trained_runs / "late", tmp_path / "out"))
     window.workspace.set_initial_model(imported)

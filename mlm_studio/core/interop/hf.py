@@ -1,10 +1,7 @@
-"""Hugging Face interchange: a run exported as a `transformers` folder of its family, and such a folder
-(BERT, RoBERTa and its relatives, DistilBERT, ModernBERT) imported.
-
-An export holds what `AutoModelForMaskedLM.from_pretrained` and `AutoTokenizer.from_pretrained` read without
-any code of ours. An import reads `model.safetensors` (sharded or not); a `pytorch_model.bin` is read only with
-`torch.load(weights_only=True)`, which refuses anything but tensors, so a file that would run code when
-unpickled is rejected before it can.
+"""Hugging Face folders imported (BERT, RoBERTa and its relatives, DistilBERT, ModernBERT, ELECTRA): `config.json`,
+the weights and the tokenizer, each checked by type before use. An import reads `model.safetensors` (sharded or
+not); a `pytorch_model.bin` is read only with `torch.load(weights_only=True)`, which refuses anything but tensors,
+so a file that would run code when unpickled is rejected before it can. Export is `interop/export.py`.
 """
 
 from __future__ import annotations
@@ -13,7 +10,6 @@ import json
 import pickle
 import re
 import reprlib
-import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -26,26 +22,13 @@ from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import ConfigError, ModelConfig, TrainConfig, generator_config
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError
 from mlm_studio.core.interop.hub_cache import cached_model, looks_like_hub_name
-from mlm_studio.core.models.build import build_model, build_trained
-from mlm_studio.core.models.electra import DISCRIMINATOR, GENERATOR
+from mlm_studio.core.models.build import build_model
+from mlm_studio.core.models.electra import DISCRIMINATOR
 from mlm_studio.core.models.registry import FAMILIES, Family, family_named, family_titles
-from mlm_studio.core.progress import Progress
-from mlm_studio.core.storage.checkpoint import CheckpointError, aliases, listed, load_state, load_weights, save_weights
-from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
-from mlm_studio.core.storage.model_card import model_card
-from mlm_studio.core.storage.owned import NotOurs, OwnedFolder
-from mlm_studio.core.storage.run_folder import resolve_checkpoint
+from mlm_studio.core.storage.checkpoint import CheckpointError, aliases, listed, load_state
 from mlm_studio.core.training.replaced_tokens import ReplacedTokenDetection
 
-EXPORTED_FILES = ("config.json", "model.safetensors", "tokenizer.json")  # what marks an export
-MODEL_FILES = (*EXPORTED_FILES, "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
 GENERATOR_FOLDER = "generator"  # an ELECTRA export's generator, beside its discriminator
-CARD = "README.md"
-WRITTEN_FILES = (*MODEL_FILES, CARD, GENERATOR_FOLDER)
-_CARD_MARK = "trained with MLM Studio"  # in every model card MLM Studio writes
-_EDIT_MARGIN = 60.0  # seconds: an export writes its card right after its other files
-# The tokenizer's id of each special-token role a family's config.json may record.
-_ROLE_IDS = {"bos": "cls_id", "eos": "sep_id", "cls": "cls_id", "sep": "sep_id"}
 
 
 class InteropError(CheckpointError):
@@ -56,168 +39,6 @@ def is_hf_folder(path: str | Path) -> bool:
     """True for a folder with a Hugging Face `config.json` (and not an MLM Studio run or checkpoint)."""
     path = Path(path)
     return (path / "config.json").is_file() and not (path / "config.toml").is_file()
-
-
-# --- export ------------------------------------------------------------------------------------------
-def export_model(
-    source: str | Path, out: str | Path, best: bool = False, overwrite: bool = False, progress: Progress | None = None
-) -> Path:
-    """Write a run's latest (or best) checkpoint, or one checkpoint folder, as a `transformers` folder; an ELECTRA
-    run's as its discriminator (`ElectraForPreTraining`) with its generator (`ElectraForMaskedLM`) in `generator/`."""
-    progress = progress or Progress()
-    run, checkpoint = resolve_checkpoint(source, best)
-    config = run.config
-    _check_exportable(config.model)
-    out = Path(out)
-    _check_target(out, overwrite)
-    progress.report(0, 3, "Reading the checkpoint")
-    trained = build_trained(config)
-    load_weights(checkpoint, trained)
-    tokenizer = run.tokenizer
-
-    def fill(folder: Path) -> None:
-        progress.report(1, 3, "Writing the weights, configuration and tokenizer")
-        if config.training.objective == "electra":
-            _write_model(folder, trained.discriminator, tokenizer, DISCRIMINATOR)
-            (folder / GENERATOR_FOLDER).mkdir()
-            _write_model(folder / GENERATOR_FOLDER, trained.generator, tokenizer, GENERATOR)
-        else:
-            _write_model(folder, trained, tokenizer)
-        progress.report(2, 3, "Writing the model card")
-        (folder / CARD).write_text(model_card(run, checkpoint), encoding="utf-8")
-        OwnedFolder(folder).record_all()
-        _check_target(out, overwrite)  # again, just before the old export gives way: nothing came in meanwhile
-
-    try:
-        atomic_write_folder(out, fill)
-    except OSError as exc:
-        raise InteropError(f"could not write {out} ({exc})") from exc
-    progress.report(3, 3, "Exported")
-    return out
-
-
-def _write_model(folder: Path, model: torch.nn.Module, tokenizer: MLMTokenizer, architecture: str = "") -> None:
-    """A model's weights, config.json and tokenizer files in `folder`."""
-    save_weights(model, folder / "model.safetensors")
-    atomic_write_json(folder / "config.json", hf_config(model.config, tokenizer, architecture))
-    tokenizer.save(folder / "tokenizer.json")
-    if tokenizer.kind == "WordPiece":
-        (folder / "vocab.txt").write_text(tokenizer.vocab_txt(), encoding="utf-8")
-    atomic_write_json(folder / "tokenizer_config.json", _tokenizer_config(tokenizer, model.config))
-    atomic_write_json(folder / "special_tokens_map.json", tokenizer.specials.as_map())
-
-
-def _check_exportable(model: ModelConfig) -> None:
-    family = FAMILIES[model.family]
-    reasons = family.export_problems(model)
-    if reasons:
-        raise InteropError(
-            f"this model cannot be exported as a Hugging Face {family.title}: "
-            + "; ".join(reasons)
-            + f". transformers would load it without error and compute something else. Train with the {family.title} "
-            "layout to export."
-        )
-
-
-def _check_target(out: Path, overwrite: bool) -> None:
-    """Refuse `out` unless it is new, empty, or an earlier export that `overwrite` allows replacing."""
-    if replaces_export(out) and not overwrite:
-        raise InteropError(f"{out} already holds an exported model; allow overwriting to replace it")
-
-
-def replaces_export(out: str | Path) -> bool:
-    """Whether exporting to `out` replaces an earlier export (False: `out` is new or empty). Refused, naming them,
-    when it holds anything that export did not write, a file changed since (an edited model card), or a link."""
-    out = Path(out)
-    try:
-        mode = out.lstat().st_mode
-    except FileNotFoundError:
-        return False
-    if stat.S_ISLNK(mode):
-        raise InteropError(f"{out} is a symbolic link; export into the folder it points to, or a new one")
-    if not stat.S_ISDIR(mode):
-        raise InteropError(f"{out} is a file; choose a new or empty folder")
-    if not any(out.iterdir()):
-        return False
-    try:
-        owned = OwnedFolder(out)
-    except NotOurs as exc:
-        raise InteropError(str(exc)) from None
-    if not owned.recorded:
-        _take_earlier_export(owned)
-    strangers = owned.strangers()
-    if strangers:
-        raise InteropError(
-            f"{out} holds files that are not part of an export ({listed(strangers)}); nothing was changed. "
-            "Choose a new or empty folder"
-        )
-    changed = owned.in_the_way()
-    if changed:
-        raise InteropError(
-            f"{'; '.join(changed)}: nothing was changed. Move your version away to replace the export, or choose "
-            "a new folder"
-        )
-    if not all(name in owned.files for name in EXPORTED_FILES):
-        raise InteropError(f"{out} holds part of an export only; choose a new or empty folder")
-    return True
-
-
-def _take_earlier_export(owned: OwnedFolder) -> None:
-    """List the files of an export made before exports kept a record of them, as they are: an export's names only
-    (other names stay strangers), and only beside MLM Studio's model card, not edited after the export. Without
-    the card the folder may be any Hugging Face model (their names are the same), so it is not taken."""
-    out = owned.root
-    names = [name for name in WRITTEN_FILES if name != GENERATOR_FOLDER]
-    names += [f"{GENERATOR_FOLDER}/{name}" for name in MODEL_FILES]
-    present = [name for name in names if owned.is_plain_file(name)]
-    if not present:
-        return  # nothing of an export: its files are strangers
-    card = out / CARD
-    try:
-        ours = CARD in present and _CARD_MARK in card.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        ours = False
-    if not ours:
-        raise InteropError(
-            f"{out} holds a model that MLM Studio did not export (no MLM Studio model card, no record of its files); "
-            "nothing was changed. Choose a new or empty folder"
-        )
-    others = [(out / name).stat().st_mtime for name in present if name != CARD]
-    if others and card.stat().st_mtime > max(others) + _EDIT_MARGIN:
-        raise InteropError(
-            f"{card} was edited after the export; nothing was changed. Move your version away to replace the "
-            "export, or choose a new folder"
-        )
-    for name in present:
-        owned.record(name)
-
-
-def hf_config(model: ModelConfig, tokenizer: MLMTokenizer, architecture: str = "") -> dict[str, Any]:
-    """`config.json` for the model's family (as `architecture` when the family has several), every field spelled
-    out, with the tokenizer's special ids."""
-    family = FAMILIES[model.family]
-    ids = {f"{role}_token_id": getattr(tokenizer, _ROLE_IDS[role]) for role in family.token_ids}
-    return {**family.to_hf(model, architecture), **ids}
-
-
-def _tokenizer_config(tokenizer: MLMTokenizer, model: ModelConfig) -> dict[str, Any]:
-    """BERT's tokenizer settings for a WordPiece vocabulary; for any other, the generic fast tokenizer that
-    reads `tokenizer.json` as it is."""
-    common = {
-        "model_max_length": model.max_tokens(),
-        "clean_up_tokenization_spaces": False,
-        **tokenizer.specials.as_map(),
-    }
-    if tokenizer.kind != "WordPiece":
-        return {"tokenizer_class": "PreTrainedTokenizerFast", **common}
-    normalizer = json.loads(tokenizer.backend.to_str()).get("normalizer") or {}
-    return {
-        "tokenizer_class": "BertTokenizer",
-        "do_lower_case": bool(normalizer.get("lowercase", False)),
-        "strip_accents": normalizer.get("strip_accents"),
-        "tokenize_chinese_chars": bool(normalizer.get("handle_chinese_chars", True)),
-        **common,
-    }
 
 
 # --- import ------------------------------------------------------------------------------------------
