@@ -139,7 +139,8 @@ def records(
         if kind == "jsonl":
             yield from _jsonl(lines, wanted, issues)
         else:
-            yield from _table(_whole_lines(lines, issues), "," if kind == "csv" else "\t", wanted, issues)
+            rows = _whole_lines(lines, issues, "split its text over several rows")
+            yield from _table(rows, "," if kind == "csv" else "\t", wanted, issues)
 
 
 @contextmanager
@@ -230,8 +231,8 @@ def _paragraphs(lines: Iterable[str]) -> Iterator[str]:
         yield "\n".join(block)
 
 
-def _whole_lines(pieces: Iterable[str], issues: IssueLog) -> Iterator[str]:
-    """The lines of a table, each over-long line reported and given as an empty line."""
+def _whole_lines(pieces: Iterable[str], issues: IssueLog, advice: str) -> Iterator[str]:
+    """The lines of a table or JSONL file, each over-long line reported (with `advice`) and given as an empty line."""
     number = 0
     inside = False  # within an over-long line already reported
     for piece in pieces:
@@ -240,7 +241,7 @@ def _whole_lines(pieces: Iterable[str], issues: IssueLog) -> Iterator[str]:
             continue
         number += 1
         if _partial(piece):
-            issues.add(number, too_long("split its text over several rows"))
+            issues.add(number, too_long(advice))
             inside = True
             yield "\n"
         else:
@@ -248,17 +249,8 @@ def _whole_lines(pieces: Iterable[str], issues: IssueLog) -> Iterator[str]:
 
 
 def _jsonl(lines: Iterable[str], wanted: Wanted, issues: IssueLog) -> Iterator[dict]:
-    number = 0
-    inside = False  # within an over-long line already reported
-    for line in lines:
-        if inside:
-            inside = _partial(line)
-            continue
-        number += 1
-        if _partial(line):
-            issues.add(number, too_long("write one record per line, its text shorter"))
-            inside = True
-            continue
+    advice = "write one record per line, its text shorter"
+    for number, line in enumerate(_whole_lines(lines, issues, advice), start=1):
         if not line.strip():
             continue
         record = _json_record(line, number, issues)
