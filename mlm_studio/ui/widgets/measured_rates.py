@@ -9,7 +9,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGroupBox, QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout
 
 from mlm_studio.core.config.sections import MaskingConfig
-from mlm_studio.core.data.masking import wilson_interval
 from mlm_studio.core.data.masking_preview import MaskingPreview
 from mlm_studio.ui.widgets.plots import ThemedPlot, accent_colour
 
@@ -48,10 +47,14 @@ class MeasuredRates(QSplitter):
         per_span = config.strategy == "span"
         units = ("tokens", *(("spans" if per_span else "tokens"),) * 3)
         for row, (name, expected, unit) in enumerate(zip(ROWS, configured, units)):
-            hits, trials = preview.counts[name]
-            low, high = wilson_interval(hits, trials)
-            measured = hits / trials if trials else 0.0
-            values = (f"{expected:.3f}", f"{measured:.3f}", f"{low:.3f}–{high:.3f}", f"{hits:,} of {trials:,} {unit}")
+            rate = preview.rates[name]
+            low, high = rate.low, rate.high
+            values = (
+                f"{expected:.3f}",
+                f"{rate.share:.3f}",
+                f"{low:.3f}–{high:.3f}",
+                f"{rate.hits:,} of {rate.trials:,} {unit}",
+            )
             for column, value in enumerate(values):
                 item = QTableWidgetItem(value)
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
