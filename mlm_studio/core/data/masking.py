@@ -96,11 +96,13 @@ class Masker:
         else:
             if word_ids is None:
                 word_ids = torch.arange(length, device=self.device).expand(rows, length)
-            words, n_words = _maskable_words(word_ids.to(self.device, torch.long), selectable)
+            words = torch.where(selectable, word_ids.to(self.device, torch.long), -1)
             if cfg.strategy == "whole_word":
-                word_selected = self._draw(rows, n_words, generator) < cfg.rate  # (B, W)
+                n_words = int(words.max()) + 1 if words.numel() else 0
+                word_selected = self._draw(rows, max(n_words, 1), generator) < cfg.rate  # (B, W)
                 split = self._draw(rows, length, generator)  # (B, L)
             else:
+                words, n_words = _maskable_words(words)
                 word_selected, word_split, spans = self._spans(words, n_words, generator)
                 split = word_split.gather(1, words.clamp(min=0))  # SpanBERT: one treatment for a whole span
             selected = word_selected.gather(1, words.clamp(min=0)) & (words >= 0)  # (B, L)
@@ -168,11 +170,9 @@ class Masker:
         return word_selected, word_split, spans
 
 
-def _maskable_words(words: torch.Tensor, selectable: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """The words of each row renumbered 0, 1, … counting only those with a token that may be selected (a word
-    of [UNK] pieces, or a number the dataset gave a separator, takes none), -1 elsewhere; and an upper bound
-    of the words per row."""
-    words = torch.where(selectable & (words >= 0), words, -1)
+def _maskable_words(words: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """The words of each row (-1 on tokens that may not be selected) renumbered 0, 1, … so that a word of
+    [UNK] pieces, or a number the dataset gave a separator, takes none; and an upper bound of the words per row."""
     n_words = max(int(words.max()) + 1, 1)
     present = torch.zeros((words.shape[0], n_words + 1), dtype=torch.bool, device=words.device)
     present.scatter_(1, words + 1, True)
