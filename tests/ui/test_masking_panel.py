@@ -2,9 +2,12 @@ import itertools
 
 import pytest
 from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QApplication, QMainWindow
 
 from mlm_studio.core.data.masking import MaskKind
 from mlm_studio.ui.panels.masking import KIND_COLOURS, MaskingPanel
+from mlm_studio.ui.theme import apply_scheme, tone
 from mlm_studio.ui.workspace import Workspace
 
 TIMEOUT_MS = 60_000
@@ -68,14 +71,13 @@ def test_changing_the_rate_remeasures(qtbot, panel):
 def test_a_split_that_does_not_sum_to_one_is_flagged_and_not_applied(qtbot, panel):
     before = panel.preview
     panel.mask_spin.setValue(0.9)
-    assert "must sum to 1" in panel.validation_label.text()
-    assert "border" in panel.mask_spin.styleSheet()
+    assert panel.validation_label.text() == "[MASK], Random and Keep must sum to 1, not 1.1."
     assert not panel._refresh_timer.isActive() and not panel.preview_runner.running  # nothing recomputed
     assert panel.preview is before
     assert panel.workspace.config.masking.mask_fraction == 0.8  # the invalid split never left the panel
     with qtbot.waitSignal(panel.preview_updated, timeout=TIMEOUT_MS):
         panel.random_spin.setValue(0.0)
-    assert panel.validation_label.text() == "" and panel.mask_spin.styleSheet() == ""
+    assert panel.validation_label.text() == "" and not panel.invalid
     assert table(panel)[2][1] == "0.000"
 
 
@@ -87,7 +89,7 @@ def test_span_strategy_shows_the_span_length_histogram(qtbot, panel):
     assert panel.preview.span_lengths.sum() > 500
     counted = [panel.rates.table.item(row, 3).text() for row in range(4)]
     assert counted[0].endswith(" tokens") and all(text.endswith(" spans") for text in counted[1:])
-    spans = int(counted[1].split(" of ")[1].split()[0].replace(",", ""))
+    spans = int(counted[1].split(" / ")[1].split()[0].replace(",", ""))
     assert spans == panel.preview.span_lengths.sum() and "counted per span" in panel.rates.caption.text()
     x, y = panel.rates.span_theory.getData()
     assert list(x) == list(range(1, 11)) and abs(y.sum() - 1) < 1e-9
@@ -116,3 +118,74 @@ def test_block_length_and_packing_change_the_samples(qtbot, panel):
     with qtbot.waitSignal(panel.preview_updated, timeout=TIMEOUT_MS):
         panel.packing_check.setChecked(False)
     assert any(len(sample) < 64 for sample in panel.preview.samples)
+
+
+def arrows(image) -> set[tuple[int, int]]:
+    """Where a spin box's buttons show their arrows: the pixels of its right end that stand out from the
+    buttons' background."""
+    width, height = image.width(), image.height()
+    background = QColor(image.pixel(width - 5, 3)).lightness()
+    return {
+        (x, y)
+        for x in range(width - 16, width - 3)
+        for y in range(4, height - 4)
+        if abs(QColor(image.pixel(x, y)).lightness() - background) > 60
+    }
+
+
+def base(widget):
+    return widget.palette().color(QPalette.ColorRole.Base)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_an_invalid_field_is_tinted_and_keeps_its_arrows(panel, scheme):
+    apply_scheme(QApplication.instance(), scheme)
+    QApplication.processEvents()  # the palette reaches the widgets
+    try:
+        valid = panel.mask_spin.grab().toImage()
+        panel.mask_spin.setValue(0.9)
+        assert panel.invalid == {"masking.mask_fraction", "masking.random_fraction", "masking.keep_fraction"}
+        assert panel.mask_spin.styleSheet() == ""  # a style sheet would draw the arrows as plain bars
+        page = QApplication.palette().color(QPalette.ColorRole.Base)
+        tinted, error = base(panel.keep_spin), tone("error")
+        assert tinted != page and base(panel.rate_spin) == page
+        assert abs(tinted.redF() - error.redF()) < abs(page.redF() - error.redF())  # towards the error tone
+        invalid = panel.mask_spin.grab().toImage()
+        assert len(arrows(valid)) > 10 and arrows(invalid) == arrows(valid)  # the style sheet drew two plain bars
+        assert invalid.pixel(10, valid.height() // 2) != valid.pixel(10, valid.height() // 2)  # the field is tinted
+    finally:
+        apply_scheme(QApplication.instance(), "light")
+        QApplication.processEvents()
+    assert base(panel.keep_spin) != QApplication.palette().color(QPalette.ColorRole.Base)  # still invalid
+    assert base(panel.rate_spin) == QApplication.palette().color(QPalette.ColorRole.Base)  # follows the scheme
+
+
+def test_samples_that_no_longer_match_the_form_are_taken_away_or_marked(qtbot, panel):
+    panel.mask_spin.setValue(0.9)
+    assert not panel.results.isVisible() and panel.empty_label.isVisible()
+    assert "once the settings on the left are valid" in panel.empty_label.text()
+    with qtbot.waitSignal(panel.preview_updated, timeout=TIMEOUT_MS):
+        panel.random_spin.setValue(0.0)
+    assert panel.results.isVisible() and not panel.stale_label.isVisible()
+    with qtbot.waitSignal(panel.preview_updated, timeout=TIMEOUT_MS):
+        panel.rate_spin.setValue(0.3)
+        assert panel.stale_label.isVisible() and "previous settings" in panel.stale_label.text()
+    assert not panel.stale_label.isVisible() and panel.preview_config.rate == 0.3
+
+
+def test_no_strategy_resizes_the_window(qtbot, panel):
+    window = QMainWindow()
+    qtbot.addWidget(window)
+    window.setCentralWidget(panel)
+    window.resize(1110, 700)  # the panel's share of a 1280-pixel window
+    window.show()
+    widths = {}
+    for strategy in ("span", "whole_word", "token", "span"):
+        with qtbot.waitSignal(panel.preview_updated, timeout=TIMEOUT_MS):
+            panel.strategy_combo.setCurrentIndex(panel.strategy_combo.findData(strategy))
+        qtbot.wait_until(lambda: not panel._refresh_timer.isActive() and not panel.preview_runner.running)
+        QApplication.processEvents()
+        widths[strategy] = panel.minimumSizeHint().width()
+        assert window.width() == 1110, strategy
+    window.takeCentralWidget()  # the panel stays the fixture's
+    assert max(widths.values()) < 700, widths

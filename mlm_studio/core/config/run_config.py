@@ -81,23 +81,28 @@ class RunConfig:
             ) from None
 
     def training_memory_bytes(self) -> int:
-        """Memory a run takes beyond PyTorch itself (about 250 MiB more): fp32 weights, gradients and Adam's
-        two moments, the activations the backward pass keeps, and working memory. The activation factor and
-        the working memory are fitted to the peak resident memory of five presets trained on a CPU (fp32,
-        2×128 to 12×768, 2k to 16k tokens per batch): the estimate fell within 7% of each. The head's sparse
-        logits count once: the loss's backward writes their gradient over them. ELECTRA's generator adds its own
-        share (its layers' weights and activations, scaled by its width)."""
+        """Peak resident memory of a process that trains this configuration in fp32 on a CPU: the interpreter,
+        PyTorch, the tokenizer and the data (a fixed share), fp32 weights, gradients and Adam's two moments, and
+        the activations the backward pass keeps with their working memory. Per layer and token the activations
+        are 16 × hidden plus the feed-forward's width as its weights imply (twice the intermediate size, three
+        times when gated), and the attention scores; the head's sparse logits count once (the loss's backward
+        writes their gradient over them). ELECTRA's generator adds its layers' weights and activations, scaled
+        by its width. The fixed share and the activations' factor are fitted to the peak of every preset and
+        family (benchmarks/bench_memory.py, docs/performance.md)."""
+        process, working = 343 * 2**20, 1.23  # the fitted fixed share, and factor on the activations
         m, t = self.model, self.training
         states = 16 * m.parameter_count()  # weights, gradients, two moments: 4 bytes each
         tokens = t.batch_size * self.data.max_seq_len
-        per_layer = tokens * (16 * m.hidden_size + 2 * m.intermediate_size) * 4
+        layers, hidden = m.num_hidden_layers, m.hidden_size
+        feed_forward = m.non_embedding_parameter_count() / layers / hidden - 4 * hidden  # its width, from its weights
+        per_layer = tokens * (16 * hidden + feed_forward) * 4
         attention = t.batch_size * m.num_attention_heads * self.data.max_seq_len**2 * 4 * 2
         head = int(tokens * self.masking.rate) * m.vocab_size * 4  # sparse logits (the backward overwrites them)
-        activations = m.num_hidden_layers * (per_layer + attention) + head
+        activations = layers * (per_layer + attention) + head
         if t.objective == "electra":  # the generator: as deep, generator_size times as wide
-            activations += int(m.num_hidden_layers * per_layer * t.generator_size)
-            states += int(16 * m.num_hidden_layers * 12 * (m.hidden_size * t.generator_size) ** 2)
-        return states + int(1.35 * activations) + 110 * 2**20
+            activations += layers * per_layer * t.generator_size
+            states += int(16 * layers * 12 * (hidden * t.generator_size) ** 2)
+        return int(process + states + working * activations)
 
     def steps_for(self, train_blocks: int) -> int:
         """Optimizer steps of this run for a training set of `train_blocks` blocks."""

@@ -6,8 +6,9 @@ Special tokens and padding are never selected. A selected token becomes `[MASK]`
 non-special token (`random_fraction`) or stays as it is (`keep_fraction`); its label is the original id,
 and every other label is -100 (ignored by the loss).
 
-Spans follow SpanBERT: the words of a sequence are tiled into spans whose lengths, in words, follow a
-geometric law with parameter `span_p` truncated to `1..max_span` and renormalised.
+Only words with a token that may be selected count as words. Spans follow SpanBERT: the words of a sequence
+are tiled into spans whose lengths, in words, follow a geometric law with parameter `span_p` truncated to
+`1..max_span` and renormalised; each span is selected as a whole and takes one treatment.
 
 All work is on tensors on the input's device; there is no Python loop over positions.
 """
@@ -41,7 +42,7 @@ class MaskedBatch:
     input_ids: torch.Tensor  # (B, L) ids with replacements applied
     labels: torch.Tensor  # (B, L) original ids where selected, -100 elsewhere
     kinds: torch.Tensor  # (B, L) uint8 MaskKind
-    spans: torch.Tensor  # (S, 3) row, first word, length in words of the selected spans (span strategy)
+    spans: torch.Tensor  # (S, 4) row, first word, length in words, MaskKind of the selected spans (span strategy)
 
 
 class Masker:
@@ -86,7 +87,7 @@ class Masker:
         ids = input_ids.to(self.device)
         rows, length = ids.shape
         selectable = ~torch.take(self.is_special, ids)  # (B, L)
-        spans = torch.zeros((0, 3), dtype=torch.long, device=self.device)
+        spans = torch.zeros((0, 4), dtype=torch.long, device=self.device)
         if cfg.strategy == "token":
             # One uniform draw decides both: selected if u < rate, and then u / rate (uniform) picks the kind.
             split = self._draw(rows, length, generator)  # (B, L)
@@ -94,27 +95,21 @@ class Masker:
             split = split / cfg.rate
         else:
             if word_ids is None:
-                positions = torch.arange(length, device=self.device).expand(rows, length)
-                words = torch.where(selectable, positions, -1)
-            else:
-                words = word_ids.to(self.device, torch.long)
-            n_words = int(words.max()) + 1 if words.numel() else 0
+                word_ids = torch.arange(length, device=self.device).expand(rows, length)
+            words = torch.where(selectable, word_ids.to(self.device, torch.long), -1)
             if cfg.strategy == "whole_word":
-                word_selected = self._draw(rows, n_words, generator) < cfg.rate  # (B, W)
-            else:
-                word_selected, spans, word_split = self._spans(words, n_words, generator)
-            if n_words == 0:
-                selected = torch.zeros_like(selectable)
-            else:
-                selected = word_selected.gather(1, words.clamp(min=0)) & (words >= 0)  # (B, L)
-            if cfg.strategy == "span" and n_words > 0:
-                split = word_split.gather(1, words.clamp(min=0))  # SpanBERT: one treatment for a whole span
-            else:
+                n_words = int(words.max()) + 1 if words.numel() else 0
+                word_selected = self._draw(rows, max(n_words, 1), generator) < cfg.rate  # (B, W)
                 split = self._draw(rows, length, generator)  # (B, L)
+            else:
+                words, n_words = _maskable_words(words)
+                word_selected, word_split, spans = self._spans(words, n_words, generator)
+                split = word_split.gather(1, words.clamp(min=0))  # SpanBERT: one treatment for a whole span
+            selected = word_selected.gather(1, words.clamp(min=0)) & (words >= 0)  # (B, L)
         selected &= selectable
 
         # [MASK] below mask_fraction, random up to mask + random fraction, kept above: kinds 1, 2, 3.
-        kinds = torch.where(selected, torch.bucketize(split, self.split_bounds, right=True), 0).to(torch.uint8)
+        kinds = torch.where(selected, self._kind(split), 0).to(torch.uint8)
         draws = torch.randint(len(self.candidates), (rows, length), generator=generator, device=self.device)
         random_ids = torch.take(self.candidates, draws)  # (B, L)
         masked = torch.where(
@@ -123,67 +118,66 @@ class Masker:
         labels = torch.where(selected, ids, IGNORE_INDEX)
         return MaskedBatch(masked, labels, kinds, spans)
 
+    def achieved(self, input_ids: torch.Tensor, batch: MaskedBatch) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """What masking did to each row of `input_ids`: {name: (hits, trials)}, each (B,), for the selection
+        (over tokens that may be selected) and the three-way split (over the selected tokens, or over the
+        selected spans for span masking, whose treatment is drawn per span)."""
+        kinds = batch.kinds.cpu()
+        selectable = ~torch.take(self.is_special.cpu(), input_ids.cpu())
+        selected = kinds != MaskKind.UNTOUCHED
+        counts = {"selected": (selected.sum(1), selectable.sum(1))}
+        if self.config.strategy == "span":
+            rows, spans = len(kinds), batch.spans.cpu()
+            trials = torch.bincount(spans[:, 0], minlength=rows)
+            for name, kind in _SPLIT.items():
+                counts[name] = (torch.bincount(spans[:, 0], weights=spans[:, 3] == kind, minlength=rows), trials)
+        else:
+            for name, kind in _SPLIT.items():
+                counts[name] = ((kinds == kind).sum(1), selected.sum(1))
+        return {name: (hits.long().numpy(), trials.long().numpy()) for name, (hits, trials) in counts.items()}
+
     def _draw(self, rows: int, columns: int, generator: torch.Generator | None) -> torch.Tensor:
         return torch.rand((rows, columns), generator=generator, device=self.device)
+
+    def _kind(self, split: torch.Tensor) -> torch.Tensor:
+        """MaskKind (as long) of each uniform draw in `split`."""
+        return torch.bucketize(split, self.split_bounds, right=True)
 
     def _spans(
         self, words: torch.Tensor, n_words: int, generator: torch.Generator | None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Tile each row's words into spans of random length and select spans: (B, W) word selection, the
-        spans, and (B, W) one uniform draw per span, shared by its words, that picks its treatment."""
+        """Tile each row's words into spans of random length and select spans: (B, W) word selection, (B, W)
+        one uniform draw per word, shared by the words of a span, that picks its treatment, and the selected
+        spans (row, first word, length in words, MaskKind)."""
         rows = words.shape[0]
-        if n_words == 0:
-            none = torch.zeros((rows, 0), device=self.device)
-            return none.bool(), torch.zeros((0, 3), dtype=torch.long, device=self.device), none
         draws = torch.multinomial(self.span_probabilities, rows * n_words, replacement=True, generator=generator)
         lengths = draws.view(rows, n_words) + 1  # (B, W) span lengths in words
         ends = lengths.cumsum(1)  # (B, W) one past the last word of each span
         word_index = torch.arange(n_words, device=self.device).expand(rows, n_words).contiguous()
         span_of_word = torch.searchsorted(ends, word_index, right=True)  # (B, W) in [0, W)
         span_selected = self._draw(rows, n_words, generator) < self.config.rate  # (B, W)
+        span_split = self._draw(rows, n_words, generator)  # (B, W)
         word_selected = span_selected.gather(1, span_of_word)
-        word_split = self._draw(rows, n_words, generator).gather(1, span_of_word)
+        word_split = span_split.gather(1, span_of_word)
 
         words_in_row = (words.max(dim=1).values + 1).unsqueeze(1)  # (B, 1)
         starts = ends - lengths
         actual = torch.minimum(ends, words_in_row) - starts  # spans cut at the row's last word
         chosen = span_selected & (starts < words_in_row)
         row, index = chosen.nonzero(as_tuple=True)
-        spans = torch.stack([row, starts[row, index], actual[row, index]], dim=1)
-        return word_selected, spans, word_split
+        kind = self._kind(span_split[row, index])
+        spans = torch.stack([row, starts[row, index], actual[row, index], kind], dim=1)
+        return word_selected, word_split, spans
 
 
-def achieved_rates(kinds: torch.Tensor, selectable: torch.Tensor) -> dict[str, tuple[int, int]]:
-    """Counts behind the measured rates: {name: (hits, trials)} for selection and the three-way split."""
-    kinds = kinds[selectable]
-    selected = int((kinds != MaskKind.UNTOUCHED).sum())
-    return {
-        "selected": (selected, int(kinds.numel())),
-        "mask": (int((kinds == MaskKind.MASK).sum()), selected),
-        "random": (int((kinds == MaskKind.RANDOM).sum()), selected),
-        "keep": (int((kinds == MaskKind.KEPT).sum()), selected),
-    }
-
-
-def span_treatments(kinds: torch.Tensor, word_ids: torch.Tensor, spans: torch.Tensor) -> dict[str, tuple[int, int]]:
-    """{name: (spans, selected spans)} for the three-way split counted per span, as SpanBERT draws it: a span's
-    treatment is the one of its first token."""
-    rows, first_words = spans[:, 0], spans[:, 1]
-    positions = (word_ids[rows] == first_words[:, None]).int().argmax(1)  # the span's first token
-    treated = kinds[rows, positions]
-    total = len(spans)
-    return {name: (int((treated == kind).sum()), total) for name, kind in _SPLIT.items()}
+def _maskable_words(words: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """The words of each row (-1 on tokens that may not be selected) renumbered 0, 1, … so that a word of
+    [UNK] pieces, or a number the dataset gave a separator, takes none; and an upper bound of the words per row."""
+    n_words = max(int(words.max()) + 1, 1)
+    present = torch.zeros((words.shape[0], n_words + 1), dtype=torch.bool, device=words.device)
+    present.scatter_(1, words + 1, True)
+    numbers = present[:, 1:].cumsum(1) - 1  # (B, W) the new number of each word present
+    return torch.where(words >= 0, numbers.gather(1, words.clamp(min=0)), -1), n_words
 
 
 _SPLIT = {"mask": MaskKind.MASK, "random": MaskKind.RANDOM, "keep": MaskKind.KEPT}
-
-
-def wilson_interval(hits: int, trials: int, z: float = 1.96) -> tuple[float, float]:
-    """The Wilson score interval of a proportion (95% by default)."""
-    if trials == 0:
-        return 0.0, 1.0
-    p = hits / trials
-    denominator = 1 + z * z / trials
-    centre = (p + z * z / (2 * trials)) / denominator
-    half = z * np.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)

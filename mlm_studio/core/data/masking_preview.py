@@ -1,6 +1,8 @@
 """What the masking preview shows: a few masked samples token by token, and rates measured over many blocks.
 
 It runs the trainer's own `Masker` on the trainer's own blocks, so what the user sees is what training does.
+Each rate's 95% interval comes from the spread between blocks, which are masked independently of each other,
+while the tokens of one word or span are not: a binomial interval over tokens would be too narrow for them.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import numpy as np
 import torch
 
 from mlm_studio.core.data.dataset import BlockSet
-from mlm_studio.core.data.masking import Masker, MaskKind, achieved_rates, span_treatments
+from mlm_studio.core.data.masking import Masker, MaskKind
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.training.replaced_tokens import with_samples
@@ -32,9 +34,35 @@ class PreviewToken:
 
 
 @dataclass(frozen=True)
+class MeasuredRate:
+    """A share measured over blocks: `hits` of `trials`, and its 95% interval."""
+
+    hits: int
+    trials: int
+    low: float
+    high: float
+
+    @property
+    def share(self) -> float:
+        return self.hits / self.trials if self.trials else 0.0
+
+
+def measured_rate(hits: np.ndarray, trials: np.ndarray, z: float = 1.96) -> MeasuredRate:
+    """The share sum(hits) / sum(trials) of per-block counts and its interval (95% by default), from the spread
+    of the blocks' counts around it (the ratio estimator's variance: blocks are independent, tokens need not be)."""
+    total, blocks = int(trials.sum()), len(trials)
+    if total == 0 or blocks < 2:
+        return MeasuredRate(int(hits.sum()), total, 0.0, 1.0)
+    share = hits.sum() / total
+    residuals = hits - share * trials
+    half = z * np.sqrt(blocks / (blocks - 1) * np.sum(residuals**2)) / total
+    return MeasuredRate(int(hits.sum()), total, float(max(0.0, share - half)), float(min(1.0, share + half)))
+
+
+@dataclass(frozen=True)
 class MaskingPreview:
     samples: tuple[tuple[PreviewToken, ...], ...]
-    counts: dict[str, tuple[int, int]]  # name -> (hits, trials), see `achieved_rates`; the split per span for spans
+    rates: dict[str, MeasuredRate]  # "selected", "mask", "random", "keep": see `Masker.achieved`
     span_lengths: np.ndarray  # (max_span,) how many selected spans had 1..max_span words
     blocks_measured: int
 
@@ -71,27 +99,22 @@ def masking_preview(
     )
 
     measured = rng.choice(len(blocks), size=min(measure, len(blocks)), replace=False)
-    totals: dict[str, list[int]] = {}
+    per_block: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     span_counts = np.zeros(masker.config.max_span, dtype=np.int64)
-    special = torch.from_numpy(tokenizer.special_mask())
     for start in range(0, len(measured), MEASURE_BATCH):
         progress.check()
         progress.report(start, len(measured), "Measuring masking rates")
         part = blocks.batch(measured[start : start + MEASURE_BATCH])
         ids = torch.from_numpy(part.input_ids)
-        word_ids = torch.from_numpy(part.word_ids)
-        result = masker(ids, word_ids, random)
-        counts = achieved_rates(result.kinds.cpu(), ~special[ids])
-        if masker.config.strategy == "span":
-            counts |= span_treatments(result.kinds.cpu(), word_ids, result.spans.cpu())
-        for name, (hits, trials) in counts.items():
-            pair = totals.setdefault(name, [0, 0])
-            pair[0] += hits
-            pair[1] += trials
-        if len(result.spans):
-            span_counts += np.bincount(result.spans[:, 2].cpu().numpy(), minlength=len(span_counts) + 1)[1:]
-    counts = {name: (hits, trials) for name, (hits, trials) in totals.items()}
-    return MaskingPreview(rows, counts, span_counts, len(measured))
+        result = masker(ids, torch.from_numpy(part.word_ids), random)
+        for name, counts in masker.achieved(ids, result).items():
+            per_block.setdefault(name, []).append(counts)
+        span_counts += np.bincount(result.spans[:, 2].cpu().numpy(), minlength=len(span_counts) + 1)[1:]
+    rates = {
+        name: measured_rate(np.concatenate([h for h, _ in parts]), np.concatenate([t for _, t in parts]))
+        for name, parts in per_block.items()
+    }
+    return MaskingPreview(rows, rates, span_counts, len(measured))
 
 
 @torch.no_grad()

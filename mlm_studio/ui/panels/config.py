@@ -345,9 +345,9 @@ class ConfigPanel(QWidget):
         memory = config.training_memory_bytes() / 2**20
         self.summary.setText(f"<b>{params / 1e6:,.2f} M</b> parameters · about <b>{memory:,.0f} MiB</b> to train")
         self.summary.setToolTip(
-            "Weights, gradients and Adam's moments (16 bytes per parameter), the activations kept for the "
-            "backward pass, and working memory: within 7% of the peak measured on a CPU in fp32. PyTorch itself "
-            "takes about 250 MiB more."
+            "The training process's peak on a CPU in fp32: Python, PyTorch and the data, weights, gradients and "
+            "Adam's moments (16 bytes per parameter), and the activations kept for the backward pass; within 25% "
+            "of the measured peak of every preset and family."
         )
         tokenizer = self.workspace.tokenizer
         if self.workspace.initial_model is not None:

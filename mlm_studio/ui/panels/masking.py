@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QColor
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.config.sections import DataConfig, MaskingConfig
+from mlm_studio.core.config.sections import ConfigError, DataConfig, MaskingConfig
 from mlm_studio.core.data.dataset import split_blocks, tokenize_corpus
 from mlm_studio.core.data.masking import Masker, MaskKind
 from mlm_studio.core.data.masking_preview import MaskingPreview, PreviewToken, masking_preview
@@ -33,8 +33,9 @@ from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.ui.panels.config_fields import form_fields
 from mlm_studio.ui.tasks import TaskRunner
-from mlm_studio.ui.theme import ToneLabel
+from mlm_studio.ui.theme import PALETTE_CHANGES, ToneLabel, tone
 from mlm_studio.ui.widgets.measured_rates import MeasuredRates
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
@@ -46,11 +47,39 @@ KIND_COLOURS = {
     MaskKind.KEPT: QColor("#4caf50"),
 }
 REPLACED = QColor("#9467bd")
-INVALID_STYLE = "QAbstractSpinBox { border: 1px solid #c0392b; }"
+INVALID_TINT = 0.22  # how much of the error tone an invalid field's background takes
 SAMPLES = 4
 MEASURED_BLOCKS = 1000
 REFRESH_DELAY_MS = 120
+EMPTY = "Load a corpus and a tokenizer in the Corpus panel to preview masking."
 STRATEGY_LABELS = {"token": "Token", "whole_word": "Whole word", "span": "Span (SpanBERT)"}
+# The form's words for the fields it sets, as its rows say them (messages use them too).
+LABELS = {
+    "masking.strategy": "Strategy",
+    "masking.rate": "Rate",
+    "masking.mask_fraction": "[MASK]",
+    "masking.random_fraction": "Random",
+    "masking.keep_fraction": "Keep",
+    "masking.span_p": "Span p",
+    "masking.max_span": "Longest span",
+    "data.max_seq_len": "Block length",
+    "data.packing": "Pack documents",
+}
+
+
+def field_label(name: str) -> str:
+    """How the form says a field: its own label, or the Configuration panel's for a field set there."""
+    if name in LABELS:
+        return LABELS[name]
+    section, _, field = name.partition(".")
+    fields = form_fields()
+    return f"{fields[(section, field)][1]} (Configuration)" if (section, field) in fields else name
+
+
+def worded(error: ConfigError) -> str:
+    """An invalid setting said with the form's words, as a sentence."""
+    message = error.naming([field_label(name) for name in error.fields])
+    return f"{message[0].upper()}{message[1:]}."
 
 
 def token_cell(token: PreviewToken) -> TokenCell:
@@ -87,6 +116,8 @@ class MaskingPanel(QWidget):
         self.blocks = None
         self.preview: MaskingPreview | None = None
         self.preview_config: MaskingConfig | None = None  # the settings `preview` was measured with
+        self.settings_version = 0  # counts the form's changes: a preview of an older version is stale
+        self.invalid: set[str] = set()  # the fields at fault (as `section.field`)
         self.data_runner = TaskRunner(self)
         self.data_runner.progress.connect(self._on_progress)
         self.data_runner.succeeded.connect(self._on_data)
@@ -115,7 +146,9 @@ class MaskingPanel(QWidget):
         self.message_bar = MessageBar()
         self.progress_bar = QProgressBar()
         self.progress_bar.hide()
-        self.empty_label = QLabel("Load a corpus and a tokenizer in the Corpus panel to preview masking.")
+        self.stale_label = ToneLabel("warning")
+        self.stale_label.hide()
+        self.empty_label = QLabel(EMPTY)
         self.empty_label.setWordWrap(True)
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.sample_views = [TokenView() for _ in range(SAMPLES)]
@@ -142,6 +175,7 @@ class MaskingPanel(QWidget):
         results = QVBoxLayout()
         results.addWidget(self.message_bar)
         results.addWidget(self.progress_bar)
+        results.addWidget(self.stale_label)
         results.addWidget(self.empty_label)
         results.addWidget(right, 1)
         self.results = right
@@ -173,7 +207,7 @@ class MaskingPanel(QWidget):
         self.length_spin.setSingleStep(16)
         self.length_spin.setValue(DataConfig.max_seq_len)
         self.length_spin.setToolTip("Tokens per block, [CLS] and [SEP] included")
-        self.packing_check = QCheckBox("pack documents")
+        self.packing_check = QCheckBox(LABELS["data.packing"])
         self.packing_check.setChecked(DataConfig.packing)
         self.packing_check.setToolTip("Fill blocks with consecutive documents; otherwise one document per padded block")
         self.seed_spin = QSpinBox()
@@ -189,19 +223,25 @@ class MaskingPanel(QWidget):
         self.generator_check.toggled.connect(self._on_edit)
         self.validation_label = ToneLabel("error")
 
+        self.editors = {
+            "masking.strategy": self.strategy_combo,
+            "masking.rate": self.rate_spin,
+            "masking.mask_fraction": self.mask_spin,
+            "masking.random_fraction": self.random_spin,
+            "masking.keep_fraction": self.keep_spin,
+            "masking.span_p": self.span_p_spin,
+            "masking.max_span": self.max_span_spin,
+            "data.max_seq_len": self.length_spin,
+        }
         masking_box = QGroupBox("Masking")
         form = QFormLayout(masking_box)
-        form.addRow("Strategy", self.strategy_combo)
-        form.addRow("Rate", self.rate_spin)
-        form.addRow("[MASK]", self.mask_spin)
-        form.addRow("Random", self.random_spin)
-        form.addRow("Keep", self.keep_spin)
-        form.addRow("Span p", self.span_p_spin)
-        form.addRow("Longest span", self.max_span_spin)
+        for name, editor in self.editors.items():
+            if name.startswith("masking."):
+                form.addRow(LABELS[name], editor)
         form.addRow(self.validation_label)
         data_box = QGroupBox("Samples")
         data_form = QFormLayout(data_box)
-        data_form.addRow("Block length", self.length_spin)
+        data_form.addRow(LABELS["data.max_seq_len"], self.length_spin)
         data_form.addRow(self.packing_check)
         seed_row = QHBoxLayout()
         seed_row.addWidget(self.seed_spin, 1)
@@ -310,8 +350,8 @@ class MaskingPanel(QWidget):
                 masking=masking,
                 data=replace(config.data, max_seq_len=self.length_spin.value(), packing=self.packing_check.isChecked()),
             )
-        except ValueError as exc:
-            self.validation_label.setText(str(exc).capitalize() + ".")
+        except ConfigError as exc:
+            self._show_invalid(exc)
             return
         self.workspace.set_config(updated)
 
@@ -323,20 +363,48 @@ class MaskingPanel(QWidget):
         self._on_edit()
 
     def _on_edit(self) -> None:
-        split = (self.mask_spin, self.random_spin, self.keep_spin)
+        self._settings_changed()
         try:
             self.masking_config()
-        except ValueError as exc:
+        except ConfigError as exc:
             self._refresh_timer.stop()
-            self.validation_label.setText(str(exc).capitalize() + ".")
-            for spin in split:
-                spin.setStyleSheet(INVALID_STYLE)
+            self._show_invalid(exc)
             return
-        self.validation_label.clear()
-        for spin in split:
-            spin.setStyleSheet("")
+        self._show_invalid(None)
         self._push_config()
         self._refresh_timer.start()
+
+    def _show_invalid(self, error: ConfigError | None) -> None:
+        """Say why the settings are invalid and tint the fields at fault (no style sheet: it would replace
+        the spin boxes' native arrows); None clears both."""
+        self.validation_label.setText(worded(error) if error else "")
+        self.invalid = {name for name in (error.fields if error else ()) if name in self.editors}
+        self._tint_invalid()
+        if error is not None and self.preview is not None:  # what is shown no longer matches the form
+            self._show_empty(True, "Masked samples and rates return once the settings on the left are valid.")
+
+    def _tint_invalid(self) -> None:
+        base, error = self.palette().color(QPalette.ColorRole.Base), tone("error")
+        tinted = QColor.fromRgbF(
+            *(b + INVALID_TINT * (e - b) for b, e in zip(base.getRgbF()[:3], error.getRgbF()[:3], strict=True))
+        )
+        for name, editor in self.editors.items():
+            palette = QPalette()
+            palette.setResolveMask(0)  # every other colour inherited: the field follows the scheme
+            if name in self.invalid:
+                palette.setColor(QPalette.ColorRole.Base, tinted)
+            editor.setPalette(palette)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in PALETTE_CHANGES and self.invalid:
+            self._tint_invalid()
+
+    def _settings_changed(self) -> None:
+        """The samples and rates shown no longer match the form until a preview of the new settings arrives."""
+        self.settings_version += 1
+        self.stale_label.setText("These samples and rates are from the previous settings; masking again…")
+        self.stale_label.setVisible(self.results.isVisibleTo(self))
 
     # --- data and preview ---------------------------------------------------------------------------
     def prepare_data(self) -> None:
@@ -358,6 +426,7 @@ class MaskingPanel(QWidget):
         self.data_runner.start(work)
 
     def _on_data_settings(self) -> None:
+        self._settings_changed()
         self._push_config()
         if self.tokenized is not None and self.workspace.tokenizer is not None:
             self.blocks = split_blocks(self.tokenized, self.data_config(), self.workspace.tokenizer)[0]
@@ -386,13 +455,13 @@ class MaskingPanel(QWidget):
         except ValueError:
             return
         masker = Masker.for_tokenizer(config, tokenizer)
-        blocks, seed = self.blocks, self.seed_spin.value()
+        blocks, seed, version = self.blocks, self.seed_spin.value(), self.settings_version
         run = str(self.workspace.run) if self.generator_check.isEnabled() and self.generator_check.isChecked() else ""
 
         def work(progress: Progress):
             generator = FillMask.from_path(run).model if run else None
             preview = masking_preview(blocks, tokenizer, masker, seed, SAMPLES, MEASURED_BLOCKS, progress, generator)
-            return config, preview
+            return version, config, preview
 
         self.preview_runner.start(work)
 
@@ -404,18 +473,21 @@ class MaskingPanel(QWidget):
         if electra and self.generator_check.isChecked():
             self._refresh_timer.start()
 
-    def _on_preview(self, result: tuple[MaskingConfig, MaskingPreview]) -> None:
-        config, preview = result
+    def _on_preview(self, result: tuple[int, MaskingConfig, MaskingPreview]) -> None:
+        version, config, preview = result
         self.preview, self.preview_config = preview, config
+        self.stale_label.setVisible(version != self.settings_version)
         self._show_empty(False)
         for view, sample in zip(self.sample_views, preview.samples):
             view.set_cells([token_cell(token) for token in sample])
         self.rates.show_preview(config, preview)
         self.preview_updated.emit()
 
-    def _show_empty(self, empty: bool) -> None:
+    def _show_empty(self, empty: bool, why: str = EMPTY) -> None:
+        self.empty_label.setText(why)
         self.empty_label.setVisible(empty)
         self.results.setVisible(not empty)
+        self.stale_label.setVisible(self.stale_label.isVisibleTo(self) and not empty)
 
 
 def _has_generator(run) -> bool:

@@ -9,7 +9,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGroupBox, QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout
 
 from mlm_studio.core.config.sections import MaskingConfig
-from mlm_studio.core.data.masking import wilson_interval
 from mlm_studio.core.data.masking_preview import MaskingPreview
 from mlm_studio.ui.widgets.plots import ThemedPlot, accent_colour
 
@@ -27,7 +26,9 @@ class MeasuredRates(QSplitter):
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setWordWrap(False)
         self.caption = QLabel()
+        self.caption.setWordWrap(True)  # a long caption wraps rather than widening the window
         rates_box = QGroupBox("Measured rates")
         rates_layout = QVBoxLayout(rates_box)
         rates_layout.addWidget(self.caption)
@@ -36,31 +37,39 @@ class MeasuredRates(QSplitter):
         self.span_bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush=accent_colour())
         self.span_plot.addItem(self.span_bars)
         self.span_theory = self.span_plot.plot([], [], pen=pg.mkPen("#d9534f", width=1), symbol="o", symbolSize=6)
-        self.span_plot.addLegend(offset=(-10, 10)).addItem(self.span_theory, "truncated geometric law")
         self.span_box = QGroupBox("Span lengths")
-        QVBoxLayout(self.span_box).addWidget(self.span_plot)
+        key = QLabel("Bars: measured. Red: the truncated geometric law they should follow.")
+        key.setWordWrap(True)
+        span_layout = QVBoxLayout(self.span_box)
+        span_layout.addWidget(key)
+        span_layout.addWidget(self.span_plot)
         self.addWidget(rates_box)
         self.addWidget(self.span_box)
-        self.setSizes([560, 400])
+        self.setSizes([640, 360])  # the table whole; the histogram reads at a third of the width
 
     def show_preview(self, config: MaskingConfig, preview: MaskingPreview) -> None:
         configured = (config.rate, config.mask_fraction, config.random_fraction, config.keep_fraction)
         per_span = config.strategy == "span"
         units = ("tokens", *(("spans" if per_span else "tokens"),) * 3)
         for row, (name, expected, unit) in enumerate(zip(ROWS, configured, units)):
-            hits, trials = preview.counts[name]
-            low, high = wilson_interval(hits, trials)
-            measured = hits / trials if trials else 0.0
-            values = (f"{expected:.3f}", f"{measured:.3f}", f"{low:.3f}–{high:.3f}", f"{hits:,} of {trials:,} {unit}")
+            rate = preview.rates[name]
+            low, high = rate.low, rate.high
+            values = (
+                f"{expected:.3f}",
+                f"{rate.share:.3f}",
+                f"{low:.3f}–{high:.3f}",
+                f"{rate.hits:,} / {rate.trials:,} {unit}",
+            )
             for column, value in enumerate(values):
                 item = QTableWidgetItem(value)
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if column == 2 and not low <= expected <= high:
                     item.setToolTip("The configured value lies outside the 95% interval of this measurement")
                 self.table.setItem(row, column, item)
+        per_span_note = "; the split counted per span (SpanBERT)" if per_span else ""
         self.caption.setText(
-            f"Over {preview.blocks_measured:,} blocks of the corpus, same masker as training"
-            + ("; the split is drawn and counted per span, as SpanBERT does" if per_span else "")
+            f"Over {preview.blocks_measured:,} blocks, the trainer's masker; intervals from the spread between "
+            f"blocks{per_span_note}"
         )
         spans = preview.span_lengths
         lengths = np.arange(1, len(spans) + 1)
