@@ -61,6 +61,7 @@ class TrainingPanel(QWidget):
         self.controller.failed.connect(self._on_failed)
         self.controller.finished.connect(self._on_finished)
         self.eta: Eta | None = None
+        self._live_step = 0
         self._build()
         self.exporter = RunExporter(self, self.message_bar, self._log)
         self.exporter.finished.connect(self._update_controls)
@@ -327,7 +328,6 @@ class TrainingPanel(QWidget):
 
     def _on_prepared(self, started: StartedRecord) -> None:
         self.started = started
-        self.eta = Eta(started.step, started.total_steps, started.time_budget)
         if started.time_budget > 0:  # measured in seconds of the budget
             self.progress_bar.setFormat("%v / %m s")
             self.progress_bar.setRange(0, round(started.time_budget))
@@ -337,11 +337,15 @@ class TrainingPanel(QWidget):
             self.progress_bar.setRange(0, started.total_steps)
             self.progress_bar.setValue(started.step)
         run = Path(started.run_dir)
-        if started.step:
-            self.plots.load([r for r in RunDir(run).read_metrics() if r["step"] <= started.step])
+        earlier = [r for r in RunDir(run).read_metrics() if r["step"] <= started.step] if started.step else []
+        if earlier:
+            self.plots.load(earlier)
+        first_elapsed = max((r.get("elapsed", 0.0) for r in earlier), default=0.0)
+        self.eta = Eta(started.step, started.total_steps, started.time_budget, first_elapsed)
         self.workspace.set_run(run)
         self._log(started.describe())
         self.refresh_runs()
+        self._show_live(started.step)
 
     def _on_record(self, record) -> None:
         self.plots.add(record.kind, record.to_dict())
@@ -350,6 +354,7 @@ class TrainingPanel(QWidget):
                 self.progress_bar.setValue(min(round(record.elapsed), self.progress_bar.maximum()))
             else:
                 self.progress_bar.setValue(record.step)
+            self._show_live(record.step)
             left = self.eta.seconds_left(record.step, record.elapsed) if self.eta else 0.0
             self.status_label.setText(
                 f"step {record.step:,} · loss {record.loss:.3f} · {record.tokens_per_second:,.0f} tok/s · "
@@ -374,6 +379,7 @@ class TrainingPanel(QWidget):
 
     def _on_finished(self) -> None:
         self.started = None
+        self.runs_table.set_live(None)
         self.status_label.setText("")
         if self.progress_bar.maximum() == 0:
             self.progress_bar.setRange(0, 1)
@@ -382,7 +388,14 @@ class TrainingPanel(QWidget):
 
     def _on_state(self, state: str) -> None:
         self.pause_button.setText("Resume" if state == PAUSED else "Pause")
+        if self.started is not None:
+            self._show_live(self._live_step)
         self._update_controls()
+
+    def _show_live(self, step: int) -> None:
+        """The Runs table's row of the run being trained says its state and step as they are now."""
+        self._live_step = step
+        self.runs_table.set_live(Path(self.started.run_dir), self.controller.state, step)
 
     # --- helpers ------------------------------------------------------------------------------------
     def set_config_error(self, message: str) -> None:
