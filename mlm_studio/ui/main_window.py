@@ -32,6 +32,8 @@ from mlm_studio.ui.trainer_thread import IDLE, PAUSED, STOPPING
 from mlm_studio.ui.workspace import Workspace
 
 MEMORY_REFRESH_MS = 2000
+FIRST_SIZE = (1280, 800)
+TITLE_BAR_ALLOWANCE = 40  # pixels above the window that its frame takes, not known before it is shown
 
 
 class MainWindow(QMainWindow):
@@ -78,7 +80,7 @@ class MainWindow(QMainWindow):
         self._devices: list | None = None
         self._quit_when_done = False
         self._build_status_bar()
-        self.resize(1280, 800)
+        self._fit_first_window()
         if settings is not None and restore and isinstance(settings.value("window/geometry"), QByteArray):
             self.restoreGeometry(settings.value("window/geometry"))
         if deferred:
@@ -91,6 +93,11 @@ class MainWindow(QMainWindow):
             self._engine_loader.start(lambda progress: _import_engine())
         else:
             self._build_panels(restore)
+
+    def _fit_first_window(self) -> None:
+        """1280×800, or the screen's free area less a title bar where that is smaller (a 1366×768 laptop)."""
+        free = self.screen().availableGeometry()
+        self.resize(min(FIRST_SIZE[0], free.width()), min(FIRST_SIZE[1], free.height() - TITLE_BAR_ALLOWANCE))
 
     def _build_panels(self, restore: bool) -> None:
         """The panels, their menus and the last session's state (deferred until the engine is imported)."""

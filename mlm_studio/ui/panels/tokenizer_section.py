@@ -95,12 +95,12 @@ class TokenizerSection(QGroupBox):
         settings.addWidget(self.vocab_spin)
         settings.addWidget(QLabel("min. frequency"))
         settings.addWidget(self.min_freq_spin)
-        settings.addWidget(self.lowercase_check)
         settings.addStretch(1)
         buttons = QHBoxLayout()
+        buttons.addWidget(self.lowercase_check)
+        buttons.addStretch(1)
         for button in (self.train_button, self.load_button, self.save_button):
             buttons.addWidget(button)
-        buttons.addStretch(1)
 
         self.progress_bar = QProgressBar()
         self.cancel_button = QPushButton("Cancel")
