@@ -162,6 +162,7 @@ def test_a_family_imports_continues_compares_and_exports_in_the_window(
         training.start_button.click()
     run = RunDir(window.workspace.run)
     assert run.latest_checkpoint().name == "step-0000003" and run.config.model.family == family
+    assert playground.views[0].model_combo.currentData() == str(run.path)  # it follows the continued model
 
     window.stack.setCurrentWidget(playground)
     playground.text_edit.setText("Return the [MASK] of the list.")

@@ -123,7 +123,8 @@ class ConfigPanel(QWidget):
         self.summary = QLabel()
         self.summary.setWordWrap(True)
         top = QHBoxLayout()
-        top.addWidget(QLabel("Preset"))
+        self.preset_label = QLabel("Preset")
+        top.addWidget(self.preset_label)
         top.addWidget(self.preset_combo)
         top.addWidget(self.summary, 1)
         top.addWidget(self.load_button)
@@ -316,6 +317,8 @@ class ConfigPanel(QWidget):
     def _on_edit(self, *_, from_user: bool = True) -> None:
         if self._applying:
             return
+        if from_user and self.message_bar.level == "error":
+            self.message_bar.clear()  # a refused import or file changed nothing; the user has moved on
         if from_user and self.sender() is not None and self._is_model_editor(self.sender()):
             self._applying = True
             self.preset_combo.setCurrentIndex(self.preset_combo.findData(CUSTOM))
@@ -432,7 +435,8 @@ class ConfigPanel(QWidget):
         for key, editor in self.editors.items():
             if self.fields[key][0] == "Model":
                 editor.setEnabled(imported is None)
-        self.preset_combo.setEnabled(imported is None)
+        self.preset_combo.setVisible(imported is None)  # the imported model is the architecture, not a preset
+        self.preset_label.setVisible(imported is None)
         self.import_frame.setVisible(imported is not None)
         if imported is not None:
             self.import_note.setText(
@@ -462,12 +466,20 @@ class ConfigPanel(QWidget):
             self.save_path(path)
 
     def save_path(self, path: str) -> None:
+        """Write the configuration to `path`, with the .toml suffix added where it lacks one; a file the suffix
+        leads to is never overwritten (the user did not name it)."""
+        target = Path(path)
+        if target.suffix.lower() != ".toml":
+            target = target.with_name(target.name + ".toml")
+            if target.exists():
+                self.message_bar.show_message(f"Not saved: {target} exists; choose another name.", "error")
+                return
         try:
-            self.read_config().save(path)
+            self.read_config().save(target)
         except (ConfigError, OSError) as exc:
             self.message_bar.show_message(f"Not saved: {exc}", "error")
         else:
-            self.message_bar.show_message(f"Saved {path}.", "info")
+            self.message_bar.show_message(f"Saved {target}.", "info")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -181,6 +181,7 @@ class CorpusPanel(QWidget):
         self.histogram_curve = self.histogram.plot(
             [0, 1], [0], stepMode="center", fillLevel=0, brush=accent_colour(), pen=pg.mkPen(accent_colour())
         )
+        self.histogram.setLimits(yMin=0)  # counts: an empty corpus shows 0 to 1, not -0.5 to 0.5
         stats_page = QWidget()
         stats_layout = QVBoxLayout(stats_page)
         stats_layout.addWidget(self.totals)
@@ -340,6 +341,9 @@ class CorpusPanel(QWidget):
             self.details.setText("")
         else:
             self.details.setText(_tooltip(corpus.sources[rows[0].row()]))
+            # the details take room from the table once laid out: keep the clicked row in view
+            index = self.table.model().index(rows[0].row(), 0)
+            QTimer.singleShot(0, self.table, lambda: self.table.scrollTo(index))
         self._update_buttons()
 
     def _update_buttons(self) -> None:

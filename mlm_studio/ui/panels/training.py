@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -32,7 +32,7 @@ from mlm_studio.core.training.records import CheckpointRecord, FinishedRecord, P
 from mlm_studio.core.training.runs import NewRun, new_run_path, prepare_trainer
 from mlm_studio.core.training.trainer import Trainer
 from mlm_studio.ui.run_export import RunExporter
-from mlm_studio.ui.theme import ToneLabel
+from mlm_studio.ui.theme import PALETTE_CHANGES, ToneLabel, glyph_icon
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, PREPARING, RUNNING, STOPPING, TrainingController
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar
@@ -72,10 +72,10 @@ class TrainingPanel(QWidget):
 
     # --- layout -------------------------------------------------------------------------------------
     def _build(self) -> None:
-        style = self.style()
-        self.start_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_MediaPlay), "Start")
-        self.pause_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_MediaPause), "Pause")
-        self.stop_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_MediaStop), "Stop")
+        self.start_button = QPushButton("Start")
+        self.pause_button = QPushButton("Pause")
+        self.stop_button = QPushButton("Stop")
+        self._set_icons()
         self.start_button.clicked.connect(self.start)
         self.pause_button.clicked.connect(self.toggle_pause)
         self.stop_button.clicked.connect(self.stop)
@@ -102,6 +102,20 @@ class TrainingPanel(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.message_bar)
         layout.addWidget(splitter, 1)
+
+    def _set_icons(self) -> None:
+        """Start, Pause and Stop glyphs in the scheme's button text colours, readable enabled or not."""
+        for button, icon in (
+            (self.start_button, QStyle.StandardPixmap.SP_MediaPlay),
+            (self.pause_button, QStyle.StandardPixmap.SP_MediaPause),
+            (self.stop_button, QStyle.StandardPixmap.SP_MediaStop),
+        ):
+            button.setIcon(glyph_icon(self.style().standardIcon(icon), self.palette()))
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in PALETTE_CHANGES:
+            self._set_icons()
 
     def _build_plots_area(self) -> QWidget:
         """The live plots with their axis, smoothing, zoom and export controls and the hover readout."""
