@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -341,9 +341,8 @@ class CorpusPanel(QWidget):
             self.details.setText("")
         else:
             self.details.setText(_tooltip(corpus.sources[rows[0].row()]))
-            # the details take room from the table once laid out: keep the clicked row in view
-            index = self.table.model().index(rows[0].row(), 0)
-            QTimer.singleShot(0, self.table, lambda: self.table.scrollTo(index))
+            self.details.parentWidget().layout().activate()  # the details take their room from the table now
+            self.table.scrollTo(self.table.model().index(rows[0].row(), 0))  # and the clicked row stays in view
         self._update_buttons()
 
     def _update_buttons(self) -> None:
