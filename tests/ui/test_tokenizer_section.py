@@ -42,8 +42,8 @@ def test_retrain_with_settings_typed_by_the_user(qtbot, section, builtin_corpus)
     assert tokenizer.vocab_size == 2000
     assert "Python" in tokenizer.tokens("Python is")
     section.sample_edit.setText("Python ✓")
-    assert [cell.text for cell in section.pieces.cells][-1] == "[UNK]"
-    assert section.pieces.cells[-1].tooltip == "not in the vocabulary"
+    assert [cell.text for cell in section.pieces.cells][-1] == "[UNK] ✓"
+    assert section.pieces.cells[-1].tooltip == "'✓' is not in the vocabulary: the model sees [UNK]"
 
 
 def test_save_then_load_through_the_dialogs(qtbot, section, builtin_corpus, builtin_tokenizer, tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QApplication
 
 from mlm_studio.core.durations import format_duration
 from mlm_studio.core.evaluation.probes import Probe
@@ -108,8 +109,9 @@ class LongPauses:
         return self.now
 
 
-def pause_at(qtbot, panel, clock: LongPauses, step: int) -> list:
-    """Start, press Pause on `step`'s record, press Resume once the trainer waits; the records of the run."""
+def pause_at(qtbot, panel, clock: LongPauses, step: int) -> tuple[list, int]:
+    """Start, press Pause on `step`'s record, press Resume once the trainer waits; the records of the run (with
+    the status line and the Runs table's state as each arrived) and the step the pause came after."""
     records = []
 
     def on_record(record):
@@ -121,10 +123,12 @@ def pause_at(qtbot, panel, clock: LongPauses, step: int) -> list:
     with qtbot.waitSignal(panel.run_finished, timeout=TIMEOUT_MS):
         click(qtbot, panel.start_button)
         qtbot.waitUntil(clock.waiting.is_set, timeout=TIMEOUT_MS)
-        assert panel.runs_table.item(0, 1).text() == "paused"
-        assert panel.runs_table.item(0, 2).text() in (str(step), str(step + 1))  # a pause acts between steps
+        QApplication.processEvents()  # the records sent before the trainer began to wait
+        last = max(r.step for r, _, _ in records if isinstance(r, StepRecord))
+        assert last >= step and panel.runs_table.item(0, 1).text() == "paused"
+        assert panel.runs_table.item(0, 2).text() == str(last)  # where the pause took effect, between two steps
         click(qtbot, panel.pause_button)
-    return records
+    return records, last
 
 
 def test_a_pause_in_the_window_does_not_spend_the_time_budget(qtbot, panel, monkeypatch):
@@ -132,7 +136,7 @@ def test_a_pause_in_the_window_does_not_spend_the_time_budget(qtbot, panel, monk
         small_config(time_budget=20.0, warmup_steps=0, eval_interval=10_000, checkpoint_interval=10_000, log_interval=1)
     )
     clock = LongPauses(monkeypatch, tick=0.25, pause=600.0)
-    records = pause_at(qtbot, panel, clock, step=3)
+    records, _ = pause_at(qtbot, panel, clock, step=3)
     steps = [r for r, _, _ in records if isinstance(r, StepRecord)]
     assert records[-1][0].kind == "finished" and records[-1][0].reason == "completed"
     assert clock.now > 620  # the clock did pass the pause
@@ -144,14 +148,14 @@ def test_a_pause_in_the_window_does_not_spend_the_time_budget(qtbot, panel, monk
 
 
 def test_the_eta_reads_the_training_time_not_the_pause(qtbot, panel, monkeypatch):
-    config = small_config(max_steps=40, eval_interval=10_000, checkpoint_interval=10_000, log_interval=1)
+    config = small_config(max_steps=200, eval_interval=10_000, checkpoint_interval=10_000, log_interval=1)
     panel.workspace.set_config(config)
     clock = LongPauses(monkeypatch, tick=0.25, pause=600.0)
-    records = pause_at(qtbot, panel, clock, step=3)
-    tenth = next((r, text) for r, text, _ in records if isinstance(r, StepRecord) and r.step == 10)
-    record, status = tenth
-    assert record.elapsed < 20.0
-    assert status.endswith(f"ETA {format_duration(record.elapsed / 10 * 30)}")
+    records, paused_after = pause_at(qtbot, panel, clock, step=3)
+    record, status = next((r, text) for r, text, _ in records if isinstance(r, StepRecord) and r.step > paused_after)
+    assert record.elapsed < 100.0  # the pause is not training time
+    done = record.step
+    assert status.endswith(f"ETA {format_duration(record.elapsed / done * (200 - done))}")
 
 
 def test_a_worker_error_reaches_the_user_and_the_controls_recover(qtbot, panel, monkeypatch):
