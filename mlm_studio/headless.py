@@ -219,7 +219,7 @@ def _report(trainer: Trainer, dist: Distributed) -> int:
     """Print what the trainer says: progress on one rewritten line (a terminal) and every other record in a
     sentence; only rank 0 speaks."""
     tty = sys.stderr.isatty()
-    eta = Eta(trainer.step, trainer.total_steps, trainer.config.training.time_budget)
+    eta = Eta(trainer.step, trainer.total_steps, trainer.config.training.time_budget, trainer.elapsed)
     for record in trainer.run():
         if not dist.main:
             continue

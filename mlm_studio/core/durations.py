@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 
 def format_duration(seconds: float) -> str:
@@ -30,14 +29,16 @@ def parse_duration(text: str) -> float:
 
 
 class Eta:
-    """Time left in a run: what remains of its budget, or the steps left at the pace seen since it started."""
+    """Time left in a run: what remains of its budget, or the steps left at the pace seen since it started. Both
+    read the run's own training time, so a pause neither spends the budget nor slows the pace."""
 
-    def __init__(self, first_step: int, total_steps: int, time_budget: float) -> None:
+    def __init__(self, first_step: int, total_steps: int, time_budget: float, first_elapsed: float = 0.0) -> None:
+        """`first_elapsed`: the training time the run had at `first_step` (a resumed run's)."""
         self.first_step, self.total_steps, self.time_budget = first_step, total_steps, time_budget
-        self.started = time.monotonic()
+        self.first_elapsed = first_elapsed
 
     def seconds_left(self, step: int, elapsed: float) -> float:
         if self.time_budget > 0:
             return max(0.0, self.time_budget - elapsed)
         done = max(step - self.first_step, 1)
-        return (time.monotonic() - self.started) / done * max(self.total_steps - step, 0)
+        return (elapsed - self.first_elapsed) / done * max(self.total_steps - step, 0)

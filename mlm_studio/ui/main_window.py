@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer, Signal
@@ -26,12 +27,15 @@ from mlm_studio import __version__
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training.device import available_devices
 from mlm_studio.ui import session
+from mlm_studio.ui.engine_loading import import_engine
 from mlm_studio.ui.tasks import TaskRunner, stop_all_tasks
 from mlm_studio.ui.theme import SCHEMES, app_icon, apply_scheme
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, STOPPING
 from mlm_studio.ui.workspace import Workspace
 
 MEMORY_REFRESH_MS = 2000
+FIRST_SIZE = (1280, 800)
+TITLE_BAR_ALLOWANCE = 40  # pixels above the window that its frame takes, not known before it is shown
 
 
 class MainWindow(QMainWindow):
@@ -60,6 +64,7 @@ class MainWindow(QMainWindow):
             apply_scheme(QApplication.instance(), self.scheme)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_system_scheme)
         self._forget_settings = False
+        self.ready = False  # True once the panels are built
         self.navigation = QListWidget()
         self.navigation.setIconSize(QSize(20, 20))
         self.navigation.setFixedWidth(170)
@@ -78,7 +83,7 @@ class MainWindow(QMainWindow):
         self._devices: list | None = None
         self._quit_when_done = False
         self._build_status_bar()
-        self.resize(1280, 800)
+        self._fit_first_window()
         if settings is not None and restore and isinstance(settings.value("window/geometry"), QByteArray):
             self.restoreGeometry(settings.value("window/geometry"))
         if deferred:
@@ -86,14 +91,28 @@ class MainWindow(QMainWindow):
             self.loading.setAlignment(Qt.AlignmentFlag.AlignCenter)
             self.stack.addWidget(self.loading)
             self._engine_loader = TaskRunner(self)
-            self._engine_loader.succeeded.connect(lambda _: self._build_panels(restore))
+            self._engine_loader.succeeded.connect(lambda _: self._build_in_slices(self._build_panels(restore)))
+            self._engine_loader.succeeded.connect(self._probe_devices)  # it imports PyTorch too: not side by side
             self._engine_loader.failed.connect(self.loading.setText)
-            self._engine_loader.start(lambda progress: _import_engine())
+            self._engine_loader.start(lambda progress: import_engine())
         else:
-            self._build_panels(restore)
+            self._probe_devices()
+            for _ in self._build_panels(restore):
+                pass
 
-    def _build_panels(self, restore: bool) -> None:
-        """The panels, their menus and the last session's state (deferred until the engine is imported)."""
+    def _fit_first_window(self) -> None:
+        """1280×800, or the screen's free area less a title bar where that is smaller (a 1366×768 laptop)."""
+        free = self.screen().availableGeometry()
+        self.resize(min(FIRST_SIZE[0], free.width()), min(FIRST_SIZE[1], free.height() - TITLE_BAR_ALLOWANCE))
+
+    def _build_in_slices(self, steps: Iterator[None]) -> None:
+        """Take one step of `steps` per turn of the event loop, so the window repaints between them."""
+        if next(steps, StopIteration) is not StopIteration:
+            QTimer.singleShot(0, lambda: self._build_in_slices(steps))
+
+    def _build_panels(self, restore: bool) -> Iterator[None]:
+        """The panels, one per step, then their menus and the last session's state (deferred until the engine is
+        imported)."""
         from mlm_studio.ui.panels.config import ConfigPanel
         from mlm_studio.ui.panels.corpus import CorpusPanel
         from mlm_studio.ui.panels.evaluation import EvaluationPanel
@@ -101,15 +120,21 @@ class MainWindow(QMainWindow):
         from mlm_studio.ui.panels.playground import PlaygroundPanel
         from mlm_studio.ui.panels.training import TrainingPanel
 
+        self.corpus_panel = CorpusPanel(self.workspace)
+        yield
+        self.masking_panel = MaskingPanel(self.workspace)
+        yield
+        self.config_panel = ConfigPanel(self.workspace)
+        yield
+        self.training_panel = TrainingPanel(self.workspace, self._runs_root)
+        yield
+        self.playground_panel = PlaygroundPanel(self.workspace, self._runs_root)
+        yield
+        self.evaluation_panel = EvaluationPanel(self.workspace, self._runs_root)
+        yield
         if hasattr(self, "loading"):
             self.stack.removeWidget(self.loading)
             self.loading.deleteLater()
-        self.corpus_panel = CorpusPanel(self.workspace)
-        self.masking_panel = MaskingPanel(self.workspace)
-        self.config_panel = ConfigPanel(self.workspace)
-        self.training_panel = TrainingPanel(self.workspace, self._runs_root)
-        self.playground_panel = PlaygroundPanel(self.workspace, self._runs_root)
-        self.evaluation_panel = EvaluationPanel(self.workspace, self._runs_root)
         self.add_panel("Corpus", self.corpus_panel, QStyle.StandardPixmap.SP_FileDialogContentsView)
         self.add_panel("Masking preview", self.masking_panel, QStyle.StandardPixmap.SP_FileDialogInfoView)
         self.add_panel("Configuration", self.config_panel, QStyle.StandardPixmap.SP_FileDialogDetailedView)
@@ -129,6 +154,7 @@ class MainWindow(QMainWindow):
             self.config_panel.set_devices([d.name for d in self._devices])
         if restore:
             self._restore()
+        self.ready = True
         self.panels_ready.emit()
 
     def add_panel(self, title: str, panel: QWidget, icon: QStyle.StandardPixmap) -> None:
@@ -224,17 +250,19 @@ class MainWindow(QMainWindow):
         self._device_probe = TaskRunner(self)
         self._device_probe.succeeded.connect(self._on_devices)
         self._device_probe.failed.connect(lambda message: self.device_label.setText(f"Device: unknown ({message})"))
-        self._device_probe.start(lambda progress: available_devices())
         self._memory_timer = QTimer(self)
         self._memory_timer.timeout.connect(self._update_memory)
         self._memory_timer.start(MEMORY_REFRESH_MS)
         self._update_memory()
 
+    def _probe_devices(self, *_) -> None:
+        self._device_probe.start(lambda progress: available_devices())
+
     def _on_devices(self, devices) -> None:
         self._devices = devices
         self.device_label.setText(f"Device: {devices[0].label}")
         self.device_label.setToolTip("\n".join(d.label for d in devices))
-        if hasattr(self, "config_panel"):
+        if self.ready:
             self.config_panel.set_devices([d.name for d in devices])
 
     def _update_corpus_status(self, corpus) -> None:
@@ -293,7 +321,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         """While a training runs, every way out (×, Ctrl+Q, File → Quit, again and again) asks; the window
         closes only once the trainer has ended, saved, and never blocks the event loop waiting for it."""
-        if not hasattr(self, "training_panel"):  # closed while the engine was still loading
+        if not self.ready:  # closed while the engine was still loading
             stop_all_tasks()
             event.accept()
             return
@@ -334,18 +362,6 @@ class MainWindow(QMainWindow):
     def _on_run_finished(self) -> None:
         if self._quit_when_done:
             self.close()
-
-
-def _import_engine() -> None:
-    """What the panels need that takes long to import (PyTorch, tokenizers, the engine), in the background; the
-    TensorBoard writer too, so the first training does not import it while the window waits."""
-    import mlm_studio.core.data.masking_preview
-    import mlm_studio.core.evaluation.predict
-    import mlm_studio.core.training.runs  # noqa: F401
-    from mlm_studio.core.storage import tensorboard
-
-    if tensorboard.available():
-        import torch.utils.tensorboard  # noqa: F401
 
 
 def _resident_memory_bytes() -> int:

@@ -1,12 +1,17 @@
 """A time budget: training ends when it is spent and the learning rate decays with the clock."""
 
+import errno
+import itertools
+
 import pytest
 
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import UNTIL_THE_BUDGET_IS_SPENT, ConfigError
 from mlm_studio.core.durations import format_duration, parse_duration
+from mlm_studio.core.storage import run_folder
 from mlm_studio.core.training import trainer as trainer_module
-from mlm_studio.core.training.records import FinishedRecord, StepRecord
+from mlm_studio.core.training.control import TrainingControl
+from mlm_studio.core.training.records import FinishedRecord, PausedRecord, StepRecord
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config
@@ -77,3 +82,33 @@ def test_training_ends_when_the_budget_is_spent_with_the_schedule_on_the_clock(
         assert record.learning_rate == pytest.approx(peak * (1 - before / 20.0))
     assert run.latest_checkpoint().name == f"step-{steps[-1].step:07d}"  # the end is saved and evaluated
     assert [r["type"] for r in run.read_metrics()].count("eval") == 1
+
+
+def test_a_pause_for_a_failed_save_is_not_training_time(tmp_path, small_corpus, small_tokenizer, monkeypatch):
+    """The window pauses when a checkpoint cannot be written; the minutes until the user makes room are not spent
+    from the budget."""
+    config = small_config(time_budget=20.0, warmup_steps=0, eval_interval=1000, checkpoint_interval=4)
+    run = start_run(tmp_path / "run", config, small_corpus, small_tokenizer)
+    clock = FakeClock(0.25)
+    monkeypatch.setattr(trainer_module, "time", clock)
+    original = run_folder.save_weights
+    refusals = [OSError(errno.ENOSPC, "No space left on device")]
+
+    def save_weights(model, path):
+        if refusals:
+            raise refusals.pop()
+        original(model, path)
+
+    monkeypatch.setattr(run_folder, "save_weights", save_weights)
+
+    class SlowUser(TrainingControl):
+        def wait_while_paused(self) -> None:
+            if self.paused:
+                clock.now += 600.0  # ten minutes to make room, then Resume
+                self.resume()
+
+    records = list(Trainer(run, *training_blocks(run, small_corpus), SlowUser(), pause_on_save_error=True).run())
+    steps = [r for r in records if isinstance(r, StepRecord)]
+    assert any(isinstance(r, PausedRecord) for r in records) and records[-1].reason == "completed"
+    assert max(b.elapsed - a.elapsed for a, b in itertools.pairwise(steps)) < 2.0
+    assert 20.0 <= steps[-1].elapsed < 21.0

@@ -2,6 +2,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+PANELS = ("corpus", "masking", "config", "training", "playground", "evaluation")
+
 SCRIPT = """
 import logging, os, sys
 logging.basicConfig(level=logging.WARNING)
@@ -35,3 +39,41 @@ def test_a_users_own_setting_wins_and_a_late_call_says_it_has_no_effect():
     done = _start(torch_first=True, OMP_WAIT_POLICY="PASSIVE")
     assert done.stdout.split() == ["PASSIVE", "300000"]
     assert "PyTorch is already loaded" in done.stderr
+
+
+PRELOAD = """
+import sys
+from mlm_studio.ui.engine_loading import preload_torch_libraries
+preload_torch_libraries()
+with open("/proc/self/maps") as maps:
+    loaded = maps.read()
+print("torch" in sys.modules, "libtorch_cpu" in loaded)
+import torch
+print(torch.ones(2).sum().item())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+def test_pytorchs_libraries_load_before_pytorch_is_imported():
+    """The libraries come in through dlopen (which runs without Python's lock); the import then uses them."""
+    done = subprocess.run([sys.executable, "-c", PRELOAD], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["False", "True", "2.0"]
+
+
+def test_the_panels_are_built_one_per_turn_of_the_event_loop(qtbot, tmp_path):
+    """After the engine loads, the window gets back to its events between one panel and the next."""
+    from PySide6.QtCore import QSettings, QTimer
+
+    from mlm_studio.ui.main_window import MainWindow
+
+    window = MainWindow(QSettings(str(tmp_path / "first.ini"), QSettings.Format.IniFormat), deferred=True)
+    qtbot.addWidget(window)
+    window.show()
+    built, turns = [], []
+    ticker = QTimer()
+    ticker.timeout.connect(lambda: turns.append(sum(hasattr(window, f"{n}_panel") for n in PANELS)))
+    ticker.start(0)
+    with qtbot.waitSignal(window.panels_ready, timeout=120_000):
+        window.panels_ready.connect(lambda: built.append(True))
+    ticker.stop()
+    assert built and set(range(1, len(PANELS) + 1)) <= set(turns)  # the loop turned with each count of panels

@@ -196,3 +196,22 @@ def test_the_family_shows_its_own_fields_and_leaves_no_foreign_values(qtbot, pan
     vocab = panel.workspace.config.model.vocab_size
     assert panel.workspace.config.model == replace(preset("modern").model, vocab_size=vocab)
     assert "parameters" in panel.summary.text()
+
+
+def test_save_adds_the_toml_suffix_and_never_overwrites_a_file_not_named(panel, tmp_path):
+    panel.save_path(str(tmp_path / "mine"))
+    assert RunConfig.load(tmp_path / "mine.toml") == panel.read_config()
+    assert not (tmp_path / "mine").exists() and panel.message_bar.level == "info"
+    (tmp_path / "kept.toml").write_text("mine", encoding="utf-8")
+    panel.save_path(str(tmp_path / "kept"))
+    assert (tmp_path / "kept.toml").read_text(encoding="utf-8") == "mine"
+    assert panel.message_bar.level == "error" and "kept.toml exists" in panel.message_bar.text
+
+
+def test_a_refused_import_leaves_once_the_user_edits(qtbot, panel, tmp_path):
+    (tmp_path / "config.json").write_text("{not json", encoding="utf-8")
+    with qtbot.waitSignal(panel.import_runner.finished, timeout=60_000):
+        panel.import_folder(str(tmp_path))
+    assert panel.message_bar.level == "error"
+    type_into(qtbot, panel.editors[("training", "learning_rate")], "0.001")
+    assert panel.message_bar.level == "" and not panel.message_bar.isVisible()

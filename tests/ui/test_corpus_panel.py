@@ -218,3 +218,26 @@ def test_a_hub_dataset_in_the_local_cache_is_added_by_its_name(qtbot, panel, tmp
     monkeypatch.setattr(QInputDialog, "getText", lambda *args, **kw: ("nobody/absent", True))
     click_and_wait(qtbot, panel, panel.hub_button)
     assert any("not in the local Hugging Face cache" in status for status in column(panel, 2))
+
+
+def test_an_empty_histogram_counts_from_zero(qtbot, panel):
+    (low, high) = panel.histogram.getViewBox().viewRange()[1]
+    assert low >= 0 and high > 0
+
+
+def test_the_clicked_source_stays_in_view(qtbot, panel, tmp_path):
+    """Its details appear below the table and take room from it; the row the user clicked is still shown."""
+    panel.resize(900, 460)  # a laptop's share: the table shows a few rows
+    paths = [write(tmp_path / f"s{n:02d}.txt", f"words of source {n}\n\nmore {n}") for n in range(12)]
+    with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
+        panel.add_paths([str(p) for p in paths])
+    table = panel.table
+    last = table.rowCount() - 1
+    table.scrollToBottom()
+    qtbot.waitUntil(lambda: table.viewport().rect().contains(table.visualRect(table.model().index(last, 0))))
+    rect, height = table.visualRect(table.model().index(last, 0)), table.height()
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert panel.details.text()
+    qtbot.waitUntil(lambda: table.height() < height)  # the details took room from the table
+    row = table.visualRect(table.model().index(last, 0))
+    assert table.viewport().rect().contains(row) and table.selectionModel().selectedRows()[0].row() == last

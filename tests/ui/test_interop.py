@@ -58,7 +58,7 @@ def test_export_import_and_continue_pre_training_from_the_menus(qtbot, window, t
     assert imported is not None and imported.folder == out
     assert window.stack.currentWidget() is config_panel
     assert config_panel.import_frame.isVisible() and "exported" in config_panel.import_note.text()
-    assert not config_panel.editors[("model", "hidden_size")].isEnabled() and not config_panel.preset_combo.isEnabled()
+    assert not config_panel.editors[("model", "hidden_size")].isEnabled() and config_panel.preset_combo.isHidden()
     assert config_panel.editors[("training", "learning_rate")].isEnabled()
     assert window.workspace.config.model == RunDir(trained_runs / "late").config.model
     assert window.workspace.tokenizer is imported.tokenizer
@@ -80,7 +80,7 @@ def test_export_import_and_continue_pre_training_from_the_menus(qtbot, window, t
 
     qtbot.mouseClick(config_panel.forget_button, Qt.MouseButton.LeftButton)
     assert window.workspace.initial_model is None and not config_panel.import_frame.isVisible()
-    assert config_panel.editors[("model", "hidden_size")].isEnabled() and config_panel.preset_combo.isEnabled()
+    assert config_panel.editors[("model", "hidden_size")].isEnabled() and not config_panel.preset_combo.isHidden()
 
 
 def test_a_hostile_or_broken_folder_is_refused_and_nothing_changes(qtbot, window, tmp_path):
@@ -186,6 +186,7 @@ def test_a_family_imports_continues_compares_and_exports_in_the_window(
         training.start_button.click()
     run = RunDir(window.workspace.run)
     assert run.latest_checkpoint().name == "step-0000003" and run.config.model.family == family
+    assert playground.views[0].model_combo.currentData() == str(run.path)  # it follows the continued model
 
     window.stack.setCurrentWidget(playground)
     playground.text_edit.setText("Return the [MASK] of the list.")

@@ -6,7 +6,7 @@ from PySide6.QtCore import QSettings
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QFileDialog
 
-from mlm_studio.ui.main_window import MainWindow
+from mlm_studio.ui.main_window import TITLE_BAR_ALLOWANCE, MainWindow
 from mlm_studio.ui.panels.corpus import BUILTIN_LABEL
 
 LOAD_TIMEOUT_MS = 60_000
@@ -144,3 +144,29 @@ def test_the_launched_window_shows_before_the_engine_and_then_gains_its_panels(q
         pass
     assert window.navigation.count() == 6 and window.stack.currentWidget() is window.corpus_panel
     assert window.view_actions and window.config_panel.editors
+
+
+def test_the_window_fits_a_laptop_and_cuts_nothing_at_its_narrowest(qtbot, settings):
+    """Every panel at the window's minimum width (at most 900 px) shows its forms and tables whole: no scroll area
+    scrolls sideways. The first window fits the screen's height."""
+    from PySide6.QtWidgets import QAbstractScrollArea
+
+    window = open_window(qtbot, settings)
+    qtbot.waitUntil(lambda: window.workspace.tokenizer is not None, timeout=LOAD_TIMEOUT_MS)
+    free = window.screen().availableGeometry()
+    assert window.height() <= free.height() - TITLE_BAR_ALLOWANCE
+    narrowest = window.minimumSizeHint().width()
+    assert narrowest <= 900
+    window.resize(narrowest, 720)
+    for row in range(window.navigation.count()):
+        window.navigation.setCurrentRow(row)
+        panel = window.stack.currentWidget()
+
+        def scrolled(panel=panel):
+            areas = panel.findChildren(QAbstractScrollArea)
+            return [type(a).__name__ for a in areas if a.isVisible() and a.horizontalScrollBar().isVisible()]
+
+        try:
+            qtbot.waitUntil(lambda p=panel: p.isVisible() and not scrolled(p), timeout=2000)  # once laid out
+        except AssertionError:
+            pytest.fail(f"{window.navigation.item(row).text()}: {scrolled()} scroll sideways at {narrowest} px")

@@ -108,3 +108,60 @@ def test_a_view_on_the_current_run_follows_the_next_run(panel, trained_runs):
     choose(panel, "early")  # chosen by name: it stays
     panel.workspace.set_run(trained_runs / "late")
     assert panel.views[0].model_combo.currentText() == "early"
+
+
+def test_a_view_without_models_names_none_in_its_title(qtbot, panel, tmp_path):
+    choose(panel, "late")
+    with qtbot.waitSignals([panel.predicted, panel.predicted], timeout=TIMEOUT_MS):
+        panel.compare_check.setChecked(True)
+        choose(panel, "early", view=1)
+    assert panel.views[1].title() == "early / step-0000004"
+    panel.runs_root = tmp_path  # no run there: both lists empty
+    panel.refresh_models()
+    panel.predict_now()
+    for view, title in zip(panel.views, ("Model A", "Model B")):
+        assert view.model_combo.count() == 0 and view.title() == title
+        assert "No trained model yet" in view.grid.itemAt(0).widget().text()
+
+
+def test_byte_level_pieces_read_as_the_text_they_stand_for(qtbot):
+    """A RoBERTa-style vocabulary spells bytes as characters: a piece holding half of a character says which
+    bytes it is (and cannot be written alone), a new line shows as its picture, a word as the word."""
+    from tokenizers import decoders
+
+    from mlm_studio.core.evaluation.predict import Candidate
+    from mlm_studio.ui.panels.playground import Prediction, ResultsView
+
+    decoder = decoders.ByteLevel()
+    pieces = ("Ġcopy", "âĢ", "Ċ", "ing")  # " copy", the first two bytes of "…", a new line, a word's end
+    candidates = []
+    for n, token in enumerate(pieces):  # as the engine writes a byte-level piece: through the decoder
+        text = decoder.decode([token])
+        candidates.append(Candidate(token, n, 0.25, text.lstrip(), not text[:1].isspace()))
+    assert "\ufffd" in candidates[1].text and candidates[2].text == ""
+    view = ResultsView("Model A")
+    qtbot.addWidget(view)
+    view.show_prediction(Prediction("tiny-roberta", (tuple(candidates),), None, 1.0))
+    buttons = view.buttons[0]
+    assert [b.text() for b in buttons] == ["copy", "bytes e2 80", "␊", "…ing"]
+    assert [b.isEnabled() for b in buttons] == [True, False, True, True]
+    assert "part of a character" in buttons[1].toolTip()
+
+
+def test_detector_chips_follow_a_live_scheme_switch(qtbot):
+    from PySide6.QtGui import QColor, QPalette
+
+    from mlm_studio.ui.panels.playground import Prediction, ResultsView
+
+    view = ResultsView("Model A")
+    qtbot.addWidget(view)
+    light = view.palette()
+    light.setColor(QPalette.ColorRole.Base, QColor("#ffffff"))
+    view.setPalette(light)
+    view.show_prediction(Prediction("tiny-electra", (), None, 1.0, (("the", 0.0),)))
+    before = view.detector.cells[0].background
+    dark = view.palette()
+    dark.setColor(QPalette.ColorRole.Base, QColor("#1e1f22"))
+    view.setPalette(dark)
+    after = view.detector.cells[0].background
+    assert before.lightness() > 200 and after.lightness() < 80

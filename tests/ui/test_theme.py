@@ -2,7 +2,7 @@
 
 import pytest
 from PySide6.QtCore import QSettings
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QIcon, QPalette
 from PySide6.QtWidgets import QApplication
 
 from mlm_studio.ui.main_window import MainWindow
@@ -95,3 +95,20 @@ def test_legends_already_drawn_change_colour_with_the_scheme(qtbot, restore_pale
     assert plots.legends["loss"].names == ["training"]
     assert contrast(plots.legends["loss"].colour, base) >= 4.5  # the header legend's text
     apply_scheme(QApplication.instance(), "light")
+
+
+def test_after_a_live_switch_to_dark_messages_and_disabled_controls_read(qtbot, window):
+    """A message shown in the light scheme stays readable after the switch; greyed-out Pause and Stop keep a glyph
+    that stands out from their button (3:1, WCAG's figure for a control's parts)."""
+    panel = window.training_panel
+    panel.message_bar.show_message("Training completed at step 30.", "info")
+    window.set_scheme("dark")
+    qtbot.waitUntil(lambda: panel.pause_button.palette().color(QPalette.ColorRole.Button).lightness() < 80)
+    text = panel.message_bar._text
+    assert contrast(text.palette().color(QPalette.ColorRole.WindowText), window.palette().color(ROLES[0])) >= 4.5
+    for button in (panel.pause_button, panel.stop_button):
+        assert not button.isEnabled()
+        glyph = button.icon().pixmap(16, 16, QIcon.Mode.Disabled).toImage()
+        inked = [glyph.pixelColor(x, y) for x in range(glyph.width()) for y in range(glyph.height())]
+        ink = max(inked, key=lambda c: c.alpha())
+        assert contrast(ink, button.palette().color(QPalette.ColorRole.Button)) >= 3.0, button.text()

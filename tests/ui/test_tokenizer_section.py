@@ -42,8 +42,8 @@ def test_retrain_with_settings_typed_by_the_user(qtbot, section, builtin_corpus)
     assert tokenizer.vocab_size == 2000
     assert "Python" in tokenizer.tokens("Python is")
     section.sample_edit.setText("Python ✓")
-    assert [cell.text for cell in section.pieces.cells][-1] == "[UNK]"
-    assert section.pieces.cells[-1].tooltip == "not in the vocabulary"
+    assert [cell.text for cell in section.pieces.cells][-1] == "[UNK] ✓"
+    assert section.pieces.cells[-1].tooltip == "'✓' is not in the vocabulary: the model sees [UNK]"
 
 
 def test_save_then_load_through_the_dialogs(qtbot, section, builtin_corpus, builtin_tokenizer, tmp_path, monkeypatch):
@@ -90,3 +90,24 @@ def test_a_tokenizer_chosen_while_one_is_being_trained_is_kept(qtbot, section, s
         assert section.runner.running
         section.workspace.set_tokenizer(small_tokenizer)
     assert section.workspace.tokenizer is small_tokenizer
+
+
+def test_a_grown_corpus_suggests_training_again(qtbot, section, small_corpus, builtin_corpus):
+    with qtbot.waitSignal(section.workspace.tokenizer_changed, timeout=TIMEOUT_MS):
+        section.workspace.set_corpus(small_corpus)
+    qtbot.waitUntil(lambda: not section.runner.running, timeout=TIMEOUT_MS)
+    assert f"trained on {small_corpus.documents:,} documents" in section.summary.text()
+    assert "changed since" not in section.summary.text()
+    section.workspace.set_corpus(builtin_corpus)  # the corpus grew: the vocabulary is kept, measured on it
+    qtbot.waitUntil(lambda: not section.runner.running, timeout=TIMEOUT_MS)
+    summary = section.summary.text()
+    assert f"trained on {small_corpus.documents:,} documents" in summary
+    assert f"it now has {builtin_corpus.documents:,} documents" in summary and "<b>Train</b>" in summary
+
+
+def test_each_unknown_piece_names_the_characters_it_stands_for(qtbot, section, small_tokenizer):
+    section.workspace.set_tokenizer(small_tokenizer)
+    section.sample_edit.setText("def 数据 🙂 x")
+    unknown = [cell for cell in section.pieces.cells if cell.text.startswith("[UNK]")]
+    assert [cell.text for cell in unknown] == ["[UNK] 数", "[UNK] 据", "[UNK] 🙂"]  # one per character
+    assert "'🙂' is not in the vocabulary" in unknown[2].tooltip

@@ -1,15 +1,23 @@
 import csv
+import itertools
+import threading
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QApplication
 
+from mlm_studio.core.durations import format_duration
 from mlm_studio.core.evaluation.probes import Probe
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training import runs as runs_module
+from mlm_studio.core.training import trainer as trainer_module
+from mlm_studio.core.training.control import TrainingControl
+from mlm_studio.core.training.records import StepRecord
 from mlm_studio.ui.panels.training import TrainingPanel
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING
+from mlm_studio.ui.widgets.runs_table import RunsTable
 from mlm_studio.ui.workspace import Workspace
 from tests.core.helpers import small_config
 
@@ -76,6 +84,78 @@ def test_pause_resume_and_stop(qtbot, panel):
     assert finished and finished[0].reason == "stopped"
     assert RunDir(panel.workspace.run).latest_checkpoint() is not None
     assert "Training stopped at step" in panel.message_bar.text
+
+
+class LongPauses:
+    """The trainer's clock moves `tick` seconds per reading and `pause` seconds while it waits on a pause: a run
+    that takes seconds of the clock, and pauses as long as a coffee, in a fraction of a second."""
+
+    def __init__(self, monkeypatch, tick: float, pause: float) -> None:
+        self.now, self.tick, self.pause = 0.0, tick, pause
+        self.waiting = threading.Event()
+        monkeypatch.setattr(trainer_module, "time", self)
+        original = TrainingControl.wait_while_paused
+
+        def wait_while_paused(control):
+            if control.paused:
+                self.now += self.pause
+                self.waiting.set()
+            original(control)
+
+        monkeypatch.setattr(TrainingControl, "wait_while_paused", wait_while_paused)
+
+    def perf_counter(self) -> float:
+        self.now += self.tick
+        return self.now
+
+
+def pause_at(qtbot, panel, clock: LongPauses, step: int) -> tuple[list, int]:
+    """Start, press Pause on `step`'s record, press Resume once the trainer waits; the records of the run (with
+    the status line and the Runs table's state as each arrived) and the step the pause came after."""
+    records = []
+
+    def on_record(record):
+        records.append((record, panel.status_label.text(), panel.runs_table.item(0, 1).text()))
+        if isinstance(record, StepRecord) and record.step == step:
+            click(qtbot, panel.pause_button)
+
+    panel.controller.record.connect(on_record)
+    with qtbot.waitSignal(panel.run_finished, timeout=TIMEOUT_MS):
+        click(qtbot, panel.start_button)
+        qtbot.waitUntil(clock.waiting.is_set, timeout=TIMEOUT_MS)
+        QApplication.processEvents()  # the records sent before the trainer began to wait
+        last = max(r.step for r, _, _ in records if isinstance(r, StepRecord))
+        assert last >= step and panel.runs_table.item(0, 1).text() == "paused"
+        assert panel.runs_table.item(0, 2).text() == str(last)  # where the pause took effect, between two steps
+        click(qtbot, panel.pause_button)
+    return records, last
+
+
+def test_a_pause_in_the_window_does_not_spend_the_time_budget(qtbot, panel, monkeypatch):
+    panel.workspace.set_config(
+        small_config(time_budget=20.0, warmup_steps=0, eval_interval=10_000, checkpoint_interval=10_000, log_interval=1)
+    )
+    clock = LongPauses(monkeypatch, tick=0.25, pause=600.0)
+    records, _ = pause_at(qtbot, panel, clock, step=3)
+    steps = [r for r, _, _ in records if isinstance(r, StepRecord)]
+    assert records[-1][0].kind == "finished" and records[-1][0].reason == "completed"
+    assert clock.now > 620  # the clock did pass the pause
+    assert 20.0 <= steps[-1].elapsed < 21.0 and steps[-2].elapsed < 20.0
+    assert max(b.elapsed - a.elapsed for a, b in itertools.pairwise(steps)) < 2.0
+    states = [state for r, _, state in records if isinstance(r, StepRecord)]
+    assert states[0] == states[-1] == "running" and set(states) == {"running", "paused"}
+    assert panel.runs_table.item(0, 1).text() == "completed"
+
+
+def test_the_eta_reads_the_training_time_not_the_pause(qtbot, panel, monkeypatch):
+    config = small_config(max_steps=200, eval_interval=10_000, checkpoint_interval=10_000, log_interval=1)
+    panel.workspace.set_config(config)
+    clock = LongPauses(monkeypatch, tick=0.25, pause=600.0)
+    records, paused_after = pause_at(qtbot, panel, clock, step=3)
+    record, status = next((r, text) for r, text, _ in records if isinstance(r, StepRecord) and r.step > paused_after)
+    assert record.elapsed < 100.0  # the pause is not training time
+    done = record.step
+    assert status.endswith(f"ETA {format_duration(record.elapsed / done * (200 - done))}")
 
 
 def test_a_worker_error_reaches_the_user_and_the_controls_recover(qtbot, panel, monkeypatch):
@@ -259,3 +339,16 @@ def test_a_one_document_corpus_says_why_there_is_no_validation(qtbot, panel, cor
     assert shown[0][0] == "warning" and shown[0][1].startswith(reason)
     assert shown[-1] == ("info", "Training completed at step 4 (no evaluation). Try the model in the Playground.")
     assert "NaN" not in RunDir(panel.workspace.run).metrics_path.read_text(encoding="utf-8")
+
+
+def test_long_run_names_keep_their_end_and_say_it_whole_in_a_tooltip(qtbot, trained_runs, tmp_path):
+    import shutil
+
+    name = "20261201-112312-modern-continued"
+    shutil.copytree(trained_runs / "late", tmp_path / name)
+    table = RunsTable()
+    qtbot.addWidget(table)
+    table.show_runs(tmp_path)
+    assert table.textElideMode() == Qt.TextElideMode.ElideMiddle
+    assert table.item(0, 0).toolTip().splitlines()[0] == name
+    assert table.item(0, 1).text() == "completed"

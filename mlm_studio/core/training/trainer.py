@@ -405,7 +405,7 @@ class Trainer:
             yield self._logged(
                 PausedRecord(self.step, message + " Training is paused: make room or fix the folder, then resume.")
             )
-            self.control.wait_while_paused()
+            self._wait_while_paused()
             if self.control.stop_requested:
                 raise RunFailed(message + " Stopped without it.")
 

@@ -51,6 +51,26 @@ INVALID = "border: 1px solid #c0392b;"
 CUSTOM = "custom"
 
 
+ARRANGEMENTS = {  # columns: each group's (row, column, rows spanned)
+    3: {
+        "Model": (0, 0, 2),
+        "Optimisation": (0, 1, 1),
+        "Schedule": (1, 1, 1),
+        "Data & masking": (0, 2, 1),
+        "Hardware": (1, 2, 1),
+    },
+    2: {
+        "Model": (0, 0, 2),
+        "Hardware": (2, 0, 1),
+        "Optimisation": (0, 1, 1),
+        "Schedule": (1, 1, 1),
+        "Data & masking": (2, 1, 1),
+    },
+    1: {name: (row, 0, 1) for row, name in enumerate(GROUPS)},
+}
+COMBO_CHARACTERS = 14
+
+
 def _defaults(section: str) -> dict:
     """Each field of a section with its default; the model's with every family's own fields."""
     return ModelConfig.field_defaults() if section == "model" else getattr(RunConfig(), section).values()
@@ -103,7 +123,8 @@ class ConfigPanel(QWidget):
         self.summary = QLabel()
         self.summary.setWordWrap(True)
         top = QHBoxLayout()
-        top.addWidget(QLabel("Preset"))
+        self.preset_label = QLabel("Preset")
+        top.addWidget(self.preset_label)
         top.addWidget(self.preset_combo)
         top.addWidget(self.summary, 1)
         top.addWidget(self.load_button)
@@ -136,21 +157,16 @@ class ConfigPanel(QWidget):
         self.tokenizer_note = QLabel()
         self.tokenizer_note.setWordWrap(True)
         groups["Model"].addRow("Vocabulary", self.tokenizer_note)
-        grid = QGridLayout()
-        positions = {
-            "Model": (0, 0, 2),
-            "Optimisation": (0, 1, 1),
-            "Schedule": (1, 1, 1),
-            "Data & masking": (0, 2, 1),
-            "Hardware": (1, 2, 1),
-        }
-        for name, (row, column, span) in positions.items():
-            box = QGroupBox(name.replace("&", "&&"))
-            box.setLayout(groups[name])
-            grid.addWidget(box, row, column, span, 1)
+        self.group_boxes = {}
+        for name in GROUPS:
+            self.group_boxes[name] = QGroupBox(name.replace("&", "&&"))
+            self.group_boxes[name].setLayout(groups[name])
+        self.grid = QGridLayout()
+        self.columns = 0
+        self._arrange(max(ARRANGEMENTS))
         form = QWidget()
-        form.setLayout(grid)
-        scroll = QScrollArea()
+        form.setLayout(self.grid)
+        self.scroll = scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(form)
 
@@ -161,6 +177,31 @@ class ConfigPanel(QWidget):
         layout.addWidget(self.message_bar)
         layout.addWidget(scroll, 1)
 
+    def _arrange(self, columns: int) -> None:
+        """Place the groups in `columns` columns (ARRANGEMENTS)."""
+        if columns == self.columns:
+            return
+        for box in self.group_boxes.values():
+            self.grid.removeWidget(box)
+        for name, (row, column, span) in ARRANGEMENTS[columns].items():
+            self.grid.addWidget(self.group_boxes[name], row, column, span, 1)
+        self.columns = columns
+
+    def _width_for(self, columns: int) -> int:
+        """The narrowest form that shows every group whole in `columns` columns."""
+        widths = [0] * columns
+        for name, (_, column, _) in ARRANGEMENTS[columns].items():
+            widths[column] = max(widths[column], self.group_boxes[name].minimumSizeHint().width())
+        margins = self.grid.contentsMargins()
+        return sum(widths) + self.grid.spacing() * (columns - 1) + margins.left() + margins.right()
+
+    def resizeEvent(self, event) -> None:
+        """As many columns as fit the width: nothing is cut, and the form scrolls only downwards."""
+        super().resizeEvent(event)
+        scroll = self.scroll
+        room = scroll.width() - 2 * scroll.frameWidth() - scroll.verticalScrollBar().sizeHint().width()
+        self._arrange(next((n for n in sorted(ARRANGEMENTS, reverse=True) if self._width_for(n) <= room), 1))
+
     def _editor(self, section: str, name: str) -> QWidget:
         default = _defaults(section)[name]
         if isinstance(default, bool):
@@ -168,6 +209,8 @@ class ConfigPanel(QWidget):
             editor.toggled.connect(self._on_edit)
         elif choices_of(name) or name == "device":
             editor = QComboBox()
+            editor.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            editor.setMinimumContentsLength(COMBO_CHARACTERS)  # a long choice is elided, not the form widened
             for choice in choices_of(name) or self._devices:
                 title = FAMILIES[choice].title if name == "family" else CHOICE_TITLES.get(choice, choice)
                 editor.addItem(title, choice)
@@ -274,6 +317,8 @@ class ConfigPanel(QWidget):
     def _on_edit(self, *_, from_user: bool = True) -> None:
         if self._applying:
             return
+        if from_user and self.message_bar.level == "error":
+            self.message_bar.clear()  # a refused import or file changed nothing; the user has moved on
         if from_user and self.sender() is not None and self._is_model_editor(self.sender()):
             self._applying = True
             self.preset_combo.setCurrentIndex(self.preset_combo.findData(CUSTOM))
@@ -390,7 +435,8 @@ class ConfigPanel(QWidget):
         for key, editor in self.editors.items():
             if self.fields[key][0] == "Model":
                 editor.setEnabled(imported is None)
-        self.preset_combo.setEnabled(imported is None)
+        self.preset_combo.setVisible(imported is None)  # the imported model is the architecture, not a preset
+        self.preset_label.setVisible(imported is None)
         self.import_frame.setVisible(imported is not None)
         if imported is not None:
             self.import_note.setText(
@@ -420,12 +466,20 @@ class ConfigPanel(QWidget):
             self.save_path(path)
 
     def save_path(self, path: str) -> None:
+        """Write the configuration to `path`, with the .toml suffix added where it lacks one; a file the suffix
+        leads to is never overwritten (the user did not name it)."""
+        target = Path(path)
+        if target.suffix.lower() != ".toml":
+            target = target.with_name(target.name + ".toml")
+            if target.exists():
+                self.message_bar.show_message(f"Not saved: {target} exists; choose another name.", "error")
+                return
         try:
-            self.read_config().save(path)
+            self.read_config().save(target)
         except (ConfigError, OSError) as exc:
             self.message_bar.show_message(f"Not saved: {exc}", "error")
         else:
-            self.message_bar.show_message(f"Saved {path}.", "info")
+            self.message_bar.show_message(f"Saved {target}.", "info")
 
 
 if __name__ == "__main__":

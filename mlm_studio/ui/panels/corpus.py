@@ -94,16 +94,18 @@ class CorpusPanel(QWidget):
         buttons.addWidget(self.builtin_button)
 
         self.unit_combo = QComboBox()
-        self.unit_combo.addItem("one per paragraph (blank-line separated)", "paragraph")
+        self.unit_combo.addItem("one per paragraph", "paragraph")
         self.unit_combo.addItem("one per line", "line")
-        self.unit_combo.setToolTip("How .txt and .md files are split into documents")
+        self.unit_combo.setToolTip(
+            "How .txt and .md files are split into documents: at blank lines (paragraphs) or at every line"
+        )
         self.field_edit = QLineEdit("text")
         self.field_edit.setToolTip("The JSON field that holds the text in .jsonl files")
         self.column_edit = QLineEdit("text")
         self.column_edit.setToolTip("The column that holds the text in .csv, .tsv, .parquet and .arrow files")
         self.unit_combo.currentIndexChanged.connect(self._on_options_edited)
         for edit in (self.field_edit, self.column_edit):
-            edit.setMaximumWidth(160)
+            edit.setMaximumWidth(120)
             edit.textChanged.connect(self._validate_options)
             edit.editingFinished.connect(self._on_options_edited)
         options = QHBoxLayout()
@@ -113,7 +115,9 @@ class CorpusPanel(QWidget):
         options.addWidget(QLabel("JSONL field"))
         options.addWidget(self.field_edit)
         options.addSpacing(16)
-        options.addWidget(QLabel("CSV/TSV/Parquet column"))
+        column_label = QLabel("Table column")
+        column_label.setToolTip(self.column_edit.toolTip())
+        options.addWidget(column_label)
         options.addWidget(self.column_edit)
         options.addStretch(1)
 
@@ -172,10 +176,12 @@ class CorpusPanel(QWidget):
     def _build_statistics(self) -> QTabWidget:
         """The corpus's totals and length histogram, and a few sample documents, as tabs."""
         self.totals = QLabel("No corpus loaded")
+        self.totals.setWordWrap(True)
         self.histogram = ThemedPlot("words per document", "documents")
         self.histogram_curve = self.histogram.plot(
             [0, 1], [0], stepMode="center", fillLevel=0, brush=accent_colour(), pen=pg.mkPen(accent_colour())
         )
+        self.histogram.setLimits(yMin=0)  # counts: an empty corpus shows 0 to 1, not -0.5 to 0.5
         stats_page = QWidget()
         stats_layout = QVBoxLayout(stats_page)
         stats_layout.addWidget(self.totals)
@@ -335,6 +341,8 @@ class CorpusPanel(QWidget):
             self.details.setText("")
         else:
             self.details.setText(_tooltip(corpus.sources[rows[0].row()]))
+            self.details.parentWidget().layout().activate()  # the details take their room from the table now
+            self.table.scrollTo(self.table.model().index(rows[0].row(), 0))  # and the clicked row stays in view
         self._update_buttons()
 
     def _update_buttons(self) -> None:

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QKeySequence, QPalette, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.evaluation.predict import Candidate, FillMask, PredictError
 from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.theme import PALETTE_CHANGES
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.model_choice import model_entries, refill
 from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
@@ -69,6 +70,44 @@ def predict(path: str, text: str, top_k: int, iterative: bool) -> Prediction:
     return Prediction(model.source, masks, text, (time.perf_counter() - start) * 1000, replaced)
 
 
+def _byte_of_character() -> dict[str, int]:
+    """Byte-level BPE's alphabet: each of the 256 bytes spelled as one printable character (the printable ASCII
+    and Latin-1 bytes as themselves, the others as the characters from U+0100 on, in byte order)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    others = [b for b in range(256) if b not in printable]
+    return {chr(b): b for b in printable} | {chr(256 + n): b for n, b in enumerate(others)}
+
+
+BYTE_OF_CHARACTER = _byte_of_character()
+
+
+def written_form(candidate: Candidate) -> tuple[str, str, bool]:
+    """How a candidate reads on its button, its tooltip, and whether it can be written into the text. A byte-level
+    piece that decodes to nothing readable is read from its bytes: part of a character says which bytes it is,
+    white space and control characters show as their pictures."""
+    text, token = candidate.text, candidate.token
+    if ("\ufffd" in text or not text.strip()) and token and all(c in BYTE_OF_CHARACTER for c in token):
+        raw = bytes(BYTE_OF_CHARACTER[c] for c in token)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            hex_bytes = raw.hex(" ")
+            tooltip = (
+                f"Bytes {hex_bytes} (piece {token}): part of a character written in several pieces; it cannot be "
+                "put in the text alone"
+            )
+            return f"bytes {hex_bytes}", tooltip, False
+    blank = not text.strip()
+    shown = "".join(_picture(c) if ord(c) < 0x20 or c == "\x7f" or (blank and c == " ") else c for c in text)
+    tooltip = f"Put '{shown}' in place of the mask (piece {token})"
+    return ("…" if candidate.continues else "") + shown, tooltip, True
+
+
+def _picture(character: str) -> str:
+    """Unicode's picture of a control character or a space (␊ for a new line)."""
+    return {" ": "␣", "\x7f": "␡"}.get(character) or chr(0x2400 + ord(character))
+
+
 class ResultsView(QGroupBox):
     """One model's candidates: per mask, buttons with probability bars."""
 
@@ -76,6 +115,8 @@ class ResultsView(QGroupBox):
 
     def __init__(self, title: str) -> None:
         super().__init__(title)
+        self.default_title = title
+        self._replaced: tuple[tuple[str, float], ...] = ()
         self.model_combo = QComboBox()
         self.model_combo.setToolTip("The model: the current run's latest checkpoint, a saved run, or a folder")
         self.latency = QLabel()
@@ -115,9 +156,11 @@ class ResultsView(QGroupBox):
             row += 1
             buttons = []
             for candidate in candidates:
-                button = QPushButton(("…" if candidate.continues else "") + candidate.text)
+                label, tooltip, writable = written_form(candidate)
+                button = QPushButton(label)
                 button.setFlat(True)
-                button.setToolTip(f"Put '{candidate.text}' in place of [MASK] {number + 1} (piece {candidate.token})")
+                button.setToolTip(tooltip.replace("the mask", f"[MASK] {number + 1}"))
+                button.setEnabled(writable)
                 button.clicked.connect(lambda _=False, n=number, c=candidate: self.candidate_clicked.emit(n, c))
                 bar = QProgressBar()
                 bar.setRange(0, 1000)
@@ -132,6 +175,7 @@ class ResultsView(QGroupBox):
 
     def _show_detector(self, replaced: tuple[tuple[str, float], ...]) -> None:
         """Each token shaded by the probability that it was replaced (an ELECTRA model's detector)."""
+        self._replaced = replaced
         cells, base, red = [], self.palette().color(QPalette.ColorRole.Base), QColor(REPLACED_COLOUR)
         for piece, probability in replaced:
             share = 0.08 + 0.92 * probability  # blended over the background, so the text colour can follow it
@@ -141,8 +185,16 @@ class ResultsView(QGroupBox):
         self.detector.setVisible(bool(cells))
         self.detector_label.setVisible(bool(cells))
 
+    def changeEvent(self, event: QEvent) -> None:
+        """The chips are blended over the background: a new colour scheme blends them again."""
+        super().changeEvent(event)
+        if event.type() in PALETTE_CHANGES:
+            self._show_detector(self._replaced)
+
     def show_message(self, text: str) -> None:
+        """`text` instead of candidates, under the view's own title (no model answered)."""
         self._clear()
+        self.setTitle(self.default_title)
         self._show_detector(())
         self.latency.setText("")
         self.filled.setVisible(False)
@@ -260,9 +312,11 @@ class PlaygroundPanel(QWidget):
             self.add_folder(folder)
 
     def _on_initial_model(self, imported) -> None:
-        """An imported model can be asked questions before any training."""
+        """An imported model can be asked questions before any training; the first view shows it until a run
+        continues it, then follows that run."""
         if imported is not None:
             self.add_folder(str(imported.folder))
+            self._chosen[id(self.views[0])] = None
 
     def add_folder(self, folder: str) -> None:
         if folder not in self.folders:

@@ -42,6 +42,7 @@ class _Outcome:
     tokenizer: MLMTokenizer
     stats: TokenizerStats | None
     origin: str
+    trained_on: int | None = None  # documents, when trained here
 
 
 def _stats(tokenizer: MLMTokenizer, corpus: Corpus | None) -> TokenizerStats | None:
@@ -57,6 +58,7 @@ class TokenizerSection(QGroupBox):
         super().__init__("Tokenizer", parent)
         self.workspace = workspace
         self.origin = ""
+        self.trained_on: int | None = None  # documents the tokenizer was trained on here
         self._tokenizer_at_start: MLMTokenizer | None = None
         self.runner = TaskRunner(self)
         self.runner.progress.connect(self._on_progress)
@@ -95,12 +97,12 @@ class TokenizerSection(QGroupBox):
         settings.addWidget(self.vocab_spin)
         settings.addWidget(QLabel("min. frequency"))
         settings.addWidget(self.min_freq_spin)
-        settings.addWidget(self.lowercase_check)
         settings.addStretch(1)
         buttons = QHBoxLayout()
+        buttons.addWidget(self.lowercase_check)
+        buttons.addStretch(1)
         for button in (self.train_button, self.load_button, self.save_button):
             buttons.addWidget(button)
-        buttons.addStretch(1)
 
         self.progress_bar = QProgressBar()
         self.cancel_button = QPushButton("Cancel")
@@ -147,7 +149,7 @@ class TokenizerSection(QGroupBox):
 
         def work(progress: Progress) -> _Outcome:
             tokenizer = train_tokenizer(corpus.iter_documents(), config, corpus.documents, progress)
-            return _Outcome(tokenizer, _stats(tokenizer, corpus), origin)
+            return _Outcome(tokenizer, _stats(tokenizer, corpus), origin, corpus.documents)
 
         self._start(work)
 
@@ -202,8 +204,8 @@ class TokenizerSection(QGroupBox):
         elif tokenizer is None:
             self.train()
         else:
-            origin = self.origin
-            self._start(lambda progress: _Outcome(tokenizer, _stats(tokenizer, corpus), origin))
+            origin, trained_on = self.origin, self.trained_on
+            self._start(lambda progress: _Outcome(tokenizer, _stats(tokenizer, corpus), origin, trained_on))
 
     def _on_initial_model(self, imported) -> None:
         """An imported model brings its tokenizer: show it, measured on the corpus."""
@@ -223,12 +225,18 @@ class TokenizerSection(QGroupBox):
         chosen_meanwhile = self.workspace.tokenizer is not self._tokenizer_at_start
         if chosen_meanwhile and outcome.tokenizer is not self.workspace.tokenizer:
             return  # another tokenizer was set (an import, say) while this one was made: the later choice stands
-        self.origin = outcome.origin
+        self.origin, self.trained_on = outcome.origin, outcome.trained_on
         text = f"<b>WordPiece</b>, {outcome.tokenizer.vocab_size:,} pieces, {outcome.origin}."
         if outcome.stats is not None:
             text += (
                 f"<br>On the corpus: <b>{outcome.stats.unknown_rate:.2%}</b> [UNK] · "
                 f"<b>{outcome.stats.pieces_per_word:.2f}</b> pieces per word"
+            )
+        corpus = self.workspace.corpus
+        if outcome.trained_on is not None and corpus is not None and corpus.documents != outcome.trained_on:
+            text += (
+                f"<br>The corpus has changed since: it now has {corpus.documents:,} documents. Press <b>Train</b> "
+                "to fit the vocabulary to it."
             )
         self.summary.setText(text)
         if outcome.tokenizer is not self.workspace.tokenizer:
@@ -245,18 +253,19 @@ class TokenizerSection(QGroupBox):
         if tokenizer is None:
             self.pieces.set_cells([])
             return
-        cells, word = [], -1
-        for piece in tokenizer.tokens(self.sample_edit.text()):
+        text = self.sample_edit.text()
+        encoding = tokenizer.backend.encode(text, add_special_tokens=False)
+        cells, word, unk = [], -1, tokenizer.specials.unk
+        for piece, (start, end) in zip(encoding.tokens, encoding.offsets):
             if not piece.startswith("##"):
                 word += 1
-            unknown = piece == "[UNK]"
-            tooltip = (
-                "not in the vocabulary"
-                if unknown
-                else ("continues the word" if word >= 0 and piece.startswith("##") else "starts a word")
-            )
-            colour = QColor("#e57373") if unknown else PIECE_COLOURS[word % 2]
-            cells.append(TokenCell(piece, colour, tooltip))
+            if piece == unk:  # which characters it stands for
+                written = text[start:end]
+                tooltip = f"'{written}' is not in the vocabulary: the model sees {unk}"
+                cells.append(TokenCell(f"{unk} {written}", QColor("#e57373"), tooltip))
+                continue
+            tooltip = "continues the word" if word >= 0 and piece.startswith("##") else "starts a word"
+            cells.append(TokenCell(piece, PIECE_COLOURS[word % 2], tooltip))
         self.pieces.set_cells(cells)
 
     def _update_buttons(self) -> None:

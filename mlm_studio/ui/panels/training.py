@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -39,7 +39,7 @@ from mlm_studio.core.training.records import (
 from mlm_studio.core.training.runs import NewRun, described, new_run_path, prepare_trainer, resume_differences
 from mlm_studio.core.training.trainer import Trainer
 from mlm_studio.ui.run_export import RunExporter
-from mlm_studio.ui.theme import ToneLabel
+from mlm_studio.ui.theme import PALETTE_CHANGES, ToneLabel, glyph_icon
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, PREPARING, RUNNING, STOPPING, TrainingController
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar
@@ -69,6 +69,7 @@ class TrainingPanel(QWidget):
         self.controller.failed.connect(self._on_failed)
         self.controller.finished.connect(self._on_finished)
         self.eta: Eta | None = None
+        self._live_step = 0
         self._build()
         self.exporter = RunExporter(self, self.message_bar, self._log)
         self.exporter.finished.connect(self._update_controls)
@@ -79,10 +80,10 @@ class TrainingPanel(QWidget):
 
     # --- layout -------------------------------------------------------------------------------------
     def _build(self) -> None:
-        style = self.style()
-        self.start_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_MediaPlay), "Start")
-        self.pause_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_MediaPause), "Pause")
-        self.stop_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_MediaStop), "Stop")
+        self.start_button = QPushButton("Start")
+        self.pause_button = QPushButton("Pause")
+        self.stop_button = QPushButton("Stop")
+        self._set_icons()
         self.start_button.clicked.connect(self.start)
         self.pause_button.clicked.connect(self.toggle_pause)
         self.stop_button.clicked.connect(self.stop)
@@ -109,6 +110,20 @@ class TrainingPanel(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.message_bar)
         layout.addWidget(splitter, 1)
+
+    def _set_icons(self) -> None:
+        """Start, Pause and Stop glyphs in the scheme's button text colours, readable enabled or not."""
+        for button, icon in (
+            (self.start_button, QStyle.StandardPixmap.SP_MediaPlay),
+            (self.pause_button, QStyle.StandardPixmap.SP_MediaPause),
+            (self.stop_button, QStyle.StandardPixmap.SP_MediaStop),
+        ):
+            button.setIcon(glyph_icon(self.style().standardIcon(icon), self.palette()))
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in PALETTE_CHANGES:
+            self._set_icons()
 
     def _build_plots_area(self) -> QWidget:
         """The live plots with their axis, smoothing, zoom and export controls and the hover readout."""
@@ -350,7 +365,6 @@ class TrainingPanel(QWidget):
 
     def _on_prepared(self, started: StartedRecord) -> None:
         self.started = started
-        self.eta = Eta(started.step, started.total_steps, started.time_budget)
         if started.time_budget > 0:  # measured in seconds of the budget
             self.progress_bar.setFormat("%v / %m s")
             self.progress_bar.setRange(0, round(started.time_budget))
@@ -360,8 +374,11 @@ class TrainingPanel(QWidget):
             self.progress_bar.setRange(0, started.total_steps)
             self.progress_bar.setValue(started.step)
         run = Path(started.run_dir)
-        if started.step:
-            self.plots.load([r for r in RunDir(run).read_metrics() if r["step"] <= started.step])
+        earlier = [r for r in RunDir(run).read_metrics() if r["step"] <= started.step] if started.step else []
+        if earlier:
+            self.plots.load(earlier)
+        first_elapsed = max((r.get("elapsed", 0.0) for r in earlier), default=0.0)
+        self.eta = Eta(started.step, started.total_steps, started.time_budget, first_elapsed)
         self.workspace.set_run(run)
         self._log(started.describe())
         for short, full in self.resume_notes:
@@ -369,6 +386,7 @@ class TrainingPanel(QWidget):
             self.message_bar.show_message(short, "info")
         self.resume_notes.clear()
         self.refresh_runs()
+        self._show_live(started.step)
 
     def _on_record(self, record) -> None:
         self.plots.add(record.kind, record.to_dict())
@@ -377,6 +395,7 @@ class TrainingPanel(QWidget):
                 self.progress_bar.setValue(min(round(record.elapsed), self.progress_bar.maximum()))
             else:
                 self.progress_bar.setValue(record.step)
+            self._show_live(record.step)
             left = self.eta.seconds_left(record.step, record.elapsed) if self.eta else 0.0
             self.status_label.setText(
                 f"step {record.step:,} · loss {record.loss:.3f} · {record.tokens_per_second:,.0f} tok/s · "
@@ -401,6 +420,7 @@ class TrainingPanel(QWidget):
 
     def _on_finished(self) -> None:
         self.started = None
+        self.runs_table.set_live(None)
         self.status_label.setText("")
         if self.progress_bar.maximum() == 0:
             self.progress_bar.setRange(0, 1)
@@ -409,7 +429,14 @@ class TrainingPanel(QWidget):
 
     def _on_state(self, state: str) -> None:
         self.pause_button.setText("Resume" if state == PAUSED else "Pause")
+        if self.started is not None:
+            self._show_live(self._live_step)
         self._update_controls()
+
+    def _show_live(self, step: int) -> None:
+        """The Runs table's row of the run being trained says its state and step as they are now."""
+        self._live_step = step
+        self.runs_table.set_live(Path(self.started.run_dir), self.controller.state, step)
 
     # --- helpers ------------------------------------------------------------------------------------
     def set_config_error(self, message: str) -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QStyle, QToolButton, QWidget
 
 _LEVELS = {
@@ -17,8 +18,8 @@ class MessageBar(QFrame):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setObjectName("messageBar")
         self.level = ""
+        self._border = QColor()
         self._icon = QLabel()
         self._text = QLabel()
         self._text.setWordWrap(True)
@@ -45,8 +46,18 @@ class MessageBar(QFrame):
         size = self.style().pixelMetric(QStyle.PixelMetric.PM_SmallIconSize)
         self._icon.setPixmap(self.style().standardIcon(icon).pixmap(size, size))
         self._text.setText(text)
-        self.setStyleSheet(f"#messageBar {{ border: 1px solid {colour}; border-radius: 4px; }}")
+        self._border = QColor(colour)
+        self.update()
         self.show()
+
+    def paintEvent(self, event) -> None:
+        """A rounded border in the level's colour, drawn rather than styled: a style sheet would keep the palette
+        it was polished with, and the text would stay dark after a switch to the dark scheme."""
+        super().paintEvent(event)
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(QPen(self._border, 1))
+        painter.drawRoundedRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
 
     def clear(self) -> None:
         self.level = ""

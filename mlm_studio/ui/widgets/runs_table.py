@@ -1,4 +1,5 @@
-"""The runs of a folder as a sortable table: each run's state, progress and final validation metrics."""
+"""The runs of a folder as a sortable table: each run's state, progress and final validation metrics; the run this
+window trains shows its live state and step."""
 
 from __future__ import annotations
 
@@ -33,10 +34,13 @@ class _Item(QTableWidgetItem):
 
 
 class RunsTable(QTableWidget):
-    """One row per run, newest first; the selected run's folder is `selected_run()`."""
+    """One row per run, newest first; the selected run's folder is `selected_run()`. Long names lose their middle,
+    so the date and the preset that tell runs apart stay visible."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(0, len(COLUMNS), parent)
+        self._live: tuple[Path, str, int] | None = None
+        self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.setHorizontalHeaderLabels(COLUMNS)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -57,6 +61,28 @@ class RunsTable(QTableWidget):
         self.setSortingEnabled(True)
         if selected is not None:
             self.select_run(selected)
+        self._show_live()
+
+    def set_live(self, path: Path | None, state: str = "", step: int = 0) -> None:
+        """The run this window trains: its `state` (running, paused, stopping) and `step` replace what its files
+        tell (no ending yet, the latest checkpoint's step); None when no training runs."""
+        self._live = (Path(path), state, step) if path is not None else None
+        self._show_live()
+
+    def _show_live(self) -> None:
+        if self._live is None:
+            return
+        path, state, step = self._live
+        row = self._row_of(path)
+        if row is None:
+            return
+        state_cell, step_cell = self.item(row, 1), self.item(row, 2)  # before an edit re-sorts the rows
+        checkpoint = step_cell.data(SORT_ROLE)
+        state_cell.setText(state)
+        state_cell.setData(SORT_ROLE, state)
+        step_cell.setText(f"{step:,}")
+        step_cell.setData(SORT_ROLE, step)
+        step_cell.setToolTip(f"Step {step:,} trained; the latest checkpoint is step {checkpoint:,}")
 
     def _add(self, summary: RunSummary) -> None:
         row = self.rowCount()
@@ -73,7 +99,7 @@ class RunsTable(QTableWidget):
         )
         cells[0].setData(PATH_ROLE, str(summary.path))
         changed = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.modified))
-        cells[0].setToolTip(f"{summary.path}\npreset {summary.preset} · last change {changed}")
+        cells[0].setToolTip(f"{summary.path.name}\n{summary.path}\npreset {summary.preset} · last change {changed}")
         cells[2].setToolTip("Step of the latest checkpoint (what Resume and Export use)")
         for column, cell in enumerate(cells):
             if column > 1:
@@ -85,9 +111,16 @@ class RunsTable(QTableWidget):
         return Path(self.item(rows[0].row(), 0).data(PATH_ROLE)) if rows else None
 
     def select_run(self, path: Path) -> None:
+        row = self._row_of(path)
+        if row is not None:
+            self.selectRow(row)
+
+    def _row_of(self, path: Path) -> int | None:
+        wanted = path.resolve()
         for row in range(self.rowCount()):
-            if self.item(row, 0).data(PATH_ROLE) == str(path):
-                self.selectRow(row)
+            if Path(self.item(row, 0).data(PATH_ROLE)).resolve() == wanted:
+                return row
+        return None
 
 
 def _tokens(count: int) -> str:
