@@ -31,7 +31,8 @@ def import_engine() -> None:
     from mlm_studio.core.storage import tensorboard
 
     if tensorboard.available():
-        importlib.import_module("torch.utils.tensorboard")
+        for name in tensorboard.WRITER_MODULES:
+            importlib.import_module(name)
 
 
 def preload_torch_libraries() -> None:

@@ -43,6 +43,14 @@ def available() -> bool:
     return True
 
 
+# what writing events imports (protobuf classes and the record writer): a second's work, done once
+WRITER_MODULES = (
+    "tensorboard.compat.proto.event_pb2",
+    "tensorboard.compat.proto.summary_pb2",
+    "tensorboard.summary.writer.record_writer",
+)
+
+
 class EventLog:
     """The run's TensorBoard events, written afresh from `records` (what `metrics.jsonl` holds) when opened. It never
     raises: a write that fails stops the log, and `error` says why; `take_notes` hands out, once each, what the
