@@ -59,7 +59,7 @@ def _config(args, base: RunConfig | None = None) -> RunConfig:
     """The configuration the options give: a file, a preset or `base` (a resumed run's own), then --objective,
     --set, the length, the device and the precision."""
     if args.config is not None:
-        config = RunConfig.load(args.config)
+        config = RunConfig.load(args.config, presets=preset)
     elif args.preset is not None or base is None:
         config = preset(args.preset or DEFAULT_PRESET)
     else:

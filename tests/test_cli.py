@@ -483,50 +483,38 @@ def test_empty_xdg_variables_leave_runs_and_cache_in_the_home_folders(tmp_path, 
     assert any(path.is_file() for path in cache.rglob("*")) and list(work.iterdir()) == []
 
 
-PRESET = 'line one\nline "two" \\ end'
-
-
-@pytest.mark.parametrize("kind", ["json", "toml"])
-def test_a_preset_with_a_newline_and_quotes_trains_into_the_runs_folder_and_resumes(tmp_path, corpus_file, kind):
-    """The preset is kept exactly in the run's config.toml; the folder takes a safe form of it."""
+@pytest.mark.parametrize(
+    ("kind", "name"), [("json", "x/../../../escape"), ("json", 'line one\nline "two" \\ end'), ("toml", "x/../y")]
+)
+def test_a_config_naming_an_unknown_preset_is_refused_before_anything_is_made(tmp_path, corpus_file, kind, name):
+    """A preset a file names is a name, never a path: an unknown one is refused, nothing is created anywhere."""
+    config = tmp_path / f"config.{kind}"
     if kind == "json":
-        config = tmp_path / "config.json"
-        config.write_text(json.dumps({"preset": PRESET, **_small_sections()}), encoding="utf-8")
-    else:  # the preset as a person writes it: a multi-line string
-        config = tmp_path / "mine.toml"
+        config.write_text(json.dumps({"preset": name, **_small_sections()}), encoding="utf-8")
+    else:
         sections = config_file(tmp_path).read_text(encoding="utf-8").replace('preset = "custom"\n', "")
-        config.write_text('preset = """line one\nline "two" \\\\ end"""\n' + sections, encoding="utf-8")
-    runs = tmp_path / "runs"
-    env = {**os.environ, "MLM_STUDIO_RUNS": str(runs)}
-    options = {"env": env, "capture_output": True, "text": True, "timeout": 300}
-    done = subprocess.run(command("train", "--config", config, "--corpus", corpus_file, "--max-steps", 2), **options)
-    assert done.returncode == 0, done.stderr
-    [run] = runs.iterdir()
-    assert re.fullmatch(r"\d{8}-\d{6}-line-one-line-two-end", run.name)
-    assert RunConfig.load(run / "config.toml", complete=True).preset == PRESET
-    resumed = subprocess.run(command("train", "--resume", run, "--max-steps", 4), **options)
-    assert resumed.returncode == 0, resumed.stderr
-    assert "Finished (completed) at step 4" in resumed.stdout and RunDir(run).latest_checkpoint().name == "step-0000004"
-
-
-@pytest.mark.slow  # training in subprocesses
-def test_a_preset_with_dot_dot_trains_inside_the_runs_folder_and_one_not_text_is_refused(tmp_path, corpus_file):
+        config.write_text(f"preset = {json.dumps(name)}\n" + sections, encoding="utf-8")
     runs = tmp_path / "deep" / "runs"
     env = {**os.environ, "MLM_STUDIO_RUNS": str(runs)}
-    options = {"env": env, "capture_output": True, "text": True, "timeout": 300}
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps({"preset": "x/../../../escape", **_small_sections()}), encoding="utf-8")
-    done = subprocess.run(command("train", "--config", config, "--corpus", corpus_file, "--max-steps", 1), **options)
-    assert done.returncode == 0, done.stderr
-    [run] = runs.iterdir()
-    assert re.fullmatch(r"\d{8}-\d{6}-x-escape", run.name) and RunDir(run).latest_checkpoint() is not None
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "deep"] and os.listdir(runs.parent) == ["runs"]
+    done = subprocess.run(
+        command("train", "--config", config, "--corpus", corpus_file, "--max-steps", 1),
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"unknown preset {name!r}; choose one of modern, quickstart" in done.stderr
+    assert not (tmp_path / "deep").exists() and not (tmp_path.parent / "escape").exists()
 
+
+def test_a_preset_that_is_not_text_is_refused(tmp_path, corpus_file):
+    config = tmp_path / "config.json"
     config.write_text(json.dumps({"preset": ["..", "escape"], **_small_sections()}), encoding="utf-8")
-    done = subprocess.run(command("train", "--config", config, "--corpus", corpus_file, "--max-steps", 1), **options)
+    done = subprocess.run(
+        command("train", "--config", config, "--corpus", corpus_file, "--out", tmp_path / "run"),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
     assert done.returncode == 1
     assert done.stderr == "mlm-studio: config.json: preset must be text, not list (['..', 'escape'])\n"
-    assert [p.name for p in runs.iterdir()] == [run.name]
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.slow  # training in subprocesses
@@ -601,11 +589,20 @@ def test_a_run_without_evaluations_and_with_a_nan_checkpoint_gets_the_truth_as_s
     code, out, err = cli("predict", str(run.path), "the [MASK] of")
     assert code == 1 and "Traceback" not in err
     assert f"Use {run.checkpoints()[0]}, the newest checkpoint with finite weights." in err
-    code, out, err = cli("train", "--resume", str(run.path))
+    written = {name: (run.path / name).read_bytes() for name in ("config.toml", "metrics.jsonl")}
+    code, out, err = cli("train", "--resume", str(run.path), "--max-steps", "30")
     assert code == 1 and "Traceback" not in err
     assert "step-0000003's weights hold values that are not finite numbers, so training cannot resume" in err
     assert "The newest checkpoint with finite weights is step-0000002: to resume from it, move step-0000003" in err
     assert [p.name for p in run.checkpoints()] == ["step-0000002", "step-0000003"]
+    assert {name: (run.path / name).read_bytes() for name in written} == written  # refused before any write
+
+    for command_line in (("export", str(run.path), str(tmp_path / "nan")), ("evaluate", str(run.path))):
+        code, out, err = cli(*command_line)
+        assert code == 1 and "Traceback" not in err, command_line
+        assert "step-0000003's weights hold values that are not finite numbers, so MLM Studio will not" in err
+        assert f"The newest checkpoint with finite weights is {run.checkpoints()[0]}" in err
+    assert not (tmp_path / "nan").exists()
 
 
 # --- every command's top level: one sentence, never a traceback ----------------------------------------------

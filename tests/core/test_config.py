@@ -239,3 +239,21 @@ def test_any_set_values_give_a_config_or_a_config_error(typed):
 
     values = {key: value_from_text(text) for key, text in typed.items()}
     config_or_config_error(lambda: RunConfig().with_values(values))
+
+
+def test_a_file_naming_a_preset_starts_from_it_and_its_own_values_win(tmp_path):
+    from mlm_studio.core.config.presets import PRESETS, preset
+
+    (tmp_path / "a.json").write_text('{"preset": "tiny", "training": {"learning_rate": 0.01}}', encoding="utf-8")
+    loaded = RunConfig.load(tmp_path / "a.json", presets=preset)
+    assert loaded.model == PRESETS["tiny"].model and loaded.training.learning_rate == 0.01
+    assert loaded.preset == "tiny"
+    (tmp_path / "b.toml").write_text('preset = "modern"\n[model]\nfamily = "bert"\n', encoding="utf-8")
+    bert = RunConfig.load(tmp_path / "b.toml", presets=preset)
+    assert (bert.model.family, bert.model.hidden_size) == ("bert", PRESETS["modern"].model.hidden_size)
+    for name, config in PRESETS.items():  # a saved configuration reads back as it was
+        config.save(tmp_path / f"{name}.toml")
+        assert RunConfig.load(tmp_path / f"{name}.toml", presets=preset) == config, name
+    (tmp_path / "c.json").write_text('{"preset": "x/../../y"}', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"c.json: unknown preset 'x/../../y'; choose one of modern"):
+        RunConfig.load(tmp_path / "c.json", presets=preset)

@@ -192,3 +192,21 @@ def test_the_model_imported_is_the_revision_refs_main_names_not_the_newest(tmp_p
     env = {**os.environ, "HF_HUB_CACHE": str(hub), "PYTHONPATH": ROOT}
     folder, family, theirs = json.loads(python(probe, env, tmp_path))
     assert os.path.samefile(folder, main) and family == theirs == "bert"
+
+
+@pytest.mark.parametrize("linked", ["file", "snapshot"])
+def test_a_cached_model_whose_files_lead_out_of_the_cache_is_refused(caches, linked):
+    outside = caches / "outside"
+    outside.mkdir()
+    (outside / "config.json").write_text('{"model_type": "bert"}', encoding="utf-8")
+    snapshot = add_snapshot(caches / "hub", "org/model", {"tokenizer.json": b"{}"}, "main")
+    point_main_at(snapshot)
+    if linked == "file":
+        (snapshot / "config.json").symlink_to(outside / "config.json")
+    else:
+        for item in snapshot.iterdir():
+            item.unlink()
+        snapshot.rmdir()
+        snapshot.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(ValueError, match=r"leads to .*outside.*, outside the cache folder"):
+        cached_model("org/model")

@@ -6,8 +6,12 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
+from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.run_folder import RunDir
-from tests.core.helpers import config_file
+from tests.core.helpers import config_file, small_config
 
 
 def start(*args):
@@ -52,3 +56,26 @@ def test_a_second_process_is_refused_with_the_holders_pid_and_a_kill_releases_th
     )
     assert resumed.returncode == 0, resumed.stderr
     assert not [p for p in os.listdir(checkpoints) if p.startswith(".")]
+
+
+def test_a_new_run_never_goes_into_a_folder_holding_files_and_a_refusal_leaves_no_lock(
+    tmp_path, small_corpus, small_tokenizer
+):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "metrics.jsonl").write_text("my own notes\n", encoding="utf-8")
+    config = small_config().with_vocabulary(small_tokenizer.vocab_size, small_tokenizer.pad_id)
+    sources = [s.path for s in small_corpus.loaded_sources]
+    with pytest.raises(CheckpointError, match=r"already holds metrics\.jsonl; a new run goes into a new or empty"):
+        with RunLock(folder):
+            RunDir.create(folder, config, small_tokenizer, sources, small_corpus.options)
+    assert sorted(p.name for p in folder.iterdir()) == ["metrics.jsonl"]  # no lock left behind
+    assert (folder / "metrics.jsonl").read_text(encoding="utf-8") == "my own notes\n"
+
+
+def test_a_dangling_link_given_as_the_run_folder_is_named(tmp_path):
+    link = tmp_path / "run"
+    link.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(CheckpointError, match=r"run is a link to .*nowhere, not a folder; choose another folder"):
+        with RunLock(link):
+            pass

@@ -137,9 +137,16 @@ class RunConfig:
         return cls.from_dict(_parsed(tomllib.loads, text, source, "TOML"), source, complete)
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any], source: str = "config", complete: bool = False) -> RunConfig:
+    def from_dict(
+        cls,
+        raw: dict[str, Any],
+        source: str = "config",
+        complete: bool = False,
+        presets: Callable[[str], RunConfig] | None = None,
+    ) -> RunConfig:
         """A configuration from TOML-like values; missing fields take their defaults unless `complete` (a run's
-        own file, which always holds every section)."""
+        own file, which always holds every section). With `presets` (a name's preset, raising ConfigError for a
+        name it does not know), a file naming a preset other than "custom" starts from that preset's values."""
         if not isinstance(raw, dict):
             raise ConfigError(f"{source} must hold a table (a JSON object) with the sections of a configuration")
         unknown = _names(set(raw) - set(SECTIONS) - {"preset"})
@@ -149,6 +156,7 @@ class RunConfig:
         if complete and missing:
             raise ConfigError(f"{source} is incomplete: {', '.join(missing)} missing")
         parts: dict[str, Any] = {"preset": _preset_name(raw.get("preset", "custom"), source)}
+        start = _named_preset(presets, parts["preset"], source)
         for section, kind in SECTIONS.items():
             values = raw.get(section, {})
             if not isinstance(values, dict):
@@ -158,6 +166,8 @@ class RunConfig:
             if extra:
                 raise ConfigError(f"{source}: unknown field(s) in [{section}]: {', '.join(extra)}")
             typed = {k: _coerce(v, type(known[k]), f"{section}.{k}", source) for k, v in values.items()}
+            if start is not None:
+                typed = {**_preset_section(start, section, typed), **typed}
             try:
                 parts[section] = kind(**typed)
             except ConfigError as exc:
@@ -194,16 +204,18 @@ class RunConfig:
         return atomic_write_text(path, self.to_toml())
 
     @classmethod
-    def load(cls, path: str | Path, complete: bool = False) -> RunConfig:
-        """A configuration from a TOML file, or a JSON file with the same sections."""
+    def load(
+        cls, path: str | Path, complete: bool = False, presets: Callable[[str], RunConfig] | None = None
+    ) -> RunConfig:
+        """A configuration from a TOML file, or a JSON file with the same sections (`presets` as `from_dict`)."""
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read {path} ({exc})") from exc
         if path.suffix.lower() != ".json":
-            return cls.from_toml(text, path.name, complete)
-        return cls.from_dict(_parsed(_read_json, text, path.name, "JSON"), path.name, complete)
+            return cls.from_dict(_parsed(tomllib.loads, text, path.name, "TOML"), path.name, complete, presets)
+        return cls.from_dict(_parsed(_read_json, text, path.name, "JSON"), path.name, complete, presets)
 
 
 def value_from_text(text: str) -> Any:
@@ -249,6 +261,25 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _names(keys: set[Any]) -> list[str]:
     """Keys a message lists, sorted, each printable (a lone surrogate escaped)."""
     return sorted(str(key).encode("utf-8", "backslashreplace").decode("utf-8") for key in keys)
+
+
+def _named_preset(presets: Callable[[str], RunConfig] | None, name: str, source: str) -> RunConfig | None:
+    """The preset a file names, when `presets` is given and the name is not "custom"."""
+    if presets is None or name == "custom":
+        return None
+    try:
+        return presets(name)
+    except ConfigError as exc:
+        raise exc.within(source) from exc
+
+
+def _preset_section(start: RunConfig, section: str, given: dict[str, Any]) -> dict[str, Any]:
+    """The preset's values of `section` that a file's `given` values complete (its model as the family the file
+    names, when it names another)."""
+    part = getattr(start, section)
+    if section == "model" and given.get("family", part.family) != part.family:
+        part = part.as_family(given["family"])
+    return part.values()
 
 
 def _preset_name(value: Any, source: str) -> str:

@@ -66,6 +66,7 @@ def load_subject(source: str | Path, step: int | None = None, corpus=None, progr
         if checkpoint is None:
             steps = ", ".join(str(int(c.name.split("-")[1])) for c in run.checkpoints())
             raise CheckpointError(f"run {run.name} has no checkpoint at step {step}; it has {steps or 'none'}")
+    run.require_finite(checkpoint, "evaluate it")
     model = build_trained(run.config)
     load_weights(checkpoint, model)
     _, validation = training_blocks(run, corpus, progress)

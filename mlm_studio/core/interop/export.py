@@ -41,6 +41,7 @@ def export_model(
     run's as its discriminator (`ElectraForPreTraining`) with its generator (`ElectraForMaskedLM`) in `generator/`."""
     progress = progress or Progress()
     run, checkpoint = resolve_checkpoint(source, best)
+    run.require_finite(checkpoint, "export it")
     config = run.config
     _check_exportable(config.model)
     out = Path(out)

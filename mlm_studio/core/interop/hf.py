@@ -105,7 +105,7 @@ def model_folder(source: str | Path) -> Path:
         return folder
     try:
         return cached_model(str(source))
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, ValueError) as exc:
         raise InteropError(str(exc)) from None
 
 

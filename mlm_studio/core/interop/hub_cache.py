@@ -94,15 +94,24 @@ def _within(files: list[Path], folder: Path) -> list[Path]:
     return files
 
 
+def _within_folder(folder: Path, cache: Path) -> Path:
+    """`folder`, every file under which must lead (through its links) into `cache`."""
+    _within([path for path in folder.rglob("*") if path.is_file()], cache)
+    return folder
+
+
 def cached_model(name: str) -> Path:
     """The folder of the Hub model `name` in the local cache (the snapshot `refs/main` names, holding a
-    config.json); raises ValueError for a name the Hub would refuse, FileNotFoundError naming where it looked
-    for one that is not here."""
+    config.json); raises ValueError for a name the Hub would refuse or a file that leads out of the model's cache
+    folder, FileNotFoundError naming where it looked for one that is not here."""
     from huggingface_hub import try_to_load_from_cache
 
     found = try_to_load_from_cache(checked_name(name.strip()), "config.json")
     if isinstance(found, str):
-        return Path(found).parent.absolute()
+        snapshot = Path(found).parent.absolute()
+        # every file must lead into this model's own cache folder (its blobs, or the snapshot itself where the
+        # cache holds no links)
+        return _within_folder(snapshot, snapshot.parent.parent)
     raise FileNotFoundError(
         f"{name} is neither a folder nor a model in the local Hugging Face cache (looked in "
         f"{_cache_folder(name.strip(), 'model')}); nothing is downloaded: fetch it once with "

@@ -19,11 +19,19 @@ class RunLock:
         self.folder = Path(folder)
         self._fd: int | None = None
         self._created = False
+        self._before: set[str] = set()
+        self._lock_was_there = False
 
     def __enter__(self) -> RunLock:
         self._created = not self.folder.exists()
-        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            kind = f"a link to {os.readlink(self.folder)}" if self.folder.is_symlink() else "a file"
+            raise CheckpointError(f"{self.folder} is {kind}, not a folder; choose another folder") from None
         path = self.folder / LOCK_FILE
+        self._before = {p.name for p in self.folder.iterdir()} - {LOCK_FILE}
+        self._lock_was_there = path.exists()
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         if not _try_lock(fd):
             holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
@@ -40,8 +48,9 @@ class RunLock:
     def __exit__(self, *exc) -> None:
         if self._fd is None:
             return
-        if {p.name for p in self.folder.iterdir()} == {LOCK_FILE}:  # nothing was started here
-            (self.folder / LOCK_FILE).unlink()
+        if {p.name for p in self.folder.iterdir()} - {LOCK_FILE} == self._before:  # nothing was started here
+            if not self._lock_was_there:
+                (self.folder / LOCK_FILE).unlink()
             if self._created:
                 self.folder.rmdir()
         os.close(self._fd)  # closing releases the lock

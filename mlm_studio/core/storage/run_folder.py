@@ -29,6 +29,7 @@ from mlm_studio.core.storage.checkpoint import (
     FORMAT_VERSION,
     CheckpointError,
     checkpoint_finite,
+    listed,
     optimizer_tensors,
     read_state,
     save_weights,
@@ -62,7 +63,7 @@ class RunDir:
         """Start a new run folder (with `initial`, a model and where it came from: the weights step 0 starts
         from). Its files are made in a temporary folder, then moved in with `config.toml` last, so a failure
         never leaves a folder that looks like a run. Refuses a folder that already holds a run or a file of
-        the same name (its hidden files, such as the run's lock, stay)."""
+        files (its hidden files, such as the run's lock, stay)."""
         path = Path(path)
         if (path / "config.toml").exists():
             raise CheckpointError(f"{path} already holds a run; resume it or choose another folder")
@@ -83,9 +84,11 @@ class RunDir:
             config.save(folder / "config.toml")
 
         names = ["tokenizer.json", "corpus.json", *([INITIAL] if initial is not None else []), "config.toml"]
-        taken = [name for name in names if (path / name).exists()]
-        if taken:
-            raise CheckpointError(f"{path} already holds {', '.join(taken)}; choose another folder for the run")
+        present = sorted(p.name for p in path.iterdir() if not p.name.startswith(".")) if path.is_dir() else []
+        if present:  # a run appends to files of its own names (metrics.jsonl): never to a user's
+            raise CheckpointError(
+                f"{path} already holds {listed(present)}; a new run goes into a new or empty folder: choose another"
+            )
         made = not path.exists()
         path.mkdir(parents=True, exist_ok=True)
         moved: list[Path] = []
@@ -221,6 +224,22 @@ class RunDir:
     def newest_finite_checkpoint(self) -> Path | None:
         """The newest checkpoint whose weights are all finite numbers (reads the weights, newest first)."""
         return next((path for path in reversed(self.checkpoints()) if checkpoint_finite(path)), None)
+
+    def require_finite(self, checkpoint: Path, refused: str) -> None:
+        """Refuse (CheckpointError) a checkpoint whose weights are not all finite numbers, saying what was
+        `refused` ("export it") and naming the newest checkpoint whose weights are."""
+        if checkpoint_finite(checkpoint):
+            return
+        finite = self.newest_finite_checkpoint()
+        advice = (
+            f"The newest checkpoint with finite weights is {finite}: give that folder instead."
+            if finite is not None
+            else "No checkpoint of this run has finite weights."
+        )
+        raise CheckpointError(
+            f"{checkpoint.name}'s weights hold values that are not finite numbers, so MLM Studio will not {refused}. "
+            + advice
+        )
 
     def best_checkpoint(self) -> Path | None:
         best, best_loss = None, float("inf")

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import torch
 
+from mlm_studio.core.storage.checkpoint import CheckpointError, checkpoint_finite
+from mlm_studio.core.storage.run_folder import RunDir, checkpoint_step
+
 
 class RunFailed(Exception):
     """Ends a run with a message for the user."""
@@ -51,6 +54,18 @@ def diverged_message(step: int, finite: Path | None) -> str:
         f"The weights were no longer finite numbers at step {step} (training diverged), so step {step} was not "
         f"saved and training stopped.{_kept(finite)} {STABLER}"
     )
+
+
+def refuse_nonfinite_resume(run: RunDir) -> None:
+    """Refuse (CheckpointError) to resume a run whose latest checkpoint holds non-finite weights, naming the newest
+    checkpoint with finite ones and the folders after it."""
+    latest = run.latest_checkpoint()
+    if latest is None or checkpoint_finite(latest):
+        return
+    finite = run.newest_finite_checkpoint()
+    after = checkpoint_step(finite) if finite is not None else -1
+    newer = [path for path in run.checkpoints() if checkpoint_step(path) > after]
+    raise CheckpointError(nonfinite_resume_message(newer, finite))
 
 
 def nonfinite_resume_message(newer: list[Path], finite: Path | None) -> str:

@@ -23,6 +23,7 @@ from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError, read_state
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.failures import refuse_nonfinite_resume
 from mlm_studio.core.training.trainer import Trainer
 
 FOLDER_LABEL_LENGTH = 40
@@ -182,6 +183,7 @@ def resume_differences(run: RunDir, given: RunConfig) -> tuple[dict[str, tuple[A
 def check_resume(run: RunDir, config: RunConfig | None, tokenizer: MLMTokenizer | None) -> RunConfig:
     """The run's configuration with what `config` changes that a resume may change (RESUMABLE); another tokenizer
     or any other difference is refused, each named with the run's value and the given one."""
+    refuse_nonfinite_resume(run)
     problems, resumed = [], run.config
     if config is not None:
         applied, refused = resume_differences(run, config)

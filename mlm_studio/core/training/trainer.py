@@ -25,8 +25,8 @@ from mlm_studio.core.evaluation.held_out import detection_scores, held_out_sums,
 from mlm_studio.core.evaluation.probes import load_probes, score_probes
 from mlm_studio.core.models.build import build_trained, masked_lm_of
 from mlm_studio.core.models.encoder import decay_groups
-from mlm_studio.core.storage.checkpoint import CheckpointError, load_optimizer, load_weights, read_state, weights_finite
-from mlm_studio.core.storage.run_folder import RunDir, checkpoint_step, finite_or_none
+from mlm_studio.core.storage.checkpoint import load_optimizer, load_weights, read_state, weights_finite
+from mlm_studio.core.storage.run_folder import RunDir, finite_or_none
 from mlm_studio.core.storage.tensorboard import open_event_log
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.device import autocast_dtype, fused_optimizer_runs_on, resolve_device
@@ -36,8 +36,8 @@ from mlm_studio.core.training.failures import (
     RunFailed,
     diverged_message,
     nonfinite_message,
-    nonfinite_resume_message,
     out_of_memory,
+    refuse_nonfinite_resume,
     save_error_message,
 )
 from mlm_studio.core.training.records import (
@@ -133,13 +133,9 @@ class Trainer:
             if initial is not None:
                 load_weights(initial, self.model)
             return
+        refuse_nonfinite_resume(self.run_dir)
         state = read_state(checkpoint)
         load_weights(checkpoint, self.model)
-        if not weights_finite(self.model.parameters()):
-            finite = self.run_dir.newest_finite_checkpoint()
-            after = checkpoint_step(finite) if finite is not None else -1
-            newer = [path for path in self.run_dir.checkpoints() if checkpoint_step(path) > after]
-            raise CheckpointError(nonfinite_resume_message(newer, finite))
         load_optimizer(checkpoint, self.optimizer)
         self.step = int(state["step"])
         self.tokens_seen = int(state["tokens_seen"])

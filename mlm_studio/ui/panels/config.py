@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.config.presets import PRESETS
+from mlm_studio.core.config.presets import PRESETS, preset
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import PRECISIONS, ConfigError, ModelConfig, join_words
 from mlm_studio.core.durations import format_duration, parse_duration
@@ -453,7 +453,7 @@ class ConfigPanel(QWidget):
 
     def load_path(self, path: str) -> None:
         try:
-            config = RunConfig.load(path)
+            config = RunConfig.load(path, presets=preset)
         except ConfigError as exc:
             self.message_bar.show_message(str(exc), "error")
             return
