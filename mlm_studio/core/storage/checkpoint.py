@@ -40,12 +40,12 @@ def weights_finite(tensors: Iterable[torch.Tensor]) -> bool:
     return not floats or bool(torch.isfinite(torch.nn.utils.get_total_norm(floats, math.inf)))
 
 
-def checkpoint_finite(checkpoint: Path) -> bool:
-    """Whether a checkpoint's weights are all finite numbers (an unreadable file counts as not)."""
+def checkpoint_finite(checkpoint: Path, unreadable: bool = False) -> bool:
+    """Whether a checkpoint's weights are all finite numbers (an unreadable file counts as `unreadable`)."""
     try:
         return weights_finite(load_file(str(checkpoint / "model.safetensors"), device="cpu").values())
     except (OSError, SafetensorError):
-        return False
+        return unreadable
 
 
 def write_safetensors(tensors: dict[str, torch.Tensor], path: Path) -> None:

@@ -228,7 +228,7 @@ class RunDir:
     def require_finite(self, checkpoint: Path, refused: str) -> None:
         """Refuse (CheckpointError) a checkpoint whose weights are not all finite numbers, saying what was
         `refused` ("export it") and naming the newest checkpoint whose weights are."""
-        if checkpoint_finite(checkpoint):
+        if checkpoint_finite(checkpoint, unreadable=True):  # loading an unreadable one says what is wrong
             return
         finite = self.newest_finite_checkpoint()
         advice = (

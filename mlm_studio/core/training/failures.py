@@ -60,7 +60,7 @@ def refuse_nonfinite_resume(run: RunDir) -> None:
     """Refuse (CheckpointError) to resume a run whose latest checkpoint holds non-finite weights, naming the newest
     checkpoint with finite ones and the folders after it."""
     latest = run.latest_checkpoint()
-    if latest is None or checkpoint_finite(latest):
+    if latest is None or checkpoint_finite(latest, unreadable=True):  # loading it says what cannot be read
         return
     finite = run.newest_finite_checkpoint()
     after = checkpoint_step(finite) if finite is not None else -1
