@@ -80,7 +80,9 @@ def test_the_live_readout_keeps_to_one_line_beside_the_bar_in_a_1280_window(qtbo
 
 
 def test_pause_resume_and_stop(qtbot, panel):
-    panel.workspace.set_config(small_config(max_steps=100_000, eval_interval=10_000, checkpoint_interval=10_000))
+    panel.workspace.set_config(
+        small_config(max_steps=100_000, eval_interval=10_000, checkpoint_interval=10_000, log_interval=7)
+    )
     records = []
     panel.controller.record.connect(records.append)
     click(qtbot, panel.start_button)
@@ -98,7 +100,8 @@ def test_pause_resume_and_stop(qtbot, panel):
     finished = [r for r in records if r.kind == "finished"]
     assert finished and finished[0].reason == "stopped"
     assert RunDir(panel.workspace.run).latest_checkpoint() is not None
-    assert "Training stopped at step" in panel.message_bar.text
+    assert f"Training stopped at step {finished[0].step} " in panel.message_bar.text
+    assert panel.progress_bar.value() == finished[0].step  # the bar agrees, between two step records too
 
 
 class LongPauses:

@@ -394,7 +394,7 @@ class TrainingPanel(QWidget):
     def _on_record(self, record) -> None:
         self.plots.add(record.kind, record.to_dict())
         if isinstance(record, StepRecord):
-            if self.started is not None and self.started.time_budget > 0:
+            if self._bar_counts_seconds():
                 self.progress_bar.setValue(min(round(record.elapsed), self.progress_bar.maximum()))
             else:
                 self.progress_bar.setValue(record.step)
@@ -412,10 +412,16 @@ class TrainingPanel(QWidget):
         elif isinstance(record, (PausedRecord, WarningRecord)):
             self.message_bar.show_message(record.message, "warning")
         elif isinstance(record, FinishedRecord):
+            if not self._bar_counts_seconds():  # steps are reported every log interval: the last one may be past
+                self.progress_bar.setValue(min(record.step, self.progress_bar.maximum()))
             result = f"validation loss {record.val_loss:.4f}" if record.val_loss is not None else "no evaluation"
             self.message_bar.show_message(
                 f"Training {record.reason} at step {record.step} ({result}). Try the model in the Playground.", "info"
             )
+
+    def _bar_counts_seconds(self) -> bool:
+        """The progress bar counts a time budget's seconds, else steps."""
+        return self.started is not None and self.started.time_budget > 0
 
     def _on_failed(self, message: str) -> None:
         self._log(f"Error: {message}")
