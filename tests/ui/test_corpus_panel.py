@@ -233,6 +233,9 @@ def test_the_histograms_last_bar_says_it_holds_the_longest_documents(qtbot, pane
     with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
         panel.add_paths([write(tmp_path / "long.txt", " ".join(["word"] * 50))])
     assert panel.histogram.getAxis("bottom").labelText == "words per document (the last bar: 3 or more)"
+    axis = panel.histogram.getAxis("bottom")
+    middle = axis.label.pos().x() + axis.label.boundingRect().width() / 2
+    assert abs(middle - axis.width() / 2) <= 1  # the longer title is centred under the axis, as the short one was
     _x, y = panel.histogram_curve.getData()
     assert y.sum() == 101
 

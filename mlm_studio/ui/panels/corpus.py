@@ -320,7 +320,7 @@ class CorpusPanel(QWidget):
         if corpus is None:
             self.totals.setText("No corpus loaded")
             self.histogram_curve.setData([0, 1], [0])
-            self.histogram.getAxis("bottom").setLabel(LENGTHS_AXIS)
+            self._label_lengths(LENGTHS_AXIS)
             self.samples.clear()
             return
         self.totals.setText(
@@ -332,10 +332,13 @@ class CorpusPanel(QWidget):
         counts, edges = np.histogram(np.minimum(lengths, upper), bins=min(40, upper))
         self.histogram_curve.setData(edges, counts)
         longer = len(lengths) > 0 and lengths.max() > upper  # the last bar holds the longest 1%: its axis says so
-        self.histogram.getAxis("bottom").setLabel(
-            f"{LENGTHS_AXIS} (the last bar: {upper:,} or more)" if longer else LENGTHS_AXIS
-        )
+        self._label_lengths(f"{LENGTHS_AXIS} (the last bar: {upper:,} or more)" if longer else LENGTHS_AXIS)
         self.samples.setHtml("".join(f"<p>{html.escape(s[:600])}</p><hr>" for s in corpus.samples))
+
+    def _label_lengths(self, text: str) -> None:
+        axis = self.histogram.getAxis("bottom")
+        axis.setLabel(text)
+        axis.resizeEvent()  # pyqtgraph centres an axis title only on a resize: a longer one would sit off-centre
 
     def _display_name(self, path: Path) -> str:
         return BUILTIN_LABEL if path == builtin_corpus_location() else path.name
