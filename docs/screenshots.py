@@ -1,11 +1,16 @@
-"""Screenshots of every panel in the light and the dark scheme, for the README: `python docs/screenshots.py`.
+"""Screenshots of every panel in the light and the dark scheme, for the README: `python docs/screenshots.py
+[--steps N]`.
 
-Trains a short run on the built-in corpus first (about half a minute), so the plots and the playground have
-something to show; writes assets/<panel>-<scheme>.png at 1366×768.
+Trains a short run on the built-in corpus first (300 steps by default: about half a minute on an idle
+machine, far longer on a busy one), so the plots and the playground have something to show; writes
+assets/<panel>-<scheme>.png at 1366×768. Offscreen unless QT_QPA_PLATFORM says otherwise: the README's were
+rendered on an X server (`QT_QPA_PLATFORM=xcb`, Xvfb at 1366×768); each PNG names its platform, size and style
+in its Description text.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
@@ -19,6 +24,9 @@ EVALUATION_TABS = ("samples", "failures", "contexts", "task")  # assets/evaluati
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description="Render the README's screenshots into assets/.")
+    parser.add_argument("--steps", type=int, default=300, help="steps of the run the panels show (default 300)")
+    steps = parser.parse_args().steps
     from PySide6.QtWidgets import QApplication
 
     from mlm_studio.ui.main_window import MainWindow
@@ -35,7 +43,7 @@ def main() -> None:
             app.processEvents()
         training = window.training_panel
         config = window.workspace.config
-        lengths = {"max_steps": 300, "eval_interval": 50, "checkpoint_interval": 100}
+        lengths = {"max_steps": steps, "eval_interval": max(1, steps // 6), "checkpoint_interval": max(1, steps // 3)}
         window.workspace.set_config(replace(config, training=replace(config.training, **lengths)))
         training.start()
         while training.controller.busy:
@@ -50,18 +58,26 @@ def main() -> None:
                 for _ in range(20):
                     app.processEvents()
                 training.plots.redraw(everything=True)
-                path = ASSETS / f"{name}-{scheme}.png"
-                window.grab().save(str(path))
-                print(path)
+                save(window, ASSETS / f"{name}-{scheme}.png")
             window.show_panel(window.evaluation_panel)
             for number, tab in enumerate(EVALUATION_TABS):
                 window.evaluation_panel.tabs.setCurrentIndex(number)
                 for _ in range(20):
                     app.processEvents()
-                path = ASSETS / f"evaluation-{tab}-{scheme}.png"
-                window.grab().save(str(path))
-                print(path)
+                save(window, ASSETS / f"evaluation-{tab}-{scheme}.png")
         window.close()
+
+
+def save(window, path: Path) -> None:
+    """The window's picture, with how it was rendered in its Description."""
+    from PySide6.QtGui import QGuiApplication
+    from PySide6.QtWidgets import QApplication
+
+    image = window.grab().toImage()
+    how = f"{window.width()}x{window.height()}, {QGuiApplication.platformName()}, {QApplication.style().name()} style"
+    image.setText("Description", f"MLM Studio's window: {how}")
+    image.save(str(path))
+    print(f"{path} ({how})")
 
 
 def evaluate(app, panel, folder: Path) -> None:

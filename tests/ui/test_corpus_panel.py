@@ -225,6 +225,21 @@ def test_an_empty_histogram_counts_from_zero(qtbot, panel):
     assert low >= 0 and high > 0
 
 
+def test_the_histograms_last_bar_says_it_holds_the_longest_documents(qtbot, panel, tmp_path):
+    """Lengths past the 99th percentile are counted in the last bar: its axis says from where."""
+    with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
+        panel.add_paths([write(tmp_path / "even.txt", "\n\n".join(["one two three"] * 100))])
+    assert panel.histogram.getAxis("bottom").labelText == "words per document"
+    with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
+        panel.add_paths([write(tmp_path / "long.txt", " ".join(["word"] * 50))])
+    assert panel.histogram.getAxis("bottom").labelText == "words per document (the last bar: 3 or more)"
+    axis = panel.histogram.getAxis("bottom")
+    middle = axis.label.pos().x() + axis.label.boundingRect().width() / 2
+    assert abs(middle - axis.width() / 2) <= 1  # the longer title is centred under the axis, as the short one was
+    _x, y = panel.histogram_curve.getData()
+    assert y.sum() == 101
+
+
 def test_the_clicked_source_stays_in_view(qtbot, panel, tmp_path):
     """Its details appear below the table and take room from it; the row the user clicked is still shown."""
     panel.resize(900, 460)  # a laptop's share: the table shows a few rows

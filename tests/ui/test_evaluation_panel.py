@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt
 
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.ui.panels.evaluation import EvaluationPanel
+from mlm_studio.ui.widgets.model_choice import NO_MODEL
 from mlm_studio.ui.workspace import Workspace
 from tests.core.test_diagnostics import _labelled
 
@@ -247,3 +248,10 @@ def legend_beside_the_data(plot):
     for rect in item.legend.entry_rects():
         assert not item.legend.mapRectToScene(rect).intersects(data)
     return item.legend.names
+
+
+def test_with_no_model_to_choose_the_chooser_says_so(qtbot, tmp_path):
+    widget = EvaluationPanel(Workspace(), tmp_path)
+    qtbot.addWidget(widget)
+    combo = widget.model_combo
+    assert combo.count() == 0 and combo.currentIndex() == -1 and combo.placeholderText() == NO_MODEL

@@ -3,6 +3,7 @@ from PySide6.QtCore import Qt
 
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.ui.panels.playground import PlaygroundPanel
+from mlm_studio.ui.widgets.model_choice import NO_MODEL
 from mlm_studio.ui.workspace import Workspace
 
 TIMEOUT_MS = 60_000
@@ -165,3 +166,10 @@ def test_detector_chips_follow_a_live_scheme_switch(qtbot):
     view.setPalette(dark)
     after = view.detector.cells[0].background
     assert before.lightness() > 200 and after.lightness() < 80
+
+
+def test_with_no_model_to_choose_the_chooser_says_so(qtbot, tmp_path):
+    widget = PlaygroundPanel(Workspace(), tmp_path)
+    qtbot.addWidget(widget)
+    combo = widget.views[0].model_combo
+    assert combo.count() == 0 and combo.currentIndex() == -1 and combo.placeholderText() == NO_MODEL

@@ -29,6 +29,14 @@ def test_a_tokenizer_is_trained_when_the_first_corpus_arrives(qtbot, section, bu
     assert [cell.text for cell in section.pieces.cells] == tokenizer.tokens(section.sample_edit.text())
 
 
+def test_the_sample_line_reads_from_its_beginning_in_a_narrow_field(qtbot, section):
+    section.sample_edit.setFixedWidth(200)
+    qtbot.waitExposed(section)
+    edit = section.sample_edit
+    assert edit.fontMetrics().horizontalAdvance(edit.text()) > edit.width()
+    assert edit.cursorRect().left() < edit.fontMetrics().horizontalAdvance("M")
+
+
 def test_retrain_with_settings_typed_by_the_user(qtbot, section, builtin_corpus):
     with qtbot.waitSignal(section.workspace.tokenizer_changed, timeout=TIMEOUT_MS):
         section.workspace.set_corpus(builtin_corpus)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QStyle
 
 from mlm_studio.core.durations import format_duration
 from mlm_studio.core.evaluation.probes import Probe
@@ -16,6 +16,7 @@ from mlm_studio.core.training import trainer as trainer_module
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import StepRecord
 from mlm_studio.ui.panels.training import TrainingPanel
+from mlm_studio.ui.theme import glyph_icon
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING
 from mlm_studio.ui.widgets.runs_table import RunsTable
 from mlm_studio.ui.workspace import Workspace
@@ -66,14 +67,30 @@ def test_a_run_started_from_the_gui_plots_evaluates_and_checkpoints(qtbot, panel
     assert panel.start_button.isEnabled() and not panel.stop_button.isEnabled()
 
 
+def test_the_live_readout_keeps_to_one_line_beside_the_bar_in_a_1280_window(qtbot, panel):
+    panel.resize(1090, 600)  # the panel's share of a 1280-pixel-wide window
+    panel.progress_bar.setRange(0, 60)
+    panel.progress_bar.setValue(20)
+    panel.status_label.setText("step 20 · loss 8.586 · 154 tok/s · ETA 6m57s")
+    panel._update_controls()
+    qtbot.waitUntil(lambda: panel.progress_bar.isVisible())
+    panel.layout().activate()
+    assert panel.status_label.height() < 2 * panel.status_label.fontMetrics().lineSpacing()
+    assert panel.progress_bar.width() > 200
+
+
 def test_pause_resume_and_stop(qtbot, panel):
-    panel.workspace.set_config(small_config(max_steps=100_000, eval_interval=10_000, checkpoint_interval=10_000))
+    panel.workspace.set_config(
+        small_config(max_steps=100_000, eval_interval=10_000, checkpoint_interval=10_000, log_interval=7)
+    )
     records = []
     panel.controller.record.connect(records.append)
     click(qtbot, panel.start_button)
     qtbot.waitUntil(lambda: len(records) >= 2, timeout=TIMEOUT_MS)
     click(qtbot, panel.pause_button)
     assert panel.controller.state == PAUSED and panel.pause_button.text() == "Resume"
+    play = glyph_icon(panel.style().standardIcon(QStyle.StandardPixmap.SP_MediaPlay), panel.palette())
+    assert panel.pause_button.icon().pixmap(16).toImage() == play.pixmap(16).toImage()  # Resume shows Play
     assert panel.controller.control.paused
     click(qtbot, panel.pause_button)
     assert panel.controller.state == RUNNING and not panel.controller.control.paused
@@ -83,7 +100,8 @@ def test_pause_resume_and_stop(qtbot, panel):
     finished = [r for r in records if r.kind == "finished"]
     assert finished and finished[0].reason == "stopped"
     assert RunDir(panel.workspace.run).latest_checkpoint() is not None
-    assert "Training stopped at step" in panel.message_bar.text
+    assert f"Training stopped at step {finished[0].step} " in panel.message_bar.text
+    assert panel.progress_bar.value() == finished[0].step  # the bar agrees, between two step records too
 
 
 class LongPauses:

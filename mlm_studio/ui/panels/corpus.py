@@ -46,6 +46,7 @@ BUILTIN_LABEL = "Python documentation (built-in)"
 COLUMNS = ("Source", "Type", "Status", "Documents", "Words", "Encoding", "Problems")
 FILE_FILTER = f"Corpora ({' '.join('*' + ext for ext in SUFFIXES)});;All files (*)"
 ISSUES_SHOWN = 20
+LENGTHS_AXIS = "words per document"
 
 
 class CorpusPanel(QWidget):
@@ -177,7 +178,7 @@ class CorpusPanel(QWidget):
         """The corpus's totals and length histogram, and a few sample documents, as tabs."""
         self.totals = QLabel("No corpus loaded")
         self.totals.setWordWrap(True)
-        self.histogram = ThemedPlot("words per document", "documents")
+        self.histogram = ThemedPlot(LENGTHS_AXIS, "documents")
         self.histogram_curve = self.histogram.plot(
             [0, 1], [0], stepMode="center", fillLevel=0, brush=accent_colour(), pen=pg.mkPen(accent_colour())
         )
@@ -319,6 +320,7 @@ class CorpusPanel(QWidget):
         if corpus is None:
             self.totals.setText("No corpus loaded")
             self.histogram_curve.setData([0, 1], [0])
+            self._label_lengths(LENGTHS_AXIS)
             self.samples.clear()
             return
         self.totals.setText(
@@ -329,7 +331,14 @@ class CorpusPanel(QWidget):
         upper = max(1, int(np.percentile(lengths, 99))) if len(lengths) else 1
         counts, edges = np.histogram(np.minimum(lengths, upper), bins=min(40, upper))
         self.histogram_curve.setData(edges, counts)
+        longer = len(lengths) > 0 and lengths.max() > upper  # the last bar holds the longest 1%: its axis says so
+        self._label_lengths(f"{LENGTHS_AXIS} (the last bar: {upper:,} or more)" if longer else LENGTHS_AXIS)
         self.samples.setHtml("".join(f"<p>{html.escape(s[:600])}</p><hr>" for s in corpus.samples))
+
+    def _label_lengths(self, text: str) -> None:
+        axis = self.histogram.getAxis("bottom")
+        axis.setLabel(text)
+        axis.resizeEvent()  # pyqtgraph centres an axis title only on a resize: a longer one would sit off-centre
 
     def _display_name(self, path: Path) -> str:
         return BUILTIN_LABEL if path == builtin_corpus_location() else path.name

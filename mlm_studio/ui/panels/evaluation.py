@@ -32,7 +32,7 @@ from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.context_view import ContextView
 from mlm_studio.ui.widgets.diagnosis_views import FailuresView, SamplesView, plot_series
 from mlm_studio.ui.widgets.message_bar import MessageBar
-from mlm_studio.ui.widgets.model_choice import model_entries, refill
+from mlm_studio.ui.widgets.model_choice import model_combo, model_entries, refill
 from mlm_studio.ui.widgets.task_view import TaskView
 from mlm_studio.ui.workspace import Workspace
 
@@ -74,8 +74,7 @@ class EvaluationPanel(QWidget):
         self._busy(False)
 
     def _build(self) -> None:
-        self.model_combo = QComboBox()
-        self.model_combo.setToolTip("A run, or a Hugging Face model scored on the Corpus panel's text")
+        self.model_combo = model_combo("A run, or a Hugging Face model scored on the Corpus panel's text")
         self.model_combo.currentIndexChanged.connect(self._list_checkpoints)
         self.compare_combo = QComboBox()
         self.compare_combo.setToolTip(

@@ -32,7 +32,7 @@ from mlm_studio.core.evaluation.predict import Candidate, FillMask, PredictError
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.theme import PALETTE_CHANGES
 from mlm_studio.ui.widgets.message_bar import MessageBar
-from mlm_studio.ui.widgets.model_choice import model_entries, refill
+from mlm_studio.ui.widgets.model_choice import model_combo, model_entries, refill
 from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
 from mlm_studio.ui.workspace import Workspace
 
@@ -117,8 +117,7 @@ class ResultsView(QGroupBox):
         super().__init__(title)
         self.default_title = title
         self._replaced: tuple[tuple[str, float], ...] = ()
-        self.model_combo = QComboBox()
-        self.model_combo.setToolTip("The model: the current run's latest checkpoint, a saved run, or a folder")
+        self.model_combo = model_combo("The model: the current run's latest checkpoint, a saved run, or a folder")
         self.latency = QLabel()
         self.body = QWidget()
         self.grid = QGridLayout(self.body)

@@ -119,6 +119,7 @@ class TokenizerSection(QGroupBox):
         self.summary = QLabel("No tokenizer yet")
         self.summary.setWordWrap(True)
         self.sample_edit = QLineEdit(SAMPLE_TEXT)
+        self.sample_edit.setCursorPosition(0)  # a field narrower than the line shows its beginning, not its end
         self.sample_edit.setToolTip("Type any text to see it as word pieces")
         self.sample_edit.textChanged.connect(self._update_pieces)
         self.pieces = TokenView()

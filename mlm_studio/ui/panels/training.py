@@ -90,7 +90,8 @@ class TrainingPanel(QWidget):
         self.progress_bar = QProgressBar()
         self.progress_bar.setFormat("%v / %m steps")
         self.status_label = QLabel()
-        self.status_label.setWordWrap(True)
+        self.status_label.setWordWrap(True)  # on one line beside the bar where it fits, wrapped only when narrow
+        self.status_label.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.reason_label = ToneLabel("warning")  # why Start is disabled
         top = QHBoxLayout()
         for button in (self.start_button, self.pause_button, self.stop_button):
@@ -98,7 +99,7 @@ class TrainingPanel(QWidget):
             top.addWidget(button)
         top.addWidget(self.reason_label, 2)
         top.addWidget(self.progress_bar, 1)
-        top.addWidget(self.status_label)
+        top.addWidget(self.status_label, 1)
         self.message_bar = MessageBar()
         splitter = QSplitter(Qt.Orientation.Vertical)  # the plots get the whole width
         splitter.addWidget(self._build_plots_area())
@@ -112,10 +113,12 @@ class TrainingPanel(QWidget):
         layout.addWidget(splitter, 1)
 
     def _set_icons(self) -> None:
-        """Start, Pause and Stop glyphs in the scheme's button text colours, readable enabled or not."""
+        """Start, Pause (Play while it says Resume) and Stop glyphs in the scheme's button text colours, readable
+        enabled or not."""
+        paused = self.controller.state == PAUSED
         for button, icon in (
             (self.start_button, QStyle.StandardPixmap.SP_MediaPlay),
-            (self.pause_button, QStyle.StandardPixmap.SP_MediaPause),
+            (self.pause_button, QStyle.StandardPixmap.SP_MediaPlay if paused else QStyle.StandardPixmap.SP_MediaPause),
             (self.stop_button, QStyle.StandardPixmap.SP_MediaStop),
         ):
             button.setIcon(glyph_icon(self.style().standardIcon(icon), self.palette()))
@@ -391,7 +394,7 @@ class TrainingPanel(QWidget):
     def _on_record(self, record) -> None:
         self.plots.add(record.kind, record.to_dict())
         if isinstance(record, StepRecord):
-            if self.started is not None and self.started.time_budget > 0:
+            if self._bar_counts_seconds():
                 self.progress_bar.setValue(min(round(record.elapsed), self.progress_bar.maximum()))
             else:
                 self.progress_bar.setValue(record.step)
@@ -409,10 +412,16 @@ class TrainingPanel(QWidget):
         elif isinstance(record, (PausedRecord, WarningRecord)):
             self.message_bar.show_message(record.message, "warning")
         elif isinstance(record, FinishedRecord):
+            if not self._bar_counts_seconds():  # steps are reported every log interval: the last one may be past
+                self.progress_bar.setValue(min(record.step, self.progress_bar.maximum()))
             result = f"validation loss {record.val_loss:.4f}" if record.val_loss is not None else "no evaluation"
             self.message_bar.show_message(
                 f"Training {record.reason} at step {record.step} ({result}). Try the model in the Playground.", "info"
             )
+
+    def _bar_counts_seconds(self) -> bool:
+        """The progress bar counts a time budget's seconds, else steps."""
+        return self.started is not None and self.started.time_budget > 0
 
     def _on_failed(self, message: str) -> None:
         self._log(f"Error: {message}")
@@ -429,6 +438,7 @@ class TrainingPanel(QWidget):
 
     def _on_state(self, state: str) -> None:
         self.pause_button.setText("Resume" if state == PAUSED else "Pause")
+        self._set_icons()
         if self.started is not None:
             self._show_live(self._live_step)
         self._update_controls()

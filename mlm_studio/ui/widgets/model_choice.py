@@ -10,6 +10,16 @@ from PySide6.QtWidgets import QComboBox
 from mlm_studio.core.interop.hf import is_hf_folder
 from mlm_studio.core.storage.history import list_runs
 
+NO_MODEL = "No trained model yet: train one, or choose a model folder"
+
+
+def model_combo(tooltip: str) -> QComboBox:
+    """A chooser of models that says so while there is none to choose (an empty box read as a broken one)."""
+    combo = QComboBox()
+    combo.setToolTip(tooltip)
+    combo.setPlaceholderText(NO_MODEL)
+    return combo
+
 
 def model_entries(current_run: Path | None, runs_root: Path, folders: list[str]) -> list[tuple[str, str]]:
     """(label, path) of each model to offer, the current run first."""
