@@ -18,6 +18,10 @@ def model_combo(tooltip: str) -> QComboBox:
     combo = QComboBox()
     combo.setToolTip(tooltip)
     combo.setPlaceholderText(NO_MODEL)
+    # its width does not follow its longest text (the sentence above, a long run name): the window stays narrow
+    combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+    combo.setMinimumContentsLength(16)
+    combo.setMinimumWidth(combo.fontMetrics().averageCharWidth() * 16)  # the placeholder would set it otherwise
     return combo
 
 
