@@ -91,6 +91,8 @@ from PySide6.QtCore import QSettings, QTimer
 from PySide6.QtWidgets import QApplication
 app = QApplication(sys.argv[:1])
 from mlm_studio.ui.main_window import MainWindow
+from mlm_studio.ui.tasks import collect_garbage_on_the_gui_thread
+collector = collect_garbage_on_the_gui_thread()  # as the application collects
 settings = QSettings(os.path.join(tempfile.mkdtemp(), "first.ini"), QSettings.Format.IniFormat)  # a first launch
 window = MainWindow(settings, deferred=True)
 window.show()

@@ -69,11 +69,55 @@ def test_the_panels_are_built_one_per_turn_of_the_event_loop(qtbot, tmp_path):
     window = MainWindow(QSettings(str(tmp_path / "first.ini"), QSettings.Format.IniFormat), deferred=True)
     qtbot.addWidget(window)
     window.show()
-    built, turns = [], []
+    built, turns, tabs = [], [], []
     ticker = QTimer()
     ticker.timeout.connect(lambda: turns.append(sum(hasattr(window, f"{n}_panel") for n in PANELS)))
+    evaluation = lambda: getattr(window, "evaluation_panel", None)  # noqa: E731
+    ticker.timeout.connect(lambda: evaluation() and tabs.append(evaluation().tabs.count()))
     ticker.start(0)
     with qtbot.waitSignal(window.panels_ready, timeout=120_000):
         window.panels_ready.connect(lambda: built.append(True))
     ticker.stop()
     assert built and set(range(1, len(PANELS) + 1)) <= set(turns)  # the loop turned with each count of panels
+    assert {0, 1, 2, 3} <= set(tabs)  # and between the Evaluation panel's tabs, built one per turn
+    assert window.evaluation_panel.tabs.count() == 4
+
+
+def test_an_evaluation_panel_shown_before_its_tabs_are_built_builds_them_then(qtbot, tmp_path):
+    from mlm_studio.ui.panels.evaluation import EvaluationPanel
+    from mlm_studio.ui.workspace import Workspace
+
+    panel = EvaluationPanel(Workspace(), tmp_path, sliced=True)
+    qtbot.addWidget(panel)
+    next(panel.building())  # the window's first step: the controls
+    assert panel.tabs.count() == 0 and not hasattr(panel, "task_view")
+    panel.show()
+    assert [panel.tabs.tabText(i) for i in range(panel.tabs.count())] == [
+        "Masked samples",
+        "Where it fails",
+        "What it learned",
+        "Does it help a task",
+    ]
+    assert panel.evaluate_button.isEnabled() and not panel.task_view.probe_button.isEnabled()
+    assert next(panel.building(), None) is None  # nothing left for the window to build
+
+
+FROZEN = """
+import gc
+from mlm_studio.ui.engine_loading import import_engine
+gc.disable()  # as the application's collector leaves it
+import_engine()
+print(gc.isenabled(), gc.get_freeze_count(), len(gc.get_objects()))
+gc.enable()
+import_engine()
+print(gc.isenabled())
+"""
+
+
+def test_what_the_engine_import_made_is_never_scanned_by_a_collection_again():
+    """A full collection over PyTorch's objects held the window for 0.1-0.2 s; frozen, they are not scanned."""
+    done = subprocess.run([sys.executable, "-c", FROZEN], capture_output=True, text=True, timeout=120, check=True)
+    first, second = done.stdout.splitlines()
+    enabled, frozen, scanned = first.split()
+    assert enabled == "False" and second == "True"  # the collector is left as it was found
+    assert int(frozen) > 100_000 and int(scanned) < int(frozen) // 100

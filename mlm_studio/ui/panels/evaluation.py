@@ -5,9 +5,11 @@ Everything heavy runs in the background with progress and cancel."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from PySide6.QtCore import Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -45,7 +47,10 @@ class EvaluationPanel(QWidget):
     tracked = Signal()  # every checkpoint's scores are shown
     probed = Signal()  # a task probe's result is shown
 
-    def __init__(self, workspace: Workspace, runs_root: Path, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, workspace: Workspace, runs_root: Path, parent: QWidget | None = None, sliced: bool = False
+    ) -> None:
+        """`sliced`: leave the construction to `building()`'s steps (the window's launch); otherwise build it all."""
         super().__init__(parent)
         self.workspace, self.runs_root = workspace, runs_root
         self.folders: list[str] = []
@@ -58,7 +63,26 @@ class EvaluationPanel(QWidget):
         self.evaluator, self.mapper, self.prober = TaskRunner(self), TaskRunner(self), TaskRunner(self)
         self.tracker = TaskRunner(self)
         self.scores: list[CheckpointScore] = []
-        self._build()
+        self._building = self._build()
+        if not sliced:
+            self.finish_building()
+
+    def building(self) -> Iterator[None]:
+        """The panel's construction, one tab per step (the window takes one step per turn of its event loop)."""
+        return self._building
+
+    def finish_building(self) -> None:
+        """Take whatever steps of the construction are left."""
+        for _ in self._building:
+            pass
+
+    def showEvent(self, event: QShowEvent) -> None:
+        self.finish_building()  # shown before the window has built it all
+        super().showEvent(event)
+
+    def _build(self) -> Iterator[None]:
+        """The controls and the model lists first (the workspace's news reaches them from then on), then each tab."""
+        self._build_controls()
         self.evaluator.succeeded.connect(self._on_diagnosis)
         self.tracker.succeeded.connect(self._on_scores)
         self.mapper.succeeded.connect(self._on_context)
@@ -68,12 +92,27 @@ class EvaluationPanel(QWidget):
             runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
             runner.cancelled.connect(lambda: self.message_bar.show_message("Cancelled.", "info"))
             runner.finished.connect(lambda: self._busy(False))
-        workspace.run_changed.connect(self._on_run_changed)
-        workspace.initial_model_changed.connect(self._on_initial_model)
+        self.workspace.run_changed.connect(self._on_run_changed)
+        self.workspace.initial_model_changed.connect(self._on_initial_model)
         self.refresh_models()
+        yield
+        self.samples_view = SamplesView()
+        self.tabs.addTab(self.samples_view, "Masked samples")
+        yield
+        self.failures_view = FailuresView()
+        self.tabs.addTab(self.failures_view, "Where it fails")
+        yield
+        self.context_view = ContextView()
+        self.context_view.requested.connect(self.map_word)
+        self.context_view.place_requested.connect(self.place_sentence)
+        self.tabs.addTab(self.context_view, "What it learned")
+        yield
+        self.task_view = TaskView()
+        self.task_view.probe_requested.connect(self.probe)
+        self.tabs.addTab(self.task_view, "Does it help a task")
         self._busy(False)
 
-    def _build(self) -> None:
+    def _build_controls(self) -> None:
         self.model_combo = model_combo("A run, or a Hugging Face model scored on the Corpus panel's text")
         self.model_combo.currentIndexChanged.connect(self._list_checkpoints)
         self.compare_combo = QComboBox()
@@ -108,18 +147,7 @@ class EvaluationPanel(QWidget):
         top.addWidget(self.evaluate_button)
         top.addWidget(self.every_button)
         top.addWidget(self.cancel_button)
-        self.samples_view = SamplesView()
-        self.failures_view = FailuresView()
         self.tabs = QTabWidget()
-        self.tabs.addTab(self.samples_view, "Masked samples")
-        self.tabs.addTab(self.failures_view, "Where it fails")
-        self.context_view = ContextView()
-        self.context_view.requested.connect(self.map_word)
-        self.context_view.place_requested.connect(self.place_sentence)
-        self.tabs.addTab(self.context_view, "What it learned")
-        self.task_view = TaskView()
-        self.task_view.probe_requested.connect(self.probe)
-        self.tabs.addTab(self.task_view, "Does it help a task")
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.progress_bar)
