@@ -10,7 +10,7 @@ import sys
 from dataclasses import replace
 
 from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
-from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.run_config import RunConfig, written_fields
 from mlm_studio.core.config.sections import ConfigError
 from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.data.corpus import Corpus, CorpusError, SourceReport, load_corpus
@@ -34,6 +34,7 @@ from mlm_studio.core.training.runs import (
     apply_resume,
     check_corpus_unchanged,
     check_resume,
+    continuing,
     new_run_path,
     prepare_trainer,
 )
@@ -170,6 +171,10 @@ def _begin(config: RunConfig, args) -> NewRun:
     if args.init_from is not None:
         initial = import_model(args.init_from)
         print(initial.summary(), file=sys.stderr, flush=True)
+        given = {name for name, _ in args.settings} | (written_fields(args.config) if args.config else set())
+        config, recipe = continuing(config, initial, given)
+        if recipe:
+            print(recipe, file=sys.stderr, flush=True)
     corpus = load_corpus(args.corpus or [ensure_builtin_corpus()], progress=_Status())
     _print_corpus_report(corpus)
     if initial is not None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mlm_studio.core.config.continuation import continued
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import SECTIONS, ConfigError
 from mlm_studio.core.data.builtin_corpus import restore_builtin_corpus
@@ -117,6 +118,13 @@ def with_architecture(config: RunConfig, initial: ImportedModel) -> RunConfig:
             ("data.max_seq_len",),
         )
     return initial.run_config(config)
+
+
+def continuing(config: RunConfig, initial: ImportedModel, given: Collection[str] = ()) -> tuple[RunConfig, str]:
+    """The configuration a new run continuing `initial` starts from (the CLI's --init-from, the window's import):
+    its architecture, and the continuation recipe for each recipe field `given` (what the user set) lacks; with
+    the sentence that says what was chosen."""
+    return continued(with_architecture(config, initial), given)
 
 
 def training_blocks(
