@@ -25,8 +25,8 @@ def short(config: RunConfig) -> RunConfig:
     return replace(config, data=replace(config.data, max_seq_len=32))
 
 
-@pytest.mark.parametrize(("width", "rate"), [(48, 1e-4), (384, 1e-4), (768, 1e-4), (1024, 7.5e-5), (1536, 5e-5)])
-def test_the_rate_is_the_foot_of_the_guides_pre_training_range_and_falls_with_the_width(width, rate):
+@pytest.mark.parametrize(("width", "rate"), [(48, 3e-5), (384, 3e-5), (768, 3e-5), (1024, 2.25e-5), (1536, 1.5e-5)])
+def test_the_rate_is_the_middle_of_the_guides_fine_tuning_range_and_falls_with_the_width(width, rate):
     recipe = continuation_recipe(ModelConfig(hidden_size=width, num_attention_heads=4, intermediate_size=4 * width))
     assert recipe.learning_rate == pytest.approx(rate) and recipe.warmup_steps == 100
     assert f"learning rate {rate:.2g}" in recipe.describe() and f"width {width}" in recipe.describe()
@@ -37,15 +37,15 @@ def test_an_imported_start_takes_the_recipe_and_a_new_model_its_preset(imported,
     assert start.training.learning_rate == 2e-3  # the from-scratch recipe the issue found destroying a model
     config, said = continuing(start, imported)
     assert config.model == imported.config
-    assert (config.training.learning_rate, config.training.warmup_steps) == (1e-4, 100)
+    assert (config.training.learning_rate, config.training.warmup_steps) == (3e-5, 100)
     assert said == f"Continuing an imported model: {continuation_recipe(imported.config).describe()}."
     untouched = {n: v for n, v in config.training.values().items() if n not in FIELDS}
     assert untouched == {n: v for n, v in start.training.values().items() if n not in FIELDS}
 
     new_run = NewRun(config, small_corpus, imported.tokenizer, imported)
     continued_run = prepare_trainer(tmp_path / "continued", begin=lambda: new_run)
-    assert continued_run.optimizer.defaults["lr"] == 1e-4
-    assert RunConfig.load(tmp_path / "continued" / "config.toml").training.learning_rate == 1e-4
+    assert continued_run.optimizer.defaults["lr"] == 3e-5
+    assert RunConfig.load(tmp_path / "continued" / "config.toml").training.learning_rate == 3e-5
     new = prepare_trainer(tmp_path / "new", begin=lambda: NewRun(start, small_corpus, imported.tokenizer))
     assert new.config.training.learning_rate == 2e-3 and new.optimizer.defaults["lr"] == 2e-3
 
@@ -73,7 +73,7 @@ def test_training_from_scratch_again_restores_the_rate_the_recipe_replaced():
     scratch = preset(DEFAULT_PRESET)
     wide = replace(scratch, model=replace(scratch.model, hidden_size=384, num_attention_heads=6))
     recipe, _ = continued(wide)
-    assert recipe.training.learning_rate == 1e-4
+    assert recipe.training.learning_rate == 3e-5
     assert from_scratch(recipe, scratch.training).training.learning_rate == 2e-3
     edited = recipe.with_values({"training.learning_rate": 4e-4})
     assert from_scratch(edited, scratch.training).training.learning_rate == 4e-4  # the user's own value stays
