@@ -373,3 +373,32 @@ def test_long_run_names_keep_their_end_and_say_it_whole_in_a_tooltip(qtbot, trai
     assert table.textElideMode() == Qt.TextElideMode.ElideMiddle
     assert table.item(0, 0).toolTip().splitlines()[0] == name
     assert table.item(0, 1).text() == "completed"
+
+
+def test_while_paused_the_status_says_paused_with_no_countdown(qtbot, panel, monkeypatch):
+    panel.workspace.set_config(
+        small_config(max_steps=200, eval_interval=10_000, checkpoint_interval=10_000, log_interval=1)
+    )
+    clock = LongPauses(monkeypatch, tick=0.25, pause=600.0)
+    said = []
+    panel.controller.state_changed.connect(lambda state: said.append((state, panel.status_label.text())))
+    records, paused_after = pause_at(qtbot, panel, clock, step=3)
+    paused = [text for state, text in said if state == PAUSED]
+    paused += [text for r, text, state in records if state == "paused" and isinstance(r, StepRecord)]
+    assert paused[0].startswith("step 3 · loss ") and len(paused) >= 2  # on the press, and records sent before it
+    assert all(text.endswith(" · paused: the ETA resumes with training") for text in paused)
+    resumed = [text for r, text, state in records if isinstance(r, StepRecord) and r.step > paused_after]
+    assert resumed and all(" tok/s · ETA " in text for text in resumed)
+
+
+def test_the_preparation_says_what_it_prepares(qtbot, panel):
+    """Before the first step the bar is no mute busy bar: it names the work ("Tokenizing the corpus… 100%")."""
+    seen = []
+    panel.controller.progress.connect(lambda *_: seen.append(panel.progress_bar.text()))
+    with qtbot.waitSignal(panel.controller.prepared, timeout=TIMEOUT_MS):
+        click(qtbot, panel.start_button)
+        assert panel.status_label.text().endswith(": preparing the corpus's blocks and the model…")
+    assert seen and all(text.startswith("Tokenizing the corpus… ") and text.endswith("%") for text in seen)
+    assert seen[-1] == "Tokenizing the corpus… 100%"
+    panel.controller.stop()
+    qtbot.waitUntil(lambda: panel.controller.state == IDLE, timeout=TIMEOUT_MS)

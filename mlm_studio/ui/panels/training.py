@@ -54,7 +54,10 @@ class TrainingPanel(QWidget):
     checkpoint_written = Signal(str)
     run_finished = Signal()
 
-    def __init__(self, workspace: Workspace, runs_root: Path | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, workspace: Workspace, runs_root: Path | None = None, parent: QWidget | None = None, sliced: bool = False
+    ) -> None:
+        """`sliced`: leave the live plots' construction, one plot per step, to the window's launch."""
         super().__init__(parent)
         self.workspace = workspace
         self.runs_root = Path(runs_root) if runs_root else default_runs_dir()
@@ -70,7 +73,8 @@ class TrainingPanel(QWidget):
         self.controller.finished.connect(self._on_finished)
         self.eta: Eta | None = None
         self._live_step = 0
-        self._build()
+        self._last_step: StepRecord | None = None  # of the run being trained, for the status line
+        self._build(sliced)
         self.exporter = RunExporter(self, self.message_bar, self._log)
         self.exporter.finished.connect(self._update_controls)
         for signal in (workspace.corpus_changed, workspace.tokenizer_changed, workspace.config_changed):
@@ -79,7 +83,7 @@ class TrainingPanel(QWidget):
         self._update_controls()
 
     # --- layout -------------------------------------------------------------------------------------
-    def _build(self) -> None:
+    def _build(self, sliced: bool) -> None:
         self.start_button = QPushButton("Start")
         self.pause_button = QPushButton("Pause")
         self.stop_button = QPushButton("Stop")
@@ -102,7 +106,7 @@ class TrainingPanel(QWidget):
         top.addWidget(self.status_label, 1)
         self.message_bar = MessageBar()
         splitter = QSplitter(Qt.Orientation.Vertical)  # the plots get the whole width
-        splitter.addWidget(self._build_plots_area())
+        splitter.addWidget(self._build_plots_area(sliced))
         splitter.addWidget(self._build_side())
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 1)
@@ -128,9 +132,10 @@ class TrainingPanel(QWidget):
         if event.type() in PALETTE_CHANGES:
             self._set_icons()
 
-    def _build_plots_area(self) -> QWidget:
+    def _build_plots_area(self, sliced: bool) -> QWidget:
         """The live plots with their axis, smoothing, zoom and export controls and the hover readout."""
-        self.plots = LivePlots()
+        self.plots = LivePlots(sliced=sliced)
+        self.construction = self.plots.construction  # the slow part: the rest is built at once
         self.axis_combo = QComboBox()
         for axis in ("step", "tokens", "time"):
             self.axis_combo.addItem(f"x: {axis}", axis)
@@ -284,7 +289,8 @@ class TrainingPanel(QWidget):
         self.message_bar.clear()
         self.plots.clear()
         self._log(message)
-        self.progress_bar.setRange(0, 0)
+        self.progress_bar.setRange(0, 0)  # busy until the preparation reports what it does
+        self.status_label.setText(f"{message}: preparing the corpus's blocks and the model…")
         self.controller.start(prepare)
 
     def toggle_pause(self) -> None:
@@ -364,10 +370,14 @@ class TrainingPanel(QWidget):
 
     # --- controller signals -------------------------------------------------------------------------
     def _on_prepare_progress(self, done: int, total: int, message: str) -> None:
-        self.status_label.setText(f"{message} {100 * done / max(total, 1):.0f}%")
+        """The bar says what is being prepared and how far it is ("Tokenizing the corpus… 40%")."""
+        self.progress_bar.setFormat(f"{message}… %p%")
+        self.progress_bar.setRange(0, max(total, 1))
+        self.progress_bar.setValue(min(done, max(total, 1)))
 
     def _on_prepared(self, started: StartedRecord) -> None:
         self.started = started
+        self.status_label.setText("training: the first figures come with the first logged step")
         if started.time_budget > 0:  # measured in seconds of the budget
             self.progress_bar.setFormat("%v / %m s")
             self.progress_bar.setRange(0, round(started.time_budget))
@@ -399,11 +409,8 @@ class TrainingPanel(QWidget):
             else:
                 self.progress_bar.setValue(record.step)
             self._show_live(record.step)
-            left = self.eta.seconds_left(record.step, record.elapsed) if self.eta else 0.0
-            self.status_label.setText(
-                f"step {record.step:,} · loss {record.loss:.3f} · {record.tokens_per_second:,.0f} tok/s · "
-                f"ETA {format_duration(left)}"
-            )
+            self._last_step = record
+            self._say_progress()
         elif not isinstance(record, StartedRecord):
             self._log(record.describe())
         if isinstance(record, CheckpointRecord):
@@ -428,7 +435,7 @@ class TrainingPanel(QWidget):
         self.message_bar.show_message(message, "error")
 
     def _on_finished(self) -> None:
-        self.started = None
+        self.started = self._last_step = None
         self.runs_table.set_live(None)
         self.status_label.setText("")
         if self.progress_bar.maximum() == 0:
@@ -441,7 +448,20 @@ class TrainingPanel(QWidget):
         self._set_icons()
         if self.started is not None:
             self._show_live(self._live_step)
+            self._say_progress()
         self._update_controls()
+
+    def _say_progress(self) -> None:
+        """The status line: the last step's loss, pace and time left; while paused, no countdown."""
+        record = self._last_step
+        if record is None:
+            return
+        said = f"step {record.step:,} · loss {record.loss:.3f}"
+        if self.controller.state == PAUSED:
+            self.status_label.setText(f"{said} · paused: the ETA resumes with training")
+            return
+        left = self.eta.seconds_left(record.step, record.elapsed) if self.eta else 0.0
+        self.status_label.setText(f"{said} · {record.tokens_per_second:,.0f} tok/s · ETA {format_duration(left)}")
 
     def _show_live(self, step: int) -> None:
         """The Runs table's row of the run being trained says its state and step as they are now."""
