@@ -6,7 +6,7 @@ from PySide6.QtGui import QIcon, QPalette
 from PySide6.QtWidgets import QApplication
 
 from mlm_studio.ui.main_window import MainWindow
-from mlm_studio.ui.panels.masking import KIND_COLOURS
+from mlm_studio.ui.panels.masked_samples import KIND_COLOURS
 from mlm_studio.ui.panels.tokenizer_section import PIECE_TINTS, UNKNOWN_TINT
 from mlm_studio.ui.theme import TONES, app_icon, apply_scheme, blended, contrast, palette_for, readable_on, tone
 
@@ -66,15 +66,16 @@ def test_switching_to_dark_recolours_the_plots_and_the_labels_and_is_remembered(
     reason = window.training_panel.reason_label
     assert reason.palette().color(QPalette.ColorRole.WindowText) == tone("warning")
     assert contrast(tone("warning"), app.palette().color(QPalette.ColorRole.Window)) >= 4.5
-    window.training_panel.axis_combo.setCurrentIndex(1)
-    window.training_panel.smoothing_slider.setValue(85)
+    window.training_panel.curves.axis_combo.setCurrentIndex(1)
+    window.training_panel.curves.smoothing_slider.setValue(85)
     window.show_panel(window.config_panel)
     window.close()
 
     again = MainWindow(settings, restore=True, runs_root=tmp_path / "runs")
     qtbot.addWidget(again)
-    assert again.scheme == "dark" and again.training_panel.axis_combo.currentData() == "tokens"
-    assert again.training_panel.smoothing_slider.value() == 85 and again.stack.currentWidget() is again.config_panel
+    assert again.scheme == "dark" and again.training_panel.curves.axis_combo.currentData() == "tokens"
+    assert again.training_panel.curves.smoothing_slider.value() == 85
+    assert again.stack.currentWidget() is again.config_panel
     again.reset_settings()
     again.close()
     assert settings.allKeys() == []
