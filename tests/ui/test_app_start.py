@@ -153,3 +153,14 @@ def test_live_plots_made_outside_the_window_are_built_whole(qtbot):
     qtbot.addWidget(plots)
     assert list(plots.plots) == list(LivePlots.PLOTS) and plots.timer.isActive()
     assert next(plots.construction.steps, None) is None
+
+
+def test_records_that_reach_live_plots_still_being_built_finish_them_first(qtbot):
+    from mlm_studio.ui.widgets.live_plots import LivePlots
+
+    plots = LivePlots(sliced=True)
+    qtbot.addWidget(plots)
+    next(plots.construction.steps)
+    plots.add("eval", {"step": 10, "loss": 4.0, "accuracy": 0.2, "tokens_seen": 640, "elapsed": 1.0})
+    assert list(plots.plots) == list(LivePlots.PLOTS) and plots.series["eval_accuracy"].size == 1
+    assert sum(isinstance(item, type(plots.cursors["loss"])) for item in plots.plots["loss"].items) == 1

@@ -164,6 +164,7 @@ class LivePlots(QWidget):
         symbol: str | None = None,
         smooth: bool = False,
     ) -> Series:
+        self.construction.finish()  # data before the window got to the last plot
         if key not in self.series:
             self.series[key] = Series()
             pen = pg.mkPen(colour, width=width, style=style or Qt.PenStyle.SolidLine)
@@ -215,6 +216,7 @@ class LivePlots(QWidget):
 
     def clear(self) -> None:
         """No curves and no reading: what a new run starts from."""
+        self.construction.finish()
         for plot in self.plots.values():
             plot.clear()  # removes the items and their legend entries
         self._add_markers()
