@@ -206,5 +206,5 @@ def test_comparing_with_a_single_model_says_to_add_a_second(qtbot, trained_runs,
         widget.compare_check.setChecked(True)
     a, b = widget.views
     assert a.title() == "late / step-0000040" and a.buttons
-    assert b.title() == "Model B" and not b.buttons
+    assert b.title() == "Model B" and not b.buttons and not b.model_combo.isEnabled()
     assert b.grid.itemAt(0).widget().text() == NO_SECOND_MODEL

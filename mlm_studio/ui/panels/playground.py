@@ -297,6 +297,7 @@ class PlaygroundPanel(QWidget):
         entries = model_entries(self.workspace.run, self.runs_root, self.folders)
         for view in self.views:
             refill(view.model_combo, entries, self._chosen.get(id(view)) or run or view.model_combo.currentData())
+        self.views[1].model_combo.setEnabled(len(entries) > 1)  # with one model, B has nothing of its own to choose
         self._current_run = run
         self._schedule()
 
