@@ -26,7 +26,7 @@ class Encoded:
     ids: list[np.ndarray]
     labels: list[np.ndarray]
     rows: list[int]  # each example's row in its file
-    truncated: int  # examples cut to the model's length
+    truncated: list[int]  # the rows of the examples cut to the model's length
     per_token: bool  # labels per token (token classification), else one per example
 
     def __len__(self) -> int:
@@ -61,21 +61,23 @@ def encode_examples(
     tokenizer: MLMTokenizer, examples: list[Example], label_ids: dict[str, int], task: str, limit: int
 ) -> Encoded:
     """Examples as ids of at most `limit` tokens, special tokens included (longer ones are cut: counted)."""
-    ids, labels, truncated = [], [], 0
+    ids, labels, truncated = [], [], []
     budget = limit - 2
     for example in examples:
         if task == "tokens":
             pieces, word_of = first_pieces(tokenizer, example.inputs)
             tags = [label_ids[tag] for tag in example.labels]
             targets = [tags[w] if w >= 0 else IGNORE_INDEX for w in word_of]
-            truncated += len(pieces) > budget
+            if len(pieces) > budget:
+                truncated.append(example.row)
             row = [tokenizer.cls_id, *pieces[:budget], tokenizer.sep_id]
             labels.append(np.asarray([IGNORE_INDEX, *targets[:budget], IGNORE_INDEX], dtype=np.int64))
         else:
             parts = [tokenizer.backend.encode(text, add_special_tokens=False).ids for text in example.inputs]
             room = budget - (len(parts) - 1)
             cut = _fit(parts, room)
-            truncated += cut != [len(p) for p in parts]
+            if cut != [len(p) for p in parts]:
+                truncated.append(example.row)
             row = [tokenizer.cls_id]
             for part, keep in zip(parts, cut, strict=True):
                 row += [*part[:keep], tokenizer.sep_id]
