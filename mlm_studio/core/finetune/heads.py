@@ -25,7 +25,6 @@ from mlm_studio.core.models.modernbert import ModernBertPredictionHead
 from mlm_studio.core.models.registry import FAMILIES
 
 CLASS_NAMES = {"classification": "ForSequenceClassification", "tokens": "ForTokenClassification"}
-POOLINGS = ("cls", "mean")
 
 
 def head_layout(family: str, task: str) -> str:

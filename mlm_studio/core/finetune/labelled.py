@@ -16,7 +16,6 @@ from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_KINDS, kind_of, re
 from mlm_studio.core.data.rows import IssueLog, SourceSkipped, clipped
 from mlm_studio.core.evaluation.task_probe import TaskError
 
-TASKS = ("classification", "tokens")
 ROW = "\0row"  # the key under which the reader gives each row's number
 # the names looked for, in order, when a column is not given
 TEXT_NAMES = ("text", "sentence", "sentence1", "premise", "question", "document", "content", "review")

@@ -84,6 +84,7 @@ class FineTuner:
         self.eval_interval = t.eval_interval or self.steps_per_epoch
         self.step, self.tokens_seen, self.elapsed = 0, 0, 0.0
         self.best_score, self.best_step, self.stale, self.stopped_early = -math.inf, 0, 0, False
+        self.best_validation: ValidationRecord | None = None  # this session's best (None after a resume)
         self._order: tuple[int, list[np.ndarray]] = (-1, [])
         self._resume()
         run.remove_leftovers()
@@ -233,9 +234,11 @@ class FineTuner:
 
     def _validate(self) -> Iterator[Record]:
         loss, scores, _ = self.score(self.data.validation)
-        yield self._logged(ValidationRecord(self.step, **self._measures(loss, scores)))
+        record = ValidationRecord(self.step, **self._measures(loss, scores))
+        yield self._logged(record)
         if scores.main > self.best_score:
             self.best_score, self.best_step, self.stale = scores.main, self.step, 0
+            self.best_validation = record
             atomic_write_folder(self.run_dir.path / BEST, self._write_best)
         else:
             self.stale += 1
@@ -281,7 +284,10 @@ class FineTuner:
                 **self._measures(loss, scores),
             )
         )
-        yield self._logged(FinishedRecord(self.step, reason, str(self.run_dir.path), loss, scores.accuracy))
+        best = self.best_validation
+        yield self._logged(
+            FinishedRecord(self.step, reason, str(self.run_dir.path), best and best.loss, best and best.accuracy)
+        )
 
     def _save(self) -> Record:
         state = {
