@@ -25,7 +25,7 @@ from mlm_studio.core.finetune.examples import Encoded, batch_order, collate
 from mlm_studio.core.finetune.heads import TaskModel
 from mlm_studio.core.finetune.scores import Scores, class_scores, tag_scores
 from mlm_studio.core.models.encoder import decay_groups, layers_of
-from mlm_studio.core.storage.checkpoint import load_optimizer, load_weights, read_state, save_weights
+from mlm_studio.core.storage.checkpoint import FORMAT_VERSION, load_optimizer, load_weights, read_state, save_weights
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
 from mlm_studio.core.storage.run_folder import RunDir, finite_or_none
 from mlm_studio.core.storage.tensorboard import open_event_log
@@ -44,7 +44,7 @@ from mlm_studio.core.training.records import (
 from mlm_studio.core.training.schedule import learning_rate
 from mlm_studio.core.training.step_sums import StepSums, Window
 
-BEST = "best"  # the run's folder of the best weights by validation score, with best.json
+BEST = "best"  # the run's folder of the best weights by validation score (and a state.json as a checkpoint's)
 
 
 @dataclass(frozen=True)
@@ -254,7 +254,8 @@ class FineTuner:
 
     def _write_best(self, folder: Path) -> None:
         save_weights(self.model, folder / "model.safetensors")
-        atomic_write_json(folder / "best.json", {"step": self.step, "score": self.best_score})
+        state = {"step": self.step, "tokens_seen": self.tokens_seen, "elapsed": self.elapsed, "score": self.best_score}
+        atomic_write_json(folder / "state.json", {**state, "format": FORMAT_VERSION})
 
     def _measures(self, loss: float, scores: Scores) -> dict:
         return {
@@ -284,9 +285,11 @@ class FineTuner:
                 **self._measures(loss, scores),
             )
         )
-        best = self.best_validation
+        chosen = self.best_validation
         yield self._logged(
-            FinishedRecord(self.step, reason, str(self.run_dir.path), best and best.loss, best and best.accuracy)
+            FinishedRecord(
+                self.step, reason, str(self.run_dir.path), chosen and chosen.loss, chosen and chosen.accuracy
+            )
         )
 
     def _save(self) -> Record:
