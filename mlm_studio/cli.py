@@ -240,6 +240,12 @@ def _add_finetune(commands) -> None:
     tune.add_argument(
         "--device", type=_device, default="auto", help=f"where to train: {_listed(DEVICES)} (default auto)"
     )
+    tune.add_argument(
+        "--compare",
+        action="store_true",
+        help="also fine-tune the model MODEL started from (if imported) and the same shape from scratch, same seeds",
+    )
+    tune.add_argument("--seeds", type=int, default=3, help="with --compare: seeds per model (default 3)")
     tune.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
 

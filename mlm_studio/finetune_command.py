@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import signal
 import sys
+from pathlib import Path
 
 from mlm_studio.core.data.tokenizer import TokenizerError
 from mlm_studio.core.durations import Eta, format_duration
+from mlm_studio.core.finetune.compare import compare, outcomes, table
 from mlm_studio.core.finetune.labelled import Columns
 from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
 from mlm_studio.core.finetune.tuner import FineTuner
@@ -16,6 +18,7 @@ from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.run_folder import finite_or_none
 from mlm_studio.core.storage.user_folders import default_runs_dir
+from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import FailedRecord, FinishedRecord, StepRecord, TestRecord, ValidationRecord
 from mlm_studio.core.training.runs import new_run_path
 
@@ -27,6 +30,8 @@ def finetune(args) -> int:
     the current step with a checkpoint."""
     if args.resume is None and (args.model is None or args.task is None):
         return _fail("give MODEL and --task FILE to start, or --resume RUN to continue")
+    if args.compare:
+        return _compare(args)
     path = args.resume or args.out or new_run_path(default_runs_dir(), "finetune")
     try:
         with RunLock(path):
@@ -38,6 +43,41 @@ def finetune(args) -> int:
                 signal.signal(signal.SIGINT, previous)
     except USER_ERRORS as exc:
         return _fail(str(exc))
+
+
+def _compare(args) -> int:
+    """Fine-tune the model, its starting model and the same from scratch with the same seeds; print the table."""
+    if args.resume is not None:
+        return _fail("--compare starts its own runs; give MODEL and --task (and --out to continue a comparison)")
+    if args.seeds < 1:
+        return _fail(f"--seeds must be at least 1, not {args.seeds}")
+    root = args.out or new_run_path(default_runs_dir(), "compare")
+    control = TrainingControl()
+    previous = signal.signal(signal.SIGINT, lambda *_: control.stop())
+    tty, seen = sys.stderr.isatty(), []
+    try:
+        with RunLock(root):
+            for contender, seed, record in compare(args.model, _options(args), root, args.seeds, control):
+                seen.append((contender, seed, record))
+                if isinstance(record, FailedRecord):
+                    return _fail(f"{contender.label}, seed {seed}: {record.message}")
+                if isinstance(record, StepRecord) and not tty:
+                    continue
+                line = f"[{contender.label}, seed {seed}] {record.describe()}"
+                print(f"\r{line}\033[K" if tty else line, end="" if isinstance(record, StepRecord) else "\n",
+                      file=sys.stderr, flush=True)  # fmt: skip
+    except USER_ERRORS as exc:
+        return _fail(str(exc))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    found = outcomes(iter(seen))
+    name = "entity F1" if args.kind == "tokens" else "macro-F1"
+    if args.json:
+        print(json.dumps(finite_or_none({"runs": str(Path(root).resolve()), "score": name,
+                                         "contenders": [o.to_json() for o in found]})), flush=True)  # fmt: skip
+    else:
+        print(table(found, name), flush=True)
+    return 0
 
 
 def _options(args) -> FinetuneOptions:

@@ -37,6 +37,7 @@ def pretrained(tmp_path_factory, small_corpus, small_tokenizer):
     return run.path
 
 
+@pytest.mark.slow  # fine-tuning for several epochs
 def test_classification_from_a_run_prints_progress_and_json(pretrained, tmp_path):
     task = write_task(tmp_path / "task.csv")
     code, out, err = cli(
@@ -54,6 +55,7 @@ def test_classification_from_a_run_prints_progress_and_json(pretrained, tmp_path
     assert "Traceback" not in err
 
 
+@pytest.mark.slow  # fine-tuning for several epochs
 def test_tokens_from_a_hugging_face_folder_then_from_scratch(small_corpus, tmp_path):
     from itertools import islice
 
@@ -95,3 +97,30 @@ def test_a_missing_model_is_one_sentence(tmp_path):
     task = write_task(tmp_path / "task.csv")
     code, _, err = cli(tmp_path / "nowhere", "--task", task, "--out", tmp_path / "ft")
     assert code == 1 and err.startswith("mlm-studio: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.slow  # fine-tuning for several epochs
+def test_compare_fine_tunes_the_run_its_starting_model_and_scratch_with_the_same_seeds(small_corpus, tmp_path):
+    from itertools import islice
+
+    from mlm_studio.core.interop.hf import import_model
+    from mlm_studio.core.training.runs import start_run, training_blocks
+    from mlm_studio.core.training.trainer import Trainer
+
+    folder = make_folder("bert", list(islice(small_corpus.iter_documents(), 200)), tmp_path / "hf")
+    run = start_run(tmp_path / "continued", small_config(max_steps=2), small_corpus, None, import_model(folder))
+    list(Trainer(run, *training_blocks(run, small_corpus)).run())
+    task = write_task(tmp_path / "task.csv", rows=60)
+    out = tmp_path / "compare"
+    code, stdout, err = cli(run.path, "--task", task, "--compare", "--seeds", "3", "--out", out, *FAST, "--json")
+    assert code == 0, err
+    result = json.loads(stdout)
+    assert result["score"] == "macro-F1"
+    labels = [c["label"] for c in result["contenders"]]
+    assert labels == ["your model", "its starting model", "from scratch"]
+    assert result["contenders"][1]["model"] == str(folder.resolve())
+    for contender in result["contenders"]:
+        assert len(contender["score"]) == 3 and contender["score_sd"] is not None
+    splits = {json.loads((p / "task.json").read_text())["split_seed"] for p in out.iterdir() if p.is_dir()}
+    assert splits == {0} and len([p for p in out.iterdir() if p.is_dir()]) == 9
+    assert "[from scratch, seed 2] Test, with the best checkpoint" in err

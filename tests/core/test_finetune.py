@@ -44,6 +44,7 @@ def options(task_file, **values):
     return FinetuneOptions("classification", task_file, **{**defaults, **values})
 
 
+@pytest.mark.slow  # fine-tuning for several epochs
 def test_a_fine_tuned_model_beats_the_majority_class(trained_run, task_file, tmp_path):
     records = list(prepare_finetuner(tmp_path / "ft", str(trained_run.path), options(task_file)).run())
     test = next(r for r in records if isinstance(r, TestRecord))
@@ -76,6 +77,7 @@ def test_early_stopping_restores_the_best_weights(trained_run, task_file, tmp_pa
     assert any(not torch.equal(last[name], best[name]) for name in best)
 
 
+@pytest.mark.slow  # fine-tuning for several epochs
 def test_resume_is_exact(trained_run, task_file, tmp_path):
     straight = list(prepare_finetuner(tmp_path / "a", str(trained_run.path), options(task_file, epochs=2)).run())
     control = TrainingControl()

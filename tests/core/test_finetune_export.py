@@ -19,6 +19,7 @@ from tests.core.test_finetune import write_task
 from tests.core.test_finetune_tokens import write_tagging
 
 transformers = pytest.importorskip("transformers")
+pytestmark = pytest.mark.slow  # a fine-tuning run and an export per family and task
 
 FAMILIES = ["bert", "roberta", "distilbert", "modernbert", "electra"]
 TEXTS = ["return the value of a list", "raise an error to the file", "the path of a file is", "of the and"]

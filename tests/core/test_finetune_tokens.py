@@ -144,6 +144,7 @@ def write_tagging(path, sentences=120, seed=0):
     return path
 
 
+@pytest.mark.slow  # fine-tuning for several epochs
 def test_a_tagger_learns_entities(trained_run, tmp_path):
     path = write_tagging(tmp_path / "tags.jsonl")
     options = FinetuneOptions("tokens", path, learning_rate=5e-3, epochs=8, batch_size=8, patience=8, device="cpu")

@@ -55,8 +55,13 @@ class FinetuneOptions:
     eval_interval: int = 0  # steps between evaluations; 0: once an epoch
     max_length: int = 0  # tokens per example, special tokens included; 0: as many as the model reads, ≤ 512
     pooling: str = "cls"  # "cls" or (ModernBERT) "mean"
-    seed: int = 0
+    seed: int = 0  # the head's fresh weights, the order of the examples, dropout
+    split_seed: int | None = None  # which examples are held out; None: `seed`
     device: str = "auto"
+
+    @property
+    def held_out_by(self) -> int:
+        return self.seed if self.split_seed is None else self.split_seed
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,7 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions) -> RunDir:
     """A new fine-tuning run folder for the model `spec` names on the task of `options` (checked first)."""
     source = starting_model(spec)
     files, labels = read_task(options.task, options.train, options.validation, options.test, options.columns)
-    n_train = len(files_split(files, options.seed, options.task)[0])
+    n_train = len(files_split(files, options.held_out_by, options.task)[0])
     limit = min(options.max_length or MAX_LENGTH, source.config.max_tokens())
     per_epoch = math.ceil(n_train / options.batch_size)
     total = max(1, math.ceil(options.epochs * n_train / options.batch_size))
@@ -128,7 +133,7 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions) -> RunDir:
         "labels": labels,
         "files": {name: str(Path(p).resolve()) if p else None for name, p in _paths(options).items()},
         "columns": asdict(options.columns) if options.columns else None,
-        "split_seed": options.seed,
+        "split_seed": options.held_out_by,
         "pooling": options.pooling,
         "freeze_layers": options.freeze_layers,
         "patience": options.patience,
