@@ -179,3 +179,15 @@ def test_batches_group_similar_lengths():
     shuffled = rng.permutation(1000)
     unsorted = sum(16 * max(lengths[i] for i in shuffled[s : s + 16]) for s in range(0, 1000, 16))
     assert padded < 0.65 * unsorted  # far less padding than batches of random lengths
+
+
+def test_frozen_layers_stay_as_they_were(trained_run, task_file, tmp_path):
+    tuner = prepare_finetuner(tmp_path / "ft", str(trained_run.path), options(task_file, freeze_layers=1))
+    before = {name: p.detach().clone() for name, p in tuner.model.named_parameters()}
+    for _ in range(3):
+        tuner.train_step()
+        tuner.step += 1
+    after = dict(tuner.model.named_parameters())
+    moved = {name for name in before if not torch.equal(before[name], after[name])}
+    assert moved and all(not name.startswith(("bert.embeddings.", "bert.encoder.layer.0.")) for name in moved)
+    assert {"classifier.weight", "bert.pooler.dense.weight"} <= moved  # the model has one layer: the head trains

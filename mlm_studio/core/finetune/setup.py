@@ -81,14 +81,16 @@ def starting_model(spec: str) -> Source:
     name = spec.removeprefix(SCRATCH)
     path = Path(name)
     if (path / "config.toml").is_file() or (path / "state.json").is_file():
-        run, checkpoint = resolve_checkpoint(path)
+        run, checkpoint = (
+            (RunDir(path), None) if fresh and (path / "config.toml").is_file() else resolve_checkpoint(path)
+        )
         if (run.path / TASK).is_file():
             raise TaskError(f"{run.name} is a fine-tuning run already; fine-tune the model it started from")
-        config, tokenizer = run.config, run.tokenizer
-        trained = build_trained(config)
-        if not fresh:
+        trained = build_trained(run.config)
+        if checkpoint is not None:
             load_weights(checkpoint, trained)
-        model, origin, config = encoder_of(trained), {"source": str(checkpoint.resolve()), "kind": "run"}, config.model
+        model, config, tokenizer = encoder_of(trained), run.config.model, run.tokenizer
+        origin = {"source": str((checkpoint or run.path).resolve()), "kind": "run"}
     else:
         imported = import_model(name)
         config, tokenizer = imported.config, imported.tokenizer
