@@ -4,7 +4,6 @@ evaluation)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
@@ -21,9 +20,9 @@ class FineTuned:
 
     def __init__(self, run: RunDir, weights: Path | None = None) -> None:
         """`weights`: a checkpoint folder of the run; by default its best weights."""
-        if not (run.path / TASK).is_file():
+        task = run.task
+        if task is None:
             raise CheckpointError(f"{run.name} is not a fine-tuning run (it has no {TASK})")
-        task = json.loads((run.path / TASK).read_text(encoding="utf-8"))
         self.run, self.labels, self.limit = run, list(task["labels"]), run.config.data.max_seq_len
         self.tokenizer = run.tokenizer
         self.model = TaskModel(run.config.model, task["task"], len(self.labels), task["pooling"]).eval()

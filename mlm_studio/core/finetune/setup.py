@@ -8,7 +8,6 @@ builds on: BERT's 2 to 4 epochs and weight decay 0.01 (Devlin et al., 2019), RoB
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,7 +28,7 @@ from mlm_studio.core.interop.hf import import_model
 from mlm_studio.core.models.build import build_trained, encoder_of
 from mlm_studio.core.models.registry import FAMILIES
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights
-from mlm_studio.core.storage.run_folder import TASK, RunDir, resolve_checkpoint
+from mlm_studio.core.storage.run_folder import RunDir, resolve_checkpoint
 from mlm_studio.core.training.control import TrainingControl
 
 SCRATCH = "scratch:"  # MODEL written as scratch:SOURCE: SOURCE's shape and tokenizer, fresh weights
@@ -84,7 +83,7 @@ def starting_model(spec: str) -> Source:
         run, checkpoint = (
             (RunDir(path), None) if fresh and (path / "config.toml").is_file() else resolve_checkpoint(path)
         )
-        if (run.path / TASK).is_file():
+        if run.task is not None:
             raise TaskError(f"{run.name} is a fine-tuning run already; fine-tune the model it started from")
         trained = build_trained(run.config)
         if checkpoint is not None:
@@ -174,7 +173,7 @@ def files_split(files: list[LabelledFile], seed: int, task: str) -> tuple[list, 
 
 def task_data(run: RunDir) -> TaskData:
     """A fine-tuning run's examples, read again from its files, split and encoded as when it began."""
-    task = json.loads((run.path / TASK).read_text(encoding="utf-8"))
+    task = run.task
     paths = {name: Path(p) if p else None for name, p in task["files"].items()}
     columns = Columns(**task["columns"]) if task["columns"] else None
     files, labels = read_task(task["task"], paths["train"], paths["validation"], paths["test"], columns)
@@ -210,7 +209,7 @@ def prepare_finetuner(
         run = create_run(path, spec, options)
     else:
         run = RunDir(path)
-        if not (run.path / TASK).is_file():
+        if run.task is None:
             raise CheckpointError(f"{run.name} is a pre-training run, not a fine-tuning one")
     changes = run.corpus_changes()
     if changes:

@@ -9,7 +9,6 @@ step (each epoch's order, dropout), so a resumed run continues exactly as if it 
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Iterator
@@ -63,7 +62,7 @@ class FineTuner:
 
     def __init__(self, run: RunDir, data: TaskData, control: TrainingControl | None = None) -> None:
         self.run_dir, self.data = run, data
-        self.task = json.loads((run.path / "task.json").read_text(encoding="utf-8"))
+        self.task = run.task
         self.config = run.config
         self.control = control or TrainingControl()
         t = self.config.training

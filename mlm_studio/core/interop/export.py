@@ -24,7 +24,7 @@ from mlm_studio.core.storage.checkpoint import listed, load_weights, save_weight
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
 from mlm_studio.core.storage.model_card import classifier_card, model_card
 from mlm_studio.core.storage.owned import NotOurs, OwnedFolder
-from mlm_studio.core.storage.run_folder import TASK, resolve_checkpoint
+from mlm_studio.core.storage.run_folder import resolve_checkpoint
 
 EXPORTED_FILES = ("config.json", "model.safetensors", "tokenizer.json")  # what marks an export
 MODEL_FILES = (*EXPORTED_FILES, "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
@@ -45,7 +45,7 @@ def export_model(
     progress = progress or Progress()
     run, checkpoint = resolve_checkpoint(source, best)
     fine_tuned = None
-    if (run.path / TASK).is_file():  # a fine-tuned classifier: its best weights unless a checkpoint is named
+    if run.task is not None:  # a fine-tuned classifier: its best weights unless a checkpoint is named
         fine_tuned = FineTuned(run, checkpoint if Path(source).resolve() == checkpoint.resolve() else None)
         checkpoint = fine_tuned.weights
     run.require_finite(checkpoint, "export it")

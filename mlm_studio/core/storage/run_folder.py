@@ -277,6 +277,20 @@ class RunDir:
         folder = self.path / INITIAL
         return folder if (folder / "origin.json").is_file() else None
 
+    @property
+    def task(self) -> dict[str, Any] | None:
+        """A fine-tuning run's task (its kind, labels and files), or None for a pre-training run."""
+        path = self.path / TASK
+        if not path.is_file():
+            return None
+        try:
+            task = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CheckpointError(f"run {self.name}: {TASK} is damaged ({exc})") from exc
+        if not isinstance(task, dict):
+            raise CheckpointError(f"run {self.name}: {TASK} is damaged (not a JSON object)")
+        return task
+
     def _prune(self, keep: int, written: Path) -> None:
         found = self.checkpoints()
         kept = {self.best_checkpoint(), written}
