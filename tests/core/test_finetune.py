@@ -92,6 +92,12 @@ def test_resume_is_exact(trained_run, task_file, tmp_path):
     assert again and all(again[step] == losses[step] for step in again)
     a, b = (load_file(str(p / BEST / "model.safetensors")) for p in (tmp_path / "a", tmp_path / "b"))
     assert all(torch.equal(a[name], b[name]) for name in a)
+    lines = (tmp_path / "b" / "metrics.jsonl").read_text().count("\n")
+    again = list(prepare_finetuner(tmp_path / "b").run())  # a finished run: its scores as written, nothing rerun
+    tested = next(r for r in resumed if isinstance(r, TestRecord))
+    assert (again[1].accuracy, again[1].best_step, again[1].step) == (tested.accuracy, tested.best_step, tested.step)
+    assert [r.kind for r in again] == ["warning", "test", "finished"]
+    assert (tmp_path / "b" / "metrics.jsonl").read_text().count("\n") == lines
 
 
 # --- bad input: one sentence naming the file and row -----------------------------------------------------

@@ -31,6 +31,7 @@ from mlm_studio.core.storage.tensorboard import open_event_log
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.device import resolve_device
 from mlm_studio.core.training.records import (
+    RECORDS,
     CheckpointRecord,
     FailedRecord,
     FinishedRecord,
@@ -107,6 +108,11 @@ class FineTuner:
     def run(self) -> Iterator[Record]:
         """Train until the epochs are spent, the validation score stops improving or a stop is requested, then
         score the test examples with the best weights; records as they happen, the last says how it ended."""
+        ended = self._earlier_end()
+        if ended:
+            yield WarningRecord(self.step, "this run has finished already; these are the test scores it wrote then")
+            yield from ended
+            return
         try:
             yield self._logged(self.started())
             for note in self.data.notes:
@@ -117,6 +123,15 @@ class FineTuner:
         finally:
             if self.events is not None:
                 self.events.close()
+
+    def _earlier_end(self) -> list[Record]:
+        """The test and finished records of a run that has ended (not stopped) at this step, as it wrote them."""
+        written = [
+            r for r in self.run_dir.read_metrics() if r["step"] == self.step and r["type"] in ("test", "finished")
+        ]
+        if len(written) != 2 or written[-1].get("reason") == "stopped":
+            return []
+        return [RECORDS[r["type"]](**{k: v for k, v in r.items() if k != "type"}) for r in written]
 
     def started(self) -> StartedRecord:
         return StartedRecord(
