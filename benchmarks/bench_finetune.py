@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import statistics
 import sys
 import tempfile
@@ -73,10 +74,12 @@ def theirs(run: RunDir, seed: int) -> dict:
             mask[i, : len(row["input_ids"])] = 1
         return {"input_ids": ids, "attention_mask": mask, "labels": torch.tensor([r["labels"] for r in batch])}
 
+    steps = math.ceil(RECIPE["epochs"] * len(data.train) / RECIPE["batch_size"])
+    warmup = round(RECIPE["warmup_share"] * steps)  # as MLM Studio counts it
     with tempfile.TemporaryDirectory() as folder:
         args = transformers.TrainingArguments(
             output_dir=folder, num_train_epochs=RECIPE["epochs"], per_device_train_batch_size=RECIPE["batch_size"],
-            per_device_eval_batch_size=64, learning_rate=RECIPE["learning_rate"], warmup_ratio=RECIPE["warmup_share"],
+            per_device_eval_batch_size=64, learning_rate=RECIPE["learning_rate"], warmup_steps=warmup,
             weight_decay=RECIPE["weight_decay"], save_strategy="no", eval_strategy="no", report_to=[],
             use_cpu=True, seed=seed, logging_strategy="no", disable_tqdm=True,
         )  # fmt: skip
@@ -121,6 +124,7 @@ def main() -> None:
     results = {"MLM Studio": [], "transformers Trainer": []}
     for seed in range(args.seeds):
         mine = ours(shape.path, task, root / f"ours-{seed}", seed)
+        print(f"seed {seed}: MLM Studio {mine}", flush=True)
         results["MLM Studio"].append(mine)
         results["transformers Trainer"].append(theirs(RunDir(root / f"ours-{seed}"), seed))
         print(f"seed {seed}: " + "; ".join(f"{name} {r[-1]}" for name, r in results.items()), flush=True)

@@ -112,7 +112,9 @@ def test_compare_fine_tunes_the_run_its_starting_model_and_scratch_with_the_same
     list(Trainer(run, *training_blocks(run, small_corpus)).run())
     task = write_task(tmp_path / "task.csv", rows=60)
     out = tmp_path / "compare"
-    code, stdout, err = cli(run.path, "--task", task, "--compare", "--seeds", "3", "--out", out, *FAST, "--json")
+    code, stdout, err = cli(
+        run.path, "--task", task, "--compare", "--seeds", 3, "--out", out, *FAST, "--epochs", 1, "--json"
+    )
     assert code == 0, err
     result = json.loads(stdout)
     assert result["score"] == "macro-F1"
