@@ -98,10 +98,23 @@ window = MainWindow(settings, deferred=True)
 window.show()
 app.processEvents()
 print("shown", flush=True)
-gaps, last = [0.0], [time.perf_counter()]
+PANELS = ("corpus", "masking", "config", "training", "playground", "evaluation")
+def stage():  # what the window had built by the end of a gap: the work the gap was spent on
+    if window.ready:
+        return "menus and session"
+    built = [name for name in PANELS if hasattr(window, name + "_panel")]
+    if not built:
+        return "engine loading"
+    panel = getattr(window, built[-1] + "_panel")
+    if built[-1] == "training":
+        return f"training panel, plot {len(panel.plots.plots)}"
+    if built[-1] == "evaluation":
+        return f"evaluation panel, tab {panel.tabs.count()}"
+    return built[-1] + " panel"
+gaps, last = [(0.0, "")], [time.perf_counter()]
 def tick():
     now = time.perf_counter()
-    gaps.append(now - last[0])
+    gaps.append((now - last[0], stage()))
     last[0] = now
 probe = QTimer()
 probe.setInterval(PROBE_MS)
@@ -110,26 +123,29 @@ probe.start()
 def ready():
     tick()
     print("ready", flush=True)
-    print(f"{(max(gaps) * 1000 - PROBE_MS):.0f}", flush=True)
+    gap, where = max(gaps)
+    training = max(g for g, at in gaps if at.startswith("training panel"))
+    print(f"{(gap * 1000 - PROBE_MS):.0f} {(training * 1000 - PROBE_MS):.0f} {where}", flush=True)
     app.quit()
 window.panels_ready.connect(ready)
 app.exec()
 """.replace("PROBE_MS", str(PROBE_MS))
 
 
-def launch_seconds() -> tuple[float, float, float]:
+def launch_seconds() -> tuple[float, float, float, str, float]:
     """A cold first launch as the application makes it (no settings yet): seconds until the window is shown and
-    until its panels are ready (PyTorch imported in the background), measured from outside the process, and the
-    longest event-loop stall in milliseconds between the two (a 5 ms timer probe)."""
+    until its panels are ready (PyTorch imported in the background), measured from outside the process, the
+    longest event-loop stall in milliseconds between the two (a 5 ms timer probe), what it was spent on, and the
+    longest stall while the Training panel was built."""
     started = time.perf_counter()
     child = subprocess.Popen([sys.executable, "-c", LAUNCH], stdout=subprocess.PIPE, text=True)
     child.stdout.readline()
     shown = time.perf_counter() - started
     child.stdout.readline()
     ready = time.perf_counter() - started
-    stall = float(child.stdout.readline())
+    stall, training, where = child.stdout.readline().split(" ", 2)
     child.wait()
-    return shown, ready, stall
+    return shown, ready, float(stall), where.strip(), float(training)
 
 
 def main() -> None:
@@ -170,16 +186,18 @@ def main() -> None:
 
 def print_launches() -> None:
     """The table rows of five cold first launches."""
-    shown, ready, launch_stalls = zip(*(launch_seconds() for _ in range(LAUNCHES)))
+    shown, ready, launch_stalls, where, training = zip(*(launch_seconds() for _ in range(LAUNCHES)))
     for label, seconds in zip(("window shown", "panels ready (PyTorch loaded behind it)"), (shown, ready)):
         spread = f"{min(seconds):.2f}–{max(seconds):.2f}"
         print(
             f"| launch to {label}, median of {LAUNCHES} cold starts | {statistics.median(seconds):.2f} s ({spread}) |"
         )
-    runs = ", ".join(f"{s:.0f}" for s in launch_stalls)
+    runs = ", ".join(f"{s:.0f} ({at})" for s, at in zip(launch_stalls, where))
     print(
         f"| longest event-loop stall from window shown to panels ready | {max(launch_stalls):.0f} ms (runs: {runs}) |"
     )
+    runs = ", ".join(f"{s:.0f}" for s in training)
+    print(f"| longest stall while the Training panel is built | {max(training):.0f} ms (runs: {runs}) |")
 
 
 if __name__ == "__main__":

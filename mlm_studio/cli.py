@@ -22,6 +22,7 @@ from mlm_studio.core.config.sections import (
     valid_device,
 )
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
+from mlm_studio.core.finetune.tasks import POOLINGS, TASKS
 from mlm_studio.core.models.registry import family_titles
 
 
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
 
     _add_train(commands)
+    _add_finetune(commands)
     _add_search(commands)
 
     predict = commands.add_parser("predict", help="fill the [MASK]s of a text with a trained model")
@@ -219,6 +221,59 @@ RUN_MLM_FIELDS = {
     "mlm_probability": ("masking.rate", float),
     "seed": ("training.seed", int),
 }
+
+
+def _add_finetune(commands) -> None:
+    """`finetune`: a model fine-tuned on a labelled file, defaults from the published fine-tuning recipes."""
+    tune = commands.add_parser("finetune", help="fine-tune a model on labelled texts or tagged words")
+    tune.set_defaults(run=_deferred("mlm_studio.finetune_command", "finetune"))
+    tune.add_argument(
+        "model",
+        nargs="?",
+        metavar="MODEL",
+        help="a run folder or checkpoint, a Hugging Face folder or cached Hub model, or scratch:MODEL for the same "
+        "shape with fresh weights",
+    )
+    tune.add_argument(
+        "--task", type=Path, metavar="FILE", help=f"the labelled file: {TABLE_FORMATS}; for tokens also CoNLL"
+    )
+    tune.add_argument(
+        "--kind", choices=TASKS, default="classification", help="what to predict (default classification)"
+    )
+    tune.add_argument("--validation", type=Path, metavar="FILE", help="your own validation file (with --test)")
+    tune.add_argument("--test", type=Path, metavar="FILE", help="your own test file (else an 80/10/10 split)")
+    tune.add_argument("--out", type=Path, metavar="RUN_DIR", help="the new run's folder (default: under the runs)")
+    tune.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a stopped fine-tuning run")
+    tune.add_argument("--text-column", default="", help="the text (or tokens) column, if not a usual name")
+    tune.add_argument("--label-column", default="", help="the label (or tags) column, if not a usual name")
+    tune.add_argument("--pair-column", default="", help="a second text column, for text pairs")
+    tune.add_argument("--lr", type=float, default=3e-5, help="peak learning rate (default 3e-5; 2e-5 to 5e-5 usual)")
+    tune.add_argument("--epochs", type=float, default=3.0, help="passes over the training examples (default 3)")
+    tune.add_argument("--batch-size", type=int, default=16, help="examples per step (default 16)")
+    tune.add_argument("--warmup", type=float, default=0.06, help="share of the steps warming up (default 0.06)")
+    tune.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay (default 0.01)")
+    tune.add_argument(
+        "--freeze-layers", type=int, default=0, metavar="N", help="leave the embeddings and N first layers untrained"
+    )
+    tune.add_argument(
+        "--patience", type=int, default=2, help="evaluations without improvement before stopping (default 2)"
+    )
+    tune.add_argument(
+        "--eval-every", type=int, default=0, metavar="STEPS", help="evaluate every STEPS (default: each epoch)"
+    )
+    tune.add_argument("--max-length", type=int, default=0, metavar="TOKENS", help="cut examples to this many tokens")
+    tune.add_argument("--pooling", choices=POOLINGS, default="cls", help="ModernBERT's classifier: first token or mean")
+    tune.add_argument("--seed", type=int, default=0, help="split, head and order seed (default 0)")
+    tune.add_argument(
+        "--device", type=_device, default="auto", help=f"where to train: {_listed(DEVICES)} (default auto)"
+    )
+    tune.add_argument(
+        "--compare",
+        action="store_true",
+        help="also fine-tune the model MODEL started from (if imported) and the same shape from scratch, same seeds",
+    )
+    tune.add_argument("--seeds", type=int, default=3, help="with --compare: seeds per model (default 3)")
+    tune.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
 
 def _listed(names, default: str | None = None) -> str:

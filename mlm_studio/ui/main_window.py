@@ -111,8 +111,8 @@ class MainWindow(QMainWindow):
             QTimer.singleShot(0, lambda: self._build_in_slices(steps))
 
     def _build_panels(self, restore: bool) -> Iterator[None]:
-        """The panels, one per step (the Evaluation panel one tab per step), then their menus and the last session's
-        state (deferred until the engine is imported)."""
+        """The panels, one per step (the Training panel one live plot per step, the Evaluation panel one tab per
+        step), then their menus and the last session's state (deferred until the engine is imported)."""
         from mlm_studio.ui.panels.config import ConfigPanel
         from mlm_studio.ui.panels.corpus import CorpusPanel
         from mlm_studio.ui.panels.evaluation import EvaluationPanel
@@ -126,12 +126,12 @@ class MainWindow(QMainWindow):
         yield
         self.config_panel = ConfigPanel(self.workspace)
         yield
-        self.training_panel = TrainingPanel(self.workspace, self._runs_root)
-        yield
+        self.training_panel = TrainingPanel(self.workspace, self._runs_root, sliced=True)
+        yield from self.training_panel.construction.steps
         self.playground_panel = PlaygroundPanel(self.workspace, self._runs_root)
         yield
         self.evaluation_panel = EvaluationPanel(self.workspace, self._runs_root, sliced=True)
-        yield from self.evaluation_panel.building()
+        yield from self.evaluation_panel.construction.steps
         if hasattr(self, "loading"):
             self.stack.removeWidget(self.loading)
             self.loading.deleteLater()

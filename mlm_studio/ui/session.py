@@ -49,9 +49,9 @@ def _restore_values(window: MainWindow, settings: QSettings) -> None:
     probes = settings.value("training/probes")
     if probes:
         window.training_panel.set_probes([Probe(**p) for p in json.loads(str(probes))])
-    training = window.training_panel
-    training.axis_combo.setCurrentIndex(max(0, training.axis_combo.findData(settings.value("plots/axis", "step"))))
-    training.smoothing_slider.setValue(int(settings.value("plots/smoothing", training.smoothing_slider.value())))
+    curves = window.training_panel.curves
+    curves.axis_combo.setCurrentIndex(max(0, curves.axis_combo.findData(settings.value("plots/axis", "step"))))
+    curves.smoothing_slider.setValue(int(settings.value("plots/smoothing", curves.smoothing_slider.value())))
     for index, splitter in enumerate(window.findChildren(QSplitter)):
         state = settings.value(f"splitters/{index}")
         if isinstance(state, QByteArray):
@@ -77,8 +77,8 @@ def save(window: MainWindow, settings: QSettings | None) -> None:
     except ValueError:
         pass  # an unfinished probe is not remembered
     settings.setValue("runs/root", str(window.training_panel.runs_root))
-    settings.setValue("plots/axis", window.training_panel.axis_combo.currentData())
-    settings.setValue("plots/smoothing", window.training_panel.smoothing_slider.value())
+    settings.setValue("plots/axis", window.training_panel.curves.axis_combo.currentData())
+    settings.setValue("plots/smoothing", window.training_panel.curves.smoothing_slider.value())
     for index, splitter in enumerate(window.findChildren(QSplitter)):
         settings.setValue(f"splitters/{index}", splitter.saveState())
     settings.sync()

@@ -123,6 +123,12 @@ def contrast(a: QColor, b: QColor) -> float:
     return (light + 0.05) / (dark + 0.05)
 
 
+def blended(colour: QColor, share: float, background: QColor) -> QColor:
+    """`colour` laid over `background` at `share` (0 to 1) of its strength: a tint that suits either scheme."""
+    mixed = (b + (c - b) * share for c, b in zip(colour.getRgbF()[:3], background.getRgbF()[:3]))
+    return QColor.fromRgbF(*mixed)
+
+
 def readable_on(background: QColor) -> QColor:
     """Near-black or white, whichever contrasts more with `background`."""
     black, white = QColor("#111111"), QColor("#ffffff")

@@ -65,15 +65,18 @@ def test_the_panels_are_built_one_per_turn_of_the_event_loop(qtbot, tmp_path):
     from PySide6.QtCore import QSettings, QTimer
 
     from mlm_studio.ui.main_window import MainWindow
+    from mlm_studio.ui.widgets.live_plots import LivePlots
 
     window = MainWindow(QSettings(str(tmp_path / "first.ini"), QSettings.Format.IniFormat), deferred=True)
     qtbot.addWidget(window)
     window.show()
-    built, turns, tabs = [], [], []
+    built, turns, tabs, plots = [], [], [], []
     ticker = QTimer()
     ticker.timeout.connect(lambda: turns.append(sum(hasattr(window, f"{n}_panel") for n in PANELS)))
     evaluation = lambda: getattr(window, "evaluation_panel", None)  # noqa: E731
     ticker.timeout.connect(lambda: evaluation() and tabs.append(evaluation().tabs.count()))
+    training = lambda: getattr(window, "training_panel", None)  # noqa: E731
+    ticker.timeout.connect(lambda: training() and plots.append(len(training().plots.plots)))
     ticker.start(0)
     with qtbot.waitSignal(window.panels_ready, timeout=120_000):
         window.panels_ready.connect(lambda: built.append(True))
@@ -81,6 +84,8 @@ def test_the_panels_are_built_one_per_turn_of_the_event_loop(qtbot, tmp_path):
     assert built and set(range(1, len(PANELS) + 1)) <= set(turns)  # the loop turned with each count of panels
     assert {0, 1, 2, 3, 4} <= set(tabs)  # and between the Evaluation panel's tabs, built one per turn
     assert window.evaluation_panel.tabs.count() == 5
+    assert set(range(1, 7)) <= set(plots)  # and between the Training panel's live plots, built one per turn
+    assert len(window.training_panel.plots.plots) == len(LivePlots.PLOTS)
 
 
 def test_an_evaluation_panel_shown_before_its_tabs_are_built_builds_them_then(qtbot, tmp_path):
@@ -89,7 +94,7 @@ def test_an_evaluation_panel_shown_before_its_tabs_are_built_builds_them_then(qt
 
     panel = EvaluationPanel(Workspace(), tmp_path, sliced=True)
     qtbot.addWidget(panel)
-    next(panel.building())  # the window's first step: the controls
+    next(panel.construction.steps)  # the window's first step: the controls
     assert panel.tabs.count() == 0 and not hasattr(panel, "task_view")
     panel.show()
     assert [panel.tabs.tabText(i) for i in range(panel.tabs.count())] == [
@@ -100,7 +105,7 @@ def test_an_evaluation_panel_shown_before_its_tabs_are_built_builds_them_then(qt
         "Search",
     ]
     assert panel.evaluate_button.isEnabled() and not panel.task_view.probe_button.isEnabled()
-    assert next(panel.building(), None) is None  # nothing left for the window to build
+    assert next(panel.construction.steps, None) is None  # nothing left for the window to build
 
 
 FROZEN = """
@@ -122,3 +127,41 @@ def test_what_the_engine_import_made_is_never_scanned_by_a_collection_again():
     enabled, frozen, scanned = first.split()
     assert enabled == "False" and second == "True"  # the collector is left as it was found
     assert int(frozen) > 100_000 and int(scanned) < int(frozen) // 100
+
+
+def test_a_training_panel_shown_before_its_plots_are_built_builds_them_then(qtbot, tmp_path):
+    from mlm_studio.ui.panels.training import TrainingPanel
+    from mlm_studio.ui.widgets.live_plots import LivePlots
+    from mlm_studio.ui.workspace import Workspace
+
+    panel = TrainingPanel(Workspace(), tmp_path, sliced=True)
+    qtbot.addWidget(panel)
+    next(panel.construction.steps)  # the window's first step: the first plot
+    assert list(panel.plots.plots) == ["loss"] and not panel.plots.timer.isActive()
+    panel.resize(1000, 700)
+    panel.show()
+    assert list(panel.plots.plots) == list(LivePlots.PLOTS)
+    assert panel.plots.timer.isActive() and panel.plots.columns == 3
+    assert next(panel.construction.steps, None) is None  # nothing left for the window to build
+    panel.plots.load([{"type": "step", "step": 1, "loss": 5.0, "tokens_seen": 64, "elapsed": 0.1}])
+    assert panel.plots.series["step_loss"].size == 1
+
+
+def test_live_plots_made_outside_the_window_are_built_whole(qtbot):
+    from mlm_studio.ui.widgets.live_plots import LivePlots
+
+    plots = LivePlots()
+    qtbot.addWidget(plots)
+    assert list(plots.plots) == list(LivePlots.PLOTS) and plots.timer.isActive()
+    assert next(plots.construction.steps, None) is None
+
+
+def test_records_that_reach_live_plots_still_being_built_finish_them_first(qtbot):
+    from mlm_studio.ui.widgets.live_plots import LivePlots
+
+    plots = LivePlots(sliced=True)
+    qtbot.addWidget(plots)
+    next(plots.construction.steps)
+    plots.add("eval", {"step": 10, "loss": 4.0, "accuracy": 0.2, "tokens_seen": 640, "elapsed": 1.0})
+    assert list(plots.plots) == list(LivePlots.PLOTS) and plots.series["eval_accuracy"].size == 1
+    assert sum(isinstance(item, type(plots.cursors["loss"])) for item in plots.plots["loss"].items) == 1

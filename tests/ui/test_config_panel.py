@@ -126,10 +126,10 @@ def test_the_masking_panel_and_the_form_share_one_configuration(qtbot, panel):
 
     masking = MaskingPanel(panel.workspace)
     qtbot.addWidget(masking)
-    masking.rate_spin.setValue(0.3)
+    masking.form.rate_spin.setValue(0.3)
     assert panel.editors[("masking", "rate")].text() == "0.3"
     type_into(qtbot, panel.editors[("data", "max_seq_len")], "64")
-    assert masking.length_spin.value() == 64
+    assert masking.form.length_spin.value() == 64
 
 
 def test_a_time_budget_is_typed_as_people_write_durations(qtbot, panel):

@@ -49,12 +49,12 @@ def test_an_electra_run_is_configured_trained_plotted_previewed_and_played_with(
     assert {"eval_detection_auc", "step_detection_accuracy"} <= set(plots.series)
 
     masking = window.masking_panel
-    assert masking.generator_check.isEnabled()
+    assert masking.form.generator_check.isEnabled()
     with qtbot.waitSignal(masking.preview_updated, timeout=TIMEOUT_MS):
-        masking.generator_check.setChecked(True)
+        masking.form.generator_check.setChecked(True)
     generated = [t for sample in masking.preview.samples for t in sample if t.generated is not None]
     assert generated and all(t.kind for t in generated)  # the selected tokens, and only those
-    replaced = [cell for view in masking.sample_views for cell in view.cells if "→" in cell.text]
+    replaced = [cell for view in masking.samples.views for cell in view.cells if "→" in cell.text]
     assert replaced and "discriminator must flag it" in replaced[0].tooltip
 
     playground = window.playground_panel

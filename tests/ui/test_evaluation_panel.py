@@ -5,9 +5,12 @@ import gzip
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QScrollArea
 
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.ui.panels.evaluation import EvaluationPanel
+from mlm_studio.ui.widgets.diagnosis_views import SERIES_HEIGHT
+from mlm_studio.ui.widgets.diagnosis_views import _fill as fill
 from mlm_studio.ui.widgets.model_choice import NO_MODEL
 from mlm_studio.ui.workspace import Workspace
 from tests.core.test_diagnostics import _labelled
@@ -255,3 +258,41 @@ def test_with_no_model_to_choose_the_chooser_says_so(qtbot, tmp_path):
     qtbot.addWidget(widget)
     combo = widget.model_combo
     assert combo.count() == 0 and combo.currentIndex() == -1 and combo.placeholderText() == NO_MODEL
+
+
+def test_a_message_about_one_tab_leaves_when_another_tab_is_shown(qtbot, tmp_path):
+    widget = EvaluationPanel(Workspace(), tmp_path)
+    qtbot.addWidget(widget)
+    widget.show()
+    widget.tabs.setCurrentIndex(2)
+    qtbot.keyClick(widget.context_view.word_edit, Qt.Key.Key_Return)  # no model evaluated: the tab says what to do
+    assert widget.message_bar.level == "warning" and "Evaluate a model" in widget.message_bar.text
+    widget.tabs.setCurrentIndex(3)
+    assert widget.message_bar.text == "" and not widget.message_bar.isVisible()
+
+
+def test_before_any_evaluation_the_samples_tab_says_what_to_do(qtbot, tmp_path):
+    widget = EvaluationPanel(Workspace(), tmp_path)
+    qtbot.addWidget(widget)
+    widget.resize(1100, 600)
+    widget.show()
+    samples = widget.samples_view
+    assert samples.hint.isVisible() and "press Evaluate" in samples.hint.text()
+    assert not samples.scroll.isVisible()
+
+
+def test_the_curves_over_checkpoints_keep_a_readable_height_in_a_1366_by_768_window(qtbot, tmp_path):
+    """The panel's share of a 1366×768 window: the curves keep their height and the tab scrolls to them."""
+    widget = EvaluationPanel(Workspace(), tmp_path)
+    qtbot.addWidget(widget)
+    widget.resize(1180, 640)
+    widget.show()
+    widget.tabs.setCurrentIndex(1)
+    view = widget.failures_view
+    for table, rows in ((view.frequency_table, 10), (view.kind_table, 6), (view.confusion_table, 6)):
+        fill(table, [(f"row {n}", "1", "50.0%") for n in range(rows)])  # as tall as a diagnosis makes them
+    qtbot.waitUntil(lambda: view.series.isVisible())
+    view.layout().activate()
+    assert view.series.height() >= SERIES_HEIGHT
+    scroll = view.findChild(QScrollArea)
+    qtbot.waitUntil(lambda: scroll.verticalScrollBar().maximum() > 0)  # the rest is a scroll away

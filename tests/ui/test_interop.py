@@ -35,15 +35,15 @@ def choose_folder(monkeypatch, folder):
 
 
 def select_run(panel, name):
-    for row in range(panel.runs_table.rowCount()):
-        if panel.runs_table.item(row, 0).text() == name:
-            panel.runs_table.selectRow(row)
+    for row in range(panel.runs.table.rowCount()):
+        if panel.runs.table.item(row, 0).text() == name:
+            panel.runs.table.selectRow(row)
 
 
 def test_export_import_and_continue_pre_training_from_the_menus(qtbot, window, tmp_path, trained_runs, monkeypatch):
     training, config_panel = window.training_panel, window.config_panel
     select_run(training, "late")
-    assert training.export_button.isEnabled()
+    assert training.runs.export_button.isEnabled()
     out = tmp_path / "exported"
     choose_folder(monkeypatch, out)
     with qtbot.waitSignal(training.exporter.succeeded, timeout=TIMEOUT_MS):

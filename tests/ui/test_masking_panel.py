@@ -6,7 +6,8 @@ from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QMainWindow
 
 from mlm_studio.core.data.masking import MaskKind
-from mlm_studio.ui.panels.masking import KIND_COLOURS, MaskingPanel
+from mlm_studio.ui.panels.masked_samples import KIND_COLOURS
+from mlm_studio.ui.panels.masking import MaskingPanel
 from mlm_studio.ui.theme import apply_scheme, tone
 from mlm_studio.ui.workspace import Workspace
 
@@ -38,7 +39,7 @@ def table(panel):
 
 def test_samples_are_colour_coded_with_tooltips(panel):
     assert not panel.empty_label.isVisible()
-    cells = [cell for view in panel.sample_views for cell in view.cells]
+    cells = [cell for view in panel.samples.views for cell in view.cells]
     assert cells[0].text == "[CLS]" and cells[0].muted
     kinds = {token.kind for sample in panel.preview.samples for token in sample}
     assert MaskKind.MASK in kinds
@@ -46,7 +47,7 @@ def test_samples_are_colour_coded_with_tooltips(panel):
     assert masked.tooltip.endswith("→ [MASK]; the model predicts it")
     random_cells = [c for c in cells if c.background == KIND_COLOURS[MaskKind.RANDOM]]
     assert all(" → " in c.text for c in random_cells)
-    view = panel.sample_views[0]
+    view = panel.samples.views[0]
     assert view.cell_at(view.cell_rect(0).center()) == 0 and view.cell_at(QPoint(-5, -5)) == -1
 
 
@@ -62,30 +63,30 @@ def test_measured_rates_sit_beside_the_configured_ones(panel):
 
 def test_changing_the_rate_remeasures(qtbot, panel):
     with qtbot.waitSignal(panel.preview_updated, timeout=TIMEOUT_MS):
-        panel.rate_spin.selectAll()
-        qtbot.keyClicks(panel.rate_spin, "0.4")
+        panel.form.rate_spin.selectAll()
+        qtbot.keyClicks(panel.form.rate_spin, "0.4")
     assert table(panel)[0][0] == "0.400"
     assert abs(float(table(panel)[0][1]) - 0.4) < 0.02
 
 
 def test_a_split_that_does_not_sum_to_one_is_flagged_and_not_applied(qtbot, panel):
     before = panel.preview
-    panel.mask_spin.setValue(0.9)
-    assert panel.validation_label.text() == "[MASK], Random and Keep must sum to 1, not 1.1."
+    panel.form.mask_spin.setValue(0.9)
+    assert panel.form.validation_label.text() == "[MASK], Random and Keep must sum to 1, not 1.1."
     assert not panel._refresh_timer.isActive() and not panel.preview_runner.running  # nothing recomputed
     assert panel.preview is before
     assert panel.workspace.config.masking.mask_fraction == 0.8  # the invalid split never left the panel
     with qtbot.waitSignal(panel.preview_updated, timeout=TIMEOUT_MS):
-        panel.random_spin.setValue(0.0)
-    assert panel.validation_label.text() == "" and not panel.invalid
+        panel.form.random_spin.setValue(0.0)
+    assert panel.form.validation_label.text() == "" and not panel.form.invalid
     assert table(panel)[2][1] == "0.000"
 
 
 def test_span_strategy_shows_the_span_length_histogram(qtbot, panel):
-    assert not panel.rates.span_box.isVisible() and not panel.span_p_spin.isEnabled()
+    assert not panel.rates.span_box.isVisible() and not panel.form.span_p_spin.isEnabled()
     with qtbot.waitSignal(panel.preview_updated, timeout=TIMEOUT_MS):
-        panel.strategy_combo.setCurrentIndex(panel.strategy_combo.findData("span"))
-    assert panel.rates.span_box.isVisible() and panel.span_p_spin.isEnabled()
+        panel.form.strategy_combo.setCurrentIndex(panel.form.strategy_combo.findData("span"))
+    assert panel.rates.span_box.isVisible() and panel.form.span_p_spin.isEnabled()
     assert panel.preview.span_lengths.sum() > 500
     counted = [panel.rates.table.item(row, 3).text() for row in range(4)]
     assert counted[0].endswith(" tokens") and all(text.endswith(" spans") for text in counted[1:])
@@ -96,7 +97,7 @@ def test_span_strategy_shows_the_span_length_histogram(qtbot, panel):
 
 
 def test_whole_word_masking_never_splits_a_word(qtbot, panel):
-    panel.strategy_combo.setCurrentIndex(panel.strategy_combo.findData("whole_word"))
+    panel.form.strategy_combo.setCurrentIndex(panel.form.strategy_combo.findData("whole_word"))
     qtbot.wait_until(lambda: panel.preview_config.strategy == "whole_word", timeout=TIMEOUT_MS)
     for sample in panel.preview.samples:
         for previous, token in itertools.pairwise(sample):
@@ -107,16 +108,16 @@ def test_whole_word_masking_never_splits_a_word(qtbot, panel):
 def test_reroll_draws_new_samples(qtbot, panel):
     before = panel.preview.samples
     with qtbot.waitSignal(panel.preview_updated, timeout=TIMEOUT_MS):
-        qtbot.mouseClick(panel.reroll_button, Qt.MouseButton.LeftButton)
-    assert panel.seed_spin.value() == 1 and panel.preview.samples != before
+        qtbot.mouseClick(panel.form.reroll_button, Qt.MouseButton.LeftButton)
+    assert panel.form.seed_spin.value() == 1 and panel.preview.samples != before
 
 
 def test_block_length_and_packing_change_the_samples(qtbot, panel):
     with qtbot.waitSignal(panel.preview_updated, timeout=TIMEOUT_MS):
-        panel.length_spin.setValue(64)
+        panel.form.length_spin.setValue(64)
     assert all(len(sample) == 64 for sample in panel.preview.samples)
     with qtbot.waitSignal(panel.preview_updated, timeout=TIMEOUT_MS):
-        panel.packing_check.setChecked(False)
+        panel.form.packing_check.setChecked(False)
     assert any(len(sample) < 64 for sample in panel.preview.samples)
 
 
@@ -142,33 +143,33 @@ def test_an_invalid_field_is_tinted_and_keeps_its_arrows(panel, scheme):
     apply_scheme(QApplication.instance(), scheme)
     QApplication.processEvents()  # the palette reaches the widgets
     try:
-        valid = panel.mask_spin.grab().toImage()
-        panel.mask_spin.setValue(0.9)
-        assert panel.invalid == {"masking.mask_fraction", "masking.random_fraction", "masking.keep_fraction"}
-        assert panel.mask_spin.styleSheet() == ""  # a style sheet would draw the arrows as plain bars
+        valid = panel.form.mask_spin.grab().toImage()
+        panel.form.mask_spin.setValue(0.9)
+        assert panel.form.invalid == {"masking.mask_fraction", "masking.random_fraction", "masking.keep_fraction"}
+        assert panel.form.mask_spin.styleSheet() == ""  # a style sheet would draw the arrows as plain bars
         page = QApplication.palette().color(QPalette.ColorRole.Base)
-        tinted, error = base(panel.keep_spin), tone("error")
-        assert tinted != page and base(panel.rate_spin) == page
+        tinted, error = base(panel.form.keep_spin), tone("error")
+        assert tinted != page and base(panel.form.rate_spin) == page
         assert abs(tinted.redF() - error.redF()) < abs(page.redF() - error.redF())  # towards the error tone
-        invalid = panel.mask_spin.grab().toImage()
+        invalid = panel.form.mask_spin.grab().toImage()
         assert len(arrows(valid)) > 10 and arrows(invalid) == arrows(valid)  # the style sheet drew two plain bars
         assert invalid.pixel(10, valid.height() // 2) != valid.pixel(10, valid.height() // 2)  # the field is tinted
     finally:
         apply_scheme(QApplication.instance(), "light")
         QApplication.processEvents()
-    assert base(panel.keep_spin) != QApplication.palette().color(QPalette.ColorRole.Base)  # still invalid
-    assert base(panel.rate_spin) == QApplication.palette().color(QPalette.ColorRole.Base)  # follows the scheme
+    assert base(panel.form.keep_spin) != QApplication.palette().color(QPalette.ColorRole.Base)  # still invalid
+    assert base(panel.form.rate_spin) == QApplication.palette().color(QPalette.ColorRole.Base)  # follows the scheme
 
 
 def test_samples_that_no_longer_match_the_form_are_taken_away_or_marked(qtbot, panel):
-    panel.mask_spin.setValue(0.9)
+    panel.form.mask_spin.setValue(0.9)
     assert not panel.results.isVisible() and panel.empty_label.isVisible()
     assert "once the settings on the left are valid" in panel.empty_label.text()
     with qtbot.waitSignal(panel.preview_updated, timeout=TIMEOUT_MS):
-        panel.random_spin.setValue(0.0)
+        panel.form.random_spin.setValue(0.0)
     assert panel.results.isVisible() and not panel.stale_label.isVisible()
     with qtbot.waitSignal(panel.preview_updated, timeout=TIMEOUT_MS):
-        panel.rate_spin.setValue(0.3)
+        panel.form.rate_spin.setValue(0.3)
         assert panel.stale_label.isVisible() and "previous settings" in panel.stale_label.text()
     assert not panel.stale_label.isVisible() and panel.preview_config.rate == 0.3
 
@@ -182,7 +183,7 @@ def test_no_strategy_resizes_the_window(qtbot, panel):
     widths = {}
     for strategy in ("span", "whole_word", "token", "span"):
         with qtbot.waitSignal(panel.preview_updated, timeout=TIMEOUT_MS):
-            panel.strategy_combo.setCurrentIndex(panel.strategy_combo.findData(strategy))
+            panel.form.strategy_combo.setCurrentIndex(panel.form.strategy_combo.findData(strategy))
         qtbot.wait_until(lambda: not panel._refresh_timer.isActive() and not panel.preview_runner.running)
         QApplication.processEvents()
         widths[strategy] = panel.minimumSizeHint().width()

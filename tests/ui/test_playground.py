@@ -173,3 +173,38 @@ def test_with_no_model_to_choose_the_chooser_says_so(qtbot, tmp_path):
     qtbot.addWidget(widget)
     combo = widget.views[0].model_combo
     assert combo.count() == 0 and combo.currentIndex() == -1 and combo.placeholderText() == NO_MODEL
+
+
+def test_probability_bars_keep_a_bounded_width_with_the_share_beside_them(qtbot):
+    from mlm_studio.core.evaluation.predict import Candidate
+    from mlm_studio.ui.panels.playground import BAR_WIDTH, Prediction, ResultsView
+
+    view = ResultsView("Model A")
+    qtbot.addWidget(view)
+    view.resize(1030, 500)  # a view as wide as one seen on a 1920-pixel screen
+    view.show()
+    candidates = tuple(Candidate(w, n, p, w, False) for n, (w, p) in enumerate((("list", 0.625), ("value", 0.05))))
+    view.show_prediction(Prediction("late", (candidates,), None, 1.0))
+    qtbot.waitUntil(lambda: view.grid.itemAtPosition(2, 2).widget().isVisible())  # laid out
+    for row, expected in ((1, "62.5%"), (2, "5.0%")):
+        bar, share = (view.grid.itemAtPosition(row, column).widget() for column in (1, 2))
+        assert bar.width() <= BAR_WIDTH and not bar.isTextVisible()
+        assert share.text() == expected
+        assert bar.geometry().right() < share.geometry().left() < bar.geometry().right() + 30  # right after it
+
+
+def test_comparing_with_a_single_model_says_to_add_a_second(qtbot, trained_runs, tmp_path):
+    import shutil
+
+    from mlm_studio.ui.panels.playground import NO_SECOND_MODEL
+
+    shutil.copytree(trained_runs / "late", tmp_path / "runs" / "late")
+    widget = PlaygroundPanel(Workspace(), tmp_path / "runs")
+    qtbot.addWidget(widget)
+    widget.show()
+    with qtbot.waitSignal(widget.predicted, timeout=TIMEOUT_MS):
+        widget.compare_check.setChecked(True)
+    a, b = widget.views
+    assert a.title() == "late / step-0000040" and a.buttons
+    assert b.title() == "Model B" and not b.buttons and not b.model_combo.isEnabled()
+    assert b.grid.itemAt(0).widget().text() == NO_SECOND_MODEL

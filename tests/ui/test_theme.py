@@ -6,9 +6,9 @@ from PySide6.QtGui import QIcon, QPalette
 from PySide6.QtWidgets import QApplication
 
 from mlm_studio.ui.main_window import MainWindow
-from mlm_studio.ui.panels.masking import KIND_COLOURS
-from mlm_studio.ui.panels.tokenizer_section import PIECE_COLOURS
-from mlm_studio.ui.theme import TONES, app_icon, apply_scheme, contrast, palette_for, readable_on, tone
+from mlm_studio.ui.panels.masked_samples import KIND_COLOURS
+from mlm_studio.ui.panels.tokenizer_section import PIECE_TINTS, UNKNOWN_TINT
+from mlm_studio.ui.theme import TONES, app_icon, apply_scheme, blended, contrast, palette_for, readable_on, tone
 
 ROLES = (QPalette.ColorRole.Window, QPalette.ColorRole.Base)
 
@@ -44,7 +44,8 @@ def test_every_text_colour_reads_on_its_background_in_both_schemes(scheme):
         assert contrast(palette.color(QPalette.ColorRole.PlaceholderText), background) >= 4.5  # muted tokens
         for colour in TONES[scheme].values():
             assert contrast(palette.color(QPalette.ColorRole.Text).__class__(colour), background) >= 4.5, colour
-    for chip in (*KIND_COLOURS.values(), *PIECE_COLOURS):
+    pieces = [blended(*tint, palette.color(QPalette.ColorRole.Base)) for tint in (*PIECE_TINTS, UNKNOWN_TINT)]
+    for chip in (*KIND_COLOURS.values(), *pieces):
         assert contrast(readable_on(chip), chip) >= 4.5, chip.name()
 
 
@@ -65,15 +66,16 @@ def test_switching_to_dark_recolours_the_plots_and_the_labels_and_is_remembered(
     reason = window.training_panel.reason_label
     assert reason.palette().color(QPalette.ColorRole.WindowText) == tone("warning")
     assert contrast(tone("warning"), app.palette().color(QPalette.ColorRole.Window)) >= 4.5
-    window.training_panel.axis_combo.setCurrentIndex(1)
-    window.training_panel.smoothing_slider.setValue(85)
+    window.training_panel.curves.axis_combo.setCurrentIndex(1)
+    window.training_panel.curves.smoothing_slider.setValue(85)
     window.show_panel(window.config_panel)
     window.close()
 
     again = MainWindow(settings, restore=True, runs_root=tmp_path / "runs")
     qtbot.addWidget(again)
-    assert again.scheme == "dark" and again.training_panel.axis_combo.currentData() == "tokens"
-    assert again.training_panel.smoothing_slider.value() == 85 and again.stack.currentWidget() is again.config_panel
+    assert again.scheme == "dark" and again.training_panel.curves.axis_combo.currentData() == "tokens"
+    assert again.training_panel.curves.smoothing_slider.value() == 85
+    assert again.stack.currentWidget() is again.config_panel
     again.reset_settings()
     again.close()
     assert settings.allKeys() == []
@@ -112,3 +114,30 @@ def test_after_a_live_switch_to_dark_messages_and_disabled_controls_read(qtbot, 
         inked = [glyph.pixelColor(x, y) for x in range(glyph.width()) for y in range(glyph.height())]
         ink = max(inked, key=lambda c: c.alpha())
         assert contrast(ink, button.palette().color(QPalette.ColorRole.Button)) >= 3.0, button.text()
+
+
+def test_the_tokenizer_pieces_are_dark_chips_in_the_dark_scheme(qtbot, small_tokenizer, restore_palette):
+    """Seen on the window: light chips in a dark panel. The chips painted in each scheme take its background's
+    lightness (a pixel of each chip's corner, away from its text)."""
+    from mlm_studio.ui.panels.tokenizer_section import TokenizerSection
+    from mlm_studio.ui.workspace import Workspace
+
+    workspace = Workspace()
+    section = TokenizerSection(workspace)
+    qtbot.addWidget(section)
+    section.resize(520, 400)
+    section.show()
+    workspace.set_tokenizer(small_tokenizer)
+    section.sample_edit.setText("the list ✓")
+    lightness = {}
+    for scheme in ("light", "dark"):
+        apply_scheme(QApplication.instance(), scheme)
+        tint = blended(*PIECE_TINTS[0], palette_for(scheme).color(QPalette.ColorRole.Base))
+        qtbot.waitUntil(lambda: section.pieces.cells[0].background == tint)  # noqa: B023
+        image = section.pieces.grab().toImage()
+        ratio = image.devicePixelRatio()
+        rects = [section.pieces.cell_rect(i) for i in range(len(section.pieces.cells))]
+        lightness[scheme] = [
+            image.pixelColor(int((r.x() + 2) * ratio), int(r.center().y() * ratio)).lightness() for r in rects
+        ]  # fmt: skip  (left of the text, halfway down)
+    assert min(lightness["light"][:2]) > 170 and max(lightness["dark"]) < 110, lightness

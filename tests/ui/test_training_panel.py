@@ -58,7 +58,7 @@ def test_a_run_started_from_the_gui_plots_evaluates_and_checkpoints(qtbot, panel
     assert panel.message_bar.level == "info" and "Training completed at step 30" in panel.message_bar.text
     run = RunDir(panel.workspace.run)
     assert [p.name for p in run.checkpoints()][-1] == "step-0000030"
-    table = panel.runs_table
+    table = panel.runs.table
     assert table.rowCount() == 1
     row = [table.item(0, column).text() for column in range(table.columnCount())]
     assert row[1:3] == ["completed", "30"] and row[0] == run.path.name
@@ -133,7 +133,7 @@ def pause_at(qtbot, panel, clock: LongPauses, step: int) -> tuple[list, int]:
     records = []
 
     def on_record(record):
-        records.append((record, panel.status_label.text(), panel.runs_table.item(0, 1).text()))
+        records.append((record, panel.status_label.text(), panel.runs.table.item(0, 1).text()))
         if isinstance(record, StepRecord) and record.step == step:
             click(qtbot, panel.pause_button)
 
@@ -143,8 +143,8 @@ def pause_at(qtbot, panel, clock: LongPauses, step: int) -> tuple[list, int]:
         qtbot.waitUntil(clock.waiting.is_set, timeout=TIMEOUT_MS)
         QApplication.processEvents()  # the records sent before the trainer began to wait
         last = max(r.step for r, _, _ in records if isinstance(r, StepRecord))
-        assert last >= step and panel.runs_table.item(0, 1).text() == "paused"
-        assert panel.runs_table.item(0, 2).text() == str(last)  # where the pause took effect, between two steps
+        assert last >= step and panel.runs.table.item(0, 1).text() == "paused"
+        assert panel.runs.table.item(0, 2).text() == str(last)  # where the pause took effect, between two steps
         click(qtbot, panel.pause_button)
     return records, last
 
@@ -162,7 +162,7 @@ def test_a_pause_in_the_window_does_not_spend_the_time_budget(qtbot, panel, monk
     assert max(b.elapsed - a.elapsed for a, b in itertools.pairwise(steps)) < 2.0
     states = [state for r, _, state in records if isinstance(r, StepRecord)]
     assert states[0] == states[-1] == "running" and set(states) == {"running", "paused"}
-    assert panel.runs_table.item(0, 1).text() == "completed"
+    assert panel.runs.table.item(0, 1).text() == "completed"
 
 
 def test_the_eta_reads_the_training_time_not_the_pause(qtbot, panel, monkeypatch):
@@ -204,20 +204,20 @@ def test_a_bad_probe_is_refused_before_starting(qtbot, panel):
 
 
 def test_runs_open_overlay_resume_and_export(qtbot, panel, trained_runs, tmp_path, monkeypatch):
-    panel.runs_root = trained_runs
+    panel.runs.root = trained_runs
     panel.refresh_runs()
-    names = [panel.runs_table.item(i, 0).text() for i in range(panel.runs_table.rowCount())]
+    names = [panel.runs.table.item(i, 0).text() for i in range(panel.runs.table.rowCount())]
     assert sorted(names) == ["early", "late"]
-    panel.runs_table.select_run(trained_runs / "late")
-    click(qtbot, panel.open_button)
+    panel.runs.table.select_run(trained_runs / "late")
+    click(qtbot, panel.runs.open_button)
     assert panel.plots.series["step_loss"].size == 40 and panel.workspace.run.name == "late"
-    panel.runs_table.select_run(trained_runs / "early")
-    click(qtbot, panel.overlay_button)
+    panel.runs.table.select_run(trained_runs / "early")
+    click(qtbot, panel.runs.overlay_button)
     assert panel.plots.overlays == ["early"] and panel.plots.series["overlay:early:step:loss"].size == 4
 
     csv_path = tmp_path / "metrics.csv"
     monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getSaveFileName", lambda *a, **k: (str(csv_path), ""))
-    click(qtbot, panel.csv_button)
+    click(qtbot, panel.curves.csv_button)
     rows = list(csv.DictReader(csv_path.open()))
     assert len([r for r in rows if r["type"] == "step"]) == 40 and rows[0]["loss"]
     png = tmp_path / "plots.png"
@@ -233,11 +233,11 @@ def test_runs_open_overlay_resume_and_export(qtbot, panel, trained_runs, tmp_pat
     config.__class__(
         **{**config.__dict__, "training": config.training.__class__(**{**config.training.__dict__, "max_steps": 8})}
     ).save(copy / "early" / "config.toml")
-    panel.runs_root = copy
+    panel.runs.root = copy
     panel.refresh_runs()
-    panel.runs_table.selectRow(0)
+    panel.runs.table.selectRow(0)
     with qtbot.waitSignal(panel.run_finished, timeout=TIMEOUT_MS):
-        click(qtbot, panel.resume_button)
+        click(qtbot, panel.runs.resume_button)
     log = panel.log.toPlainText()
     assert "steps 4 → 8" in log  # the run's own settings, and the panel's said not to be used:
     assert "early resumes with its own settings; the Configuration panel's differ and are not used: " in log
@@ -255,14 +255,14 @@ def test_the_csv_export_of_an_electra_run_holds_its_detection_columns(
     config = small_config(max_steps=4, eval_interval=2, log_interval=1).with_objective("electra")
     run = start_run(tmp_path / "electra-runs" / "electra", config, small_corpus, small_tokenizer)
     list(Trainer(run, *training_blocks(run, small_corpus)).run())
-    panel.runs_root = run.path.parent
+    panel.runs.root = run.path.parent
     panel.refresh_runs()
-    panel.runs_table.select_run(run.path)
-    click(qtbot, panel.open_button)
+    panel.runs.table.select_run(run.path)
+    click(qtbot, panel.runs.open_button)
     assert {"step_detection_accuracy", "eval_detection_auc"} <= set(panel.plots.series)
     csv_path = tmp_path / "electra.csv"
     monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getSaveFileName", lambda *a, **k: (str(csv_path), ""))
-    click(qtbot, panel.csv_button)
+    click(qtbot, panel.curves.csv_button)
     rows = list(csv.DictReader(csv_path.open(encoding="utf-8")))
     for kind, count in (("step", 4), ("eval", 2)):
         written = [r for r in run.read_metrics() if r["type"] == kind]
@@ -309,14 +309,14 @@ def test_overlaying_a_run_deleted_meanwhile_says_so_and_drops_it(qtbot, panel, t
     import shutil
 
     shutil.copytree(trained_runs, tmp_path / "copied")
-    panel.runs_root = tmp_path / "copied"
+    panel.runs.root = tmp_path / "copied"
     panel.refresh_runs()
-    panel.runs_table.select_run(tmp_path / "copied" / "early")
+    panel.runs.table.select_run(tmp_path / "copied" / "early")
     shutil.rmtree(tmp_path / "copied" / "early")
-    click(qtbot, panel.overlay_button)
+    click(qtbot, panel.runs.overlay_button)
     assert panel.message_bar.level == "error"
     assert panel.message_bar.text == "Cannot overlay early: the folder no longer exists"
-    assert panel.plots.overlays == [] and panel.runs_table.rowCount() == 1
+    assert panel.plots.overlays == [] and panel.runs.table.rowCount() == 1
 
 
 def test_the_window_prepares_the_same_run_as_the_engine(qtbot, panel, small_corpus, small_tokenizer, tmp_path):
@@ -340,9 +340,9 @@ def test_a_long_reading_wraps_and_never_widens_the_panel(qtbot, panel):
     narrowest = panel.minimumSizeHint().width()
     reading = " · ".join(f"accuracy (val) {n}.0% at step {n:,}" for n in range(60))
     panel.plots.hovered.emit(reading)
-    assert panel.readout.text() == reading
+    assert panel.curves.readout.text() == reading
     assert panel.minimumSizeHint().width() == narrowest
-    assert panel.readout.width() <= panel.width()
+    assert panel.curves.readout.width() <= panel.width()
 
 
 def test_a_one_document_corpus_says_why_there_is_no_validation(qtbot, panel, corpus_file, tmp_path, monkeypatch):
@@ -373,3 +373,33 @@ def test_long_run_names_keep_their_end_and_say_it_whole_in_a_tooltip(qtbot, trai
     assert table.textElideMode() == Qt.TextElideMode.ElideMiddle
     assert table.item(0, 0).toolTip().splitlines()[0] == name
     assert table.item(0, 1).text() == "completed"
+
+
+def test_while_paused_the_status_says_paused_with_no_countdown(qtbot, panel, monkeypatch):
+    panel.workspace.set_config(
+        small_config(max_steps=200, eval_interval=10_000, checkpoint_interval=10_000, log_interval=1)
+    )
+    clock = LongPauses(monkeypatch, tick=0.25, pause=600.0)
+    said = []
+    panel.controller.state_changed.connect(lambda state: said.append((state, panel.status_label.text())))
+    records, paused_after = pause_at(qtbot, panel, clock, step=3)
+    paused = [text for state, text in said if state == PAUSED]
+    paused += [text for r, text, state in records if state == "paused" and isinstance(r, StepRecord)]
+    assert paused[0].startswith("step 3 · loss ") and len(paused) >= 2  # on the press, and records sent before it
+    assert all(text.endswith(" · paused: the ETA resumes with training") for text in paused)
+    resumed = [text for r, text, state in records if isinstance(r, StepRecord) and r.step > paused_after]
+    assert resumed and all(" tok/s · ETA " in text for text in resumed)
+
+
+def test_the_preparation_says_what_it_prepares(qtbot, panel, tmp_path, monkeypatch):
+    """Before the first step the bar is no mute busy bar: it names the work ("Tokenizing the corpus… 100%")."""
+    monkeypatch.setenv("MLM_STUDIO_CACHE", str(tmp_path / "cache"))  # nothing tokenized yet
+    seen = []
+    panel.controller.progress.connect(lambda *_: seen.append(panel.progress_bar.text()))
+    with qtbot.waitSignal(panel.controller.prepared, timeout=TIMEOUT_MS):
+        click(qtbot, panel.start_button)
+        assert panel.status_label.text().endswith(": preparing the corpus's blocks and the model…")
+    assert seen and all(text.startswith("Tokenizing the corpus… ") and text.endswith("%") for text in seen)
+    assert seen[-1] == "Tokenizing the corpus… 100%"
+    panel.controller.stop()
+    qtbot.waitUntil(lambda: panel.controller.state == IDLE, timeout=TIMEOUT_MS)

@@ -32,7 +32,7 @@ def columnar_records(path: Path, kind: str, wanted: Wanted, issues: IssueLog) ->
                     if index in long:
                         issues.add(row, f"the '{clipped(long[index])}' value is {too_long('split it')}", "row")
                     elif wanted.usable(record, row, issues, "row"):
-                        yield record
+                        yield wanted.row(record, row)
             issues.position = min(size, size * row // rows) if rows else 0
         issues.position = size
     except (pa.ArrowException, OSError) as exc:

@@ -125,12 +125,13 @@ def records(
     issues: IssueLog,
     strict: bool = False,
     nonempty: Iterable[str] = (),
+    number_as: str = "",
 ) -> Iterator[dict]:
     """Yield the rows of a table file (JSON Lines, CSV, TSV, Parquet, Arrow) as {column: value} for `columns`,
     each name with the value types it takes, streaming. A row without one of them, with a value of another
     type, or with a blank string in a column of `nonempty`, goes to `issues`; a file without one of them in its
-    header raises `SourceSkipped`."""
-    wanted = Wanted(columns, frozenset(nonempty))
+    header raises `SourceSkipped`. With `number_as`, each row also holds its line (row) number under that key."""
+    wanted = Wanted(columns, frozenset(nonempty), number_as)
     if is_columnar(kind):
         yield from columnar_records(path, kind, wanted, issues)
         return
@@ -261,7 +262,7 @@ def _jsonl(lines: Iterable[str], wanted: Wanted, issues: IssueLog) -> Iterator[d
             found = clipped(", ".join(clipped(name, 40) for name in record) or "none")
             issues.add(number, f"no field '{clipped(missing[0])}' (fields: {found})")
         elif wanted.usable(record, number, issues, "line"):
-            yield {name: record[name] for name in wanted.columns}
+            yield wanted.row(record, number)
 
 
 def _json_record(line: str, number: int, issues: IssueLog) -> dict | None:
@@ -313,4 +314,4 @@ def _table(lines: Iterable[str], delimiter: str, wanted: Wanted, issues: IssueLo
             continue
         record = {name: row[index] for name, index in at.items()}
         if wanted.usable(record, reader.line_num, issues, "line"):
-            yield record
+            yield wanted.row(record, reader.line_num)

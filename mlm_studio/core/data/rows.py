@@ -12,7 +12,7 @@ from dataclasses import dataclass
 MAX_ISSUES_KEPT = 200
 MAX_VALUE_CHARS = 1 << 24  # the longest line, field or value read whole (16 Mi characters)
 SHOWN_CHARS = 80  # the most of a value a message repeats
-TYPE_WORDS = {str: "a string", int: "an integer"}
+TYPE_WORDS = {str: "a string", int: "an integer", list: "a list"}
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # what a JSON escape may make and no text encoding can write
 
 
@@ -66,6 +66,12 @@ class Wanted:
 
     columns: Mapping[str, tuple[type, ...]]
     nonempty: frozenset[str]
+    number_as: str = ""  # when set, each row comes with its line or row number under this key
+
+    def row(self, record: dict, number: int) -> dict:
+        """A usable row as `records` yields it: its wanted columns, and its number when asked for."""
+        values = {name: record[name] for name in self.columns}
+        return {**values, self.number_as: number} if self.number_as else values
 
     def usable(self, record: dict, number: int, issues: IssueLog, unit: str) -> bool:
         """Whether every column of a row has a value it takes; if not, the first that lacks one is reported."""

@@ -13,6 +13,8 @@ import torch
 
 from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.finetune.heads import architecture
+from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.interop.hf import GENERATOR_FOLDER, InteropError
 from mlm_studio.core.models.build import build_trained
 from mlm_studio.core.models.electra import DISCRIMINATOR, GENERATOR
@@ -20,7 +22,7 @@ from mlm_studio.core.models.registry import FAMILIES
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import listed, load_weights, save_weights
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
-from mlm_studio.core.storage.model_card import model_card
+from mlm_studio.core.storage.model_card import classifier_card, model_card
 from mlm_studio.core.storage.owned import NotOurs, OwnedFolder
 from mlm_studio.core.storage.run_folder import resolve_checkpoint
 
@@ -38,29 +40,43 @@ def export_model(
     source: str | Path, out: str | Path, best: bool = False, overwrite: bool = False, progress: Progress | None = None
 ) -> Path:
     """Write a run's latest (or best) checkpoint, or one checkpoint folder, as a `transformers` folder; an ELECTRA
-    run's as its discriminator (`ElectraForPreTraining`) with its generator (`ElectraForMaskedLM`) in `generator/`."""
+    run's as its discriminator (`ElectraForPreTraining`) with its generator (`ElectraForMaskedLM`) in `generator/`;
+    a fine-tuning run's best weights as its family's classifier, with its labels."""
     progress = progress or Progress()
     run, checkpoint = resolve_checkpoint(source, best)
+    fine_tuned = None
+    if run.task is not None:  # a fine-tuned classifier: its best weights unless a checkpoint is named
+        fine_tuned = FineTuned(run, checkpoint if Path(source).resolve() == checkpoint.resolve() else None)
+        checkpoint = fine_tuned.weights
     run.require_finite(checkpoint, "export it")
     config = run.config
     _check_exportable(config.model)
     out = Path(out)
     _check_target(out, overwrite)
     progress.report(0, 3, "Reading the checkpoint")
-    trained = build_trained(config)
-    load_weights(checkpoint, trained)
+    trained = build_trained(config) if fine_tuned is None else fine_tuned.model
+    if fine_tuned is None:
+        load_weights(checkpoint, trained)
     tokenizer = run.tokenizer
 
     def fill(folder: Path) -> None:
         progress.report(1, 3, "Writing the weights, configuration and tokenizer")
-        if config.training.objective == "electra":
+        if fine_tuned is not None:
+            _write_model(folder, trained, tokenizer)
+            atomic_write_json(folder / "config.json", classifier_config(fine_tuned, tokenizer))
+        elif config.training.objective == "electra":
             _write_model(folder, trained.discriminator, tokenizer, DISCRIMINATOR)
             (folder / GENERATOR_FOLDER).mkdir()
             _write_model(folder / GENERATOR_FOLDER, trained.generator, tokenizer, GENERATOR)
         else:
             _write_model(folder, trained, tokenizer)
         progress.report(2, 3, "Writing the model card")
-        (folder / CARD).write_text(model_card(run, checkpoint), encoding="utf-8")
+        card = (
+            model_card(run, checkpoint)
+            if fine_tuned is None
+            else classifier_card(run, checkpoint, fine_tuned.model.task, fine_tuned.labels)
+        )
+        (folder / CARD).write_text(card, encoding="utf-8")
         OwnedFolder(folder).record_all()
         _check_target(out, overwrite)  # again, just before the old export gives way: nothing came in meanwhile
 
@@ -81,6 +97,21 @@ def _write_model(folder: Path, model: torch.nn.Module, tokenizer: MLMTokenizer, 
         (folder / "vocab.txt").write_text(tokenizer.vocab_txt(), encoding="utf-8")
     atomic_write_json(folder / "tokenizer_config.json", _tokenizer_config(tokenizer, model.config))
     atomic_write_json(folder / "special_tokens_map.json", tokenizer.specials.as_map())
+
+
+def classifier_config(fine_tuned: FineTuned, tokenizer: MLMTokenizer) -> dict[str, Any]:
+    """config.json of a fine-tuned model: its family's `…ForSequenceClassification` or `…ForTokenClassification`
+    with its labels (and ModernBERT's pooling)."""
+    model = fine_tuned.model
+    labels = fine_tuned.labels
+    pooling = {"classifier_pooling": model.pooling} if model.layout == "prediction_head" else {}
+    return {
+        **hf_config(model.config, tokenizer),
+        "architectures": [architecture(model.config.family, model.task)],
+        "id2label": {str(i): label for i, label in enumerate(labels)},
+        "label2id": {label: i for i, label in enumerate(labels)},
+        **pooling,
+    }
 
 
 def _check_exportable(model: ModelConfig) -> None:

@@ -206,6 +206,7 @@ class BertForMaskedLM(MaskedLM):
 
 
 # --- the family's Hugging Face side ----------------------------------------------------------------------
+SEQUENCE_HEAD = "pooler"  # its classifier's layout (core/finetune/heads.py)
 # `BertConfig`'s defaults, for config.json files that leave a field out.
 BERT_DEFAULTS = {
     "vocab_size": 30522,

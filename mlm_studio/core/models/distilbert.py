@@ -21,6 +21,8 @@ from mlm_studio.core.models.encoder import (
     split_heads,
 )
 
+SEQUENCE_HEAD = "pre_classifier"  # its classifier's layout (core/finetune/heads.py)
+
 LAYER_NORM_EPS = 1e-12  # fixed in `transformers`' DistilBERT
 # config.json name: (ours, `DistilBertConfig`'s default)
 NAMES = {

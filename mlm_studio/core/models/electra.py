@@ -16,6 +16,8 @@ from mlm_studio.core.models import bert
 from mlm_studio.core.models.bert import BERT_DEFAULTS, BertModel
 from mlm_studio.core.models.encoder import MaskedLM, init_like_bert
 
+SEQUENCE_HEAD = "gelu_projection"  # its classifier's layout (core/finetune/heads.py)
+
 # `ElectraConfig`'s defaults (ELECTRA-small's discriminator), for config.json files that leave a field out.
 ELECTRA_DEFAULTS = {
     **BERT_DEFAULTS,

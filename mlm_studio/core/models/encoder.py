@@ -158,10 +158,10 @@ class MaskedLM(nn.Module):
 
 
 def layer_count(model: nn.Module) -> int:
-    return len(_layers(model))
+    return len(layers_of(model))
 
 
-def _layers(model: nn.Module) -> nn.ModuleList:
+def layers_of(model: nn.Module) -> nn.ModuleList:
     """The encoder's layers: every family keeps them in its one ModuleList."""
     return next(m for m in model.modules() if isinstance(m, nn.ModuleList))
 
@@ -171,7 +171,7 @@ def layer_outputs(model: nn.Module, layer: int) -> Iterator[list[torch.Tensor]]:
     """While open, the output of encoder layer `layer` (1 = the first) at each forward pass, appended to the list
     it yields."""
     captured: list[torch.Tensor] = []
-    hook = _layers(model)[layer - 1].register_forward_hook(lambda _m, _i, output: captured.append(output))
+    hook = layers_of(model)[layer - 1].register_forward_hook(lambda _m, _i, output: captured.append(output))
     try:
         yield captured
     finally:

@@ -15,6 +15,8 @@ from mlm_studio.core.models import bert
 from mlm_studio.core.models.bert import BERT_DEFAULTS, BertEmbeddings, BertModel
 from mlm_studio.core.models.encoder import MaskedLM, init_like_bert
 
+SEQUENCE_HEAD = "tanh_projection"  # its classifier's layout (core/finetune/heads.py)
+
 ROBERTA_DEFAULTS = {**BERT_DEFAULTS, "vocab_size": 50265, "pad_token_id": 1}  # `RobertaConfig`'s own
 
 

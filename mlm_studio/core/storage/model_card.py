@@ -91,3 +91,34 @@ def _writable(text: str) -> str:
     """`text` with each lone surrogate as U+FFFD: Python keeps the bytes of a file name that is not UTF-8 (a corpus
     file's, a run folder's) as surrogates, which a UTF-8 file cannot hold."""
     return re.sub("[\ud800-\udfff]", "\ufffd", text)
+
+
+def classifier_card(run: RunDir, weights: Path, task: str, labels: list[str]) -> str:
+    """A short README for a fine-tuned classifier: what it predicts, from what, and its test scores."""
+    state = read_state(weights)
+    family = FAMILIES[run.config.model.family]
+    tests = [r for r in run.read_metrics() if r.get("type") == "test"]
+    scores = (
+        "".join(
+            f"| test {name.replace('_', ' ')} | {tests[-1][name]:.2%} |\n"
+            for name in ("accuracy", "macro_f1", "entity_f1")
+            if isinstance(tests[-1].get(name), float)
+        )
+        if tests
+        else "| test | not scored yet |\n"
+    )
+    pipeline = "text-classification" if task == "classification" else "token-classification"
+    return _writable(f"""---
+library_name: transformers
+pipeline_tag: {pipeline}
+tags: [{family.model_type}, {pipeline}, mlm-studio]
+---
+
+# {run.name}
+
+A {family.title} {pipeline.replace("-", " ")} model, fine-tuned and trained with MLM Studio {__version__}: labels
+{", ".join(f"`{label}`" for label in labels)}. Exported from `{weights.name}` (step {state["step"]:,}).
+
+| metric | value |
+|---|---|
+{scores}""")

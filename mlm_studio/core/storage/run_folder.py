@@ -2,6 +2,7 @@
 
 A run folder holds `config.toml`, `tokenizer.json`, `corpus.json` (where the text came from),
 `metrics.jsonl` (one record per line, appended and flushed), `init/` when it starts from imported weights,
+`task.json` when it fine-tunes a model on a labelled task,
 and `checkpoints/step-NNNNNNN/`, each with the
 weights (`model.safetensors`), the optimizer moments (`optimizer.safetensors`) and plain values
 (`state.json`; written and read by `checkpoint`). A checkpoint is written under a temporary name and renamed when
@@ -39,6 +40,7 @@ from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
 
 CHECKPOINTS = "checkpoints"
 INITIAL = "init"
+TASK = "task.json"  # a fine-tuning run's task: its kind, labels and files
 STAGING = ".new-run.tmp"  # where a new run's files are made; a killed process's leftover is a run's leftover
 
 
@@ -59,11 +61,13 @@ class RunDir:
         sources: list[Path],
         options: ReadOptions,
         initial: tuple[torch.nn.Module, dict[str, Any]] | None = None,
+        task: dict[str, Any] | None = None,
     ) -> RunDir:
         """Start a new run folder (with `initial`, a model and where it came from: the weights step 0 starts
-        from). Its files are made in a temporary folder, then moved in with `config.toml` last, so a failure
-        never leaves a folder that looks like a run. Refuses a folder that already holds a run or a file of
-        files (its hidden files, such as the run's lock, stay)."""
+        from; with `task`, a fine-tuning run's task, kept as `task.json`). Its files are made in a temporary
+        folder, then moved in with `config.toml` last, so a failure never leaves a folder that looks like a run.
+        Refuses a folder that already holds a run or a file of files (its hidden files, such as the run's lock,
+        stay)."""
         path = Path(path)
         if (path / "config.toml").exists():
             raise CheckpointError(f"{path} already holds a run; resume it or choose another folder")
@@ -78,12 +82,11 @@ class RunDir:
         def fill(folder: Path) -> None:
             tokenizer.save(folder / "tokenizer.json")
             atomic_write_json(folder / "corpus.json", corpus)
-            if initial is not None:
-                (folder / INITIAL).mkdir()
-                _write_initial_weights(folder / INITIAL, *initial)
+            _write_start(folder, initial, task)
             config.save(folder / "config.toml")
 
-        names = ["tokenizer.json", "corpus.json", *([INITIAL] if initial is not None else []), "config.toml"]
+        optional = [*([TASK] if task is not None else []), *([INITIAL] if initial is not None else [])]
+        names = ["tokenizer.json", "corpus.json", *optional, "config.toml"]
         present = sorted(p.name for p in path.iterdir() if not p.name.startswith(".")) if path.is_dir() else []
         if present:  # a run appends to files of its own names (metrics.jsonl): never to a user's
             raise CheckpointError(
@@ -274,6 +277,20 @@ class RunDir:
         folder = self.path / INITIAL
         return folder if (folder / "origin.json").is_file() else None
 
+    @property
+    def task(self) -> dict[str, Any] | None:
+        """A fine-tuning run's task (its kind, labels and files), or None for a pre-training run."""
+        path = self.path / TASK
+        if not path.is_file():
+            return None
+        try:
+            task = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CheckpointError(f"run {self.name}: {TASK} is damaged ({exc})") from exc
+        if not isinstance(task, dict):
+            raise CheckpointError(f"run {self.name}: {TASK} is damaged (not a JSON object)")
+        return task
+
     def _prune(self, keep: int, written: Path) -> None:
         found = self.checkpoints()
         kept = {self.best_checkpoint(), written}
@@ -282,9 +299,17 @@ class RunDir:
                 shutil.rmtree(path, ignore_errors=True)
 
 
-def _write_initial_weights(folder: Path, model: torch.nn.Module, origin: dict[str, Any]) -> None:
-    save_weights(model, folder / "model.safetensors")
-    atomic_write_json(folder / "origin.json", origin)
+def _write_start(
+    folder: Path, initial: tuple[torch.nn.Module, dict[str, Any]] | None, task: dict[str, Any] | None
+) -> None:
+    """A new run's task and the weights it starts from, where it has them."""
+    if task is not None:
+        atomic_write_json(folder / TASK, task)
+    if initial is not None:
+        (folder / INITIAL).mkdir()
+        model, origin = initial
+        save_weights(model, folder / INITIAL / "model.safetensors")
+        atomic_write_json(folder / INITIAL / "origin.json", origin)
 
 
 def _file_stamp(path: Path) -> tuple[int, int]:

@@ -138,6 +138,58 @@ class EvalRecord(Record):
         )
 
 
+@dataclass(frozen=True)
+class ValidationRecord(Record):
+    """A fine-tuning run's scores on its validation examples; tagging adds entity scores."""
+
+    tokens_seen: int = metric("tokens")
+    elapsed: float = metric("s")
+    epoch: float = metric("epochs")
+    loss: float = metric("nats", tag="eval/loss")
+    accuracy: float = metric("share", tag="eval/accuracy")  # of the texts, or of the words
+    macro_f1: float = metric("share", tag="eval/macro_f1")
+    entity_precision: float | None = metric("share", optional=True, tag="eval/entity_precision")
+    entity_recall: float | None = metric("share", optional=True, tag="eval/entity_recall")
+    entity_f1: float | None = metric("share", optional=True, tag="eval/entity_f1")
+
+    def describe(self) -> str:
+        return f"Validation at step {self.step} (epoch {self.epoch:.2f}): {_scores(self)}"
+
+
+@dataclass(frozen=True)
+class TestRecord(Record):
+    """A fine-tuned model's scores on the test examples with the best checkpoint restored, per class and as a
+    confusion matrix (rows: true label, columns: predicted) besides."""
+
+    __test__ = False  # not a pytest test class
+    tokens_seen: int = metric("tokens")
+    elapsed: float = metric("s")
+    epoch: float = metric("epochs")
+    loss: float = metric("nats", tag="test/loss")
+    accuracy: float = metric("share", tag="test/accuracy")
+    macro_f1: float = metric("share", tag="test/macro_f1")
+    best_step: int
+    labels: tuple[str, ...]
+    per_class: tuple[tuple[str, float, float, float, int], ...]  # label, precision, recall, F1, support
+    confusion: tuple[tuple[int, ...], ...]
+    entity_precision: float | None = metric("share", optional=True, tag="test/entity_precision")
+    entity_recall: float | None = metric("share", optional=True, tag="test/entity_recall")
+    entity_f1: float | None = metric("share", optional=True, tag="test/entity_f1")
+
+    def describe(self) -> str:
+        return f"Test, with the best checkpoint (step {self.best_step}) restored: {_scores(self)}"
+
+
+def _scores(record: ValidationRecord | TestRecord) -> str:
+    entity = (
+        ""
+        if record.entity_f1 is None
+        else f", entities: precision {record.entity_precision:.1%}, recall {record.entity_recall:.1%}, "
+        f"F1 {record.entity_f1:.1%}"
+    )
+    return f"loss {record.loss:.4f}, accuracy {record.accuracy:.1%}, macro-F1 {record.macro_f1:.1%}{entity}"
+
+
 def _share(value: float | None) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:.1%}"
 

@@ -16,13 +16,10 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QFrame,
-    QGridLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QPushButton,
-    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -35,14 +32,8 @@ from mlm_studio.core.config.sections import PRECISIONS, ConfigError, ModelConfig
 from mlm_studio.core.durations import format_duration, parse_duration
 from mlm_studio.core.interop.hf import ImportedModel, import_model
 from mlm_studio.core.models.registry import FAMILIES, family_titles
-from mlm_studio.ui.panels.config_fields import (
-    CHOICE_TITLES,
-    GROUPS,
-    KEPT_ACROSS_PRESETS,
-    OBJECTIVE_FIELDS,
-    choices_of,
-    form_fields,
-)
+from mlm_studio.ui.panels.config_fields import GROUPS, KEPT_ACROSS_PRESETS, OBJECTIVE_FIELDS, form_fields
+from mlm_studio.ui.panels.config_form import GroupColumns, field_defaults, field_editor
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.theme import ToneLabel
 from mlm_studio.ui.widgets.message_bar import MessageBar
@@ -50,31 +41,6 @@ from mlm_studio.ui.workspace import Workspace
 
 INVALID = "border: 1px solid #c0392b;"
 CUSTOM = "custom"
-
-
-ARRANGEMENTS = {  # columns: each group's (row, column, rows spanned)
-    3: {
-        "Model": (0, 0, 2),
-        "Optimisation": (0, 1, 1),
-        "Schedule": (1, 1, 1),
-        "Data & masking": (0, 2, 1),
-        "Hardware": (1, 2, 1),
-    },
-    2: {
-        "Model": (0, 0, 2),
-        "Hardware": (2, 0, 1),
-        "Optimisation": (0, 1, 1),
-        "Schedule": (1, 1, 1),
-        "Data & masking": (2, 1, 1),
-    },
-    1: {name: (row, 0, 1) for row, name in enumerate(GROUPS)},
-}
-COMBO_CHARACTERS = 14
-
-
-def _defaults(section: str) -> dict:
-    """Each field of a section with its default; the model's with every family's own fields."""
-    return ModelConfig.field_defaults() if section == "model" else getattr(RunConfig(), section).values()
 
 
 class ConfigPanel(QWidget):
@@ -149,7 +115,7 @@ class ConfigPanel(QWidget):
         groups = {name: QFormLayout() for name in GROUPS}
         self.fields = form_fields()
         for (section, name), (group, label, tooltip) in self.fields.items():
-            editor = self._editor(section, name)
+            editor = field_editor(section, name, self._devices, self._on_edit)
             editor.setToolTip(tooltip)
             caption = QLabel(label)
             caption.setToolTip(tooltip)
@@ -162,69 +128,14 @@ class ConfigPanel(QWidget):
         for name in GROUPS:
             self.group_boxes[name] = QGroupBox(name.replace("&", "&&"))
             self.group_boxes[name].setLayout(groups[name])
-        self.grid = QGridLayout()
-        self.columns = 0
-        self._arrange(max(ARRANGEMENTS))
-        form = QWidget()
-        form.setLayout(self.grid)
-        self.scroll = scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setWidget(form)
+        self.groups = GroupColumns(self.group_boxes)
 
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.import_frame)
         layout.addWidget(self.error_label)
         layout.addWidget(self.message_bar)
-        layout.addWidget(scroll, 1)
-
-    def _arrange(self, columns: int) -> None:
-        """Place the groups in `columns` columns (ARRANGEMENTS)."""
-        if columns == self.columns:
-            return
-        for box in self.group_boxes.values():
-            self.grid.removeWidget(box)
-        for name, (row, column, span) in ARRANGEMENTS[columns].items():
-            self.grid.addWidget(self.group_boxes[name], row, column, span, 1)
-        self.columns = columns
-
-    def _width_for(self, columns: int) -> int:
-        """The narrowest form that shows every group whole in `columns` columns."""
-        widths = [0] * columns
-        for name, (_, column, _) in ARRANGEMENTS[columns].items():
-            widths[column] = max(widths[column], self.group_boxes[name].minimumSizeHint().width())
-        margins = self.grid.contentsMargins()
-        return sum(widths) + self.grid.spacing() * (columns - 1) + margins.left() + margins.right()
-
-    def resizeEvent(self, event) -> None:
-        """As many columns as fit the width: nothing is cut, and the form scrolls only downwards."""
-        super().resizeEvent(event)
-        scroll = self.scroll
-        room = scroll.width() - 2 * scroll.frameWidth() - scroll.verticalScrollBar().sizeHint().width()
-        self._arrange(next((n for n in sorted(ARRANGEMENTS, reverse=True) if self._width_for(n) <= room), 1))
-
-    def _editor(self, section: str, name: str) -> QWidget:
-        default = _defaults(section)[name]
-        if isinstance(default, bool):
-            editor = QCheckBox()
-            editor.toggled.connect(self._on_edit)
-        elif choices_of(name) or name == "device":
-            editor = QComboBox()
-            editor.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-            editor.setMinimumContentsLength(COMBO_CHARACTERS)  # a long choice is elided, not the form widened
-            for choice in choices_of(name) or self._devices:
-                title = FAMILIES[choice].title if name == "family" else CHOICE_TITLES.get(choice, choice)
-                editor.addItem(title, choice)
-            editor.currentIndexChanged.connect(self._on_edit)
-        elif isinstance(default, int):
-            editor = QSpinBox()
-            editor.setRange(0, 10**9)
-            editor.setGroupSeparatorShown(True)
-            editor.valueChanged.connect(self._on_edit)
-        else:
-            editor = QLineEdit()
-            editor.textEdited.connect(self._on_edit)
-        return editor
+        layout.addWidget(self.groups, 1)
 
     # --- values -------------------------------------------------------------------------------------
     def show_config(self, config: RunConfig) -> None:
@@ -232,7 +143,7 @@ class ConfigPanel(QWidget):
         self._applying = True
         try:
             sections = dict.fromkeys(section for section, _ in self.editors)
-            shown = {section: {**_defaults(section), **getattr(config, section).values()} for section in sections}
+            shown = {section: {**field_defaults(section), **getattr(config, section).values()} for section in sections}
             for (section, name), editor in self.editors.items():
                 value = shown[section][name]
                 if isinstance(editor, QCheckBox):

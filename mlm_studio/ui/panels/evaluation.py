@@ -30,6 +30,7 @@ from mlm_studio.core.evaluation.task_probe import TaskResult, probe_task, read_l
 from mlm_studio.core.interop.hf import is_hf_folder
 from mlm_studio.core.models.encoder import layer_count
 from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.ui.construction import Construction
 from mlm_studio.ui.panels.search_view import SearchView
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.context_view import ContextView
@@ -51,7 +52,7 @@ class EvaluationPanel(QWidget):
     def __init__(
         self, workspace: Workspace, runs_root: Path, parent: QWidget | None = None, sliced: bool = False
     ) -> None:
-        """`sliced`: leave the construction to `building()`'s steps (the window's launch); otherwise build it all."""
+        """`sliced`: leave the construction's steps, one tab each, to the window's launch; otherwise build it all."""
         super().__init__(parent)
         self.workspace, self.runs_root = workspace, runs_root
         self.folders: list[str] = []
@@ -64,21 +65,10 @@ class EvaluationPanel(QWidget):
         self.evaluator, self.mapper, self.prober = TaskRunner(self), TaskRunner(self), TaskRunner(self)
         self.tracker = TaskRunner(self)
         self.scores: list[CheckpointScore] = []
-        self._building = self._build()
-        if not sliced:
-            self.finish_building()
-
-    def building(self) -> Iterator[None]:
-        """The panel's construction, one tab per step (the window takes one step per turn of its event loop)."""
-        return self._building
-
-    def finish_building(self) -> None:
-        """Take whatever steps of the construction are left."""
-        for _ in self._building:
-            pass
+        self.construction = Construction(self._build(), sliced)
 
     def showEvent(self, event: QShowEvent) -> None:
-        self.finish_building()  # shown before the window has built it all
+        self.construction.finish()  # shown before the window has built it all
         super().showEvent(event)
 
     def _build(self) -> Iterator[None]:
@@ -152,6 +142,7 @@ class EvaluationPanel(QWidget):
         top.addWidget(self.every_button)
         top.addWidget(self.cancel_button)
         self.tabs = QTabWidget()
+        self.tabs.currentChanged.connect(lambda _: self.message_bar.clear())  # it spoke of the tab left
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.progress_bar)

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.evaluation.predict import Candidate, FillMask, PredictError
 from mlm_studio.ui.tasks import TaskRunner
-from mlm_studio.ui.theme import PALETTE_CHANGES
+from mlm_studio.ui.theme import PALETTE_CHANGES, blended
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.model_choice import model_combo, model_entries, refill
 from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
@@ -41,6 +41,8 @@ DEBOUNCE_MS = 250
 CURRENT_RUN = "current"
 DEFAULT_TEXT = "Return a [MASK] of the list."
 REPLACED_COLOUR = "#d62728"
+BAR_WIDTH = 160  # a candidate's probability bar: long enough to compare, short enough to read its share beside it
+NO_SECOND_MODEL = "Train or import a second model to compare (Model folder… adds one from disk)."
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,7 @@ class ResultsView(QGroupBox):
         self.body = QWidget()
         self.grid = QGridLayout(self.body)
         self.grid.setAlignment(Qt.AlignmentFlag.AlignTop)
+        self.grid.setColumnStretch(3, 1)  # the candidates keep to the left; the space left over stays empty
         self.filled = QLabel()
         self.filled.setWordWrap(True)
         self.detector_label = QLabel("<b>Replaced?</b> the discriminator's view of each token (darker: more likely "
@@ -151,7 +154,7 @@ class ResultsView(QGroupBox):
         self._show_detector(prediction.replaced)
         row = 0
         for number, candidates in enumerate(prediction.masks):
-            self.grid.addWidget(QLabel(f"<b>[MASK] {number + 1}</b>"), row, 0, 1, 2)
+            self.grid.addWidget(QLabel(f"<b>[MASK] {number + 1}</b>"), row, 0, 1, 3)
             row += 1
             buttons = []
             for candidate in candidates:
@@ -164,10 +167,12 @@ class ResultsView(QGroupBox):
                 bar = QProgressBar()
                 bar.setRange(0, 1000)
                 bar.setValue(round(candidate.score * 1000))
-                bar.setFormat(f"{candidate.score:.1%}")
-                bar.setMaximumHeight(16)
+                bar.setTextVisible(False)  # the share is read beside the bar, not over its fill
+                bar.setFixedSize(BAR_WIDTH, 12)
+                share = QLabel(f"{candidate.score:.1%}")
                 self.grid.addWidget(button, row, 0)
                 self.grid.addWidget(bar, row, 1)
+                self.grid.addWidget(share, row, 2)
                 buttons.append(button)
                 row += 1
             self.buttons.append(buttons)
@@ -177,8 +182,7 @@ class ResultsView(QGroupBox):
         self._replaced = replaced
         cells, base, red = [], self.palette().color(QPalette.ColorRole.Base), QColor(REPLACED_COLOUR)
         for piece, probability in replaced:
-            share = 0.08 + 0.92 * probability  # blended over the background, so the text colour can follow it
-            colour = QColor.fromRgbF(*(b + (r - b) * share for b, r in zip(base.getRgbF()[:3], red.getRgbF()[:3])))
+            colour = blended(red, 0.08 + 0.92 * probability, base)  # so that the text colour can follow it
             cells.append(TokenCell(piece, colour, f"{piece}: replaced with probability {probability:.1%}"))
         self.detector.set_cells(cells)
         self.detector.setVisible(bool(cells))
@@ -199,7 +203,7 @@ class ResultsView(QGroupBox):
         self.filled.setVisible(False)
         label = QLabel(text)
         label.setWordWrap(True)
-        self.grid.addWidget(label, 0, 0)
+        self.grid.addWidget(label, 0, 0, 1, 4)
 
     def _clear(self) -> None:
         self.buttons = []
@@ -293,6 +297,7 @@ class PlaygroundPanel(QWidget):
         entries = model_entries(self.workspace.run, self.runs_root, self.folders)
         for view in self.views:
             refill(view.model_combo, entries, self._chosen.get(id(view)) or run or view.model_combo.currentData())
+        self.views[1].model_combo.setEnabled(len(entries) > 1)  # with one model, B has nothing of its own to choose
         self._current_run = run
         self._schedule()
 
@@ -369,6 +374,9 @@ class PlaygroundPanel(QWidget):
             path = view.model_combo.currentData()
             if path is None:
                 view.show_message("No trained model yet: train one in the Training panel, or choose a folder.")
+                continue
+            if view is self.views[1] and view.model_combo.count() < 2:  # it could only repeat model A
+                view.show_message(NO_SECOND_MODEL)
                 continue
             runner.start(lambda progress, p=path: predict(p, text, top_k, iterative))
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
-from PySide6.QtCore import Signal
-from PySide6.QtGui import QColor
+from PySide6.QtCore import QEvent, Signal
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
     QFileDialog,
@@ -28,13 +28,16 @@ from mlm_studio.core.data.corpus import Corpus
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerStats, train_tokenizer
 from mlm_studio.core.progress import Progress
 from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.theme import PALETTE_CHANGES, blended
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
 from mlm_studio.ui.workspace import Workspace
 
 STATS_DOCUMENTS = 5000
 SAMPLE_TEXT = "Masked language models learn unexpectedly much from predicting hidden words."
-PIECE_COLOURS = (QColor("#cfe3f7"), QColor("#f7e3cf"))
+# a word's pieces in one of two tints, an unknown piece in red: laid over the scheme's background, light or dark
+PIECE_TINTS = ((QColor("#1f77b4"), 0.3), (QColor("#ff7f0e"), 0.3))
+UNKNOWN_TINT = (QColor("#d62728"), 0.55)
 
 
 @dataclass(frozen=True)
@@ -257,17 +260,24 @@ class TokenizerSection(QGroupBox):
         text = self.sample_edit.text()
         encoding = tokenizer.backend.encode(text, add_special_tokens=False)
         cells, word, unk = [], -1, tokenizer.specials.unk
+        base = self.palette().color(QPalette.ColorRole.Base)
         for piece, (start, end) in zip(encoding.tokens, encoding.offsets):
             if not piece.startswith("##"):
                 word += 1
             if piece == unk:  # which characters it stands for
                 written = text[start:end]
                 tooltip = f"'{written}' is not in the vocabulary: the model sees {unk}"
-                cells.append(TokenCell(f"{unk} {written}", QColor("#e57373"), tooltip))
+                cells.append(TokenCell(f"{unk} {written}", blended(*UNKNOWN_TINT, base), tooltip))
                 continue
             tooltip = "continues the word" if word >= 0 and piece.startswith("##") else "starts a word"
-            cells.append(TokenCell(piece, PIECE_COLOURS[word % 2], tooltip))
+            cells.append(TokenCell(piece, blended(*PIECE_TINTS[word % 2], base), tooltip))
         self.pieces.set_cells(cells)
+
+    def changeEvent(self, event: QEvent) -> None:
+        """The chips are tinted over the background: a new colour scheme tints them again."""
+        super().changeEvent(event)
+        if event.type() in PALETTE_CHANGES and hasattr(self, "pieces"):
+            self._update_pieces()
 
     def _update_buttons(self) -> None:
         busy = self.runner.running

@@ -7,15 +7,12 @@ from pathlib import Path
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
-    QComboBox,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
     QSizePolicy,
-    QSlider,
     QSplitter,
     QStyle,
     QTabWidget,
@@ -38,13 +35,13 @@ from mlm_studio.core.training.records import (
 )
 from mlm_studio.core.training.runs import NewRun, described, new_run_path, prepare_trainer, resume_differences
 from mlm_studio.core.training.trainer import Trainer
+from mlm_studio.ui.panels.plots_area import PlotsArea
+from mlm_studio.ui.panels.runs_page import RunsPage
 from mlm_studio.ui.run_export import RunExporter
 from mlm_studio.ui.theme import PALETTE_CHANGES, ToneLabel, glyph_icon
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, PREPARING, RUNNING, STOPPING, TrainingController
-from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.probes_editor import ProbesEditor
-from mlm_studio.ui.widgets.runs_table import RunsTable
 from mlm_studio.ui.workspace import Workspace
 
 
@@ -54,10 +51,12 @@ class TrainingPanel(QWidget):
     checkpoint_written = Signal(str)
     run_finished = Signal()
 
-    def __init__(self, workspace: Workspace, runs_root: Path | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, workspace: Workspace, runs_root: Path | None = None, parent: QWidget | None = None, sliced: bool = False
+    ) -> None:
+        """`sliced`: leave the live plots' construction, one plot per step, to the window's launch."""
         super().__init__(parent)
         self.workspace = workspace
-        self.runs_root = Path(runs_root) if runs_root else default_runs_dir()
         self.config_error = ""
         self.resume_notes: list[tuple[str, str]] = []  # what a resume says once the run has started (short, full)
         self.started: StartedRecord | None = None
@@ -70,7 +69,8 @@ class TrainingPanel(QWidget):
         self.controller.finished.connect(self._on_finished)
         self.eta: Eta | None = None
         self._live_step = 0
-        self._build()
+        self._last_step: StepRecord | None = None  # of the run being trained, for the status line
+        self._build(sliced, runs_root)
         self.exporter = RunExporter(self, self.message_bar, self._log)
         self.exporter.finished.connect(self._update_controls)
         for signal in (workspace.corpus_changed, workspace.tokenizer_changed, workspace.config_changed):
@@ -79,7 +79,7 @@ class TrainingPanel(QWidget):
         self._update_controls()
 
     # --- layout -------------------------------------------------------------------------------------
-    def _build(self) -> None:
+    def _build(self, sliced: bool, runs_root: Path | None) -> None:
         self.start_button = QPushButton("Start")
         self.pause_button = QPushButton("Pause")
         self.stop_button = QPushButton("Stop")
@@ -102,8 +102,13 @@ class TrainingPanel(QWidget):
         top.addWidget(self.status_label, 1)
         self.message_bar = MessageBar()
         splitter = QSplitter(Qt.Orientation.Vertical)  # the plots get the whole width
-        splitter.addWidget(self._build_plots_area())
-        splitter.addWidget(self._build_side())
+        self.curves = PlotsArea(sliced)
+        self.plots = self.curves.plots  # what the records go to
+        self.construction = self.plots.construction  # the slow part: the rest is built at once
+        self.curves.png_button.clicked.connect(lambda: self.exporter.plots_dialog(self.plots))
+        self.curves.csv_button.clicked.connect(lambda: self.exporter.csv_dialog(self.workspace.run))
+        splitter.addWidget(self.curves)
+        splitter.addWidget(self._build_side(Path(runs_root) if runs_root else default_runs_dir()))
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([520, 200])
@@ -128,88 +133,15 @@ class TrainingPanel(QWidget):
         if event.type() in PALETTE_CHANGES:
             self._set_icons()
 
-    def _build_plots_area(self) -> QWidget:
-        """The live plots with their axis, smoothing, zoom and export controls and the hover readout."""
-        self.plots = LivePlots()
-        self.axis_combo = QComboBox()
-        for axis in ("step", "tokens", "time"):
-            self.axis_combo.addItem(f"x: {axis}", axis)
-        self.axis_combo.currentIndexChanged.connect(lambda: self.plots.set_axis(self.axis_combo.currentData()))
-        self.smoothing_slider = QSlider(Qt.Orientation.Horizontal)
-        self.smoothing_slider.setRange(0, 99)
-        self.smoothing_slider.setValue(round(self.plots.smoothing * 100))
-        self.smoothing_slider.setToolTip(
-            "Smoothing of the training curves, 0 to 0.99: TensorBoard's debiased exponential moving average "
-            "(the raw values stay visible, faint)"
-        )
-        self.smoothing_label = QLabel(f"smoothing {self.plots.smoothing:.2f}")
-        self.smoothing_slider.valueChanged.connect(self._set_smoothing)
-        self.zoom_button = QPushButton("Reset zoom")
-        self.zoom_button.setToolTip("Show every curve whole again (zoom with the wheel, pan by dragging)")
-        self.zoom_button.clicked.connect(self.plots.reset_zoom)
-        self.png_button = QPushButton("Export plots…")
-        self.png_button.setToolTip("Save the six plots as a PNG at twice the screen's resolution")
-        self.csv_button = QPushButton("Export CSV…")
-        self.png_button.clicked.connect(lambda: self.exporter.plots_dialog(self.plots))
-        self.csv_button.clicked.connect(lambda: self.exporter.csv_dialog(self.workspace.run))
-        plot_bar = QHBoxLayout()
-        plot_bar.addWidget(self.axis_combo)
-        plot_bar.addWidget(self.smoothing_label)
-        plot_bar.addWidget(self.smoothing_slider)
-        plot_bar.addStretch(1)
-        for button in (self.zoom_button, self.png_button, self.csv_button):
-            plot_bar.addWidget(button)
-        self.readout = QLabel()
-        self.readout.setToolTip("The values under the mouse")
-        self.readout.setWordWrap(True)  # a long reading wraps instead of widening the window
-        self.readout.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.plots.hovered.connect(self.readout.setText)
-        plots_area = QWidget()
-        plots_layout = QVBoxLayout(plots_area)
-        plots_layout.setContentsMargins(0, 0, 0, 0)
-        plots_layout.addLayout(plot_bar)
-        plots_layout.addWidget(self.plots, 1)
-        plots_layout.addWidget(self.readout)
-        return plots_area
-
-    def _build_side(self) -> QWidget:
-        """The Runs table with its buttons, the probes and the log, as tabs."""
-        self.runs_table = RunsTable()
-        self.runs_table.itemDoubleClicked.connect(lambda _: self.open_selected_run())
-        self.runs_table.itemSelectionChanged.connect(self._update_controls)
-        self.open_button = QPushButton("Open")
-        self.open_button.setToolTip("Show the selected run's curves")
-        self.overlay_button = QPushButton("Overlay")
-        self.overlay_button.setToolTip("Draw the selected run's curves over the current ones")
-        self.resume_button = QPushButton("Resume")
-        self.resume_button.setToolTip("Continue the selected run from its latest checkpoint")
-        self.export_button = QPushButton("Export…")
-        self.export_button.setToolTip(
-            "Write the selected run's latest checkpoint as a Hugging Face folder (transformers loads it as is)"
-        )
-        self.folder_button = QPushButton("Folder…")
-        self.folder_button.setToolTip("Choose the folder that holds the runs")
-        self.open_button.clicked.connect(self.open_selected_run)
-        self.overlay_button.clicked.connect(self.overlay_selected_run)
-        self.resume_button.clicked.connect(self.resume_selected_run)
-        self.export_button.clicked.connect(lambda: self.export_dialog(self.selected_run()))
-        self.folder_button.clicked.connect(self.choose_runs_folder)
-        self.runs_label = QLabel()
-        self.runs_label.setWordWrap(True)
-        run_buttons = QHBoxLayout()
-        for button in (
-            self.open_button,
-            self.overlay_button,
-            self.resume_button,
-            self.export_button,
-            self.folder_button,
-        ):
-            run_buttons.addWidget(button)
-        runs_page = QWidget()
-        runs_layout = QVBoxLayout(runs_page)
-        runs_layout.addWidget(self.runs_label)
-        runs_layout.addWidget(self.runs_table, 1)
-        runs_layout.addLayout(run_buttons)
+    def _build_side(self, runs_root: Path) -> QWidget:
+        """The Runs page, the probes and the log, as tabs."""
+        self.runs = RunsPage(runs_root)
+        self.runs.table.itemDoubleClicked.connect(lambda _: self.open_selected_run())
+        self.runs.table.itemSelectionChanged.connect(self._update_controls)
+        self.runs.open_button.clicked.connect(self.open_selected_run)
+        self.runs.overlay_button.clicked.connect(self.overlay_selected_run)
+        self.runs.resume_button.clicked.connect(self.resume_selected_run)
+        self.runs.export_button.clicked.connect(lambda: self.export_dialog(self.selected_run()))
 
         self.probes_editor = ProbesEditor()
 
@@ -217,7 +149,7 @@ class TrainingPanel(QWidget):
         self.log.setReadOnly(True)
         self.log.setMaximumBlockCount(5000)
         self.side = QTabWidget()
-        self.side.addTab(runs_page, "Runs")
+        self.side.addTab(self.runs, "Runs")
         self.side.addTab(self.probes_editor, "Probes")
         self.side.addTab(self.log, "Log")
         return self.side
@@ -228,10 +160,6 @@ class TrainingPanel(QWidget):
 
     def probes(self) -> list[Probe]:
         return self.probes_editor.probes()
-
-    def _set_smoothing(self, percent: int) -> None:
-        self.plots.set_smoothing(percent / 100)
-        self.smoothing_label.setText(f"smoothing {percent / 100:.2f}")
 
     # --- actions ------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -284,7 +212,8 @@ class TrainingPanel(QWidget):
         self.message_bar.clear()
         self.plots.clear()
         self._log(message)
-        self.progress_bar.setRange(0, 0)
+        self.progress_bar.setRange(0, 0)  # busy until the preparation reports what it does
+        self.status_label.setText(f"{message}: preparing the corpus's blocks and the model…")
         self.controller.start(prepare)
 
     def toggle_pause(self) -> None:
@@ -301,12 +230,15 @@ class TrainingPanel(QWidget):
             self.controller.stop()
 
     # --- runs ---------------------------------------------------------------------------------------
+    @property
+    def runs_root(self) -> Path:
+        return self.runs.root
+
     def refresh_runs(self) -> None:
-        self.runs_label.setText(f"Runs in {self.runs_root}")
-        self.runs_table.show_runs(self.runs_root)
+        self.runs.refresh()
 
     def selected_run(self) -> Path | None:
-        return self.runs_table.selected_run()
+        return self.runs.selected()
 
     def open_selected_run(self) -> None:
         path = self.selected_run()
@@ -343,12 +275,6 @@ class TrainingPanel(QWidget):
         if path is not None and not self.controller.busy:
             self.resume_run(path)
 
-    def choose_runs_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Folder of runs", str(self.runs_root))
-        if folder:
-            self.runs_root = Path(folder)
-            self.refresh_runs()
-
     # --- export -------------------------------------------------------------------------------------
     def export_plots(self, path: str) -> bool:
         return self.exporter.save_plots(self.plots, path)
@@ -364,10 +290,14 @@ class TrainingPanel(QWidget):
 
     # --- controller signals -------------------------------------------------------------------------
     def _on_prepare_progress(self, done: int, total: int, message: str) -> None:
-        self.status_label.setText(f"{message} {100 * done / max(total, 1):.0f}%")
+        """The bar says what is being prepared and how far it is ("Tokenizing the corpus… 40%")."""
+        self.progress_bar.setFormat(f"{message}… %p%")
+        self.progress_bar.setRange(0, max(total, 1))
+        self.progress_bar.setValue(min(done, max(total, 1)))
 
     def _on_prepared(self, started: StartedRecord) -> None:
         self.started = started
+        self.status_label.setText("training: the first figures come with the first logged step")
         if started.time_budget > 0:  # measured in seconds of the budget
             self.progress_bar.setFormat("%v / %m s")
             self.progress_bar.setRange(0, round(started.time_budget))
@@ -399,11 +329,8 @@ class TrainingPanel(QWidget):
             else:
                 self.progress_bar.setValue(record.step)
             self._show_live(record.step)
-            left = self.eta.seconds_left(record.step, record.elapsed) if self.eta else 0.0
-            self.status_label.setText(
-                f"step {record.step:,} · loss {record.loss:.3f} · {record.tokens_per_second:,.0f} tok/s · "
-                f"ETA {format_duration(left)}"
-            )
+            self._last_step = record
+            self._say_progress()
         elif not isinstance(record, StartedRecord):
             self._log(record.describe())
         if isinstance(record, CheckpointRecord):
@@ -428,8 +355,8 @@ class TrainingPanel(QWidget):
         self.message_bar.show_message(message, "error")
 
     def _on_finished(self) -> None:
-        self.started = None
-        self.runs_table.set_live(None)
+        self.started = self._last_step = None
+        self.runs.table.set_live(None)
         self.status_label.setText("")
         if self.progress_bar.maximum() == 0:
             self.progress_bar.setRange(0, 1)
@@ -441,12 +368,25 @@ class TrainingPanel(QWidget):
         self._set_icons()
         if self.started is not None:
             self._show_live(self._live_step)
+            self._say_progress()
         self._update_controls()
+
+    def _say_progress(self) -> None:
+        """The status line: the last step's loss, pace and time left; while paused, no countdown."""
+        record = self._last_step
+        if record is None:
+            return
+        said = f"step {record.step:,} · loss {record.loss:.3f}"
+        if self.controller.state == PAUSED:
+            self.status_label.setText(f"{said} · paused: the ETA resumes with training")
+            return
+        left = self.eta.seconds_left(record.step, record.elapsed) if self.eta else 0.0
+        self.status_label.setText(f"{said} · {record.tokens_per_second:,.0f} tok/s · ETA {format_duration(left)}")
 
     def _show_live(self, step: int) -> None:
         """The Runs table's row of the run being trained says its state and step as they are now."""
         self._live_step = step
-        self.runs_table.set_live(Path(self.started.run_dir), self.controller.state, step)
+        self.runs.table.set_live(Path(self.started.run_dir), self.controller.state, step)
 
     # --- helpers ------------------------------------------------------------------------------------
     def set_config_error(self, message: str) -> None:
@@ -474,11 +414,7 @@ class TrainingPanel(QWidget):
         self.progress_bar.setVisible(state != IDLE or self.progress_bar.value() > 0)
         self.pause_button.setEnabled(state in (RUNNING, PAUSED))
         self.stop_button.setEnabled(state in (PREPARING, RUNNING, PAUSED))
-        selected = self.selected_run() is not None
-        self.open_button.setEnabled(selected)
-        self.overlay_button.setEnabled(selected)
-        self.resume_button.setEnabled(selected and state == IDLE)
-        self.export_button.setEnabled(selected and not self.exporter.running)
+        self.runs.enable(idle=state == IDLE, exporting=self.exporter.running)
         if state == STOPPING:
             self.status_label.setText("Stopping after this step…")
 

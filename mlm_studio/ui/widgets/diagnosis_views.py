@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -27,6 +28,10 @@ from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
 
 RIGHT, WRONG = QColor("#4caf50"), QColor("#d9534f")
 FILTERS = {"all": "every answer", "wrong": "wrong answers only", "right": "right answers only"}
+SAMPLES_HINT = (
+    "Choose a model above and press Evaluate: held-out blocks appear here with its answer at each masked token."
+)
+SERIES_HEIGHT = 240  # the lowest the curves over checkpoints get: below it the tab scrolls
 
 
 def answer_cells(sample: Sample, tokenizer: MLMTokenizer, show: str = "all") -> list[TokenCell]:
@@ -67,12 +72,16 @@ class SamplesView(QWidget):
         self.filter_combo.currentIndexChanged.connect(self._show)
         self.sort_check.toggled.connect(self._show)
         self.views: list[TokenView] = []
+        self.hint = QLabel(SAMPLES_HINT)
+        self.hint.setWordWrap(True)
+        self.hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.body = QVBoxLayout()
         body = QWidget()
         body.setLayout(self.body)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setWidget(body)
+        self.scroll = QScrollArea()  # shown once there are samples, the hint until then
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setWidget(body)
+        self.scroll.hide()
         controls = QHBoxLayout()
         controls.addWidget(QLabel("Show"))
         controls.addWidget(self.filter_combo)
@@ -84,7 +93,8 @@ class SamplesView(QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(controls)
         layout.addWidget(legend)
-        layout.addWidget(scroll, 1)
+        layout.addWidget(self.hint, 1)
+        layout.addWidget(self.scroll, 1)
         self.samples: tuple[Sample, ...] = ()
         self.tokenizer: MLMTokenizer | None = None
 
@@ -104,6 +114,8 @@ class SamplesView(QWidget):
             if widget is not None:
                 widget.deleteLater()
         self.views = []
+        self.hint.setVisible(self.tokenizer is None)
+        self.scroll.setVisible(self.tokenizer is not None)
         if self.tokenizer is None:
             return
         for sample in self.ordered():
@@ -163,6 +175,7 @@ class FailuresView(QWidget):
         self.series = ThemedPlot("step", "accuracy")
         self.series.setTitle("Over the run's checkpoints (Every checkpoint)")
         self.series.add_header_legend()
+        self.series.setMinimumHeight(SERIES_HEIGHT)
         self.series_by = QComboBox()
         self.series_by.addItem("how often the token occurs in the corpus", "by_frequency")
         self.series_by.addItem("piece and masking treatment", "by_kind")

@@ -13,6 +13,7 @@ grid takes as many columns as its width holds and scrolls rather than shrinking 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -27,6 +28,7 @@ from PySide6.QtWidgets import QApplication, QFrame, QScrollArea, QVBoxLayout, QW
 from mlm_studio.core.evaluation.probes import ProbeResult
 from mlm_studio.core.metric_schema import Metric, metrics_of
 from mlm_studio.core.training.records import RECORDS, EvalRecord
+from mlm_studio.ui.construction import Construction
 from mlm_studio.ui.theme import PALETTE_CHANGES
 from mlm_studio.ui.widgets.curve_data import Series, thinned
 from mlm_studio.ui.widgets.legend import HeaderLegend, distinct_names, legend_above
@@ -96,7 +98,8 @@ class LivePlots(QWidget):
         "detection": ("discriminator", False),
     }
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, sliced: bool = False) -> None:
+        """`sliced`: leave the construction's steps, one plot each, to the window's launch; otherwise build it all."""
         super().__init__(parent)
         self.axis = "step"
         self.smoothing = 0.6
@@ -107,11 +110,13 @@ class LivePlots(QWidget):
         self.cells: dict[str, pg.GraphicsLayout] = {}  # each plot under its header legend
         self.legends: dict[str, HeaderLegend] = {}
         self.cursors: dict[str, pg.InfiniteLine] = {}  # the x the readout reads, in the plot under the mouse
+        self.anchors: dict[str, DecadeAnchor] = {}  # the log plots' decade anchors
         self.overlays: list[str] = []  # names of the runs drawn for comparison
         self._dirty: dict[str, None] = {}  # plots whose curves changed since drawn, longest waiting first
         self._plot_of: dict[str, str] = {}  # curve key -> plot name
         self._labels: dict[str, str] = {}  # curve key -> its full name
         self._units: dict[str, str] = {}  # curve key -> the unit of its values
+        self.columns = self._shown = 0
         self.view = pg.GraphicsLayoutWidget()
         self.view.setBackground(QApplication.palette().color(QPalette.ColorRole.Base))
         self.scroll = QScrollArea()
@@ -123,6 +128,13 @@ class LivePlots(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.scroll)
+        self.timer = QTimer(self)
+        self.timer.setInterval(REDRAW_MS)
+        self.timer.timeout.connect(self.redraw)
+        self.construction = Construction(self._build(), sliced)
+
+    def _build(self) -> Iterator[None]:
+        """One plot per step (about 12 ms each), then the grid; the redraw timer runs from then on."""
         for name, (label, log_y) in self.PLOTS.items():
             plot = pg.PlotItem(axisItems={"left": CompactAxis("left"), "bottom": CompactAxis("bottom")})
             self.cells[name], self.legends[name] = legend_above(plot, reserve_line=True)
@@ -130,16 +142,13 @@ class LivePlots(QWidget):
             if log_y:
                 plot.setLogMode(y=True)
                 plot.vb.setDefaultPadding(0.1)  # room for the label of the lowest decade
+                self.anchors[name] = DecadeAnchor()
             self.plots[name] = plot
             self.cursors[name] = pg.InfiniteLine(angle=90, pen=pg.mkPen((128, 128, 128), width=1))
-        self.anchors = {name: DecadeAnchor() for name, (_, log_y) in self.PLOTS.items() if log_y}
+            yield
         self._add_markers()
-        self.columns = self._shown = 0
-        self._reflow(3)
+        self._reflow(self.columns or 3)  # as many columns as a resize during the steps asked for
         self.view.scene().sigMouseMoved.connect(self._on_mouse_moved)
-        self.timer = QTimer(self)
-        self.timer.setInterval(REDRAW_MS)
-        self.timer.timeout.connect(self.redraw)
         self.timer.start()
 
     # --- data ---------------------------------------------------------------------------------------
@@ -155,6 +164,7 @@ class LivePlots(QWidget):
         symbol: str | None = None,
         smooth: bool = False,
     ) -> Series:
+        self.construction.finish()  # data before the window got to the last plot
         if key not in self.series:
             self.series[key] = Series()
             pen = pg.mkPen(colour, width=width, style=style or Qt.PenStyle.SolidLine)
@@ -206,6 +216,7 @@ class LivePlots(QWidget):
 
     def clear(self) -> None:
         """No curves and no reading: what a new run starts from."""
+        self.construction.finish()
         for plot in self.plots.values():
             plot.clear()  # removes the items and their legend entries
         self._add_markers()
@@ -303,6 +314,7 @@ class LivePlots(QWidget):
                 recolour(plot)
 
     def showEvent(self, event) -> None:
+        self.construction.finish()  # shown before the window has built it all
         super().showEvent(event)
         self.redraw(everything=True)
 

@@ -1,0 +1,104 @@
+"""The comparison that says whether pre-training paid off: the same task, budget, split and seeds for the user's
+model, the model it started from (when it continued an imported one) and the same shape from scratch; the test
+scores of each over several seeds, with their spread."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions, prepare_finetuner
+from mlm_studio.core.storage.run_folder import INITIAL
+from mlm_studio.core.training.control import TrainingControl
+from mlm_studio.core.training.records import Record, TestRecord
+
+
+@dataclass(frozen=True)
+class Contender:
+    label: str  # as the table says it
+    spec: str  # the model, as `finetune` takes it
+
+
+@dataclass
+class Outcome:
+    """A contender's test scores, one per seed."""
+
+    contender: Contender
+    accuracy: list[float] = field(default_factory=list)
+    score: list[float] = field(default_factory=list)  # macro-F1, or entity F1 for tagging
+
+    def to_json(self) -> dict:
+        return {
+            "label": self.contender.label,
+            "model": self.contender.spec,
+            "accuracy": self.accuracy,
+            "score": self.score,
+            "accuracy_mean": statistics.fmean(self.accuracy) if self.accuracy else None,
+            "score_mean": statistics.fmean(self.score) if self.score else None,
+            "score_sd": statistics.stdev(self.score) if len(self.score) > 1 else None,
+        }
+
+
+def contenders(spec: str) -> list[Contender]:
+    """The user's model, what it started from (a run that continued an imported model), the same from scratch."""
+    found = [Contender("your model", spec)]
+    origin = Path(spec) / INITIAL / "origin.json"
+    if origin.is_file():
+        source = json.loads(origin.read_text(encoding="utf-8")).get("source")
+        if source:
+            found.append(Contender("its starting model", str(source)))
+    found.append(Contender("from scratch", SCRATCH + spec))
+    return found
+
+
+def compare(
+    spec: str, options: FinetuneOptions, root: Path, seeds: int, control: TrainingControl | None = None
+) -> Iterator[tuple[Contender, int, Record]]:
+    """Fine-tune each contender with seeds `options.seed`, +1, … (the split fixed by the first), each in its own
+    run folder under `root` (a folder there already is resumed); every record, said by whom and with which seed."""
+    for seed in range(options.seed, options.seed + seeds):
+        for contender in contenders(spec):
+            path = root / f"{re.sub(r'[^a-z]+', '-', contender.label)}-seed{seed}"
+            seeded = replace(options, seed=seed, split_seed=options.held_out_by)
+            if (path / "config.toml").is_file():
+                tuner = prepare_finetuner(path, control=control)
+            else:
+                tuner = prepare_finetuner(path, contender.spec, seeded, control)
+            for record in tuner.run():
+                yield contender, seed, record
+            if tuner.control.stop_requested:
+                return
+
+
+def outcomes(results: Iterator[tuple[Contender, int, Record]]) -> list[Outcome]:
+    """The test scores of each contender, in the order they came."""
+    found: dict[str, Outcome] = {}
+    for contender, _, record in results:
+        if isinstance(record, TestRecord):
+            outcome = found.setdefault(contender.label, Outcome(contender))
+            outcome.accuracy.append(record.accuracy)
+            outcome.score.append(record.entity_f1 if record.entity_f1 is not None else record.macro_f1)
+    return list(found.values())
+
+
+def table(found: list[Outcome], score_name: str) -> str:
+    """The comparison as a terminal table: mean ± standard deviation over the seeds, and each seed's score."""
+    width = max(len(o.contender.label) for o in found)
+    lines = [f"{'model':<{width}}  {'accuracy':>15}  {score_name:>15}  per seed ({score_name})"]
+    for outcome in found:
+        lines.append(
+            f"{outcome.contender.label:<{width}}  {_spread(outcome.accuracy):>15}  {_spread(outcome.score):>15}  "
+            + " ".join(f"{value:.1%}" for value in outcome.score)
+        )
+    return "\n".join(lines)
+
+
+def _spread(values: list[float]) -> str:
+    if not values:
+        return "n/a"
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.fmean(values):.1%} ± {sd:.1%}"

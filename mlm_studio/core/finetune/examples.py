@@ -1,0 +1,160 @@
+"""Labelled examples as the model reads them: token ids between the classification and separator tokens,
+cut to the model's length; for token classification each word's tag on its first piece (IGNORE_INDEX
+elsewhere), whatever the tokenizer's kind. Also the stratified split and the batches (of similar lengths,
+padded only to the longest of each)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from mlm_studio.core.data.masking import IGNORE_INDEX
+from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.evaluation.task_probe import TaskError
+from mlm_studio.core.finetune.labelled import Example
+
+SPLIT_SHARES = (0.8, 0.1, 0.1)  # training, validation, test
+BUCKET_BATCHES = 50  # batches sorted by length together (enough to pad little, few enough to stay random)
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """Examples as ids: each row's ids and labels (one label per example, or one per token)."""
+
+    ids: list[np.ndarray]
+    labels: list[np.ndarray]
+    rows: list[int]  # each example's row in its file
+    truncated: list[int]  # the rows of the examples cut to the model's length
+    per_token: bool  # labels per token (token classification), else one per example
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def first_pieces(tokenizer: MLMTokenizer, words: tuple[str, ...]) -> tuple[list[int], list[int]]:
+    """The words joined by spaces and encoded (no special tokens): (ids, for each id the index of the word it
+    starts, or -1 when it continues a word or belongs to none). A piece belongs to the word its characters
+    overlap; the first such piece starts it."""
+    starts, position = [], 0
+    for word in words:
+        starts.append(position)
+        position += len(word) + 1
+    text = " ".join(words)
+    encoding = tokenizer.backend.encode(text, add_special_tokens=False)
+    word_of, word = [], 0
+    seen = set()
+    for begin, end in encoding.offsets:
+        while word < len(words) - 1 and begin >= starts[word] + len(words[word]):
+            word += 1
+        inside = end > begin and begin < starts[word] + len(words[word]) and end > starts[word]
+        if inside and word not in seen:
+            seen.add(word)
+            word_of.append(word)
+        else:
+            word_of.append(-1)
+    return list(encoding.ids), word_of
+
+
+def encode_examples(
+    tokenizer: MLMTokenizer, examples: list[Example], label_ids: dict[str, int], task: str, limit: int
+) -> Encoded:
+    """Examples as ids of at most `limit` tokens, special tokens included (longer ones are cut: counted)."""
+    ids, labels, truncated = [], [], []
+    budget = limit - 2
+    for example in examples:
+        if task == "tokens":
+            pieces, word_of = first_pieces(tokenizer, example.inputs)
+            tags = [label_ids[tag] for tag in example.labels]
+            targets = [tags[w] if w >= 0 else IGNORE_INDEX for w in word_of]
+            if len(pieces) > budget:
+                truncated.append(example.row)
+            row = [tokenizer.cls_id, *pieces[:budget], tokenizer.sep_id]
+            labels.append(np.asarray([IGNORE_INDEX, *targets[:budget], IGNORE_INDEX], dtype=np.int64))
+        else:
+            parts = [tokenizer.backend.encode(text, add_special_tokens=False).ids for text in example.inputs]
+            room = budget - (len(parts) - 1)
+            cut = _fit(parts, room)
+            if cut != [len(p) for p in parts]:
+                truncated.append(example.row)
+            row = [tokenizer.cls_id]
+            for part, keep in zip(parts, cut, strict=True):
+                row += [*part[:keep], tokenizer.sep_id]
+            labels.append(np.asarray([label_ids[example.labels[0]]], dtype=np.int64))
+        ids.append(np.asarray(row, dtype=np.int64))
+    return Encoded(ids, labels, [e.row for e in examples], truncated, task == "tokens")
+
+
+def _fit(parts: list[list[int]], room: int) -> list[int]:
+    """How many ids of each part to keep for all to fit in `room`: the longest shortened first."""
+    keep = [len(p) for p in parts]
+    excess = sum(keep) - max(room, 0)
+    while excess > 0:
+        longest = max(range(len(keep)), key=keep.__getitem__)
+        runner_up = max((k for i, k in enumerate(keep) if i != longest), default=0)
+        cut = min(excess, max(1, keep[longest] - runner_up))
+        keep[longest] -= cut
+        excess -= cut
+    return keep
+
+
+def stratified_split(examples: list[Example], seed: int, task: str) -> tuple[list[int], list[int], list[int]]:
+    """Indices of training, validation and test (`SPLIT_SHARES`): for classification, each label in that
+    proportion, at least one example of it in each part; for tokens, a seeded shuffle."""
+    rng = np.random.default_rng(seed)
+    if task == "tokens":
+        if len(examples) < 3:
+            raise TaskError(f"{len(examples)} sentence(s) cannot be split into training, validation and test")
+        order = rng.permutation(len(examples)).tolist()
+        held = max(1, round(len(examples) * SPLIT_SHARES[1]))
+        return sorted(order[2 * held :]), sorted(order[:held]), sorted(order[held : 2 * held])
+    by_label: dict[str, list[int]] = {}
+    for index, example in enumerate(examples):
+        by_label.setdefault(example.labels[0], []).append(index)
+    parts: tuple[list[int], list[int], list[int]] = ([], [], [])
+    for label in sorted(by_label):
+        members = by_label[label]
+        if len(members) < 3:
+            raise TaskError(
+                f"the label '{label}' has only {len(members)} example(s); a split into training, validation and "
+                "test needs at least 3 of each (or give your own validation and test files)"
+            )
+        shuffled = [members[i] for i in rng.permutation(len(members))]
+        held = max(1, round(len(members) * SPLIT_SHARES[1]))
+        parts[1].extend(shuffled[:held])
+        parts[2].extend(shuffled[held : 2 * held])
+        parts[0].extend(shuffled[2 * held :])
+    return sorted(parts[0]), sorted(parts[1]), sorted(parts[2])
+
+
+def batch_order(lengths: list[int], batch_size: int, seed: int) -> list[np.ndarray]:
+    """One epoch's batches: a seeded shuffle, then within each group of `BUCKET_BATCHES` batches the examples
+    sorted by length (so a batch pads little), the batches themselves shuffled."""
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(lengths))
+    size = batch_size * BUCKET_BATCHES
+    batches = []
+    for start in range(0, len(order), size):
+        group = order[start : start + size]
+        group = group[np.argsort([lengths[i] for i in group], kind="stable")]
+        batches += [group[i : i + batch_size] for i in range(0, len(group), batch_size)]
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def collate(data: Encoded, indices: np.ndarray, pad_id: int, device: torch.device):
+    """(ids, attention mask, labels) of some examples, padded to the longest; token labels padded with
+    IGNORE_INDEX."""
+    length = max(len(data.ids[i]) for i in indices)
+    ids = torch.full((len(indices), length), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(indices), length), dtype=torch.long)
+    labels = torch.full((len(indices), length), IGNORE_INDEX, dtype=torch.long) if data.per_token else None
+    for row, i in enumerate(indices):
+        n = len(data.ids[i])
+        ids[row, :n] = torch.from_numpy(data.ids[i])
+        mask[row, :n] = 1
+        if labels is not None:
+            labels[row, :n] = torch.from_numpy(data.labels[i])
+    if labels is None:
+        labels = torch.from_numpy(np.concatenate([data.labels[i] for i in indices]))
+    return ids.to(device), mask.to(device), labels.to(device)

@@ -1,0 +1,119 @@
+"""A family's encoder with a classification head, laid out and named as `transformers`' own
+`…ForSequenceClassification` / `…ForTokenClassification` of that family, so that export is a copy.
+
+Each family module names its heads' layout (`SEQUENCE_HEAD`, and `TOKEN_HEAD` when not a plain linear layer);
+the layouts are defined here once:
+  pooler          BERT: the encoder's pooler (dense + tanh on [CLS]), dropout, `classifier`
+  tanh_projection RoBERTa: `classifier.dense` + tanh + `classifier.out_proj` on [CLS]
+  gelu_projection ELECTRA: the same with GELU
+  pre_classifier  DistilBERT: `pre_classifier` + ReLU, dropout, `classifier` on [CLS]
+  prediction_head ModernBERT: `head` (dense, GELU, norm) on [CLS] or the mean of the tokens, `drop`, `classifier`
+  linear          every token: dropout, `classifier`
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mlm_studio.core.config.sections import ModelConfig
+from mlm_studio.core.evaluation.task_probe import TaskError
+from mlm_studio.core.models.build import build_model
+from mlm_studio.core.models.encoder import Dropout, init_like_bert
+from mlm_studio.core.models.modernbert import ModernBertPredictionHead
+from mlm_studio.core.models.registry import FAMILIES
+
+CLASS_NAMES = {"classification": "ForSequenceClassification", "tokens": "ForTokenClassification"}
+
+
+def head_layout(family: str, task: str) -> str:
+    """The layout of `family`'s head for `task`, as its module names it."""
+    module = FAMILIES[family].implementation()
+    layout = (
+        getattr(module, "SEQUENCE_HEAD", "") if task == "classification" else getattr(module, "TOKEN_HEAD", "linear")
+    )
+    if not layout:
+        raise TaskError(f"MLM Studio has no classification head for {FAMILIES[family].title} models")
+    return layout
+
+
+def architecture(family: str, task: str) -> str:
+    """`transformers`' class of `family`'s model for `task` (BertForSequenceClassification)."""
+    return FAMILIES[family].architecture.replace("ForMaskedLM", CLASS_NAMES[task])
+
+
+class Pooler(nn.Module):
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.dense = nn.Linear(size, size)
+
+
+class Projection(nn.Module):
+    def __init__(self, size: int, labels: int, dropout: float) -> None:
+        super().__init__()
+        self.dense = nn.Linear(size, size)
+        self.dropout = Dropout(dropout)
+        self.out_proj = nn.Linear(size, labels)
+
+
+class TaskModel(nn.Module):
+    """An encoder and the head of its family's layout: logits (B, labels) per text or (B, L, labels) per token."""
+
+    def __init__(self, config: ModelConfig, task: str, labels: int, pooling: str = "cls") -> None:
+        super().__init__()
+        self.config, self.task, self.num_labels = config, task, labels
+        self.layout = head_layout(config.family, task)
+        if pooling != "cls" and self.layout != "prediction_head":
+            raise TaskError(f"{FAMILIES[config.family].title}'s classifier reads the first token; pooling 'cls' only")
+        self.pooling = pooling
+        self.prefix = FAMILIES[config.family].prefix
+        self.add_module(self.prefix, getattr(build_model(config), self.prefix))
+        size, p = config.hidden_size, config.hidden_dropout_prob
+        if self.layout == "prediction_head":
+            self.head = ModernBertPredictionHead(config)
+            self.drop = Dropout(0.0)
+        elif self.layout in ("tanh_projection", "gelu_projection"):
+            self.classifier = Projection(size, labels, p)
+        else:
+            self.dropout = Dropout(p)
+        if self.layout == "pooler":
+            self.encoder_module.add_module("pooler", Pooler(size))
+        if self.layout == "pre_classifier":
+            self.pre_classifier = nn.Linear(size, size)
+        if not isinstance(getattr(self, "classifier", None), Projection):
+            self.classifier = nn.Linear(size, labels)
+        for name, module in self.named_modules():
+            if not name.startswith(f"{self.prefix}.") or name.startswith(f"{self.prefix}.pooler"):
+                init_like_bert(module, config.initializer_range)
+
+    @property
+    def encoder_module(self) -> nn.Module:
+        return getattr(self, self.prefix)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        hidden = self.encoder_module(input_ids, attention_mask)  # (B, L, H)
+        layout = self.layout
+        if layout == "linear":
+            return self.classifier(self.dropout(hidden))
+        if layout == "prediction_head":
+            if self.task == "classification":
+                hidden = _mean(hidden, attention_mask) if self.pooling == "mean" else hidden[:, 0]
+            return self.classifier(self.drop(self.head(hidden)))
+        first = hidden[:, 0]
+        if layout == "pooler":
+            pooled = torch.tanh(self.encoder_module.pooler.dense(first))
+            return self.classifier(self.dropout(pooled))
+        if layout == "pre_classifier":
+            return self.classifier(self.dropout(F.relu(self.pre_classifier(first))))
+        head = self.classifier
+        x = head.dense(head.dropout(first))
+        x = torch.tanh(x) if layout == "tanh_projection" else F.gelu(x)
+        return head.out_proj(head.dropout(x))
+
+
+def _mean(hidden: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    if attention_mask is None:
+        return hidden.mean(1)
+    mask = attention_mask[..., None].to(hidden.dtype)
+    return (hidden * mask).sum(1) / mask.sum(1)

@@ -1,0 +1,220 @@
+"""Labelled files for fine-tuning, read by the corpus reader: texts (or text pairs) with a label for sequence
+classification; words with a tag each, as JSON Lines / table rows or CoNLL-2003 columns, for token
+classification. Column names are found among the usual ones unless given; every problem that makes a file
+unusable is one sentence naming the file and its row or line."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlm_studio.core.data.compressed import opened
+from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_KINDS, kind_of, read_decoded, records, sniff_encoding
+from mlm_studio.core.data.rows import IssueLog, SourceSkipped, clipped
+from mlm_studio.core.evaluation.task_probe import TaskError
+
+ROW = "\0row"  # the key under which the reader gives each row's number
+# the names looked for, in order, when a column is not given
+TEXT_NAMES = ("text", "sentence", "sentence1", "premise", "question", "document", "content", "review")
+PAIR_NAMES = ("text_pair", "sentence2", "hypothesis", "text2")
+LABEL_NAMES = ("label", "labels", "category", "class", "target", "intent", "sentiment")
+WORD_NAMES = ("tokens", "words")
+TAG_NAMES = ("tags", "ner_tags", "labels", "tag")
+DOCSTART = "-DOCSTART-"
+
+
+@dataclass(frozen=True)
+class Example:
+    """One labelled example: a text (and its pair) with one label, or words with one tag each."""
+
+    row: int  # its line or row in the file (a CoNLL sentence: its first line)
+    inputs: tuple[str, ...]
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The columns read: the text (or words), the label (or tags), and a second text for pairs ("" for none)."""
+
+    text: str
+    label: str
+    pair: str = ""
+
+
+@dataclass(frozen=True)
+class LabelledFile:
+    path: Path
+    task: str  # "classification" | "tokens"
+    examples: list[Example]
+    columns: Columns | None  # None for a CoNLL file
+    skipped: str  # the rows left out, in words ("" for none)
+
+    def label_counts(self) -> Counter[str]:
+        return Counter(label for example in self.examples for label in example.labels)
+
+
+def read_labelled_file(path: str | Path, task: str, columns: Columns | None = None) -> LabelledFile:
+    """The examples of a labelled file; `columns` overrides the names found. TaskError says why it cannot serve."""
+    path = Path(path)
+    if not path.is_file():
+        raise TaskError(f"{path}: no such file")
+    kind = kind_of(path)
+    try:
+        if task == "tokens" and kind not in ("jsonl", "parquet", "arrow"):
+            examples, issues = _conll(path)
+            found = None
+        elif kind in TABLE_KINDS:
+            found = _columns(path, kind, task, columns)
+            examples, issues = _table_examples(path, kind, task, found)
+        else:
+            raise TaskError(f"{path.name}: a labelled file for classification is {TABLE_FORMATS}")
+    except SourceSkipped as exc:
+        raise TaskError(f"{path.name}: {exc}") from None
+    except OSError as exc:
+        raise TaskError(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
+    if not examples:
+        raise TaskError(f"{path.name} has no usable rows" + (f" ({issues.summary()})" if issues.count else ""))
+    return LabelledFile(path, task, examples, found, issues.summary())
+
+
+def _columns(path: Path, kind: str, task: str, given: Columns | None) -> Columns:
+    """The columns given, or those of the usual names the file's header holds."""
+    if given is not None and given.text and given.label:
+        return given
+    names = _column_names(path, kind)
+    text_names, label_names = (TEXT_NAMES, LABEL_NAMES) if task == "classification" else (WORD_NAMES, TAG_NAMES)
+    text = (given.text if given else "") or next((n for n in text_names if n in names), "")
+    label = (given.label if given else "") or next((n for n in label_names if n in names and n != text), "")
+    pair = (given.pair if given else "") or (
+        next((n for n in PAIR_NAMES if n in names), "") if task == "classification" else ""
+    )
+    if not text or not label:
+        what, option = ("text", "--text-column") if not text else ("label", "--label-column")
+        raise TaskError(
+            f"{path.name}: no {what} column among its columns ({clipped(', '.join(names) or 'none')}); "
+            f"name it with {option}"
+        )
+    return Columns(text, label, pair)
+
+
+def _column_names(path: Path, kind: str) -> list[str]:
+    """The column names of a table file: its header, its first JSON object's keys, its schema."""
+    if kind in ("parquet", "arrow"):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            if kind == "parquet":
+                return list(pq.ParquetFile(path).schema_arrow.names)
+            with pa.memory_map(str(path)) as source:
+                return list(pa.ipc.open_file(source).schema.names)
+        except pa.ArrowException as exc:
+            raise SourceSkipped(f"not a readable {kind} file ({clipped(str(exc), 200)})") from None
+    with opened(path) as (raw, _):
+        text = io.TextIOWrapper(raw, encoding=sniff_encoding(path), errors="replace")
+        for line in text:
+            if not line.strip():
+                continue
+            if kind == "jsonl":
+                try:
+                    first = json.loads(line)
+                except ValueError:
+                    return []
+                return list(first) if isinstance(first, dict) else []
+            return [name.strip().lstrip("\ufeff") for name in line.rstrip("\r\n").split("," if kind == "csv" else "\t")]
+    return []
+
+
+def _table_examples(path: Path, kind: str, task: str, columns: Columns) -> tuple[list[Example], IssueLog]:
+    if task == "classification":
+        types = {columns.text: (str,), columns.label: (str, int), **({columns.pair: (str,)} if columns.pair else {})}
+    else:
+        types = {columns.text: (list,), columns.label: (list,)}
+
+    def read(encoding: str, strict: bool) -> tuple[list[Example], IssueLog]:
+        issues = IssueLog()
+        rows = records(path, kind, encoding, types, issues, strict, nonempty=(columns.label,), number_as=ROW)
+        if task == "tokens":
+            return [_tagged(path, row[ROW], row[columns.text], row[columns.label]) for row in rows], issues
+        found = []
+        for row in rows:
+            texts = (row[columns.text].strip(), *((row[columns.pair].strip(),) if columns.pair else ()))
+            if all(texts):
+                found.append(Example(row[ROW], texts, (str(row[columns.label]).strip(),)))
+            else:
+                issues.add(row[ROW], "an empty text")
+        return found, issues
+
+    (examples, issues), _, _ = read_decoded(path, read)
+    return examples, issues
+
+
+def _tagged(path: Path, row: int, words: list, tags: list) -> Example:
+    """Words with their tags, checked: as many of each, all strings."""
+    if len(words) != len(tags):
+        raise TaskError(
+            f"{path.name}, row {row}: {len(words)} tokens but {len(tags)} tags; give every token exactly one tag"
+        )
+    if not words:
+        raise TaskError(f"{path.name}, row {row}: no tokens; leave out empty sentences")
+    if not all(isinstance(w, str) and w.strip() for w in words) or not all(isinstance(t, (str, int)) for t in tags):
+        raise TaskError(f"{path.name}, row {row}: every token must be a non-blank string and every tag a string")
+    return Example(row, tuple(w.strip() for w in words), tuple(str(t) for t in tags))
+
+
+def _conll(path: Path) -> tuple[list[Example], IssueLog]:
+    """CoNLL-2003 columns: a word first and its tag last on each line, a blank line between sentences,
+    -DOCSTART- lines left out."""
+
+    def read(encoding: str, strict: bool) -> list[Example]:
+        examples, words, tags, start = [], [], [], 0
+        with opened(path) as (raw, _):
+            text = io.TextIOWrapper(raw, encoding=encoding, errors="strict" if strict else "replace")
+            for number, line in enumerate(text, start=1):
+                fields = line.split()
+                if fields and fields[0] != DOCSTART and len(fields) < 2:
+                    raise TaskError(
+                        f"{path.name}, line {number}: '{clipped(line.strip(), 40)}' has a word but no tag; "
+                        "write the word first and its tag last, separated by a space"
+                    )
+                if fields and fields[0] != DOCSTART:
+                    start = start or number
+                    words.append(fields[0])
+                    tags.append(fields[-1])
+                elif words:
+                    examples.append(Example(start, tuple(words), tuple(tags)))
+                    words, tags, start = [], [], 0
+        if words:
+            examples.append(Example(start, tuple(words), tuple(tags)))
+        return examples
+
+    try:
+        examples, _, _ = read_decoded(path, read)
+    except UnicodeDecodeError:
+        examples = read("cp1252", False)
+    return examples, IssueLog()
+
+
+def check_labels(file: LabelledFile) -> None:
+    """A training file must hold two labels at least."""
+    counts = file.label_counts()
+    if len(counts) < 2:
+        only = next(iter(counts), "")
+        raise TaskError(
+            f"{file.path.name}: every {'row' if file.task == 'classification' else 'tag'} has the label "
+            f"'{clipped(only, 40)}'; a classifier needs at least two labels"
+        )
+
+
+def check_known(file: LabelledFile, known: set[str], training: str) -> None:
+    """Every label of a validation or test file occurs in training: else one sentence naming the first row."""
+    for example in file.examples:
+        unseen = next((label for label in example.labels if label not in known), None)
+        if unseen is not None:
+            raise TaskError(
+                f"{file.path.name}, row {example.row}: the label '{clipped(unseen, 40)}' never occurs in the training "
+                f"data ({training}); the model cannot learn it: add examples of it to training or leave it out"
+            )

@@ -1,0 +1,64 @@
+"""A fine-tuned model answering: the label of each text with its probability, or the tag of each word (read on
+its first piece, as it was trained). It reads the run's best weights (its latest checkpoint before any
+evaluation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from mlm_studio.core.finetune.examples import first_pieces
+from mlm_studio.core.finetune.heads import TaskModel
+from mlm_studio.core.finetune.tuner import BEST
+from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights
+from mlm_studio.core.storage.run_folder import TASK, RunDir
+
+
+class FineTuned:
+    """A fine-tuning run's model, its tokenizer and labels."""
+
+    def __init__(self, run: RunDir, weights: Path | None = None) -> None:
+        """`weights`: a checkpoint folder of the run; by default its best weights."""
+        task = run.task
+        if task is None:
+            raise CheckpointError(f"{run.name} is not a fine-tuning run (it has no {TASK})")
+        self.run, self.labels, self.limit = run, list(task["labels"]), run.config.data.max_seq_len
+        self.tokenizer = run.tokenizer
+        self.model = TaskModel(run.config.model, task["task"], len(self.labels), task["pooling"]).eval()
+        self.weights = weights or self.best_weights(run)
+        load_weights(self.weights, self.model)
+
+    @staticmethod
+    def best_weights(run: RunDir) -> Path:
+        best = run.path / BEST
+        if (best / "model.safetensors").is_file():
+            return best
+        latest = run.latest_checkpoint()
+        if latest is None:
+            raise CheckpointError(f"run {run.name} has no weights yet; fine-tune it first")
+        return latest
+
+    @torch.no_grad()
+    def classify(self, texts: list[str]) -> list[tuple[str, float]]:
+        """Each text's most probable label and its probability."""
+        answers = []
+        for text in texts:
+            pieces = self.tokenizer.backend.encode(text, add_special_tokens=False).ids[: self.limit - 2]
+            ids = torch.tensor([[self.tokenizer.cls_id, *pieces, self.tokenizer.sep_id]])
+            probabilities = self.model(ids).softmax(-1)[0]
+            best = int(probabilities.argmax())
+            answers.append((self.labels[best], float(probabilities[best])))
+        return answers
+
+    @torch.no_grad()
+    def tag(self, words: list[str]) -> list[str]:
+        """Each word's tag ("" for a word past the model's length or of no piece)."""
+        pieces, word_of = first_pieces(self.tokenizer, tuple(words))
+        ids = torch.tensor([[self.tokenizer.cls_id, *pieces[: self.limit - 2], self.tokenizer.sep_id]])
+        predicted = self.model(ids)[0, 1:-1].argmax(-1).tolist()
+        tags = [""] * len(words)
+        for word, label in zip(word_of, predicted, strict=False):
+            if word >= 0:
+                tags[word] = self.labels[label]
+        return tags

@@ -1,0 +1,109 @@
+"""How well a fine-tuned model does: accuracy, macro-F1, the confusion matrix and each class's precision, recall
+and F1 (scikit-learn); for tagging also entity-level precision, recall and F1 in the `seqeval` convention
+(entities are spans of one type opened by B-, or by I- after another type or O; an entity counts when its type,
+start and end are all right)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+OUTSIDE = "O"
+
+
+@dataclass(frozen=True)
+class ClassScore:
+    label: str
+    precision: float
+    recall: float
+    f1: float
+    support: int
+
+
+@dataclass(frozen=True)
+class Scores:
+    accuracy: float  # of the texts, or of the words (their first pieces)
+    macro_f1: float
+    confusion: tuple[tuple[int, ...], ...]  # rows: true label, columns: predicted, in `per_class` order
+    per_class: tuple[ClassScore, ...]
+    entity_precision: float | None = None  # tagging only
+    entity_recall: float | None = None
+    entity_f1: float | None = None
+
+    @property
+    def main(self) -> float:
+        """The score that chooses the best checkpoint: entity F1 for tagging, macro-F1 for classification."""
+        return self.entity_f1 if self.entity_f1 is not None else self.macro_f1
+
+
+def class_scores(true: np.ndarray, predicted: np.ndarray, labels: list[str]) -> Scores:
+    """Scores of label ids `predicted` against `true` (1-D, the same length)."""
+    from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
+
+    ids = list(range(len(labels)))
+    precision, recall, f1, support = precision_recall_fscore_support(true, predicted, labels=ids, zero_division=0.0)
+    present = support > 0
+    per_class = tuple(
+        ClassScore(labels[i], float(precision[i]), float(recall[i]), float(f1[i]), int(support[i])) for i in ids
+    )
+    confusion = confusion_matrix(true, predicted, labels=ids)
+    return Scores(
+        accuracy=float((true == predicted).mean()) if len(true) else float("nan"),
+        macro_f1=float(f1[present].mean()) if present.any() else float("nan"),
+        confusion=tuple(tuple(int(v) for v in row) for row in confusion),
+        per_class=per_class,
+    )
+
+
+def tag_scores(true: list[list[str]], predicted: list[list[str]], labels: list[str]) -> Scores:
+    """Word-level scores of tag sequences, and entity-level precision, recall and F1 (micro-averaged)."""
+    index = {label: i for i, label in enumerate(labels)}
+    flat_true = np.asarray([index[t] for row in true for t in row], dtype=np.int64)
+    flat_predicted = np.asarray([index[t] for row in predicted for t in row], dtype=np.int64)
+    words = class_scores(flat_true, flat_predicted, labels)
+    precision, recall, f1 = entity_scores(true, predicted)
+    return Scores(words.accuracy, words.macro_f1, words.confusion, words.per_class, precision, recall, f1)
+
+
+def entity_scores(true: list[list[str]], predicted: list[list[str]]) -> tuple[float, float, float]:
+    """(precision, recall, F1) over the entities of all sentences together; 0 where nothing is to count."""
+    expected = {(n, *span) for n, row in enumerate(true) for span in entities(row)}
+    found = {(n, *span) for n, row in enumerate(predicted) for span in entities(row)}
+    right = len(expected & found)
+    precision = right / len(found) if found else 0.0
+    recall = right / len(expected) if expected else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1
+
+
+def entities(tags: list[str]) -> list[tuple[str, int, int]]:
+    """The (type, first, last) spans of a tag sequence: B-X opens one, I-X continues one of type X and opens one
+    after O or another type, E-X ends one, S-X is one alone, O is outside; a tag without a prefix is its own
+    type."""
+    spans, current = [], None  # current: [type, first, last]
+    previous = OUTSIDE
+    for position, tag in enumerate([*tags, OUTSIDE]):
+        prefix, kind = _parts(tag)
+        prev_prefix, prev_kind = _parts(previous)
+        ends = current is not None and (prev_prefix in ("E", "S") or prefix in ("B", "S", OUTSIDE) or kind != prev_kind)
+        if ends:
+            spans.append((current[0], current[1], current[2]))
+            current = None
+        starts = prefix in ("B", "S") or (prefix != OUTSIDE and current is None)
+        if starts:
+            current = [kind, position, position]
+        elif current is not None:
+            current[2] = position
+        previous = tag
+    return spans
+
+
+def _parts(tag: str) -> tuple[str, str]:
+    """(prefix, type) of a tag: ("B", "PER") for B-PER, ("O", "") for O, ("I", "PER") for a bare PER."""
+    if tag == OUTSIDE:
+        return OUTSIDE, ""
+    prefix, dash, kind = tag.partition("-")
+    if dash and prefix in ("B", "I", "E", "S"):
+        return prefix, kind
+    return "I", tag

@@ -1,0 +1,217 @@
+"""The one road to a fine-tuning run: the starting model (a run's checkpoint, a Hugging Face folder or cached Hub
+model, or `scratch:` one of those: the same shape with fresh weights), the labelled files read and split, the
+run folder created (its `task.json` says the task) or an existing one resumed with its examples read again.
+
+Defaults follow the seed guide's fine-tuning range for the learning rate (2e-5 to 5e-5) and the recipes it
+builds on: BERT's 2 to 4 epochs and weight decay 0.01 (Devlin et al., 2019), RoBERTa's 6% warm-up (Liu et al.,
+2019)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.sections import DataConfig, ModelConfig, TrainConfig
+from mlm_studio.core.data.corpus import ReadOptions
+from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.evaluation.task_probe import TaskError
+from mlm_studio.core.finetune.examples import encode_examples, stratified_split
+from mlm_studio.core.finetune.heads import TaskModel
+from mlm_studio.core.finetune.labelled import Columns, LabelledFile, check_known, check_labels, read_labelled_file
+from mlm_studio.core.finetune.tuner import FineTuner, TaskData
+from mlm_studio.core.interop.hf import import_model
+from mlm_studio.core.models.build import build_trained, encoder_of
+from mlm_studio.core.models.registry import FAMILIES
+from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights
+from mlm_studio.core.storage.run_folder import RunDir, resolve_checkpoint
+from mlm_studio.core.training.control import TrainingControl
+
+SCRATCH = "scratch:"  # MODEL written as scratch:SOURCE: SOURCE's shape and tokenizer, fresh weights
+MAX_LENGTH = 512  # tokens a text is cut to by default (or fewer, if the model reads fewer)
+
+
+@dataclass(frozen=True)
+class FinetuneOptions:
+    """How to fine-tune; every value has a default from the published recipes (see the module)."""
+
+    task: str  # "classification" | "tokens"
+    train: Path
+    validation: Path | None = None  # the user's own split; else a stratified 80/10/10 split of `train`
+    test: Path | None = None
+    columns: Columns | None = None
+    learning_rate: float = 3e-5
+    epochs: float = 3.0
+    batch_size: int = 16
+    warmup_share: float = 0.06
+    weight_decay: float = 0.01
+    freeze_layers: int = 0  # the embeddings and this many first layers left untrained
+    patience: int = 2  # evaluations without a better validation score before stopping early
+    eval_interval: int = 0  # steps between evaluations; 0: once an epoch
+    max_length: int = 0  # tokens per example, special tokens included; 0: as many as the model reads, ≤ 512
+    pooling: str = "cls"  # "cls" or (ModernBERT) "mean"
+    seed: int = 0  # the head's fresh weights, the order of the examples, dropout
+    split_seed: int | None = None  # which examples are held out; None: `seed`
+    device: str = "auto"
+
+    @property
+    def held_out_by(self) -> int:
+        return self.seed if self.split_seed is None else self.split_seed
+
+
+@dataclass(frozen=True)
+class Source:
+    """The model fine-tuning starts from: its shape, tokenizer and encoder weights (None: fresh ones)."""
+
+    config: ModelConfig
+    tokenizer: MLMTokenizer
+    encoder: dict[str, torch.Tensor] | None
+    origin: dict[str, Any]
+
+
+def starting_model(spec: str) -> Source:
+    """The model `spec` names: a run folder (or one of its checkpoints), a Hugging Face folder or cached Hub model,
+    or `scratch:` before either for the same shape with fresh weights."""
+    fresh = spec.startswith(SCRATCH)
+    name = spec.removeprefix(SCRATCH)
+    path = Path(name)
+    if (path / "config.toml").is_file() or (path / "state.json").is_file():
+        run, checkpoint = (
+            (RunDir(path), None) if fresh and (path / "config.toml").is_file() else resolve_checkpoint(path)
+        )
+        if run.task is not None:
+            raise TaskError(f"{run.name} is a fine-tuning run already; fine-tune the model it started from")
+        trained = build_trained(run.config)
+        if checkpoint is not None:
+            load_weights(checkpoint, trained)
+        model, config, tokenizer = encoder_of(trained), run.config.model, run.tokenizer
+        origin = {"source": str((checkpoint or run.path).resolve()), "kind": "run"}
+    else:
+        imported = import_model(name)
+        config, tokenizer = imported.config, imported.tokenizer
+        model, origin = encoder_of(imported.build_model()), {**imported.origin(), "kind": "imported"}
+    encoder = getattr(model, FAMILIES[config.family].prefix)
+    if fresh:
+        return Source(config, tokenizer, None, {**origin, "kind": "scratch"})
+    return Source(config, tokenizer, {k: v.detach().clone() for k, v in encoder.state_dict().items()}, origin)
+
+
+def create_run(path: str | Path, spec: str, options: FinetuneOptions) -> RunDir:
+    """A new fine-tuning run folder for the model `spec` names on the task of `options` (checked first)."""
+    source = starting_model(spec)
+    files, labels = read_task(options.task, options.train, options.validation, options.test, options.columns)
+    n_train = len(files_split(files, options.held_out_by, options.task)[0])
+    limit = min(options.max_length or MAX_LENGTH, source.config.max_tokens())
+    per_epoch = math.ceil(n_train / options.batch_size)
+    total = max(1, math.ceil(options.epochs * n_train / options.batch_size))
+    interval = options.eval_interval or per_epoch
+    training = TrainConfig(
+        batch_size=options.batch_size,
+        learning_rate=options.learning_rate,
+        warmup_steps=round(options.warmup_share * total),
+        weight_decay=options.weight_decay,
+        epochs=options.epochs,
+        eval_interval=interval,
+        checkpoint_interval=interval,
+        log_interval=max(1, min(10, per_epoch // 4)),
+        keep_checkpoints=1,
+        seed=options.seed,
+        device=options.device,
+    )
+    config = RunConfig(model=source.config, data=DataConfig(max_seq_len=limit), training=training, preset="finetune")
+    torch.manual_seed(options.seed)  # the head's fresh weights (and a scratch model's)
+    model = TaskModel(source.config, options.task, len(labels), options.pooling)
+    if source.encoder is not None:
+        missing, unexpected = model.encoder_module.load_state_dict(source.encoder, strict=False)
+        if unexpected or any(not name.startswith("pooler.") for name in missing):
+            raise CheckpointError(f"the encoder's weights do not fit its model ({[*missing, *unexpected][:3]})")
+    task = {
+        "task": options.task,
+        "labels": labels,
+        "files": {name: str(Path(p).resolve()) if p else None for name, p in _paths(options).items()},
+        "columns": asdict(options.columns) if options.columns else None,
+        "split_seed": options.held_out_by,
+        "pooling": options.pooling,
+        "freeze_layers": options.freeze_layers,
+        "patience": options.patience,
+    }
+    sources = [Path(p) for p in _paths(options).values() if p]
+    return RunDir.create(path, config, source.tokenizer, sources, ReadOptions(), (model, source.origin), task)
+
+
+def _paths(options: FinetuneOptions) -> dict[str, Path | None]:
+    return {"train": options.train, "validation": options.validation, "test": options.test}
+
+
+def read_task(
+    task: str, train: Path, validation: Path | None, test: Path | None, columns: Columns | None
+) -> tuple[list[LabelledFile], list[str]]:
+    """The labelled files read and checked (two labels at least; validation and test labels known in training),
+    and the labels in a fixed order (first seen in training)."""
+    if (validation is None) != (test is None):
+        raise TaskError("give both a validation and a test file, or neither (then the training file is split)")
+    files = [read_labelled_file(p, task, columns) for p in (train, validation, test) if p is not None]
+    check_labels(files[0])
+    known = list(files[0].label_counts())
+    for other in files[1:]:
+        check_known(other, set(known), files[0].path.name)
+    return files, sorted(known) if task == "classification" else known
+
+
+def files_split(files: list[LabelledFile], seed: int, task: str) -> tuple[list, list, list]:
+    """The training, validation and test examples: the user's files, or a split of the one file."""
+    if len(files) == 3:
+        return files[0].examples, files[1].examples, files[2].examples
+    examples = files[0].examples
+    parts = stratified_split(examples, seed, task)
+    return tuple([examples[i] for i in part] for part in parts)
+
+
+def task_data(run: RunDir) -> TaskData:
+    """A fine-tuning run's examples, read again from its files, split and encoded as when it began."""
+    task = run.task
+    paths = {name: Path(p) if p else None for name, p in task["files"].items()}
+    columns = Columns(**task["columns"]) if task["columns"] else None
+    files, labels = read_task(task["task"], paths["train"], paths["validation"], paths["test"], columns)
+    if set(labels) != set(task["labels"]):
+        raise TaskError(f"the labels of {paths['train'].name} changed since the run began; start a new run")
+    parts = files_split(files, task["split_seed"], task["task"])
+    ids = {label: i for i, label in enumerate(task["labels"])}
+    limit = run.config.data.max_seq_len
+    tokenizer = run.tokenizer
+    train, validation, test = (encode_examples(tokenizer, part, ids, task["task"], limit) for part in parts)
+    notes = [f"{f.path.name}: rows left out: {f.skipped}" for f in files if f.skipped]
+    named = zip(("training", "validation", "test"), (train, validation, test), files * 3 if len(files) == 1 else files)
+    for name, part, file in named:
+        if part.truncated:
+            notes.append(
+                f"{file.path.name}: {len(part.truncated):,} of the {len(part):,} {name} examples "
+                f"are longer than the {limit} tokens the model reads and were cut, the first at row "
+                f"{part.truncated[0]} (words past the cut are not scored)"
+            )
+    return TaskData(task["labels"], train, validation, test, tuple(notes))
+
+
+def prepare_finetuner(
+    path: str | Path,
+    spec: str | None = None,
+    options: FinetuneOptions | None = None,
+    control: TrainingControl | None = None,
+) -> FineTuner:
+    """A fine-tuner for a new run in `path` (with `spec` and `options`) or for the run there, resumed."""
+    if spec is not None and options is not None:
+        if (Path(path) / "config.toml").exists():
+            raise CheckpointError(f"{path} already holds a run; resume it or choose another folder")
+        run = create_run(path, spec, options)
+    else:
+        run = RunDir(path)
+        if run.task is None:
+            raise CheckpointError(f"{run.name} is a pre-training run, not a fine-tuning one")
+    changes = run.corpus_changes()
+    if changes:
+        raise TaskError(f"the task's files changed since the run began ({'; '.join(changes)}); start a new run")
+    return FineTuner(run, task_data(run), control)

@@ -1,0 +1,4 @@
+"""What fine-tuning predicts, and how a classifier may read a text (torch-free: the command line's choices)."""
+
+TASKS = ("classification", "tokens")  # a label per text (or text pair); a tag per word
+POOLINGS = ("cls", "mean")  # the first token's state, or the mean of the tokens' (ModernBERT's classifier)

@@ -1,0 +1,338 @@
+"""The fine-tuning loop: like pre-training's, a generator of records steered by a `TrainingControl` between
+steps, writing the same run folder (metrics.jsonl, TensorBoard events, checkpoints with optimizer moments).
+
+It evaluates on the validation examples every `eval_interval` steps (an epoch by default), keeps the weights of
+the best validation score in `best/`, stops early after `patience` evaluations without a better one, and at
+the end restores the best weights and scores the test examples. Everything random comes from the seed and the
+step (each epoch's order, dropout), so a resumed run continues exactly as if it had never stopped.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from mlm_studio.core.data.masking import IGNORE_INDEX
+from mlm_studio.core.finetune.examples import Encoded, batch_order, collate
+from mlm_studio.core.finetune.heads import TaskModel
+from mlm_studio.core.finetune.scores import Scores, class_scores, tag_scores
+from mlm_studio.core.models.encoder import decay_groups, layers_of
+from mlm_studio.core.storage.checkpoint import FORMAT_VERSION, load_optimizer, load_weights, read_state, save_weights
+from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
+from mlm_studio.core.storage.run_folder import RunDir, finite_or_none
+from mlm_studio.core.storage.tensorboard import open_event_log
+from mlm_studio.core.training.control import TrainingControl
+from mlm_studio.core.training.device import resolve_device
+from mlm_studio.core.training.records import (
+    RECORDS,
+    CheckpointRecord,
+    FailedRecord,
+    FinishedRecord,
+    Record,
+    StartedRecord,
+    TestRecord,
+    ValidationRecord,
+    WarningRecord,
+)
+from mlm_studio.core.training.schedule import learning_rate
+from mlm_studio.core.training.step_sums import StepSums, Window
+
+BEST = "best"  # the run's folder of the best weights by validation score (and a state.json as a checkpoint's)
+
+
+@dataclass(frozen=True)
+class TaskData:
+    """A task's labels and its examples encoded, split three ways, with what was noticed reading them."""
+
+    labels: list[str]
+    train: Encoded
+    validation: Encoded
+    test: Encoded
+    notes: tuple[str, ...] = ()
+
+
+class FineTuner:
+    """Fine-tunes the run's task model (from its `init/` weights or its latest checkpoint) on `data`."""
+
+    def __init__(self, run: RunDir, data: TaskData, control: TrainingControl | None = None) -> None:
+        self.run_dir, self.data = run, data
+        self.task = run.task
+        self.config = run.config
+        self.control = control or TrainingControl()
+        t = self.config.training
+        self.device = resolve_device(t.device)
+        torch.manual_seed(t.seed)
+        self.model = TaskModel(self.config.model, self.task["task"], len(data.labels), self.task["pooling"])
+        self.model.to(self.device)
+        freeze(self.model, self.task["freeze_layers"])
+        self.optimizer = torch.optim.AdamW(
+            decay_groups(self.model, t.weight_decay),
+            lr=t.learning_rate,
+            betas=(t.adam_beta1, t.adam_beta2),
+            eps=t.adam_epsilon,
+        )
+        self.tokenizer = run.tokenizer
+        self.steps_per_epoch = math.ceil(len(data.train) / t.batch_size)
+        self.total_steps = self.config.steps_for(len(data.train))
+        self.eval_interval = t.eval_interval or self.steps_per_epoch
+        self.step, self.tokens_seen, self.elapsed = 0, 0, 0.0
+        self.best_score, self.best_step, self.stale, self.stopped_early = -math.inf, 0, 0, False
+        self.best_validation: ValidationRecord | None = None  # this session's best (None after a resume)
+        self._order: tuple[int, list[np.ndarray]] = (-1, [])
+        self._resume()
+        run.remove_leftovers()
+        self.events = open_event_log(run.path, run.read_metrics())
+
+    def _resume(self) -> None:
+        checkpoint = self.run_dir.latest_checkpoint()
+        if checkpoint is None:
+            load_weights(self.run_dir.initial_weights, self.model)
+            return
+        state = read_state(checkpoint)
+        load_weights(checkpoint, self.model)
+        load_optimizer(checkpoint, self.optimizer)
+        self.step, self.tokens_seen, self.elapsed = int(state["step"]), int(state["tokens_seen"]), state["elapsed"]
+        self.best_score = -math.inf if state["best_score"] is None else float(state["best_score"])
+        self.best_step, self.stale = int(state["best_step"]), int(state["stale"])
+        self.stopped_early = bool(state["stopped_early"])
+        self.run_dir.truncate_metrics_after(self.step)
+
+    # --- the loop ------------------------------------------------------------------------------------
+    def run(self) -> Iterator[Record]:
+        """Train until the epochs are spent, the validation score stops improving or a stop is requested, then
+        score the test examples with the best weights; records as they happen, the last says how it ended."""
+        ended = self._earlier_end()
+        if ended:
+            yield WarningRecord(self.step, "this run has finished already; these are the test scores it wrote then")
+            yield from ended
+            return
+        try:
+            yield self._logged(self.started())
+            for note in self.data.notes:
+                yield self._logged(WarningRecord(self.step, note))
+            yield from self._loop()
+        except RuntimeError as exc:
+            yield self._logged(FailedRecord(self.step, f"Fine-tuning stopped by an error: {exc}"))
+        finally:
+            if self.events is not None:
+                self.events.close()
+
+    def _earlier_end(self) -> list[Record]:
+        """The test and finished records of a run that has ended (not stopped) at this step, as it wrote them."""
+        written = [
+            r for r in self.run_dir.read_metrics() if r["step"] == self.step and r["type"] in ("test", "finished")
+        ]
+        if len(written) != 2 or written[-1].get("reason") == "stopped":
+            return []
+        return [RECORDS[r["type"]](**{k: v for k, v in r.items() if k != "type"}) for r in written]
+
+    def started(self) -> StartedRecord:
+        return StartedRecord(
+            step=self.step,
+            run_dir=str(self.run_dir.path.resolve()),
+            total_steps=self.total_steps,
+            time_budget=0.0,
+            device=str(self.device),
+            layers=self.config.model.num_hidden_layers,
+            hidden_size=self.config.model.hidden_size,
+            parameters=sum(p.numel() for p in self.model.parameters()),
+            train_blocks=len(self.data.train),
+            events=str(self.events.folder) if self.events is not None else "",
+        )
+
+    def _loop(self) -> Iterator[Record]:
+        t = self.config.training
+        window = Window()
+        clock = time.perf_counter()
+        while self.step < self.total_steps and not self.stopped_early:
+            paused = time.perf_counter()
+            self.control.wait_while_paused()
+            clock += time.perf_counter() - paused
+            if self.control.stop_requested:
+                break
+            started = time.perf_counter()
+            lr = learning_rate(t, self.step, self.total_steps, 0.0, 0.0)
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+            step = self.train_step()
+            window.add(step)
+            self.step += 1
+            self.tokens_seen += step.tokens
+            window.tokens += step.tokens
+            now = time.perf_counter()
+            window.seconds += now - started
+            self.elapsed += now - clock
+            clock = now
+            last = self.step == self.total_steps
+            if self.step % t.log_interval == 0 or last:
+                record = window.record(list(window.sums()), self.step, self.tokens_seen, lr, self.elapsed)
+                if record is not None:
+                    yield self._logged(record)
+                window.reset()
+            if self.step % self.eval_interval == 0 or last:
+                yield from self._validate()
+            if self.step % t.checkpoint_interval == 0 or self.step % self.eval_interval == 0 or last:
+                yield self._save()
+        stopped = self.step < self.total_steps and not self.stopped_early
+        if stopped:
+            yield self._save()
+        yield from self._finish("stopped" if stopped else "stopped early" if self.stopped_early else "completed")
+
+    def train_step(self) -> StepSums:
+        """One optimizer step on one batch (dropout seeded by the step)."""
+        t = self.config.training
+        torch.manual_seed(t.seed * 1_000_003 + self.step)
+        self.model.train()
+        ids, mask, labels = collate(self.data.train, self._batch(self.step), self.tokenizer.pad_id, self.device)
+        logits = self.model(ids, mask)
+        flat, targets = logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)
+        loss = F.cross_entropy(flat.float(), targets, ignore_index=IGNORE_INDEX)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.max_grad_norm or math.inf)
+        if torch.isfinite(loss) and torch.isfinite(norm):
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        counted = targets != IGNORE_INDEX
+        correct = (flat.detach().argmax(-1) == targets)[counted].sum()
+        predicted = int(counted.sum())
+        return StepSums(loss.detach().float() * predicted, correct, predicted, int(mask.sum()), norm.detach())
+
+    def _batch(self, step: int) -> np.ndarray:
+        epoch, position = divmod(step, self.steps_per_epoch)
+        if self._order[0] != epoch:
+            lengths = [len(ids) for ids in self.data.train.ids]
+            seed = self.config.training.seed * 7_000_003 + epoch
+            self._order = (epoch, batch_order(lengths, self.config.training.batch_size, seed))
+        return self._order[1][position]
+
+    # --- evaluation ----------------------------------------------------------------------------------
+    @torch.no_grad()
+    def score(self, data: Encoded) -> tuple[float, Scores, np.ndarray]:
+        """(mean loss, scores, each example's predicted label ids) of the model on `data` (token
+        classification: the predicted tag of each labelled word, examples concatenated)."""
+        self.model.eval()
+        loss_sum, counted, predicted, true = 0.0, 0, [], []
+        order = np.argsort([len(ids) for ids in data.ids], kind="stable")
+        size = self.config.training.batch_size
+        for start in range(0, len(order), size):
+            ids, mask, labels = collate(data, order[start : start + size], self.tokenizer.pad_id, self.device)
+            logits = self.model(ids, mask).float()
+            flat, targets = logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)
+            keep = targets != IGNORE_INDEX
+            loss_sum += float(F.cross_entropy(flat[keep], targets[keep], reduction="sum"))
+            counted += int(keep.sum())
+            predicted.append(flat[keep].argmax(-1).cpu().numpy())
+            true.append(targets[keep].cpu().numpy())
+        flat_predicted, flat_true = np.concatenate(predicted), np.concatenate(true)
+        # back to the examples' own order, so that each one's predictions can be read
+        per_example = [int((data.labels[i] != IGNORE_INDEX).sum()) for i in order]
+        pieces = np.split(flat_predicted, np.cumsum(per_example)[:-1])
+        true_pieces = np.split(flat_true, np.cumsum(per_example)[:-1])
+        back = np.argsort(order, kind="stable")
+        pieces, true_pieces = [pieces[i] for i in back], [true_pieces[i] for i in back]
+        labels = self.data.labels
+        if data.per_token:
+            scores = tag_scores(
+                [[labels[i] for i in row] for row in true_pieces], [[labels[i] for i in row] for row in pieces], labels
+            )
+        else:
+            scores = class_scores(np.concatenate(true_pieces), np.concatenate(pieces), labels)
+        return loss_sum / max(counted, 1), scores, np.concatenate(pieces)
+
+    def _validate(self) -> Iterator[Record]:
+        loss, scores, _ = self.score(self.data.validation)
+        record = ValidationRecord(self.step, **self._measures(loss, scores))
+        yield self._logged(record)
+        if scores.main > self.best_score:
+            self.best_score, self.best_step, self.stale = scores.main, self.step, 0
+            self.best_validation = record
+            atomic_write_folder(self.run_dir.path / BEST, self._write_best)
+        else:
+            self.stale += 1
+            if self.stale >= self.task["patience"]:
+                self.stopped_early = True
+                yield self._logged(
+                    WarningRecord(
+                        self.step,
+                        f"stopping early: the validation score has not improved for {self.stale} evaluations "
+                        f"(best {self.best_score:.4f} at step {self.best_step})",
+                    )
+                )
+
+    def _write_best(self, folder: Path) -> None:
+        save_weights(self.model, folder / "model.safetensors")
+        state = {"step": self.step, "tokens_seen": self.tokens_seen, "elapsed": self.elapsed, "score": self.best_score}
+        atomic_write_json(folder / "state.json", {**state, "format": FORMAT_VERSION})
+
+    def _measures(self, loss: float, scores: Scores) -> dict:
+        return {
+            "tokens_seen": self.tokens_seen,
+            "elapsed": self.elapsed,
+            "epoch": self.step / self.steps_per_epoch,
+            "loss": loss,
+            "accuracy": scores.accuracy,
+            "macro_f1": scores.macro_f1,
+            "entity_precision": scores.entity_precision,
+            "entity_recall": scores.entity_recall,
+            "entity_f1": scores.entity_f1,
+        }
+
+    def _finish(self, reason: str) -> Iterator[Record]:
+        best = self.run_dir.path / BEST
+        if (best / "model.safetensors").is_file():
+            load_weights(best, self.model)
+        loss, scores, _ = self.score(self.data.test)
+        yield self._logged(
+            TestRecord(
+                self.step,
+                best_step=self.best_step,
+                labels=tuple(self.data.labels),
+                per_class=tuple((c.label, c.precision, c.recall, c.f1, c.support) for c in scores.per_class),
+                confusion=scores.confusion,
+                **self._measures(loss, scores),
+            )
+        )
+        chosen = self.best_validation
+        yield self._logged(
+            FinishedRecord(
+                self.step, reason, str(self.run_dir.path), chosen and chosen.loss, chosen and chosen.accuracy
+            )
+        )
+
+    def _save(self) -> Record:
+        state = {
+            "tokens_seen": self.tokens_seen,
+            "elapsed": self.elapsed,
+            "best_score": None if math.isinf(self.best_score) else self.best_score,
+            "best_step": self.best_step,
+            "stale": self.stale,
+            "stopped_early": self.stopped_early,
+            "val_loss": None,
+        }
+        keep = self.config.training.keep_checkpoints
+        path = self.run_dir.save_checkpoint(self.step, self.model, self.optimizer, state, keep)
+        return self._logged(CheckpointRecord(self.step, str(path)))
+
+    def _logged(self, record: Record) -> Record:
+        written = finite_or_none(record.to_dict())
+        self.run_dir.append_metrics([written])
+        if self.events is not None:
+            self.events.add(written)
+        return record
+
+
+def freeze(model: TaskModel, layers: int) -> None:
+    """Leave the embeddings and the first `layers` encoder layers untrained (none when `layers` is 0)."""
+    if layers <= 0:
+        return
+    encoder = model.encoder_module
+    for part in (encoder.embeddings, *layers_of(encoder)[:layers]):
+        for parameter in part.parameters():
+            parameter.requires_grad_(False)

@@ -1,0 +1,151 @@
+"""The terminal front end of fine-tuning: `mlm-studio finetune`, its progress lines (as `train` prints them) and
+its result, in sentences or as one JSON object."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from pathlib import Path
+
+from mlm_studio.core.data.tokenizer import TokenizerError
+from mlm_studio.core.durations import Eta, format_duration
+from mlm_studio.core.finetune.compare import compare, outcomes, table
+from mlm_studio.core.finetune.labelled import Columns
+from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+from mlm_studio.core.finetune.tuner import FineTuner
+from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.storage.lock import RunLock
+from mlm_studio.core.storage.run_folder import finite_or_none
+from mlm_studio.core.storage.user_folders import default_runs_dir
+from mlm_studio.core.training.control import TrainingControl
+from mlm_studio.core.training.records import FailedRecord, FinishedRecord, StepRecord, TestRecord, ValidationRecord
+from mlm_studio.core.training.runs import new_run_path
+
+USER_ERRORS = (ValueError, CheckpointError, TokenizerError, OSError)  # TaskError and ConfigError are ValueErrors
+
+
+def finetune(args) -> int:
+    """Fine-tune MODEL on a labelled file (or resume a fine-tuning run), printing progress; Ctrl-C stops after
+    the current step with a checkpoint."""
+    if args.resume is None and (args.model is None or args.task is None):
+        return _fail("give MODEL and --task FILE to start, or --resume RUN to continue")
+    if args.compare:
+        return _compare(args)
+    path = args.resume or args.out or new_run_path(default_runs_dir(), "finetune")
+    try:
+        with RunLock(path):
+            tuner = prepare_finetuner(path) if args.resume else prepare_finetuner(path, args.model, _options(args))
+            previous = signal.signal(signal.SIGINT, lambda *_: tuner.control.stop())
+            try:
+                return _report(tuner, args.json)
+            finally:
+                signal.signal(signal.SIGINT, previous)
+    except USER_ERRORS as exc:
+        return _fail(str(exc))
+
+
+def _compare(args) -> int:
+    """Fine-tune the model, its starting model and the same from scratch with the same seeds; print the table."""
+    if args.resume is not None:
+        return _fail("--compare starts its own runs; give MODEL and --task (and --out to continue a comparison)")
+    if args.seeds < 1:
+        return _fail(f"--seeds must be at least 1, not {args.seeds}")
+    root = args.out or new_run_path(default_runs_dir(), "compare")
+    control = TrainingControl()
+    previous = signal.signal(signal.SIGINT, lambda *_: control.stop())
+    tty, seen = sys.stderr.isatty(), []
+    try:
+        with RunLock(root):
+            for contender, seed, record in compare(args.model, _options(args), root, args.seeds, control):
+                seen.append((contender, seed, record))
+                if isinstance(record, FailedRecord):
+                    return _fail(f"{contender.label}, seed {seed}: {record.message}")
+                if isinstance(record, StepRecord) and not tty:
+                    continue
+                line = f"[{contender.label}, seed {seed}] {record.describe()}"
+                print(f"\r{line}\033[K" if tty else line, end="" if isinstance(record, StepRecord) else "\n",
+                      file=sys.stderr, flush=True)  # fmt: skip
+    except USER_ERRORS as exc:
+        return _fail(str(exc))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    found = outcomes(iter(seen))
+    name = "entity F1" if args.kind == "tokens" else "macro-F1"
+    if args.json:
+        print(json.dumps(finite_or_none({"runs": str(Path(root).resolve()), "score": name,
+                                         "contenders": [o.to_json() for o in found]})), flush=True)  # fmt: skip
+    else:
+        print(table(found, name), flush=True)
+    return 0
+
+
+def _options(args) -> FinetuneOptions:
+    given = (args.text_column, args.label_column, args.pair_column)
+    columns = Columns(*given) if any(given) else None
+    return FinetuneOptions(
+        task=args.kind,
+        train=args.task,
+        validation=args.validation,
+        test=args.test,
+        columns=columns,
+        learning_rate=args.lr,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        warmup_share=args.warmup,
+        weight_decay=args.weight_decay,
+        freeze_layers=args.freeze_layers,
+        patience=args.patience,
+        eval_interval=args.eval_every,
+        max_length=args.max_length,
+        pooling=args.pooling,
+        seed=args.seed,
+        device=args.device,
+    )
+
+
+def _report(tuner: FineTuner, as_json: bool) -> int:
+    """Progress on stderr (one rewritten line on a terminal), other records as sentences; the result on stdout."""
+    tty = sys.stderr.isatty()
+    eta = Eta(tuner.step, tuner.total_steps, 0.0, tuner.elapsed)
+    validations, test, finished = [], None, None
+    for record in tuner.run():
+        if isinstance(record, StepRecord):
+            left = format_duration(eta.seconds_left(record.step, record.elapsed))
+            line = f"{record.describe()} · of {tuner.total_steps:,} steps · ETA {left}"
+            print(f"\r{line}\033[K" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
+            continue
+        if tty:
+            print("\r\033[K", end="", file=sys.stderr)
+        if isinstance(record, FailedRecord):
+            return _fail(record.message)
+        validations += [record] if isinstance(record, ValidationRecord) else []
+        test = record if isinstance(record, TestRecord) else test
+        finished = record if isinstance(record, FinishedRecord) else finished
+        if not as_json or not isinstance(record, (TestRecord, FinishedRecord)):
+            print(record.describe(), file=sys.stderr if as_json else sys.stdout, flush=True)
+    if as_json and test is not None and finished is not None:
+        result = {
+            "run": str(tuner.run_dir.path.resolve()),
+            "reason": finished.reason,
+            "steps": finished.step,
+            "test": test.to_dict(),
+            "validation": [v.to_dict() for v in validations],
+        }
+        print(json.dumps(finite_or_none(result), ensure_ascii=False, allow_nan=False), flush=True)
+    elif test is not None:
+        print(_per_class_table(test), flush=True)
+    return 0
+
+
+def _per_class_table(test: TestRecord) -> str:
+    width = max(len(label) for label in test.labels)
+    lines = [f"{'label':<{width}}  precision  recall     F1  support"]
+    for label, precision, recall, f1, support in test.per_class:
+        lines.append(f"{label:<{width}}  {precision:9.1%}  {recall:6.1%}  {f1:5.1%}  {support:7,}")
+    return "\n".join(lines)
+
+
+def _fail(message: str) -> int:
+    print(f"mlm-studio: {message}", file=sys.stderr)
+    return 1

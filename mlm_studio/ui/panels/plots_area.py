@@ -1,0 +1,59 @@
+"""The Training panel's curves: the live plots under their x-axis, smoothing, zoom and export controls, with the
+reading of the values under the mouse below them."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QSlider, QVBoxLayout, QWidget
+
+from mlm_studio.ui.widgets.live_plots import X_AXES, LivePlots
+
+
+class PlotsArea(QWidget):
+    """The plots and what steers them; the panel connects the export buttons to its exporter."""
+
+    def __init__(self, sliced: bool = False, parent: QWidget | None = None) -> None:
+        """`sliced`: leave the live plots' construction, one plot per step, to the window's launch."""
+        super().__init__(parent)
+        self.plots = LivePlots(sliced=sliced)
+        self.axis_combo = QComboBox()
+        for axis in X_AXES:
+            self.axis_combo.addItem(f"x: {axis}", axis)
+        self.axis_combo.currentIndexChanged.connect(lambda: self.plots.set_axis(self.axis_combo.currentData()))
+        self.smoothing_slider = QSlider(Qt.Orientation.Horizontal)
+        self.smoothing_slider.setRange(0, 99)
+        self.smoothing_slider.setValue(round(self.plots.smoothing * 100))
+        self.smoothing_slider.setToolTip(
+            "Smoothing of the training curves, 0 to 0.99: TensorBoard's debiased exponential moving average "
+            "(the raw values stay visible, faint)"
+        )
+        self.smoothing_label = QLabel(f"smoothing {self.plots.smoothing:.2f}")
+        self.smoothing_slider.valueChanged.connect(self._set_smoothing)
+        self.zoom_button = QPushButton("Reset zoom")
+        self.zoom_button.setToolTip("Show every curve whole again (zoom with the wheel, pan by dragging)")
+        self.zoom_button.clicked.connect(self.plots.reset_zoom)
+        self.png_button = QPushButton("Export plots…")
+        self.png_button.setToolTip("Save the plots as a PNG at twice the screen's resolution")
+        self.csv_button = QPushButton("Export CSV…")
+        self.csv_button.setToolTip("Save the current run's metrics as a CSV file, one row per record")
+        bar = QHBoxLayout()
+        bar.addWidget(self.axis_combo)
+        bar.addWidget(self.smoothing_label)
+        bar.addWidget(self.smoothing_slider)
+        bar.addStretch(1)
+        for button in (self.zoom_button, self.png_button, self.csv_button):
+            bar.addWidget(button)
+        self.readout = QLabel()
+        self.readout.setToolTip("The values under the mouse")
+        self.readout.setWordWrap(True)  # a long reading wraps instead of widening the window
+        self.readout.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.plots.hovered.connect(self.readout.setText)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(bar)
+        layout.addWidget(self.plots, 1)
+        layout.addWidget(self.readout)
+
+    def _set_smoothing(self, percent: int) -> None:
+        self.plots.set_smoothing(percent / 100)
+        self.smoothing_label.setText(f"smoothing {percent / 100:.2f}")

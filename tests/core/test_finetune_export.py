@@ -1,0 +1,93 @@
+"""A fine-tuned model of every family exported as its family's `…ForSequenceClassification` /
+`…ForTokenClassification`: `transformers`' pipelines load it without a warning and predict what MLM Studio
+predicts, label for label and probability for probability."""
+
+import json
+import logging
+from dataclasses import replace
+from itertools import islice
+
+import pytest
+
+from mlm_studio.core.finetune.predict import FineTuned
+from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+from mlm_studio.core.interop.export import export_model
+from mlm_studio.core.storage.run_folder import RunDir
+from tests.core.family_folders import make_folder
+from tests.core.helpers import small_config
+from tests.core.test_finetune import write_task
+from tests.core.test_finetune_tokens import write_tagging
+
+transformers = pytest.importorskip("transformers")
+pytestmark = pytest.mark.slow  # a fine-tuning run and an export per family and task
+
+FAMILIES = ["bert", "roberta", "distilbert", "modernbert", "electra"]
+TEXTS = ["return the value of a list", "raise an error to the file", "the path of a file is", "of the and"]
+SENTENCES = [["the", "file", "is", "an", "error", "value"], ["raise", "error", "value", "of", "path"]]
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def source(request, tmp_path_factory, small_corpus, small_tokenizer):
+    """A Hugging Face folder of the family with its own kind of tokenizer (an ELECTRA: a run of MLM Studio's)."""
+    folder = tmp_path_factory.mktemp(request.param)
+    if request.param != "electra":
+        return str(make_folder(request.param, list(islice(small_corpus.iter_documents(), 200)), folder / "hf"))
+    from mlm_studio.core.training.runs import start_run, training_blocks
+    from mlm_studio.core.training.trainer import Trainer
+
+    config = small_config(max_steps=2)
+    run = start_run(
+        folder / "run", replace(config, model=config.model.as_family("electra")), small_corpus, small_tokenizer
+    )
+    list(Trainer(run, *training_blocks(run, small_corpus)).run())
+    return str(run.path)
+
+
+def _fine_tuned(source, task, path, tmp_path):
+    options = FinetuneOptions(task, path, learning_rate=5e-3, epochs=1, batch_size=8, device="cpu")
+    list(prepare_finetuner(tmp_path / "ft", source, options).run())
+    out = export_model(tmp_path / "ft", tmp_path / "export")
+    return FineTuned(RunDir(tmp_path / "ft")), out
+
+
+def _quiet_pipeline(kind, out, caplog, **options):
+    with caplog.at_level(logging.WARNING):
+        pipe = transformers.pipeline(kind, model=str(out), **options)
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warned == []
+    return pipe
+
+
+def test_an_exported_classifier_predicts_as_mlm_studio(source, tmp_path, caplog):
+    ours, out = _fine_tuned(source, "classification", write_task(tmp_path / "task.csv", rows=60), tmp_path)
+    config = json.loads((out / "config.json").read_text())
+    assert config["architectures"][0].endswith("ForSequenceClassification")
+    assert config["id2label"] == {"0": "errors", "1": "files", "2": "returns"}
+    pipe = _quiet_pipeline("text-classification", out, caplog)
+    assert type(pipe.model).__name__ == config["architectures"][0]
+    theirs = pipe(TEXTS)
+    for (label, probability), answer in zip(ours.classify(TEXTS), theirs, strict=True):
+        assert answer["label"] == label
+        assert answer["score"] == pytest.approx(probability, abs=1e-5)
+    assert "pipeline_tag: text-classification" in (out / "README.md").read_text()
+
+
+def test_an_exported_tagger_predicts_as_mlm_studio(source, tmp_path, caplog):
+    ours, out = _fine_tuned(source, "tokens", write_tagging(tmp_path / "tags.jsonl", sentences=60), tmp_path)
+    assert json.loads((out / "config.json").read_text())["architectures"][0].endswith("ForTokenClassification")
+    pipe = _quiet_pipeline("token-classification", out, caplog, aggregation_strategy="none")
+    for words in SENTENCES:
+        text = " ".join(words)
+        by_token = {answer["index"]: answer["entity"] for answer in pipe(text)}  # O is left out
+        encoding = pipe.tokenizer(text, return_offsets_mapping=True)
+        first_token = {}
+        for index, (begin, end) in enumerate(encoding["offset_mapping"]):
+            if end > begin:
+                word = text[:end].count(" ") if text[begin] != " " else text[: begin + 1].count(" ")
+                first_token.setdefault(word, index)
+        predicted = [by_token.get(first_token[w], "O") for w in range(len(words))]
+        assert predicted == ours.tag(words)
+    grouped = _quiet_pipeline("token-classification", out, caplog, aggregation_strategy="simple")
+    for words in SENTENCES:
+        types = {tag.split("-", 1)[-1] for tag in ours.tag(words) if tag != "O"}
+        assert {group["entity_group"] for group in grouped(" ".join(words))} <= types

@@ -1,0 +1,128 @@
+"""`mlm-studio finetune` as a user runs it, in a subprocess: both kinds of task from a pre-training run, from a
+Hugging Face folder and from scratch, its JSON result, and bad input as one sentence with a non-zero exit."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.core.family_folders import make_folder
+from tests.core.helpers import small_config
+from tests.core.test_finetune import write_task
+from tests.core.test_finetune_tokens import write_tagging
+
+FAST = ["--epochs", "2", "--lr", "5e-3", "--batch-size", "8", "--device", "cpu"]
+
+
+def cli(*args):
+    done = subprocess.run(
+        [sys.executable, "-m", "mlm_studio", "finetune", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory, small_corpus, small_tokenizer):
+    from mlm_studio.core.training.runs import start_run, training_blocks
+    from mlm_studio.core.training.trainer import Trainer
+
+    run = start_run(tmp_path_factory.mktemp("pre") / "run", small_config(max_steps=4), small_corpus, small_tokenizer)
+    list(Trainer(run, *training_blocks(run, small_corpus)).run())
+    return run.path
+
+
+@pytest.mark.slow  # fine-tuning for several epochs
+def test_classification_from_a_run_prints_progress_and_json(pretrained, tmp_path):
+    task = write_task(tmp_path / "task.csv")
+    code, out, err = cli(
+        pretrained, "--task", task, "--kind", "classification", "--out", tmp_path / "ft", *FAST, "--json"
+    )
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["run"] == str((tmp_path / "ft").resolve()) and result["reason"] == "completed"
+    assert result["steps"] == 30  # 120 training examples, 8 a step, 2 epochs
+    test = result["test"]
+    assert test["type"] == "test" and test["labels"] == ["errors", "files", "returns"]
+    assert sum(map(sum, test["confusion"])) == 15 and 0 <= test["accuracy"] <= 1
+    assert [v["step"] for v in result["validation"]] == [15, 30]
+    assert "of 30 steps · ETA" in err and "Validation at step 15 (epoch 1.00)" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.slow  # fine-tuning for several epochs
+def test_tokens_from_a_hugging_face_folder_then_from_scratch(small_corpus, tmp_path):
+    from itertools import islice
+
+    folder = make_folder("bert", list(islice(small_corpus.iter_documents(), 200)), tmp_path / "hf")
+    conll = tmp_path / "train.conll"
+    rows = [json.loads(line) for line in write_tagging(tmp_path / "tags.jsonl").read_text().splitlines()]
+    conll.write_text(
+        "-DOCSTART- O\n\n" + "\n\n".join("\n".join(f"{w} {t}" for w, t in zip(r["tokens"], r["tags"])) for r in rows)
+    )
+    code, out, err = cli(folder, "--task", conll, "--kind", "tokens", "--out", tmp_path / "a", *FAST)
+    assert code == 0, err
+    assert "Test, with the best checkpoint (step" in out and "entities: precision" in out
+    table = out.splitlines()[-5:]  # the per-class table: a header, then O, B-ARG, B-EXC, I-EXC in training order
+    assert table[0].split() == ["label", "precision", "recall", "F1", "support"]
+    assert [line.split()[0] for line in table[1:]] == ["O", "B-ARG", "B-EXC", "I-EXC"] or "B-ARG" in out
+    code, out, err = cli(f"scratch:{folder}", "--task", conll, "--kind", "tokens", "--out", tmp_path / "b", *FAST)
+    assert code == 0, err
+    origin = json.loads((tmp_path / "b" / "init" / "origin.json").read_text())
+    assert origin["kind"] == "scratch"
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([["a text", "same"]] * 6, "one.csv: every row has the label 'same'; a classifier needs at least two labels"),
+        ([["a text"]] * 6, "one.csv: no label column among its columns (text); name it with --label-column"),
+    ],
+)
+def test_bad_input_is_one_sentence_and_exit_1(pretrained, tmp_path, rows, message):
+    header = "text,label" if len(rows[0]) == 2 else "text"
+    (tmp_path / "one.csv").write_text(header + "\n" + "\n".join(",".join(r) for r in rows) + "\n")
+    code, out, err = cli(pretrained, "--task", tmp_path / "one.csv", "--out", tmp_path / "ft", *FAST)
+    assert code == 1 and out == ""
+    assert err == f"mlm-studio: {message}\n"
+    assert not (tmp_path / "ft").exists()
+
+
+def test_a_missing_model_is_one_sentence(tmp_path):
+    task = write_task(tmp_path / "task.csv")
+    code, _, err = cli(tmp_path / "nowhere", "--task", task, "--out", tmp_path / "ft")
+    assert code == 1 and err.startswith("mlm-studio: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.slow  # fine-tuning for several epochs
+def test_compare_fine_tunes_the_run_its_starting_model_and_scratch_with_the_same_seeds(small_corpus, tmp_path):
+    from itertools import islice
+
+    from mlm_studio.core.interop.hf import import_model
+    from mlm_studio.core.training.runs import start_run, training_blocks
+    from mlm_studio.core.training.trainer import Trainer
+
+    folder = make_folder("bert", list(islice(small_corpus.iter_documents(), 200)), tmp_path / "hf")
+    run = start_run(tmp_path / "continued", small_config(max_steps=2), small_corpus, None, import_model(folder))
+    list(Trainer(run, *training_blocks(run, small_corpus)).run())
+    task = write_task(tmp_path / "task.csv", rows=60)
+    out = tmp_path / "compare"
+    code, stdout, err = cli(
+        run.path, "--task", task, "--compare", "--seeds", 3, "--out", out, *FAST, "--epochs", 1, "--json"
+    )
+    assert code == 0, err
+    result = json.loads(stdout)
+    assert result["score"] == "macro-F1"
+    labels = [c["label"] for c in result["contenders"]]
+    assert labels == ["your model", "its starting model", "from scratch"]
+    assert result["contenders"][1]["model"] == str(folder.resolve())
+    for contender in result["contenders"]:
+        assert len(contender["score"]) == 3 and contender["score_sd"] is not None
+    splits = {json.loads((p / "task.json").read_text())["split_seed"] for p in out.iterdir() if p.is_dir()}
+    assert splits == {0} and len([p for p in out.iterdir() if p.is_dir()]) == 9
+    assert "[from scratch, seed 2] Test, with the best checkpoint" in err
