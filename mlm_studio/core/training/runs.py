@@ -113,10 +113,14 @@ def start_run(
 def with_resolved_precision(config: RunConfig) -> RunConfig:
     """`config` with precision "auto" replaced by what it resolves to on the configured device, so that a run's
     config.toml records the precision it trains in and a resume continues in it."""
-    training = config.training
-    if training.precision != "auto":
+    if config.training.precision != "auto":
         return config
-    precision = resolved_precision(training.precision, resolve_device(training.device))
+    training = config.training
+    try:
+        device = resolve_device(training.device)
+    except ValueError:  # a device this machine lacks: the trainer refuses it, saying so
+        return config
+    precision = resolved_precision(training.precision, device)
     return replace(config, training=replace(training, precision=precision))
 
 
