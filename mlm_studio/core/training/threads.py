@@ -15,7 +15,7 @@ from functools import cache
 
 import torch
 
-RECHECK_SECONDS = 2.0  # how often the load is sampled during a run (reading /proc/stat takes some 50 µs)
+RECHECK_SECONDS = 2.0  # how often the load is sampled during a run (reading /proc/stat takes some 75 µs)
 FIRST_SAMPLE_SECONDS = 0.1  # the sample the start decides from
 
 
