@@ -16,7 +16,9 @@ recipe (learning rate 5e-5, no warm-up, linear decay over its step budget, no we
 epsilon 1e-8), as a user who keeps the defaults gets it.
 
 Run: python benchmarks/bench_like_with_like.py [--seconds 300] [--repeats 3] [--corpus builtin kjv]
-     [--preset modern] [--trainer-defaults]
+     [--preset modern] [--set SECTION.FIELD=VALUE …] [--trainer-defaults]
+The seed shape in a family, e.g.: --set model.family=bert --set model.hidden_size=256 --set model.num_hidden_layers=4
+     --set model.num_attention_heads=8 --set model.intermediate_size=512 --set tokenizer.vocab_size=30000
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import os
 
 # One fixed thread count for both sides (our trainer would otherwise size its threads to the load; see threads.py).
-os.environ.setdefault("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
+os.environ.setdefault("OMP_NUM_THREADS", str(getattr(os, "process_cpu_count", os.cpu_count)()))
 
 import argparse
 import importlib.metadata
@@ -41,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine
 
 from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
-from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.run_config import RunConfig, value_from_text
 from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.data.corpus import Corpus, load_corpus
 from mlm_studio.core.data.tokenizer import train_tokenizer
@@ -233,7 +235,7 @@ def table(corpus_name: str, seconds: float, results: dict[str, list[Result]]) ->
 
 def compare(corpus_name: str, args) -> str:
     corpus = load_corpus(corpus_files(corpus_name))
-    chosen = preset(args.preset)
+    chosen = preset(args.preset).with_values(dict(args.settings))
     if chosen.masking.strategy != "token":
         raise SystemExit(f"the peer's collator masks tokens; preset {args.preset} masks by {chosen.masking.strategy}")
     tokenizer = train_tokenizer(corpus.iter_documents(), chosen.tokenizer, corpus.documents)
@@ -269,12 +271,26 @@ def compare(corpus_name: str, args) -> str:
     return table(corpus_name, args.seconds, {name: results[name] for name in order})
 
 
+def setting(text: str) -> tuple[str, object]:
+    key, _, value = text.partition("=")
+    return key.strip(), value_from_text(value.strip())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=300.0, help="each side's wall-clock budget")
     parser.add_argument("--repeats", type=int, default=3, help="alternated runs of each side")
     parser.add_argument("--corpus", nargs="+", choices=("builtin", "kjv"), default=["builtin", "kjv"])
     parser.add_argument("--preset", default=DEFAULT_PRESET, help="the shape and recipe both sides train")
+    parser.add_argument(
+        "--set",
+        dest="settings",
+        type=setting,
+        action="append",
+        default=[],
+        metavar="SECTION.FIELD=VALUE",
+        help="a field of the preset changed for both sides (another family, shape or recipe), repeatable",
+    )
     parser.add_argument("--trainer-defaults", action="store_true", help="add the Trainer-defaults row")
     args = parser.parse_args()
     for name in args.corpus:

@@ -10,9 +10,11 @@ import torch
 from mlm_studio.core.training.threads import (
     CpuSample,
     ThreadGovernor,
+    allowed_cores,
     busy_elsewhere,
     compute_threads,
     sample_cpu,
+    thread_ceiling,
     threads_pinned,
 )
 
@@ -51,7 +53,7 @@ def test_the_load_elsewhere_is_the_cores_busy_time_less_our_own():
 
 
 def test_only_the_cores_this_process_may_use_are_counted(tmp_path):
-    allowed = sorted(os.sched_getaffinity(0))
+    allowed = sorted(allowed_cores())
     ticks = os.sysconf("SC_CLK_TCK")
     # user nice system idle iowait irq softirq steal: busy = all but idle and iowait
     lines = ["cpu  999999 0 999999 0 0 0 0 0 0 0"]
@@ -104,3 +106,30 @@ def test_a_thread_count_the_user_set_is_pinned(monkeypatch):
     assert threads_pinned()
     monkeypatch.delenv("OMP_NUM_THREADS")
     assert not threads_pinned()
+
+
+def test_a_cpu_run_re_decides_its_threads_at_every_step_unless_they_are_pinned(
+    tmp_path, small_corpus, small_tokenizer, monkeypatch, torch_threads
+):
+    from mlm_studio.core.training import trainer as trainer_module
+    from mlm_studio.core.training.runs import start_run, training_blocks
+    from tests.core.helpers import small_config
+
+    checks = []
+
+    class Counted(ThreadGovernor):
+        def check(self) -> int:
+            checks.append(super().check())
+            return checks[-1]
+
+    monkeypatch.setattr(trainer_module, "ThreadGovernor", Counted)
+    for pinned, name in ((False, "free"), (True, "pinned")):
+        if pinned:
+            monkeypatch.setenv("OMP_NUM_THREADS", "1")
+        else:
+            monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+        run = start_run(tmp_path / name, small_config(max_steps=3, device="cpu"), small_corpus, small_tokenizer)
+        list(trainer_module.Trainer(run, *training_blocks(run, small_corpus)).run())
+        if not pinned:
+            assert len(checks) == 3 and all(1 <= threads <= thread_ceiling() for threads in checks)
+    assert len(checks) == 3  # the pinned run made no governor at all

@@ -30,11 +30,17 @@ def threads_pinned() -> bool:
     return "OMP_NUM_THREADS" in os.environ
 
 
+def allowed_cores() -> set[int]:
+    """The cores this process may run on (every core where the system does not say: not Linux)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return affinity(0) if affinity is not None else set(range(os.cpu_count() or 1))
+
+
 @cache
 def thread_ceiling() -> int:
     """The most threads a run uses: PyTorch's own choice when this process first asks (its physical cores, or
     a pinned count), no more than the cores this process may run on."""
-    return max(1, min(torch.get_num_threads(), len(os.sched_getaffinity(0))))
+    return max(1, min(torch.get_num_threads(), len(allowed_cores())))
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,7 @@ def sample_cpu(stat: str = "/proc/stat") -> CpuSample | None:
             lines = file.read().splitlines()
     except OSError:
         return None
-    allowed = {f"cpu{index}" for index in os.sched_getaffinity(0)}
+    allowed = {f"cpu{index}" for index in allowed_cores()}
     ticks = os.sysconf("SC_CLK_TCK")
     busy = 0
     for line in lines:
