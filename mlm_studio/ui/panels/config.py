@@ -283,7 +283,7 @@ class ConfigPanel(QWidget):
 
     def _update_precisions(self) -> None:
         device = self.editors[("training", "device")].currentData() or "auto"
-        allowed = PRECISIONS if device.startswith("cuda") else ("fp32", "bf16")
+        allowed = PRECISIONS if device.startswith("cuda") else ("auto", "fp32", "bf16")
         editor = self.editors[("training", "precision")]
         for index in range(editor.count()):
             item = editor.model().item(index)
