@@ -9,32 +9,33 @@ from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.evaluation.search import build_index, retrieval_scores
 from mlm_studio.core.evaluation.subject import load_subject
 from mlm_studio.core.evaluation.task_probe import TaskError, read_labelled, sentence_vectors
-from mlm_studio.headless import USER_ERRORS, _emit, _fail, _json, _Status
+from mlm_studio.headless import USER_ERRORS
+from mlm_studio.terminal import Status, emit, fail, strict_json
 
 
 def search(args) -> int:
     """Print the `--k` documents nearest each query (rank, cosine, text) or JSON; with --task, recall@k and MRR."""
     if not args.query and args.task is None:
-        return _fail("give --query TEXT to search the corpus, or --task FILE to score same-label neighbours")
+        return fail("give --query TEXT to search the corpus, or --task FILE to score same-label neighbours")
     try:
-        corpus = load_corpus(args.corpus, progress=_Status())
-        subject = load_subject(args.model, corpus=corpus, progress=_Status())
+        corpus = load_corpus(args.corpus, progress=Status())
+        subject = load_subject(args.model, corpus=corpus, progress=Status())
         encoder, tokenizer = subject.encoder, subject.tokenizer
         result = {"model": subject.title}
         if args.query:
-            index = build_index(encoder, tokenizer, list(corpus.iter_documents()), args.layer, _Status())
+            index = build_index(encoder, tokenizer, list(corpus.iter_documents()), args.layer, Status())
             result["queries"] = [
                 {"query": query, "hits": [hit.__dict__ for hit in index.nearest(query, args.k)]} for query in args.query
             ]
         if args.task is not None:
             task = read_labelled(args.task, args.text_column, args.label_column)
-            vectors = sentence_vectors(encoder, tokenizer, task.texts, args.layer, progress=_Status())
+            vectors = sentence_vectors(encoder, tokenizer, task.texts, args.layer, progress=Status())
             result["retrieval"] = retrieval_scores(vectors, task.labels, args.k).to_json()
     except (*USER_ERRORS, TaskError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if sys.stderr.isatty():
         print("\r\033[K", end="", file=sys.stderr)
-    return _emit(_json(result) if args.json else _for_people(result))
+    return emit(strict_json(result) if args.json else _for_people(result))
 
 
 def _for_people(result: dict) -> str:
