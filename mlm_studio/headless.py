@@ -8,6 +8,7 @@ import math
 import signal
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
 from mlm_studio.core.config.run_config import RunConfig
@@ -17,6 +18,8 @@ from mlm_studio.core.data.corpus import Corpus, CorpusError, SourceReport, load_
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError, train_tokenizer
 from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.evaluation.predict import FillMask, PredictError
+from mlm_studio.core.finetune.heads import CLASS_NAMES
+from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.interop.export import export_model
 from mlm_studio.core.interop.hf import GENERATOR_FOLDER, import_model
 from mlm_studio.core.progress import Progress
@@ -256,7 +259,10 @@ def _line(tty: bool, text: str) -> None:
 def export(args) -> int:
     """Write a run (latest or best checkpoint) or a checkpoint folder as a Hugging Face `transformers` folder."""
     try:
-        _, checkpoint, chosen = choose_checkpoint(args.model, args.best)
+        run, checkpoint, chosen = choose_checkpoint(args.model, args.best)
+        if run.task is not None and run.path.resolve() == Path(args.model).resolve():
+            checkpoint = run.path  # a fine-tuned run: export_model takes its best weights
+            chosen = f"{FineTuned.best_weights(run).name}, its best weights by the validation score"
         out = export_model(checkpoint, args.out, overwrite=args.overwrite, progress=_Status())
     except USER_ERRORS as exc:
         return _fail(str(exc))
@@ -270,7 +276,9 @@ def export(args) -> int:
             f"the generator with AutoModelForMaskedLM.from_pretrained({str(generator)!r})"
         )
     else:
-        print(f"Exported to {out}; load it with AutoModelForMaskedLM.from_pretrained({str(out)!r})")
+        architecture = json.loads((out / "config.json").read_text(encoding="utf-8"))["architectures"][0]
+        head = next((h for h in CLASS_NAMES.values() if architecture.endswith(h)), "ForMaskedLM")
+        print(f"Exported to {out}; load it with AutoModel{head}.from_pretrained({str(out)!r})")
     return 0
 
 

@@ -9,6 +9,8 @@ import subprocess
 import sys
 
 import pytest
+import torch
+from safetensors.torch import load_file
 
 from tests.core.family_folders import make_folder
 from tests.core.helpers import small_config
@@ -162,7 +164,7 @@ def test_an_out_folder_of_the_users_is_left_as_it_was(pretrained, tmp_path):
 
 
 @pytest.mark.slow  # a run stopped, then resumed to its end
-def test_ctrl_c_stops_with_a_checkpoint_a_second_process_is_refused_and_resume_finishes(pretrained, tmp_path):
+def test_ctrl_c_stops_a_second_process_is_refused_resume_finishes_and_export_takes_the_best(pretrained, tmp_path):
     task = write_task(tmp_path / "task.csv", rows=120)
     args = ["--task", task, "--out", tmp_path / "ft", "--epochs", "6", "--batch-size", "8", "--patience", "6"]
     command = [sys.executable, "-m", "mlm_studio", "finetune", str(pretrained), *map(str, args), "--device", "cpu"]
@@ -181,3 +183,18 @@ def test_ctrl_c_stops_with_a_checkpoint_a_second_process_is_refused_and_resume_f
     assert code == 0, err
     assert int(err.split("step ", 1)[1].split()[0]) > stopped
     assert "Finished (completed) at step 72" in out
+    best = json.loads((tmp_path / "ft" / "best" / "state.json").read_text())["step"]
+    assert best < 72  # the best weights are not the last: exporting the latest would differ
+    done = subprocess.run(
+        [sys.executable, "-m", "mlm_studio", "export", str(tmp_path / "ft"), str(tmp_path / "hf")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Took best, its best weights by the validation score.\n")
+    assert "load it with AutoModelForSequenceClassification.from_pretrained(" in done.stdout
+    exported, kept = (
+        load_file(p) for p in (tmp_path / "hf" / "model.safetensors", tmp_path / "ft" / "best" / "model.safetensors")
+    )
+    assert torch.equal(exported["classifier.weight"], kept["classifier.weight"])
