@@ -2,6 +2,7 @@
 not files, an empty file, options out of range; each is one sentence naming the file or the option."""
 
 import csv
+import json
 import os
 
 import pytest
@@ -79,3 +80,16 @@ def test_an_option_out_of_range_names_its_field(tmp_path, field, value, rule):
         FinetuneOptions("classification", tmp_path / "t.csv", **{field: value})
     assert (caught.value.field, caught.value.rule) == (field, rule)
     assert caught.value.sentence("--x") == f"--x must be {rule}, not {value}"
+
+
+def test_labels_of_numbers_and_booleans_are_read_as_text_and_nulls_left_out(tmp_path):
+    path = tmp_path / "typed.jsonl"
+    values = [1, 2, True, False, None, 1.5]
+    path.write_text("\n".join(json.dumps({"text": f"text {i}", "label": v}) for i, v in enumerate(values)) + "\n")
+    file = read_labelled_file(path, "classification")
+    assert [(e.row, e.labels) for e in file.examples] == [(1, ("1",)), (2, ("2",)), (3, ("True",)), (4, ("False",))]
+    assert file.skipped.startswith("2 problem lines, first: line 5: ")
+    nulls = tmp_path / "nulls.jsonl"
+    nulls.write_text('{"text": "a", "label": null}\n' * 3)
+    with pytest.raises(TaskError, match=r"^nulls.jsonl has no usable rows \(3 problem lines, first: line 1: no"):
+        read_labelled_file(nulls, "classification")
