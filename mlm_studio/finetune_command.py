@@ -12,7 +12,7 @@ from mlm_studio.core.data.tokenizer import TokenizerError
 from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.finetune.compare import compare, outcomes, table
 from mlm_studio.core.finetune.labelled import Columns
-from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError, prepare_finetuner
 from mlm_studio.core.finetune.tuner import FineTuner
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
@@ -24,6 +24,19 @@ from mlm_studio.core.training.runs import new_run_path
 from mlm_studio.terminal import fail, strict_json
 
 USER_ERRORS = (ValueError, CheckpointError, TokenizerError, OSError)  # TaskError and ConfigError are ValueErrors
+# the option each of FinetuneOptions' fields is typed as
+FLAGS = {
+    "learning_rate": "--lr",
+    "epochs": "--epochs",
+    "batch_size": "--batch-size",
+    "warmup_share": "--warmup",
+    "weight_decay": "--weight-decay",
+    "freeze_layers": "--freeze-layers",
+    "patience": "--patience",
+    "eval_interval": "--eval-every",
+    "max_length": "--max-length",
+    "seed": "--seed",
+}
 
 
 def finetune(args) -> int:
@@ -31,22 +44,26 @@ def finetune(args) -> int:
     the current step with a checkpoint."""
     if args.resume is None and (args.model is None or args.task is None):
         return fail("give MODEL and --task FILE to start, or --resume RUN to continue")
+    try:
+        options = None if args.resume else _options(args)
+    except OptionError as exc:
+        return fail(_said(exc))
     if args.compare:
-        return _compare(args)
+        return _compare(args, options)
     path = args.resume or args.out or new_run_path(default_runs_dir(), "finetune")
     try:
         with RunLock(path):
-            tuner = prepare_finetuner(path) if args.resume else prepare_finetuner(path, args.model, _options(args))
+            tuner = prepare_finetuner(path) if args.resume else prepare_finetuner(path, args.model, options)
             previous = signal.signal(signal.SIGINT, lambda *_: tuner.control.stop())
             try:
                 return _report(tuner, args.json)
             finally:
                 signal.signal(signal.SIGINT, previous)
     except USER_ERRORS as exc:
-        return fail(str(exc))
+        return fail(_said(exc))
 
 
-def _compare(args) -> int:
+def _compare(args, options: FinetuneOptions | None) -> int:
     """Fine-tune the model, its starting model and the same from scratch with the same seeds; print the table."""
     if args.resume is not None:
         return fail("--compare starts its own runs; give MODEL and --task (and --out to continue a comparison)")
@@ -58,7 +75,7 @@ def _compare(args) -> int:
     tty, seen = sys.stderr.isatty(), []
     try:
         with RunLock(root):
-            for contender, seed, record in compare(args.model, _options(args), root, args.seeds, control):
+            for contender, seed, record in compare(args.model, options, root, args.seeds, control):
                 seen.append((contender, seed, record))
                 if isinstance(record, FailedRecord):
                     return fail(f"{contender.label}, seed {seed}: {record.message}")
@@ -68,7 +85,7 @@ def _compare(args) -> int:
                 print(f"\r{line}\033[K" if tty else line, end="" if isinstance(record, StepRecord) else "\n",
                       file=sys.stderr, flush=True)  # fmt: skip
     except USER_ERRORS as exc:
-        return fail(str(exc))
+        return fail(_said(exc))
     finally:
         signal.signal(signal.SIGINT, previous)
     found = outcomes(iter(seen))
@@ -145,3 +162,8 @@ def _per_class_table(test: TestRecord) -> str:
     for label, precision, recall, f1, support in test.per_class:
         lines.append(f"{label:<{width}}  {precision:9.1%}  {recall:6.1%}  {f1:5.1%}  {support:7,}")
     return "\n".join(lines)
+
+
+def _said(exc: Exception) -> str:
+    """The error in a sentence; an option out of range named as the user typed it."""
+    return exc.sentence(FLAGS.get(exc.field, exc.field)) if isinstance(exc, OptionError) else str(exc)

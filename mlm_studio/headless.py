@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
 from mlm_studio.core.config.run_config import RunConfig, written_fields
@@ -15,6 +17,8 @@ from mlm_studio.core.data.corpus import Corpus, CorpusError, SourceReport, load_
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError, train_tokenizer
 from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.evaluation.predict import FillMask, PredictError
+from mlm_studio.core.finetune.heads import CLASS_NAMES
+from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.interop.export import export_model
 from mlm_studio.core.interop.hf import GENERATOR_FOLDER, import_model
 from mlm_studio.core.storage.checkpoint import CheckpointError
@@ -246,7 +250,10 @@ def _line(tty: bool, text: str) -> None:
 def export(args) -> int:
     """Write a run (latest or best checkpoint) or a checkpoint folder as a Hugging Face `transformers` folder."""
     try:
-        _, checkpoint, chosen = choose_checkpoint(args.model, args.best)
+        run, checkpoint, chosen = choose_checkpoint(args.model, args.best)
+        if run.task is not None and run.path.resolve() == Path(args.model).resolve():
+            checkpoint = run.path  # a fine-tuned run: export_model takes its best weights
+            chosen = f"{FineTuned.best_weights(run).name}, its best weights by the validation score"
         out = export_model(checkpoint, args.out, overwrite=args.overwrite, progress=Status())
     except USER_ERRORS as exc:
         return fail(str(exc))
@@ -260,7 +267,9 @@ def export(args) -> int:
             f"the generator with AutoModelForMaskedLM.from_pretrained({str(generator)!r})"
         )
     else:
-        print(f"Exported to {out}; load it with AutoModelForMaskedLM.from_pretrained({str(out)!r})")
+        architecture = json.loads((out / "config.json").read_text(encoding="utf-8"))["architectures"][0]
+        head = next((h for h in CLASS_NAMES.values() if architecture.endswith(h)), "ForMaskedLM")
+        print(f"Exported to {out}; load it with AutoModel{head}.from_pretrained({str(out)!r})")
     return 0
 
 

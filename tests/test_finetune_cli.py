@@ -3,10 +3,14 @@ Hugging Face folder and from scratch, its JSON result, and bad input as one sent
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 
 import pytest
+import torch
+from safetensors.torch import load_file
 
 from tests.core.family_folders import make_folder
 from tests.core.helpers import small_config
@@ -126,3 +130,71 @@ def test_compare_fine_tunes_the_run_its_starting_model_and_scratch_with_the_same
     splits = {json.loads((p / "task.json").read_text())["split_seed"] for p in out.iterdir() if p.is_dir()}
     assert splits == {0} and len([p for p in out.iterdir() if p.is_dir()]) == 9
     assert "[from scratch, seed 2] Test, with the best checkpoint" in err
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--lr", "5"], "--lr must be more than 0 and less than 1, not 5.0"),
+        (["--batch-size", "0"], "--batch-size must be between 1 and 65,536, not 0"),
+        (["--epochs", "0"], "--epochs must be more than 0 and at most 1,000,000, not 0.0"),
+        (["--max-length", "3"], "--max-length must be 0 (as many as the model reads) or between 8 and 8,192, not 3"),
+        (["--freeze-layers", "99"], "--freeze-layers must be at most the number of layers the model has (1), not 99"),
+    ],
+)
+def test_an_option_out_of_range_is_named_as_typed(pretrained, tmp_path, option, message):
+    task = write_task(tmp_path / "task.csv", rows=30)
+    code, out, err = cli(pretrained, "--task", task, "--out", tmp_path / "ft", "--device", "cpu", *option)
+    assert (code, out, err) == (1, "", f"mlm-studio: {message}\n")
+    assert not (tmp_path / "ft").exists()
+
+
+def test_an_out_folder_of_the_users_is_left_as_it_was(pretrained, tmp_path):
+    task = write_task(tmp_path / "task.csv", rows=30)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("my notes")
+    code, _, err = cli(pretrained, "--task", task, "--out", tmp_path / "mine", *FAST)
+    assert code == 1
+    assert err == (
+        f"mlm-studio: {tmp_path / 'mine'} already holds notes.txt; a new run goes into a new or empty folder: "
+        "choose another\n"
+    )
+    assert [p.name for p in (tmp_path / "mine").iterdir()] == ["notes.txt"]
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "my notes"
+
+
+@pytest.mark.slow  # a run stopped, then resumed to its end
+def test_ctrl_c_stops_a_second_process_is_refused_resume_finishes_and_export_takes_the_best(pretrained, tmp_path):
+    task = write_task(tmp_path / "task.csv", rows=120)
+    args = ["--task", task, "--out", tmp_path / "ft", "--epochs", "6", "--batch-size", "8", "--patience", "6"]
+    command = [sys.executable, "-m", "mlm_studio", "finetune", str(pretrained), *map(str, args), "--device", "cpu"]
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in first.stderr:
+        if line.startswith("step "):
+            break
+    code, _, err = cli(pretrained, *args, "--device", "cpu")
+    assert code == 1 and f"ft is being trained by process {first.pid}" in err
+    first.send_signal(signal.SIGINT)
+    out, _ = first.communicate(timeout=120)
+    assert first.returncode == 0
+    stopped = int(re.search(r"Finished \(stopped\) at step (\d+)", out).group(1))
+    assert 0 < stopped < 90  # 6 epochs of 12 steps (96 training examples)
+    code, out, err = cli("--resume", tmp_path / "ft", "--device", "cpu")
+    assert code == 0, err
+    assert int(err.split("step ", 1)[1].split()[0]) > stopped
+    assert "Finished (completed) at step 72" in out
+    best = json.loads((tmp_path / "ft" / "best" / "state.json").read_text())["step"]
+    assert best < 72  # the best weights are not the last: exporting the latest would differ
+    done = subprocess.run(
+        [sys.executable, "-m", "mlm_studio", "export", str(tmp_path / "ft"), str(tmp_path / "hf")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Took best, its best weights by the validation score.\n")
+    assert "load it with AutoModelForSequenceClassification.from_pretrained(" in done.stdout
+    exported, kept = (
+        load_file(p) for p in (tmp_path / "hf" / "model.safetensors", tmp_path / "ft" / "best" / "model.safetensors")
+    )
+    assert torch.equal(exported["classifier.weight"], kept["classifier.weight"])

@@ -60,8 +60,10 @@ def save_tokenizer(kind: str, documents: list[str], folder: Path):
     build, specials = KINDS[kind]
     backend = build(documents)
     cls, sep = specials["cls"], specials["sep"]
+    roberta_style = cls == "<s>"  # RoBERTa's pairs: <s> A </s></s> B </s>, one segment; BERT's: two
     backend.post_processor = processors.TemplateProcessing(
         single=f"{cls} $A {sep}",
+        pair=f"{cls} $A {sep} {sep} $B {sep}" if roberta_style else f"{cls} $A {sep} $B:1 {sep}:1",
         special_tokens=[(cls, backend.token_to_id(cls)), (sep, backend.token_to_id(sep))],
     )
     lstrip = specials["mask"] == "<mask>"  # RoBERTa's mask takes the space before it

@@ -2,8 +2,10 @@
 `…ForTokenClassification`: `transformers`' pipelines load it without a warning and predict what MLM Studio
 predicts, label for label and probability for probability."""
 
+import csv
 import json
 import logging
+import random
 from dataclasses import replace
 from itertools import islice
 
@@ -23,6 +25,7 @@ pytestmark = pytest.mark.slow  # a fine-tuning run and an export per family and 
 
 FAMILIES = ["bert", "roberta", "distilbert", "modernbert", "electra"]
 TEXTS = ["return the value of a list", "raise an error to the file", "the path of a file is", "of the and"]
+PAIRS = [("return the value", "of a list"), ("the path of a file is", "raise an error"), ("of", "the and a list")]
 SENTENCES = [["the", "file", "is", "an", "error", "value"], ["raise", "error", "value", "of", "path"]]
 
 
@@ -70,6 +73,30 @@ def test_an_exported_classifier_predicts_as_mlm_studio(source, tmp_path, caplog)
         assert answer["label"] == label
         assert answer["score"] == pytest.approx(probability, abs=1e-5)
     assert "pipeline_tag: text-classification" in (out / "README.md").read_text()
+
+
+def write_pairs(path, rows=60, seed=0):
+    """Pairs whose label says which of the two texts holds the word "error"."""
+    rng = random.Random(seed)
+    words = ["the", "value", "of", "a", "list", "file", "path", "return"]
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["sentence1", "sentence2", "label"])
+        for _ in range(rows):
+            first, second = ([rng.choice(words) for _ in range(rng.randint(2, 7))] for _ in range(2))
+            label = rng.choice(["first", "second"])
+            (first if label == "first" else second).insert(1, "error")
+            writer.writerow([" ".join(first), " ".join(second), label])
+    return path
+
+
+def test_an_exported_pair_classifier_predicts_as_mlm_studio(source, tmp_path, caplog):
+    ours, out = _fine_tuned(source, "classification", write_pairs(tmp_path / "pairs.csv"), tmp_path)
+    pipe = _quiet_pipeline("text-classification", out, caplog)
+    theirs = pipe([{"text": a, "text_pair": b} for a, b in PAIRS])
+    for (label, probability), answer in zip(ours.classify(PAIRS), theirs, strict=True):
+        assert answer["label"] == label
+        assert answer["score"] == pytest.approx(probability, abs=1e-5)
 
 
 def test_an_exported_tagger_predicts_as_mlm_studio(source, tmp_path, caplog):

@@ -1,7 +1,8 @@
-"""Labelled examples as the model reads them: token ids between the classification and separator tokens,
-cut to the model's length; for token classification each word's tag on its first piece (IGNORE_INDEX
-elsewhere), whatever the tokenizer's kind. Also the stratified split and the batches (of similar lengths,
-padded only to the longest of each)."""
+"""Labelled examples as the model reads them: token ids (and segment ids) laid out by the tokenizer's own
+post-processor (BERT's `[CLS] A [SEP] B [SEP]` with segments 0 and 1, RoBERTa's `<s> A </s></s> B </s>`), the
+longer text of a pair cut first to the model's length; for token classification each word's tag on its first
+piece (IGNORE_INDEX elsewhere), whatever the tokenizer's kind. Also the stratified split and the batches (of
+similar lengths, padded only to the longest of each)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from tokenizers import processors
 
 from mlm_studio.core.data.masking import IGNORE_INDEX
 from mlm_studio.core.data.tokenizer import MLMTokenizer
@@ -24,6 +26,7 @@ class Encoded:
     """Examples as ids: each row's ids and labels (one label per example, or one per token)."""
 
     ids: list[np.ndarray]
+    types: list[np.ndarray]  # each id's segment (0 for the first text, as the tokenizer says for a pair's second)
     labels: list[np.ndarray]
     rows: list[int]  # each example's row in its file
     truncated: list[int]  # the rows of the examples cut to the model's length
@@ -61,7 +64,7 @@ def encode_examples(
     tokenizer: MLMTokenizer, examples: list[Example], label_ids: dict[str, int], task: str, limit: int
 ) -> Encoded:
     """Examples as ids of at most `limit` tokens, special tokens included (longer ones are cut: counted)."""
-    ids, labels, truncated = [], [], []
+    ids, types, labels, truncated = [], [], [], []
     budget = limit - 2
     for example in examples:
         if task == "tokens":
@@ -71,32 +74,56 @@ def encode_examples(
             if len(pieces) > budget:
                 truncated.append(example.row)
             row = [tokenizer.cls_id, *pieces[:budget], tokenizer.sep_id]
+            segments = [0] * len(row)
             labels.append(np.asarray([IGNORE_INDEX, *targets[:budget], IGNORE_INDEX], dtype=np.int64))
         else:
-            parts = [tokenizer.backend.encode(text, add_special_tokens=False).ids for text in example.inputs]
-            room = budget - (len(parts) - 1)
-            cut = _fit(parts, room)
-            if cut != [len(p) for p in parts]:
+            row, segments, cut = encode_texts(tokenizer, example.inputs, limit)
+            if cut:
                 truncated.append(example.row)
-            row = [tokenizer.cls_id]
-            for part, keep in zip(parts, cut, strict=True):
-                row += [*part[:keep], tokenizer.sep_id]
             labels.append(np.asarray([label_ids[example.labels[0]]], dtype=np.int64))
         ids.append(np.asarray(row, dtype=np.int64))
-    return Encoded(ids, labels, [e.row for e in examples], truncated, task == "tokens")
+        types.append(np.asarray(segments, dtype=np.int64))
+    return Encoded(ids, types, labels, [e.row for e in examples], truncated, task == "tokens")
 
 
-def _fit(parts: list[list[int]], room: int) -> list[int]:
-    """How many ids of each part to keep for all to fit in `room`: the longest shortened first."""
-    keep = [len(p) for p in parts]
-    excess = sum(keep) - max(room, 0)
-    while excess > 0:
-        longest = max(range(len(keep)), key=keep.__getitem__)
-        runner_up = max((k for i, k in enumerate(keep) if i != longest), default=0)
-        cut = min(excess, max(1, keep[longest] - runner_up))
-        keep[longest] -= cut
-        excess -= cut
-    return keep
+def encode_texts(tokenizer: MLMTokenizer, texts: tuple[str, ...], limit: int) -> tuple[list[int], list[int], bool]:
+    """A text or a pair as the tokenizer's post-processor lays it out, in at most `limit` ids (the longer text
+    cut first, as `transformers`' "longest_first"): (ids, segment ids, whether a text was cut)."""
+    processor = tokenizer.backend.post_processor or _bert_layout(tokenizer)
+    parts = [tokenizer.backend.encode(text, add_special_tokens=False) for text in texts]
+    room = limit - processor.num_special_tokens_to_add(len(parts) == 2)
+    lengths = [len(part.ids) for part in parts]
+    keep = _fit(lengths, room)
+    for part, length, kept in zip(parts, lengths, keep, strict=True):
+        if kept < length:
+            part.truncate(kept)
+    laid_out = processor.process(parts[0], parts[1] if len(parts) == 2 else None, True)
+    return laid_out.ids, laid_out.type_ids, keep != lengths
+
+
+def _bert_layout(tokenizer: MLMTokenizer) -> processors.PostProcessor:
+    """BERT's layout with the tokenizer's own classification and separator tokens, for a tokenizer without one."""
+    cls, sep = tokenizer.specials.cls, tokenizer.specials.sep
+    return processors.TemplateProcessing(
+        single=f"{cls} $A {sep}",
+        pair=f"{cls} $A {sep} $B:1 {sep}:1",
+        special_tokens=[(cls, tokenizer.cls_id), (sep, tokenizer.sep_id)],
+    )
+
+
+def _fit(lengths: list[int], room: int) -> list[int]:
+    """How many ids of a text (or of each text of a pair) to keep for them to fit in `room`, as the `tokenizers`
+    library's "longest_first" decides: the longer text cut to what the shorter leaves, both to half if need be."""
+    room = max(room, 0)
+    if sum(lengths) <= room:
+        return list(lengths)
+    if len(lengths) == 1:
+        return [room]
+    short, long = sorted(lengths)
+    long = short if short > room else max(short, room - short)
+    if short + long > room:
+        short, long = room // 2, room // 2 + room % 2
+    return [short, long] if lengths[0] <= lengths[1] else [long, short]
 
 
 def stratified_split(examples: list[Example], seed: int, task: str) -> tuple[list[int], list[int], list[int]]:
@@ -143,18 +170,20 @@ def batch_order(lengths: list[int], batch_size: int, seed: int) -> list[np.ndarr
 
 
 def collate(data: Encoded, indices: np.ndarray, pad_id: int, device: torch.device):
-    """(ids, attention mask, labels) of some examples, padded to the longest; token labels padded with
-    IGNORE_INDEX."""
+    """(ids, attention mask, segment ids, labels) of some examples, padded to the longest; token labels padded
+    with IGNORE_INDEX."""
     length = max(len(data.ids[i]) for i in indices)
     ids = torch.full((len(indices), length), pad_id, dtype=torch.long)
     mask = torch.zeros((len(indices), length), dtype=torch.long)
+    types = torch.zeros((len(indices), length), dtype=torch.long)
     labels = torch.full((len(indices), length), IGNORE_INDEX, dtype=torch.long) if data.per_token else None
     for row, i in enumerate(indices):
         n = len(data.ids[i])
         ids[row, :n] = torch.from_numpy(data.ids[i])
         mask[row, :n] = 1
+        types[row, :n] = torch.from_numpy(data.types[i])
         if labels is not None:
             labels[row, :n] = torch.from_numpy(data.labels[i])
     if labels is None:
         labels = torch.from_numpy(np.concatenate([data.labels[i] for i in indices]))
-    return ids.to(device), mask.to(device), labels.to(device)
+    return ids.to(device), mask.to(device), types.to(device), labels.to(device)

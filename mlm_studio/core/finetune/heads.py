@@ -22,7 +22,7 @@ from mlm_studio.core.evaluation.task_probe import TaskError
 from mlm_studio.core.models.build import build_model
 from mlm_studio.core.models.encoder import Dropout, init_like_bert
 from mlm_studio.core.models.modernbert import ModernBertPredictionHead
-from mlm_studio.core.models.registry import FAMILIES
+from mlm_studio.core.models.registry import FAMILIES, SEGMENT_TYPES
 
 CLASS_NAMES = {"classification": "ForSequenceClassification", "tokens": "ForTokenClassification"}
 
@@ -41,6 +41,11 @@ def head_layout(family: str, task: str) -> str:
 def architecture(family: str, task: str) -> str:
     """`transformers`' class of `family`'s model for `task` (BertForSequenceClassification)."""
     return FAMILIES[family].architecture.replace("ForMaskedLM", CLASS_NAMES[task])
+
+
+def reads_segments(family: str) -> bool:
+    """Whether `family`'s encoder takes segment ids (token_type_ids): whether it has segment embeddings."""
+    return SEGMENT_TYPES in FAMILIES[family].fields
 
 
 class Pooler(nn.Module):
@@ -67,6 +72,7 @@ class TaskModel(nn.Module):
         if pooling != "cls" and self.layout != "prediction_head":
             raise TaskError(f"{FAMILIES[config.family].title}'s classifier reads the first token; pooling 'cls' only")
         self.pooling = pooling
+        self.segments = reads_segments(config.family)
         self.prefix = FAMILIES[config.family].prefix
         self.add_module(self.prefix, getattr(build_model(config), self.prefix))
         size, p = config.hidden_size, config.hidden_dropout_prob
@@ -91,8 +97,17 @@ class TaskModel(nn.Module):
     def encoder_module(self) -> nn.Module:
         return getattr(self, self.prefix)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        hidden = self.encoder_module(input_ids, attention_mask)  # (B, L, H)
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Logits; segment ids are read by the families that have segment embeddings, ignored by the others."""
+        if self.segments and token_type_ids is not None:
+            hidden = self.encoder_module(input_ids, attention_mask, token_type_ids=token_type_ids)  # (B, L, H)
+        else:
+            hidden = self.encoder_module(input_ids, attention_mask)
         layout = self.layout
         if layout == "linear":
             return self.classifier(self.dropout(hidden))

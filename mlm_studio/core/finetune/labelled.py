@@ -5,15 +5,17 @@ unusable is one sentence naming the file and its row or line."""
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from mlm_studio.core.data.compressed import opened
 from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_KINDS, kind_of, read_decoded, records, sniff_encoding
-from mlm_studio.core.data.rows import IssueLog, SourceSkipped, clipped
+from mlm_studio.core.data.rows import MAX_VALUE_CHARS, IssueLog, SourceSkipped, clipped, too_long
 from mlm_studio.core.evaluation.task_probe import TaskError
 
 ROW = "\0row"  # the key under which the reader gives each row's number
@@ -59,8 +61,14 @@ class LabelledFile:
 def read_labelled_file(path: str | Path, task: str, columns: Columns | None = None) -> LabelledFile:
     """The examples of a labelled file; `columns` overrides the names found. TaskError says why it cannot serve."""
     path = Path(path)
-    if not path.is_file():
+    if path.is_dir():
+        raise TaskError(f"{path}: a folder, not a labelled file; give the file itself")
+    if not path.exists():
         raise TaskError(f"{path}: no such file")
+    if not path.is_file():
+        raise TaskError(f"{path}: not a regular file (a device or a pipe); give a labelled file")
+    if path.stat().st_size == 0:
+        raise TaskError(f"{path}: the file is empty; give a file with a header line and labelled rows")
     kind = kind_of(path)
     try:
         if task == "tokens" and kind not in ("jsonl", "parquet", "arrow"):
@@ -114,18 +122,24 @@ def _column_names(path: Path, kind: str) -> list[str]:
         except pa.ArrowException as exc:
             raise SourceSkipped(f"not a readable {kind} file ({clipped(str(exc), 200)})") from None
     with opened(path) as (raw, _):
-        text = io.TextIOWrapper(raw, encoding=sniff_encoding(path), errors="replace")
-        for line in text:
-            if not line.strip():
-                continue
-            if kind == "jsonl":
-                try:
-                    first = json.loads(line)
-                except ValueError:
-                    return []
-                return list(first) if isinstance(first, dict) else []
-            return [name.strip().lstrip("\ufeff") for name in line.rstrip("\r\n").split("," if kind == "csv" else "\t")]
-    return []
+        lines = _bounded_lines(io.TextIOWrapper(raw, encoding=sniff_encoding(path), errors="replace", newline=""))
+        if kind == "jsonl":
+            line = next((line for line in lines if line.strip()), "")
+            try:
+                first = json.loads(line) if line else None
+            except ValueError:
+                return []
+            return list(first) if isinstance(first, dict) else []
+        header = next((row for row in csv.reader(lines, delimiter="," if kind == "csv" else "\t") if row), [])
+        return [name.strip().lstrip("\ufeff") for name in header]
+
+
+def _bounded_lines(text: io.TextIOBase) -> Iterator[str]:
+    """The lines of a text, none read whole past `MAX_VALUE_CHARS` (SourceSkipped says so)."""
+    while line := text.readline(MAX_VALUE_CHARS + 1):
+        if len(line) > MAX_VALUE_CHARS:
+            raise SourceSkipped(f"its first line is {too_long('break it into lines or name the columns')}")
+        yield line
 
 
 def _table_examples(path: Path, kind: str, task: str, columns: Columns) -> tuple[list[Example], IssueLog]:

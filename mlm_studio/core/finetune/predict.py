@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from mlm_studio.core.finetune.examples import first_pieces
+from mlm_studio.core.finetune.examples import encode_texts, first_pieces
 from mlm_studio.core.finetune.heads import TaskModel
 from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights
@@ -40,13 +40,12 @@ class FineTuned:
         return latest
 
     @torch.no_grad()
-    def classify(self, texts: list[str]) -> list[tuple[str, float]]:
-        """Each text's most probable label and its probability."""
+    def classify(self, texts: list[str | tuple[str, str]]) -> list[tuple[str, float]]:
+        """Each text's (or pair of texts') most probable label and its probability."""
         answers = []
         for text in texts:
-            pieces = self.tokenizer.backend.encode(text, add_special_tokens=False).ids[: self.limit - 2]
-            ids = torch.tensor([[self.tokenizer.cls_id, *pieces, self.tokenizer.sep_id]])
-            probabilities = self.model(ids).softmax(-1)[0]
+            ids, types, _ = encode_texts(self.tokenizer, (text,) if isinstance(text, str) else tuple(text), self.limit)
+            probabilities = self.model(torch.tensor([ids]), None, torch.tensor([types])).softmax(-1)[0]
             best = int(probabilities.argmax())
             answers.append((self.labels[best], float(probabilities[best])))
         return answers

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from mlm_studio.core.config.run_config import RunConfig
-from mlm_studio.core.config.sections import DataConfig, ModelConfig, TrainConfig
+from mlm_studio.core.config.sections import MAX_SEED, DataConfig, ModelConfig, TrainConfig
 from mlm_studio.core.data.corpus import ReadOptions
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.evaluation.task_probe import TaskError
@@ -33,6 +33,34 @@ from mlm_studio.core.training.control import TrainingControl
 
 SCRATCH = "scratch:"  # MODEL written as scratch:SOURCE: SOURCE's shape and tokenizer, fresh weights
 MAX_LENGTH = 512  # tokens a text is cut to by default (or fewer, if the model reads fewer)
+
+
+class OptionError(TaskError):
+    """An option out of its range: `field` is its name among `FinetuneOptions`' fields; `sentence` says the
+    same with the name a front end shows for it (the CLI's `--lr`)."""
+
+    def __init__(self, field: str, rule: str, value: object) -> None:
+        self.field, self.rule, self.value = field, rule, value
+        super().__init__(self.sentence(field))
+
+    def sentence(self, name: str) -> str:
+        return f"{name} must be {self.rule}, not {self.value}"
+
+
+# each option's range: a test and the words for it
+RULES = {
+    "learning_rate": (lambda v: 0 < v < 1, "more than 0 and less than 1"),
+    "epochs": (lambda v: 0 < v <= 1_000_000, "more than 0 and at most 1,000,000"),
+    "batch_size": (lambda v: 1 <= v <= 65_536, "between 1 and 65,536"),
+    "warmup_share": (lambda v: 0 <= v <= 1, "a share of the steps between 0 and 1"),
+    "weight_decay": (lambda v: 0 <= v < 1, "at least 0 and less than 1"),
+    "freeze_layers": (lambda v: v >= 0, "0 or more"),
+    "patience": (lambda v: v >= 1, "at least 1"),
+    "eval_interval": (lambda v: 0 <= v, "0 (once an epoch) or more"),
+    "max_length": (lambda v: v == 0 or 8 <= v <= 8192, "0 (as many as the model reads) or between 8 and 8,192"),
+    "seed": (lambda v: 0 <= v <= MAX_SEED, f"between 0 and {MAX_SEED:,}"),
+    "split_seed": (lambda v: v is None or 0 <= v <= MAX_SEED, f"between 0 and {MAX_SEED:,}"),
+}
 
 
 @dataclass(frozen=True)
@@ -57,6 +85,11 @@ class FinetuneOptions:
     seed: int = 0  # the head's fresh weights, the order of the examples, dropout
     split_seed: int | None = None  # which examples are held out; None: `seed`
     device: str = "auto"
+
+    def __post_init__(self) -> None:
+        for field, (allowed, rule) in RULES.items():
+            if not allowed(getattr(self, field)):
+                raise OptionError(field, rule, getattr(self, field))
 
     @property
     def held_out_by(self) -> int:
@@ -103,6 +136,9 @@ def starting_model(spec: str) -> Source:
 def create_run(path: str | Path, spec: str, options: FinetuneOptions) -> RunDir:
     """A new fine-tuning run folder for the model `spec` names on the task of `options` (checked first)."""
     source = starting_model(spec)
+    if options.freeze_layers > source.config.num_hidden_layers:
+        rule = f"at most the number of layers the model has ({source.config.num_hidden_layers})"
+        raise OptionError("freeze_layers", rule, options.freeze_layers)
     files, labels = read_task(options.task, options.train, options.validation, options.test, options.columns)
     n_train = len(files_split(files, options.held_out_by, options.task)[0])
     limit = min(options.max_length or MAX_LENGTH, source.config.max_tokens())

@@ -191,8 +191,8 @@ class FineTuner:
         t = self.config.training
         torch.manual_seed(t.seed * 1_000_003 + self.step)
         self.model.train()
-        ids, mask, labels = collate(self.data.train, self._batch(self.step), self.tokenizer.pad_id, self.device)
-        logits = self.model(ids, mask)
+        ids, mask, types, labels = collate(self.data.train, self._batch(self.step), self.tokenizer.pad_id, self.device)
+        logits = self.model(ids, mask, types)
         flat, targets = logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)
         loss = F.cross_entropy(flat.float(), targets, ignore_index=IGNORE_INDEX)
         loss.backward()
@@ -223,8 +223,8 @@ class FineTuner:
         order = np.argsort([len(ids) for ids in data.ids], kind="stable")
         size = self.config.training.batch_size
         for start in range(0, len(order), size):
-            ids, mask, labels = collate(data, order[start : start + size], self.tokenizer.pad_id, self.device)
-            logits = self.model(ids, mask).float()
+            ids, mask, types, labels = collate(data, order[start : start + size], self.tokenizer.pad_id, self.device)
+            logits = self.model(ids, mask, types).float()
             flat, targets = logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)
             keep = targets != IGNORE_INDEX
             loss_sum += float(F.cross_entropy(flat[keep], targets[keep], reduction="sum"))

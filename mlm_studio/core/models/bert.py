@@ -42,8 +42,10 @@ class BertEmbeddings(nn.Module):
             return self.position_embeddings.weight[:length]
         return self.sinusoid[:length]
 
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        types = self.token_type_embeddings.weight[0]  # every token is of segment A
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Without segment ids, every token is of segment A."""
+        table = self.token_type_embeddings
+        types = table.weight[0] if token_type_ids is None else table(token_type_ids)
         x = self.word_embeddings(input_ids) + types + self.positions(input_ids)  # summed in transformers' order
         return self.dropout(self.LayerNorm(x))
 
@@ -150,11 +152,15 @@ class BertModel(nn.Module):
         self.encoder = BertEncoder(config)
 
     def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, keep: torch.Tensor | None = None
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        keep: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """(B, L) ids and optional (B, L) bool mask (False on padding) → (B, L, H) hidden states, or (N, H) at
-        the positions of a (B, L) bool `keep`."""
-        x = self.embeddings(input_ids)
+        """(B, L) ids, optional (B, L) bool mask (False on padding) and segment ids → (B, L, H) hidden states, or
+        (N, H) at the positions of a (B, L) bool `keep`."""
+        x = self.embeddings(input_ids, token_type_ids)
         if hasattr(self, "embeddings_project"):
             x = self.embeddings_project(x)
         return self.encoder(x, padding_mask(attention_mask), keep)
