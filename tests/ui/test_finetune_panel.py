@@ -50,8 +50,10 @@ def test_fine_tune_read_the_confusion_matrix_and_mistakes_then_export(qtbot, pan
     assert panel.learning_rate.value() == 3e-5 and panel.batch_size.value() == 16  # the engine's defaults shown
     assert not panel.export_button.isEnabled()
     fill(panel, write_task(tmp_path / "task.csv"))
+    narrowest = panel.minimumSizeHint().width()
     run_to_the_end(qtbot, panel)
     assert panel.message_bar.level == ""
+    assert panel.minimumSizeHint().width() == narrowest  # what it says while and after training never widens it
     assert "macro-F1" in panel.results.summary.text()
     labels = ["errors", "files", "returns"]
     matrix = [[int(v) for v in row] for row in cells(panel.results.confusion)]

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSpinBox,
     QSplitter,
     QVBoxLayout,
@@ -32,6 +33,7 @@ from mlm_studio.core.finetune.mistakes import test_mistakes
 from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions, prepare_finetuner
 from mlm_studio.core.finetune.tasks import TASKS
 from mlm_studio.core.storage.lock import RunLock
+from mlm_studio.core.storage.run_folder import TASK
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training.records import (
     CheckpointRecord,
@@ -186,6 +188,7 @@ class FinetunePanel(QWidget):
         self.export_button.clicked.connect(lambda: self.exporter.ask(self.run_path, self.runs_root))
         self.progress_bar = QProgressBar()
         self.status_label = QLabel()
+        self.status_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens it
         row = QHBoxLayout()
         for button in (self.start_button, self.pause_button, self.stop_button, self.export_button):
             row.addWidget(button)
@@ -196,6 +199,7 @@ class FinetunePanel(QWidget):
     # --- choices ------------------------------------------------------------------------------------
     def refresh_models(self) -> None:
         entries = model_entries(self.workspace.run, self.runs_root, self.folders)
+        entries = [(label, path) for label, path in entries if not (Path(path) / TASK).is_file()]  # not fine-tuned
         refill(self.model_combo, entries, self.model_combo.currentData())
         self._update_controls(self.controller.state)
 
@@ -272,7 +276,10 @@ class FinetunePanel(QWidget):
             self.progress_bar.setValue(record.step)
             self.status_label.setText(f"step {record.step:,} of {self.progress_bar.maximum():,}")
         elif isinstance(record, ValidationRecord):
-            self.status_label.setText(record.describe())
+            score = record.macro_f1 if record.entity_f1 is None else record.entity_f1
+            name = "macro-F1" if record.entity_f1 is None else "entity F1"
+            self.status_label.setText(f"validation {name} {score:.1%} at step {record.step:,}")
+            self.status_label.setToolTip(record.describe())
         elif isinstance(record, WarningRecord):
             self.message_bar.show_message(record.message, "warning")
         elif isinstance(record, TestRecord):
