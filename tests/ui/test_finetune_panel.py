@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QFileDialog
 
 from mlm_studio.core.training.records import FinishedRecord, StepRecord
 from mlm_studio.ui.panels.finetune import FinetunePanel
-from mlm_studio.ui.trainer_thread import IDLE
+from mlm_studio.ui.trainer_thread import IDLE, PAUSED
 from mlm_studio.ui.workspace import Workspace
 from tests.core.test_finetune import write_task
 from tests.core.test_finetune_tokens import write_tagging
@@ -37,7 +37,8 @@ def fill(panel, task_file, kind="classification", epochs=2.0):
 
 
 def run_to_the_end(qtbot, panel):
-    panel.start_button.click()
+    if panel.controller.state == IDLE:
+        panel.start_button.click()
     qtbot.waitUntil(lambda: panel.controller.state == IDLE, timeout=TIMEOUT_MS)
     qtbot.waitUntil(lambda: not panel.mistakes_task.running, timeout=TIMEOUT_MS)
 
@@ -96,18 +97,27 @@ def test_a_tagger_shows_true_and_predicted_entities_as_chips(qtbot, panel, tmp_p
     assert "background" in panel.results.spans.toHtml()  # entities are chips
 
 
-def test_stop_halfway_scores_the_best_weights(qtbot, panel, tmp_path):
+def test_pause_resume_then_stop_halfway_scores_the_best_weights(qtbot, panel, tmp_path):
     fill(panel, write_task(tmp_path / "task.csv"), epochs=20.0)
-    finished = []
+    steps, finished = [], []
 
     def on_record(record):
-        if isinstance(record, StepRecord) and not panel.controller.control.stop_requested:
-            panel.stop_button.click()
+        if isinstance(record, StepRecord):
+            steps.append(record.step)
+            if len(steps) == 1:
+                panel.pause_button.click()
+            elif not panel.controller.control.stop_requested:
+                panel.stop_button.click()
         if isinstance(record, FinishedRecord):
             finished.append(record)
 
     panel.controller.record.connect(on_record)
+    panel.start_button.click()
+    qtbot.waitUntil(lambda: panel.controller.state == PAUSED, timeout=TIMEOUT_MS)
+    assert panel.pause_button.text() == "Resume" and not panel.start_button.isEnabled()
+    panel.pause_button.click()
     run_to_the_end(qtbot, panel)
+    assert len(steps) >= 2  # it went on after the pause
     assert finished[0].reason == "stopped" and finished[0].step < panel.progress_bar.maximum() * 20
     assert "Finished (stopped)" in panel.status_label.text()
     assert panel.results.confusion.rowCount() == 3 and panel.export_button.isEnabled()

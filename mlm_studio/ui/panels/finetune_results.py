@@ -167,11 +167,12 @@ class ResultsView(QTabWidget):
         muted = self.palette().color(QPalette.ColorRole.PlaceholderText).name()
         parts = []
         for mistake in mistakes:
-            parts.append(f"<p><span style='color:{muted}'>row {mistake.row}</span><br>")
+            lines = [f"<span style='color:{muted}'>row {mistake.row}</span>"]
             for name, tags in (("true", mistake.true), ("predicted", mistake.predicted)):
-                sentence = self._sentence(mistake.inputs, tags, colours)
-                parts.append(f"<span style='color:{muted}'>{name}:</span> {sentence}<br>")
-            parts.append("</p>")
+                lines.append(
+                    f"<span style='color:{muted}'>{name}:</span> {self._sentence(mistake.inputs, tags, colours)}"
+                )
+            parts.append(f"<p style='margin-bottom:6px'>{'<br>'.join(lines)}</p>")
         return "".join(parts)
 
     @staticmethod
