@@ -6,6 +6,7 @@ import json
 import pytest
 from PySide6.QtWidgets import QFileDialog
 
+from mlm_studio.core.storage.run_folder import INITIAL
 from mlm_studio.core.training.records import FinishedRecord, StepRecord
 from mlm_studio.ui.panels.finetune import FinetunePanel
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED
@@ -132,3 +133,12 @@ def test_a_file_of_one_class_is_said_in_the_message_bar(qtbot, panel, tmp_path):
     assert panel.message_bar.level == "error" and "one.csv" in panel.message_bar.text
     assert "Traceback" not in panel.message_bar.text and panel.start_button.isEnabled()
     assert not panel.export_button.isEnabled()
+
+
+def test_from_scratch_starts_from_the_models_shape_with_fresh_weights(qtbot, panel, tmp_path, trained_runs):
+    fill(panel, write_task(tmp_path / "task.csv"), epochs=1.0)
+    panel.scratch_box.setChecked(True)
+    run_to_the_end(qtbot, panel)
+    origin = json.loads((panel.run_path / INITIAL / "origin.json").read_text())
+    assert origin["kind"] == "scratch" and origin["source"].startswith(str(trained_runs / "late"))
+    assert panel.results.confusion.rowCount() == 3
