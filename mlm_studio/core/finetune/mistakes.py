@@ -23,7 +23,7 @@ class Mistake:
     predicted: tuple[str, ...]
 
 
-def test_mistakes(path: str | Path, progress: Progress | None = None, limit: int = 500) -> list[Mistake]:
+def wrong_test_examples(path: str | Path, progress: Progress | None = None, limit: int = 500) -> list[Mistake]:
     """Up to `limit` test examples the run's best weights get wrong, in the test split's order."""
     progress = progress or Progress()
     run = RunDir(path)

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.data.formats import TABLE_SUFFIXES
-from mlm_studio.core.finetune.mistakes import test_mistakes
+from mlm_studio.core.finetune.mistakes import wrong_test_examples
 from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions, prepare_finetuner
 from mlm_studio.core.finetune.tasks import TASKS
 from mlm_studio.core.storage.lock import RunLock
@@ -294,7 +294,7 @@ class FinetunePanel(QWidget):
         self.progress_bar.setRange(0, 1)
         self.progress_bar.setValue(1 if self.test else 0)
         if self.test is not None and self.run_path is not None:
-            self.mistakes_task.start(lambda progress, run=self.run_path: test_mistakes(run, progress))
+            self.mistakes_task.start(lambda progress, run=self.run_path: wrong_test_examples(run, progress))
             self.run_finished.emit(self.run_path)
         self._update_controls(IDLE)
 
