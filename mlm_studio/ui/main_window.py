@@ -146,7 +146,7 @@ class MainWindow(QMainWindow):
         self.add_panel("Training", self.training_panel, QStyle.StandardPixmap.SP_MediaPlay)
         self.add_panel("Playground", self.playground_panel, QStyle.StandardPixmap.SP_DialogHelpButton)
         self.add_panel("Evaluation", self.evaluation_panel, QStyle.StandardPixmap.SP_FileDialogListView)
-        self.add_panel("Fine-tune", self.finetune_panel, QStyle.StandardPixmap.SP_ArrowRight)
+        self.add_panel("Fine-tune", self.finetune_panel, QStyle.StandardPixmap.SP_DialogApplyButton)
         self.config_panel.validity_changed.connect(self.training_panel.set_config_error)
         self.training_panel.checkpoint_written.connect(self.playground_panel.on_checkpoint)
         self.training_panel.checkpoint_written.connect(self.masking_panel.on_checkpoint)
