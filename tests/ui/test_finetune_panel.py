@@ -142,3 +142,25 @@ def test_from_scratch_starts_from_the_models_shape_with_fresh_weights(qtbot, pan
     origin = json.loads((panel.run_path / INITIAL / "origin.json").read_text())
     assert origin["kind"] == "scratch" and origin["source"].startswith(str(trained_runs / "late"))
     assert panel.results.confusion.rowCount() == 3
+
+
+def test_closing_the_window_while_fine_tuning_stops_it_then_closes(qtbot, trained_runs, tmp_path):
+    from mlm_studio.ui.main_window import MainWindow
+
+    window = MainWindow(restore=False, runs_root=tmp_path / "runs")
+    qtbot.addWidget(window)
+    window.show()
+    panel = window.finetune_panel
+    panel.add_folder(str(trained_runs / "late"))
+    fill(panel, write_task(tmp_path / "task.csv"), epochs=20.0)
+    closed_while_running = []
+
+    def on_record(record):
+        if isinstance(record, StepRecord) and not closed_while_running:
+            closed_while_running.append(window.close())  # False: it waits for the fine-tuning to stop
+
+    panel.controller.record.connect(on_record)
+    panel.start_button.click()
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=TIMEOUT_MS)
+    assert closed_while_running == [False] and panel.controller.state == IDLE
+    assert panel.test is not None  # stopped, then scored with the best weights before the window closed
