@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_train(commands)
     _add_finetune(commands)
+    _add_search(commands)
 
     predict = commands.add_parser("predict", help="fill the [MASK]s of a text with a trained model")
     predict.add_argument(
@@ -180,6 +181,32 @@ def _add_train(commands) -> None:
             nargs=0,
             help=f"training.precision = {precision}",
         )
+
+
+def _add_search(commands) -> None:
+    """`search`: a corpus's documents nearest a query, and same-label neighbours of a labelled file."""
+    search = commands.add_parser("search", help="find the documents of a corpus nearest a query, by a model's vectors")
+    search.add_argument("model", metavar="MODEL", help="a run, a checkpoint, or a Hugging Face model")
+    search.add_argument("--corpus", nargs="+", required=True, metavar="PATH", help=f"the documents: {FORMATS}")
+    search.add_argument("--query", action="append", metavar="TEXT", help="what to search for (repeatable)")
+    search.add_argument("--k", type=_positive, default=10, help="documents per query, neighbours scored (default 10)")
+    search.add_argument("--layer", type=_positive, metavar="N", help="the encoder layer read (default the last)")
+    search.add_argument("--task", type=Path, metavar="FILE", help=f"labelled texts scored by recall@k and MRR: "
+                        f"{TABLE_FORMATS}")  # fmt: skip
+    search.add_argument("--text-column", default="text", help="the task file's text column (default text)")
+    search.add_argument("--label-column", default="label", help="the task file's label column (default label)")
+    search.add_argument("--json", action="store_true", help="print one JSON object")
+    search.set_defaults(run=_deferred("mlm_studio.search_command", "search"))
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
 
 
 # run_mlm.py's argument names and the field each means here.

@@ -21,6 +21,7 @@ from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import FailedRecord, FinishedRecord, StepRecord, TestRecord, ValidationRecord
 from mlm_studio.core.training.runs import new_run_path
+from mlm_studio.terminal import fail, strict_json
 
 USER_ERRORS = (ValueError, CheckpointError, TokenizerError, OSError)  # TaskError and ConfigError are ValueErrors
 
@@ -29,7 +30,7 @@ def finetune(args) -> int:
     """Fine-tune MODEL on a labelled file (or resume a fine-tuning run), printing progress; Ctrl-C stops after
     the current step with a checkpoint."""
     if args.resume is None and (args.model is None or args.task is None):
-        return _fail("give MODEL and --task FILE to start, or --resume RUN to continue")
+        return fail("give MODEL and --task FILE to start, or --resume RUN to continue")
     if args.compare:
         return _compare(args)
     path = args.resume or args.out or new_run_path(default_runs_dir(), "finetune")
@@ -42,15 +43,15 @@ def finetune(args) -> int:
             finally:
                 signal.signal(signal.SIGINT, previous)
     except USER_ERRORS as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
 
 
 def _compare(args) -> int:
     """Fine-tune the model, its starting model and the same from scratch with the same seeds; print the table."""
     if args.resume is not None:
-        return _fail("--compare starts its own runs; give MODEL and --task (and --out to continue a comparison)")
+        return fail("--compare starts its own runs; give MODEL and --task (and --out to continue a comparison)")
     if args.seeds < 1:
-        return _fail(f"--seeds must be at least 1, not {args.seeds}")
+        return fail(f"--seeds must be at least 1, not {args.seeds}")
     root = args.out or new_run_path(default_runs_dir(), "compare")
     control = TrainingControl()
     previous = signal.signal(signal.SIGINT, lambda *_: control.stop())
@@ -60,14 +61,14 @@ def _compare(args) -> int:
             for contender, seed, record in compare(args.model, _options(args), root, args.seeds, control):
                 seen.append((contender, seed, record))
                 if isinstance(record, FailedRecord):
-                    return _fail(f"{contender.label}, seed {seed}: {record.message}")
+                    return fail(f"{contender.label}, seed {seed}: {record.message}")
                 if isinstance(record, StepRecord) and not tty:
                     continue
                 line = f"[{contender.label}, seed {seed}] {record.describe()}"
                 print(f"\r{line}\033[K" if tty else line, end="" if isinstance(record, StepRecord) else "\n",
                       file=sys.stderr, flush=True)  # fmt: skip
     except USER_ERRORS as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     finally:
         signal.signal(signal.SIGINT, previous)
     found = outcomes(iter(seen))
@@ -118,7 +119,7 @@ def _report(tuner: FineTuner, as_json: bool) -> int:
         if tty:
             print("\r\033[K", end="", file=sys.stderr)
         if isinstance(record, FailedRecord):
-            return _fail(record.message)
+            return fail(record.message)
         validations += [record] if isinstance(record, ValidationRecord) else []
         test = record if isinstance(record, TestRecord) else test
         finished = record if isinstance(record, FinishedRecord) else finished
@@ -132,7 +133,7 @@ def _report(tuner: FineTuner, as_json: bool) -> int:
             "test": test.to_dict(),
             "validation": [v.to_dict() for v in validations],
         }
-        print(json.dumps(finite_or_none(result), ensure_ascii=False, allow_nan=False), flush=True)
+        print(strict_json(result), flush=True)
     elif test is not None:
         print(_per_class_table(test), flush=True)
     return 0
@@ -144,8 +145,3 @@ def _per_class_table(test: TestRecord) -> str:
     for label, precision, recall, f1, support in test.per_class:
         lines.append(f"{label:<{width}}  {precision:9.1%}  {recall:6.1%}  {f1:5.1%}  {support:7,}")
     return "\n".join(lines)
-
-
-def _fail(message: str) -> int:
-    print(f"mlm-studio: {message}", file=sys.stderr)
-    return 1

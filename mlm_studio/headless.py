@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import json
-import math
 import signal
 import sys
 from dataclasses import replace
 
 from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
-from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.run_config import RunConfig, written_fields
 from mlm_studio.core.config.sections import ConfigError
 from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.data.corpus import Corpus, CorpusError, SourceReport, load_corpus
@@ -19,7 +17,6 @@ from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.evaluation.predict import FillMask, PredictError
 from mlm_studio.core.interop.export import export_model
 from mlm_studio.core.interop.hf import GENERATOR_FOLDER, import_model
-from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.run_folder import RunDir, choose_checkpoint
@@ -34,25 +31,14 @@ from mlm_studio.core.training.runs import (
     apply_resume,
     check_corpus_unchanged,
     check_resume,
+    continuing,
     new_run_path,
     prepare_trainer,
 )
 from mlm_studio.core.training.trainer import Trainer
+from mlm_studio.terminal import Status, emit, fail, strict_json
 
 USER_ERRORS = (ConfigError, CorpusError, TokenizerError, CheckpointError, PredictError, ValueError, OSError)
-
-
-def _fail(message: str) -> int:
-    print(f"mlm-studio: {message}", file=sys.stderr)
-    return 1
-
-
-class _Status(Progress):
-    """Progress of data preparation on stderr."""
-
-    def report(self, done: int, total: int, message: str = "") -> None:
-        if sys.stderr.isatty() and total:
-            print(f"\r{message}: {100 * done / total:5.1f}%\033[K", end="", file=sys.stderr, flush=True)
 
 
 def _config(args, base: RunConfig | None = None) -> RunConfig:
@@ -97,7 +83,7 @@ def _train(args, held: contextlib.ExitStack) -> int:
     try:
         dist, device = distributed.join()
     except (RuntimeError, ValueError) as exc:
-        return _fail(f"could not join the distributed run ({exc})")
+        return fail(f"could not join the distributed run ({exc})")
     shared = False
 
     def ready(run: RunDir) -> None:
@@ -115,7 +101,7 @@ def _train(args, held: contextlib.ExitStack) -> int:
                 check=check,
                 ready=ready,
                 held=held,
-                progress=_Status(),
+                progress=Status(),
                 distributed=dist,
                 device=device,
             )
@@ -125,9 +111,9 @@ def _train(args, held: contextlib.ExitStack) -> int:
     except USER_ERRORS as exc:
         if not shared:
             distributed.share(dist, None, error=str(exc))
-        return _fail(str(exc))
+        return fail(str(exc))
     except distributed.RankZeroFailed as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     previous = signal.signal(signal.SIGINT, _interrupt_handler(trainer.control, dist))
     try:
         code = _report(trainer, dist)
@@ -158,7 +144,7 @@ def _check_resume(run: RunDir, args) -> None:
     resumed = check_resume(
         run, _config(args, run.config), MLMTokenizer.load(args.tokenizer) if args.tokenizer else None
     )
-    check_corpus_unchanged(run, load_corpus(args.corpus) if args.corpus else None, _Status())
+    check_corpus_unchanged(run, load_corpus(args.corpus) if args.corpus else None, Status())
     message = apply_resume(run, resumed)
     if message:
         print(message, file=sys.stderr, flush=True)
@@ -170,14 +156,18 @@ def _begin(config: RunConfig, args) -> NewRun:
     if args.init_from is not None:
         initial = import_model(args.init_from)
         print(initial.summary(), file=sys.stderr, flush=True)
-    corpus = load_corpus(args.corpus or [ensure_builtin_corpus()], progress=_Status())
+        given = {name for name, _ in args.settings} | (written_fields(args.config) if args.config else set())
+        config, recipe = continuing(config, initial, given)
+        if recipe:
+            print(recipe, file=sys.stderr, flush=True)
+    corpus = load_corpus(args.corpus or [ensure_builtin_corpus()], progress=Status())
     _print_corpus_report(corpus)
     if initial is not None:
         tokenizer = initial.tokenizer
     elif args.tokenizer is not None:
         tokenizer = MLMTokenizer.load(args.tokenizer)
     else:
-        tokenizer = train_tokenizer(corpus.iter_documents(), config.tokenizer, corpus.documents, _Status())
+        tokenizer = train_tokenizer(corpus.iter_documents(), config.tokenizer, corpus.documents, Status())
     return NewRun(config, corpus, tokenizer, initial)
 
 
@@ -228,7 +218,7 @@ def _report(trainer: Trainer, dist: Distributed) -> int:
             print(f"\r{line}\033[K" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
         elif isinstance(record, FailedRecord):
             _line(tty, "")
-            return _fail(record.message)
+            return fail(record.message)
         elif isinstance(record, (StartedRecord, FinishedRecord)):
             _line(tty, "")
             print(record.describe(), flush=True)
@@ -257,9 +247,9 @@ def export(args) -> int:
     """Write a run (latest or best checkpoint) or a checkpoint folder as a Hugging Face `transformers` folder."""
     try:
         _, checkpoint, chosen = choose_checkpoint(args.model, args.best)
-        out = export_model(checkpoint, args.out, overwrite=args.overwrite, progress=_Status())
+        out = export_model(checkpoint, args.out, overwrite=args.overwrite, progress=Status())
     except USER_ERRORS as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if sys.stderr.isatty():
         print("\r\033[K", end="", file=sys.stderr)
     print(f"Took {chosen}.")
@@ -284,7 +274,7 @@ def tensorboard(args) -> int:
             with RunLock(run.path):
                 folder, notes = write_events(run.path, run.read_metrics())
         except (ImportError, CheckpointError, OSError) as exc:
-            return _fail(str(exc))
+            return fail(str(exc))
         print(f"TensorBoard events of {path} in {folder}; view them with: tensorboard --logdir {folder.parent}")
         for note in notes:
             print(f"Note: {note}.")
@@ -297,10 +287,10 @@ def predict(args) -> int:
         predictor = FillMask.from_path(args.model, str(resolve_device(args.device)))
         output = _predictions(predictor, args)
     except USER_ERRORS as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if predictor.untrained_head:
         _warn_untrained(args.model, "these predictions are random")
-    return _emit(output)
+    return emit(output)
 
 
 def _predictions(predictor: FillMask, args) -> str:
@@ -311,7 +301,7 @@ def _predictions(predictor: FillMask, args) -> str:
         if predictor.untrained_head:
             for candidate in rows if isinstance(rows[0], dict) else [c for row in rows for c in row]:
                 candidate["untrained_head"] = True
-        return _json(rows)
+        return strict_json(rows)
     if args.fill:
         filled = predictor.fill(args.text, args.top_k)
         results, text = list(filled.candidates), filled.text
@@ -319,7 +309,7 @@ def _predictions(predictor: FillMask, args) -> str:
         results, text = predictor.predict(args.text, args.top_k), None
     if args.json:
         masks = [[{"score": c.score, "token": c.token_id, "token_str": c.token} for c in mask] for mask in results]
-        return _json({"text": text, "masks": masks, "untrained_head": predictor.untrained_head})
+        return strict_json({"text": text, "masks": masks, "untrained_head": predictor.untrained_head})
     lines = [text] if text is not None else []
     for number, candidates in enumerate(results, start=1):
         lines.append(f"[MASK] {number}: " + "  ".join(f"{c.token} {c.score:.3f}" for c in candidates))
@@ -342,7 +332,7 @@ def evaluate(args) -> int:
         subject = load_subject(args.model, args.checkpoint, corpus)
         diagnosis = diagnose(subject.model, subject.tokenizer, subject.config, subject.validation)
         if diagnosis.predicted == 0:
-            return _fail(
+            return fail(
                 f"{subject.title}: nothing was scored, as the held-out text ({len(subject.validation):,} blocks) gave "
                 "no masked position; give a larger corpus"
             )
@@ -350,11 +340,11 @@ def evaluate(args) -> int:
         if task is not None:
             result["task"] = probe_task(subject.encoder, subject.tokenizer, task.texts, task.labels).to_json()
     except (*USER_ERRORS, TaskError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if subject.untrained_head:
         _warn_untrained(args.model, "the masked-token figures are those of a random head (a --task probe reads "
                         "the encoder alone and still counts)")  # fmt: skip
-    return _emit(_json(result) if args.json else _diagnosis_table(subject.title, diagnosis, result.get("task")))
+    return emit(strict_json(result) if args.json else _diagnosis_table(subject.title, diagnosis, result.get("task")))
 
 
 def _diagnosis_table(title: str, diagnosis, task: dict | None) -> str:
@@ -389,29 +379,3 @@ def _warn_untrained(model, consequence: str) -> None:
         f"and {consequence}; train it first with: mlm-studio train --init-from {model}",
         file=sys.stderr,
     )
-
-
-def _json(value) -> str:
-    """Strict JSON: every NaN or infinity (an empty group's accuracy) as null, which JSON has instead."""
-    return json.dumps(_finite(value), ensure_ascii=False, allow_nan=False)
-
-
-def _emit(text: str) -> int:
-    """Print a command's result on stdout (0), or say why it could not be written there (1); a reader that left
-    (`| head`) is the top level's to end quietly."""
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        return _fail(f"could not write the output ({exc.strerror or exc})")
-    return 0
-
-
-def _finite(value):
-    """`value` with every NaN or infinity as None."""
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
-    return None if isinstance(value, float) and not math.isfinite(value) else value

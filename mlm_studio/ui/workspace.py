@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
+from mlm_studio.core.config.continuation import from_scratch
 from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.data.corpus import Corpus, ReadOptions
@@ -34,6 +35,7 @@ class Workspace(QObject):
         self._config = preset(DEFAULT_PRESET)
         self._run: Path | None = None
         self._initial: ImportedModel | None = None
+        self._scratch = self._config.training  # the training settings before an import, restored after it
         self.read_options = ReadOptions()
 
     @property
@@ -72,16 +74,22 @@ class Workspace(QObject):
 
     def set_initial_model(self, imported: ImportedModel | None) -> None:
         """New runs continue pre-training `imported`: its tokenizer and architecture become the workspace's
-        (the sequence length shortened if the model reads fewer positions). None returns to fresh models."""
+        (the sequence length shortened if the model reads fewer positions), and its continuation recipe the
+        learning rate and warm-up. None returns to fresh models, with the learning rate and warm-up from before
+        the import where they are still the recipe's."""
+        if imported is None and self._initial is not None:
+            self.set_config(from_scratch(self._config, self._scratch))
+        elif imported is not None and self._initial is None:
+            self._scratch = self._config.training
         self._initial = imported
         if imported is not None:
             config = self._config
             limit = imported.config.max_tokens()
             if config.data.max_seq_len > limit:
                 config = replace(config, data=replace(config.data, max_seq_len=limit))
-            from mlm_studio.core.training.runs import with_architecture
+            from mlm_studio.core.training.runs import continuing
 
-            self.set_config(with_architecture(config, imported))
+            self.set_config(continuing(config, imported)[0])
             self.set_tokenizer(imported.tokenizer)
         self.initial_model_changed.emit(imported)
 

@@ -55,7 +55,7 @@ def test_parameter_count_matches_the_model(model):
         (lambda: TrainConfig(learning_rate=0), "training.learning_rate must be between 0 and 1"),
         (lambda: TrainConfig(batch_size=0), "training.batch_size must be between 1 and 65,536, not 0"),
         (lambda: TrainConfig(device="gpu"), "device must be auto, cpu, cuda, cuda:N or mps"),
-        (lambda: TrainConfig(precision="fp8"), "precision must be one of fp32, bf16, fp16"),
+        (lambda: TrainConfig(precision="fp8"), "precision must be one of auto, fp32, bf16, fp16"),
         (lambda: TrainConfig(schedule="step"), "schedule must be one of linear, cosine, constant"),
         (
             lambda: RunConfig(model=ModelConfig(max_position_embeddings=64), data=DataConfig(max_seq_len=128)),

@@ -54,7 +54,9 @@ def test_the_cli_and_the_engine_prepare_the_same_run(tmp_path, corpus_file, smal
         records = [r.to_dict() for r in trainer.run()]
     assert records[0]["type"] == "started" and records[0]["total_steps"] == 4
     assert comparable(RunDir(tmp_path / "cli").read_metrics()) == comparable(records)
-    assert f"Training {(tmp_path / 'cli').resolve()} on cpu: 1 layers × 32" in done.stdout
+    precision = config.training.precision  # what auto resolved to, in the run's config.toml and said at the start
+    assert precision in ("fp32", "bf16")
+    assert f"Training {(tmp_path / 'cli').resolve()} on cpu in {precision}: 1 layers × 32" in done.stdout
 
 
 def test_a_folder_that_holds_a_run_is_not_begun_again_and_a_resume_is_checked_first(

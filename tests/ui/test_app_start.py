@@ -85,8 +85,8 @@ def test_the_panels_are_built_one_per_turn_of_the_event_loop(qtbot, tmp_path):
         window.panels_ready.connect(lambda: built.append(True))
     ticker.stop()
     assert built and set(range(1, len(PANELS) + 1)) <= set(turns)  # the loop turned with each count of panels
-    assert {0, 1, 2, 3} <= set(tabs)  # and between the Evaluation panel's tabs, built one per turn
-    assert window.evaluation_panel.tabs.count() == 4
+    assert {0, 1, 2, 3, 4} <= set(tabs)  # and between the Evaluation panel's tabs, built one per turn
+    assert window.evaluation_panel.tabs.count() == 5
     assert set(range(1, 7)) <= set(plots)  # and between the Training panel's live plots, built one per turn
     assert len(window.training_panel.plots.plots) == len(LivePlots.PLOTS)
     assert set(range(1, 5)) <= set(tuned)  # the Fine-tune panel's live plots, one per turn too
@@ -106,6 +106,7 @@ def test_an_evaluation_panel_shown_before_its_tabs_are_built_builds_them_then(qt
         "Where it fails",
         "What it learned",
         "Does it help a task",
+        "Search",
     ]
     assert panel.evaluate_button.isEnabled() and not panel.task_view.probe_button.isEnabled()
     assert next(panel.construction.steps, None) is None  # nothing left for the window to build

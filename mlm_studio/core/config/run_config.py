@@ -208,14 +208,26 @@ class RunConfig:
         cls, path: str | Path, complete: bool = False, presets: Callable[[str], RunConfig] | None = None
     ) -> RunConfig:
         """A configuration from a TOML file, or a JSON file with the same sections (`presets` as `from_dict`)."""
-        path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read {path} ({exc})") from exc
-        if path.suffix.lower() != ".json":
-            return cls.from_dict(_parsed(tomllib.loads, text, path.name, "TOML"), path.name, complete, presets)
-        return cls.from_dict(_parsed(_read_json, text, path.name, "JSON"), path.name, complete, presets)
+        return cls.from_dict(_file_table(Path(path)), Path(path).name, complete, presets)
+
+
+def written_fields(path: str | Path) -> frozenset[str]:
+    """The settings ("training.learning_rate", …) a configuration file writes itself; the others come from its
+    preset or the defaults."""
+    table = _file_table(Path(path))
+    sections = table.items() if isinstance(table, dict) else ()
+    return frozenset(f"{s}.{name}" for s, values in sections if isinstance(values, dict) for name in values)
+
+
+def _file_table(path: Path) -> Any:
+    """A configuration file's TOML or JSON as it is written; unreadable or invalid is a `ConfigError`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path} ({exc})") from exc
+    if path.suffix.lower() != ".json":
+        return _parsed(tomllib.loads, text, path.name, "TOML")
+    return _parsed(_read_json, text, path.name, "JSON")
 
 
 def value_from_text(text: str) -> Any:

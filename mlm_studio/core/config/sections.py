@@ -18,7 +18,7 @@ import numpy as np
 from mlm_studio.core.models.registry import FAMILIES, family_fields
 
 SCHEDULES = ("linear", "cosine", "constant")
-PRECISIONS = ("fp32", "bf16", "fp16")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 STRATEGIES = ("token", "whole_word", "span")
 OBJECTIVES = ("mlm", "electra")  # masked-LM; ELECTRA's replaced-token detection
 UNTIL_THE_BUDGET_IS_SPENT = 10**9  # the step count of a run that a time budget ends
@@ -353,7 +353,7 @@ class TrainConfig(Section):
     log_interval: int = 10  # steps between step records
     seed: int = 0
     device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
-    precision: str = "fp32"  # fp32 | bf16 | fp16
+    precision: str = "auto"  # auto (bf16 where computed natively, else fp32) | fp32 | bf16 | fp16
     compile: bool = False  # torch.compile the model
     max_nonfinite_steps: int = 5  # consecutive non-finite losses before training stops
     objective: str = "mlm"  # "mlm" | "electra" (replaced-token detection, an ELECTRA model's)

@@ -50,12 +50,11 @@ def held_out_sums(
     indices: np.ndarray,
     batch_size: int,
     masked_batch: Callable,
-    autocast: Callable,
 ) -> tuple[float, ...]:
     """(summed loss, top-1 hits, top-5 hits, predicted positions) of the masked-LM over `blocks[indices]`, then
     for ELECTRA's objective the detection's DETECTION_SUMS and its flattened histogram (replacements drawn with
-    a seed fixed per batch). `masked_batch(blocks, indices, seed)` masks a batch on the model's device,
-    `autocast()` is the precision context."""
+    a seed fixed per batch), in fp32 whatever the run trains in, so that the figures are those `evaluate` computes and
+    compare across runs. `masked_batch(blocks, indices, seed)` masks a batch on the model's device."""
     was_training = model.training
     model.eval()
     electra = isinstance(model, ReplacedTokenDetection)
@@ -63,11 +62,10 @@ def held_out_sums(
     sampler = torch.Generator(device=next(model.parameters()).device)
     for number, start in enumerate(range(0, len(indices), batch_size)):
         masked, attention, _ = masked_batch(blocks, indices[start : start + batch_size], EVAL_SEED + number)
-        with autocast():
-            if electra:
-                out = model(masked.input_ids, attention, masked.labels, sampler.manual_seed(EVAL_SEED + number))
-            else:
-                out = model(masked.input_ids, attention, masked.labels)
+        if electra:
+            out = model(masked.input_ids, attention, masked.labels, sampler.manual_seed(EVAL_SEED + number))
+        else:
+            out = model(masked.input_ids, attention, masked.labels)
         if electra:
             sums[4:] += torch.cat([out.detection_sums(), out.detection_histogram().flatten()]).cpu().double()
         if len(out.labels) == 0:

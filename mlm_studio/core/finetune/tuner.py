@@ -140,6 +140,7 @@ class FineTuner:
             total_steps=self.total_steps,
             time_budget=0.0,
             device=str(self.device),
+            precision="fp32",  # fine-tuning computes in full precision
             layers=self.config.model.num_hidden_layers,
             hidden_size=self.config.model.hidden_size,
             parameters=sum(p.numel() for p in self.model.parameters()),

@@ -53,10 +53,33 @@ def _mps_available() -> bool:
     return getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
 
 
+def computes_bf16_natively(device) -> bool:
+    """Whether `device` computes bfloat16 in hardware: a CUDA GPU that supports it without emulation, or a CPU
+    with AVX512-BF16 or AMX-BF16 as `torch.cpu.get_capabilities()` reports them (a PyTorch too old to report
+    them counts as no)."""
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported(including_emulation=False)
+    capabilities = getattr(torch.cpu, "get_capabilities", None)
+    if device.type != "cpu" or capabilities is None:
+        return False
+    found = capabilities()
+    return bool(found.get("avx512_bf16") or found.get("amx_bf16"))
+
+
+def resolved_precision(precision: str, device) -> str:
+    """The precision a run trains in: "auto" is bf16 where `device` computes it natively, else fp32."""
+    if precision != "auto":
+        return precision
+    return "bf16" if computes_bf16_natively(device) else "fp32"
+
+
 def autocast_dtype(precision: str, device):
     """The dtype `torch.autocast` computes in for a precision (None: fp32, no autocast)."""
     import torch
 
+    precision = resolved_precision(precision, device)
     if precision == "fp32":
         return None
     if precision == "fp16" and device.type != "cuda":
@@ -64,6 +87,7 @@ def autocast_dtype(precision: str, device):
     return torch.bfloat16 if precision == "bf16" else torch.float16
 
 
-def fused_optimizer_runs_on(device) -> bool:
-    """Whether PyTorch's fused AdamW runs on this device."""
-    return device.type in ("cuda", "cpu", "mps")
+def optimizer_kernel(device) -> dict[str, bool]:
+    """AdamW's implementation for this device: the fused kernel where PyTorch has one (CUDA, MPS, and the CPU
+    since torch 2.4), else the multi-tensor (`foreach`) one; both give the single-tensor loop's results."""
+    return {"fused": True} if device.type in ("cuda", "cpu", "mps") else {"foreach": True}

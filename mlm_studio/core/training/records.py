@@ -50,6 +50,7 @@ class StartedRecord(Record):
     total_steps: int
     time_budget: float  # seconds; 0 when the run is measured in steps
     device: str
+    precision: str  # what the run computes in ("auto" resolved: fp32, bf16 or fp16)
     layers: int
     hidden_size: int
     parameters: int
@@ -64,7 +65,7 @@ class StartedRecord(Record):
         )
         events = f"TensorBoard events in {self.events}" if self.events else f"no TensorBoard events ({INSTALL_HINT})"
         return (
-            f"Training {self.run_dir} on {self.device}: {self.layers} layers × {self.hidden_size}, "
+            f"Training {self.run_dir} on {self.device} in {self.precision}: {self.layers} layers × {self.hidden_size}, "
             f"{self.parameters:,} parameters, {self.train_blocks:,} training blocks, {length}; {events}"
         )
 

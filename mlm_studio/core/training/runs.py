@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from mlm_studio.core.config.continuation import continued
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import SECTIONS, ConfigError
 from mlm_studio.core.data.builtin_corpus import restore_builtin_corpus
@@ -23,6 +24,7 @@ from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError, read_state
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.device import resolve_device, resolved_precision
 from mlm_studio.core.training.failures import refuse_nonfinite_resume
 from mlm_studio.core.training.trainer import Trainer
 
@@ -103,9 +105,24 @@ def start_run(
         tokenizer = initial.tokenizer
     else:
         config = config.with_vocabulary(tokenizer.vocab_size, tokenizer.pad_id)
+    config = with_resolved_precision(config)
     sources = [s.path for s in corpus.loaded_sources]
     weights = (initial.build_model(), initial.origin()) if initial is not None else None
     return RunDir.create(path, config, tokenizer, sources, corpus.options, weights)
+
+
+def with_resolved_precision(config: RunConfig) -> RunConfig:
+    """`config` with precision "auto" replaced by what it resolves to on the configured device, so that a run's
+    config.toml records the precision it trains in and a resume continues in it."""
+    if config.training.precision != "auto":
+        return config
+    training = config.training
+    try:
+        device = resolve_device(training.device)
+    except ValueError:  # a device this machine lacks: the trainer refuses it, saying so
+        return config
+    precision = resolved_precision(training.precision, device)
+    return replace(config, training=replace(training, precision=precision))
 
 
 def with_architecture(config: RunConfig, initial: ImportedModel) -> RunConfig:
@@ -117,6 +134,13 @@ def with_architecture(config: RunConfig, initial: ImportedModel) -> RunConfig:
             ("data.max_seq_len",),
         )
     return initial.run_config(config)
+
+
+def continuing(config: RunConfig, initial: ImportedModel, given: Collection[str] = ()) -> tuple[RunConfig, str]:
+    """The configuration a new run continuing `initial` starts from (the CLI's --init-from, the window's import):
+    its architecture, and the continuation recipe for each recipe field `given` (what the user set) lacks; with
+    the sentence that says what was chosen."""
+    return continued(with_architecture(config, initial), given)
 
 
 def training_blocks(
@@ -175,7 +199,8 @@ def resume_differences(run: RunDir, given: RunConfig) -> tuple[dict[str, tuple[A
     """How `given` differs from the run's configuration: (what a resume applies, what it cannot change). The
     vocabulary, set by the run's tokenizer, is not compared."""
     model = run.config.model
-    changes = config_differences(run.config, given.with_vocabulary(model.vocab_size, model.pad_token_id))
+    given = with_resolved_precision(given.with_vocabulary(model.vocab_size, model.pad_token_id))
+    changes = config_differences(run.config, given)
     applied = {name: values for name, values in changes.items() if name in RESUMABLE}
     return applied, {name: values for name, values in changes.items() if name not in RESUMABLE}
 

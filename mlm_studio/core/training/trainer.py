@@ -29,7 +29,7 @@ from mlm_studio.core.storage.checkpoint import load_optimizer, load_weights, rea
 from mlm_studio.core.storage.run_folder import RunDir, finite_or_none
 from mlm_studio.core.storage.tensorboard import open_event_log
 from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.device import autocast_dtype, fused_optimizer_runs_on, resolve_device
+from mlm_studio.core.training.device import autocast_dtype, optimizer_kernel, resolve_device, resolved_precision
 from mlm_studio.core.training.distributed import SINGLE, Distributed, any_rank, no_sync_unless, summed
 from mlm_studio.core.training.failures import (
     OOM_MESSAGE,
@@ -53,6 +53,7 @@ from mlm_studio.core.training.records import (
 )
 from mlm_studio.core.training.schedule import learning_rate
 from mlm_studio.core.training.step_sums import StepSums, Window
+from mlm_studio.core.training.threads import ThreadGovernor, threads_pinned
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,7 @@ class Trainer:
             lr=t.learning_rate,
             betas=(t.adam_beta1, t.adam_beta2),
             eps=t.adam_epsilon,
-            fused=fused_optimizer_runs_on(self.device),
+            **optimizer_kernel(self.device),
         )
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=t.precision == "fp16")
         self.masker = Masker.for_tokenizer(self.config.masking, tokenizer, self.device)
@@ -190,6 +191,7 @@ class Trainer:
             total_steps=self.total_steps,
             time_budget=self.config.training.time_budget,
             device=str(self.device),
+            precision=resolved_precision(self.config.training.precision, self.device),
             layers=model.num_hidden_layers,
             hidden_size=model.hidden_size,
             parameters=sum(p.numel() for p in self.model.parameters()),
@@ -224,8 +226,12 @@ class Trainer:
         t = self.config.training
         self.model.train()
         window, nonfinite_in_a_row, out_of_time = Window(), 0, False
+        # a CPU run sizes its threads to the idle cores, unless the user pinned them (as torchrun does)
+        threads = ThreadGovernor() if self.device.type == "cpu" and not threads_pinned() else None
         self._clock = time.perf_counter()
         while self.step < self.total_steps and not out_of_time:
+            if threads is not None:
+                threads.check()
             self._wait_while_paused()
             if self._agree(self.control.stop_requested):
                 break
@@ -346,11 +352,11 @@ class Trainer:
         return any_rank(self.dist, flag, self.device)
 
     def evaluate(self) -> EvalRecord:
-        """Validation loss, accuracy and top-5 accuracy with a fixed masking, comparable across runs."""
+        """Validation loss, accuracy and top-5 accuracy with a fixed masking, in fp32: comparable across runs."""
         t = self.config.training
         count = len(self.validation) if t.eval_blocks == 0 else min(t.eval_blocks, len(self.validation))
         mine = np.arange(self.dist.rank, count, self.dist.world_size)
-        sums = held_out_sums(self.model, self.validation, mine, t.batch_size, self._micro_batch, self._autocast)
+        sums = held_out_sums(self.model, self.validation, mine, t.batch_size, self._micro_batch)
         sums = summed(self.dist, sums, self.device)
         loss_sum, top1, top5, predicted = sums[:4]
         loss = loss_sum / predicted if predicted else math.nan

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from mlm_studio.core.config.continuation import continuation_recipe
 from mlm_studio.core.config.presets import PRESETS, preset
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import PRECISIONS, ConfigError, ModelConfig, join_words
@@ -282,7 +283,7 @@ class ConfigPanel(QWidget):
 
     def _update_precisions(self) -> None:
         device = self.editors[("training", "device")].currentData() or "auto"
-        allowed = PRECISIONS if device.startswith("cuda") else ("fp32", "bf16")
+        allowed = PRECISIONS if device.startswith("cuda") else ("auto", "fp32", "bf16")
         editor = self.editors[("training", "precision")]
         for index in range(editor.count()):
             item = editor.model().item(index)
@@ -352,7 +353,8 @@ class ConfigPanel(QWidget):
         if imported is not None:
             self.import_note.setText(
                 f"New runs continue pre-training <b>{imported.folder.name}</b> ({imported.folder}): its "
-                "architecture and tokenizer are fixed; the training fields are yours to set."
+                "architecture and tokenizer are fixed; the training fields are yours to set. They start from "
+                f"{continuation_recipe(imported.config).describe()}."
             )
         self.show_config(self.workspace.config)
 

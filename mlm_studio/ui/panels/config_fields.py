@@ -83,7 +83,12 @@ FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {
     ("masking", "span_p"): ("Data & masking", "Span p", "Geometric law of span lengths; 0.2"),
     ("masking", "max_span"): ("Data & masking", "Longest span", "In words; 10"),
     ("training", "device"): ("Hardware", "Device", "Where to train: auto picks CUDA, then MPS, then the CPU"),
-    ("training", "precision"): ("Hardware", "Precision", "fp32 everywhere; bf16 on recent GPUs and CPUs; fp16 on CUDA"),
+    ("training", "precision"): (
+        "Hardware",
+        "Precision",
+        "auto: bf16 where the processor computes it natively, else fp32; fp32 everywhere; bf16 on recent GPUs and "
+        "CPUs; fp16 on CUDA",
+    ),
     ("training", "compile"): ("Hardware", "torch.compile", "Compile the model: faster steps after a slow first one"),
     ("training", "seed"): ("Hardware", "Seed", "Decides initial weights, data order, masking and dropout"),
     ("training", "max_nonfinite_steps"): (

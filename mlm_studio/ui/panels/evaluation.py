@@ -1,6 +1,6 @@
 """Evaluation panel: is the model any good? For a run (any checkpoint) or an imported model: the held-out
-blocks with its answers, where it fails, what it learned (a word's contexts by their vectors), and whether its
-sentence vectors help a labelled task of your own.
+blocks with its answers, where it fails, what it learned (a word's contexts by their vectors), whether its
+sentence vectors help a labelled task of your own, and the corpus's documents nearest a query (search).
 Everything heavy runs in the background with progress and cancel."""
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from mlm_studio.core.interop.hf import is_hf_folder
 from mlm_studio.core.models.encoder import layer_count
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.ui.construction import Construction
+from mlm_studio.ui.panels.search_view import SearchView
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.context_view import ContextView
 from mlm_studio.ui.widgets.diagnosis_views import FailuresView, SamplesView, plot_series
@@ -100,6 +101,9 @@ class EvaluationPanel(QWidget):
         self.task_view = TaskView()
         self.task_view.probe_requested.connect(self.probe)
         self.tabs.addTab(self.task_view, "Does it help a task")
+        yield
+        self.search_view = SearchView(lambda: self.subject, lambda: self.workspace.corpus)
+        self.tabs.addTab(self.search_view, "Search")
         self._busy(False)
 
     def _build_controls(self) -> None:
@@ -240,6 +244,7 @@ class EvaluationPanel(QWidget):
         (self.subject, self.diagnosis), (self.other, self.other_diagnosis) = result
         layers = layer_count(self.subject.encoder)
         self.context_view.set_layers(layers)
+        self.search_view.set_model(self.subject)
         self.task_view.layer_spin.setRange(0, layers)
         self.context_view.clear()  # the maps and the probe were another model's
         self.task_view.clear()

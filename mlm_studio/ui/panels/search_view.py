@@ -1,0 +1,170 @@
+"""The Evaluation panel's "Search" tab: the corpus's documents embedded by the evaluated model, then the nearest
+to what the user types, ranked with their cosine scores."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from mlm_studio.core.data.corpus import Corpus
+from mlm_studio.core.evaluation.search import Hit, SearchIndex, build_index
+from mlm_studio.core.evaluation.subject import Subject
+from mlm_studio.core.models.encoder import layer_count
+from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.widgets.message_bar import MessageBar
+
+SHOWN_CHARACTERS = 400  # of each document in the table (its tooltip holds it whole)
+
+
+class SearchView(QWidget):
+    """Embeds the corpus with the evaluated model in the background (progress, cancel), then answers queries."""
+
+    embedded = Signal()  # the documents are embedded: queries can be typed
+    searched = Signal()  # a query's nearest documents are shown
+
+    def __init__(self, subject: Callable[[], Subject | None], corpus: Callable[[], Corpus | None]) -> None:
+        """`subject()` is the evaluated model (None before an evaluation), `corpus()` the workspace's corpus."""
+        super().__init__()
+        self.subject, self.corpus = subject, corpus
+        self.index: SearchIndex | None = None
+        self.hits: list[Hit] = []
+        self.layer_spin = QSpinBox()
+        self.layer_spin.setRange(0, 1)
+        self.layer_spin.setSpecialValueText("last, as the head reads it")
+        self.layer_spin.setToolTip("Whose output is averaged over a document's tokens into its vector")
+        self.embed_button = QPushButton("Embed the corpus")
+        self.embed_button.setToolTip("Read every document of the Corpus panel's corpus with the evaluated model")
+        self.embed_button.clicked.connect(self.embed)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.hide()
+        self.progress_bar = QProgressBar()
+        self.progress_bar.hide()
+        self.query_edit = QLineEdit()
+        self.query_edit.setPlaceholderText("Embed the corpus, then type what to look for and press Enter")
+        self.query_edit.setEnabled(False)
+        self.query_edit.returnPressed.connect(self.search)
+        self.k_spin = QSpinBox()
+        self.k_spin.setRange(1, 1000)
+        self.k_spin.setValue(10)
+        self.k_spin.setPrefix("top ")
+        self.k_spin.setToolTip("How many documents to show, the nearest first")
+        self.table = QTableWidget(0, 3)
+        self.table.setHorizontalHeaderLabels(["rank", "cosine", "document"])
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setWordWrap(True)
+        self.message_bar = MessageBar()
+        self.runner = TaskRunner(self)
+        self.runner.progress.connect(self._on_progress)
+        self.runner.succeeded.connect(self._on_embedded)
+        self.runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
+        self.runner.cancelled.connect(lambda: self.message_bar.show_message("Cancelled.", "info"))
+        self.runner.finished.connect(lambda: self._busy(False))
+        self.cancel_button.clicked.connect(self.runner.cancel)
+
+        embed_row = QHBoxLayout()
+        embed_row.addWidget(self.layer_spin)
+        embed_row.addWidget(self.embed_button)
+        embed_row.addWidget(self.cancel_button)
+        embed_row.addStretch(1)
+        query_row = QHBoxLayout()
+        query_row.addWidget(self.query_edit, 1)
+        query_row.addWidget(self.k_spin)
+        form = QFormLayout()
+        form.addRow("Layer", embed_row)
+        form.addRow("Query", query_row)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.progress_bar)
+        layout.addWidget(self.message_bar)
+        layout.addWidget(self.table, 1)
+
+    def embed(self) -> None:
+        """Embed the corpus's documents with the evaluated model, in the background."""
+        subject, corpus = self.subject(), self.corpus()
+        if subject is None or corpus is None:
+            self.message_bar.show_message("Evaluate a model and load a corpus first: search reads both.", "warning")
+            return
+        layer = self.layer_spin.value() or None
+
+        def work(progress) -> SearchIndex:
+            return build_index(subject.encoder, subject.tokenizer, list(corpus.iter_documents()), layer, progress)
+
+        self.clear()
+        self._busy(True)
+        self.runner.start(work)
+
+    def _on_embedded(self, index: SearchIndex) -> None:
+        self.index = index
+        subject = self.subject()
+        title = subject.title if subject is not None else "the model"
+        self.message_bar.show_message(f"Embedded {len(index.texts):,} documents with {title}.", "info")
+        self.query_edit.setEnabled(True)
+        self.query_edit.setFocus()
+        self.embedded.emit()
+
+    def search(self) -> None:
+        """Show the documents nearest the typed query."""
+        if self.index is None:
+            return
+        try:
+            self.hits = self.index.nearest(self.query_edit.text(), self.k_spin.value())
+        except ValueError as exc:
+            self.message_bar.show_message(str(exc), "warning")
+            return
+        self.table.setRowCount(len(self.hits))
+        for row, hit in enumerate(self.hits):
+            text = " ".join(hit.text.split())
+            shown = text[:SHOWN_CHARACTERS] + ("…" if len(text) > SHOWN_CHARACTERS else "")
+            cells = [str(row + 1), f"{hit.score:.3f}", shown]
+            for column, value in enumerate(cells):
+                item = QTableWidgetItem(value)
+                if column < 2:
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                else:
+                    item.setToolTip(hit.text[:4000])
+                self.table.setItem(row, column, item)
+        self.table.resizeColumnToContents(0)
+        self.table.resizeColumnToContents(1)
+        self.table.resizeRowsToContents()
+        self.message_bar.show_message(f"The {len(self.hits)} documents nearest {self.query_edit.text()!r}.", "info")
+        self.searched.emit()
+
+    def clear(self) -> None:
+        """Forget the embedded documents (another model was evaluated)."""
+        self.runner.cancel()
+        self.index, self.hits = None, []
+        self.table.setRowCount(0)
+        self.query_edit.setEnabled(False)
+
+    def _busy(self, busy: bool) -> None:
+        self.embed_button.setEnabled(not busy)
+        self.cancel_button.setVisible(busy)
+        self.progress_bar.setVisible(busy)
+        self.progress_bar.setRange(0, 0)
+
+    def _on_progress(self, done: int, total: int, message: str) -> None:
+        self.progress_bar.setFormat(f"{message} %p%")
+        if total > 0:
+            self.progress_bar.setRange(0, total)
+            self.progress_bar.setValue(done)
+
+    def set_model(self, subject: Subject) -> None:
+        """A newly evaluated model: its layers offered, the documents embedded by another model forgotten."""
+        self.clear()
+        self.layer_spin.setRange(0, layer_count(subject.encoder))

@@ -1,0 +1,106 @@
+"""Semantic search with a real (tiny, trained) model: documents embedded in batches with progress and cancel, the
+nearest by cosine with their scores; recall@k and MRR of same-label neighbours, worked by hand."""
+
+from itertools import islice
+
+import numpy as np
+import pytest
+
+from mlm_studio.core.evaluation.search import build_index, retrieval_scores, unit
+from mlm_studio.core.evaluation.subject import load_subject
+from mlm_studio.core.evaluation.task_probe import sentence_vectors
+from mlm_studio.core.progress import Cancelled, Progress
+
+
+@pytest.fixture(scope="module")
+def subject(trained_run):
+    return load_subject(trained_run.path)
+
+
+@pytest.fixture(scope="module")
+def documents(small_corpus):
+    return list(islice(small_corpus.iter_documents(), 80))
+
+
+class Recorded(Progress):
+    def __init__(self, cancel_after: int | None = None) -> None:
+        super().__init__()
+        self.reports, self.cancel_after = [], cancel_after
+
+    def report(self, done, total, message=""):
+        self.reports.append((done, total))
+        if self.cancel_after is not None and len(self.reports) >= self.cancel_after:
+            self.cancel()
+
+
+def test_a_document_is_its_own_nearest_and_the_scores_are_cosines_in_order(subject, documents):
+    progress = Recorded()
+    index = build_index(subject.encoder, subject.tokenizer, documents, progress=progress)
+    assert [done for done, _ in progress.reports] == [0, 32, 64] and {t for _, t in progress.reports} == {80}
+    assert index.vectors.shape == (80, subject.config.model.hidden_size)
+    assert np.allclose(np.linalg.norm(index.vectors, axis=1), 1.0, atol=1e-5)
+    hits = index.nearest(documents[17], k=5)
+    assert len(hits) == 5 and hits[0].index == 17 and hits[0].text == documents[17]
+    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    query = unit(sentence_vectors(subject.encoder, subject.tokenizer, [documents[17]]))[0]
+    expected = index.vectors @ query
+    assert [h.index for h in hits] == list(np.argsort(-expected, kind="stable")[:5])
+    assert [h.score for h in hits] == pytest.approx(expected[[h.index for h in hits]].tolist(), abs=1e-6)
+    assert len(index.nearest("the list", k=500)) == 80
+
+
+def test_a_chosen_layer_gives_other_vectors_and_a_layer_the_model_lacks_is_refused(documents, tmp_path):
+    from mlm_studio.core.interop.hf import import_model
+    from tests.core.family_folders import make_folder
+
+    imported = import_model(make_folder("bert", documents, tmp_path))  # three layers, as transformers made it
+    model, tokenizer = imported.build_model(), imported.tokenizer
+    last = build_index(model, tokenizer, documents[:8])
+    first = build_index(model, tokenizer, documents[:8], layer=1)
+    assert not np.allclose(first.vectors, last.vectors, atol=1e-2)
+    assert first.nearest(documents[3], k=1)[0].index == 3
+    assert np.allclose(build_index(model, tokenizer, documents[:8], layer=3).vectors, last.vectors, atol=1e-5)
+    for layer in (0, 4):
+        with pytest.raises(ValueError, match="the model has 3 layers; choose a layer from 1 to 3"):
+            build_index(model, tokenizer, documents, layer=layer)
+    with pytest.raises(ValueError, match="no documents"):
+        build_index(model, tokenizer, [])
+    with pytest.raises(ValueError, match="the query is empty"):
+        last.nearest("  ")
+
+
+def test_embedding_stops_when_cancelled(subject, documents):
+    progress = Recorded(cancel_after=2)
+    with pytest.raises(Cancelled):
+        build_index(subject.encoder, subject.tokenizer, documents, progress=progress)
+    assert len(progress.reports) == 2  # the third batch was never read
+
+
+def test_recall_at_k_and_mrr_worked_by_hand():
+    """Directions at 0°, 10°, 25° and 45° labelled a, b, a, b (and one c at 90°, whose label no other text has):
+    the nearest text of the same label is 2nd, 3rd, 3rd and 2nd."""
+    angles = np.radians([0, 10, 25, 45, 90])
+    vectors = np.stack([np.cos(angles), np.sin(angles)], axis=1) * [[1], [2], [3], [0.5], [1]]  # lengths do not count
+    labels = ["a", "b", "a", "b", "c"]
+    scores = retrieval_scores(vectors, labels, k=1).to_json()
+    assert scores == {"k": 1, "recall_at_k": 0.0, "mrr": pytest.approx(5 / 12), "queries": 4}
+    assert retrieval_scores(vectors, labels, k=2).recall_at_k == 0.5
+    assert retrieval_scores(vectors, labels, k=3).recall_at_k == 1.0
+    separated = retrieval_scores(np.array([[1, 0], [0.9, 0.1], [0, 1], [0.1, 0.9]]), ["a", "a", "b", "b"], k=1)
+    assert (separated.recall_at_k, separated.mrr) == (1.0, 1.0)
+    with pytest.raises(ValueError, match="no label is shared"):
+        retrieval_scores(vectors[:3], ["a", "b", "c"])
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        retrieval_scores(vectors, labels, k=0)
+
+
+def test_the_trained_models_neighbours_share_labels_more_than_chance(subject, tmp_path):
+    from mlm_studio.core.evaluation.task_probe import read_labelled
+    from tests.core.test_diagnostics import _labelled
+
+    task = read_labelled(_labelled(tmp_path / "topics.csv", count=120))
+    vectors = sentence_vectors(subject.encoder, subject.tokenizer, task.texts)
+    scores = retrieval_scores(vectors, task.labels, k=1)
+    shuffled = retrieval_scores(vectors, list(np.random.default_rng(0).permutation(task.labels)), k=1)
+    assert scores.queries == 120 and scores.recall_at_k > 0.8 > shuffled.recall_at_k + 0.2
