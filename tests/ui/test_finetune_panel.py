@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QFileDialog
 
 from mlm_studio.core.storage.run_folder import INITIAL
 from mlm_studio.core.training.records import FinishedRecord, StepRecord
-from mlm_studio.ui.panels.finetune import FinetunePanel
+from mlm_studio.ui.panels.finetune.panel import FinetunePanel
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED
 from mlm_studio.ui.workspace import Workspace
 from tests.core.test_finetune import write_task

@@ -1,6 +1,6 @@
 """The Fine-tune panel: a model (a run, a Hugging Face folder, or either's shape from scratch) fine-tuned on a
 labelled file in the background, with live curves of the training loss and the validation score, pause and stop;
-when it ends, the test scores, confusion matrix and mistakes (finetune_results.py), and the classifier exported."""
+when it ends, the test scores, confusion matrix and mistakes (results.py), and the classifier exported."""
 
 from __future__ import annotations
 
@@ -44,8 +44,7 @@ from mlm_studio.core.training.records import (
     WarningRecord,
 )
 from mlm_studio.core.training.runs import new_run_path
-from mlm_studio.ui.panels.finetune_results import ResultsView
-from mlm_studio.ui.preview import preview
+from mlm_studio.ui.panels.finetune.results import ResultsView
 from mlm_studio.ui.run_export import RunExporter
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING, TrainingController
@@ -309,7 +308,3 @@ class FinetunePanel(QWidget):
         self.stop_button.setEnabled(not idle)
         self.export_button.setEnabled(idle and self.test is not None)
         self.form.setEnabled(idle)
-
-
-if __name__ == "__main__":
-    preview(FinetunePanel)
