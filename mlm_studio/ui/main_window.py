@@ -112,10 +112,12 @@ class MainWindow(QMainWindow):
 
     def _build_panels(self, restore: bool) -> Iterator[None]:
         """The panels, one per step (the Training panel one live plot per step, the Evaluation panel one tab per
-        step), then their menus and the last session's state (deferred until the engine is imported)."""
+        step, the Fine-tune panel one live plot per step), then their menus and the last session's state (deferred
+        until the engine is imported)."""
         from mlm_studio.ui.panels.config import ConfigPanel
         from mlm_studio.ui.panels.corpus import CorpusPanel
         from mlm_studio.ui.panels.evaluation import EvaluationPanel
+        from mlm_studio.ui.panels.finetune.panel import FinetunePanel
         from mlm_studio.ui.panels.masking import MaskingPanel
         from mlm_studio.ui.panels.playground import PlaygroundPanel
         from mlm_studio.ui.panels.training import TrainingPanel
@@ -132,6 +134,9 @@ class MainWindow(QMainWindow):
         yield
         self.evaluation_panel = EvaluationPanel(self.workspace, self._runs_root, sliced=True)
         yield from self.evaluation_panel.construction.steps
+        self.finetune_panel = FinetunePanel(self.workspace, self._runs_root, sliced=True)
+        yield
+        yield from self.finetune_panel.construction.steps
         if hasattr(self, "loading"):
             self.stack.removeWidget(self.loading)
             self.loading.deleteLater()
@@ -141,11 +146,14 @@ class MainWindow(QMainWindow):
         self.add_panel("Training", self.training_panel, QStyle.StandardPixmap.SP_MediaPlay)
         self.add_panel("Playground", self.playground_panel, QStyle.StandardPixmap.SP_DialogHelpButton)
         self.add_panel("Evaluation", self.evaluation_panel, QStyle.StandardPixmap.SP_FileDialogListView)
+        self.add_panel("Fine-tune", self.finetune_panel, QStyle.StandardPixmap.SP_DialogApplyButton)
         self.config_panel.validity_changed.connect(self.training_panel.set_config_error)
         self.training_panel.checkpoint_written.connect(self.playground_panel.on_checkpoint)
         self.training_panel.checkpoint_written.connect(self.masking_panel.on_checkpoint)
         self.training_panel.run_finished.connect(self._on_run_finished)
+        self.finetune_panel.controller.finished.connect(self._on_run_finished)
         self.training_panel.checkpoint_written.connect(lambda _: self.evaluation_panel.refresh_models())
+        self.training_panel.checkpoint_written.connect(lambda _: self.finetune_panel.refresh_models())
         self.training_panel.controller.state_changed.connect(self._update_run_status)
         self.workspace.run_changed.connect(lambda _: self._update_run_status())
         self.workspace.corpus_changed.connect(self._update_corpus_status)
@@ -341,6 +349,13 @@ class MainWindow(QMainWindow):
             else:
                 self._quit_when_done = True
             self.statusBar().showMessage("Saving a checkpoint; MLM Studio closes when it is written.")
+            return
+        tuning = self.finetune_panel.controller
+        if tuning.busy:  # stopped at once: what it learned so far is scored and kept
+            event.ignore()
+            tuning.stop()
+            self._quit_when_done = True
+            self.statusBar().showMessage("Stopping the fine-tuning; MLM Studio closes once it is scored.")
             return
         self._save()
         self._memory_timer.stop()

@@ -13,10 +13,12 @@ from mlm_studio.core.interop.export import export_model, replaces_export
 from mlm_studio.core.interop.hf import InteropError
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.history import metrics_csv
-from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.storage.run_folder import TASK, RunDir
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar
+
+PIPELINES = {"classification": "text-classification", "tokens": "token-classification"}  # a classifier's
 
 
 class RunExporter(TaskRunner):
@@ -79,12 +81,14 @@ class RunExporter(TaskRunner):
     def export(self, run: Path, out: Path, overwrite: bool = False) -> None:
         """Export in the background; the outcome appears in the message bar."""
         self.message_bar.show_message(f"Exporting {run.name} to {out}…", "info")
+        task = RunDir(run).task if (Path(run) / TASK).is_file() else None
+        self._loaded_by = (
+            f'pipeline("{PIPELINES[task["task"]]}")'
+            if task
+            else "AutoModelForMaskedLM.from_pretrained and AutoTokenizer.from_pretrained; the playground opens it too"
+        )
         self.start(lambda progress: export_model(run, out, overwrite=overwrite, progress=progress))
 
     def _on_exported(self, out: Path) -> None:
-        self.message_bar.show_message(
-            f"Exported to {out}. transformers loads it with AutoModelForMaskedLM.from_pretrained and "
-            "AutoTokenizer.from_pretrained; the playground can open it too.",
-            "info",
-        )
+        self.message_bar.show_message(f"Exported to {out}. transformers loads it with {self._loaded_by}.", "info")
         self.log(f"Exported to {out}")

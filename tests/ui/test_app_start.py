@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-PANELS = ("corpus", "masking", "config", "training", "playground", "evaluation")
+PANELS = ("corpus", "masking", "config", "training", "playground", "evaluation", "finetune")
 
 SCRIPT = """
 import logging, os, sys
@@ -77,6 +77,9 @@ def test_the_panels_are_built_one_per_turn_of_the_event_loop(qtbot, tmp_path):
     ticker.timeout.connect(lambda: evaluation() and tabs.append(evaluation().tabs.count()))
     training = lambda: getattr(window, "training_panel", None)  # noqa: E731
     ticker.timeout.connect(lambda: training() and plots.append(len(training().plots.plots)))
+    tuning = lambda: getattr(window, "finetune_panel", None)  # noqa: E731
+    tuned = []
+    ticker.timeout.connect(lambda: tuning() and tuned.append(len(tuning().plots.plots)))
     ticker.start(0)
     with qtbot.waitSignal(window.panels_ready, timeout=120_000):
         window.panels_ready.connect(lambda: built.append(True))
@@ -86,6 +89,7 @@ def test_the_panels_are_built_one_per_turn_of_the_event_loop(qtbot, tmp_path):
     assert window.evaluation_panel.tabs.count() == 5
     assert set(range(1, 7)) <= set(plots)  # and between the Training panel's live plots, built one per turn
     assert len(window.training_panel.plots.plots) == len(LivePlots.PLOTS)
+    assert set(range(1, 5)) <= set(tuned)  # the Fine-tune panel's live plots, one per turn too
 
 
 def test_an_evaluation_panel_shown_before_its_tabs_are_built_builds_them_then(qtbot, tmp_path):

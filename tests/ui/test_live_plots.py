@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication
 
 from mlm_studio.core.evaluation.probes import ProbeResult
 from mlm_studio.core.metric_schema import metrics_of
-from mlm_studio.core.training.records import RECORDS, EvalRecord, StepRecord
+from mlm_studio.core.training.records import RECORDS, EvalRecord
 from mlm_studio.ui.widgets.curve_data import Series, thinned
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.plots import CompactAxis
@@ -273,12 +273,14 @@ def test_records_faster_than_the_redraws_starve_no_plot(plots):
 
 
 def schema_records(steps=20):
-    """Step and evaluation records with a value in every field the record classes have, ELECTRA's included."""
+    """A record of each kind that has plotted fields (steps, evaluations, fine-tuning's validations), with a value
+    in every field, ELECTRA's included."""
+    plotted = [(kind, cls) for kind, cls in RECORDS.items() if any(m.plot for m in metrics_of(cls).values())]
     out = []
     for step in range(1, steps + 1):
-        for cls in (StepRecord, EvalRecord):
+        for kind, cls in plotted:
             values = {name: 0.5 + step / 100 for name in metrics_of(cls)}
-            out.append({"type": cls.__name__.removesuffix("Record").lower(), **values, "step": step})
+            out.append({"type": kind, **values, "step": step})
     return out
 
 
@@ -286,7 +288,7 @@ def test_every_series_the_schema_plots_is_drawn_and_every_plot_is_the_schemas(pl
     plotted = {f"{kind}_{name}": m for kind, cls in RECORDS.items() for name, m in metrics_of(cls).items() if m.plot}
     named = {m.plot for m in plotted.values()} | {metrics_of(ProbeResult)["rank"].plot}
     assert named == set(LivePlots.PLOTS)
-    assert len(plotted) == 13 and plots._shown == 6  # the detection plot waits for its values
+    assert len(plotted) == 16 and plots._shown == 6  # the detection plot waits for its values
     plots.load(schema_records())
     assert set(plots.series) == set(plotted) and plots._shown == 7
     for key, metric in plotted.items():

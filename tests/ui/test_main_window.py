@@ -32,7 +32,7 @@ def test_first_start_opens_on_the_builtin_corpus(qtbot, settings):
     qtbot.waitUntil(lambda: "detecting" not in window.device_label.text(), timeout=LOAD_TIMEOUT_MS)
     assert window.device_label.text().startswith("Device: ") and "CPU" in window.device_label.toolTip()
     titles = [window.navigation.item(i).text() for i in range(window.navigation.count())]
-    assert titles == ["Corpus", "Masking preview", "Configuration", "Training", "Playground", "Evaluation"]
+    assert titles == ["Corpus", "Masking preview", "Configuration", "Training", "Playground", "Evaluation", "Fine-tune"]
     assert window.memory_label.text().startswith("Memory: ")
 
 
@@ -142,7 +142,7 @@ def test_the_launched_window_shows_before_the_engine_and_then_gains_its_panels(q
     assert window.stack.currentWidget() is window.loading and window.navigation.count() == 0
     with qtbot.waitSignal(window.panels_ready, timeout=60_000):
         pass
-    assert window.navigation.count() == 6 and window.stack.currentWidget() is window.corpus_panel
+    assert window.navigation.count() == 7 and window.stack.currentWidget() is window.corpus_panel
     assert window.view_actions and window.config_panel.editors
 
 

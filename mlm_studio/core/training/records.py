@@ -146,12 +146,14 @@ class ValidationRecord(Record):
     tokens_seen: int = metric("tokens")
     elapsed: float = metric("s")
     epoch: float = metric("epochs")
-    loss: float = metric("nats", tag="eval/loss")
+    loss: float = metric("nats", tag="eval/loss", plot="loss", series="validation")
     accuracy: float = metric("share", tag="eval/accuracy")  # of the texts, or of the words
-    macro_f1: float = metric("share", tag="eval/macro_f1")
+    macro_f1: float = metric("share", tag="eval/macro_f1", plot="accuracy", series="validation macro-F1")
     entity_precision: float | None = metric("share", optional=True, tag="eval/entity_precision")
     entity_recall: float | None = metric("share", optional=True, tag="eval/entity_recall")
-    entity_f1: float | None = metric("share", optional=True, tag="eval/entity_f1")
+    entity_f1: float | None = metric(
+        "share", optional=True, tag="eval/entity_f1", plot="accuracy", series="validation entity F1"
+    )
 
     def describe(self) -> str:
         return f"Validation at step {self.step} (epoch {self.epoch:.2f}): {_scores(self)}"

@@ -115,6 +115,9 @@ class EvaluationPanel(QWidget):
             "imported model (each scored on its own held-out blocks; two checkpoints of one run share theirs)"
         )
         self.compare_combo.currentIndexChanged.connect(self._on_comparison_chosen)
+        # its width does not follow its longest entry (a run's name and step): the window stays within 900 px
+        self.compare_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.compare_combo.setMinimumContentsLength(10)
         self.checkpoint_combo = QComboBox()
         self.checkpoint_combo.setToolTip("Which checkpoint of the run: step through them to watch it learn")
         self.folder_button = QPushButton("Model folder…")

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import QApplication, QFrame, QScrollArea, QVBoxLayout, QW
 
 from mlm_studio.core.evaluation.probes import ProbeResult
 from mlm_studio.core.metric_schema import Metric, metrics_of
-from mlm_studio.core.training.records import RECORDS, EvalRecord
+from mlm_studio.core.training.records import RECORDS, StepRecord
 from mlm_studio.ui.construction import Construction
 from mlm_studio.ui.theme import PALETTE_CHANGES
 from mlm_studio.ui.widgets.curve_data import Series, thinned
@@ -60,7 +60,7 @@ def _schema_curves() -> dict[str, dict[str, Curve]]:
         for name, metric in metrics_of(cls).items():
             if metric.plot:
                 index = in_plot[metric.plot] = in_plot.get(metric.plot, -1) + 1
-                symbol = "o" if cls is EvalRecord else None
+                symbol = None if cls is StepRecord else "o"  # evaluations: few points, each marked
                 curves.setdefault(kind, {})[name] = Curve(metric, COLOURS[index % len(COLOURS)], symbol)
     return curves
 

@@ -1,0 +1,310 @@
+"""The Fine-tune panel: a model (a run, a Hugging Face folder, or either's shape from scratch) fine-tuned on a
+labelled file in the background, with live curves of the training loss and the validation score, pause and stop;
+when it ends, the test scores, confusion matrix and mistakes (results.py), and the classifier exported."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import ClassVar
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QSpinBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from mlm_studio.core.data.formats import TABLE_SUFFIXES
+from mlm_studio.core.finetune.mistakes import wrong_test_examples
+from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions, prepare_finetuner
+from mlm_studio.core.finetune.tasks import TASKS
+from mlm_studio.core.storage.lock import RunLock
+from mlm_studio.core.storage.run_folder import TASK
+from mlm_studio.core.storage.user_folders import default_runs_dir
+from mlm_studio.core.training.records import (
+    CheckpointRecord,
+    FinishedRecord,
+    StepRecord,
+    TestRecord,
+    ValidationRecord,
+    WarningRecord,
+)
+from mlm_studio.core.training.runs import new_run_path
+from mlm_studio.ui.panels.finetune.results import ResultsView
+from mlm_studio.ui.run_export import RunExporter
+from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING, TrainingController
+from mlm_studio.ui.widgets.live_plots import LivePlots
+from mlm_studio.ui.widgets.message_bar import MessageBar
+from mlm_studio.ui.widgets.model_choice import model_combo, model_entries, refill
+from mlm_studio.ui.workspace import Workspace
+
+DEFAULTS = {f.name: f.default for f in dataclasses.fields(FinetuneOptions)}
+KIND_LABELS = {"classification": "classification (a label per text)", "tokens": "tokens (a tag per word: NER)"}
+TASK_FILES = f"Labelled files ({' '.join('*' + s for s in (*TABLE_SUFFIXES, '.conll', '.txt'))});;All files (*)"
+
+
+class FinetunePlots(LivePlots):
+    """The live plots a fine-tuning has values for: no cloze probes, no replaced-token detection."""
+
+    PLOTS: ClassVar[dict[str, tuple[str, bool]]] = {
+        "loss": ("loss", False),
+        "accuracy": ("accuracy · F1", False),
+        "learning_rate": ("learning rate", False),
+        "grad_norm": ("gradient norm", False),
+        "throughput": ("tokens / s", False),
+    }
+
+
+class FinetunePanel(QWidget):
+    """Choose, fine-tune, read the outcome, export."""
+
+    run_finished = Signal(object)  # the run folder
+
+    def __init__(self, workspace: Workspace, runs_root: Path | None = None, sliced: bool = False) -> None:
+        super().__init__()
+        self.workspace = workspace
+        self.runs_root = Path(runs_root) if runs_root else default_runs_dir()
+        self.folders: list[str] = []
+        self.run_path: Path | None = None  # the run shown
+        self.test: TestRecord | None = None
+        self.controller = TrainingController(self)
+        self.controller.state_changed.connect(self._update_controls)
+        self.controller.progress.connect(self._on_preparing)
+        self.controller.record.connect(self._on_record)
+        self.controller.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
+        self.controller.finished.connect(self._on_finished)
+        self.message_bar = MessageBar()
+        self.mistakes_task = TaskRunner(self)
+        self.mistakes_task.succeeded.connect(self._on_mistakes)
+        self.mistakes_task.failed.connect(lambda m: self.message_bar.show_message(f"Could not list the mistakes: {m}"))
+        self.exporter = RunExporter(self, self.message_bar, lambda _: None)
+        self.plots = FinetunePlots(sliced=sliced)
+        self.construction = self.plots.construction  # the slow part: the rest is built at once
+        self.results = ResultsView()
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.plots)
+        splitter.addWidget(self.results)
+        splitter.setSizes([300, 260])
+        layout = QVBoxLayout(self)
+        layout.addWidget(self._build_form())
+        layout.addLayout(self._build_controls())
+        layout.addWidget(self.message_bar)
+        layout.addWidget(splitter, 1)
+        workspace.run_changed.connect(lambda _: self.refresh_models())
+        self.refresh_models()
+        self._update_controls(IDLE)
+
+    # --- the form -----------------------------------------------------------------------------------
+    def _build_form(self) -> QWidget:
+        self.model_combo = model_combo("The model fine-tuned: a run's latest checkpoint, or a Hugging Face folder")
+        self.folder_button = QPushButton("Folder…")
+        self.folder_button.setToolTip("A Hugging Face model folder, or a run or checkpoint folder from elsewhere")
+        self.folder_button.clicked.connect(self.add_folder_dialog)
+        self.scratch_box = QCheckBox("from scratch")
+        self.scratch_box.setToolTip(
+            "The chosen model's shape and tokenizer with fresh weights: the baseline that shows what pre-training adds"
+        )
+        self.task_edit = QLineEdit()
+        self.task_edit.setPlaceholderText("A labelled CSV/TSV/JSONL/Parquet file, or CoNLL columns for tokens")
+        self.task_button = QPushButton("Choose…")
+        self.task_button.clicked.connect(self.choose_task_dialog)
+        self.kind_combo = QComboBox()
+        for kind in TASKS:
+            self.kind_combo.addItem(KIND_LABELS[kind], kind)
+        self.epochs = self._number(QDoubleSpinBox(), "epochs", (0.1, 100), "Passes over the training examples")
+        rate = QDoubleSpinBox()
+        rate.setDecimals(7)  # before its value is set: two decimals would round 3e-5 to 0
+        rate.setSingleStep(1e-5)
+        self.learning_rate = self._number(rate, "learning_rate", (1e-7, 1.0), "AdamW's peak learning rate")
+        self.batch_size = self._number(QSpinBox(), "batch_size", (1, 4096), "Examples per step")
+        self.freeze_layers = self._number(
+            QSpinBox(), "freeze_layers", (0, 128), "The embeddings and this many first layers stay as they are"
+        )
+        model_row = QHBoxLayout()
+        model_row.addWidget(self.model_combo, 1)
+        model_row.addWidget(self.folder_button)
+        model_row.addWidget(self.scratch_box)
+        task_row = QHBoxLayout()
+        task_row.addWidget(self.task_edit, 1)
+        task_row.addWidget(self.task_button)
+        task_row.addWidget(self.kind_combo)
+        grid = QGridLayout()
+        grid.addWidget(QLabel("Model"), 0, 0)
+        grid.addLayout(model_row, 0, 1)
+        grid.addWidget(QLabel("Task file"), 1, 0)
+        grid.addLayout(task_row, 1, 1)
+        recipe = QHBoxLayout()
+        for label, box in (
+            ("Epochs", self.epochs),
+            ("Learning rate", self.learning_rate),
+            ("Batch size", self.batch_size),
+            ("Freeze layers", self.freeze_layers),
+        ):
+            form = QFormLayout()
+            form.addRow(label, box)
+            recipe.addLayout(form)
+        recipe.addStretch(1)
+        grid.addWidget(QLabel("Recipe"), 2, 0)
+        grid.addLayout(recipe, 2, 1)
+        grid.setColumnStretch(1, 1)
+        self.form = QWidget()
+        self.form.setLayout(grid)
+        grid.setContentsMargins(0, 0, 0, 0)
+        return self.form
+
+    @staticmethod
+    def _number(box, name: str, bounds: tuple, help_text: str):
+        box.setRange(*bounds)
+        box.setValue(DEFAULTS[name])
+        box.setToolTip(f"{help_text}; the engine's default is {DEFAULTS[name]:g}")
+        return box
+
+    def _build_controls(self) -> QHBoxLayout:
+        self.start_button = QPushButton("Start")
+        self.start_button.clicked.connect(self.start)
+        self.pause_button = QPushButton("Pause")
+        self.pause_button.clicked.connect(self.toggle_pause)
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("Stop after this step; the test examples are scored with the best weights")
+        self.stop_button.clicked.connect(self.controller.stop)
+        self.export_button = QPushButton("Export…")
+        self.export_button.setToolTip("Write the fine-tuned classifier as a Hugging Face folder, with its labels")
+        self.export_button.clicked.connect(lambda: self.exporter.ask(self.run_path, self.runs_root))
+        self.progress_bar = QProgressBar()
+        self.status_label = QLabel()
+        self.status_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens it
+        row = QHBoxLayout()
+        for button in (self.start_button, self.pause_button, self.stop_button, self.export_button):
+            row.addWidget(button)
+        row.addWidget(self.progress_bar, 1)
+        row.addWidget(self.status_label, 2)
+        return row
+
+    # --- choices ------------------------------------------------------------------------------------
+    def refresh_models(self) -> None:
+        entries = model_entries(self.workspace.run, self.runs_root, self.folders)
+        entries = [(label, path) for label, path in entries if not (Path(path) / TASK).is_file()]  # not fine-tuned
+        refill(self.model_combo, entries, self.model_combo.currentData())
+        self._update_controls(self.controller.state)
+
+    def add_folder_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "A Hugging Face model, run or checkpoint folder")
+        if folder:
+            self.add_folder(folder)
+
+    def add_folder(self, folder: str) -> None:
+        if folder not in self.folders:
+            self.folders.append(folder)
+        self.refresh_models()
+        self.model_combo.setCurrentIndex(self.model_combo.findData(folder))
+
+    def choose_task_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "The labelled task file", "", TASK_FILES)
+        if path:
+            self.task_edit.setText(path)
+
+    def options(self) -> FinetuneOptions:
+        return FinetuneOptions(
+            task=self.kind_combo.currentData(),
+            train=Path(self.task_edit.text().strip()),
+            learning_rate=self.learning_rate.value(),
+            epochs=self.epochs.value(),
+            batch_size=self.batch_size.value(),
+            freeze_layers=self.freeze_layers.value(),
+        )
+
+    # --- running ------------------------------------------------------------------------------------
+    def start(self) -> None:
+        model = self.model_combo.currentData()
+        if not model:
+            self.message_bar.show_message("Choose a model first: train a run, or add a model folder.", "warning")
+            return
+        if not self.task_edit.text().strip():
+            self.message_bar.show_message("Choose the labelled task file first.", "warning")
+            return
+        spec = (SCRATCH if self.scratch_box.isChecked() else "") + model
+        options = self.options()
+        path = new_run_path(self.runs_root, "finetune")
+
+        def prepare(progress, control, held):
+            held.enter_context(RunLock(path))
+            return prepare_finetuner(path, spec, options, control)
+
+        self.mistakes_task.cancel()
+        self.message_bar.clear()
+        self.plots.clear()
+        self.results.clear()
+        self.test, self.run_path = None, None
+        self.progress_bar.setRange(0, 0)
+        self.status_label.setText("Reading the task and preparing the model…")
+        self.controller.start(prepare)
+
+    def toggle_pause(self) -> None:
+        if self.controller.state == RUNNING:
+            self.controller.pause()
+        elif self.controller.state == PAUSED:
+            self.controller.resume()
+
+    def _on_preparing(self, done: int, total: int, message: str) -> None:
+        self.progress_bar.setRange(0, max(total, 1))
+        self.progress_bar.setValue(done)
+        self.status_label.setText(message)
+
+    def _on_record(self, record) -> None:
+        self.plots.add(record.kind, record.to_dict())
+        if record.kind == "started":
+            self.run_path = Path(record.run_dir)
+            self.progress_bar.setRange(0, record.total_steps)
+            self.status_label.setText(f"Fine-tuning {self.run_path.name}")
+        elif isinstance(record, StepRecord):
+            self.progress_bar.setValue(record.step)
+            self.status_label.setText(f"step {record.step:,} of {self.progress_bar.maximum():,}")
+        elif isinstance(record, ValidationRecord):
+            score = record.macro_f1 if record.entity_f1 is None else record.entity_f1
+            name = "macro-F1" if record.entity_f1 is None else "entity F1"
+            self.status_label.setText(f"validation {name} {score:.1%} at step {record.step:,}")
+            self.status_label.setToolTip(record.describe())
+        elif isinstance(record, WarningRecord):
+            self.message_bar.show_message(record.message, "warning")
+        elif isinstance(record, TestRecord):
+            self.test = record
+            self.results.show_test(record)
+        elif isinstance(record, FinishedRecord):
+            self.status_label.setText(f"Finished ({record.reason}) at step {record.step:,}")
+        elif isinstance(record, CheckpointRecord):
+            self.refresh_models()
+
+    def _on_finished(self) -> None:
+        self.progress_bar.setRange(0, 1)
+        self.progress_bar.setValue(1 if self.test else 0)
+        if self.test is not None and self.run_path is not None:
+            self.mistakes_task.start(lambda progress, run=self.run_path: wrong_test_examples(run, progress))
+            self.run_finished.emit(self.run_path)
+        self._update_controls(IDLE)
+
+    def _on_mistakes(self, mistakes) -> None:
+        self.results.show_mistakes(mistakes, self.test.entity_f1 is not None)
+
+    def _update_controls(self, state: str) -> None:
+        idle = state == IDLE
+        self.start_button.setEnabled(idle and self.model_combo.count() > 0)
+        self.pause_button.setEnabled(state in (RUNNING, PAUSED))
+        self.pause_button.setText("Resume" if state == PAUSED else "Pause")
+        self.stop_button.setEnabled(not idle)
+        self.export_button.setEnabled(idle and self.test is not None)
+        self.form.setEnabled(idle)

@@ -1,0 +1,195 @@
+"""What a fine-tuning run ends with, as the Fine-tune panel shows it: the test scores, the confusion matrix (cells
+shaded by count) beside each class's precision, recall and F1, and the test examples the model gets wrong: a
+table of texts with their true and predicted labels, or, for tagging, each sentence's entities as coloured chips,
+the true ones above the predicted ones."""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from mlm_studio.core.finetune.mistakes import Mistake
+from mlm_studio.core.finetune.scores import entities
+from mlm_studio.core.training.records import TestRecord
+from mlm_studio.ui.theme import blended, readable_on
+
+CHIP_COLOURS = ("#f4a261", "#8ecae6", "#b5e48c", "#e9c46a", "#cdb4db", "#ffafcc", "#a3c4bc")
+NO_RESULTS = "The test scores, the confusion matrix and the mistakes appear here when a fine-tuning ends."
+
+
+def _table(headers: list[str]) -> QTableWidget:
+    table = QTableWidget(0, len(headers))
+    table.setHorizontalHeaderLabels(headers)
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.verticalHeader().setVisible(False)
+    return table
+
+
+def _cell(value: object, align_right: bool = False) -> QTableWidgetItem:
+    item = QTableWidgetItem(str(value))
+    if align_right:
+        item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+    return item
+
+
+class ResultsView(QTabWidget):
+    """Scores (with the confusion matrix and per-class table) and mistakes, as two tabs."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.summary = QLabel(NO_RESULTS)
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.confusion = QTableWidget()
+        self.confusion.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.confusion.setToolTip("Rows: the true label; columns: the predicted one. Darker cells hold more examples.")
+        self.per_class = _table(["label", "precision", "recall", "F1", "support"])
+        self.per_class.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        tables = QSplitter(Qt.Orientation.Horizontal)
+        tables.addWidget(self.confusion)
+        tables.addWidget(self.per_class)
+        scores = QWidget()
+        layout = QVBoxLayout(scores)
+        layout.addWidget(self.summary)
+        layout.addWidget(tables, 1)
+        self.mistakes = _table(["row", "text", "true", "predicted"])
+        header = self.mistakes.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.mistakes.setWordWrap(True)
+        self.spans = QTextBrowser()
+        self.spans.setOpenLinks(False)
+        mistakes = QWidget()
+        inner = QVBoxLayout(mistakes)
+        self.mistakes_label = QLabel("No mistakes to show yet.")
+        self.mistakes_label.setWordWrap(True)
+        inner.addWidget(self.mistakes_label)
+        inner.addWidget(self.mistakes, 1)
+        inner.addWidget(self.spans, 1)
+        self.spans.hide()
+        self.addTab(scores, "Test scores")
+        self.addTab(mistakes, "Mistakes")
+        self._test: TestRecord | None = None
+
+    def clear(self) -> None:
+        self._test = None
+        self.summary.setText(NO_RESULTS)
+        for table in (self.confusion, self.per_class, self.mistakes):
+            table.setRowCount(0)
+        self.confusion.setColumnCount(0)
+        self.spans.clear()
+        self.mistakes_label.setText("No mistakes to show yet.")
+
+    # --- scores -------------------------------------------------------------------------------------
+    def show_test(self, test: TestRecord) -> None:
+        self._test = test
+        entity = (
+            ""
+            if test.entity_f1 is None
+            else f" · entities: precision {test.entity_precision:.1%}, recall {test.entity_recall:.1%}, "
+            f"<b>F1 {test.entity_f1:.1%}</b>"
+        )
+        examples = sum(map(sum, test.confusion))
+        unit = "words" if test.entity_f1 is not None else "examples"
+        self.summary.setText(
+            f"Test ({examples:,} {unit}), with the best checkpoint (step {test.best_step}) restored: "
+            f"accuracy <b>{test.accuracy:.1%}</b> · macro-F1 <b>{test.macro_f1:.1%}</b>{entity}"
+        )
+        self._fill_confusion()
+        self.per_class.setRowCount(len(test.per_class))
+        for row, (label, precision, recall, f1, support) in enumerate(test.per_class):
+            values = [label, f"{precision:.1%}", f"{recall:.1%}", f"{f1:.1%}", f"{support:,}"]
+            for column, value in enumerate(values):
+                self.per_class.setItem(row, column, _cell(value, column > 0))
+
+    def _fill_confusion(self) -> None:
+        """Each cell tinted by its count against the largest one, its text readable on the tint."""
+        test = self._test
+        labels, counts = test.labels, test.confusion
+        self.confusion.setRowCount(len(labels))
+        self.confusion.setColumnCount(len(labels))
+        self.confusion.setHorizontalHeaderLabels([f"→ {label}" for label in labels])
+        self.confusion.setVerticalHeaderLabels(list(labels))
+        largest = max((max(row) for row in counts), default=0) or 1
+        palette = self.palette()
+        base, accent = palette.color(QPalette.ColorRole.Base), palette.color(QPalette.ColorRole.Highlight)
+        for r, row in enumerate(counts):
+            for c, count in enumerate(row):
+                item = _cell(f"{count:,}", True)
+                tint = blended(accent, count / largest, base)
+                item.setBackground(tint)
+                item.setForeground(readable_on(tint))
+                item.setToolTip(f"true {labels[r]}, predicted {labels[c]}: {count:,}")
+                self.confusion.setItem(r, c, item)
+        self.confusion.resizeColumnsToContents()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == event.Type.PaletteChange and self._test is not None:
+            self._fill_confusion()  # the tints follow the scheme
+
+    # --- mistakes -----------------------------------------------------------------------------------
+    def show_mistakes(self, mistakes: list[Mistake], tagging: bool) -> None:
+        said = "sentences with a mistagged word" if tagging else "test examples predicted wrongly"
+        self.mistakes_label.setText(
+            f"{len(mistakes):,} {said}." if mistakes else "The model gets every test example right."
+        )
+        self.mistakes.setVisible(not tagging)
+        self.spans.setVisible(tagging)
+        if tagging:
+            self.spans.setHtml(self._chips_html(mistakes))
+            return
+        self.mistakes.setRowCount(len(mistakes))
+        for row, mistake in enumerate(mistakes):
+            text = " / ".join(mistake.inputs)
+            for column, value in enumerate([mistake.row, text, *mistake.true, *mistake.predicted]):
+                self.mistakes.setItem(row, column, _cell(value, column == 0))
+        self.mistakes.resizeRowsToContents()
+
+    def _chips_html(self, mistakes: list[Mistake]) -> str:
+        """Each sentence twice, true entities then predicted ones, each entity a chip coloured by its type."""
+        kinds = sorted({span[0] for m in mistakes for tags in (m.true, m.predicted) for span in entities(list(tags))})
+        colours = {kind: CHIP_COLOURS[i % len(CHIP_COLOURS)] for i, kind in enumerate(kinds)}
+        muted = self.palette().color(QPalette.ColorRole.PlaceholderText).name()
+        parts = []
+        for mistake in mistakes:
+            lines = [f"<span style='color:{muted}'>row {mistake.row}</span>"]
+            for name, tags in (("true", mistake.true), ("predicted", mistake.predicted)):
+                lines.append(
+                    f"<span style='color:{muted}'>{name}:</span> {self._sentence(mistake.inputs, tags, colours)}"
+                )
+            parts.append(f"<p style='margin-bottom:6px'>{'<br>'.join(lines)}</p>")
+        return "".join(parts)
+
+    @staticmethod
+    def _sentence(words: tuple[str, ...], tags: tuple[str, ...], colours: dict[str, str]) -> str:
+        spans = {first: (kind, last) for kind, first, last in entities(list(tags))}
+        out, position = [], 0
+        while position < len(words):
+            if position in spans:
+                kind, last = spans[position]
+                colour = QColor(colours[kind])
+                text = html.escape(" ".join(words[position : last + 1]))
+                out.append(
+                    f"<span style='background:{colour.name()};color:{readable_on(colour).name()}'>"
+                    f"&nbsp;{text}&nbsp;<small><b>{html.escape(kind)}</b></small>&nbsp;</span>"
+                )
+                position = last + 1
+            else:
+                out.append(html.escape(words[position]))
+                position += 1
+        return " ".join(out)

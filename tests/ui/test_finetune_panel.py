@@ -1,0 +1,166 @@
+"""The Fine-tune panel, driven as a user would: choose a run and a labelled file, start, read the confusion matrix
+and the mistakes, export the classifier; a tagging task's entities as chips; stop halfway; a bad file said."""
+
+import json
+
+import pytest
+from PySide6.QtWidgets import QFileDialog
+
+from mlm_studio.core.storage.run_folder import INITIAL
+from mlm_studio.core.training.records import FinishedRecord, StepRecord
+from mlm_studio.ui.panels.finetune.panel import FinetunePanel
+from mlm_studio.ui.trainer_thread import IDLE, PAUSED
+from mlm_studio.ui.workspace import Workspace
+from tests.core.test_finetune import write_task
+from tests.core.test_finetune_tokens import write_tagging
+
+TIMEOUT_MS = 120_000
+
+
+@pytest.fixture
+def panel(qtbot, trained_runs, tmp_path):
+    widget = FinetunePanel(Workspace(), tmp_path / "runs")
+    qtbot.addWidget(widget)
+    widget.resize(1200, 800)
+    widget.show()
+    widget.add_folder(str(trained_runs / "late"))
+    yield widget
+    widget.controller.stop()
+    widget.controller.wait(TIMEOUT_MS)
+
+
+def fill(panel, task_file, kind="classification", epochs=2.0):
+    panel.task_edit.setText(str(task_file))
+    panel.kind_combo.setCurrentIndex(panel.kind_combo.findData(kind))
+    panel.epochs.setValue(epochs)
+    panel.learning_rate.setValue(5e-3)
+    panel.batch_size.setValue(8)
+
+
+def run_to_the_end(qtbot, panel):
+    if panel.controller.state == IDLE:
+        panel.start_button.click()
+    qtbot.waitUntil(lambda: panel.controller.state == IDLE, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not panel.mistakes_task.running, timeout=TIMEOUT_MS)
+
+
+def cells(table):
+    return [[table.item(r, c).text() for c in range(table.columnCount())] for r in range(table.rowCount())]
+
+
+def test_fine_tune_read_the_confusion_matrix_and_mistakes_then_export(qtbot, panel, tmp_path, monkeypatch):
+    assert panel.learning_rate.value() == 3e-5 and panel.batch_size.value() == 16  # the engine's defaults shown
+    assert not panel.export_button.isEnabled()
+    fill(panel, write_task(tmp_path / "task.csv"))
+    narrowest = panel.minimumSizeHint().width()
+    run_to_the_end(qtbot, panel)
+    assert panel.message_bar.level == ""
+    assert panel.minimumSizeHint().width() == narrowest  # what it says while and after training never widens it
+    assert "macro-F1" in panel.results.summary.text()
+    labels = ["errors", "files", "returns"]
+    matrix = [[int(v) for v in row] for row in cells(panel.results.confusion)]
+    assert len(matrix) == 3 and sum(map(sum, matrix)) == 15  # 10% of 150 rows held out for the test
+    assert [row[0] for row in cells(panel.results.per_class)] == labels
+    # the cells are shaded by count: the largest the strongest tint
+    confusion = panel.results.confusion
+    tints = {confusion.item(r, c).background().color().name() for r in range(3) for c in range(3)}
+    assert len(tints) == len({v for row in matrix for v in row})
+    # the mistakes listed are the test examples off the confusion matrix's diagonal, with their labels
+    wrong = sum(matrix[r][c] for r in range(3) for c in range(3) if r != c)
+    mistakes = cells(panel.results.mistakes)
+    assert len(mistakes) == wrong
+    assert all(true in labels and predicted in labels and true != predicted for _, _, true, predicted in mistakes)
+    # the curves: training loss each logged step, the validation score once an epoch
+    assert panel.plots.series["step_loss"].size >= 2
+    assert panel.plots.series["validation_macro_f1"].size == 2
+
+    out = tmp_path / "exported"
+    out.mkdir()
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *args, **kwargs: str(out))
+    assert panel.export_button.isEnabled()
+    panel.export_button.click()
+    qtbot.waitUntil(lambda: not panel.exporter.running, timeout=TIMEOUT_MS)
+    config = json.loads((out / "config.json").read_text())
+    assert config["architectures"] == ["BertForSequenceClassification"]
+    assert sorted(config["id2label"].values()) == labels
+    assert 'pipeline("text-classification")' in panel.message_bar.text
+
+
+def test_a_tagger_shows_true_and_predicted_entities_as_chips(qtbot, panel, tmp_path):
+    fill(panel, write_tagging(tmp_path / "tags.jsonl"), kind="tokens", epochs=1.0)
+    run_to_the_end(qtbot, panel)
+    assert "entities:" in panel.results.summary.text()
+    assert [row[0] for row in cells(panel.results.per_class)] == ["O", "B-ARG", "B-EXC", "I-EXC"]
+    assert not panel.results.spans.isHidden() and panel.results.mistakes.isHidden()
+    shown = panel.results.spans.toPlainText()
+    count = int(panel.results.mistakes_label.text().split()[0])
+    assert shown.count("true:") == shown.count("predicted:") == count > 0  # one tiny epoch leaves mistakes
+    assert "background" in panel.results.spans.toHtml()  # entities are chips
+
+
+def test_pause_resume_then_stop_halfway_scores_the_best_weights(qtbot, panel, tmp_path):
+    fill(panel, write_task(tmp_path / "task.csv"), epochs=20.0)
+    steps, finished = [], []
+
+    def on_record(record):
+        if isinstance(record, StepRecord):
+            steps.append(record.step)
+            if len(steps) == 1:
+                panel.pause_button.click()
+            elif not panel.controller.control.stop_requested:
+                panel.stop_button.click()
+        if isinstance(record, FinishedRecord):
+            finished.append(record)
+
+    panel.controller.record.connect(on_record)
+    panel.start_button.click()
+    qtbot.waitUntil(lambda: panel.controller.state == PAUSED, timeout=TIMEOUT_MS)
+    assert panel.pause_button.text() == "Resume" and not panel.start_button.isEnabled()
+    panel.pause_button.click()
+    run_to_the_end(qtbot, panel)
+    assert len(steps) >= 2  # it went on after the pause
+    assert finished[0].reason == "stopped" and finished[0].step < panel.progress_bar.maximum() * 20
+    assert "Finished (stopped)" in panel.status_label.text()
+    assert panel.results.confusion.rowCount() == 3 and panel.export_button.isEnabled()
+
+
+def test_a_file_of_one_class_is_said_in_the_message_bar(qtbot, panel, tmp_path):
+    task = tmp_path / "one.csv"
+    task.write_text("text,label\n" + "".join(f"sentence {i},same\n" for i in range(20)), encoding="utf-8")
+    fill(panel, task)
+    panel.start_button.click()
+    qtbot.waitUntil(lambda: panel.controller.state == IDLE, timeout=TIMEOUT_MS)
+    assert panel.message_bar.level == "error" and "one.csv" in panel.message_bar.text
+    assert "Traceback" not in panel.message_bar.text and panel.start_button.isEnabled()
+    assert not panel.export_button.isEnabled()
+
+
+def test_from_scratch_starts_from_the_models_shape_with_fresh_weights(qtbot, panel, tmp_path, trained_runs):
+    fill(panel, write_task(tmp_path / "task.csv"), epochs=1.0)
+    panel.scratch_box.setChecked(True)
+    run_to_the_end(qtbot, panel)
+    origin = json.loads((panel.run_path / INITIAL / "origin.json").read_text())
+    assert origin["kind"] == "scratch" and origin["source"].startswith(str(trained_runs / "late"))
+    assert panel.results.confusion.rowCount() == 3
+
+
+def test_closing_the_window_while_fine_tuning_stops_it_then_closes(qtbot, trained_runs, tmp_path):
+    from mlm_studio.ui.main_window import MainWindow
+
+    window = MainWindow(restore=False, runs_root=tmp_path / "runs")
+    qtbot.addWidget(window)
+    window.show()
+    panel = window.finetune_panel
+    panel.add_folder(str(trained_runs / "late"))
+    fill(panel, write_task(tmp_path / "task.csv"), epochs=20.0)
+    closed_while_running = []
+
+    def on_record(record):
+        if isinstance(record, StepRecord) and not closed_while_running:
+            closed_while_running.append(window.close())  # False: it waits for the fine-tuning to stop
+
+    panel.controller.record.connect(on_record)
+    panel.start_button.click()
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=TIMEOUT_MS)
+    assert closed_while_running == [False] and panel.controller.state == IDLE
+    assert panel.test is not None  # stopped, then scored with the best weights before the window closed
