@@ -40,7 +40,8 @@ def wrong_test_examples(path: str | Path, progress: Progress | None = None, limi
         if task["task"] == "tokens":
             predicted = tuple(model.tag(list(example.inputs)))
         else:
-            predicted = (model.classify([example.inputs[0]])[0][0],)
+            text = example.inputs[0] if len(example.inputs) == 1 else tuple(example.inputs)  # a text or a pair
+            predicted = (model.classify([text])[0][0],)
         if predicted != example.labels:
             found.append(Mistake(example.row, example.inputs, example.labels, predicted))
             if len(found) >= limit:
