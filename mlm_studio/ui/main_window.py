@@ -111,9 +111,10 @@ class MainWindow(QMainWindow):
             QTimer.singleShot(0, lambda: self._build_in_slices(steps))
 
     def _build_panels(self, restore: bool) -> Iterator[None]:
-        """The panels, one per step (the Training panel one live plot per step, the Evaluation panel one tab per
-        step, the Fine-tune panel one live plot per step), then their menus and the last session's state (deferred
-        until the engine is imported)."""
+        """The panels, one per step (the Masking panel one part per step, the Configuration panel one group of
+        fields per step, the Training panel one live plot per step, the Evaluation panel one tab per step, the
+        Fine-tune panel one live plot per step), then their menus and the last session's state (deferred until the
+        engine is imported)."""
         from mlm_studio.ui.panels.config import ConfigPanel
         from mlm_studio.ui.panels.corpus import CorpusPanel
         from mlm_studio.ui.panels.evaluation import EvaluationPanel
@@ -124,9 +125,11 @@ class MainWindow(QMainWindow):
 
         self.corpus_panel = CorpusPanel(self.workspace)
         yield
-        self.masking_panel = MaskingPanel(self.workspace)
+        self.masking_panel = MaskingPanel(self.workspace, sliced=True)
+        yield from self.masking_panel.construction.steps
         yield
-        self.config_panel = ConfigPanel(self.workspace)
+        self.config_panel = ConfigPanel(self.workspace, sliced=True)
+        yield from self.config_panel.construction.steps
         yield
         self.training_panel = TrainingPanel(self.workspace, self._runs_root, sliced=True)
         yield from self.training_panel.construction.steps

@@ -5,6 +5,7 @@ import sys
 import pytest
 
 PANELS = ("corpus", "masking", "config", "training", "playground", "evaluation", "finetune")
+MASKING_PARTS = ("form", "samples", "rates")
 
 SCRIPT = """
 import logging, os, sys
@@ -80,6 +81,12 @@ def test_the_panels_are_built_one_per_turn_of_the_event_loop(qtbot, tmp_path):
     tuning = lambda: getattr(window, "finetune_panel", None)  # noqa: E731
     tuned = []
     ticker.timeout.connect(lambda: tuning() and tuned.append(len(tuning().plots.plots)))
+    masking = lambda: getattr(window, "masking_panel", None)  # noqa: E731
+    parts = []
+    ticker.timeout.connect(lambda: masking() and parts.append(sum(hasattr(masking(), n) for n in MASKING_PARTS)))
+    config = lambda: getattr(window, "config_panel", None)  # noqa: E731
+    groups = []
+    ticker.timeout.connect(lambda: config() and groups.append(len({config().fields[k][0] for k in config().editors})))
     ticker.start(0)
     with qtbot.waitSignal(window.panels_ready, timeout=120_000):
         window.panels_ready.connect(lambda: built.append(True))
@@ -90,6 +97,8 @@ def test_the_panels_are_built_one_per_turn_of_the_event_loop(qtbot, tmp_path):
     assert set(range(1, 7)) <= set(plots)  # and between the Training panel's live plots, built one per turn
     assert len(window.training_panel.plots.plots) == len(LivePlots.PLOTS)
     assert set(range(1, 5)) <= set(tuned)  # the Fine-tune panel's live plots, one per turn too
+    assert {1, 2, 3} <= set(parts)  # the Masking panel's form, samples and measured rates, one per turn
+    assert set(range(6)) <= set(groups)  # the Configuration panel's preset bar, then a group of fields per turn
 
 
 def test_an_evaluation_panel_shown_before_its_tabs_are_built_builds_them_then(qtbot, tmp_path):
@@ -110,6 +119,60 @@ def test_an_evaluation_panel_shown_before_its_tabs_are_built_builds_them_then(qt
     ]
     assert panel.evaluate_button.isEnabled() and not panel.task_view.probe_button.isEnabled()
     assert next(panel.construction.steps, None) is None  # nothing left for the window to build
+
+
+def test_a_masking_panel_shown_before_it_is_built_builds_it_then_with_the_workspace_as_it_is(
+    qtbot, small_corpus, small_tokenizer
+):
+    """What the workspace got while the panel was half built is what it shows once whole."""
+    from dataclasses import replace
+
+    from mlm_studio.ui.panels.masking import MaskingPanel
+    from mlm_studio.ui.workspace import Workspace
+
+    workspace = Workspace()
+    panel = MaskingPanel(workspace, sliced=True)
+    qtbot.addWidget(panel)
+    next(panel.construction.steps)  # the window's first step: the form
+    assert [hasattr(panel, name) for name in MASKING_PARTS] == [True, False, False]
+    workspace.set_config(replace(workspace.config, masking=replace(workspace.config.masking, rate=0.3)))
+    workspace.set_corpus(small_corpus)
+    workspace.set_tokenizer(small_tokenizer)
+    assert panel.form.rate_spin.value() == 0.15 and not panel.data_runner.running  # nothing reached it yet
+    with qtbot.waitSignal(panel.preview_updated, timeout=60_000):
+        panel.show()
+    assert all(hasattr(panel, name) for name in MASKING_PARTS)
+    assert next(panel.construction.steps, None) is None  # nothing left for the window to build
+    assert panel.form.rate_spin.value() == 0.3 and panel.preview_config.rate == 0.3
+    assert panel.samples.views[0].cells[0].text == "[CLS]" and not panel.empty_label.isVisible()
+    workspace.set_config(replace(workspace.config, masking=replace(workspace.config.masking, rate=0.2)))
+    assert panel.form.rate_spin.value() == 0.2  # and the workspace's news from then on
+    qtbot.wait_until(lambda: not panel._refresh_timer.isActive() and not panel.preview_runner.running, timeout=60_000)
+
+
+def test_a_configuration_panel_shown_before_its_fields_are_built_builds_them_then(qtbot):
+    from mlm_studio.core.config.presets import preset
+    from mlm_studio.ui.panels.config import ConfigPanel
+    from mlm_studio.ui.panels.config_fields import form_fields
+    from mlm_studio.ui.workspace import Workspace
+
+    workspace = Workspace()
+    panel = ConfigPanel(workspace, sliced=True)
+    qtbot.addWidget(panel)
+    next(panel.construction.steps)  # the window's first step: the preset bar
+    assert panel.editors == {}
+    next(panel.construction.steps)  # the Model group
+    assert {panel.fields[key][0] for key in panel.editors} == {"Model"}
+    validity = []
+    panel.validity_changed.connect(validity.append)
+    workspace.set_config(preset("mini"))
+    panel.show()
+    assert list(panel.editors) == list(form_fields())  # every field, in the form's order
+    assert next(panel.construction.steps, None) is None  # nothing left for the window to build
+    assert panel.preset_combo.currentData() == "mini" and validity == [""]
+    assert panel.editors[("model", "hidden_size")].value() == 256 and panel.error_label.isHidden()
+    workspace.set_config(preset("tiny"))
+    assert panel.editors[("model", "hidden_size")].value() == 128  # the workspace's news from then on
 
 
 FROZEN = """

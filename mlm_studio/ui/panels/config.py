@@ -6,10 +6,12 @@ each a label, a group and a tooltip with its usual range.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -32,6 +34,7 @@ from mlm_studio.core.config.sections import PRECISIONS, ConfigError, ModelConfig
 from mlm_studio.core.durations import format_duration, parse_duration
 from mlm_studio.core.interop.hf import ImportedModel, import_model
 from mlm_studio.core.models.registry import FAMILIES, family_titles
+from mlm_studio.ui.construction import Construction
 from mlm_studio.ui.panels.config_fields import GROUPS, KEPT_ACROSS_PRESETS, OBJECTIVE_FIELDS, form_fields
 from mlm_studio.ui.panels.config_form import GroupColumns, field_defaults, field_editor
 from mlm_studio.ui.tasks import TaskRunner
@@ -48,25 +51,28 @@ class ConfigPanel(QWidget):
 
     validity_changed = Signal(str)  # "" when valid, else the reason
 
-    def __init__(self, workspace: Workspace, parent: QWidget | None = None) -> None:
+    def __init__(self, workspace: Workspace, parent: QWidget | None = None, sliced: bool = False) -> None:
+        """`sliced`: leave the construction's steps to the window's launch; otherwise build it all."""
         super().__init__(parent)
         self.workspace = workspace
         self.error = ""
         self.editors: dict[tuple[str, str], QWidget] = {}
         self._applying = False
         self._devices = ["auto", "cpu"]
-        self._build()
-        self.show_config(workspace.config)
-        workspace.config_changed.connect(self._on_workspace_config)
-        workspace.tokenizer_changed.connect(lambda _: self._on_edit())
-        workspace.initial_model_changed.connect(self._on_initial_model)
         self.import_runner = TaskRunner(self)
         self.import_runner.succeeded.connect(self._on_imported)
         self.import_runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
         self.import_runner.finished.connect(lambda: self.import_button.setEnabled(True))
+        self.construction = Construction(self._build(), sliced)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        self.construction.finish()  # shown before the window has built it all
+        super().showEvent(event)
 
     # --- layout -------------------------------------------------------------------------------------
-    def _build(self) -> None:
+    def _build(self) -> Iterator[None]:
+        """The preset bar, then the fields one group per step; the workspace's news reaches the panel once it is
+        whole, and it then shows the workspace's configuration."""
         self.preset_combo = QComboBox()
         for name in (*PRESETS, CUSTOM):
             self.preset_combo.addItem(name, name)
@@ -114,13 +120,16 @@ class ConfigPanel(QWidget):
 
         groups = {name: QFormLayout() for name in GROUPS}
         self.fields = form_fields()
-        for (section, name), (group, label, tooltip) in self.fields.items():
-            editor = field_editor(section, name, self._devices, self._on_edit)
-            editor.setToolTip(tooltip)
-            caption = QLabel(label)
-            caption.setToolTip(tooltip)
-            groups[group].addRow(caption, editor)
-            self.editors[(section, name)] = editor
+        for group in GROUPS:  # GROUPS is in the fields' order: the editors keep it
+            yield
+            for (section, name), (field_group, label, tooltip) in self.fields.items():
+                if field_group == group:
+                    editor = field_editor(section, name, self._devices, self._on_edit)
+                    editor.setToolTip(tooltip)
+                    caption = QLabel(label)
+                    caption.setToolTip(tooltip)
+                    groups[group].addRow(caption, editor)
+                    self.editors[(section, name)] = editor
         self.tokenizer_note = QLabel()
         self.tokenizer_note.setWordWrap(True)
         groups["Model"].addRow("Vocabulary", self.tokenizer_note)
@@ -136,6 +145,10 @@ class ConfigPanel(QWidget):
         layout.addWidget(self.error_label)
         layout.addWidget(self.message_bar)
         layout.addWidget(self.groups, 1)
+        self.show_config(self.workspace.config)
+        self.workspace.config_changed.connect(self._on_workspace_config)
+        self.workspace.tokenizer_changed.connect(lambda _: self._on_edit())
+        self.workspace.initial_model_changed.connect(self._on_initial_model)
 
     # --- values -------------------------------------------------------------------------------------
     def show_config(self, config: RunConfig) -> None:

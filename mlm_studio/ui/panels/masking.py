@@ -3,9 +3,11 @@ token, with the achieved rates measured over many blocks against the configured 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -23,6 +25,7 @@ from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.ui.construction import Construction
 from mlm_studio.ui.panels.masked_samples import MaskedSamples
 from mlm_studio.ui.panels.masking_form import MaskingForm
 from mlm_studio.ui.tasks import TaskRunner
@@ -42,7 +45,8 @@ class MaskingPanel(QWidget):
 
     preview_updated = Signal()
 
-    def __init__(self, workspace: Workspace, parent: QWidget | None = None) -> None:
+    def __init__(self, workspace: Workspace, parent: QWidget | None = None, sliced: bool = False) -> None:
+        """`sliced`: leave the construction's steps to the window's launch; otherwise build it all."""
         super().__init__(parent)
         self.workspace = workspace
         self.tokenized = None
@@ -62,18 +66,16 @@ class MaskingPanel(QWidget):
         self._refresh_timer.setSingleShot(True)
         self._refresh_timer.setInterval(REFRESH_DELAY_MS)
         self._refresh_timer.timeout.connect(self.refresh)
-        self._build()
-        workspace.corpus_changed.connect(self.prepare_data)
-        workspace.tokenizer_changed.connect(self.prepare_data)
-        workspace.config_changed.connect(self.show_config)
-        workspace.run_changed.connect(lambda _: self.on_checkpoint())
-        self.show_config(workspace.config)
-        self.form.on_strategy()
-        self.on_checkpoint()
-        self.prepare_data()
+        self.construction = Construction(self._build(), sliced)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        self.construction.finish()  # shown before the window has built it all
+        super().showEvent(event)
 
     # --- layout -------------------------------------------------------------------------------------
-    def _build(self) -> None:
+    def _build(self) -> Iterator[None]:
+        """The form, the samples, the measured rates, one per step; the workspace's news reaches the panel once
+        it is whole, and it then shows the workspace as it is."""
         self.form = MaskingForm()
         self.form.edited.connect(self._on_edit)
         self.form.data_edited.connect(self._on_data_settings)
@@ -86,8 +88,9 @@ class MaskingPanel(QWidget):
         self.empty_label = QLabel(EMPTY)
         self.empty_label.setWordWrap(True)
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        yield
         self.samples = MaskedSamples(SAMPLES)
-
+        yield
         self.rates = MeasuredRates()
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(self.samples)
@@ -104,6 +107,14 @@ class MaskingPanel(QWidget):
         layout = QHBoxLayout(self)
         layout.addWidget(self.form)
         layout.addLayout(results, 1)
+        self.workspace.corpus_changed.connect(self.prepare_data)
+        self.workspace.tokenizer_changed.connect(self.prepare_data)
+        self.workspace.config_changed.connect(self.show_config)
+        self.workspace.run_changed.connect(lambda _: self.on_checkpoint())
+        self.show_config(self.workspace.config)
+        self.form.on_strategy()
+        self.on_checkpoint()
+        self.prepare_data()
 
     # --- configuration ------------------------------------------------------------------------------
     def data_config(self) -> DataConfig:
