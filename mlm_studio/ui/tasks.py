@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QObject, QThread, Signal
+from PySide6.QtWidgets import QProgressBar
 
 from mlm_studio.core.progress import Cancelled, Progress
 
@@ -93,6 +94,15 @@ def tasks_running() -> int:
 def _forget(thread: _TaskThread) -> None:
     _LIVE.discard(thread)
     thread.deleteLater()
+
+
+def show_progress(bar: QProgressBar, done: int, total: int, message: str) -> None:
+    """A task's progress on a bar: what it does and how far ("Embedding documents 40%"); busy while the total is
+    unknown."""
+    bar.setFormat(f"{message} %p%")
+    if total > 0:
+        bar.setRange(0, total)
+        bar.setValue(done)
 
 
 class TaskRunner(QObject):

@@ -6,6 +6,7 @@ Everything heavy runs in the background with progress and cancel."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import Signal
@@ -32,7 +33,7 @@ from mlm_studio.core.models.encoder import layer_count
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.ui.construction import Construction
 from mlm_studio.ui.panels.search_view import SearchView
-from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.tasks import TaskRunner, show_progress
 from mlm_studio.ui.widgets.context_view import ContextView
 from mlm_studio.ui.widgets.diagnosis_views import FailuresView, SamplesView, plot_series
 from mlm_studio.ui.widgets.message_bar import MessageBar
@@ -79,7 +80,7 @@ class EvaluationPanel(QWidget):
         self.mapper.succeeded.connect(self._on_context)
         self.prober.succeeded.connect(self._on_probe)
         for runner in self.runners:
-            runner.progress.connect(self._on_progress)
+            runner.progress.connect(partial(show_progress, self.progress_bar))
             runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
             runner.cancelled.connect(lambda: self.message_bar.show_message("Cancelled.", "info"))
             runner.finished.connect(lambda: self._busy(False))
@@ -364,12 +365,6 @@ class EvaluationPanel(QWidget):
         self.cancel_button.setVisible(busy)
         self.progress_bar.setVisible(busy)
         self.progress_bar.setRange(0, 0)
-
-    def _on_progress(self, done: int, total: int, message: str) -> None:
-        self.progress_bar.setFormat(f"{message} %p%")
-        if total > 0:
-            self.progress_bar.setRange(0, total)
-            self.progress_bar.setValue(done)
 
 
 def _corpus_for(path: str, corpus):

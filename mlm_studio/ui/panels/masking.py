@@ -28,7 +28,7 @@ from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.ui.construction import Construction
 from mlm_studio.ui.panels.masked_samples import MaskedSamples
 from mlm_studio.ui.panels.masking_form import MaskingForm
-from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.tasks import TaskRunner, show_progress
 from mlm_studio.ui.theme import ToneLabel
 from mlm_studio.ui.widgets.measured_rates import MeasuredRates
 from mlm_studio.ui.widgets.message_bar import MessageBar
@@ -55,7 +55,7 @@ class MaskingPanel(QWidget):
         self.preview_config: MaskingConfig | None = None  # the settings `preview` was measured with
         self.settings_version = 0  # counts the form's changes: a preview of an older version is stale
         self.data_runner = TaskRunner(self)
-        self.data_runner.progress.connect(self._on_progress)
+        self.data_runner.progress.connect(lambda *report: show_progress(self.progress_bar, *report))
         self.data_runner.succeeded.connect(self._on_data)
         self.data_runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
         self.data_runner.finished.connect(self._on_data_finished)
@@ -202,12 +202,6 @@ class MaskingPanel(QWidget):
         if self.tokenized is not None and self.workspace.tokenizer is not None:
             self.blocks = split_blocks(self.tokenized, self.data_config(), self.workspace.tokenizer)[0]
             self.refresh()
-
-    def _on_progress(self, done: int, total: int, message: str) -> None:
-        self.progress_bar.setFormat(f"{message} %p%")
-        if total > 0:
-            self.progress_bar.setRange(0, total)
-            self.progress_bar.setValue(done)
 
     def _on_data(self, result) -> None:
         self.tokenized, self.blocks = result

@@ -4,6 +4,7 @@ to what the user types, ranked with their cosine scores."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -24,7 +25,7 @@ from mlm_studio.core.data.corpus import Corpus
 from mlm_studio.core.evaluation.search import Hit, SearchIndex, build_index
 from mlm_studio.core.evaluation.subject import Subject
 from mlm_studio.core.models.encoder import layer_count
-from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.tasks import TaskRunner, show_progress
 from mlm_studio.ui.widgets.message_bar import MessageBar
 
 SHOWN_CHARACTERS = 400  # of each document in the table (its tooltip holds it whole)
@@ -70,7 +71,7 @@ class SearchView(QWidget):
         self.table.setWordWrap(True)
         self.message_bar = MessageBar()
         self.runner = TaskRunner(self)
-        self.runner.progress.connect(self._on_progress)
+        self.runner.progress.connect(partial(show_progress, self.progress_bar))
         self.runner.succeeded.connect(self._on_embedded)
         self.runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
         self.runner.cancelled.connect(lambda: self.message_bar.show_message("Cancelled.", "info"))
@@ -157,12 +158,6 @@ class SearchView(QWidget):
         self.cancel_button.setVisible(busy)
         self.progress_bar.setVisible(busy)
         self.progress_bar.setRange(0, 0)
-
-    def _on_progress(self, done: int, total: int, message: str) -> None:
-        self.progress_bar.setFormat(f"{message} %p%")
-        if total > 0:
-            self.progress_bar.setRange(0, total)
-            self.progress_bar.setValue(done)
 
     def set_model(self, subject: Subject) -> None:
         """A newly evaluated model: its layers offered, the documents embedded by another model forgotten."""

@@ -27,7 +27,7 @@ from mlm_studio.core.config.sections import MAX_VOCAB, MIN_VOCAB, TokenizerConfi
 from mlm_studio.core.data.corpus import Corpus
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerStats, train_tokenizer
 from mlm_studio.core.progress import Progress
-from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.tasks import TaskRunner, show_progress
 from mlm_studio.ui.theme import PALETTE_CHANGES, blended
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
@@ -64,7 +64,7 @@ class TokenizerSection(QGroupBox):
         self.trained_on: int | None = None  # documents the tokenizer was trained on here
         self._tokenizer_at_start: MLMTokenizer | None = None
         self.runner = TaskRunner(self)
-        self.runner.progress.connect(self._on_progress)
+        self.runner.progress.connect(lambda *report: show_progress(self.progress_bar, *report))
         self.runner.succeeded.connect(self._on_ready)
         self.runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
         self.runner.cancelled.connect(lambda: self.message_bar.show_message("Cancelled; nothing changed.", "info"))
@@ -218,12 +218,6 @@ class TokenizerSection(QGroupBox):
         corpus, tokenizer = self.workspace.corpus, imported.tokenizer
         origin = f"imported with {imported.folder.name}"
         self._start(lambda progress: _Outcome(tokenizer, _stats(tokenizer, corpus), origin))
-
-    def _on_progress(self, done: int, total: int, message: str) -> None:
-        self.progress_bar.setFormat(f"{message} %p%")
-        if total > 0:
-            self.progress_bar.setRange(0, total)
-            self.progress_bar.setValue(done)
 
     def _on_ready(self, outcome: _Outcome) -> None:
         chosen_meanwhile = self.workspace.tokenizer is not self._tokenizer_at_start
