@@ -62,8 +62,7 @@ def export_model(
     def fill(folder: Path) -> None:
         progress.report(1, 3, "Writing the weights, configuration and tokenizer")
         if fine_tuned is not None:
-            _write_model(folder, trained, tokenizer)
-            atomic_write_json(folder / "config.json", classifier_config(fine_tuned, tokenizer))
+            _write_model(folder, trained, tokenizer, config=classifier_config(fine_tuned, tokenizer))
         elif config.training.objective == "electra":
             _write_model(folder, trained.discriminator, tokenizer, DISCRIMINATOR)
             (folder / GENERATOR_FOLDER).mkdir()
@@ -88,10 +87,13 @@ def export_model(
     return out
 
 
-def _write_model(folder: Path, model: torch.nn.Module, tokenizer: MLMTokenizer, architecture: str = "") -> None:
-    """A model's weights, config.json and tokenizer files in `folder`."""
+def _write_model(
+    folder: Path, model: torch.nn.Module, tokenizer: MLMTokenizer, architecture: str = "", config: dict | None = None
+) -> None:
+    """A model's weights, config.json (`config`, or the family's for `architecture`) and tokenizer files in
+    `folder`."""
     save_weights(model, folder / "model.safetensors")
-    atomic_write_json(folder / "config.json", hf_config(model.config, tokenizer, architecture))
+    atomic_write_json(folder / "config.json", config or hf_config(model.config, tokenizer, architecture))
     tokenizer.save(folder / "tokenizer.json")
     if tokenizer.kind == "WordPiece":
         (folder / "vocab.txt").write_text(tokenizer.vocab_txt(), encoding="utf-8")
