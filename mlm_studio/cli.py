@@ -22,7 +22,7 @@ from mlm_studio.core.config.sections import (
     valid_device,
 )
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
-from mlm_studio.core.finetune.tasks import POOLINGS, TASKS
+from mlm_studio.core.finetune.tasks import FINETUNE_PRECISIONS, POOLINGS, TASKS
 from mlm_studio.core.models.registry import family_titles
 
 
@@ -224,7 +224,8 @@ RUN_MLM_FIELDS = {
 
 
 def _add_finetune(commands) -> None:
-    """`finetune`: a model fine-tuned on a labelled file, defaults from the published fine-tuning recipes."""
+    """`finetune`: a model fine-tuned on a labelled file, defaults from the published fine-tuning recipes (the
+    engine's: an option left out is None here, so that a resumed run can tell what was given)."""
     tune = commands.add_parser("finetune", help="fine-tune a model on labelled texts or tagged words")
     tune.set_defaults(run=_deferred("mlm_studio.finetune_command", "finetune"))
     tune.add_argument(
@@ -237,9 +238,7 @@ def _add_finetune(commands) -> None:
     tune.add_argument(
         "--task", type=Path, metavar="FILE", help=f"the labelled file: {TABLE_FORMATS}; for tokens also CoNLL"
     )
-    tune.add_argument(
-        "--kind", choices=TASKS, default="classification", help="what to predict (default classification)"
-    )
+    tune.add_argument("--kind", choices=TASKS, help="what to predict (default classification)")
     tune.add_argument("--validation", type=Path, metavar="FILE", help="your own validation file (with --test)")
     tune.add_argument("--test", type=Path, metavar="FILE", help="your own test file (else an 80/10/10 split)")
     tune.add_argument("--out", type=Path, metavar="RUN_DIR", help="the new run's folder (default: under the runs)")
@@ -247,25 +246,24 @@ def _add_finetune(commands) -> None:
     tune.add_argument("--text-column", default="", help="the text (or tokens) column, if not a usual name")
     tune.add_argument("--label-column", default="", help="the label (or tags) column, if not a usual name")
     tune.add_argument("--pair-column", default="", help="a second text column, for text pairs")
-    tune.add_argument("--lr", type=float, default=3e-5, help="peak learning rate (default 3e-5; 2e-5 to 5e-5 usual)")
-    tune.add_argument("--epochs", type=float, default=3.0, help="passes over the training examples (default 3)")
-    tune.add_argument("--batch-size", type=int, default=16, help="examples per step (default 16)")
-    tune.add_argument("--warmup", type=float, default=0.06, help="share of the steps warming up (default 0.06)")
-    tune.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay (default 0.01)")
+    tune.add_argument("--lr", type=float, help="peak learning rate (default 3e-5; 2e-5 to 5e-5 usual)")
+    tune.add_argument("--epochs", type=float, help="passes over the training examples (default 3)")
+    tune.add_argument("--batch-size", type=int, help="examples per step (default 16)")
+    tune.add_argument("--warmup", type=float, help="share of the steps warming up (default 0.06)")
+    tune.add_argument("--weight-decay", type=float, help="AdamW weight decay (default 0.01)")
     tune.add_argument(
-        "--freeze-layers", type=int, default=0, metavar="N", help="leave the embeddings and N first layers untrained"
+        "--freeze-layers", type=int, metavar="N", help="leave the embeddings and N first layers untrained"
     )
+    tune.add_argument("--patience", type=int, help="evaluations without improvement before stopping (default 2)")
+    tune.add_argument("--eval-every", type=int, metavar="STEPS", help="evaluate every STEPS (default: each epoch)")
+    tune.add_argument("--max-length", type=int, metavar="TOKENS", help="cut examples to this many tokens")
+    tune.add_argument("--pooling", choices=POOLINGS, help="ModernBERT's classifier: first token or mean")
+    tune.add_argument("--seed", type=int, help="split, head and order seed (default 0)")
+    tune.add_argument("--device", type=_device, help=f"where to train: {_listed(DEVICES)} (default auto)")
     tune.add_argument(
-        "--patience", type=int, default=2, help="evaluations without improvement before stopping (default 2)"
-    )
-    tune.add_argument(
-        "--eval-every", type=int, default=0, metavar="STEPS", help="evaluate every STEPS (default: each epoch)"
-    )
-    tune.add_argument("--max-length", type=int, default=0, metavar="TOKENS", help="cut examples to this many tokens")
-    tune.add_argument("--pooling", choices=POOLINGS, default="cls", help="ModernBERT's classifier: first token or mean")
-    tune.add_argument("--seed", type=int, default=0, help="split, head and order seed (default 0)")
-    tune.add_argument(
-        "--device", type=_device, default="auto", help=f"where to train: {_listed(DEVICES)} (default auto)"
+        "--precision",
+        choices=FINETUNE_PRECISIONS,
+        help="auto (the default): bf16 where the processor computes it natively, else fp32; evaluation is in fp32",
     )
     tune.add_argument(
         "--compare",

@@ -12,7 +12,7 @@ from mlm_studio.core.data.tokenizer import TokenizerError
 from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.finetune.compare import compare, outcomes, table
 from mlm_studio.core.finetune.labelled import Columns
-from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError, prepare_finetuner
+from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError, ResumeRefused, prepare_finetuner
 from mlm_studio.core.finetune.tuner import FineTuner
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
@@ -24,8 +24,13 @@ from mlm_studio.core.training.runs import new_run_path
 from mlm_studio.terminal import fail, strict_json
 
 USER_ERRORS = (ValueError, CheckpointError, TokenizerError, OSError)  # TaskError and ConfigError are ValueErrors
-# the option each of FinetuneOptions' fields is typed as
+# the option that sets each of FinetuneOptions' fields (and MODEL); its value is in args under the option's name
 FLAGS = {
+    "model": "MODEL",
+    "task": "--kind",
+    "train": "--task",
+    "validation": "--validation",
+    "test": "--test",
     "learning_rate": "--lr",
     "epochs": "--epochs",
     "batch_size": "--batch-size",
@@ -35,38 +40,74 @@ FLAGS = {
     "patience": "--patience",
     "eval_interval": "--eval-every",
     "max_length": "--max-length",
+    "pooling": "--pooling",
     "seed": "--seed",
+    "device": "--device",
+    "precision": "--precision",
 }
+COLUMN_FLAGS = ("--text-column", "--label-column", "--pair-column")
+RESUME_REFUSED = 2  # the exit status of an option a resumed run cannot take, as for any option misused
 
 
 def finetune(args) -> int:
-    """Fine-tune MODEL on a labelled file (or resume a fine-tuning run), printing progress; Ctrl-C stops after
-    the current step with a checkpoint."""
+    """Fine-tune MODEL on a labelled file (or resume a fine-tuning run, with the options it may change), printing
+    progress; Ctrl-C stops after the current step with a checkpoint."""
     if args.resume is None and (args.model is None or args.task is None):
         return fail("give MODEL and --task FILE to start, or --resume RUN to continue")
+    if args.compare:
+        if args.resume is not None:
+            return fail("--compare starts its own runs; give MODEL and --task (and --out to continue a comparison)")
+        return _compare(args)
+    if args.resume is not None and args.out is not None:
+        return fail(f"--out names a new run's folder; the resumed run stays in {args.resume}", RESUME_REFUSED)
     try:
         options = None if args.resume else _options(args)
     except OptionError as exc:
         return fail(_said(exc))
-    if args.compare:
-        return _compare(args, options)
     path = args.resume or args.out or new_run_path(default_runs_dir(), "finetune")
     try:
         with RunLock(path):
-            tuner = prepare_finetuner(path) if args.resume else prepare_finetuner(path, args.model, options)
+            if args.resume:
+                tuner = prepare_finetuner(path, changes=_given(args))
+                if tuner.resumed_with:
+                    print(f"{tuner.run_dir.name}: {tuner.resumed_with}", file=sys.stderr, flush=True)
+            else:
+                tuner = prepare_finetuner(path, args.model, options)
             previous = signal.signal(signal.SIGINT, lambda *_: tuner.control.stop())
             try:
                 return _report(tuner, args.json)
             finally:
                 signal.signal(signal.SIGINT, previous)
+    except ResumeRefused as exc:
+        return fail(_said(exc), RESUME_REFUSED)
     except USER_ERRORS as exc:
         return fail(_said(exc))
 
 
-def _compare(args, options: FinetuneOptions | None) -> int:
+def _options(args) -> FinetuneOptions:
+    """A new run's options: those given, the engine's defaults for the rest (a classification unless --kind)."""
+    given = _given(args)
+    given.pop("model", None)
+    return FinetuneOptions(**{"task": "classification", **given})
+
+
+def _given(args) -> dict:
+    """The FinetuneOptions fields (and "model") the command line sets; those left out keep the engine's
+    defaults."""
+    given = {field: getattr(args, flag.lstrip("-").replace("-", "_").lower()) for field, flag in FLAGS.items()}
+    given = {field: value for field, value in given.items() if value is not None}
+    columns = tuple(getattr(args, flag.lstrip("-").replace("-", "_")) for flag in COLUMN_FLAGS)
+    if any(columns):
+        given["columns"] = Columns(*columns)
+    return given
+
+
+def _compare(args) -> int:
     """Fine-tune the model, its starting model and the same from scratch with the same seeds; print the table."""
-    if args.resume is not None:
-        return fail("--compare starts its own runs; give MODEL and --task (and --out to continue a comparison)")
+    try:
+        options = _options(args)
+    except OptionError as exc:
+        return fail(_said(exc))
     if args.seeds < 1:
         return fail(f"--seeds must be at least 1, not {args.seeds}")
     root = args.out or new_run_path(default_runs_dir(), "compare")
@@ -89,37 +130,13 @@ def _compare(args, options: FinetuneOptions | None) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
     found = outcomes(iter(seen))
-    name = "entity F1" if args.kind == "tokens" else "macro-F1"
+    name = "entity F1" if options.task == "tokens" else "macro-F1"
     if args.json:
         print(json.dumps(finite_or_none({"runs": str(Path(root).resolve()), "score": name,
                                          "contenders": [o.to_json() for o in found]})), flush=True)  # fmt: skip
     else:
         print(table(found, name), flush=True)
     return 0
-
-
-def _options(args) -> FinetuneOptions:
-    given = (args.text_column, args.label_column, args.pair_column)
-    columns = Columns(*given) if any(given) else None
-    return FinetuneOptions(
-        task=args.kind,
-        train=args.task,
-        validation=args.validation,
-        test=args.test,
-        columns=columns,
-        learning_rate=args.lr,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        warmup_share=args.warmup,
-        weight_decay=args.weight_decay,
-        freeze_layers=args.freeze_layers,
-        patience=args.patience,
-        eval_interval=args.eval_every,
-        max_length=args.max_length,
-        pooling=args.pooling,
-        seed=args.seed,
-        device=args.device,
-    )
 
 
 def _report(tuner: FineTuner, as_json: bool) -> int:
@@ -165,5 +182,7 @@ def _per_class_table(test: TestRecord) -> str:
 
 
 def _said(exc: Exception) -> str:
-    """The error in a sentence; an option out of range named as the user typed it."""
-    return exc.sentence(FLAGS.get(exc.field, exc.field)) if isinstance(exc, OptionError) else str(exc)
+    """The error in a sentence; an option out of range or refused on resuming named as the user typed it."""
+    if isinstance(exc, OptionError | ResumeRefused):
+        return exc.sentence(FLAGS.get(exc.field, " / ".join(COLUMN_FLAGS) if exc.field == "columns" else exc.field))
+    return str(exc)

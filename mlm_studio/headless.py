@@ -7,7 +7,6 @@ import json
 import signal
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
 from mlm_studio.core.config.run_config import RunConfig, written_fields
@@ -18,12 +17,11 @@ from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError, train_t
 from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.evaluation.predict import FillMask, PredictError
 from mlm_studio.core.finetune.heads import CLASS_NAMES
-from mlm_studio.core.finetune.predict import FineTuned
-from mlm_studio.core.interop.export import export_model
+from mlm_studio.core.interop.export import export_choice, write_export
 from mlm_studio.core.interop.hf import GENERATOR_FOLDER, import_model
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
-from mlm_studio.core.storage.run_folder import RunDir, choose_checkpoint
+from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training import distributed
 from mlm_studio.core.training.control import TrainingControl
@@ -250,16 +248,13 @@ def _line(tty: bool, text: str) -> None:
 def export(args) -> int:
     """Write a run (latest or best checkpoint) or a checkpoint folder as a Hugging Face `transformers` folder."""
     try:
-        run, checkpoint, chosen = choose_checkpoint(args.model, args.best)
-        if run.task is not None and run.path.resolve() == Path(args.model).resolve():
-            checkpoint = run.path  # a fine-tuned run: export_model takes its best weights
-            chosen = f"{FineTuned.best_weights(run).name}, its best weights by the validation score"
-        out = export_model(checkpoint, args.out, overwrite=args.overwrite, progress=Status())
+        choice = export_choice(args.model, args.best)
+        out = write_export(choice, args.out, overwrite=args.overwrite, progress=Status())
     except USER_ERRORS as exc:
         return fail(str(exc))
     if sys.stderr.isatty():
         print("\r\033[K", end="", file=sys.stderr)
-    print(f"Took {chosen}.")
+    print(f"Took {choice.said}.")
     generator = out / GENERATOR_FOLDER
     if generator.is_dir():
         print(

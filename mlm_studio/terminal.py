@@ -10,10 +10,10 @@ from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.run_folder import finite_or_none
 
 
-def fail(message: str) -> int:
-    """Say why a command could not do its work, on stderr, and give its exit status (1)."""
+def fail(message: str, status: int = 1) -> int:
+    """Say why a command could not do its work, on stderr, and give its exit status (1 unless told)."""
     print(f"mlm-studio: {message}", file=sys.stderr)
-    return 1
+    return status
 
 
 def strict_json(value) -> str:

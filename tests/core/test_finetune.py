@@ -10,10 +10,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.evaluation.task_probe import TaskError
-from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError, prepare_finetuner
 from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.training.control import TrainingControl
+from mlm_studio.core.training.device import resolved_precision
 from mlm_studio.core.training.records import FinishedRecord, StepRecord, TestRecord, ValidationRecord
 
 # each class is told by its own words; the rest of the sentence is shared
@@ -45,8 +47,11 @@ def options(task_file, **values):
 
 
 @pytest.mark.slow  # fine-tuning for several epochs
-def test_a_fine_tuned_model_beats_the_majority_class(trained_run, task_file, tmp_path):
-    records = list(prepare_finetuner(tmp_path / "ft", str(trained_run.path), options(task_file)).run())
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_a_fine_tuned_model_beats_the_majority_class(trained_run, task_file, tmp_path, precision):
+    tuner = prepare_finetuner(tmp_path / "ft", str(trained_run.path), options(task_file, precision=precision))
+    records = list(tuner.run())
+    assert records[0].precision == precision and f"on cpu in {precision}:" in records[0].describe()
     test = next(r for r in records if isinstance(r, TestRecord))
     support = [c[4] for c in test.per_class]
     majority = max(support) / sum(support)
@@ -77,11 +82,40 @@ def test_early_stopping_restores_the_best_weights(trained_run, task_file, tmp_pa
     assert any(not torch.equal(last[name], best[name]) for name in best)
 
 
+def test_precision_auto_is_resolved_once_recorded_and_said(trained_run, task_file, tmp_path):
+    tuner = prepare_finetuner(tmp_path / "ft", str(trained_run.path), options(task_file))
+    chosen = resolved_precision("auto", torch.device("cpu"))
+    assert FinetuneOptions("classification", task_file).precision == "auto"  # the default
+    assert RunConfig.load(tmp_path / "ft" / "config.toml").training.precision == chosen
+    assert tuner.started().precision == chosen
+    with pytest.raises(OptionError, match="precision must be one of auto, fp32, bf16, not fp16"):
+        options(task_file, precision="fp16")
+
+
+# A scratch model's first epoch as the engine computed it before it had a precision setting (in fp32 only): every
+# step's loss, then the validation and test loss. A bf16 run differs from these by 2e-5 or more.
+FP32_STEP_LOSSES = [1.0979087352752686, 1.1522687276204426, 1.0752840042114258, 1.1100127696990967, 1.0995599428812664]
+FP32_VALIDATION_AND_TEST_LOSS = [1.086140505472819, 1.0862486521402994]
+
+
+def test_an_fp32_run_computes_as_before(trained_run, task_file, tmp_path):
+    tuner = prepare_finetuner(
+        tmp_path / "ft", f"scratch:{trained_run.path}", options(task_file, epochs=1, precision="fp32")
+    )
+    records = list(tuner.run())
+    steps = [r.loss for r in records if isinstance(r, StepRecord)]
+    scored = [r.loss for r in records if isinstance(r, ValidationRecord | TestRecord)]
+    assert steps == pytest.approx(FP32_STEP_LOSSES, rel=1e-6)
+    assert scored == pytest.approx(FP32_VALIDATION_AND_TEST_LOSS, rel=1e-6)
+
+
 @pytest.mark.slow  # fine-tuning for several epochs
-def test_resume_is_exact(trained_run, task_file, tmp_path):
-    straight = list(prepare_finetuner(tmp_path / "a", str(trained_run.path), options(task_file, epochs=2)).run())
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_resume_is_exact(trained_run, task_file, tmp_path, precision):
+    chosen = options(task_file, epochs=2, precision=precision)
+    straight = list(prepare_finetuner(tmp_path / "a", str(trained_run.path), chosen).run())
     control = TrainingControl()
-    first = prepare_finetuner(tmp_path / "b", str(trained_run.path), options(task_file, epochs=2), control)
+    first = prepare_finetuner(tmp_path / "b", str(trained_run.path), chosen, control)
     for record in first.run():
         if isinstance(record, StepRecord) and record.step >= 20:  # mid-epoch: 15 steps an epoch
             control.stop()

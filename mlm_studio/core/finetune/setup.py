@@ -23,13 +23,15 @@ from mlm_studio.core.evaluation.task_probe import TaskError
 from mlm_studio.core.finetune.examples import encode_examples, stratified_split
 from mlm_studio.core.finetune.heads import TaskModel
 from mlm_studio.core.finetune.labelled import Columns, LabelledFile, check_known, check_labels, read_labelled_file
+from mlm_studio.core.finetune.tasks import FINETUNE_PRECISIONS
 from mlm_studio.core.finetune.tuner import FineTuner, TaskData
 from mlm_studio.core.interop.hf import import_model
 from mlm_studio.core.models.build import build_trained, encoder_of
 from mlm_studio.core.models.registry import FAMILIES
-from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights
+from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights, read_state
 from mlm_studio.core.storage.run_folder import RunDir, resolve_checkpoint
 from mlm_studio.core.training.control import TrainingControl
+from mlm_studio.core.training.runs import apply_resume, with_resolved_precision
 
 SCRATCH = "scratch:"  # MODEL written as scratch:SOURCE: SOURCE's shape and tokenizer, fresh weights
 MAX_LENGTH = 512  # tokens a text is cut to by default (or fewer, if the model reads fewer)
@@ -60,6 +62,7 @@ RULES = {
     "max_length": (lambda v: v == 0 or 8 <= v <= 8192, "0 (as many as the model reads) or between 8 and 8,192"),
     "seed": (lambda v: 0 <= v <= MAX_SEED, f"between 0 and {MAX_SEED:,}"),
     "split_seed": (lambda v: v is None or 0 <= v <= MAX_SEED, f"between 0 and {MAX_SEED:,}"),
+    "precision": (lambda v: v in FINETUNE_PRECISIONS, f"one of {', '.join(FINETUNE_PRECISIONS)}"),
 }
 
 
@@ -85,6 +88,7 @@ class FinetuneOptions:
     seed: int = 0  # the head's fresh weights, the order of the examples, dropout
     split_seed: int | None = None  # which examples are held out; None: `seed`
     device: str = "auto"
+    precision: str = "auto"  # resolved when the run is created, as pre-training's (`with_resolved_precision`)
 
     def __post_init__(self) -> None:
         for field, (allowed, rule) in RULES.items():
@@ -157,8 +161,10 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions) -> RunDir:
         keep_checkpoints=1,
         seed=options.seed,
         device=options.device,
+        precision=options.precision,
     )
     config = RunConfig(model=source.config, data=DataConfig(max_seq_len=limit), training=training, preset="finetune")
+    config = with_resolved_precision(config)
     torch.manual_seed(options.seed)  # the head's fresh weights (and a scratch model's)
     model = TaskModel(source.config, options.task, len(labels), options.pooling)
     if source.encoder is not None:
@@ -237,8 +243,10 @@ def prepare_finetuner(
     spec: str | None = None,
     options: FinetuneOptions | None = None,
     control: TrainingControl | None = None,
+    changes: dict[str, Any] | None = None,
 ) -> FineTuner:
-    """A fine-tuner for a new run in `path` (with `spec` and `options`) or for the run there, resumed."""
+    """A fine-tuner for a new run in `path` (with `spec` and `options`) or for the run there, resumed with
+    `changes` (see `resume_with`)."""
     if spec is not None and options is not None:
         if (Path(path) / "config.toml").exists():
             raise CheckpointError(f"{path} already holds a run; resume it or choose another folder")
@@ -247,7 +255,68 @@ def prepare_finetuner(
         run = RunDir(path)
         if run.task is None:
             raise CheckpointError(f"{run.name} is a pre-training run, not a fine-tuning one")
-    changes = run.corpus_changes()
-    if changes:
-        raise TaskError(f"the task's files changed since the run began ({'; '.join(changes)}); start a new run")
-    return FineTuner(run, task_data(run), control)
+    changed = run.corpus_changes()
+    if changed:
+        raise TaskError(f"the task's files changed since the run began ({'; '.join(changed)}); start a new run")
+    data = task_data(run)
+    said = resume_with(run, len(data.train), changes) if changes else ""
+    return FineTuner(run, data, control, said)
+
+
+# What a resumed run may change and stay one run: how long it trains (its schedule stretches or shrinks to the new
+# end from the step it is at), and the device and precision it computes in. The rest is fixed where it is written:
+# the starting model in init/, the task in task.json, the recipe in config.toml; its checkpoints were made with them.
+RESUMABLE = ("epochs", "device", "precision")
+FIXED_IN = {
+    "model": ("starting model", "init"),
+    **dict.fromkeys(
+        ("task", "train", "validation", "test", "columns", "freeze_layers", "patience", "pooling", "split_seed"),
+        ("task", "task.json"),
+    ),
+}
+
+
+class ResumeRefused(TaskError):
+    """An option a resumed run cannot take: `field` names it among `FinetuneOptions`' fields ("model": MODEL);
+    `sentence` says why with the name a front end shows for it."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field, self.reason = field, reason
+        super().__init__(self.sentence(field))
+
+    def sentence(self, name: str) -> str:
+        return f"{name} {self.reason}"
+
+
+def resume_with(run: RunDir, train_examples: int, changes: dict[str, Any]) -> str:
+    """Apply `changes` ({FinetuneOptions field: value} a user gave to resume `run`; "model" for a starting model)
+    to the run's config.toml, or refuse the first a resume cannot make (ResumeRefused) before writing anything.
+    The sentence that says what changed ("" when nothing did)."""
+    for field in changes:
+        if field not in RESUMABLE:
+            what, home = FIXED_IN.get(field, ("recipe", "config.toml"))
+            raise ResumeRefused(
+                field, f"cannot change when resuming: the run's {what} is fixed in {run.path / home}; start a new run"
+            )
+    values = {f"training.{field}": value for field, value in changes.items()}
+    config = with_resolved_precision(run.config.with_values(values, "the resumed settings"))
+    checkpoint = run.latest_checkpoint()
+    state = read_state(checkpoint) if checkpoint is not None else {"step": 0, "stopped_early": False}
+    total = config.steps_for(train_examples)
+    if "epochs" in changes and config.training.epochs != run.config.training.epochs:
+        if state["stopped_early"]:
+            raise ResumeRefused(
+                "epochs",
+                f"cannot make {run.name} train on: it stopped early at step {state['step']:,}, its validation score "
+                "no longer improving; start a new run",
+            )
+        if total <= state["step"]:
+            raise ResumeRefused(
+                "epochs",
+                f"{changes['epochs']:g} would end the run at step {total:,}, but it is at step {state['step']:,} "
+                "already; give more epochs",
+            )
+    said = apply_resume(run, config)
+    if said and config.training.epochs != run.config.training.epochs:
+        said += f"; it trains to step {total:,}, its learning rate decaying to 0 there"
+    return said

@@ -29,7 +29,7 @@ from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
 from mlm_studio.core.storage.run_folder import RunDir, finite_or_none
 from mlm_studio.core.storage.tensorboard import open_event_log
 from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.device import resolve_device
+from mlm_studio.core.training.device import autocast_dtype, resolve_device, resolved_precision
 from mlm_studio.core.training.records import (
     RECORDS,
     CheckpointRecord,
@@ -61,13 +61,17 @@ class TaskData:
 class FineTuner:
     """Fine-tunes the run's task model (from its `init/` weights or its latest checkpoint) on `data`."""
 
-    def __init__(self, run: RunDir, data: TaskData, control: TrainingControl | None = None) -> None:
-        self.run_dir, self.data = run, data
+    def __init__(
+        self, run: RunDir, data: TaskData, control: TrainingControl | None = None, resumed_with: str = ""
+    ) -> None:
+        """`resumed_with`: what a resume changed in the run's settings, in words (see `setup.resume_with`)."""
+        self.run_dir, self.data, self.resumed_with = run, data, resumed_with
         self.task = run.task
         self.config = run.config
         self.control = control or TrainingControl()
         t = self.config.training
         self.device = resolve_device(t.device)
+        self.autocast = autocast_dtype(t.precision, self.device)  # None: fp32
         torch.manual_seed(t.seed)
         self.model = TaskModel(self.config.model, self.task["task"], len(data.labels), self.task["pooling"])
         self.model.to(self.device)
@@ -125,7 +129,10 @@ class FineTuner:
                 self.events.close()
 
     def _earlier_end(self) -> list[Record]:
-        """The test and finished records of a run that has ended (not stopped) at this step, as it wrote them."""
+        """The test and finished records of a run that has ended (not stopped) at this step, as it wrote them; none
+        when it has steps left (a completed run given more epochs trains on)."""
+        if self.step < self.total_steps and not self.stopped_early:
+            return []
         written = [
             r for r in self.run_dir.read_metrics() if r["step"] == self.step and r["type"] in ("test", "finished")
         ]
@@ -140,7 +147,7 @@ class FineTuner:
             total_steps=self.total_steps,
             time_budget=0.0,
             device=str(self.device),
-            precision="fp32",  # fine-tuning computes in full precision
+            precision=resolved_precision(self.config.training.precision, self.device),
             layers=self.config.model.num_hidden_layers,
             hidden_size=self.config.model.hidden_size,
             parameters=sum(p.numel() for p in self.model.parameters()),
@@ -192,7 +199,8 @@ class FineTuner:
         torch.manual_seed(t.seed * 1_000_003 + self.step)
         self.model.train()
         ids, mask, types, labels = collate(self.data.train, self._batch(self.step), self.tokenizer.pad_id, self.device)
-        logits = self.model(ids, mask, types)
+        with torch.autocast(self.device.type, dtype=self.autocast, enabled=self.autocast is not None):
+            logits = self.model(ids, mask, types)
         flat, targets = logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)
         loss = F.cross_entropy(flat.float(), targets, ignore_index=IGNORE_INDEX)
         loss.backward()
@@ -216,7 +224,8 @@ class FineTuner:
     # --- evaluation ----------------------------------------------------------------------------------
     @torch.no_grad()
     def score(self, data: Encoded) -> tuple[float, Scores, np.ndarray]:
-        """(mean loss, scores, each example's predicted label ids) of the model on `data` (token
+        """(mean loss, scores, each example's predicted label ids) of the model on `data`, in fp32 whatever the
+        training precision, so scores compare across runs (token
         classification: the predicted tag of each labelled word, examples concatenated)."""
         self.model.eval()
         loss_sum, counted, predicted, true = 0.0, 0, [], []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.finetune.heads import architecture
 from mlm_studio.core.finetune.predict import FineTuned
+from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.interop.hf import GENERATOR_FOLDER, InteropError
 from mlm_studio.core.models.build import build_trained
 from mlm_studio.core.models.electra import DISCRIMINATOR, GENERATOR
@@ -24,7 +26,7 @@ from mlm_studio.core.storage.checkpoint import listed, load_weights, save_weight
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
 from mlm_studio.core.storage.model_card import classifier_card, model_card
 from mlm_studio.core.storage.owned import NotOurs, OwnedFolder
-from mlm_studio.core.storage.run_folder import resolve_checkpoint
+from mlm_studio.core.storage.run_folder import RunDir, choose_checkpoint
 
 EXPORTED_FILES = ("config.json", "model.safetensors", "tokenizer.json")  # what marks an export
 MODEL_FILES = (*EXPORTED_FILES, "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
@@ -36,18 +38,50 @@ _EDIT_MARGIN = 60.0  # seconds: an export writes its card right after its other 
 _ROLE_IDS = {"bos": "cls_id", "eos": "sep_id", "cls": "cls_id", "sep": "sep_id"}
 
 
+@dataclass(frozen=True)
+class ExportChoice:
+    """The weights an export writes: the run they belong to, their folder, and which they are in words ("best, its
+    best weights by the validation score"); `fine_tuned` when they are a fine-tuned classifier's."""
+
+    run: RunDir
+    weights: Path
+    said: str
+    fine_tuned: FineTuned | None
+
+
+def export_choice(source: str | Path, best: bool = False) -> ExportChoice:
+    """The weights exporting `source` writes: a checkpoint folder as given; a pre-training run's latest (or
+    `best`, by validation loss) checkpoint; a fine-tuning run's best weights by the validation score."""
+    run, checkpoint, said = choose_checkpoint(source, best)
+    if run.task is None:
+        return ExportChoice(run, checkpoint, said, None)
+    if Path(source).resolve() == checkpoint.resolve():  # a checkpoint folder named: those weights
+        return ExportChoice(run, checkpoint, said, FineTuned(run, checkpoint))
+    fine_tuned = FineTuned(run)
+    weights = fine_tuned.weights
+    said = (
+        f"{weights.name}, its best weights by the validation score"
+        if weights.name == BEST
+        else f"{weights.name}, its latest checkpoint: the run has not been validated yet"
+    )
+    return ExportChoice(run, weights, said, fine_tuned)
+
+
 def export_model(
     source: str | Path, out: str | Path, best: bool = False, overwrite: bool = False, progress: Progress | None = None
 ) -> Path:
-    """Write a run's latest (or best) checkpoint, or one checkpoint folder, as a `transformers` folder; an ELECTRA
-    run's as its discriminator (`ElectraForPreTraining`) with its generator (`ElectraForMaskedLM`) in `generator/`;
-    a fine-tuning run's best weights as its family's classifier, with its labels."""
+    """Write the weights `export_choice` takes from `source` as a `transformers` folder (see `write_export`)."""
+    return write_export(export_choice(source, best), out, overwrite, progress)
+
+
+def write_export(
+    choice: ExportChoice, out: str | Path, overwrite: bool = False, progress: Progress | None = None
+) -> Path:
+    """Write the chosen weights as a `transformers` folder of their family; an ELECTRA run's as its discriminator
+    (`ElectraForPreTraining`) with its generator (`ElectraForMaskedLM`) in `generator/`; a fine-tuning run's as its
+    family's classifier, with its labels."""
     progress = progress or Progress()
-    run, checkpoint = resolve_checkpoint(source, best)
-    fine_tuned = None
-    if run.task is not None:  # a fine-tuned classifier: its best weights unless a checkpoint is named
-        fine_tuned = FineTuned(run, checkpoint if Path(source).resolve() == checkpoint.resolve() else None)
-        checkpoint = fine_tuned.weights
+    run, checkpoint, fine_tuned = choice.run, choice.weights, choice.fine_tuned
     run.require_finite(checkpoint, "export it")
     config = run.config
     _check_exportable(config.model)
