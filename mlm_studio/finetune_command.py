@@ -184,5 +184,5 @@ def _per_class_table(test: TestRecord) -> str:
 def _said(exc: Exception) -> str:
     """The error in a sentence; an option out of range or refused on resuming named as the user typed it."""
     if isinstance(exc, OptionError | ResumeRefused):
-        return exc.sentence(FLAGS.get(exc.field, " / ".join(COLUMN_FLAGS) if exc.field == "columns" else exc.field))
+        return exc.sentence(FLAGS.get(exc.field, "the columns" if exc.field == "columns" else exc.field))
     return str(exc)

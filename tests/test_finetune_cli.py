@@ -4,14 +4,19 @@ Hugging Face folder and from scratch, its JSON result, and bad input as one sent
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
+from mlm_studio.cli import main
+from mlm_studio.core.storage.lock import LOCK_FILE
+from mlm_studio.core.training.device import resolved_precision
 from tests.core.family_folders import make_folder
 from tests.core.helpers import small_config
 from tests.core.test_finetune import write_task
@@ -41,41 +46,118 @@ def pretrained(tmp_path_factory, small_corpus, small_tokenizer):
     return run.path
 
 
-@pytest.mark.slow  # fine-tuning for several epochs
-def test_classification_from_a_run_prints_progress_and_json(pretrained, tmp_path):
-    task = write_task(tmp_path / "task.csv")
-    code, out, err = cli(
-        pretrained, "--task", task, "--kind", "classification", "--out", tmp_path / "ft", *FAST, "--json"
+@pytest.fixture(scope="module")
+def finetuned(pretrained, tmp_path_factory):
+    """A classification fine-tuned from the run by the command line: its exit status, output and folder. Tests
+    that resume it work on a copy (`copied`)."""
+    folder = tmp_path_factory.mktemp("finetuned")
+    task = write_task(folder / "task.csv")
+    code, out, err = cli(  # patience for three evaluations: a third epoch added on resuming always completes
+        pretrained, "--task", task, "--kind", "classification", "--out", folder / "ft", *FAST, "--patience", 3, "--json"
     )
+    return code, out, err, folder / "ft"
+
+
+def copied(run, tmp_path):
+    return Path(shutil.copytree(run, tmp_path / run.name))
+
+
+def test_classification_from_a_run_prints_progress_and_json(finetuned):
+    code, out, err, folder = finetuned
     assert code == 0, err
     result = json.loads(out)
-    assert result["run"] == str((tmp_path / "ft").resolve()) and result["reason"] == "completed"
+    assert result["run"] == str(folder.resolve()) and result["reason"] == "completed"
     assert result["steps"] == 30  # 120 training examples, 8 a step, 2 epochs
     test = result["test"]
     assert test["type"] == "test" and test["labels"] == ["errors", "files", "returns"]
     assert sum(map(sum, test["confusion"])) == 15 and 0 <= test["accuracy"] <= 1
     assert [v["step"] for v in result["validation"]] == [15, 30]
     assert "of 30 steps · ETA" in err and "Validation at step 15 (epoch 1.00)" in err
+    chosen = resolved_precision("auto", torch.device("cpu"))  # the default, resolved once and kept in config.toml
+    assert f"on cpu in {chosen}: 1 layers × 32" in err
+    assert f'precision = "{chosen}"' in (folder / "config.toml").read_text()
     assert "Traceback" not in err
 
 
-@pytest.mark.slow  # fine-tuning for several epochs
-def test_tokens_from_a_hugging_face_folder_then_from_scratch(small_corpus, tmp_path):
+def test_resume_with_more_epochs_trains_on_and_says_so(finetuned, tmp_path):
+    run = copied(finetuned[3], tmp_path)
+    code, out, err = cli("--resume", run, "--epochs", "3", "--device", "cpu", "--json")
+    assert code == 0, err
+    assert f"{run.name}: resumed with training.epochs: 2.0 → 3.0; it trains to step 45, its learning rate" in err
+    result = json.loads(out)
+    assert (result["reason"], result["steps"]) == ("completed", 45)  # 15 steps an epoch
+    assert [v["step"] for v in result["validation"]] == [45]  # this session's: the third epoch's
+    assert "epochs = 3.0" in (run / "config.toml").read_text()
+    assert json.loads((run / "best" / "state.json").read_text())["step"] in (15, 30, 45)
+
+
+def snapshot(folder):
+    """Every file of a run folder with its bytes; not the lock file, where each process that takes the lock (even to
+    be refused) writes its PID."""
+    return {
+        p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and p.name != LOCK_FILE
+    }
+
+
+def test_resume_refuses_a_new_learning_rate_and_writes_nothing(finetuned, tmp_path):
+    run = copied(finetuned[3], tmp_path)
+    before = snapshot(run)
+    code, out, err = cli("--resume", run, "--lr", "1e-4", "--device", "cpu")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"mlm-studio: --lr cannot change when resuming: the run's recipe is fixed in {run}/config.toml; "
+        "start a new run\n"
+    )
+    assert snapshot(run) == before
+
+
+FIXED = "cannot change when resuming: the run's"
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--kind", "tokens"], f"--kind {FIXED} task is fixed in {{run}}/task.json; start a new run"),
+        (["--text-column", "body"], f"the columns {FIXED} task is fixed in {{run}}/task.json; start a new run"),
+        (["MODEL"], f"MODEL {FIXED} starting model is fixed in {{run}}/init; start a new run"),
+        (["--epochs", "1"], "--epochs 1 would end the run at step 15, but it is at step 30 already; give more epochs"),
+        (["--out", "elsewhere"], "--out names a new run's folder; the resumed run stays in {run}"),
+    ],
+)
+def test_resume_refuses_each_option_it_cannot_take(finetuned, pretrained, tmp_path, capsys, option, message):
+    """In this process (the command line's own entry point): each refusal, named as typed, exit 2, nothing written."""
+    run = copied(finetuned[3], tmp_path)
+    before = snapshot(run)
+    given = [str(pretrained) if o == "MODEL" else o for o in option]
+    assert main(["finetune", *given, "--resume", str(run), "--device", "cpu"]) == 2
+    assert capsys.readouterr() == ("", f"mlm-studio: {message.format(run=run)}\n")
+    assert snapshot(run) == before and not (tmp_path / "elsewhere").exists()
+
+
+@pytest.fixture(scope="module")
+def hf_folder(small_corpus, tmp_path_factory):
+    """A BERT Hugging Face folder with its own tokenizer (read, never changed, by the tests that use it)."""
     from itertools import islice
 
-    folder = make_folder("bert", list(islice(small_corpus.iter_documents(), 200)), tmp_path / "hf")
+    return make_folder("bert", list(islice(small_corpus.iter_documents(), 200)), tmp_path_factory.mktemp("hf") / "hf")
+
+
+@pytest.mark.slow  # two fine-tuning runs
+def test_tokens_from_a_hugging_face_folder_then_from_scratch(hf_folder, tmp_path):
+    folder = hf_folder
     conll = tmp_path / "train.conll"
-    rows = [json.loads(line) for line in write_tagging(tmp_path / "tags.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in write_tagging(tmp_path / "tags.jsonl", 60).read_text().splitlines()]
     conll.write_text(
         "-DOCSTART- O\n\n" + "\n\n".join("\n".join(f"{w} {t}" for w, t in zip(r["tokens"], r["tags"])) for r in rows)
     )
-    code, out, err = cli(folder, "--task", conll, "--kind", "tokens", "--out", tmp_path / "a", *FAST)
+    code, out, err = cli(folder, "--task", conll, "--kind", "tokens", "--out", tmp_path / "a", *FAST, "--epochs", 1)
     assert code == 0, err
     assert "Test, with the best checkpoint (step" in out and "entities: precision" in out
     table = out.splitlines()[-5:]  # the per-class table: a header, then O, B-ARG, B-EXC, I-EXC in training order
     assert table[0].split() == ["label", "precision", "recall", "F1", "support"]
     assert [line.split()[0] for line in table[1:]] == ["O", "B-ARG", "B-EXC", "I-EXC"] or "B-ARG" in out
-    code, out, err = cli(f"scratch:{folder}", "--task", conll, "--kind", "tokens", "--out", tmp_path / "b", *FAST)
+    scratch = f"scratch:{folder}"
+    code, out, err = cli(scratch, "--task", conll, "--kind", "tokens", "--out", tmp_path / "b", *FAST, "--epochs", 1)
     assert code == 0, err
     origin = json.loads((tmp_path / "b" / "init" / "origin.json").read_text())
     assert origin["kind"] == "scratch"
@@ -104,14 +186,14 @@ def test_a_missing_model_is_one_sentence(tmp_path):
 
 
 @pytest.mark.slow  # fine-tuning for several epochs
-def test_compare_fine_tunes_the_run_its_starting_model_and_scratch_with_the_same_seeds(small_corpus, tmp_path):
-    from itertools import islice
-
+def test_compare_fine_tunes_the_run_its_starting_model_and_scratch_with_the_same_seeds(
+    small_corpus, hf_folder, tmp_path
+):
     from mlm_studio.core.interop.hf import import_model
     from mlm_studio.core.training.runs import start_run, training_blocks
     from mlm_studio.core.training.trainer import Trainer
 
-    folder = make_folder("bert", list(islice(small_corpus.iter_documents(), 200)), tmp_path / "hf")
+    folder = hf_folder
     run = start_run(tmp_path / "continued", small_config(max_steps=2), small_corpus, None, import_model(folder))
     list(Trainer(run, *training_blocks(run, small_corpus)).run())
     task = write_task(tmp_path / "task.csv", rows=60)
@@ -165,8 +247,11 @@ def test_an_out_folder_of_the_users_is_left_as_it_was(pretrained, tmp_path):
 
 @pytest.mark.slow  # a run stopped, then resumed to its end
 def test_ctrl_c_stops_a_second_process_is_refused_resume_finishes_and_export_takes_the_best(pretrained, tmp_path):
+    """A learning rate too small to change a prediction: every validation scores as the first, which stays the
+    best, so the best weights are not the last and exporting the latest would differ."""
     task = write_task(tmp_path / "task.csv", rows=120)
     args = ["--task", task, "--out", tmp_path / "ft", "--epochs", "30", "--batch-size", "8", "--patience", "30"]
+    args += ["--lr", "1e-7"]
     command = [sys.executable, "-m", "mlm_studio", "finetune", str(pretrained), *map(str, args), "--device", "cpu"]
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for line in first.stderr:
@@ -179,12 +264,15 @@ def test_ctrl_c_stops_a_second_process_is_refused_resume_finishes_and_export_tak
     assert first.returncode == 0
     stopped = int(re.search(r"Finished \(stopped\) at step (\d+)", out).group(1))
     assert 0 < stopped < 360  # 30 epochs of 12 steps (96 training examples): long enough to be stopped mid-run
-    code, out, err = cli("--resume", tmp_path / "ft", "--device", "cpu")
+    epochs = max(2, stopped // 12 + 1)  # fewer: to the end of the epoch under way (two at least: two validations)
+    code, out, err = cli("--resume", tmp_path / "ft", "--epochs", epochs, "--device", "cpu")
     assert code == 0, err
-    assert int(err.split("step ", 1)[1].split()[0]) > stopped
-    assert "Finished (completed) at step 360" in out
+    end = 12 * epochs
+    assert f"ft: resumed with training.epochs: 30.0 → {epochs:.1f}; it trains to step {end}," in err
+    assert int(next(line for line in err.splitlines() if line.startswith("step ")).split()[1]) > stopped
+    assert f"Finished (completed) at step {end}" in out
     best = json.loads((tmp_path / "ft" / "best" / "state.json").read_text())["step"]
-    assert best < 360  # the best weights are not the last: exporting the latest would differ
+    assert best == 12 < end
     done = subprocess.run(
         [sys.executable, "-m", "mlm_studio", "export", str(tmp_path / "ft"), str(tmp_path / "hf")],
         capture_output=True,
@@ -194,7 +282,9 @@ def test_ctrl_c_stops_a_second_process_is_refused_resume_finishes_and_export_tak
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Took best, its best weights by the validation score.\n")
     assert "load it with AutoModelForSequenceClassification.from_pretrained(" in done.stdout
-    exported, kept = (
-        load_file(p) for p in (tmp_path / "hf" / "model.safetensors", tmp_path / "ft" / "best" / "model.safetensors")
+    exported, kept, latest = (
+        load_file(p / "model.safetensors")
+        for p in (tmp_path / "hf", tmp_path / "ft" / "best", tmp_path / "ft" / "checkpoints" / f"step-{end:07d}")
     )
     assert torch.equal(exported["classifier.weight"], kept["classifier.weight"])
+    assert not torch.equal(exported["classifier.weight"], latest["classifier.weight"])

@@ -14,6 +14,7 @@ from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.evaluation.task_probe import TaskError
 from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError, prepare_finetuner
 from mlm_studio.core.finetune.tuner import BEST
+from mlm_studio.core.interop.export import export_choice
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.device import resolved_precision
 from mlm_studio.core.training.records import FinishedRecord, StepRecord, TestRecord, ValidationRecord
@@ -80,6 +81,12 @@ def test_early_stopping_restores_the_best_weights(trained_run, task_file, tmp_pa
     final = tuner.model.state_dict()
     assert all(torch.equal(final[name], best[name]) for name in best)
     assert any(not torch.equal(last[name], best[name]) for name in best)
+    # what an export of the run takes (the command line says it in these words), and of one checkpoint
+    chosen = export_choice(tmp_path / "ft")
+    assert (chosen.weights, chosen.said) == (tmp_path / "ft" / BEST, "best, its best weights by the validation score")
+    assert chosen.fine_tuned is not None and chosen.fine_tuned.weights == chosen.weights
+    latest = tuner.run_dir.latest_checkpoint()
+    assert export_choice(latest).weights == latest and export_choice(latest).said.endswith("the checkpoint given")
 
 
 def test_precision_auto_is_resolved_once_recorded_and_said(trained_run, task_file, tmp_path):

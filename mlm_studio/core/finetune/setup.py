@@ -299,11 +299,13 @@ def resume_with(run: RunDir, train_examples: int, changes: dict[str, Any]) -> st
                 field, f"cannot change when resuming: the run's {what} is fixed in {run.path / home}; start a new run"
             )
     values = {f"training.{field}": value for field, value in changes.items()}
-    config = with_resolved_precision(run.config.with_values(values, "the resumed settings"))
+    before = run.config
+    config = with_resolved_precision(before.with_values(values, "the resumed settings"))
     checkpoint = run.latest_checkpoint()
     state = read_state(checkpoint) if checkpoint is not None else {"step": 0, "stopped_early": False}
     total = config.steps_for(train_examples)
-    if "epochs" in changes and config.training.epochs != run.config.training.epochs:
+    longer = config.training.epochs != before.training.epochs
+    if longer:
         if state["stopped_early"]:
             raise ResumeRefused(
                 "epochs",
@@ -317,6 +319,6 @@ def resume_with(run: RunDir, train_examples: int, changes: dict[str, Any]) -> st
                 "already; give more epochs",
             )
     said = apply_resume(run, config)
-    if said and config.training.epochs != run.config.training.epochs:
+    if longer:
         said += f"; it trains to step {total:,}, its learning rate decaying to 0 there"
     return said
