@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from mlm_studio.core.evaluation.task_probe import TaskError
+from mlm_studio.core.finetune.labelled import TaskError
 from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
 from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.training.control import TrainingControl
