@@ -84,7 +84,7 @@ def test_evaluate_a_checkpoint_read_its_answers_and_failures_then_probe_a_task(q
         f"{probed.recall_at_1:.1%}", f"{probed.recall_at_5:.1%}", f"{probed.mrr:.3f}"
     ]  # fmt: skip
     assert table.item(1, 3).text() == "" and table.item(2, 5).text() == f"{probed.bag_of_words_mrr:.3f}"
-    assert table.isVisible() and not panel.task_view.hint.isVisible()
+    assert table.isVisible() and panel.task_view.hint.text().startswith("Press Every checkpoint above to draw")
     panel.grab().save(str(tmp_path / "task.png"))
 
 
@@ -346,9 +346,10 @@ def test_the_task_view_says_what_to_do_until_a_result_then_shows_retrieval_besid
         ["bag of words (TF-IDF + logistic regression)", "95.0%", "", "70.0%", "100.0%", "0.810"],
     ]
     assert "nearest training texts" in view.table.horizontalHeaderItem(3).toolTip()
-    assert view.table.isVisible() and not view.hint.isVisible() and not view.series.isVisible()
+    assert view.table.isVisible() and not view.series.isVisible()  # the hint says what would draw the curves
+    assert view.hint.isVisible() and view.hint.text().startswith("Press Every checkpoint above to draw")
     view.show_series([10, 20], [result, result])
-    assert view.series.isVisible()
+    assert view.series.isVisible() and not view.hint.isVisible()
     axis = view.series.getPlotItem().getAxis("left")
     assert axis.tickStrings([0.5, 0.75, 1.0], 1.0, 0.25) == ["50%", "75%", "100%"]
     view.clear()  # another model evaluated: its probe's rows leave, the curves of the run stay

@@ -32,6 +32,7 @@ HINT = (
     "Choose a file of labelled texts, then Probe the task to score the evaluated model on it, or press Every "
     "checkpoint above for the task's scores over the run's checkpoints."
 )
+CURVES_HINT = "Press Every checkpoint above to draw the task's scores over the run's checkpoints here."
 COLUMNS = ("classifier", "accuracy", "macro-F1", "recall@1", "recall@5", "MRR")
 RETRIEVAL_TIP = (
     "Same-label neighbours: each held-out text looks for its nearest training texts by cosine of the same vectors; "
@@ -69,7 +70,7 @@ class TaskView(QWidget):
         self.series.setTitle("The task over the run's checkpoints (Every checkpoint)")
         self.series.add_header_legend()
         self.drawn = False  # the curves over checkpoints are drawn
-        self.hint = QLabel(HINT)  # until there is a result, in place of an empty table and plot
+        self.hint = QLabel(HINT)  # in place of the curves until they are drawn (and of the table while it is empty)
         self.hint.setWordWrap(True)
         self.hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
         row = QHBoxLayout()
@@ -83,9 +84,9 @@ class TaskView(QWidget):
         form.addRow(self.probe_button)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
+        layout.addWidget(self.table)
         layout.addWidget(self.hint, 1)
-        layout.addWidget(self.table, 1)
-        layout.addWidget(self.series, 2)
+        layout.addWidget(self.series, 1)
         self.path_edit.textChanged.connect(self._update_button)
         self._update_button()
         self._show_parts()
@@ -151,8 +152,9 @@ class TaskView(QWidget):
         self._show_parts()
 
     def _show_parts(self) -> None:
-        """The table once it has rows, the curves once drawn, the hint while neither is."""
+        """The table once it has rows, the curves once drawn, the hint in their place until they are."""
         rows = self.table.rowCount() > 0
         self.table.setVisible(rows)
         self.series.setVisible(self.drawn)
-        self.hint.setVisible(not (rows or self.drawn))
+        self.hint.setVisible(not self.drawn)
+        self.hint.setText(CURVES_HINT if rows else HINT)
