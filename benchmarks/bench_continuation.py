@@ -36,7 +36,7 @@ from mlm_studio.core.config.run_config import value_from_text
 from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.evaluation.search import unit
-from mlm_studio.core.evaluation.task_probe import sentence_vectors
+from mlm_studio.core.evaluation.vectors import sentence_vectors
 from mlm_studio.core.interop.hf import import_model
 from mlm_studio.core.models.build import encoder_of
 from mlm_studio.core.models.registry import FAMILIES

@@ -2,7 +2,8 @@
 which standard-library package a docstring paragraph comes from (the six packages with the most paragraphs,
 300 paragraphs each). The default preset trains for a time budget; the linear probe on its frozen sentence
 vectors is scored on a fixed stratified split against the same probe on an untrained model of the same shape,
-the majority class and a bag-of-words classifier.
+the majority class and a bag-of-words classifier; beside each, the held-out texts' same-label neighbours among the
+training texts (recall@1, recall@5, MRR).
 
 For an ELECTRA preset the probe reads the discriminator, and the masked-token accuracy is its generator's.
 
@@ -78,18 +79,21 @@ def main() -> None:
     packages = ", ".join(sorted(set(labels)))
     print(f"Task: standard-library package of a docstring paragraph ({packages}); {len(texts)} paragraphs, "
           f"25% held out (stratified); {machine()}")  # fmt: skip
-    print("| classifier | accuracy | macro-F1 |")
-    print("|---|---|---|")
+    print("| classifier | accuracy | macro-F1 | recall@1 | recall@5 | MRR |")
+    print("|---|---|---|---|---|---|")
     name = " ".join([f"`{args.preset}`", *args.set])
     print(
         f"Trained {trainer.step:,} steps; held-out masked-token accuracy {final.accuracy:.1%}"
         + (f", replaced-token detection AUC {final.detection_auc:.3f}" if final.detection_auc is not None else "")
     )
-    print(f"| linear probe on {name} after {args.minutes:g} minutes | {trained.accuracy:.1%} | "
-          f"{trained.macro_f1:.3f} |")  # fmt: skip
-    print(f"| linear probe on the same model untrained | {untrained.accuracy:.1%} | {untrained.macro_f1:.3f} |")
-    print(f"| majority class | {trained.majority_accuracy:.1%} | |")
-    print(f"| bag of words (TF-IDF + logistic regression) | {trained.bag_of_words_accuracy:.1%} | |")
+    for title, r in ((f"linear probe on {name} after {args.minutes:g} minutes", trained),
+                     ("linear probe on the same model untrained", untrained)):  # fmt: skip
+        print(f"| {title} | {r.accuracy:.1%} | {r.macro_f1:.3f} | {r.recall_at_1:.1%} | {r.recall_at_5:.1%} | "
+              f"{r.mrr:.3f} |")  # fmt: skip
+    print(f"| majority class | {trained.majority_accuracy:.1%} | | | | |")
+    print(f"| bag of words (TF-IDF + logistic regression) | {trained.bag_of_words_accuracy:.1%} | | "
+          f"{trained.bag_of_words_recall_at_1:.1%} | {trained.bag_of_words_recall_at_5:.1%} | "
+          f"{trained.bag_of_words_mrr:.3f} |")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -326,10 +326,11 @@ def evaluate(args) -> int:
     from mlm_studio.core.data.corpus import load_corpus
     from mlm_studio.core.evaluation.diagnosis import diagnose
     from mlm_studio.core.evaluation.subject import load_subject
-    from mlm_studio.core.evaluation.task_probe import TaskError, probe_task, read_labelled
+    from mlm_studio.core.evaluation.task_probe import probe_task, read_task
+    from mlm_studio.core.finetune.labelled import TaskError
 
     try:
-        task = read_labelled(args.task, args.text_column, args.label_column) if args.task is not None else None
+        task = read_task(args.task, args.text_column, args.label_column) if args.task is not None else None
         if task is not None and task.report.noteworthy:
             _print_report(task.report)
         corpus = load_corpus(list(args.corpus)) if args.corpus else None
@@ -370,6 +371,10 @@ def _diagnosis_table(title: str, diagnosis, task: dict | None) -> str:
             "",
             f"task ({task['examples']:,} examples): accuracy {task['accuracy']:.2%}, macro-F1 {task['macro_f1']:.3f}; "
             f"majority class {task['majority_accuracy']:.2%}, bag of words {task['bag_of_words_accuracy']:.2%}",
+            "same-label neighbours of the held-out texts among the training texts: "
+            f"recall@1 {task['recall_at_1']:.2%}, recall@5 {task['recall_at_5']:.2%}, MRR {task['mrr']:.3f}; "
+            f"bag of words recall@1 {task['bag_of_words_recall_at_1']:.2%}, recall@5 "
+            f"{task['bag_of_words_recall_at_5']:.2%}, MRR {task['bag_of_words_mrr']:.3f}",
         ]
     return "\n".join(lines)
 

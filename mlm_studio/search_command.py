@@ -8,7 +8,9 @@ import sys
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.evaluation.search import build_index, retrieval_scores
 from mlm_studio.core.evaluation.subject import load_subject
-from mlm_studio.core.evaluation.task_probe import TaskError, read_labelled, sentence_vectors
+from mlm_studio.core.evaluation.task_probe import read_task
+from mlm_studio.core.evaluation.vectors import sentence_vectors
+from mlm_studio.core.finetune.labelled import TaskError
 from mlm_studio.headless import USER_ERRORS
 from mlm_studio.terminal import Status, emit, fail, strict_json
 
@@ -28,7 +30,7 @@ def search(args) -> int:
                 {"query": query, "hits": [hit.__dict__ for hit in index.nearest(query, args.k)]} for query in args.query
             ]
         if args.task is not None:
-            task = read_labelled(args.task, args.text_column, args.label_column)
+            task = read_task(args.task, args.text_column, args.label_column)
             vectors = sentence_vectors(encoder, tokenizer, task.texts, args.layer, progress=Status())
             result["retrieval"] = retrieval_scores(vectors, task.labels, args.k).to_json()
     except (*USER_ERRORS, TaskError) as exc:

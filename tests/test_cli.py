@@ -430,7 +430,20 @@ def test_evaluate_prints_the_trainers_figures_and_a_task_probe_as_a_subprocess(t
     assert result["masked_accuracy"] == pytest.approx(evals[-1]["accuracy"])
     assert result["loss"] == pytest.approx(evals[-1]["loss"], rel=1e-6)
     assert {b["bucket"] for b in result["by_frequency"]} and set(result["by_kind"]) >= {"word start", "[MASK]"}
-    assert result["task"]["accuracy"] > result["task"]["majority_accuracy"]
+    task_scores = result["task"]
+    assert task_scores["accuracy"] > task_scores["majority_accuracy"]
+    assert 0 <= task_scores["recall_at_1"] <= task_scores["recall_at_5"] <= 1 and 0 < task_scores["mrr"] <= 1
+    assert task_scores["bag_of_words_recall_at_1"] >= 0.9  # the topics' words tell them apart
+    lines = subprocess.run(
+        [sys.executable, "-m", "mlm_studio", "evaluate", str(trained_run.path), "--task", str(task)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert lines.returncode == 0, lines.stderr
+    assert (
+        "same-label neighbours of the held-out texts among the training texts: "
+        f"recall@1 {task_scores['recall_at_1']:.2%}, recall@5 {task_scores['recall_at_5']:.2%}, "
+        f"MRR {task_scores['mrr']:.3f}; bag of words recall@1 {task_scores['bag_of_words_recall_at_1']:.2%}"
+    ) in lines.stdout
     table = subprocess.run(
         [sys.executable, "-m", "mlm_studio", "evaluate", str(trained_run.path), "--checkpoint", "7"],
         capture_output=True, text=True,

@@ -7,7 +7,8 @@ import pytest
 
 from mlm_studio.core.evaluation.diagnosis import diagnose
 from mlm_studio.core.evaluation.subject import load_subject
-from mlm_studio.core.evaluation.task_probe import TaskError, probe_task, read_labelled
+from mlm_studio.core.evaluation.task_probe import probe_task, read_task
+from mlm_studio.core.finetune.labelled import TaskError
 from mlm_studio.core.models.build import build_model
 
 
@@ -90,7 +91,7 @@ def _labelled(path, count=240, seed=0):
 
 
 def test_the_task_probe_beats_the_majority_class_when_the_text_carries_the_label(trained_run, tmp_path):
-    task = read_labelled(_labelled(tmp_path / "topics.csv"))
+    task = read_task(_labelled(tmp_path / "topics.csv"))
     assert len(task.texts) == 240 and set(task.labels) == {"river", "money"}
     subject = load_subject(trained_run.path)
     result = probe_task(subject.model, subject.tokenizer, task.texts, task.labels)
@@ -102,13 +103,13 @@ def test_the_task_probe_beats_the_majority_class_when_the_text_carries_the_label
 def test_unusable_task_files_are_refused_clearly(tmp_path):
     (tmp_path / "one.csv").write_text("text,label\na b,x\nc d,x\n")
     with pytest.raises(TaskError, match="needs at least two labels"):
-        read_labelled(tmp_path / "one.csv")
+        read_task(tmp_path / "one.csv")
     with pytest.raises(TaskError, match=r"t.csv: no column 'category' \(columns: text, label\)"):
-        read_labelled(_labelled(tmp_path / "t.csv"), label_column="category")
+        read_task(_labelled(tmp_path / "t.csv"), label_column="category")
 
 
 def test_sentence_vectors_come_from_the_layer_asked_for(longer_run):
-    from mlm_studio.core.evaluation.task_probe import sentence_vectors
+    from mlm_studio.core.evaluation.vectors import sentence_vectors
 
     subject = load_subject(longer_run.path)
     texts = ["Return the list.", "A much longer sentence about the values of the dictionary keys."]

@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load_file
 
 from mlm_studio.core.config.run_config import RunConfig
-from mlm_studio.core.evaluation.task_probe import TaskError
+from mlm_studio.core.finetune.labelled import TaskError
 from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError, prepare_finetuner
 from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.interop.export import export_choice

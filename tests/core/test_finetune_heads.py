@@ -71,7 +71,7 @@ def test_modernbert_mean_pooling_matches():
 
 
 def test_mean_pooling_is_refused_where_the_family_reads_the_first_token():
-    from mlm_studio.core.evaluation.task_probe import TaskError
+    from mlm_studio.core.finetune.labelled import TaskError
 
     with pytest.raises(TaskError, match="pooling 'cls' only"):
         TaskModel(FAMILIES["bert"].from_hf({**CONFIGS["bert"][1], "vocab_size": VOCAB}), "classification", 3, "mean")

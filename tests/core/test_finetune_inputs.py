@@ -8,8 +8,7 @@ import os
 import pytest
 
 from mlm_studio.core.data.rows import MAX_VALUE_CHARS
-from mlm_studio.core.evaluation.task_probe import TaskError
-from mlm_studio.core.finetune.labelled import Columns, read_labelled_file
+from mlm_studio.core.finetune.labelled import Columns, TaskError, read_labelled_file
 from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError
 
 

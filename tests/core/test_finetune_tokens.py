@@ -78,7 +78,7 @@ def test_conll_files_are_read_as_written(tmp_path):
 
 
 def test_a_conll_line_without_a_tag_is_named(tmp_path):
-    from mlm_studio.core.evaluation.task_probe import TaskError
+    from mlm_studio.core.finetune.labelled import TaskError
 
     path = tmp_path / "bad.conll"
     path.write_text("EU B-ORG\nrejects\n")

@@ -6,9 +6,9 @@ from itertools import islice
 import numpy as np
 import pytest
 
-from mlm_studio.core.evaluation.search import build_index, retrieval_scores, unit
+from mlm_studio.core.evaluation.search import build_index, neighbour_ranks, retrieval_scores, unit
 from mlm_studio.core.evaluation.subject import load_subject
-from mlm_studio.core.evaluation.task_probe import sentence_vectors
+from mlm_studio.core.evaluation.vectors import sentence_vectors
 from mlm_studio.core.progress import Cancelled, Progress
 
 
@@ -95,11 +95,31 @@ def test_recall_at_k_and_mrr_worked_by_hand():
         retrieval_scores(vectors, labels, k=0)
 
 
+def test_held_out_texts_ask_among_other_texts_dense_or_sparse():
+    """Candidates at 0°, 30°, 60° and 90° labelled b, a, b, a; queries at 10° (a), 80° (b), 30° (a, on a candidate:
+    among others, a text is its own neighbour's equal) and 45° (c, a label no candidate has, so it does not ask)."""
+    from scipy.sparse import csr_matrix
+
+    def at(degrees):
+        angles = np.radians(degrees)
+        return np.stack([np.cos(angles), np.sin(angles)], axis=1)
+
+    among = (at([0, 30, 60, 90]), ["b", "a", "b", "a"])
+    queries, labels = at([10, 80, 30, 45]), ["a", "b", "a", "c"]
+    assert list(neighbour_ranks(queries, labels, among)) == [1, 1, 0]
+    scores = retrieval_scores(queries, labels, k=1, among=among)
+    assert (scores.recall_at_k, scores.mrr, scores.queries) == (pytest.approx(1 / 3), pytest.approx(2 / 3), 3)
+    sparse = retrieval_scores(csr_matrix(queries), labels, k=2, among=(csr_matrix(among[0]), among[1]))
+    assert (sparse.recall_at_k, sparse.mrr) == (1.0, pytest.approx(2 / 3))
+    with pytest.raises(ValueError, match="no label is shared"):
+        retrieval_scores(queries[3:], ["c"], among=among)
+
+
 def test_the_trained_models_neighbours_share_labels_more_than_chance(subject, tmp_path):
-    from mlm_studio.core.evaluation.task_probe import read_labelled
+    from mlm_studio.core.evaluation.task_probe import read_task
     from tests.core.test_diagnostics import _labelled
 
-    task = read_labelled(_labelled(tmp_path / "topics.csv", count=120))
+    task = read_task(_labelled(tmp_path / "topics.csv", count=120))
     vectors = sentence_vectors(subject.encoder, subject.tokenizer, task.texts)
     scores = retrieval_scores(vectors, task.labels, k=1)
     shuffled = retrieval_scores(vectors, list(np.random.default_rng(0).permutation(task.labels)), k=1)

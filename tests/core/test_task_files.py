@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from mlm_studio.core.config.sections import ModelConfig, TokenizerConfig
 from mlm_studio.core.data.formats import TABLE_KINDS, TABLE_SUFFIXES, kind_of
 from mlm_studio.core.data.tokenizer import train_tokenizer
-from mlm_studio.core.evaluation.task_probe import TaskError, probe_task, read_labelled
+from mlm_studio.core.evaluation.task_probe import probe_task, read_task
+from mlm_studio.core.finetune.labelled import TaskError
 from mlm_studio.core.models.build import build_model
 
 TEXTS = ["The river flows, muddy.", "Rates rise at the bank.", "Fish swim «upstream».", "Le prêt coûte cher."]
@@ -48,7 +49,7 @@ WRITERS = {
 def test_every_table_format_compressed_or_not_gives_the_same_texts_and_labels(tmp_path, name):
     path = tmp_path / name
     path.write_bytes(WRITERS[name]())
-    task = read_labelled(path)
+    task = read_task(path)
     assert (task.texts, task.labels) == (TEXTS, LABELS)
     assert task.report.loaded and task.report.documents == 4 and task.report.issue_count == 0
     assert task.report.encoding == ("utf-16" if "utf16" in name else "utf-8")
@@ -61,7 +62,7 @@ def test_parquet_and_arrow_take_their_columns_and_numeric_labels(tmp_path):
         with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table)
     for name in ("reviews.parquet", "reviews.arrow"):
-        task = read_labelled(tmp_path / name, "body", "stars")
+        task = read_task(tmp_path / name, "body", "stars")
         assert (task.texts, task.labels) == (TEXTS, ["5", "1", "5", "1"]), name
 
 
@@ -69,10 +70,11 @@ def test_malformed_lines_are_reported_by_number_and_the_rest_is_used(tmp_path):
     rows = csv_text().splitlines()
     rows[2:2] = ["only a text", "   ,blank texts are passed over", "another text without its label"]
     (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
-    task = read_labelled(tmp_path / "t.csv")
+    task = read_task(tmp_path / "t.csv")
     assert (task.texts, task.labels) == (TEXTS, LABELS)
     assert [str(issue) for issue in task.report.issues] == [
         "line 3: row has no 'label' value (1 of 2 fields)",
+        "line 4: an empty text",
         "line 5: row has no 'label' value (1 of 2 fields)",
     ]
 
@@ -84,7 +86,7 @@ def test_malformed_lines_are_reported_by_number_and_the_rest_is_used(tmp_path):
         json.dumps({"text": "half", "label": 0.5}),
     ]
     (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    task = read_labelled(tmp_path / "t.jsonl")
+    task = read_task(tmp_path / "t.jsonl")
     assert (task.texts, task.labels) == (TEXTS, LABELS)
     assert [str(issue) for issue in task.report.issues] == [
         "line 2: invalid JSON (Expecting property name enclosed in double quotes)",
@@ -97,7 +99,7 @@ def test_malformed_lines_are_reported_by_number_and_the_rest_is_used(tmp_path):
 
 def test_a_legacy_encoding_is_read_and_said(tmp_path):
     (tmp_path / "legacy.csv").write_bytes(csv_text().encode("cp1252"))
-    task = read_labelled(tmp_path / "legacy.csv")
+    task = read_task(tmp_path / "legacy.csv")
     assert (task.texts, task.labels) == (TEXTS, LABELS)
     assert task.report.encoding == "cp1252" and task.report.encoding_note.endswith("read as cp1252")
 
@@ -105,26 +107,29 @@ def test_a_legacy_encoding_is_read_and_said(tmp_path):
 def test_a_missing_label_column_is_named_with_the_columns_found(tmp_path):
     (tmp_path / "t.csv").write_text(csv_text())
     with pytest.raises(TaskError, match=r"^t.csv: no column 'category' \(columns: text, label\)$"):
-        read_labelled(tmp_path / "t.csv", label_column="category")
+        read_task(tmp_path / "t.csv", label_column="category")
     pq.write_table(pa.table({"text": TEXTS, "label": LABELS}), tmp_path / "t.parquet")
     with pytest.raises(TaskError, match=r"^t.parquet: no column 'category' \(columns: text, label\)$"):
-        read_labelled(tmp_path / "t.parquet", label_column="category")
+        read_task(tmp_path / "t.parquet", label_column="category")
     (tmp_path / "t.jsonl").write_text(jsonl_text(), encoding="utf-8")
     with pytest.raises(TaskError, match=r"no usable rows \(4 problem lines, first: line 1: no field 'category' "):
-        read_labelled(tmp_path / "t.jsonl", label_column="category")
+        read_task(tmp_path / "t.jsonl", label_column="category")
 
 
 def test_files_without_columns_or_without_text_are_refused_clearly(tmp_path):
     (tmp_path / "notes.txt").write_text("plain text has no columns\n")
-    with pytest.raises(TaskError, match=r"notes.txt: a labelled file is \.jsonl, \.csv, \.tsv \(each also"):
-        read_labelled(tmp_path / "notes.txt")
+    with pytest.raises(
+        TaskError, match=r"^notes.txt: a labelled file for classification is \.jsonl, \.csv, \.tsv \(each also"
+    ):
+        read_task(tmp_path / "notes.txt")
     (tmp_path / "cut.csv.gz").write_bytes(gzip.compress(csv_text().encode() * 40)[:-30])
     with pytest.raises(TaskError, match=r"^cut\.csv\.gz: damaged or cut short compressed data"):
-        read_labelled(tmp_path / "cut.csv.gz")
-    with pytest.raises(TaskError, match=r"^gone\.csv: cannot be read \(No such file"):
-        read_labelled(tmp_path / "gone.csv")
-    with pytest.raises(TaskError, match="must differ"):
-        read_labelled(tmp_path / "gone.csv", "label", "label")
+        read_task(tmp_path / "cut.csv.gz")
+    with pytest.raises(TaskError, match=r"gone\.csv: no such file$"):
+        read_task(tmp_path / "gone.csv")
+    (tmp_path / "t.csv").write_text(csv_text())
+    with pytest.raises(TaskError, match=r"^t\.csv: the text and label columns must differ, not both 'label'$"):
+        read_task(tmp_path / "t.csv", "label", "label")
 
 
 def test_the_table_suffixes_are_the_corpus_formats_with_columns():
@@ -143,7 +148,7 @@ def test_lines_that_are_not_objects_empty_labels_and_huge_numbers_are_problems_o
         '{"text": "a big one", "label": ' + "7" * 5000 + "}",
     ]
     (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    task = read_labelled(tmp_path / "t.jsonl")
+    task = read_task(tmp_path / "t.jsonl")
     assert (task.texts, task.labels) == (TEXTS, LABELS)
     assert [str(issue) for issue in task.report.issues] == [
         "line 2: not a JSON object but an array; write one {...} object per line",
@@ -153,12 +158,12 @@ def test_lines_that_are_not_objects_empty_labels_and_huge_numbers_are_problems_o
         f"line 6: a number longer than {sys.get_int_max_str_digits():,} digits",
     ]
     (tmp_path / "t.csv").write_text(csv_text() + "no class,\n")
-    assert [str(issue) for issue in read_labelled(tmp_path / "t.csv").report.issues] == ["line 6: no 'label' value"]
+    assert [str(issue) for issue in read_task(tmp_path / "t.csv").report.issues] == ["line 6: no 'label' value"]
 
 
 def test_an_upper_case_parquet_suffix_is_read_as_parquet(tmp_path):
     pq.write_table(pa.table({"text": TEXTS, "label": LABELS}), tmp_path / "TOPICS.PARQUET")
-    task = read_labelled(tmp_path / "TOPICS.PARQUET")
+    task = read_task(tmp_path / "TOPICS.PARQUET")
     assert (task.texts, task.labels, task.report.kind) == (TEXTS, LABELS, "parquet")
 
 
@@ -166,7 +171,7 @@ def test_labels_with_a_single_text_are_named_in_a_short_message(tmp_path):
     rows = [{"text": f"text number {i}", "label": f"label-{i}"} for i in range(50_000)]
     (tmp_path / "many.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     with pytest.raises(TaskError) as refused:
-        read_labelled(tmp_path / "many.jsonl")
+        read_task(tmp_path / "many.jsonl")
     assert str(refused.value) == (
         "many.jsonl: 50,000 of its 50,000 labels have a single text (such as 'label-0', 'label-1', 'label-2'); give "
         "each label at least two"
@@ -208,10 +213,50 @@ def test_any_json_value_on_a_task_line_is_read_or_refused_clearly(tmp_path_facto
     path = tmp_path_factory.mktemp("any") / "task.jsonl"
     path.write_text("".join(json.dumps(value) + "\n" for value in values), encoding="utf-8")
     try:
-        task = read_labelled(path)
+        task = read_task(path)
     except TaskError as exc:
         assert str(exc).startswith("task.jsonl")
     else:
         assert len(task.texts) == len(task.labels) >= 2 and all(task.texts) and all(task.labels)
         assert all(text.encode() for text in task.texts)  # text a tokenizer takes: no lone surrogate
         assert task.report.documents + task.report.issue_count <= len(values)
+
+
+TOPICS = {
+    "river": "water bank flow stream boat fish shore rain".split(),
+    "money": "coin price loan cash debt rate fund bill".split(),
+    "music": "song drum tune band note choir piano bass".split(),
+    "sport": "goal ball team race match coach score pitch".split(),
+}
+
+
+def test_same_label_neighbours_are_scored_beside_the_probe_high_when_separable_and_at_chance_when_shuffled():
+    """Four topics of eight words each, 60 texts of each: the held-out texts' nearest training texts share their
+    label, by the model's vectors and by the bag of words; with the labels shuffled, as often as chance says
+    (1 in 4 at rank 1, 1 - 0.75⁵ ≈ 76% among five, MRR ≈ (p / (1 - p))·ln(1 / p) ≈ 0.46 for p = 1/4)."""
+    import random
+
+    import numpy as np
+    import torch
+
+    rng = random.Random(0)
+    texts = [" ".join(rng.choices(words, k=8)) for words in TOPICS.values() for _ in range(60)]
+    labels = [label for label in TOPICS for _ in range(60)]
+    tokenizer = train_tokenizer(texts, TokenizerConfig(vocab_size=200))
+    torch.manual_seed(0)
+    config = ModelConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=64)  # fmt: skip
+    model = build_model(config)
+    separable = probe_task(model, tokenizer, texts, labels)
+    assert separable.recall_at_1 >= 0.95 and separable.recall_at_5 >= separable.recall_at_1 and separable.mrr >= 0.95
+    assert separable.bag_of_words_recall_at_1 >= 0.95 and separable.bag_of_words_mrr >= 0.95
+    shuffled = probe_task(model, tokenizer, texts, list(np.random.default_rng(0).permutation(labels)))
+    tolerance = 0.15  # 60 held-out texts: about 2.7 standard deviations of a share near 1/4
+    for recall_at_1, recall_at_5, mrr in (
+        (shuffled.recall_at_1, shuffled.recall_at_5, shuffled.mrr),
+        (shuffled.bag_of_words_recall_at_1, shuffled.bag_of_words_recall_at_5, shuffled.bag_of_words_mrr),
+    ):
+        assert abs(recall_at_1 - 0.25) <= tolerance
+        assert abs(recall_at_5 - (1 - 0.75**5)) <= tolerance
+        assert abs(mrr - (1 / 3) * np.log(4)) <= tolerance
+    assert set(separable.to_json()) >= {"recall_at_1", "recall_at_5", "mrr", "bag_of_words_mrr"}

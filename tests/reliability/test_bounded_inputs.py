@@ -149,11 +149,12 @@ def test_a_task_text_of_15_million_characters_is_read_and_encoded_within_the_cei
 from dataclasses import replace
 from mlm_studio.core.config.sections import ModelConfig, TokenizerConfig
 from mlm_studio.core.data.tokenizer import train_tokenizer
-from mlm_studio.core.evaluation.task_probe import read_labelled, sentence_vectors
+from mlm_studio.core.evaluation.task_probe import read_task
+from mlm_studio.core.evaluation.vectors import sentence_vectors
 from mlm_studio.core.models.build import build_model
 """,
         """
-task = read_labelled(sys.argv[1])
+task = read_task(sys.argv[1])
 tokenizer = train_tokenizer(["the river flows", "money in the bank"] * 20, TokenizerConfig(vocab_size=120))
 model = build_model(ModelConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
                                 num_attention_heads=2, intermediate_size=64, max_position_embeddings=64))

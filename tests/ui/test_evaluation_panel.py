@@ -79,6 +79,12 @@ def test_evaluate_a_checkpoint_read_its_answers_and_failures_then_probe_a_task(q
     with qtbot.waitSignal(panel.probed, timeout=TIMEOUT_MS):
         qtbot.mouseClick(panel.task_view.probe_button, Qt.MouseButton.LeftButton)
     assert panel.task_results[0][1].accuracy >= 0.9 and panel.task_view.table.item(1, 1).text() == "50.0%"
+    probed, table = panel.task_results[0][1], panel.task_view.table
+    assert [table.item(0, c).text() for c in (3, 4, 5)] == [
+        f"{probed.recall_at_1:.1%}", f"{probed.recall_at_5:.1%}", f"{probed.mrr:.3f}"
+    ]  # fmt: skip
+    assert table.item(1, 3).text() == "" and table.item(2, 5).text() == f"{probed.bag_of_words_mrr:.3f}"
+    assert table.isVisible() and panel.task_view.hint.text().startswith("Press Every checkpoint above to draw")
     panel.grab().save(str(tmp_path / "task.png"))
 
 
@@ -170,10 +176,12 @@ def test_every_checkpoint_becomes_curves_of_the_breakdowns_and_the_task(qtbot, p
     names = [c.name() for c in panel.failures_view.series.getPlotItem().listDataItems()]
     assert names == ["all", "word start", "continuation", "[MASK]", "random", "kept"]
     task_curves = panel.task_view.series.getPlotItem().listDataItems()
-    assert [c.name() for c in task_curves] == ["linear probe", "majority class", "bag of words"]
+    task_names = ["linear probe", "majority class", "bag of words", "same-label neighbour (recall@1)"]
+    assert [c.name() for c in task_curves] == task_names
+    assert list(task_curves[3].getData()[1]) == [s.task.recall_at_1 for s in panel.scores]
     assert all(s.task.majority_accuracy == pytest.approx(0.5) for s in panel.scores)
     assert legend_beside_the_data(panel.failures_view.series) == names
-    assert legend_beside_the_data(panel.task_view.series) == ["linear probe", "majority class", "bag of words"]
+    assert legend_beside_the_data(panel.task_view.series) == task_names
     panel.tabs.setCurrentIndex(1)
     panel.grab().save(str(tmp_path / "curves.png"))
 
@@ -258,6 +266,21 @@ def test_with_no_model_to_choose_the_chooser_says_so(qtbot, tmp_path):
     qtbot.addWidget(widget)
     combo = widget.model_combo
     assert combo.count() == 0 and combo.currentIndex() == -1 and combo.placeholderText() == NO_MODEL
+    for button in (widget.evaluate_button, widget.every_button):  # nothing to press them for, and they say why
+        assert not button.isEnabled() and button.toolTip().startswith("No model chosen yet: train a run")
+
+
+def test_evaluate_is_offered_once_a_model_is_chosen_and_every_checkpoint_only_for_a_run(qtbot, trained_runs, tmp_path):
+    from mlm_studio.core.interop.export import export_model
+
+    widget = EvaluationPanel(Workspace(), trained_runs)
+    qtbot.addWidget(widget)
+    widget.model_combo.setCurrentIndex(widget.model_combo.findData(str(trained_runs / "late")))
+    assert widget.evaluate_button.isEnabled() and widget.every_button.isEnabled()
+    assert widget.evaluate_button.toolTip().startswith("Score the chosen model")
+    widget.add_folder(str(export_model(trained_runs / "late", tmp_path / "exported")))
+    assert widget.evaluate_button.isEnabled() and not widget.every_button.isEnabled()
+    assert "has no checkpoints" in widget.every_button.toolTip()
 
 
 def test_a_message_about_one_tab_leaves_when_another_tab_is_shown(qtbot, tmp_path):
@@ -296,3 +319,49 @@ def test_the_curves_over_checkpoints_keep_a_readable_height_in_a_1366_by_768_win
     assert view.series.height() >= SERIES_HEIGHT
     scroll = view.findChild(QScrollArea)
     qtbot.waitUntil(lambda: scroll.verticalScrollBar().maximum() > 0)  # the rest is a scroll away
+
+
+def test_the_task_view_says_what_to_do_until_a_result_then_shows_retrieval_beside_the_probe_in_percent(qtbot):
+    from mlm_studio.core.evaluation.task_probe import TaskResult
+    from mlm_studio.ui.widgets.task_view import TaskView
+
+    view = TaskView()
+    qtbot.addWidget(view)
+    view.resize(900, 600)
+    view.show()
+    assert view.hint.isVisible() and "Choose a file of labelled texts" in view.hint.text()
+    assert not view.table.isVisible() and not view.series.isVisible()  # no empty table, no empty 0–1 plot
+    result = TaskResult(
+        examples=40, accuracy=0.9, macro_f1=0.89, majority_accuracy=0.5, bag_of_words_accuracy=0.95,
+        recall_at_1=0.8, recall_at_5=0.975, mrr=0.8625, bag_of_words_recall_at_1=0.7, bag_of_words_recall_at_5=1.0,
+        bag_of_words_mrr=0.81,
+    )  # fmt: skip
+    view.show_results([("run", result)])
+    headers = [view.table.horizontalHeaderItem(c).text() for c in range(view.table.columnCount())]
+    assert headers == ["classifier", "accuracy", "macro-F1", "recall@1", "recall@5", "MRR"]
+    rows = [[view.table.item(r, c).text() for c in range(6)] for r in range(view.table.rowCount())]
+    assert rows == [
+        ["run: linear probe", "90.0%", "0.890", "80.0%", "97.5%", "0.863"],
+        ["majority class", "50.0%", "", "", "", ""],
+        ["bag of words (TF-IDF + logistic regression)", "95.0%", "", "70.0%", "100.0%", "0.810"],
+    ]
+    assert "nearest training texts" in view.table.horizontalHeaderItem(3).toolTip()
+    assert view.table.isVisible() and not view.series.isVisible()  # the hint says what would draw the curves
+    assert view.hint.isVisible() and view.hint.text().startswith("Press Every checkpoint above to draw")
+    view.show_series([10, 20], [result, result])
+    assert view.series.isVisible() and not view.hint.isVisible()
+    axis = view.series.getPlotItem().getAxis("left")
+    assert axis.tickStrings([0.5, 0.75, 1.0], 1.0, 0.25) == ["50%", "75%", "100%"]
+    view.clear()  # another model evaluated: its probe's rows leave, the curves of the run stay
+    assert not view.table.isVisible() and view.series.isVisible() and not view.hint.isVisible()
+
+
+def test_the_accuracy_axes_of_the_failures_tab_read_percentages(qtbot):
+    from mlm_studio.ui.widgets.diagnosis_views import FailuresView
+
+    view = FailuresView()
+    qtbot.addWidget(view)
+    for plot, axes in ((view.series, ("left",)), (view.calibration, ("left", "bottom"))):
+        for name in axes:
+            assert plot.getPlotItem().getAxis(name).tickStrings([0.0, 0.2, 0.4], 1.0, 0.2) == ["0%", "20%", "40%"]
+    assert view.series.getPlotItem().getAxis("bottom").tickStrings([0, 200], 1.0, 200) == ["0", "200"]  # steps

@@ -448,3 +448,28 @@ def test_an_undefined_precision_draws_without_numpy_warnings(qtbot, plots):
         plots.view.grab()
     assert len(plots.curves["eval_detection_precision"].getData()[0] or []) == 0
     assert "precision (val) —" in plots.readout("detection", 50)
+
+
+def test_a_run_without_probes_says_in_their_plot_what_would_fill_it(qtbot, plots):
+    hint = plots.hints["probes"]
+    without = [r for r in records(steps=100) if r["type"] != "probe"]
+    plots.load(without)
+    assert hint.isVisible() and "No cloze probes in this run" in hint.toPlainText()
+    view = plots.plots["probes"].vb.sceneBoundingRect()
+    assert view.contains(hint.sceneBoundingRect())  # inside the plot's data area, wrapped to its width
+    plots.load(records(steps=100))  # a run with probes: their curves, no hint
+    assert not hint.isVisible() and plots.plots["probes"].listDataItems()
+    plots.clear()  # a new run starts without probes until one is scored
+    assert hint.isVisible()
+
+
+def test_the_accuracy_axis_reads_percentages_as_the_readout_does(qtbot, plots):
+    plots.load(records(steps=100))
+    plots.redraw(everything=True)
+    qtbot.wait(10)
+    _, labels = painted_labels(plots.plots["accuracy"].getAxis("left"))
+    assert labels and all(label.endswith("%") for label in labels)
+    assert CompactAxis("left", percent=True).tickStrings([0.0, 0.1, 0.2], 1.0, 0.1) == ["0%", "10%", "20%"]
+    assert CompactAxis("left", percent=True).tickStrings([0.12, 0.125, 0.13], 1.0, 0.005) == ["12.0%", "12.5%", "13.0%"]
+    _, loss_labels = painted_labels(plots.plots["loss"].getAxis("left"))  # not a share: plain numbers
+    assert loss_labels and not any(label.endswith("%") for label in loss_labels)

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.evaluation.task_probe import sentence_vectors
+from mlm_studio.core.evaluation.vectors import sentence_vectors
 from mlm_studio.core.models.encoder import layer_count
 from mlm_studio.core.progress import Progress
 
@@ -70,38 +70,54 @@ def unit(vectors: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RetrievalScores:
-    """How often a text's nearest neighbours share its label, each text asking in turn of all the others."""
+    """How often a text's nearest neighbours share its label."""
 
     k: int
     recall_at_k: float  # share of texts with a text of their label among their k nearest (as metric learning counts)
     mrr: float  # mean over texts of 1 / the rank of the nearest text of their label
-    queries: int  # texts asking: those whose label another text has
+    queries: int  # texts asking: those whose label a neighbour can have
+
+    @classmethod
+    def of(cls, ranks: np.ndarray, k: int) -> RetrievalScores:
+        """The scores of `neighbour_ranks`' ranks, recall counted at `k`."""
+        if k < 1:
+            raise ValueError(f"k must be at least 1, not {k}")
+        return cls(k, float((ranks < k).mean()), float((1.0 / (ranks + 1)).mean()), len(ranks))
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
 
 
-def retrieval_scores(vectors: np.ndarray, labels: list[str], k: int = 10) -> RetrievalScores:
-    """Recall@k and MRR of same-label neighbours by cosine, each text a query against the others (leave one out);
-    a text whose label no other text has does not ask."""
-    if len(vectors) != len(labels):
-        raise ValueError(f"{len(vectors)} vectors for {len(labels)} labels")
-    if k < 1:
-        raise ValueError(f"k must be at least 1, not {k}")
-    names, codes = np.unique(np.asarray(labels), return_inverse=True)
-    counts = np.bincount(codes, minlength=len(names))
-    asking = np.flatnonzero(counts[codes] > 1)
+def retrieval_scores(vectors, labels: list[str], k: int = 10, among: tuple | None = None) -> RetrievalScores:
+    """Recall@k and MRR of same-label neighbours by cosine (see `neighbour_ranks`)."""
+    return RetrievalScores.of(neighbour_ranks(vectors, labels, among), k)
+
+
+def neighbour_ranks(vectors, labels, among: tuple | None = None) -> np.ndarray:
+    """For each text asking, the 0-based rank by cosine of its nearest neighbour of the same label: each text a
+    query against the others (leave one out), or with `among` (vectors and labels) against those. A text whose
+    label no neighbour has does not ask. Vectors are rows of an array or of a sparse matrix (TF-IDF)."""
+    from sklearn.preprocessing import normalize
+    from sklearn.utils.extmath import safe_sparse_dot
+
+    if vectors.shape[0] != len(labels):
+        raise ValueError(f"{vectors.shape[0]} vectors for {len(labels)} labels")
+    queries = normalize(vectors.astype(np.float64))
+    candidates, their_labels = (
+        (queries, labels) if among is None else (normalize(among[0].astype(np.float64)), among[1])
+    )
+    names, codes = np.unique(np.concatenate([np.asarray(labels), np.asarray(their_labels)]), return_inverse=True)
+    mine, theirs = codes[: len(labels)], codes[len(labels) :]
+    present = np.bincount(theirs, minlength=len(names))
+    asking = np.flatnonzero(present[mine] > (1 if among is None else 0))
     if len(asking) == 0:
-        raise ValueError("no label is shared by two texts, so no neighbour can share one")
-    similar = unit(np.asarray(vectors, dtype=np.float64))
-    hits, reciprocal = 0, 0.0
+        raise ValueError("no label is shared by two texts (a query and a neighbour), so no neighbour can share one")
+    ranks = []
     for start in range(0, len(asking), 256):
         rows = asking[start : start + 256]
-        scores = similar[rows] @ similar.T
-        scores[np.arange(len(rows)), rows] = -np.inf  # a text is not its own neighbour
+        scores = safe_sparse_dot(queries[rows], candidates.T, dense_output=True)
+        if among is None:
+            scores[np.arange(len(rows)), rows] = -np.inf  # a text is not its own neighbour
         order = np.argsort(-scores, axis=1, kind="stable")
-        same = codes[order] == codes[rows][:, None]
-        first = same.argmax(axis=1)  # 0-based rank of the nearest text of the same label
-        hits += int((first < k).sum())
-        reciprocal += float((1.0 / (first + 1)).sum())
-    return RetrievalScores(k, hits / len(asking), reciprocal / len(asking), len(asking))
+        ranks.append((theirs[order] == mine[rows][:, None]).argmax(axis=1))
+    return np.concatenate(ranks)

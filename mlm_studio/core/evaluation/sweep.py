@@ -8,7 +8,8 @@ from pathlib import Path
 
 from mlm_studio.core.evaluation.diagnosis import Diagnosis, diagnose
 from mlm_studio.core.evaluation.subject import load_subject
-from mlm_studio.core.evaluation.task_probe import LabelledTexts, probe_task
+from mlm_studio.core.evaluation.task_probe import probe_task
+from mlm_studio.core.finetune.labelled import LabelledFile
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import load_weights
 from mlm_studio.core.storage.run_folder import RunDir
@@ -24,7 +25,7 @@ class CheckpointScore:
 
 
 def over_checkpoints(
-    source: str | Path, corpus=None, task: LabelledTexts | None = None, progress: Progress | None = None
+    source: str | Path, corpus=None, task: LabelledFile | None = None, progress: Progress | None = None
 ) -> list[CheckpointScore]:
     """Every checkpoint of a run diagnosed (and probed on `task`'s texts and labels), oldest first: since which
     step does it know the frequent words, the rare ones, the task?"""

@@ -14,8 +14,7 @@ from tokenizers import processors
 
 from mlm_studio.core.data.masking import IGNORE_INDEX
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.evaluation.task_probe import TaskError
-from mlm_studio.core.finetune.labelled import Example
+from mlm_studio.core.finetune.labelled import Example, TaskError
 
 SPLIT_SHARES = (0.8, 0.1, 0.1)  # training, validation, test
 BUCKET_BATCHES = 50  # batches sorted by length together (enough to pad little, few enough to stay random)

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from mlm_studio.core.config.sections import ModelConfig
-from mlm_studio.core.evaluation.task_probe import TaskError
+from mlm_studio.core.finetune.labelled import TaskError
 from mlm_studio.core.models.build import build_model
 from mlm_studio.core.models.encoder import Dropout, init_like_bert
 from mlm_studio.core.models.modernbert import ModernBertPredictionHead

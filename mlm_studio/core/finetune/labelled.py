@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlm_studio.core.data.compressed import opened
+from mlm_studio.core.data.corpus import SourceReport
 from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_KINDS, kind_of, read_decoded, records, sniff_encoding
 from mlm_studio.core.data.rows import MAX_VALUE_CHARS, IssueLog, SourceSkipped, clipped, too_long
-from mlm_studio.core.evaluation.task_probe import TaskError
 
 ROW = "\0row"  # the key under which the reader gives each row's number
 # the names looked for, in order, when a column is not given
@@ -26,6 +26,10 @@ LABEL_NAMES = ("label", "labels", "category", "class", "target", "intent", "sent
 WORD_NAMES = ("tokens", "words")
 TAG_NAMES = ("tags", "ner_tags", "labels", "tag")
 DOCSTART = "-DOCSTART-"
+
+
+class TaskError(ValueError):
+    """A labelled file (or the task made of it) cannot be used; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -52,14 +56,41 @@ class LabelledFile:
     task: str  # "classification" | "tokens"
     examples: list[Example]
     columns: Columns | None  # None for a CoNLL file
-    skipped: str  # the rows left out, in words ("" for none)
+    issues: IssueLog  # the rows left out
+    encoding: str = ""
+    encoding_note: str = ""  # why it was read in a fallback encoding ("" when it was not)
 
     def label_counts(self) -> Counter[str]:
         return Counter(label for example in self.examples for label in example.labels)
 
+    @property
+    def skipped(self) -> str:
+        """The rows left out, in words ("" for none)."""
+        return self.issues.summary()
 
-def read_labelled_file(path: str | Path, task: str, columns: Columns | None = None) -> LabelledFile:
-    """The examples of a labelled file; `columns` overrides the names found. TaskError says why it cannot serve."""
+    @property
+    def texts(self) -> list[str]:
+        """Each example's (first) text."""
+        return [example.inputs[0] for example in self.examples]
+
+    @property
+    def labels(self) -> list[str]:
+        """Each example's (first) label."""
+        return [example.labels[0] for example in self.examples]
+
+    @property
+    def report(self) -> SourceReport:
+        """What happened reading it, as a corpus source says it: its encoding and the rows left out."""
+        return SourceReport(self.path, kind_of(self.path), True, encoding=self.encoding,
+                            encoding_note=self.encoding_note, documents=len(self.examples),
+                            issues=tuple(self.issues.kept), issue_count=self.issues.count)  # fmt: skip
+
+
+def read_labelled_file(
+    path: str | Path, task: str, columns: Columns | None = None, max_chars: int = MAX_VALUE_CHARS
+) -> LabelledFile:
+    """The examples of a labelled file, each text kept up to `max_chars`; `columns` overrides the names found.
+    TaskError says why it cannot serve."""
     path = Path(path)
     if path.is_dir():
         raise TaskError(f"{path}: a folder, not a labelled file; give the file itself")
@@ -72,11 +103,11 @@ def read_labelled_file(path: str | Path, task: str, columns: Columns | None = No
     kind = kind_of(path)
     try:
         if task == "tokens" and kind not in ("jsonl", "parquet", "arrow"):
-            examples, issues = _conll(path)
+            (examples, encoding, note), issues = _conll(path), IssueLog()
             found = None
         elif kind in TABLE_KINDS:
             found = _columns(path, kind, task, columns)
-            examples, issues = _table_examples(path, kind, task, found)
+            (examples, issues), encoding, note = _table_examples(path, kind, task, found, max_chars)
         else:
             raise TaskError(f"{path.name}: a labelled file for classification is {TABLE_FORMATS}")
     except SourceSkipped as exc:
@@ -85,11 +116,13 @@ def read_labelled_file(path: str | Path, task: str, columns: Columns | None = No
         raise TaskError(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
     if not examples:
         raise TaskError(f"{path.name} has no usable rows" + (f" ({issues.summary()})" if issues.count else ""))
-    return LabelledFile(path, task, examples, found, issues.summary())
+    return LabelledFile(path, task, examples, found, issues, encoding, note)
 
 
 def _columns(path: Path, kind: str, task: str, given: Columns | None) -> Columns:
     """The columns given, or those of the usual names the file's header holds."""
+    if given is not None and given.text and given.text == given.label:
+        raise TaskError(f"{path.name}: the text and label columns must differ, not both '{clipped(given.text, 40)}'")
     if given is not None and given.text and given.label:
         return given
     names = _column_names(path, kind)
@@ -142,7 +175,10 @@ def _bounded_lines(text: io.TextIOBase) -> Iterator[str]:
         yield line
 
 
-def _table_examples(path: Path, kind: str, task: str, columns: Columns) -> tuple[list[Example], IssueLog]:
+def _table_examples(
+    path: Path, kind: str, task: str, columns: Columns, max_chars: int
+) -> tuple[tuple[list[Example], IssueLog], str, str]:
+    """The examples and the rows left out, the encoding read and why it fell back ("" when it did not)."""
     if task == "classification":
         types = {columns.text: (str,), columns.label: (str, int), **({columns.pair: (str,)} if columns.pair else {})}
     else:
@@ -155,15 +191,14 @@ def _table_examples(path: Path, kind: str, task: str, columns: Columns) -> tuple
             return [_tagged(path, row[ROW], row[columns.text], row[columns.label]) for row in rows], issues
         found = []
         for row in rows:
-            texts = (row[columns.text].strip(), *((row[columns.pair].strip(),) if columns.pair else ()))
+            texts = tuple(row[name][:max_chars].strip() for name in (columns.text, columns.pair) if name)
             if all(texts):
                 found.append(Example(row[ROW], texts, (str(row[columns.label]).strip(),)))
             else:
                 issues.add(row[ROW], "an empty text")
         return found, issues
 
-    (examples, issues), _, _ = read_decoded(path, read)
-    return examples, issues
+    return read_decoded(path, read)
 
 
 def _tagged(path: Path, row: int, words: list, tags: list) -> Example:
@@ -179,7 +214,7 @@ def _tagged(path: Path, row: int, words: list, tags: list) -> Example:
     return Example(row, tuple(w.strip() for w in words), tuple(str(t) for t in tags))
 
 
-def _conll(path: Path) -> tuple[list[Example], IssueLog]:
+def _conll(path: Path) -> tuple[list[Example], str, str]:
     """CoNLL-2003 columns: a word first and its tag last on each line, a blank line between sentences,
     -DOCSTART- lines left out."""
 
@@ -206,10 +241,9 @@ def _conll(path: Path) -> tuple[list[Example], IssueLog]:
         return examples
 
     try:
-        examples, _, _ = read_decoded(path, read)
-    except UnicodeDecodeError:
-        examples = read("cp1252", False)
-    return examples, IssueLog()
+        return read_decoded(path, read)
+    except UnicodeDecodeError as exc:
+        return read("cp1252", False), "cp1252", f"not UTF-8 ({exc.reason}): read as cp1252"
 
 
 def check_labels(file: LabelledFile) -> None:

@@ -19,10 +19,16 @@ from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import MAX_SEED, DataConfig, ModelConfig, TrainConfig
 from mlm_studio.core.data.corpus import ReadOptions
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.evaluation.task_probe import TaskError
 from mlm_studio.core.finetune.examples import encode_examples, stratified_split
 from mlm_studio.core.finetune.heads import TaskModel
-from mlm_studio.core.finetune.labelled import Columns, LabelledFile, check_known, check_labels, read_labelled_file
+from mlm_studio.core.finetune.labelled import (
+    Columns,
+    LabelledFile,
+    TaskError,
+    check_known,
+    check_labels,
+    read_labelled_file,
+)
 from mlm_studio.core.finetune.tasks import FINETUNE_PRECISIONS
 from mlm_studio.core.finetune.tuner import FineTuner, TaskData
 from mlm_studio.core.interop.hf import import_model

@@ -27,7 +27,7 @@ from mlm_studio.core.evaluation.contexts import ContextMap, context_map, place
 from mlm_studio.core.evaluation.diagnosis import Diagnosis, diagnose
 from mlm_studio.core.evaluation.subject import Subject, load_subject
 from mlm_studio.core.evaluation.sweep import CheckpointScore, over_checkpoints
-from mlm_studio.core.evaluation.task_probe import TaskResult, probe_task, read_labelled
+from mlm_studio.core.evaluation.task_probe import TaskResult, probe_task, read_task
 from mlm_studio.core.interop.hf import is_hf_folder
 from mlm_studio.core.models.encoder import layer_count
 from mlm_studio.core.storage.run_folder import RunDir
@@ -35,13 +35,20 @@ from mlm_studio.ui.construction import Construction
 from mlm_studio.ui.panels.search_view import SearchView
 from mlm_studio.ui.tasks import TaskRunner, show_progress
 from mlm_studio.ui.widgets.context_view import ContextView
-from mlm_studio.ui.widgets.diagnosis_views import FailuresView, SamplesView, plot_series
+from mlm_studio.ui.widgets.diagnosis_views import FailuresView, SamplesView
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.model_choice import model_combo, model_entries, refill
 from mlm_studio.ui.widgets.task_view import TaskView
 from mlm_studio.ui.workspace import Workspace
 
 LATEST = -1
+EVALUATE_TIP = "Score the chosen model on held-out blocks: its answers, where it fails, and what it learned"
+NO_MODEL = "No model chosen yet: train a run on the Training panel, or add a model folder with Model folder…"
+NOT_A_RUN = "An imported model has no checkpoints: choose a run to score each of its checkpoints"
+EVERY_TIP = (
+    "Score every checkpoint of the run (and probe the task, when a file is chosen): the breakdowns and the "
+    "task accuracy as curves over training"
+)
 
 
 class EvaluationPanel(QWidget):
@@ -110,6 +117,7 @@ class EvaluationPanel(QWidget):
     def _build_controls(self) -> None:
         self.model_combo = model_combo("A run, or a Hugging Face model scored on the Corpus panel's text")
         self.model_combo.currentIndexChanged.connect(self._list_checkpoints)
+        self.model_combo.currentIndexChanged.connect(lambda: self._update_buttons())
         self.compare_combo = QComboBox()
         self.compare_combo.setToolTip(
             "A second model, side by side in every view: another run, another checkpoint of this one, or an "
@@ -126,10 +134,6 @@ class EvaluationPanel(QWidget):
         self.evaluate_button = QPushButton("Evaluate")
         self.evaluate_button.clicked.connect(self.evaluate)
         self.every_button = QPushButton("Every checkpoint")
-        self.every_button.setToolTip(
-            "Score every checkpoint of the run (and probe the task, when a file is chosen): the breakdowns and the "
-            "task accuracy as curves over training"
-        )
         self.every_button.clicked.connect(self.track)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.clicked.connect(lambda: [r.cancel() for r in self.runners])
@@ -145,6 +149,7 @@ class EvaluationPanel(QWidget):
         top.addWidget(self.evaluate_button)
         top.addWidget(self.every_button)
         top.addWidget(self.cancel_button)
+        self._update_buttons()
         self.tabs = QTabWidget()
         self.tabs.currentChanged.connect(lambda _: self.message_bar.clear())  # it spoke of the tab left
         layout = QVBoxLayout(self)
@@ -268,7 +273,7 @@ class EvaluationPanel(QWidget):
         task_file, *columns, _ = self.task_view.request()
 
         def work(progress):
-            task = read_labelled(task_file, *columns) if task_file else None
+            task = read_task(task_file, *columns) if task_file else None
             return over_checkpoints(path, None, task, progress), task.report if task else None
 
         self._busy(True)
@@ -280,11 +285,7 @@ class EvaluationPanel(QWidget):
         steps = [s.step for s in scores]
         self.failures_view.show_series(steps, [s.diagnosis for s in scores])
         if scores and scores[0].task is not None:
-            plot_series(self.task_view.series, steps, {
-                "linear probe": [s.task.accuracy for s in scores],
-                "majority class": [s.task.majority_accuracy for s in scores],
-                "bag of words": [s.task.bag_of_words_accuracy for s in scores],
-            }, dashed=("majority class", "bag of words"))  # fmt: skip
+            self.task_view.show_series(steps, [s.task for s in scores])
         self._say(f"Scored {len(scores)} checkpoints.", task)
         self.tracked.emit()
 
@@ -332,7 +333,7 @@ class EvaluationPanel(QWidget):
         path, *columns, layer = self.task_view.request()
 
         def work(progress):
-            task = read_labelled(path, *columns)
+            task = read_task(path, *columns)
             results = []
             for subject in subjects:
                 at = layer and min(layer, layer_count(subject.encoder))
@@ -359,12 +360,20 @@ class EvaluationPanel(QWidget):
 
     def _busy(self, busy: bool) -> None:
         busy = busy or any(runner.running for runner in self.runners)
-        self.evaluate_button.setEnabled(not busy)
-        self.every_button.setEnabled(not busy)
+        self._update_buttons(busy)
         self.task_view.set_ready(not busy and self.subject is not None)
         self.cancel_button.setVisible(busy)
         self.progress_bar.setVisible(busy)
         self.progress_bar.setRange(0, 0)
+
+    def _update_buttons(self, busy: bool = False) -> None:
+        """Evaluate needs a model chosen, Every checkpoint a run, both that nothing runs; the tooltips say so."""
+        path, busy = self.model_combo.currentData(), busy or any(runner.running for runner in self.runners)
+        is_run = path is not None and not is_hf_folder(path)
+        self.evaluate_button.setEnabled(path is not None and not busy)
+        self.evaluate_button.setToolTip(EVALUATE_TIP if path is not None else NO_MODEL)
+        self.every_button.setEnabled(is_run and not busy)
+        self.every_button.setToolTip(EVERY_TIP if is_run else NO_MODEL if path is None else NOT_A_RUN)
 
 
 def _corpus_for(path: str, corpus):

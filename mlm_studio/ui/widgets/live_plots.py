@@ -22,8 +22,8 @@ import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.exporters
 from PySide6.QtCore import QEvent, QPointF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication, QFrame, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtGui import QColor, QPalette, QTextOption
+from PySide6.QtWidgets import QApplication, QFrame, QGraphicsTextItem, QScrollArea, QVBoxLayout, QWidget
 
 from mlm_studio.core.evaluation.probes import ProbeResult
 from mlm_studio.core.metric_schema import Metric, metrics_of
@@ -71,6 +71,12 @@ def _optional_plots() -> set[str]:
     return {m.plot for m in metrics} - {m.plot for m in metrics if not m.optional}
 
 
+def _share_plots() -> set[str]:
+    """The plots all of whose curves are shares (0 to 1): their axis reads percentages."""
+    metrics = [curve.metric for curves in CURVES.values() for curve in curves.values()]
+    return {m.plot for m in metrics} - {m.plot for m in metrics if m.unit != "share"}
+
+
 def _named_plots() -> set[str]:
     """The plots with more than one curve, whose header names them (one curve is named by its axis)."""
     plots = [curve.metric.plot for curves in CURVES.values() for curve in curves.values()]
@@ -79,7 +85,12 @@ def _named_plots() -> set[str]:
 
 CURVES = _schema_curves()
 OPTIONAL_PLOTS = _optional_plots()
+SHARE_PLOTS = _share_plots()
 NAMED_PLOTS = _named_plots()
+HINTS = {  # what would fill a plot, said in it while it has no curve
+    PROBE_RANK.plot: "No cloze probes in this run. Add sentences with [MASK] and their expected word on the Probes "
+    "tab before starting a run: each word's rank is drawn here at every evaluation."
+}
 
 
 class LivePlots(QWidget):
@@ -136,7 +147,8 @@ class LivePlots(QWidget):
     def _build(self) -> Iterator[None]:
         """One plot per step (about 12 ms each), then the grid; the redraw timer runs from then on."""
         for name, (label, log_y) in self.PLOTS.items():
-            plot = pg.PlotItem(axisItems={"left": CompactAxis("left"), "bottom": CompactAxis("bottom")})
+            left = CompactAxis("left", percent=name in SHARE_PLOTS)
+            plot = pg.PlotItem(axisItems={"left": left, "bottom": CompactAxis("bottom")})
             self.cells[name], self.legends[name] = legend_above(plot, reserve_line=True)
             style_plot(plot, X_AXES[self.axis], label)
             if log_y:
@@ -146,6 +158,7 @@ class LivePlots(QWidget):
             self.plots[name] = plot
             self.cursors[name] = pg.InfiniteLine(angle=90, pen=pg.mkPen((128, 128, 128), width=1))
             yield
+        self.hints = {name: _Hint(HINTS[name], plot) for name, plot in self.plots.items() if name in HINTS}
         self._add_markers()
         self._reflow(self.columns or 3)  # as many columns as a resize during the steps asked for
         self.view.scene().sigMouseMoved.connect(self._on_mouse_moved)
@@ -178,6 +191,8 @@ class LivePlots(QWidget):
             self._plot_of[key] = plot
             self._labels[key] = label
             self._units[key] = unit
+            if plot in self.hints:
+                self.hints[plot].hide()
             if plot in OPTIONAL_PLOTS:
                 self._reflow(self.columns)
         self._dirty.setdefault(plot)  # keeps its place in the queue
@@ -226,6 +241,8 @@ class LivePlots(QWidget):
         self._plot_of.clear()
         self._labels.clear()
         self._units.clear()
+        for hint in self.hints.values():
+            hint.show()
         self.overlays.clear()
         self._dirty = dict.fromkeys(self.plots)
         self._reflow(self.columns)
@@ -312,6 +329,8 @@ class LivePlots(QWidget):
             self.view.setBackground(QApplication.palette().color(QPalette.ColorRole.Base))
             for plot in self.plots.values():
                 recolour(plot)
+            for hint in getattr(self, "hints", {}).values():  # none yet while built
+                hint.recolour()
 
     def showEvent(self, event) -> None:
         self.construction.finish()  # shown before the window has built it all
@@ -399,6 +418,28 @@ class LivePlots(QWidget):
         exporter.parameters()["width"] = int(self.view.width() * scale)
         if not exporter.export(toBytes=True).save(str(path)):
             raise OSError(f"{path} could not be written")
+
+
+class _Hint(QGraphicsTextItem):
+    """A sentence in the middle of a plot's data area, wrapped to its width, in the palette's text colour: what would
+    fill the plot while it has no curve."""
+
+    def __init__(self, text: str, plot: pg.PlotItem) -> None:
+        super().__init__(text)
+        self.setParentItem(plot.vb)  # in the view's own coordinates: it stays put when the data range moves
+        self.view = plot.vb
+        self.view.sigResized.connect(self._place)
+        self.recolour()
+        self._place()
+
+    def recolour(self) -> None:
+        self.setDefaultTextColor(QApplication.palette().color(QPalette.ColorRole.PlaceholderText))
+
+    def _place(self) -> None:
+        area = self.view.boundingRect()
+        self.setTextWidth(max(area.width() - 24, 40))
+        self.document().setDefaultTextOption(QTextOption(Qt.AlignmentFlag.AlignCenter))
+        self.setPos(12, max(0.0, (area.height() - self.boundingRect().height()) / 2))
 
 
 def _finite(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

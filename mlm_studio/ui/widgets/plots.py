@@ -22,7 +22,12 @@ UNITS = ((1e9, "B"), (1e6, "M"), (1e3, "k"))
 
 class CompactAxis(pg.AxisItem):
     """Tick labels that stay short (1.2M, 450k, 2e-3), so neighbouring labels never run together; zero reads "0".
-    On a log axis only the decades are labelled (1, 10, 100, 1k), the ticks between them left unlabelled."""
+    On a log axis only the decades are labelled (1, 10, 100, 1k), the ticks between them left unlabelled. An axis
+    of shares (`percent`) reads them as percentages (20%, 40%), as every readout and table says them."""
+
+    def __init__(self, orientation: str, percent: bool = False, **options) -> None:
+        super().__init__(orientation, **options)
+        self.percent = percent
 
     def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
         if not values:
@@ -31,6 +36,9 @@ class CompactAxis(pg.AxisItem):
             return [_decade(v) if abs(v - round(v)) < 1e-6 else "" for v in values]
         values = [v * scale for v in values]
         spacing *= scale
+        if self.percent:
+            places = max(0, ceil(-log10(spacing * 100)))
+            return [f"{v * 100:.{places}f}%" for v in values]
         largest = max(abs(v) for v in values)
         for factor, unit in UNITS:
             if largest >= factor:
@@ -110,8 +118,12 @@ def recolour(plot: pg.PlotItem) -> None:
 class ThemedPlot(pg.PlotWidget):
     """A PlotWidget on the palette's base colour that follows the palette when the scheme changes."""
 
-    def __init__(self, x_label: str, y_label: str, parent: QWidget | None = None) -> None:
-        super().__init__(parent, axisItems={"left": CompactAxis("left"), "bottom": CompactAxis("bottom")})
+    def __init__(
+        self, x_label: str, y_label: str, parent: QWidget | None = None, percent: tuple[str, ...] = ()
+    ) -> None:
+        """`percent`: the axes ("left", "bottom") whose values are shares, labelled as percentages."""
+        axes = {name: CompactAxis(name, percent=name in percent) for name in ("left", "bottom")}
+        super().__init__(parent, axisItems=axes)
         self.setBackground(QApplication.palette().color(QPalette.ColorRole.Base))
         style_plot(self.getPlotItem(), x_label, y_label)
         self.setMinimumHeight(140)

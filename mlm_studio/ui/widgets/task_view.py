@@ -1,13 +1,15 @@
 """The Evaluation panel's "Does it help a task" view: the labelled file and its columns, the layer, and the probe's
-results beside the two references, at one checkpoint or over all of them."""
+results beside the two references, with the retrieval scores of the same vectors (same-label neighbours), at one
+checkpoint or over all of them."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
+    QLabel,
     QLineEdit,
     QPushButton,
     QSpinBox,
@@ -19,11 +21,23 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_SUFFIXES
 from mlm_studio.core.evaluation.task_probe import TaskResult
+from mlm_studio.ui.widgets.diagnosis_views import plot_series
 from mlm_studio.ui.widgets.plots import ThemedPlot, fit_rows
 
 PROBE_TIP = (
     "Train a logistic regression on the model's frozen sentence vectors on 75% of the texts, stratified, and score "
     "it on the rest, beside the majority class and a bag of words"
+)
+HINT = (
+    "Choose a file of labelled texts, then Probe the task to score the evaluated model on it, or press Every "
+    "checkpoint above for the task's scores over the run's checkpoints."
+)
+CURVES_HINT = "Press Every checkpoint above to draw the task's scores over the run's checkpoints here."
+COLUMNS = ("classifier", "accuracy", "macro-F1", "recall@1", "recall@5", "MRR")
+RETRIEVAL_TIP = (
+    "Same-label neighbours: each held-out text looks for its nearest training texts by cosine of the same vectors; "
+    "recall@k is the share of held-out texts with a text of their label among the k nearest, MRR the mean of 1 / "
+    "the rank of the first one"
 )
 FILE_FILTER = f"Labelled texts ({' '.join('*' + ext for ext in TABLE_SUFFIXES)});;All files (*)"
 
@@ -45,14 +59,20 @@ class TaskView(QWidget):
         self.probe_button = QPushButton("Probe the task")
         self.probe_button.clicked.connect(self.probe_requested)
         self.ready = False  # a model is evaluated and nothing runs: the probe has vectors to read
-        self.table = QTableWidget(0, 3)
-        self.table.setHorizontalHeaderLabels(["classifier", "accuracy", "macro-F1"])
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        for column in range(3, len(COLUMNS)):
+            self.table.horizontalHeaderItem(column).setToolTip(RETRIEVAL_TIP)
         self.table.verticalHeader().setVisible(False)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.series = ThemedPlot("step", "held-out accuracy")
+        self.series = ThemedPlot("step", "held-out accuracy", percent=("left",))
         self.series.setTitle("The task over the run's checkpoints (Every checkpoint)")
         self.series.add_header_legend()
+        self.drawn = False  # the curves over checkpoints are drawn
+        self.hint = QLabel(HINT)  # in place of the curves until they are drawn (and of the table while it is empty)
+        self.hint.setWordWrap(True)
+        self.hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
         row = QHBoxLayout()
         row.addWidget(self.path_edit, 1)
         row.addWidget(choose)
@@ -64,10 +84,12 @@ class TaskView(QWidget):
         form.addRow(self.probe_button)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
-        layout.addWidget(self.table, 1)
-        layout.addWidget(self.series, 2)
+        layout.addWidget(self.table)
+        layout.addWidget(self.hint, 1)
+        layout.addWidget(self.series, 1)
         self.path_edit.textChanged.connect(self._update_button)
         self._update_button()
+        self._show_parts()
 
     def set_ready(self, ready: bool) -> None:
         """Whether a model is evaluated and nothing runs; the probe also needs a file."""
@@ -93,18 +115,46 @@ class TaskView(QWidget):
 
     def clear(self) -> None:
         self.table.setRowCount(0)
+        self._show_parts()
 
     def show_results(self, results: list[tuple[str, TaskResult]]) -> None:
-        """Each model's probe, then the references (the same split for all)."""
+        """Each model's probe, then the references (the same split for all); beside each, the retrieval scores of
+        its vectors."""
         first = results[0][1]
-        rows = [(f"{title}: linear probe", f"{r.accuracy:.1%}", f"{r.macro_f1:.3f}") for title, r in results]
+        rows = [
+            (f"{title}: linear probe", f"{r.accuracy:.1%}", f"{r.macro_f1:.3f}", f"{r.recall_at_1:.1%}",
+             f"{r.recall_at_5:.1%}", f"{r.mrr:.3f}")
+            for title, r in results
+        ]  # fmt: skip
         rows += [
-            ("majority class", f"{first.majority_accuracy:.1%}", ""),
-            ("bag of words (TF-IDF + logistic regression)", f"{first.bag_of_words_accuracy:.1%}", ""),
-        ]
+            ("majority class", f"{first.majority_accuracy:.1%}", "", "", "", ""),
+            ("bag of words (TF-IDF + logistic regression)", f"{first.bag_of_words_accuracy:.1%}", "",
+             f"{first.bag_of_words_recall_at_1:.1%}", f"{first.bag_of_words_recall_at_5:.1%}",
+             f"{first.bag_of_words_mrr:.3f}"),
+        ]  # fmt: skip
         self.table.setRowCount(len(rows))
         for r, row in enumerate(rows):
             for c, value in enumerate(row):
                 self.table.setItem(r, c, QTableWidgetItem(value))
         self.table.resizeColumnsToContents()
         fit_rows(self.table)
+        self._show_parts()
+
+    def show_series(self, steps: list[int], results: list[TaskResult]) -> None:
+        """The probe at each checkpoint as curves, beside the references and the nearest neighbour's recall."""
+        plot_series(self.series, steps, {
+            "linear probe": [r.accuracy for r in results],
+            "majority class": [r.majority_accuracy for r in results],
+            "bag of words": [r.bag_of_words_accuracy for r in results],
+            "same-label neighbour (recall@1)": [r.recall_at_1 for r in results],
+        }, dashed=("majority class", "bag of words"))  # fmt: skip
+        self.drawn = True
+        self._show_parts()
+
+    def _show_parts(self) -> None:
+        """The table once it has rows, the curves once drawn, the hint in their place until they are."""
+        rows = self.table.rowCount() > 0
+        self.table.setVisible(rows)
+        self.series.setVisible(self.drawn)
+        self.hint.setVisible(not self.drawn)
+        self.hint.setText(CURVES_HINT if rows else HINT)
