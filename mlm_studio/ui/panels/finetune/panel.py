@@ -1,11 +1,15 @@
 """The Fine-tune panel: a model (a run, a Hugging Face folder, or either's shape from scratch) fine-tuned on a
 labelled file in the background, with live curves of the training loss and the validation score, pause and stop;
-when it ends, the test scores, confusion matrix and mistakes (results.py), and the classifier exported."""
+when it ends, the test scores, confusion matrix and mistakes (results.py), and the classifier exported. Compare…
+fine-tunes the model against its starting model and the same from scratch over several seeds (comparison.py);
+the Runs tab lists the fine-tuning runs, shows one's results and resumes one (runs_list.py)."""
 
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import ClassVar
 
 from PySide6.QtCore import Qt, Signal
@@ -23,17 +27,20 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSizePolicy,
     QSpinBox,
-    QSplitter,
+    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from mlm_studio.core.data.formats import TABLE_SUFFIXES
+from mlm_studio.core.finetune.compare import Said, compare, contenders, outcomes, score_name
 from mlm_studio.core.finetune.mistakes import wrong_test_examples
+from mlm_studio.core.finetune.runs import last_test
 from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions, prepare_finetuner
 from mlm_studio.core.finetune.tasks import TASKS
+from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
-from mlm_studio.core.storage.run_folder import TASK
+from mlm_studio.core.storage.run_folder import TASK, RunDir
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training.records import (
     CheckpointRecord,
@@ -44,7 +51,9 @@ from mlm_studio.core.training.records import (
     WarningRecord,
 )
 from mlm_studio.core.training.runs import new_run_path
+from mlm_studio.ui.panels.finetune.comparison import ComparisonView
 from mlm_studio.ui.panels.finetune.results import ResultsView
+from mlm_studio.ui.panels.finetune.runs_list import FinetuneRunsList
 from mlm_studio.ui.run_export import RunExporter
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING, TrainingController
@@ -55,6 +64,13 @@ from mlm_studio.ui.workspace import Workspace
 
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(FinetuneOptions)}
 KIND_LABELS = {"classification": "classification (a label per text)", "tokens": "tokens (a tag per word: NER)"}
+SEEDS = 3  # a comparison's seeds by default: the fewest that give a spread
+CURVES_HINT = (
+    "The curves of a fine-tuning appear here while it trains: the training loss, the validation score after each "
+    "epoch, the learning rate, the gradient norm and the speed.\n\nChoose a model and a labelled task file above, "
+    "then Start, or Compare… to see whether pre-training helps: your model against the same architecture from "
+    "scratch, over several seeds."
+)
 TASK_FILES = f"Labelled files ({' '.join('*' + s for s in (*TABLE_SUFFIXES, '.conll', '.txt'))});;All files (*)"
 
 
@@ -82,11 +98,13 @@ class FinetunePanel(QWidget):
         self.folders: list[str] = []
         self.run_path: Path | None = None  # the run shown
         self.test: TestRecord | None = None
+        self.compared: list[Said] | None = None  # a comparison's test records, while one runs
+        self.compare_runs, self.compare_score = 0, ""  # a comparison's number of runs and the score it weighs
         self.controller = TrainingController(self)
         self.controller.state_changed.connect(self._update_controls)
         self.controller.progress.connect(self._on_preparing)
         self.controller.record.connect(self._on_record)
-        self.controller.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
+        self.controller.failed.connect(self._on_failed)
         self.controller.finished.connect(self._on_finished)
         self.message_bar = MessageBar()
         self.mistakes_task = TaskRunner(self)
@@ -95,18 +113,31 @@ class FinetunePanel(QWidget):
         self.exporter = RunExporter(self, self.message_bar, lambda _: None)
         self.plots = FinetunePlots(sliced=sliced)
         self.construction = self.plots.construction  # the slow part: the rest is built at once
+        self.hint = QLabel(CURVES_HINT)
+        self.hint.setWordWrap(True)
+        self.hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.hint.setMargin(24)
+        self.curves = QStackedWidget()  # the hint until the first record, then the plots
+        self.curves.addWidget(self.hint)
+        self.curves.addWidget(self.plots)
+        self.comparison = ComparisonView()
+        self.runs = FinetuneRunsList(self.runs_root)
+        self.runs.chosen.connect(self.show_run)
+        self.runs.resume_button.clicked.connect(lambda: self.resume(self.runs.selected()))
+        # one tab area under the form: the curves take all its height while training, the results after
         self.results = ResultsView()
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self.plots)
-        splitter.addWidget(self.results)
-        splitter.setSizes([300, 260])
+        self.results.insertTab(0, self.curves, "Curves")
+        self.results.addTab(self.comparison, "Comparison")
+        self.results.addTab(self.runs, "Runs")
+        self.results.setCurrentIndex(0)
         layout = QVBoxLayout(self)
         layout.addWidget(self._build_form())
         layout.addLayout(self._build_controls())
         layout.addWidget(self.message_bar)
-        layout.addWidget(splitter, 1)
+        layout.addWidget(self.results, 1)
         workspace.run_changed.connect(lambda _: self.refresh_models())
         self.refresh_models()
+        self.runs.refresh()
         self._update_controls(IDLE)
 
     # --- the form -----------------------------------------------------------------------------------
@@ -177,6 +208,17 @@ class FinetunePanel(QWidget):
     def _build_controls(self) -> QHBoxLayout:
         self.start_button = QPushButton("Start")
         self.start_button.clicked.connect(self.start)
+        self.compare_button = QPushButton("Compare…")
+        self.compare_button.setToolTip(
+            "Fine-tune this model, the model it started from (if it continued an imported one) and the same "
+            "architecture from scratch, with the same recipe and split, once per seed; then their test scores"
+        )
+        self.compare_button.clicked.connect(self.start_comparison)
+        self.seeds = QSpinBox()
+        self.seeds.setRange(SEEDS, 20)
+        self.seeds.setValue(SEEDS)
+        self.seeds.setSuffix(" seeds")
+        self.seeds.setToolTip("The seeds each contender of a comparison is fine-tuned with (at least 3, for a spread)")
         self.pause_button = QPushButton("Pause")
         self.pause_button.clicked.connect(self.toggle_pause)
         self.stop_button = QPushButton("Stop")
@@ -189,7 +231,14 @@ class FinetunePanel(QWidget):
         self.status_label = QLabel()
         self.status_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens it
         row = QHBoxLayout()
-        for button in (self.start_button, self.pause_button, self.stop_button, self.export_button):
+        for button in (
+            self.start_button,
+            self.compare_button,
+            self.seeds,
+            self.pause_button,
+            self.stop_button,
+            self.export_button,
+        ):
             row.addWidget(button)
         row.addWidget(self.progress_bar, 1)
         row.addWidget(self.status_label, 2)
@@ -229,15 +278,21 @@ class FinetunePanel(QWidget):
         )
 
     # --- running ------------------------------------------------------------------------------------
-    def start(self) -> None:
+    def _chosen_spec(self) -> str | None:
+        """The model the form names (`scratch:` before it when asked), or None after saying what is missing."""
         model = self.model_combo.currentData()
         if not model:
             self.message_bar.show_message("Choose a model first: train a run, or add a model folder.", "warning")
-            return
+            return None
         if not self.task_edit.text().strip():
             self.message_bar.show_message("Choose the labelled task file first.", "warning")
+            return None
+        return (SCRATCH if self.scratch_box.isChecked() else "") + model
+
+    def start(self) -> None:
+        spec = self._chosen_spec()
+        if spec is None:
             return
-        spec = (SCRATCH if self.scratch_box.isChecked() else "") + model
         options = self.options()
         path = new_run_path(self.runs_root, "finetune")
 
@@ -245,14 +300,72 @@ class FinetunePanel(QWidget):
             held.enter_context(RunLock(path))
             return prepare_finetuner(path, spec, options, control)
 
+        self._launch(prepare, "Reading the task and preparing the model…")
+
+    def start_comparison(self) -> None:
+        """Fine-tune the chosen model, its starting model and the same from scratch, once per seed, in a new folder
+        of runs under the runs folder."""
+        spec = self._chosen_spec()
+        if spec is None:
+            return
+        options, seeds = self.options(), self.seeds.value()
+        root = new_run_path(self.runs_root, "compare")
+
+        def prepare(progress, control, held):
+            held.enter_context(RunLock(root))
+            return SimpleNamespace(run=partial(compare, spec, options, root, seeds, control))
+
+        self.comparison.clear()
+        self._launch(prepare, "Reading the task and preparing the first contender…")
+        self.compared = []
+        self.compare_runs = len(contenders(spec)) * seeds
+        self.compare_score = score_name(options.task)
+
+    def resume(self, path: Path | None) -> None:
+        """Continue a stopped or interrupted fine-tuning run exactly where its latest checkpoint left it."""
+        if path is None:
+            return
+
+        def prepare(progress, control, held):
+            held.enter_context(RunLock(path))
+            return prepare_finetuner(path, control=control)
+
+        self._launch(prepare, f"Resuming {path.name}…")
+
+    def _launch(self, prepare, message: str) -> None:
         self.mistakes_task.cancel()
         self.message_bar.clear()
         self.plots.clear()
         self.results.clear()
-        self.test, self.run_path = None, None
+        self.curves.setCurrentWidget(self.hint)
+        self.results.setCurrentWidget(self.curves)
+        self.test, self.run_path, self.compared = None, None, None
         self.progress_bar.setRange(0, 0)
-        self.status_label.setText("Reading the task and preparing the model…")
+        self.status_label.setText(message)
         self.controller.start(prepare)
+
+    def show_run(self, path: Path) -> None:
+        """A fine-tuning run's curves and test scores, read from its folder, and then its mistakes."""
+        if self.controller.busy:
+            return  # the run training keeps the view
+        try:
+            records, test = RunDir(path).read_metrics(), last_test(path)
+        except (CheckpointError, OSError, TypeError) as exc:
+            self.message_bar.show_message(f"Could not read {path.name}: {exc}", "error")
+            return
+        self.mistakes_task.cancel()
+        self.message_bar.clear()
+        self.plots.load(records)
+        self.curves.setCurrentWidget(self.plots if records else self.hint)
+        self.results.clear()
+        self.run_path, self.test = path, test
+        if test is None:
+            self.status_label.setText(f"{path.name} has no test scores yet: resume it to finish")
+        else:
+            self.results.show_test(test)
+            self.status_label.setText(f"{path.name}: test scores with its best checkpoint")
+            self.mistakes_task.start(lambda progress: wrong_test_examples(path, progress))
+        self._update_controls(self.controller.state)
 
     def toggle_pause(self) -> None:
         if self.controller.state == RUNNING:
@@ -265,36 +378,66 @@ class FinetunePanel(QWidget):
         self.progress_bar.setValue(done)
         self.status_label.setText(message)
 
-    def _on_record(self, record) -> None:
+    def _on_record(self, item) -> None:
+        record = item.record if isinstance(item, Said) else item
+        if self.curves.currentWidget() is self.hint:
+            self.curves.setCurrentWidget(self.plots)
+        if isinstance(item, Said) and record.kind == "started":
+            self.plots.clear()  # each contender's and seed's curves in turn
         self.plots.add(record.kind, record.to_dict())
         if record.kind == "started":
             self.run_path = Path(record.run_dir)
             self.progress_bar.setRange(0, record.total_steps)
-            self.status_label.setText(f"Fine-tuning {self.run_path.name}")
+            self.status_label.setText(f"{self._who(item)}Fine-tuning {self.run_path.name}")
         elif isinstance(record, StepRecord):
             self.progress_bar.setValue(record.step)
-            self.status_label.setText(f"step {record.step:,} of {self.progress_bar.maximum():,}")
+            self.status_label.setText(f"{self._who(item)}step {record.step:,} of {self.progress_bar.maximum():,}")
         elif isinstance(record, ValidationRecord):
             score = record.macro_f1 if record.entity_f1 is None else record.entity_f1
             name = "macro-F1" if record.entity_f1 is None else "entity F1"
-            self.status_label.setText(f"validation {name} {score:.1%} at step {record.step:,}")
+            self.status_label.setText(f"{self._who(item)}validation {name} {score:.1%} at step {record.step:,}")
             self.status_label.setToolTip(record.describe())
         elif isinstance(record, WarningRecord):
-            self.message_bar.show_message(record.message, "warning")
+            self.message_bar.show_message(f"{self._who(item)}{record.message}", "warning")
         elif isinstance(record, TestRecord):
-            self.test = record
-            self.results.show_test(record)
+            self._on_test(item, record)
         elif isinstance(record, FinishedRecord):
-            self.status_label.setText(f"Finished ({record.reason}) at step {record.step:,}")
+            self.status_label.setText(f"{self._who(item)}Finished ({record.reason}) at step {record.step:,}")
         elif isinstance(record, CheckpointRecord):
             self.refresh_models()
+
+    def _on_test(self, item, test: TestRecord) -> None:
+        self.test = test
+        self.results.show_test(test)
+        if self.compared is not None:
+            self.compared.append(item)
+            self.comparison.show_outcomes(outcomes(self.compared), self.compare_score)
+        else:
+            self.results.setCurrentIndex(self.results.indexOf(self.curves) + 1)  # the test scores
+
+    def _who(self, item) -> str:
+        """`[contender, seed n, run i of N] ` for a comparison's record; nothing for a single run's."""
+        if not isinstance(item, Said):
+            return ""
+        done = len(self.compared or [])
+        return f"[{item.contender.label}, seed {item.seed}, run {done + 1} of {self.compare_runs}] "
+
+    def _on_failed(self, message: str) -> None:
+        self.message_bar.show_message(message, "error")
+        if self.compared is not None:
+            self.controller.stop()  # a contender that fails leaves the comparison without its scores
 
     def _on_finished(self) -> None:
         self.progress_bar.setRange(0, 1)
         self.progress_bar.setValue(1 if self.test else 0)
-        if self.test is not None and self.run_path is not None:
+        if self.compared is not None:
+            self.test = None  # the comparison's runs are many: Export is for one run's
+            if self.compared:
+                self.results.setCurrentWidget(self.comparison)
+        elif self.test is not None and self.run_path is not None:
             self.mistakes_task.start(lambda progress, run=self.run_path: wrong_test_examples(run, progress))
             self.run_finished.emit(self.run_path)
+        self.runs.refresh()
         self._update_controls(IDLE)
 
     def _on_mistakes(self, mistakes) -> None:
@@ -303,6 +446,9 @@ class FinetunePanel(QWidget):
     def _update_controls(self, state: str) -> None:
         idle = state == IDLE
         self.start_button.setEnabled(idle and self.model_combo.count() > 0)
+        self.compare_button.setEnabled(idle and self.model_combo.count() > 0)
+        self.seeds.setEnabled(idle)
+        self.runs.set_idle(idle)
         self.pause_button.setEnabled(state in (RUNNING, PAUSED))
         self.pause_button.setText("Resume" if state == PAUSED else "Pause")
         self.stop_button.setEnabled(not idle)
