@@ -1,9 +1,10 @@
 """The Fine-tune panel's comparison, runs list and hint, driven as a user would: Compare… with three seeds ends in
 a table, a plot and a verdict whose numbers are the runs' own test scores; Stop ends a comparison; a run chosen in
 the Runs tab shows its confusion matrix; Resume finishes a stopped run from its checkpoint; the hint in place of
-the empty curves gives way to them on the first record."""
+the empty curves gives way to them on the first record; a model in the local Hub cache is offered and fine-tuned."""
 
 import statistics
+from itertools import islice
 
 import pytest
 
@@ -13,6 +14,9 @@ from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import StepRecord
 from mlm_studio.ui.trainer_thread import IDLE
+from mlm_studio.ui.widgets.model_choice import model_entries
+from tests.core.family_folders import make_folder
+from tests.core.hub_layout import add_folder, add_snapshot, point_main_at, use_cache
 from tests.core.test_finetune import write_task
 from tests.ui.finetune_driving import TIMEOUT_MS, cells, fill, run_to_the_end
 
@@ -144,3 +148,35 @@ def test_the_hint_stands_in_for_the_empty_curves_until_the_first_record(qtbot, f
     run_to_the_end(qtbot, panel)
     assert shown_at_first_record[0] is panel.plots
     assert panel.results.currentIndex() == panel.results.indexOf(panel.curves) + 1  # the test scores after
+
+
+@pytest.mark.slow  # a fine-tuning of a Hugging Face model
+def test_a_model_in_the_hub_cache_is_offered_and_fine_tuned_without_a_download(
+    qtbot, finetune_panel, small_corpus, tmp_path, monkeypatch
+):
+    panel = finetune_panel
+    hub = tmp_path / "hub"
+    made = make_folder("bert", list(islice(small_corpus.iter_documents(), 200)), tmp_path / "made")
+    snapshot = add_folder(hub, "tiny/bert", made, "main")
+    point_main_at(snapshot)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "config.json").write_text('{"model_type": "bert"}', encoding="utf-8")
+    escaping = add_snapshot(hub, "org/escaping", {"tokenizer.json": b"{}"}, "main")
+    (escaping / "config.json").symlink_to(outside / "config.json")  # leads out of the cache: never offered
+    point_main_at(escaping)
+    point_main_at(add_snapshot(hub, "org/corpus", {"config.json": b"{}"}, "main", kind="dataset"))
+    use_cache(monkeypatch, hub)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+    cached = [(label, path) for label, path in model_entries(None, tmp_path / "runs", []) if "Hub" in label]
+    assert cached == [("Hub cache: tiny/bert", str(snapshot.absolute()))]  # what every model chooser offers
+    panel.refresh_models()
+    index = panel.model_combo.findText("Hub cache: tiny/bert")
+    assert index >= 0 and panel.model_combo.findText("Hub cache: org/escaping") < 0
+    panel.model_combo.setCurrentIndex(index)
+    fill(panel, write_task(tmp_path / "task.csv", rows=60), epochs=1.0)
+    run_to_the_end(qtbot, panel)
+    assert panel.message_bar.level in ("", "warning"), panel.message_bar.text
+    assert panel.results.confusion.rowCount() == 3
+    assert [row[2] for row in cells(panel.runs.table)] == ["tiny/bert"]  # the Runs tab names the Hub model

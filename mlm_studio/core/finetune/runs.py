@@ -9,6 +9,7 @@ from pathlib import Path
 
 from mlm_studio.core.finetune.setup import SCRATCH
 from mlm_studio.core.finetune.tuner import BEST
+from mlm_studio.core.interop.hub_cache import hub_name_of
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.history import list_runs, summarize
 from mlm_studio.core.storage.run_folder import CHECKPOINTS, INITIAL, RunDir
@@ -69,7 +70,10 @@ def _model(run: RunDir) -> str:
     except (OSError, ValueError):
         return "?"
     source = Path(str(origin.get("source", "?")))
-    name = source.parent.parent.name if source.parent.name == CHECKPOINTS else source.name  # a run's checkpoint
+    if source.parent.name == CHECKPOINTS:  # a run's checkpoint
+        name = source.parent.parent.name
+    else:
+        name = hub_name_of(source) or source.name
     return SCRATCH + name if origin.get("kind") == "scratch" else name
 
 
