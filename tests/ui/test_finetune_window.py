@@ -166,6 +166,7 @@ def test_a_model_in_the_hub_cache_is_offered_and_fine_tuned_without_a_download(
     (escaping / "config.json").symlink_to(outside / "config.json")  # leads out of the cache: never offered
     point_main_at(escaping)
     point_main_at(add_snapshot(hub, "org/corpus", {"config.json": b"{}"}, "main", kind="dataset"))
+    point_main_at(add_snapshot(hub, "org/gpt", {"config.json": b'{"model_type": "gpt2"}'}, "main"))  # no family
     use_cache(monkeypatch, hub)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QComboBox
 
-from mlm_studio.core.interop.hf import is_hf_folder
+from mlm_studio.core.interop.hf import has_known_family, is_hf_folder
 from mlm_studio.core.interop.hub_cache import cached_models
 from mlm_studio.core.storage.history import list_runs
 
@@ -39,7 +39,7 @@ def model_entries(current_run: Path | None, runs_root: Path, folders: list[str])
     entries += [(f"{'Hugging Face' if is_hf_folder(f) else 'Folder'}: {Path(f).name}", f) for f in folders]
     added = {str(Path(f).resolve()) for f in folders}
     for name, folder in cached_models():
-        if str(folder.resolve()) not in added:
+        if str(folder.resolve()) not in added and has_known_family(folder):
             entries.append((f"Hub cache: {name}", str(folder)))
     return entries
 
