@@ -3,6 +3,7 @@ a table, a plot and a verdict whose numbers are the runs' own test scores; Stop 
 the Runs tab shows its confusion matrix; Resume finishes a stopped run from its checkpoint; the hint in place of
 the empty curves gives way to them on the first record; a model in the local Hub cache is offered and fine-tuned."""
 
+import re
 import statistics
 from itertools import islice
 
@@ -38,7 +39,8 @@ def test_compare_with_three_seeds_shows_each_contenders_scores_and_the_verdict(q
     assert panel.message_bar.level in ("", "warning"), panel.message_bar.text
     # progress named the contender, the seed and the run among all
     assert any(text.startswith("[your model, seed 0, run 1 of 6] step") for text in said)
-    assert any(text.startswith("[from scratch, seed 2, run 6 of 6] ") for text in said)
+    assert said[-1].startswith("[from scratch, seed 2, run 6 of 6] Finished")
+    assert {int(re.search(r"run (\d) of 6", text)[1]) for text in said if text.startswith("[")} == set(range(1, 7))
     # the table's numbers are the test scores the six run folders wrote
     (root,) = [p for p in (tmp_path / "runs").iterdir() if p.name.endswith("compare")]
     scores = {

@@ -57,7 +57,7 @@ class ComparisonView(QWidget):
         self.table.setRowCount(len(found))
         plot = self.plot.getPlotItem()
         plot.clear()
-        plot.setLabel("left", f"test {score_name}")
+        plot.setLabel("left", f"test {score_name} (0–1)")
         for row, outcome in enumerate(found):
             scores = outcome.score
             mean = statistics.fmean(scores) if scores else float("nan")
@@ -78,4 +78,4 @@ class ComparisonView(QWidget):
                 plot.plot(bar, [mean, mean], pen=pg.mkPen(colour, width=3))
         plot.getAxis("bottom").setTicks([[(row, o.contender.label) for row, o in enumerate(found)]])
         plot.setXRange(-0.6, len(found) - 0.4, padding=0)
-        plot.enableAutoRange(axis="y")
+        plot.setYRange(0, 1)  # the whole scale: a difference of a point looks as small as it is

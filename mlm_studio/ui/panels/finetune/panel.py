@@ -99,7 +99,7 @@ class FinetunePanel(QWidget):
         self.run_path: Path | None = None  # the run shown
         self.test: TestRecord | None = None
         self.compared: list[Said] | None = None  # a comparison's test records, while one runs
-        self.compare_runs, self.compare_score = 0, ""  # a comparison's number of runs and the score it weighs
+        self.compare_runs, self.compare_started, self.compare_score = 0, 0, ""  # its runs, those begun, its score
         self.controller = TrainingController(self)
         self.controller.state_changed.connect(self._update_controls)
         self.controller.progress.connect(self._on_preparing)
@@ -318,7 +318,7 @@ class FinetunePanel(QWidget):
         self.comparison.clear()
         self._launch(prepare, "Reading the task and preparing the first contender…")
         self.compared = []
-        self.compare_runs = len(contenders(spec)) * seeds
+        self.compare_runs, self.compare_started = len(contenders(spec)) * seeds, 0
         self.compare_score = score_name(options.task)
 
     def resume(self, path: Path | None) -> None:
@@ -384,6 +384,7 @@ class FinetunePanel(QWidget):
             self.curves.setCurrentWidget(self.plots)
         if isinstance(item, Said) and record.kind == "started":
             self.plots.clear()  # each contender's and seed's curves in turn
+            self.compare_started += 1
         self.plots.add(record.kind, record.to_dict())
         if record.kind == "started":
             self.run_path = Path(record.run_dir)
@@ -419,8 +420,7 @@ class FinetunePanel(QWidget):
         """`[contender, seed n, run i of N] ` for a comparison's record; nothing for a single run's."""
         if not isinstance(item, Said):
             return ""
-        done = len(self.compared or [])
-        return f"[{item.contender.label}, seed {item.seed}, run {done + 1} of {self.compare_runs}] "
+        return f"[{item.contender.label}, seed {item.seed}, run {self.compare_started} of {self.compare_runs}] "
 
     def _on_failed(self, message: str) -> None:
         self.message_bar.show_message(message, "error")
