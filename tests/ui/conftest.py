@@ -61,7 +61,7 @@ def finetune_panel(qtbot, trained_runs, tmp_path):
     qtbot.addWidget(widget)
     widget.resize(1200, 800)
     widget.show()
-    widget.add_folder(str(trained_runs / "late"))
+    widget.form.add_folder(str(trained_runs / "late"))
     yield widget
     widget.controller.stop()
     widget.controller.wait(TIMEOUT_MS)

@@ -6,11 +6,11 @@ TIMEOUT_MS = 120_000
 
 
 def fill(panel, task_file, kind="classification", epochs=2.0):
-    panel.task_edit.setText(str(task_file))
-    panel.kind_combo.setCurrentIndex(panel.kind_combo.findData(kind))
-    panel.epochs.setValue(epochs)
-    panel.learning_rate.setValue(5e-3)
-    panel.batch_size.setValue(8)
+    panel.form.task_edit.setText(str(task_file))
+    panel.form.kind_combo.setCurrentIndex(panel.form.kind_combo.findData(kind))
+    panel.form.epochs.setValue(epochs)
+    panel.form.learning_rate.setValue(5e-3)
+    panel.form.batch_size.setValue(8)
 
 
 def run_to_the_end(qtbot, panel):

@@ -20,7 +20,9 @@ def panel(finetune_panel):
 
 
 def test_fine_tune_read_the_confusion_matrix_and_mistakes_then_export(qtbot, panel, tmp_path, monkeypatch):
-    assert panel.learning_rate.value() == 3e-5 and panel.batch_size.value() == 16  # the engine's defaults shown
+    assert (
+        panel.form.learning_rate.value() == 3e-5 and panel.form.batch_size.value() == 16
+    )  # the engine's defaults shown
     assert not panel.export_button.isEnabled()
     fill(panel, write_task(tmp_path / "task.csv"))
     narrowest = panel.minimumSizeHint().width()
@@ -108,7 +110,7 @@ def test_a_file_of_one_class_is_said_in_the_message_bar(qtbot, panel, tmp_path):
 
 def test_from_scratch_starts_from_the_models_shape_with_fresh_weights(qtbot, panel, tmp_path, trained_runs):
     fill(panel, write_task(tmp_path / "task.csv"), epochs=1.0)
-    panel.scratch_box.setChecked(True)
+    panel.form.scratch_box.setChecked(True)
     run_to_the_end(qtbot, panel)
     origin = json.loads((panel.run_path / INITIAL / "origin.json").read_text())
     assert origin["kind"] == "scratch" and origin["source"].startswith(str(trained_runs / "late"))
@@ -122,7 +124,7 @@ def test_closing_the_window_while_fine_tuning_stops_it_then_closes(qtbot, traine
     qtbot.addWidget(window)
     window.show()
     panel = window.finetune_panel
-    panel.add_folder(str(trained_runs / "late"))
+    panel.form.add_folder(str(trained_runs / "late"))
     fill(panel, write_task(tmp_path / "task.csv"), epochs=20.0)
     closed_while_running = []
 

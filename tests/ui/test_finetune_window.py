@@ -174,10 +174,10 @@ def test_a_model_in_the_hub_cache_is_offered_and_fine_tuned_without_a_download(
 
     cached = [(label, path) for label, path in model_entries(None, tmp_path / "runs", []) if "Hub" in label]
     assert cached == [("Hub cache: tiny/bert", str(snapshot.absolute()))]  # what every model chooser offers
-    panel.refresh_models()
-    index = panel.model_combo.findText("Hub cache: tiny/bert")
-    assert index >= 0 and panel.model_combo.findText("Hub cache: org/escaping") < 0
-    panel.model_combo.setCurrentIndex(index)
+    panel.form.refresh_models()
+    index = panel.form.model_combo.findText("Hub cache: tiny/bert")
+    assert index >= 0 and panel.form.model_combo.findText("Hub cache: org/escaping") < 0
+    panel.form.model_combo.setCurrentIndex(index)
     fill(panel, write_task(tmp_path / "task.csv", rows=60), epochs=1.0)
     run_to_the_end(qtbot, panel)
     assert panel.message_bar.level in ("", "warning"), panel.message_bar.text

@@ -6,7 +6,6 @@ the Runs tab lists the fine-tuning runs, shows one's results and resumes one (ru
 
 from __future__ import annotations
 
-import dataclasses
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,15 +13,8 @@ from typing import ClassVar
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QDoubleSpinBox,
-    QFileDialog,
-    QFormLayout,
-    QGridLayout,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QProgressBar,
     QPushButton,
     QSizePolicy,
@@ -32,15 +24,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.data.formats import TABLE_SUFFIXES
 from mlm_studio.core.finetune.compare import Said, compare, contenders, outcomes, score_name
 from mlm_studio.core.finetune.mistakes import wrong_test_examples
 from mlm_studio.core.finetune.runs import last_test
-from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions, prepare_finetuner
-from mlm_studio.core.finetune.tasks import TASKS
+from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
-from mlm_studio.core.storage.run_folder import TASK, RunDir
+from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training.records import (
     CheckpointRecord,
@@ -52,6 +42,7 @@ from mlm_studio.core.training.records import (
 )
 from mlm_studio.core.training.runs import new_run_path
 from mlm_studio.ui.panels.finetune.comparison import ComparisonView
+from mlm_studio.ui.panels.finetune.form import FinetuneForm
 from mlm_studio.ui.panels.finetune.results import ResultsView
 from mlm_studio.ui.panels.finetune.runs_list import FinetuneRunsList
 from mlm_studio.ui.run_export import RunExporter
@@ -59,11 +50,8 @@ from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING, TrainingController
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar
-from mlm_studio.ui.widgets.model_choice import model_combo, model_entries, refill
 from mlm_studio.ui.workspace import Workspace
 
-DEFAULTS = {f.name: f.default for f in dataclasses.fields(FinetuneOptions)}
-KIND_LABELS = {"classification": "classification (a label per text)", "tokens": "tokens (a tag per word: NER)"}
 SEEDS = 3  # a comparison's seeds by default: the fewest that give a spread
 CURVES_HINT = (
     "The curves of a fine-tuning appear here while it trains: the training loss, the validation score after each "
@@ -71,7 +59,6 @@ CURVES_HINT = (
     "then Start, or Compare… to see whether pre-training helps: your model against the same architecture from "
     "scratch, over several seeds."
 )
-TASK_FILES = f"Labelled files ({' '.join('*' + s for s in (*TABLE_SUFFIXES, '.conll', '.txt'))});;All files (*)"
 
 
 class FinetunePlots(LivePlots):
@@ -95,7 +82,7 @@ class FinetunePanel(QWidget):
         super().__init__()
         self.workspace = workspace
         self.runs_root = Path(runs_root) if runs_root else default_runs_dir()
-        self.folders: list[str] = []
+        self.form = FinetuneForm(workspace, self.runs_root)
         self.run_path: Path | None = None  # the run shown
         self.test: TestRecord | None = None
         self.compared: list[Said] | None = None  # a comparison's test records, while one runs
@@ -131,80 +118,16 @@ class FinetunePanel(QWidget):
         self.results.addTab(self.runs, "Runs")
         self.results.setCurrentIndex(0)
         layout = QVBoxLayout(self)
-        layout.addWidget(self._build_form())
+        layout.addWidget(self.form)
         layout.addLayout(self._build_controls())
         layout.addWidget(self.message_bar)
         layout.addWidget(self.results, 1)
-        workspace.run_changed.connect(lambda _: self.refresh_models())
-        self.refresh_models()
+        self.form.models_changed.connect(lambda: self._update_controls(self.controller.state))
+        self.form.refresh_models()
         self.runs.refresh()
         self._update_controls(IDLE)
 
     # --- the form -----------------------------------------------------------------------------------
-    def _build_form(self) -> QWidget:
-        self.model_combo = model_combo("The model fine-tuned: a run's latest checkpoint, or a Hugging Face folder")
-        self.folder_button = QPushButton("Folder…")
-        self.folder_button.setToolTip("A Hugging Face model folder, or a run or checkpoint folder from elsewhere")
-        self.folder_button.clicked.connect(self.add_folder_dialog)
-        self.scratch_box = QCheckBox("from scratch")
-        self.scratch_box.setToolTip(
-            "The chosen model's shape and tokenizer with fresh weights: the baseline that shows what pre-training adds"
-        )
-        self.task_edit = QLineEdit()
-        self.task_edit.setPlaceholderText("A labelled CSV/TSV/JSONL/Parquet file, or CoNLL columns for tokens")
-        self.task_button = QPushButton("Choose…")
-        self.task_button.clicked.connect(self.choose_task_dialog)
-        self.kind_combo = QComboBox()
-        for kind in TASKS:
-            self.kind_combo.addItem(KIND_LABELS[kind], kind)
-        self.epochs = self._number(QDoubleSpinBox(), "epochs", (0.1, 100), "Passes over the training examples")
-        rate = QDoubleSpinBox()
-        rate.setDecimals(7)  # before its value is set: two decimals would round 3e-5 to 0
-        rate.setSingleStep(1e-5)
-        self.learning_rate = self._number(rate, "learning_rate", (1e-7, 1.0), "AdamW's peak learning rate")
-        self.batch_size = self._number(QSpinBox(), "batch_size", (1, 4096), "Examples per step")
-        self.freeze_layers = self._number(
-            QSpinBox(), "freeze_layers", (0, 128), "The embeddings and this many first layers stay as they are"
-        )
-        model_row = QHBoxLayout()
-        model_row.addWidget(self.model_combo, 1)
-        model_row.addWidget(self.folder_button)
-        model_row.addWidget(self.scratch_box)
-        task_row = QHBoxLayout()
-        task_row.addWidget(self.task_edit, 1)
-        task_row.addWidget(self.task_button)
-        task_row.addWidget(self.kind_combo)
-        grid = QGridLayout()
-        grid.addWidget(QLabel("Model"), 0, 0)
-        grid.addLayout(model_row, 0, 1)
-        grid.addWidget(QLabel("Task file"), 1, 0)
-        grid.addLayout(task_row, 1, 1)
-        recipe = QHBoxLayout()
-        for label, box in (
-            ("Epochs", self.epochs),
-            ("Learning rate", self.learning_rate),
-            ("Batch size", self.batch_size),
-            ("Freeze layers", self.freeze_layers),
-        ):
-            form = QFormLayout()
-            form.addRow(label, box)
-            recipe.addLayout(form)
-        recipe.addStretch(1)
-        grid.addWidget(QLabel("Recipe"), 2, 0)
-        grid.addLayout(recipe, 2, 1)
-        grid.setColumnStretch(1, 1)
-        self.form = QWidget()
-        self.form.setLayout(grid)
-        grid.setContentsMargins(0, 0, 0, 0)
-        return self.form
-
-    @staticmethod
-    def _number(box, name: str, bounds: tuple, help_text: str):
-        box.setRange(*bounds)
-        box.setValue(DEFAULTS[name])
-        box.setToolTip(f"{help_text}; the engine's default is {DEFAULTS[name]:g}")
-        return box
-
     def _build_controls(self) -> QHBoxLayout:
         self.start_button = QPushButton("Start")
         self.start_button.clicked.connect(self.start)
@@ -244,56 +167,19 @@ class FinetunePanel(QWidget):
         row.addWidget(self.status_label, 2)
         return row
 
-    # --- choices ------------------------------------------------------------------------------------
-    def refresh_models(self) -> None:
-        entries = model_entries(self.workspace.run, self.runs_root, self.folders)
-        entries = [(label, path) for label, path in entries if not (Path(path) / TASK).is_file()]  # not fine-tuned
-        refill(self.model_combo, entries, self.model_combo.currentData())
-        self._update_controls(self.controller.state)
-
-    def add_folder_dialog(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "A Hugging Face model, run or checkpoint folder")
-        if folder:
-            self.add_folder(folder)
-
-    def add_folder(self, folder: str) -> None:
-        if folder not in self.folders:
-            self.folders.append(folder)
-        self.refresh_models()
-        self.model_combo.setCurrentIndex(self.model_combo.findData(folder))
-
-    def choose_task_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "The labelled task file", "", TASK_FILES)
-        if path:
-            self.task_edit.setText(path)
-
-    def options(self) -> FinetuneOptions:
-        return FinetuneOptions(
-            task=self.kind_combo.currentData(),
-            train=Path(self.task_edit.text().strip()),
-            learning_rate=self.learning_rate.value(),
-            epochs=self.epochs.value(),
-            batch_size=self.batch_size.value(),
-            freeze_layers=self.freeze_layers.value(),
-        )
-
     # --- running ------------------------------------------------------------------------------------
-    def _chosen_spec(self) -> str | None:
-        """The model the form names (`scratch:` before it when asked), or None after saying what is missing."""
-        model = self.model_combo.currentData()
-        if not model:
-            self.message_bar.show_message("Choose a model first: train a run, or add a model folder.", "warning")
-            return None
-        if not self.task_edit.text().strip():
-            self.message_bar.show_message("Choose the labelled task file first.", "warning")
-            return None
-        return (SCRATCH if self.scratch_box.isChecked() else "") + model
+    def _chosen(self) -> tuple[str | None, FinetuneOptions | None]:
+        """The model and options the form gives, or (None, None) after saying what is wrong."""
+        try:
+            return self.form.spec(), self.form.options()
+        except ValueError as exc:  # an OptionError is one
+            self.message_bar.show_message(str(exc), "warning")
+            return None, None
 
     def start(self) -> None:
-        spec = self._chosen_spec()
+        spec, options = self._chosen()
         if spec is None:
             return
-        options = self.options()
         path = new_run_path(self.runs_root, "finetune")
 
         def prepare(progress, control, held):
@@ -305,10 +191,9 @@ class FinetunePanel(QWidget):
     def start_comparison(self) -> None:
         """Fine-tune the chosen model, its starting model and the same from scratch, once per seed, in a new folder
         of runs under the runs folder."""
-        spec = self._chosen_spec()
+        (spec, options), seeds = self._chosen(), self.seeds.value()
         if spec is None:
             return
-        options, seeds = self.options(), self.seeds.value()
         root = new_run_path(self.runs_root, "compare")
 
         def prepare(progress, control, held):
@@ -405,7 +290,7 @@ class FinetunePanel(QWidget):
         elif isinstance(record, FinishedRecord):
             self.status_label.setText(f"{self._who(item)}Finished ({record.reason}) at step {record.step:,}")
         elif isinstance(record, CheckpointRecord):
-            self.refresh_models()
+            self.form.refresh_models()
 
     def _on_test(self, item, test: TestRecord) -> None:
         self.test = test
@@ -445,8 +330,8 @@ class FinetunePanel(QWidget):
 
     def _update_controls(self, state: str) -> None:
         idle = state == IDLE
-        self.start_button.setEnabled(idle and self.model_combo.count() > 0)
-        self.compare_button.setEnabled(idle and self.model_combo.count() > 0)
+        self.start_button.setEnabled(idle and self.form.model_combo.count() > 0)
+        self.compare_button.setEnabled(idle and self.form.model_combo.count() > 0)
         self.seeds.setEnabled(idle)
         self.runs.set_idle(idle)
         self.pause_button.setEnabled(state in (RUNNING, PAUSED))
