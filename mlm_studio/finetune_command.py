@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mlm_studio.core.data.tokenizer import TokenizerError
 from mlm_studio.core.durations import Eta, format_duration
-from mlm_studio.core.finetune.compare import compare, outcomes, table
+from mlm_studio.core.finetune.compare import compare, outcomes, score_name, table, verdict
 from mlm_studio.core.finetune.labelled import Columns
 from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError, ResumeRefused, prepare_finetuner
 from mlm_studio.core.finetune.tuner import FineTuner
@@ -130,12 +130,13 @@ def _compare(args) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
     found = outcomes(iter(seen))
-    name = "entity F1" if options.task == "tokens" else "macro-F1"
+    name = score_name(options.task)
     if args.json:
         print(json.dumps(finite_or_none({"runs": str(Path(root).resolve()), "score": name,
-                                         "contenders": [o.to_json() for o in found]})), flush=True)  # fmt: skip
+                                         "contenders": [o.to_json() for o in found],
+                                         "verdict": verdict(found, name)})), flush=True)  # fmt: skip
     else:
-        print(table(found, name), flush=True)
+        print(table(found, name), verdict(found, name), sep="\n", flush=True)
     return 0
 
 

@@ -156,7 +156,7 @@ class MainWindow(QMainWindow):
         self.training_panel.run_finished.connect(self._on_run_finished)
         self.finetune_panel.controller.finished.connect(self._on_run_finished)
         self.training_panel.checkpoint_written.connect(lambda _: self.evaluation_panel.refresh_models())
-        self.training_panel.checkpoint_written.connect(lambda _: self.finetune_panel.refresh_models())
+        self.training_panel.checkpoint_written.connect(lambda _: self.finetune_panel.form.refresh_models())
         self.training_panel.controller.state_changed.connect(self._update_run_status)
         self.workspace.run_changed.connect(lambda _: self._update_run_status())
         self.workspace.corpus_changed.connect(self._update_corpus_status)

@@ -42,7 +42,8 @@ class _ControlledProgress(Progress):
 
 
 class TrainingWorker(QObject):
-    """Prepares a trainer, then runs it, emitting every record."""
+    """Prepares a trainer, then runs it, emitting every record (or every item that carries one as `.record`: a
+    comparison's, which says the contender and seed besides)."""
 
     prepared = Signal(object)  # the StartedRecord
     progress = Signal(int, int, str)
@@ -66,12 +67,13 @@ class TrainingWorker(QObject):
     def _run(self, held: ExitStack) -> None:
         try:
             trainer = self.prepare(_ControlledProgress(self), self.control, held)
-            for record in trainer.run():
+            for item in trainer.run():
+                record = getattr(item, "record", item)
                 if isinstance(record, StartedRecord):
                     self.prepared.emit(record)
                 elif isinstance(record, FailedRecord):
                     self.failed.emit(record.message)
-                self.record.emit(record)
+                self.record.emit(item)
         except Cancelled:
             pass
         except Exception as exc:  # every failure reaches the user as a message
@@ -157,10 +159,10 @@ class TrainingController(QObject):
             self._set_state(RUNNING)
         self.prepared.emit(started)
 
-    def _on_record(self, record) -> None:
-        if isinstance(record, PausedRecord) and self._state == RUNNING:
+    def _on_record(self, item) -> None:
+        if isinstance(getattr(item, "record", item), PausedRecord) and self._state == RUNNING:
             self._set_state(PAUSED)
-        self.record.emit(record)
+        self.record.emit(item)
 
     def _on_thread_finished(self) -> None:
         if self.sender() is self._thread:  # not an earlier thread already handled by `wait`

@@ -48,3 +48,20 @@ def trained_runs(small_corpus, small_tokenizer, tmp_path_factory):
         run = start_run(root / name, small_config(max_steps=steps, learning_rate=5e-3), small_corpus, small_tokenizer)
         list(Trainer(run, *training_blocks(run, small_corpus)).run())
     return root
+
+
+@pytest.fixture
+def finetune_panel(qtbot, trained_runs, tmp_path):
+    """The Fine-tune panel on its own runs folder, the `late` run added as a model."""
+    from mlm_studio.ui.panels.finetune.panel import FinetunePanel
+    from mlm_studio.ui.workspace import Workspace
+    from tests.ui.finetune_driving import TIMEOUT_MS
+
+    widget = FinetunePanel(Workspace(), tmp_path / "runs")
+    qtbot.addWidget(widget)
+    widget.resize(1200, 800)
+    widget.show()
+    widget.form.add_folder(str(trained_runs / "late"))
+    yield widget
+    widget.controller.stop()
+    widget.controller.wait(TIMEOUT_MS)

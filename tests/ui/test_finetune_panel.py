@@ -8,48 +8,21 @@ from PySide6.QtWidgets import QFileDialog
 
 from mlm_studio.core.storage.run_folder import INITIAL
 from mlm_studio.core.training.records import FinishedRecord, StepRecord
-from mlm_studio.ui.panels.finetune.panel import FinetunePanel
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED
-from mlm_studio.ui.workspace import Workspace
 from tests.core.test_finetune import write_task
 from tests.core.test_finetune_tokens import write_tagging
-
-TIMEOUT_MS = 120_000
+from tests.ui.finetune_driving import TIMEOUT_MS, cells, fill, run_to_the_end
 
 
 @pytest.fixture
-def panel(qtbot, trained_runs, tmp_path):
-    widget = FinetunePanel(Workspace(), tmp_path / "runs")
-    qtbot.addWidget(widget)
-    widget.resize(1200, 800)
-    widget.show()
-    widget.add_folder(str(trained_runs / "late"))
-    yield widget
-    widget.controller.stop()
-    widget.controller.wait(TIMEOUT_MS)
-
-
-def fill(panel, task_file, kind="classification", epochs=2.0):
-    panel.task_edit.setText(str(task_file))
-    panel.kind_combo.setCurrentIndex(panel.kind_combo.findData(kind))
-    panel.epochs.setValue(epochs)
-    panel.learning_rate.setValue(5e-3)
-    panel.batch_size.setValue(8)
-
-
-def run_to_the_end(qtbot, panel):
-    if panel.controller.state == IDLE:
-        panel.start_button.click()
-    qtbot.waitUntil(lambda: panel.controller.state == IDLE, timeout=TIMEOUT_MS)
-    qtbot.waitUntil(lambda: not panel.mistakes_task.running, timeout=TIMEOUT_MS)
-
-
-def cells(table):
-    return [[table.item(r, c).text() for c in range(table.columnCount())] for r in range(table.rowCount())]
+def panel(finetune_panel):
+    return finetune_panel
 
 
 def test_fine_tune_read_the_confusion_matrix_and_mistakes_then_export(qtbot, panel, tmp_path, monkeypatch):
-    assert panel.learning_rate.value() == 3e-5 and panel.batch_size.value() == 16  # the engine's defaults shown
+    assert (
+        panel.form.learning_rate.value() == 3e-5 and panel.form.batch_size.value() == 16
+    )  # the engine's defaults shown
     assert not panel.export_button.isEnabled()
     fill(panel, write_task(tmp_path / "task.csv"))
     narrowest = panel.minimumSizeHint().width()
@@ -137,7 +110,7 @@ def test_a_file_of_one_class_is_said_in_the_message_bar(qtbot, panel, tmp_path):
 
 def test_from_scratch_starts_from_the_models_shape_with_fresh_weights(qtbot, panel, tmp_path, trained_runs):
     fill(panel, write_task(tmp_path / "task.csv"), epochs=1.0)
-    panel.scratch_box.setChecked(True)
+    panel.form.scratch_box.setChecked(True)
     run_to_the_end(qtbot, panel)
     origin = json.loads((panel.run_path / INITIAL / "origin.json").read_text())
     assert origin["kind"] == "scratch" and origin["source"].startswith(str(trained_runs / "late"))
@@ -151,7 +124,7 @@ def test_closing_the_window_while_fine_tuning_stops_it_then_closes(qtbot, traine
     qtbot.addWidget(window)
     window.show()
     panel = window.finetune_panel
-    panel.add_folder(str(trained_runs / "late"))
+    panel.form.add_folder(str(trained_runs / "late"))
     fill(panel, write_task(tmp_path / "task.csv"), epochs=20.0)
     closed_while_running = []
 

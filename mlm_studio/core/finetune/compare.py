@@ -7,20 +7,31 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions, prepare_finetuner
 from mlm_studio.core.storage.run_folder import INITIAL
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import Record, TestRecord
 
+YOURS, STARTING, SCRATCH_LABEL = "your model", "its starting model", "from scratch"
+
 
 @dataclass(frozen=True)
 class Contender:
     label: str  # as the table says it
     spec: str  # the model, as `finetune` takes it
+
+
+class Said(NamedTuple):
+    """One record of a comparison, with the contender and the seed that said it."""
+
+    contender: Contender
+    seed: int
+    record: Record
 
 
 @dataclass
@@ -45,19 +56,19 @@ class Outcome:
 
 def contenders(spec: str) -> list[Contender]:
     """The user's model, what it started from (a run that continued an imported model), the same from scratch."""
-    found = [Contender("your model", spec)]
+    found = [Contender(YOURS, spec)]
     origin = Path(spec) / INITIAL / "origin.json"
     if origin.is_file():
         source = json.loads(origin.read_text(encoding="utf-8")).get("source")
         if source:
-            found.append(Contender("its starting model", str(source)))
-    found.append(Contender("from scratch", SCRATCH + spec))
+            found.append(Contender(STARTING, str(source)))
+    found.append(Contender(SCRATCH_LABEL, SCRATCH + spec))
     return found
 
 
 def compare(
     spec: str, options: FinetuneOptions, root: Path, seeds: int, control: TrainingControl | None = None
-) -> Iterator[tuple[Contender, int, Record]]:
+) -> Iterator[Said]:
     """Fine-tune each contender with seeds `options.seed`, +1, … (the split fixed by the first), each in its own
     run folder under `root` (a folder there already is resumed); every record, said by whom and with which seed."""
     for seed in range(options.seed, options.seed + seeds):
@@ -69,12 +80,12 @@ def compare(
             else:
                 tuner = prepare_finetuner(path, contender.spec, seeded, control)
             for record in tuner.run():
-                yield contender, seed, record
+                yield Said(contender, seed, record)
             if tuner.control.stop_requested:
                 return
 
 
-def outcomes(results: Iterator[tuple[Contender, int, Record]]) -> list[Outcome]:
+def outcomes(results: Iterable[Said]) -> list[Outcome]:
     """The test scores of each contender, in the order they came."""
     found: dict[str, Outcome] = {}
     for contender, _, record in results:
@@ -102,3 +113,36 @@ def _spread(values: list[float]) -> str:
         return "n/a"
     sd = statistics.stdev(values) if len(values) > 1 else 0.0
     return f"{statistics.fmean(values):.1%} ± {sd:.1%}"
+
+
+def score_name(task: str) -> str:
+    """The score a comparison weighs for a task's kind: macro-F1 of the labels, or F1 of the entities."""
+    return "entity F1" if task == "tokens" else "macro-F1"
+
+
+def verdict(found: list[Outcome], score_name: str) -> str:
+    """Whether pre-training helped, in one sentence: your model against the same architecture from scratch (and
+    against its starting model, when it has one). Better or worse means on every seed (the lowest score of one
+    above the highest of the other); where the seeds' scores overlap there is no clear difference."""
+    by_label = {outcome.contender.label: outcome for outcome in found if outcome.score}
+    yours, scratch = by_label.get(YOURS), by_label.get(SCRATCH_LABEL)
+    if yours is None or scratch is None:
+        return "No verdict yet: your model and the one from scratch each need a test score; run the comparison on."
+    helped = min(yours.score) > max(scratch.score)
+    said = (
+        f"Pre-training {'helped' if helped else 'did not help'}: your model's {score_name} "
+        f"{_against(yours, scratch, 'the same architecture from scratch')}"
+    )
+    start = by_label.get(STARTING)
+    if start is not None:
+        said += f", and {_against(yours, start, 'its starting model')}"
+    return said + "."
+
+
+def _against(mine: Outcome, other: Outcome, name: str) -> str:
+    means = f"{statistics.fmean(mine.score):.1%} against {statistics.fmean(other.score):.1%} on average"
+    if min(mine.score) > max(other.score):
+        return f"is above {name}'s on every seed ({means})"
+    if max(mine.score) < min(other.score):
+        return f"is below {name}'s on every seed ({means})"
+    return f"is not clearly different from {name}'s: the seeds' scores overlap ({means})"

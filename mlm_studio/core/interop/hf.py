@@ -41,6 +41,15 @@ def is_hf_folder(path: str | Path) -> bool:
     return (path / "config.json").is_file() and not (path / "config.toml").is_file()
 
 
+def has_known_family(path: str | Path) -> bool:
+    """True for a folder whose config.json names a family MLM Studio has (a GPT-2 in the Hub cache has none)."""
+    try:
+        kind = _raw_config(Path(path)).get("model_type")
+    except InteropError:
+        return False
+    return isinstance(kind, str) and family_named(kind) is not None
+
+
 # --- import ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ImportedModel:

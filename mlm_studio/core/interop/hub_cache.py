@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 PREFIX = "hf:"
+MODELS = "models--"  # how the cache's folder of a model begins (then its name, `/` written `--`)
 # huggingface_hub (and the HTTP client under it) takes 0.2 s to import: each function below imports it when a
 # Hub name is resolved, so that the window, which reads corpora through this module, shows first.
 
@@ -117,3 +118,28 @@ def cached_model(name: str) -> Path:
         f"{_cache_folder(name.strip(), 'model')}); nothing is downloaded: fetch it once with "
         f"`huggingface-cli download {name}`, or give its folder"
     )
+
+
+def cached_models() -> list[tuple[str, Path]]:
+    """The Hub models in the local cache as (name, snapshot folder), by name: each one whose snapshot `refs/main`
+    names holds a config.json (one whose files lead out of its cache folder is left out)."""
+    from huggingface_hub import constants
+
+    found = []
+    for folder in sorted(Path(constants.HF_HUB_CACHE).glob(f"{MODELS}*")):
+        name = folder.name.removeprefix(MODELS).replace("--", "/")
+        try:
+            found.append((name, cached_model(name)))
+        except (FileNotFoundError, ValueError):
+            continue
+    return found
+
+
+def hub_name_of(folder: str | Path) -> str | None:
+    """The Hub name of a model's snapshot folder in the cache (`…/models--org--name/snapshots/<commit>`), or None
+    for any other folder."""
+    folder = Path(folder)
+    repo = folder.parent.parent.name
+    if folder.parent.name != "snapshots" or not repo.startswith(MODELS):
+        return None
+    return repo.removeprefix(MODELS).replace("--", "/")

@@ -1,5 +1,6 @@
-"""The models a panel offers in its choosers: the current run, every saved run with a checkpoint, and the
-folders the user added (a Hugging Face model, or a run or checkpoint folder from elsewhere)."""
+"""The models a panel offers in its choosers: the current run, every saved run with a checkpoint, the folders the
+user added (a Hugging Face model, or a run or checkpoint folder from elsewhere) and the models already in the local
+Hugging Face cache (nothing is downloaded)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QComboBox
 
-from mlm_studio.core.interop.hf import is_hf_folder
+from mlm_studio.core.interop.hf import has_known_family, is_hf_folder
+from mlm_studio.core.interop.hub_cache import cached_models
 from mlm_studio.core.storage.history import list_runs
 
 NO_MODEL = "No trained model yet: train one, or choose a model folder"
@@ -26,7 +28,8 @@ def model_combo(tooltip: str) -> QComboBox:
 
 
 def model_entries(current_run: Path | None, runs_root: Path, folders: list[str]) -> list[tuple[str, str]]:
-    """(label, path) of each model to offer, the current run first."""
+    """(label, path) of each model to offer, the current run first, the cached Hub models (their snapshot
+    folders) last."""
     entries = []
     if current_run is not None:
         entries.append((f"Current run: {current_run.name}", str(current_run)))
@@ -34,6 +37,10 @@ def model_entries(current_run: Path | None, runs_root: Path, folders: list[str])
         if run.latest_checkpoint() is not None and run.path != current_run:
             entries.append((run.name, str(run.path)))
     entries += [(f"{'Hugging Face' if is_hf_folder(f) else 'Folder'}: {Path(f).name}", f) for f in folders]
+    added = {str(Path(f).resolve()) for f in folders}
+    for name, folder in cached_models():
+        if str(folder.resolve()) not in added and has_known_family(folder):
+            entries.append((f"Hub cache: {name}", str(folder)))
     return entries
 
 

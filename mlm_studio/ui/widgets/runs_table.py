@@ -17,7 +17,7 @@ PATH_ROLE = Qt.ItemDataRole.UserRole
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
-class _Item(QTableWidgetItem):
+class SortedItem(QTableWidgetItem):
     """A cell that sorts by its value, not its text."""
 
     def __init__(self, text: str, value: object) -> None:
@@ -89,13 +89,13 @@ class RunsTable(QTableWidget):
         self.insertRow(row)
         loss, accuracy = summary.val_loss, summary.val_accuracy
         cells = (
-            _Item(summary.path.name, -summary.modified),
-            _Item(summary.state, summary.state),
-            _Item(f"{summary.checkpoint_step:,}", summary.checkpoint_step),
-            _Item(f"{loss:.3f}" if loss is not None else "–", loss if loss is not None else float("inf")),
-            _Item(f"{accuracy:.1%}" if accuracy is not None else "–", accuracy or 0.0),
-            _Item(_tokens(summary.tokens_seen), summary.tokens_seen),
-            _Item(format_duration(summary.elapsed) if summary.elapsed else "–", summary.elapsed),
+            SortedItem(summary.path.name, -summary.modified),
+            SortedItem(summary.state, summary.state),
+            SortedItem(f"{summary.checkpoint_step:,}", summary.checkpoint_step),
+            SortedItem(f"{loss:.3f}" if loss is not None else "–", loss if loss is not None else float("inf")),
+            SortedItem(f"{accuracy:.1%}" if accuracy is not None else "–", accuracy or 0.0),
+            SortedItem(_tokens(summary.tokens_seen), summary.tokens_seen),
+            SortedItem(format_duration(summary.elapsed) if summary.elapsed else "–", summary.elapsed),
         )
         cells[0].setData(PATH_ROLE, str(summary.path))
         changed = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.modified))

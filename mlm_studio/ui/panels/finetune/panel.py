@@ -1,39 +1,36 @@
 """The Fine-tune panel: a model (a run, a Hugging Face folder, or either's shape from scratch) fine-tuned on a
 labelled file in the background, with live curves of the training loss and the validation score, pause and stop;
-when it ends, the test scores, confusion matrix and mistakes (results.py), and the classifier exported."""
+when it ends, the test scores, confusion matrix and mistakes (results.py), and the classifier exported. Compare…
+fine-tunes the model against its starting model and the same from scratch over several seeds (comparison.py);
+the Runs tab lists the fine-tuning runs, shows one's results and resumes one (runs_list.py)."""
 
 from __future__ import annotations
 
-import dataclasses
+from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import ClassVar
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QDoubleSpinBox,
-    QFileDialog,
-    QFormLayout,
-    QGridLayout,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QProgressBar,
     QPushButton,
     QSizePolicy,
     QSpinBox,
-    QSplitter,
+    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
 
-from mlm_studio.core.data.formats import TABLE_SUFFIXES
+from mlm_studio.core.finetune.compare import Said, compare, contenders, outcomes, score_name
 from mlm_studio.core.finetune.mistakes import wrong_test_examples
-from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions, prepare_finetuner
-from mlm_studio.core.finetune.tasks import TASKS
+from mlm_studio.core.finetune.runs import last_test
+from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
-from mlm_studio.core.storage.run_folder import TASK
+from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training.records import (
     CheckpointRecord,
@@ -44,18 +41,24 @@ from mlm_studio.core.training.records import (
     WarningRecord,
 )
 from mlm_studio.core.training.runs import new_run_path
+from mlm_studio.ui.panels.finetune.comparison import ComparisonView
+from mlm_studio.ui.panels.finetune.form import FinetuneForm
 from mlm_studio.ui.panels.finetune.results import ResultsView
+from mlm_studio.ui.panels.finetune.runs_list import FinetuneRunsList
 from mlm_studio.ui.run_export import RunExporter
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING, TrainingController
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar
-from mlm_studio.ui.widgets.model_choice import model_combo, model_entries, refill
 from mlm_studio.ui.workspace import Workspace
 
-DEFAULTS = {f.name: f.default for f in dataclasses.fields(FinetuneOptions)}
-KIND_LABELS = {"classification": "classification (a label per text)", "tokens": "tokens (a tag per word: NER)"}
-TASK_FILES = f"Labelled files ({' '.join('*' + s for s in (*TABLE_SUFFIXES, '.conll', '.txt'))});;All files (*)"
+SEEDS = 3  # a comparison's seeds by default: the fewest that give a spread
+CURVES_HINT = (
+    "The curves of a fine-tuning appear here while it trains: the training loss, the validation score after each "
+    "epoch, the learning rate, the gradient norm and the speed.\n\nChoose a model and a labelled task file above, "
+    "then Start, or Compare… to see whether pre-training helps: your model against the same architecture from "
+    "scratch, over several seeds."
+)
 
 
 class FinetunePlots(LivePlots):
@@ -79,14 +82,16 @@ class FinetunePanel(QWidget):
         super().__init__()
         self.workspace = workspace
         self.runs_root = Path(runs_root) if runs_root else default_runs_dir()
-        self.folders: list[str] = []
+        self.form = FinetuneForm(workspace, self.runs_root)
         self.run_path: Path | None = None  # the run shown
         self.test: TestRecord | None = None
+        self.compared: list[Said] | None = None  # a comparison's test records, while one runs
+        self.compare_runs, self.compare_started, self.compare_score = 0, 0, ""  # its runs, those begun, its score
         self.controller = TrainingController(self)
         self.controller.state_changed.connect(self._update_controls)
         self.controller.progress.connect(self._on_preparing)
         self.controller.record.connect(self._on_record)
-        self.controller.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
+        self.controller.failed.connect(self._on_failed)
         self.controller.finished.connect(self._on_finished)
         self.message_bar = MessageBar()
         self.mistakes_task = TaskRunner(self)
@@ -95,88 +100,48 @@ class FinetunePanel(QWidget):
         self.exporter = RunExporter(self, self.message_bar, lambda _: None)
         self.plots = FinetunePlots(sliced=sliced)
         self.construction = self.plots.construction  # the slow part: the rest is built at once
+        self.hint = QLabel(CURVES_HINT)
+        self.hint.setWordWrap(True)
+        self.hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.hint.setMargin(24)
+        self.curves = QStackedWidget()  # the hint until the first record, then the plots
+        self.curves.addWidget(self.hint)
+        self.curves.addWidget(self.plots)
+        self.comparison = ComparisonView()
+        self.runs = FinetuneRunsList(self.runs_root)
+        self.runs.chosen.connect(self.show_run)
+        self.runs.resume_button.clicked.connect(lambda: self.resume(self.runs.selected()))
+        # one tab area under the form: the curves take all its height while training, the results after
         self.results = ResultsView()
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self.plots)
-        splitter.addWidget(self.results)
-        splitter.setSizes([300, 260])
+        self.results.insertTab(0, self.curves, "Curves")
+        self.results.addTab(self.comparison, "Comparison")
+        self.results.addTab(self.runs, "Runs")
+        self.results.setCurrentIndex(0)
         layout = QVBoxLayout(self)
-        layout.addWidget(self._build_form())
+        layout.addWidget(self.form)
         layout.addLayout(self._build_controls())
         layout.addWidget(self.message_bar)
-        layout.addWidget(splitter, 1)
-        workspace.run_changed.connect(lambda _: self.refresh_models())
-        self.refresh_models()
+        layout.addWidget(self.results, 1)
+        self.form.models_changed.connect(lambda: self._update_controls(self.controller.state))
+        self.form.refresh_models()
+        self.runs.refresh()
         self._update_controls(IDLE)
 
     # --- the form -----------------------------------------------------------------------------------
-    def _build_form(self) -> QWidget:
-        self.model_combo = model_combo("The model fine-tuned: a run's latest checkpoint, or a Hugging Face folder")
-        self.folder_button = QPushButton("Folder…")
-        self.folder_button.setToolTip("A Hugging Face model folder, or a run or checkpoint folder from elsewhere")
-        self.folder_button.clicked.connect(self.add_folder_dialog)
-        self.scratch_box = QCheckBox("from scratch")
-        self.scratch_box.setToolTip(
-            "The chosen model's shape and tokenizer with fresh weights: the baseline that shows what pre-training adds"
-        )
-        self.task_edit = QLineEdit()
-        self.task_edit.setPlaceholderText("A labelled CSV/TSV/JSONL/Parquet file, or CoNLL columns for tokens")
-        self.task_button = QPushButton("Choose…")
-        self.task_button.clicked.connect(self.choose_task_dialog)
-        self.kind_combo = QComboBox()
-        for kind in TASKS:
-            self.kind_combo.addItem(KIND_LABELS[kind], kind)
-        self.epochs = self._number(QDoubleSpinBox(), "epochs", (0.1, 100), "Passes over the training examples")
-        rate = QDoubleSpinBox()
-        rate.setDecimals(7)  # before its value is set: two decimals would round 3e-5 to 0
-        rate.setSingleStep(1e-5)
-        self.learning_rate = self._number(rate, "learning_rate", (1e-7, 1.0), "AdamW's peak learning rate")
-        self.batch_size = self._number(QSpinBox(), "batch_size", (1, 4096), "Examples per step")
-        self.freeze_layers = self._number(
-            QSpinBox(), "freeze_layers", (0, 128), "The embeddings and this many first layers stay as they are"
-        )
-        model_row = QHBoxLayout()
-        model_row.addWidget(self.model_combo, 1)
-        model_row.addWidget(self.folder_button)
-        model_row.addWidget(self.scratch_box)
-        task_row = QHBoxLayout()
-        task_row.addWidget(self.task_edit, 1)
-        task_row.addWidget(self.task_button)
-        task_row.addWidget(self.kind_combo)
-        grid = QGridLayout()
-        grid.addWidget(QLabel("Model"), 0, 0)
-        grid.addLayout(model_row, 0, 1)
-        grid.addWidget(QLabel("Task file"), 1, 0)
-        grid.addLayout(task_row, 1, 1)
-        recipe = QHBoxLayout()
-        for label, box in (
-            ("Epochs", self.epochs),
-            ("Learning rate", self.learning_rate),
-            ("Batch size", self.batch_size),
-            ("Freeze layers", self.freeze_layers),
-        ):
-            form = QFormLayout()
-            form.addRow(label, box)
-            recipe.addLayout(form)
-        recipe.addStretch(1)
-        grid.addWidget(QLabel("Recipe"), 2, 0)
-        grid.addLayout(recipe, 2, 1)
-        grid.setColumnStretch(1, 1)
-        self.form = QWidget()
-        self.form.setLayout(grid)
-        grid.setContentsMargins(0, 0, 0, 0)
-        return self.form
-
-    @staticmethod
-    def _number(box, name: str, bounds: tuple, help_text: str):
-        box.setRange(*bounds)
-        box.setValue(DEFAULTS[name])
-        box.setToolTip(f"{help_text}; the engine's default is {DEFAULTS[name]:g}")
-        return box
-
     def _build_controls(self) -> QHBoxLayout:
         self.start_button = QPushButton("Start")
         self.start_button.clicked.connect(self.start)
+        self.compare_button = QPushButton("Compare…")
+        self.compare_button.setToolTip(
+            "Fine-tune this model, the model it started from (if it continued an imported one) and the same "
+            "architecture from scratch, with the same recipe and split, once per seed; then their test scores"
+        )
+        self.compare_button.clicked.connect(self.start_comparison)
+        self.seeds = QSpinBox()
+        self.seeds.setRange(SEEDS, 20)
+        self.seeds.setValue(SEEDS)
+        self.seeds.setSuffix(" seeds")
+        self.seeds.setToolTip("The seeds each contender of a comparison is fine-tuned with (at least 3, for a spread)")
         self.pause_button = QPushButton("Pause")
         self.pause_button.clicked.connect(self.toggle_pause)
         self.stop_button = QPushButton("Stop")
@@ -189,70 +154,103 @@ class FinetunePanel(QWidget):
         self.status_label = QLabel()
         self.status_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens it
         row = QHBoxLayout()
-        for button in (self.start_button, self.pause_button, self.stop_button, self.export_button):
+        for button in (
+            self.start_button,
+            self.compare_button,
+            self.seeds,
+            self.pause_button,
+            self.stop_button,
+            self.export_button,
+        ):
             row.addWidget(button)
         row.addWidget(self.progress_bar, 1)
         row.addWidget(self.status_label, 2)
         return row
 
-    # --- choices ------------------------------------------------------------------------------------
-    def refresh_models(self) -> None:
-        entries = model_entries(self.workspace.run, self.runs_root, self.folders)
-        entries = [(label, path) for label, path in entries if not (Path(path) / TASK).is_file()]  # not fine-tuned
-        refill(self.model_combo, entries, self.model_combo.currentData())
-        self._update_controls(self.controller.state)
-
-    def add_folder_dialog(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "A Hugging Face model, run or checkpoint folder")
-        if folder:
-            self.add_folder(folder)
-
-    def add_folder(self, folder: str) -> None:
-        if folder not in self.folders:
-            self.folders.append(folder)
-        self.refresh_models()
-        self.model_combo.setCurrentIndex(self.model_combo.findData(folder))
-
-    def choose_task_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "The labelled task file", "", TASK_FILES)
-        if path:
-            self.task_edit.setText(path)
-
-    def options(self) -> FinetuneOptions:
-        return FinetuneOptions(
-            task=self.kind_combo.currentData(),
-            train=Path(self.task_edit.text().strip()),
-            learning_rate=self.learning_rate.value(),
-            epochs=self.epochs.value(),
-            batch_size=self.batch_size.value(),
-            freeze_layers=self.freeze_layers.value(),
-        )
-
     # --- running ------------------------------------------------------------------------------------
+    def _chosen(self) -> tuple[str | None, FinetuneOptions | None]:
+        """The model and options the form gives, or (None, None) after saying what is wrong."""
+        try:
+            return self.form.spec(), self.form.options()
+        except ValueError as exc:  # an OptionError is one
+            self.message_bar.show_message(str(exc), "warning")
+            return None, None
+
     def start(self) -> None:
-        model = self.model_combo.currentData()
-        if not model:
-            self.message_bar.show_message("Choose a model first: train a run, or add a model folder.", "warning")
+        spec, options = self._chosen()
+        if spec is None:
             return
-        if not self.task_edit.text().strip():
-            self.message_bar.show_message("Choose the labelled task file first.", "warning")
-            return
-        spec = (SCRATCH if self.scratch_box.isChecked() else "") + model
-        options = self.options()
         path = new_run_path(self.runs_root, "finetune")
 
         def prepare(progress, control, held):
             held.enter_context(RunLock(path))
             return prepare_finetuner(path, spec, options, control)
 
+        self._launch(prepare, "Reading the task and preparing the model…")
+
+    def start_comparison(self) -> None:
+        """Fine-tune the chosen model, its starting model and the same from scratch, once per seed, in a new folder
+        of runs under the runs folder."""
+        (spec, options), seeds = self._chosen(), self.seeds.value()
+        if spec is None:
+            return
+        root = new_run_path(self.runs_root, "compare")
+
+        def prepare(progress, control, held):
+            held.enter_context(RunLock(root))
+            return SimpleNamespace(run=partial(compare, spec, options, root, seeds, control))
+
+        self.comparison.clear()
+        self._launch(prepare, "Reading the task and preparing the first contender…")
+        self.compared = []
+        self.compare_runs, self.compare_started = len(contenders(spec)) * seeds, 0
+        self.compare_score = score_name(options.task)
+
+    def resume(self, path: Path | None) -> None:
+        """Continue a stopped or interrupted fine-tuning run exactly where its latest checkpoint left it."""
+        if path is None:
+            return
+
+        def prepare(progress, control, held):
+            held.enter_context(RunLock(path))
+            return prepare_finetuner(path, control=control)
+
+        self._launch(prepare, f"Resuming {path.name}…")
+
+    def _launch(self, prepare, message: str) -> None:
         self.mistakes_task.cancel()
         self.message_bar.clear()
         self.plots.clear()
         self.results.clear()
-        self.test, self.run_path = None, None
+        self.curves.setCurrentWidget(self.hint)
+        self.results.setCurrentWidget(self.curves)
+        self.test, self.run_path, self.compared = None, None, None
         self.progress_bar.setRange(0, 0)
-        self.status_label.setText("Reading the task and preparing the model…")
+        self.status_label.setText(message)
         self.controller.start(prepare)
+
+    def show_run(self, path: Path) -> None:
+        """A fine-tuning run's curves and test scores, read from its folder, and then its mistakes."""
+        if self.controller.busy:
+            return  # the run training keeps the view
+        try:
+            records, test = RunDir(path).read_metrics(), last_test(path)
+        except (CheckpointError, OSError, TypeError) as exc:
+            self.message_bar.show_message(f"Could not read {path.name}: {exc}", "error")
+            return
+        self.mistakes_task.cancel()
+        self.message_bar.clear()
+        self.plots.load(records)
+        self.curves.setCurrentWidget(self.plots if records else self.hint)
+        self.results.clear()
+        self.run_path, self.test = path, test
+        if test is None:
+            self.status_label.setText(f"{path.name} has no test scores yet: resume it to finish")
+        else:
+            self.results.show_test(test)
+            self.status_label.setText(f"{path.name}: test scores with its best checkpoint")
+            self.mistakes_task.start(lambda progress: wrong_test_examples(path, progress))
+        self._update_controls(self.controller.state)
 
     def toggle_pause(self) -> None:
         if self.controller.state == RUNNING:
@@ -265,36 +263,66 @@ class FinetunePanel(QWidget):
         self.progress_bar.setValue(done)
         self.status_label.setText(message)
 
-    def _on_record(self, record) -> None:
+    def _on_record(self, item) -> None:
+        record = item.record if isinstance(item, Said) else item
+        if self.curves.currentWidget() is self.hint:
+            self.curves.setCurrentWidget(self.plots)
+        if isinstance(item, Said) and record.kind == "started":
+            self.plots.clear()  # each contender's and seed's curves in turn
+            self.compare_started += 1
         self.plots.add(record.kind, record.to_dict())
         if record.kind == "started":
             self.run_path = Path(record.run_dir)
             self.progress_bar.setRange(0, record.total_steps)
-            self.status_label.setText(f"Fine-tuning {self.run_path.name}")
+            self.status_label.setText(f"{self._who(item)}Fine-tuning {self.run_path.name}")
         elif isinstance(record, StepRecord):
             self.progress_bar.setValue(record.step)
-            self.status_label.setText(f"step {record.step:,} of {self.progress_bar.maximum():,}")
+            self.status_label.setText(f"{self._who(item)}step {record.step:,} of {self.progress_bar.maximum():,}")
         elif isinstance(record, ValidationRecord):
             score = record.macro_f1 if record.entity_f1 is None else record.entity_f1
             name = "macro-F1" if record.entity_f1 is None else "entity F1"
-            self.status_label.setText(f"validation {name} {score:.1%} at step {record.step:,}")
+            self.status_label.setText(f"{self._who(item)}validation {name} {score:.1%} at step {record.step:,}")
             self.status_label.setToolTip(record.describe())
         elif isinstance(record, WarningRecord):
-            self.message_bar.show_message(record.message, "warning")
+            self.message_bar.show_message(f"{self._who(item)}{record.message}", "warning")
         elif isinstance(record, TestRecord):
-            self.test = record
-            self.results.show_test(record)
+            self._on_test(item, record)
         elif isinstance(record, FinishedRecord):
-            self.status_label.setText(f"Finished ({record.reason}) at step {record.step:,}")
+            self.status_label.setText(f"{self._who(item)}Finished ({record.reason}) at step {record.step:,}")
         elif isinstance(record, CheckpointRecord):
-            self.refresh_models()
+            self.form.refresh_models()
+
+    def _on_test(self, item, test: TestRecord) -> None:
+        self.test = test
+        self.results.show_test(test)
+        if self.compared is not None:
+            self.compared.append(item)
+            self.comparison.show_outcomes(outcomes(self.compared), self.compare_score)
+        else:
+            self.results.setCurrentIndex(self.results.indexOf(self.curves) + 1)  # the test scores
+
+    def _who(self, item) -> str:
+        """`[contender, seed n, run i of N] ` for a comparison's record; nothing for a single run's."""
+        if not isinstance(item, Said):
+            return ""
+        return f"[{item.contender.label}, seed {item.seed}, run {self.compare_started} of {self.compare_runs}] "
+
+    def _on_failed(self, message: str) -> None:
+        self.message_bar.show_message(message, "error")
+        if self.compared is not None:
+            self.controller.stop()  # a contender that fails leaves the comparison without its scores
 
     def _on_finished(self) -> None:
         self.progress_bar.setRange(0, 1)
         self.progress_bar.setValue(1 if self.test else 0)
-        if self.test is not None and self.run_path is not None:
+        if self.compared is not None:
+            self.test = None  # the comparison's runs are many: Export is for one run's
+            if self.compared:
+                self.results.setCurrentWidget(self.comparison)
+        elif self.test is not None and self.run_path is not None:
             self.mistakes_task.start(lambda progress, run=self.run_path: wrong_test_examples(run, progress))
             self.run_finished.emit(self.run_path)
+        self.runs.refresh()
         self._update_controls(IDLE)
 
     def _on_mistakes(self, mistakes) -> None:
@@ -302,7 +330,10 @@ class FinetunePanel(QWidget):
 
     def _update_controls(self, state: str) -> None:
         idle = state == IDLE
-        self.start_button.setEnabled(idle and self.model_combo.count() > 0)
+        self.start_button.setEnabled(idle and self.form.model_combo.count() > 0)
+        self.compare_button.setEnabled(idle and self.form.model_combo.count() > 0)
+        self.seeds.setEnabled(idle)
+        self.runs.set_idle(idle)
         self.pause_button.setEnabled(state in (RUNNING, PAUSED))
         self.pause_button.setText("Resume" if state == PAUSED else "Pause")
         self.stop_button.setEnabled(not idle)

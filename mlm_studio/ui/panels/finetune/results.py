@@ -31,7 +31,7 @@ CHIP_COLOURS = ("#f4a261", "#8ecae6", "#b5e48c", "#e9c46a", "#cdb4db", "#ffafcc"
 NO_RESULTS = "The test scores, the confusion matrix and the mistakes appear here when a fine-tuning ends."
 
 
-def _table(headers: list[str]) -> QTableWidget:
+def read_only_table(headers: list[str]) -> QTableWidget:
     table = QTableWidget(0, len(headers))
     table.setHorizontalHeaderLabels(headers)
     table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -39,7 +39,7 @@ def _table(headers: list[str]) -> QTableWidget:
     return table
 
 
-def _cell(value: object, align_right: bool = False) -> QTableWidgetItem:
+def cell(value: object, align_right: bool = False) -> QTableWidgetItem:
     item = QTableWidgetItem(str(value))
     if align_right:
         item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -57,7 +57,7 @@ class ResultsView(QTabWidget):
         self.confusion = QTableWidget()
         self.confusion.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.confusion.setToolTip("Rows: the true label; columns: the predicted one. Darker cells hold more examples.")
-        self.per_class = _table(["label", "precision", "recall", "F1", "support"])
+        self.per_class = read_only_table(["label", "precision", "recall", "F1", "support"])
         self.per_class.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         tables = QSplitter(Qt.Orientation.Horizontal)
         tables.addWidget(self.confusion)
@@ -66,7 +66,7 @@ class ResultsView(QTabWidget):
         layout = QVBoxLayout(scores)
         layout.addWidget(self.summary)
         layout.addWidget(tables, 1)
-        self.mistakes = _table(["row", "text", "true", "predicted"])
+        self.mistakes = read_only_table(["row", "text", "true", "predicted"])
         header = self.mistakes.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
@@ -114,7 +114,7 @@ class ResultsView(QTabWidget):
         for row, (label, precision, recall, f1, support) in enumerate(test.per_class):
             values = [label, f"{precision:.1%}", f"{recall:.1%}", f"{f1:.1%}", f"{support:,}"]
             for column, value in enumerate(values):
-                self.per_class.setItem(row, column, _cell(value, column > 0))
+                self.per_class.setItem(row, column, cell(value, column > 0))
 
     def _fill_confusion(self) -> None:
         """Each cell tinted by its count against the largest one, its text readable on the tint."""
@@ -129,7 +129,7 @@ class ResultsView(QTabWidget):
         base, accent = palette.color(QPalette.ColorRole.Base), palette.color(QPalette.ColorRole.Highlight)
         for r, row in enumerate(counts):
             for c, count in enumerate(row):
-                item = _cell(f"{count:,}", True)
+                item = cell(f"{count:,}", True)
                 tint = blended(accent, count / largest, base)
                 item.setBackground(tint)
                 item.setForeground(readable_on(tint))
@@ -157,7 +157,7 @@ class ResultsView(QTabWidget):
         for row, mistake in enumerate(mistakes):
             text = " / ".join(mistake.inputs)
             for column, value in enumerate([mistake.row, text, *mistake.true, *mistake.predicted]):
-                self.mistakes.setItem(row, column, _cell(value, column == 0))
+                self.mistakes.setItem(row, column, cell(value, column == 0))
         self.mistakes.resizeRowsToContents()
 
     def _chips_html(self, mistakes: list[Mistake]) -> str:

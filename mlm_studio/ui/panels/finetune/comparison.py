@@ -1,0 +1,81 @@
+"""What a comparison ends with, as the Fine-tune panel shows it: the verdict in a sentence, one table (each
+contender's mean test score, its spread and every seed's score) and one plot (every seed's score as a point, the
+mean as a bar across them), contenders side by side."""
+
+from __future__ import annotations
+
+import statistics
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHeaderView, QLabel, QSplitter, QVBoxLayout, QWidget
+
+from mlm_studio.core.finetune.compare import Outcome, verdict
+from mlm_studio.ui.panels.finetune.results import cell, read_only_table
+from mlm_studio.ui.widgets.live_plots import COLOURS
+from mlm_studio.ui.widgets.plots import ThemedPlot
+
+NO_COMPARISON = (
+    "Compare… fine-tunes your model, the model it started from (when it continued an imported one) and the same "
+    "architecture from scratch, with the same recipe and several seeds; their test scores appear here."
+)
+MEAN_HALF_WIDTH = 0.3  # of the bar marking a contender's mean, in the plot's x units (one per contender)
+
+
+class ComparisonView(QWidget):
+    """The verdict, the table and the plot of one comparison."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.verdict = QLabel(NO_COMPARISON)
+        self.verdict.setWordWrap(True)
+        self.verdict.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.table = read_only_table(["contender", "mean", "spread (min – max)", "± sd", "per seed"])
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
+        self.plot = ThemedPlot("contender", "test score")
+        self.plot.getPlotItem().setMouseEnabled(x=False, y=False)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(self.table)
+        split.addWidget(self.plot)
+        split.setSizes([560, 440])
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.verdict)
+        layout.addWidget(split, 1)
+
+    def clear(self) -> None:
+        self.verdict.setText(NO_COMPARISON)
+        self.table.setRowCount(0)
+        self.plot.getPlotItem().clear()
+
+    def show_outcomes(self, found: list[Outcome], score_name: str) -> None:
+        """The test scores (`score_name`: macro-F1 or entity F1) of each contender over its seeds."""
+        self.verdict.setText(verdict(found, score_name))
+        self.table.horizontalHeaderItem(4).setText(f"per seed ({score_name})")
+        self.table.setRowCount(len(found))
+        plot = self.plot.getPlotItem()
+        plot.clear()
+        plot.setLabel("left", f"test {score_name} (0–1)")
+        for row, outcome in enumerate(found):
+            scores = outcome.score
+            mean = statistics.fmean(scores) if scores else float("nan")
+            sd = statistics.stdev(scores) if len(scores) > 1 else 0.0
+            values = [
+                outcome.contender.label,
+                f"{mean:.1%}" if scores else "–",
+                f"{min(scores):.1%} – {max(scores):.1%}" if scores else "–",
+                f"± {sd:.1%}" if scores else "–",
+                "  ".join(f"{score:.1%}" for score in scores),
+            ]
+            for column, value in enumerate(values):
+                self.table.setItem(row, column, cell(value, 0 < column < 4))
+            colour = COLOURS[row % len(COLOURS)]
+            if scores:
+                plot.plot(np.full(len(scores), row), scores, pen=None, symbol="o", symbolBrush=colour, symbolSize=8)
+                bar = [row - MEAN_HALF_WIDTH, row + MEAN_HALF_WIDTH]
+                plot.plot(bar, [mean, mean], pen=pg.mkPen(colour, width=3))
+        plot.getAxis("bottom").setTicks([[(row, o.contender.label) for row, o in enumerate(found)]])
+        plot.setXRange(-0.6, len(found) - 0.4, padding=0)
+        plot.setYRange(0, 1)  # the whole scale: a difference of a point looks as small as it is

@@ -1,0 +1,150 @@
+"""The Fine-tune panel's form: the model (a run, a Hugging Face folder or cached Hub model, or its shape from
+scratch), the labelled task file and its kind, and the recipe, with the engine's defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
+
+from mlm_studio.core.data.formats import TABLE_SUFFIXES
+from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions
+from mlm_studio.core.finetune.tasks import TASKS
+from mlm_studio.core.storage.run_folder import TASK
+from mlm_studio.ui.widgets.model_choice import model_combo, model_entries, refill
+from mlm_studio.ui.workspace import Workspace
+
+DEFAULTS = {f.name: f.default for f in dataclasses.fields(FinetuneOptions)}
+KIND_LABELS = {"classification": "classification (a label per text)", "tokens": "tokens (a tag per word: NER)"}
+TASK_FILES = f"Labelled files ({' '.join('*' + s for s in (*TABLE_SUFFIXES, '.conll', '.txt'))});;All files (*)"
+
+
+class FinetuneForm(QWidget):
+    """What to fine-tune, on what, and how; `options()` and `spec()` say it as the engine takes it."""
+
+    models_changed = Signal()  # the models offered were listed again
+
+    def __init__(self, workspace: Workspace, runs_root: Path) -> None:
+        super().__init__()
+        self.workspace, self.runs_root = workspace, runs_root
+        self.folders: list[str] = []
+        workspace.run_changed.connect(lambda _: self.refresh_models())
+        self.model_combo = model_combo(
+            "The model fine-tuned: a run's latest checkpoint, a Hugging Face folder, or a model in the local Hugging "
+            "Face cache"
+        )
+        self.folder_button = QPushButton("Folder…")
+        self.folder_button.setToolTip("A Hugging Face model folder, or a run or checkpoint folder from elsewhere")
+        self.folder_button.clicked.connect(self.add_folder_dialog)
+        self.scratch_box = QCheckBox("from scratch")
+        self.scratch_box.setToolTip(
+            "The chosen model's shape and tokenizer with fresh weights: the baseline that shows what pre-training adds"
+        )
+        self.task_edit = QLineEdit()
+        self.task_edit.setPlaceholderText("A labelled CSV/TSV/JSONL/Parquet file, or CoNLL columns for tokens")
+        self.task_button = QPushButton("Choose…")
+        self.task_button.clicked.connect(self.choose_task_dialog)
+        self.kind_combo = QComboBox()
+        for kind in TASKS:
+            self.kind_combo.addItem(KIND_LABELS[kind], kind)
+        self.epochs = self._number(QDoubleSpinBox(), "epochs", (0.1, 100), "Passes over the training examples")
+        rate = QDoubleSpinBox()
+        rate.setDecimals(7)  # before its value is set: two decimals would round 3e-5 to 0
+        rate.setSingleStep(1e-5)
+        self.learning_rate = self._number(rate, "learning_rate", (1e-7, 1.0), "AdamW's peak learning rate")
+        self.batch_size = self._number(QSpinBox(), "batch_size", (1, 4096), "Examples per step")
+        self.freeze_layers = self._number(
+            QSpinBox(), "freeze_layers", (0, 128), "The embeddings and this many first layers stay as they are"
+        )
+        model_row = QHBoxLayout()
+        model_row.addWidget(self.model_combo, 1)
+        model_row.addWidget(self.folder_button)
+        model_row.addWidget(self.scratch_box)
+        task_row = QHBoxLayout()
+        task_row.addWidget(self.task_edit, 1)
+        task_row.addWidget(self.task_button)
+        task_row.addWidget(self.kind_combo)
+        grid = QGridLayout(self)
+        grid.addWidget(QLabel("Model"), 0, 0)
+        grid.addLayout(model_row, 0, 1)
+        grid.addWidget(QLabel("Task file"), 1, 0)
+        grid.addLayout(task_row, 1, 1)
+        recipe = QHBoxLayout()
+        for label, box in (
+            ("Epochs", self.epochs),
+            ("Learning rate", self.learning_rate),
+            ("Batch size", self.batch_size),
+            ("Freeze layers", self.freeze_layers),
+        ):
+            form = QFormLayout()
+            form.addRow(label, box)
+            recipe.addLayout(form)
+        recipe.addStretch(1)
+        grid.addWidget(QLabel("Recipe"), 2, 0)
+        grid.addLayout(recipe, 2, 1)
+        grid.setColumnStretch(1, 1)
+        grid.setContentsMargins(0, 0, 0, 0)
+
+    @staticmethod
+    def _number(box, name: str, bounds: tuple, help_text: str):
+        box.setRange(*bounds)
+        box.setValue(DEFAULTS[name])
+        box.setToolTip(f"{help_text}; the engine's default is {DEFAULTS[name]:g}")
+        return box
+
+    def refresh_models(self) -> None:
+        entries = model_entries(self.workspace.run, self.runs_root, self.folders)
+        entries = [(label, path) for label, path in entries if not (Path(path) / TASK).is_file()]  # not fine-tuned
+        refill(self.model_combo, entries, self.model_combo.currentData())
+        self.models_changed.emit()
+
+    def add_folder_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "A Hugging Face model, run or checkpoint folder")
+        if folder:
+            self.add_folder(folder)
+
+    def add_folder(self, folder: str) -> None:
+        if folder not in self.folders:
+            self.folders.append(folder)
+        self.refresh_models()
+        self.model_combo.setCurrentIndex(self.model_combo.findData(folder))
+
+    def choose_task_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "The labelled task file", "", TASK_FILES)
+        if path:
+            self.task_edit.setText(path)
+
+    def options(self) -> FinetuneOptions:
+        return FinetuneOptions(
+            task=self.kind_combo.currentData(),
+            train=Path(self.task_edit.text().strip()),
+            learning_rate=self.learning_rate.value(),
+            epochs=self.epochs.value(),
+            batch_size=self.batch_size.value(),
+            freeze_layers=self.freeze_layers.value(),
+        )
+
+    def spec(self) -> str:
+        """The model chosen as `finetune` takes it (`scratch:` before it when asked); raises ValueError saying
+        what is missing."""
+        model = self.model_combo.currentData()
+        if not model:
+            raise ValueError("Choose a model first: train a run, or add a model folder.")
+        if not self.task_edit.text().strip():
+            raise ValueError("Choose the labelled task file first.")
+        return (SCRATCH if self.scratch_box.isChecked() else "") + model
