@@ -1,6 +1,7 @@
 """Engine fixtures: a tokenizer trained on the built-in corpus and a short trained run (once per session)."""
 
 import pytest
+import torch
 
 from mlm_studio.core.config.sections import TokenizerConfig
 from mlm_studio.core.data.tokenizer import train_tokenizer
@@ -26,3 +27,11 @@ def trained_run(tmp_path_factory, small_corpus, small_tokenizer):
     )
     list(Trainer(run, *training_blocks(run, small_corpus)).run())
     return run
+
+
+@pytest.fixture
+def torch_threads():
+    """Tests that change PyTorch's thread count give it back."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)

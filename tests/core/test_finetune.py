@@ -16,7 +16,6 @@ from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError, prepare
 from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.interop.export import export_choice
 from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.device import resolved_precision
 from mlm_studio.core.training.records import FinishedRecord, StepRecord, TestRecord, ValidationRecord
 
 # each class is told by its own words; the rest of the sentence is shared
@@ -91,7 +90,7 @@ def test_early_stopping_restores_the_best_weights(trained_run, task_file, tmp_pa
 
 def test_precision_auto_is_resolved_once_recorded_and_said(trained_run, task_file, tmp_path):
     tuner = prepare_finetuner(tmp_path / "ft", str(trained_run.path), options(task_file))
-    chosen = resolved_precision("auto", torch.device("cpu"))
+    chosen = "fp32"  # on a CPU; bf16 where a GPU computes it natively
     assert FinetuneOptions("classification", task_file).precision == "auto"  # the default
     assert RunConfig.load(tmp_path / "ft" / "config.toml").training.precision == chosen
     assert tuner.started().precision == chosen
@@ -238,3 +237,22 @@ def test_frozen_layers_stay_as_they_were(trained_run, task_file, tmp_path):
     moved = {name for name in before if not torch.equal(before[name], after[name])}
     assert moved and all(not name.startswith(("bert.embeddings.", "bert.encoder.layer.0.")) for name in moved)
     assert {"classifier.weight", "bert.pooler.dense.weight"} <= moved  # the model has one layer: the head trains
+
+
+def test_a_cpu_fine_tuning_run_re_decides_its_threads_at_every_step(
+    trained_run, task_file, tmp_path, monkeypatch, torch_threads
+):
+    from mlm_studio.core.training import threads as threads_module
+
+    checks = []
+
+    class Counted(threads_module.ThreadGovernor):
+        def check(self) -> int:
+            checks.append(super().check())
+            return checks[-1]
+
+    monkeypatch.setattr(threads_module, "ThreadGovernor", Counted)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    tuner = prepare_finetuner(tmp_path / "ft", str(trained_run.path), options(task_file, epochs=1, device="cpu"))
+    list(tuner.run())
+    assert len(checks) == tuner.total_steps and all(1 <= t <= threads_module.thread_ceiling() for t in checks)

@@ -19,14 +19,6 @@ from mlm_studio.core.training.threads import (
 )
 
 
-@pytest.fixture
-def torch_threads():
-    """Tests that change PyTorch's thread count give it back."""
-    before = torch.get_num_threads()
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.mark.parametrize(
     ("ceiling", "busy", "threads"),
     [
@@ -111,6 +103,7 @@ def test_a_thread_count_the_user_set_is_pinned(monkeypatch):
 def test_a_cpu_run_re_decides_its_threads_at_every_step_unless_they_are_pinned(
     tmp_path, small_corpus, small_tokenizer, monkeypatch, torch_threads
 ):
+    from mlm_studio.core.training import threads as threads_module
     from mlm_studio.core.training import trainer as trainer_module
     from mlm_studio.core.training.runs import start_run, training_blocks
     from tests.core.helpers import small_config
@@ -122,7 +115,7 @@ def test_a_cpu_run_re_decides_its_threads_at_every_step_unless_they_are_pinned(
             checks.append(super().check())
             return checks[-1]
 
-    monkeypatch.setattr(trainer_module, "ThreadGovernor", Counted)
+    monkeypatch.setattr(threads_module, "ThreadGovernor", Counted)
     for pinned, name in ((False, "free"), (True, "pinned")):
         if pinned:
             monkeypatch.setenv("OMP_NUM_THREADS", "1")

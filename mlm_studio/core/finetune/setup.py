@@ -9,7 +9,7 @@ builds on: BERT's 2 to 4 epochs and weight decay 0.01 (Devlin et al., 2019), RoB
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from mlm_studio.core.models.registry import FAMILIES
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights, read_state
 from mlm_studio.core.storage.run_folder import RunDir, resolve_checkpoint
 from mlm_studio.core.training.control import TrainingControl
+from mlm_studio.core.training.device import resolve_device
 from mlm_studio.core.training.runs import apply_resume, with_resolved_precision
 
 SCRATCH = "scratch:"  # MODEL written as scratch:SOURCE: SOURCE's shape and tokenizer, fresh weights
@@ -170,7 +171,7 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions) -> RunDir:
         precision=options.precision,
     )
     config = RunConfig(model=source.config, data=DataConfig(max_seq_len=limit), training=training, preset="finetune")
-    config = with_resolved_precision(config)
+    config = with_finetuning_precision(config)
     torch.manual_seed(options.seed)  # the head's fresh weights (and a scratch model's)
     model = TaskModel(source.config, options.task, len(labels), options.pooling)
     if source.encoder is not None:
@@ -244,6 +245,20 @@ def task_data(run: RunDir) -> TaskData:
     return TaskData(task["labels"], train, validation, test, tuple(notes))
 
 
+def with_finetuning_precision(config: RunConfig) -> RunConfig:
+    """`config` with precision "auto" resolved as pre-training resolves it, except on a CPU, where fine-tuning
+    computes in fp32: its small batches of short texts ran at 0.66–0.70× of fp32's speed in bf16 (about 1× on long
+    texts; docs/performance.md), where pre-training's long blocks gain from bf16."""
+    training = config.training
+    try:
+        on_cpu = resolve_device(training.device).type == "cpu"
+    except ValueError:  # a device this machine lacks: the tuner refuses it, saying so
+        on_cpu = False
+    if training.precision == "auto" and on_cpu:
+        config = replace(config, training=replace(training, precision="fp32"))
+    return with_resolved_precision(config)
+
+
 def prepare_finetuner(
     path: str | Path,
     spec: str | None = None,
@@ -306,7 +321,7 @@ def resume_with(run: RunDir, train_examples: int, changes: dict[str, Any]) -> st
             )
     values = {f"training.{field}": value for field, value in changes.items()}
     before = run.config
-    config = with_resolved_precision(before.with_values(values, "the resumed settings"))
+    config = with_finetuning_precision(before.with_values(values, "the resumed settings"))
     checkpoint = run.latest_checkpoint()
     state = read_state(checkpoint) if checkpoint is not None else {"step": 0, "stopped_early": False}
     total = config.steps_for(train_examples)

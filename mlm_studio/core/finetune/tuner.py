@@ -43,6 +43,7 @@ from mlm_studio.core.training.records import (
 )
 from mlm_studio.core.training.schedule import learning_rate
 from mlm_studio.core.training.step_sums import StepSums, Window
+from mlm_studio.core.training.threads import governor_for
 
 BEST = "best"  # the run's folder of the best weights by validation score (and a state.json as a checkpoint's)
 
@@ -158,8 +159,11 @@ class FineTuner:
     def _loop(self) -> Iterator[Record]:
         t = self.config.training
         window = Window()
+        threads = governor_for(self.device)  # a CPU run's threads follow the idle cores, as pre-training's do
         clock = time.perf_counter()
         while self.step < self.total_steps and not self.stopped_early:
+            if threads is not None:
+                threads.check()
             paused = time.perf_counter()
             self.control.wait_while_paused()
             clock += time.perf_counter() - paused

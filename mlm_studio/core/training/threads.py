@@ -108,3 +108,9 @@ class ThreadGovernor:
         if threads != self.threads:
             torch.set_num_threads(threads)
             self.threads = threads
+
+
+def governor_for(device) -> ThreadGovernor | None:
+    """The governor a run on `device` keeps its threads by: a CPU run's, unless the user pinned the count (as
+    torchrun does); None for a GPU run."""
+    return ThreadGovernor() if device.type == "cpu" and not threads_pinned() else None

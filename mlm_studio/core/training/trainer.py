@@ -53,7 +53,7 @@ from mlm_studio.core.training.records import (
 )
 from mlm_studio.core.training.schedule import learning_rate
 from mlm_studio.core.training.step_sums import StepSums, Window
-from mlm_studio.core.training.threads import ThreadGovernor, threads_pinned
+from mlm_studio.core.training.threads import governor_for
 
 log = logging.getLogger(__name__)
 
@@ -226,8 +226,7 @@ class Trainer:
         t = self.config.training
         self.model.train()
         window, nonfinite_in_a_row, out_of_time = Window(), 0, False
-        # a CPU run sizes its threads to the idle cores, unless the user pinned them (as torchrun does)
-        threads = ThreadGovernor() if self.device.type == "cpu" and not threads_pinned() else None
+        threads = governor_for(self.device)  # a CPU run's threads follow the idle cores
         self._clock = time.perf_counter()
         while self.step < self.total_steps and not out_of_time:
             if threads is not None:
