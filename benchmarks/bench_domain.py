@@ -8,7 +8,9 @@ left out, so no test verse is seen even unlabelled), `mlm-studio train` with the
 steps, as a user runs it. Then the comparison a user starts with `mlm-studio finetune RUN --compare`: the
 pre-trained run and the same architecture from scratch (and, with `--init-from FOLDER`, a published encoder
 continued on the same verses against that encoder as published), fine-tuned with the same split, recipe and seeds.
-Reported: test accuracy and macro-F1 of each, mean ± standard deviation over `--seeds` seeds and each seed's score.
+Reported: test accuracy and macro-F1 of each, mean ± standard deviation over `--seeds` seeds and each seed's score;
+and, as the floor any of them should clear, TF-IDF of word pieces and pairs (the run's own tokens) with logistic
+regression on the same split.
 
 Run: python benchmarks/bench_domain.py [--steps 1500] [--seeds 3] [--per-label 400] [--lr 3e-5] [--epochs 3]
      [--init-from HF_FOLDER] [--keep DIR]
@@ -31,7 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine
 
 from mlm_studio.core.finetune.compare import compare, outcomes, table
-from mlm_studio.core.finetune.setup import FinetuneOptions
+from mlm_studio.core.finetune.scores import class_scores
+from mlm_studio.core.finetune.setup import FinetuneOptions, task_data
+from mlm_studio.core.storage.run_folder import RunDir
 
 PARTS = {
     "law": ("Genesis", "Deuteronomy"),
@@ -93,6 +97,24 @@ def pretrain(corpus: Path, run: Path, steps: int, init_from: str | None) -> floa
     return time.perf_counter() - start
 
 
+def bag_of_pieces(run: Path):
+    """TF-IDF of a fine-tuning run's word pieces and pairs of them, logistic regression, on that run's split."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    data = task_data(RunDir(run))
+
+    def pieces(part) -> list[str]:
+        return [" ".join(map(str, ids.tolist())) for ids in part.ids]
+
+    def labels(part) -> list[int]:
+        return [int(label[0]) for label in part.labels]
+
+    vectors = TfidfVectorizer(token_pattern=r"\S+", ngram_range=(1, 2), sublinear_tf=True)
+    model = LogisticRegression(max_iter=3000).fit(vectors.fit_transform(pieces(data.train)), labels(data.train))
+    return class_scores(labels(data.test), model.predict(vectors.transform(pieces(data.test))), data.labels)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1500, help="pre-training steps")
@@ -119,6 +141,9 @@ def main() -> None:
         print(f"fine-tuned {len(found)} models × {args.seeds} seeds in {time.perf_counter() - start:.0f} s")
         print(f"task: {len(PARTS)} parts × {args.per_label} verses; lr {args.lr:g}, {args.epochs:g} epochs")
         print(table(found, "macro-F1"))
+        floor = bag_of_pieces(next(runs.iterdir()))
+        print(f"bag of word pieces (TF-IDF, logistic regression): accuracy {floor.accuracy:.1%}, macro-F1 "
+              f"{floor.macro_f1:.1%}")  # fmt: skip
 
 
 if __name__ == "__main__":
