@@ -14,6 +14,11 @@ Run: python benchmarks/bench_finetune.py [--seeds 3] [--steps 1500] [--per-label
 
 from __future__ import annotations
 
+import os
+
+# One fixed thread count for both sides (our tuner would otherwise size its threads to the load; see threads.py).
+os.environ.setdefault("OMP_NUM_THREADS", str(getattr(os, "process_cpu_count", os.cpu_count)()))
+
 import argparse
 import math
 import statistics
