@@ -124,13 +124,20 @@ def peer(folder: Path, trainer, counted: int, timed: int) -> Side:
         def on_step_end(self, args, state, control, **kwargs):
             seconds.append(time.perf_counter() - self.start)
 
+    fed = [0]  # real tokens the model was given (its data loader collates ahead of the steps)
+    model.register_forward_pre_hook(
+        lambda _module, _args, kwargs: fed.__setitem__(0, fed[0] + int(kwargs["attention_mask"].sum())),
+        with_kwargs=True,
+    )
+
     def train(steps: int, name: str) -> int:
-        hf, clock = peer_trainer(
+        hf, _ = peer_trainer(
             folder / name, model, tokenizer, trainer.train_blocks, config, NO_DEADLINE, False, steps, (StepTimes(),)
         )
+        fed[0] = 0
         hf.train()
         say(f"peer: {name} {steps} steps")
-        return clock.tokens
+        return fed[0]
 
     with FlopCounterMode(display=False) as counter:
         tokens = train(counted, "counted")
@@ -150,7 +157,7 @@ def measure(shape: str, counted: int, timed: int, corpus) -> tuple[str, Side, Si
         mine = ours(trainer, counted, timed)
         say(f"{shape}: ours counted and timed")
         theirs = peer(Path(tmp), trainer, counted, timed)
-    return shape, mine, theirs
+    return f"{shape} (vocabulary {trainer.config.model.vocab_size:,})", mine, theirs
 
 
 def say(line: str) -> None:
