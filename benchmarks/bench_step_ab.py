@@ -67,6 +67,7 @@ def main() -> None:
             f"{name}: min {min(ms):.0f} ms, median {statistics.median(ms):.0f} ms over {len(ms)} steps; "
             f"warm-up steps {first} s"
         )
+        print(f"   each step, ms: {' '.join(f'{value:.0f}' for value in ms)}")
 
 
 if __name__ == "__main__":
