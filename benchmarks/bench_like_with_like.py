@@ -97,54 +97,81 @@ def ours_run(folder: Path, config: RunConfig, corpus: Corpus, tokenizer) -> tupl
 def peer_run(folder: Path, export: Path, train, config: RunConfig, seconds: float, defaults: bool) -> Result:
     """Train the architecture of `export`'s config.json, freshly initialised, with `transformers`' Trainer for
     `seconds` from its first step: our recipe, or (`defaults`) the Trainer's own."""
-    from transformers import (
-        AutoConfig,
-        AutoModelForMaskedLM,
-        DataCollatorForLanguageModeling,
-        PreTrainedTokenizerFast,
-        TrainerCallback,
-        TrainingArguments,
-    )
+    from transformers import AutoConfig, AutoModelForMaskedLM, PreTrainedTokenizerFast
+
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(export)
+    model = AutoModelForMaskedLM.from_config(AutoConfig.from_pretrained(export))
+    peer, clock = peer_trainer(folder, model, tokenizer, train, config, seconds, defaults)
+    state = peer.train()
+    took = clock.elapsed()
+    model.save_pretrained(folder / "peer")
+    tokenizer.save_pretrained(folder / "peer")
+    label = "transformers Trainer, its default recipe" if defaults else "transformers Trainer, same config and recipe"
+    return Result(label, took, state.global_step, clock.tokens)
+
+
+class PeerClock:
+    """The peer's clock, started at its first step, and the real tokens its batches held."""
+
+    def __init__(self) -> None:
+        self.start: float | None = None
+        self.warmup_ended_at: float | None = None
+        self.tokens = 0
+
+    def elapsed(self) -> float:
+        return 0.0 if self.start is None else time.perf_counter() - self.start
+
+
+def peer_trainer(
+    folder: Path,
+    model,
+    tokenizer,
+    train,
+    config: RunConfig,
+    seconds: float,
+    defaults: bool,
+    max_steps: int = UNTIL_THE_CLOCK,
+    callbacks: tuple = (),
+):
+    """`transformers`' Trainer for `model` on our `train` blocks, masked by its collator at our rate, with our
+    recipe (or, `defaults`, its own), stopped after `seconds` from its first step or `max_steps`; and its clock."""
+    from transformers import DataCollatorForLanguageModeling, TrainerCallback, TrainingArguments
     from transformers import Trainer as HFTrainer
 
     t = replace(config.training, time_budget=seconds)
-    clock = {"start": None, "warmup_ended_at": None, "tokens": 0}
-
-    def elapsed() -> float:
-        return 0.0 if clock["start"] is None else time.perf_counter() - clock["start"]
+    clock = PeerClock()
 
     class Deadline(TrainerCallback):
         def on_step_begin(self, args, state, control, **kwargs):
-            if clock["start"] is None:
-                clock["start"] = time.perf_counter()
+            if clock.start is None:
+                clock.start = time.perf_counter()
 
         def on_step_end(self, args, state, control, **kwargs):
-            control.should_training_stop = elapsed() >= seconds
+            if clock.elapsed() >= seconds:  # else the Trainer's own decision (its `max_steps`) stands
+                control.should_training_stop = True
 
     class OurSchedule(HFTrainer):
         def create_scheduler(self, num_training_steps, optimizer=None):
             def factor(step: int) -> float:
-                if step >= t.warmup_steps and clock["warmup_ended_at"] is None:
-                    clock["warmup_ended_at"] = elapsed()
-                rate = learning_rate(t, step, UNTIL_THE_CLOCK, elapsed(), clock["warmup_ended_at"] or 0.0)
+                if step >= t.warmup_steps and clock.warmup_ended_at is None:
+                    clock.warmup_ended_at = clock.elapsed()
+                rate = learning_rate(t, step, UNTIL_THE_CLOCK, clock.elapsed(), clock.warmup_ended_at or 0.0)
                 return rate / t.learning_rate
 
             self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer or self.optimizer, factor)
             return self.lr_scheduler
 
-    tokenizer = PreTrainedTokenizerFast.from_pretrained(export)
-    model = AutoModelForMaskedLM.from_config(AutoConfig.from_pretrained(export))
     collate = DataCollatorForLanguageModeling(tokenizer, mlm_probability=config.masking.rate)
 
     def counted(rows):
         batch = collate(rows)
-        clock["tokens"] += int(batch["attention_mask"].sum())
+        clock.tokens += int(batch["attention_mask"].sum())
         return batch
 
     rows = [{"input_ids": train.batch([i]).input_ids[0].tolist()} for i in range(len(train))]
     common = dict(
         output_dir=str(folder / "peer-output"),
-        max_steps=UNTIL_THE_CLOCK,
+        max_steps=max_steps,
         per_device_train_batch_size=t.batch_size,
         gradient_accumulation_steps=t.grad_accumulation,
         bf16=config.training.precision == "bf16",
@@ -168,13 +195,10 @@ def peer_run(folder: Path, export: Path, train, config: RunConfig, seconds: floa
             max_grad_norm=t.max_grad_norm,
         )
         arguments, trainer_class = TrainingArguments(**common, **recipe), OurSchedule
-    peer = trainer_class(model=model, args=arguments, train_dataset=rows, data_collator=counted, callbacks=[Deadline()])
-    state = peer.train()
-    took = elapsed()
-    model.save_pretrained(folder / "peer")
-    tokenizer.save_pretrained(folder / "peer")
-    label = "transformers Trainer, its default recipe" if defaults else "transformers Trainer, same config and recipe"
-    return Result(label, took, state.global_step, clock["tokens"])
+    peer = trainer_class(
+        model=model, args=arguments, train_dataset=rows, data_collator=counted, callbacks=[Deadline(), *callbacks]
+    )
+    return peer, clock
 
 
 def score(folder: Path, model_folder: Path, config: RunConfig, corpus: Corpus, result: Result) -> Result:
