@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine
 
-from mlm_studio.core.finetune.compare import compare, outcomes, table
+from mlm_studio.core.finetune.compare import compare, outcomes, table, verdict
 from mlm_studio.core.finetune.scores import class_scores
 from mlm_studio.core.finetune.setup import FinetuneOptions, task_data
 from mlm_studio.core.storage.run_folder import RunDir
@@ -141,6 +141,7 @@ def main() -> None:
         print(f"fine-tuned {len(found)} models × {args.seeds} seeds in {time.perf_counter() - start:.0f} s")
         print(f"task: {len(PARTS)} parts × {args.per_label} verses; lr {args.lr:g}, {args.epochs:g} epochs")
         print(table(found, "macro-F1"))
+        print(verdict(found, "macro-F1"))
         floor = bag_of_pieces(next(runs.iterdir()))
         print(f"bag of word pieces (TF-IDF, logistic regression): accuracy {floor.accuracy:.1%}, macro-F1 "
               f"{floor.macro_f1:.1%}")  # fmt: skip
