@@ -130,7 +130,7 @@ def _compare(args) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
     found = outcomes(iter(seen))
-    name = score_name(options.task)
+    name = score_name(found)
     if args.json:
         print(json.dumps(finite_or_none({"runs": str(Path(root).resolve()), "score": name,
                                          "contenders": [o.to_json() for o in found],

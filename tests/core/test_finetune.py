@@ -140,6 +140,24 @@ def test_resume_is_exact(trained_run, task_file, tmp_path, precision):
     assert (tmp_path / "b" / "metrics.jsonl").read_text().count("\n") == lines
 
 
+def test_a_finished_run_given_more_epochs_still_names_its_best_validation(trained_run, task_file, tmp_path):
+    """A completed run resumed with more epochs whose best checkpoint stays the one from before the resume ends with
+    that checkpoint's validation loss and accuracy, as the run wrote them (a learning rate too small to change the
+    score keeps the best where it was)."""
+    chosen = options(task_file, epochs=1, learning_rate=1e-7)
+    first = list(prepare_finetuner(tmp_path / "ft", str(trained_run.path), chosen).run())
+    best = next(r for r in first if isinstance(r, ValidationRecord))
+    assert first[-1].val_loss == best.loss
+    tuner = prepare_finetuner(tmp_path / "ft", changes={"epochs": 2})
+    records = list(tuner.run())
+    test, finished = next(r for r in records if isinstance(r, TestRecord)), records[-1]
+    assert test.best_step == best.step < finished.step  # the resumed epoch did no better
+    assert (finished.val_loss, finished.val_accuracy) == (best.loss, best.accuracy)
+    assert f"validation loss {best.loss:.4f}, accuracy {best.accuracy:.1%}" in finished.describe()
+    written = json.loads((tmp_path / "ft" / "metrics.jsonl").read_text().splitlines()[-1])
+    assert (written["type"], written["val_loss"], written["val_accuracy"]) == ("finished", best.loss, best.accuracy)
+
+
 # --- bad input: one sentence naming the file and row -----------------------------------------------------
 def _csv(path, header, rows):
     with open(path, "w", newline="", encoding="utf-8") as f:

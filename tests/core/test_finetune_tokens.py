@@ -1,6 +1,6 @@
-"""Token classification: each word's tag lands on its first piece for every tokenizer kind, CoNLL-2003 files are
-read as written, entity scores follow the seqeval convention on hand-worked cases, and a tagger learns a
-separable task."""
+"""Token classification: each word's tag lands on its first piece and its I- form on its later pieces for every
+tokenizer kind, CoNLL-2003 files are read as written, entity scores follow the seqeval convention on hand-worked
+cases, tags that are not entity tags are scored as plain labels, and a tagger learns a separable task."""
 
 import json
 import random
@@ -13,11 +13,21 @@ from hypothesis import strategies as st
 
 from mlm_studio.core.data.masking import IGNORE_INDEX
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.finetune.examples import encode_examples, first_pieces
+from mlm_studio.core.finetune.compare import Contender, Said, outcomes, score_name
+from mlm_studio.core.finetune.examples import continuing, encode_examples, first_pieces, word_pieces
 from mlm_studio.core.finetune.labelled import Example, read_labelled_file
-from mlm_studio.core.finetune.scores import class_scores, entities, entity_scores
+from mlm_studio.core.finetune.scores import (
+    ENTITY_F1,
+    MACRO_F1,
+    class_scores,
+    entities,
+    entity_scores,
+    entity_tags,
+    main_score_name,
+    tag_scores,
+)
 from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
-from mlm_studio.core.training.records import TestRecord
+from mlm_studio.core.training.records import StartedRecord, TestRecord, ValidationRecord
 from tests.core.family_folders import save_tokenizer
 
 DOCUMENTS = [
@@ -41,27 +51,33 @@ WORD = st.text(
 )
 
 
+TAGS = {"B-X": 0, "I-X": 1, "O": 2, "NOUN": 3, "B-Y": 4}  # B-Y without I-Y: its later pieces learn B-Y
+LATER = {"B-X": "I-X", "I-X": "I-X", "O": "O", "NOUN": "NOUN", "B-Y": "B-Y"}
+
+
+def test_later_pieces_learn_the_inside_form_of_the_tag():
+    assert {tag: continuing(tag, TAGS) for tag in TAGS} == LATER
+
+
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(words=st.lists(WORD, min_size=1, max_size=12))
-def test_each_word_is_labelled_on_its_first_piece(tokenizer, words):
-    ids, word_of = first_pieces(tokenizer, tuple(words))
+@given(words=st.lists(WORD, min_size=1, max_size=12), seed=st.integers(0, 1000))
+def test_each_word_is_scored_on_its_first_piece_and_learned_on_all(tokenizer, words, seed):
+    ids, word_of = word_pieces(tokenizer, tuple(words))
     encoding = tokenizer.backend.encode(" ".join(words), add_special_tokens=False)
     assert ids == encoding.ids
+    first = first_pieces(word_of)
     starts = np.cumsum([0] + [len(w) + 1 for w in words])[:-1]
-    labelled = [w for w in word_of if w >= 0]
-    assert labelled == sorted(set(labelled))  # each word at most once, in order
     for word, (begin, end) in enumerate(zip(starts, starts + [len(w) for w in words], strict=True)):
         overlapping = [i for i, (b, e) in enumerate(encoding.offsets) if e > b and b < end and e > begin]
-        if overlapping:  # the word's first piece carries its tag, no other piece does
-            assert word_of[overlapping[0]] == word
-            assert all(word_of[i] == -1 for i in overlapping[1:])
-        else:
-            assert word not in labelled
-    tags = {f"T{i}": i for i in range(len(words))}
-    encoded = encode_examples(tokenizer, [Example(1, tuple(words), tuple(tags))], tags, "tokens", 10_000)
-    labels = encoded.labels[0]
+        assert [i for i, w in enumerate(word_of) if w == word] == overlapping  # every piece of the word, no other
+        assert [i for i in overlapping if first[i]] == overlapping[:1]  # its first piece alone is scored
+    tags = random.Random(seed).choices(sorted(TAGS), k=len(words))
+    encoded = encode_examples(tokenizer, [Example(1, tuple(words), tuple(tags))], TAGS, "tokens", 10_000)
+    labels, scored = encoded.labels[0], encoded.scored[0]
     assert labels[0] == labels[-1] == IGNORE_INDEX  # [CLS] and [SEP]
-    assert [int(t) for t in labels if t != IGNORE_INDEX] == labelled
+    expected = [IGNORE_INDEX if w < 0 else TAGS[tags[w]] if f else TAGS[LATER[tags[w]]] for w, f in zip(word_of, first)]
+    assert labels[1:-1].tolist() == expected
+    assert labels[scored].tolist() == [TAGS[tags[w]] for w, f in zip(word_of, first) if f]
 
 
 def test_conll_files_are_read_as_written(tmp_path):
@@ -152,3 +168,93 @@ def test_a_tagger_learns_entities(trained_run, tmp_path):
     test = next(r for r in records if isinstance(r, TestRecord))
     assert test.entity_f1 >= 0.9 and test.accuracy >= 0.9
     assert set(test.labels) == {"O", "B-ARG", "B-EXC", "I-EXC"}
+
+
+# each entity two made-up words that a small vocabulary splits into several pieces: a first (B-) and a second (I-),
+# each type's words of its own letters, each kind of word with its own first letter
+ENTITY_WORDS = {
+    "PER": (["zyxxy", "zxyzx"], ["wyzzy", "wxxyz"]),
+    "LOC": (["kjqqj", "kqjjq"], ["qjkkj", "qqjkq"]),
+}
+
+
+def write_piece_tagging(path, sentences=120, seed=0):
+    """Sentences of common words (O) and entities of `ENTITY_WORDS`, tagged B-/I- by type: each word's tag is told
+    by the word alone."""
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(sentences):
+        words, tags = [], []
+        for _ in range(rng.randint(2, 5)):
+            words.append(rng.choice(["the", "of", "a", "list", "to", "is"]))
+            tags.append("O")
+            if rng.random() < 0.5:
+                kind = rng.choice(sorted(ENTITY_WORDS))
+                words += [rng.choice(choices) for choices in ENTITY_WORDS[kind]]
+                tags += [f"B-{kind}", f"I-{kind}"]
+        rows.append({"tokens": words, "tags": tags})
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("labels", "entity"),
+    [
+        (["O", "B-PER", "I-PER"], True),
+        (["O", "B-X", "E-X", "S-Y"], True),  # BIOES
+        (["0", "1", "2"], False),  # integer tags
+        (["NOUN", "VERB", "DET"], False),  # parts of speech
+        (["O", "B-PER", "NOUN"], False),  # one plain tag makes all plain
+        (["O", "B-"], False),  # a prefix without a type
+    ],
+)
+def test_entity_tags_are_told_from_plain_tags(labels, entity):
+    assert entity_tags(labels) is entity
+    assert main_score_name("tokens", labels) == (ENTITY_F1 if entity else MACRO_F1)
+    assert main_score_name("classification", labels) == MACRO_F1
+
+
+def test_plain_tags_are_scored_as_labels_not_entities():
+    labels = ["0", "1", "2"]
+    true, predicted = [["1", "1", "0"], ["2", "0"]], [["1", "2", "0"], ["2", "0"]]
+    scores = tag_scores(true, predicted, labels)
+    assert (scores.entity_precision, scores.entity_recall, scores.entity_f1) == (None, None, None)
+    assert scores.accuracy == pytest.approx(4 / 5)
+    assert scores.macro_f1 == pytest.approx((1 + 2 / 3 + 2 / 3) / 3)  # "0": 1; "1": P 1 R 1/2; "2": P 1/2 R 1
+    entity = tag_scores([["B-A", "I-A"]], [["B-A", "O"]], ["O", "B-A", "I-A"])
+    assert entity.entity_f1 == 0.0 and entity.accuracy == pytest.approx(1 / 2)
+
+
+def _test_record(macro_f1, entity_f1):
+    measured = dict(tokens_seen=0, elapsed=1.0, epoch=1.0, loss=0.5, accuracy=0.9, macro_f1=macro_f1)
+    return TestRecord(
+        10, **measured, best_step=10, labels=("O", "B-A"), per_class=(), confusion=(), entity_f1=entity_f1
+    )
+
+
+def test_a_comparison_weighs_the_score_its_runs_chose_checkpoints_by():
+    contender = Contender("your model", "run")
+    plain = outcomes([Said(contender, 0, _test_record(0.7, None)), Said(contender, 1, _test_record(0.8, None))])
+    assert plain[0].score == [0.7, 0.8] and score_name(plain) == MACRO_F1
+    entity = outcomes([Said(contender, 0, _test_record(0.7, 0.4))])
+    assert entity[0].score == [0.4] and score_name(entity) == ENTITY_F1
+
+
+def test_plain_tags_choose_the_best_checkpoint_by_macro_f1(trained_run, tmp_path):
+    """Integer tags (0, 1, 2 for O, B-ARG, …): no entity scores anywhere, the start line says macro-F1, and the best
+    checkpoint is the validation with the highest macro-F1."""
+    source = write_tagging(tmp_path / "entities.jsonl", sentences=60)
+    number = {"O": "0", "B-ARG": "1", "B-EXC": "2", "I-EXC": "3"}
+    rows = [json.loads(line) for line in source.read_text().splitlines()]
+    path = tmp_path / "numbers.jsonl"
+    path.write_text("\n".join(json.dumps({**r, "tags": [number[t] for t in r["tags"]]}) for r in rows))
+    options = FinetuneOptions("tokens", path, learning_rate=5e-3, epochs=3, batch_size=8, patience=8, device="cpu")
+    records = list(prepare_finetuner(tmp_path / "ft", str(trained_run.path), options).run())
+    started = next(r for r in records if isinstance(r, StartedRecord))
+    assert started.score == MACRO_F1 and "the best checkpoint chosen by validation macro-F1" in started.describe()
+    validations = [r for r in records if isinstance(r, ValidationRecord)]
+    test = next(r for r in records if isinstance(r, TestRecord))
+    assert len(validations) == 3 and all(r.entity_f1 is None for r in [*validations, test])
+    best = max(validations, key=lambda r: r.macro_f1)  # the first of the highest
+    assert test.best_step == best.step
+    assert "entities" not in test.describe() and f"macro-F1 {test.macro_f1:.1%}" in test.describe()

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
+from mlm_studio.core.finetune.scores import ENTITY_F1, MACRO_F1, main_score
 from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions, prepare_finetuner
 from mlm_studio.core.storage.run_folder import INITIAL
 from mlm_studio.core.training.control import TrainingControl
@@ -40,7 +41,8 @@ class Outcome:
 
     contender: Contender
     accuracy: list[float] = field(default_factory=list)
-    score: list[float] = field(default_factory=list)  # macro-F1, or entity F1 for tagging
+    score: list[float] = field(default_factory=list)  # the score that chose each run's best checkpoint
+    entities: bool = False  # that score is entity F1 (tags that mark entities), else macro-F1
 
     def to_json(self) -> dict:
         return {
@@ -92,7 +94,8 @@ def outcomes(results: Iterable[Said]) -> list[Outcome]:
         if isinstance(record, TestRecord):
             outcome = found.setdefault(contender.label, Outcome(contender))
             outcome.accuracy.append(record.accuracy)
-            outcome.score.append(record.entity_f1 if record.entity_f1 is not None else record.macro_f1)
+            outcome.score.append(main_score(record))
+            outcome.entities = record.entity_f1 is not None
     return list(found.values())
 
 
@@ -115,9 +118,9 @@ def _spread(values: list[float]) -> str:
     return f"{statistics.fmean(values):.1%} ± {sd:.1%}"
 
 
-def score_name(task: str) -> str:
-    """The score a comparison weighs for a task's kind: macro-F1 of the labels, or F1 of the entities."""
-    return "entity F1" if task == "tokens" else "macro-F1"
+def score_name(found: list[Outcome]) -> str:
+    """The score a comparison weighs: the one its runs chose their best checkpoints by (`main_score_name`)."""
+    return ENTITY_F1 if any(outcome.entities for outcome in found) else MACRO_F1
 
 
 def verdict(found: list[Outcome], score_name: str) -> str:

@@ -1,8 +1,10 @@
 """Labelled examples as the model reads them: token ids (and segment ids) laid out by the tokenizer's own
 post-processor (BERT's `[CLS] A [SEP] B [SEP]` with segments 0 and 1, RoBERTa's `<s> A </s></s> B </s>`), the
 longer text of a pair cut first to the model's length; for token classification each word's tag on its first
-piece (IGNORE_INDEX elsewhere), whatever the tokenizer's kind. Also the stratified split and the batches (of
-similar lengths, padded only to the longest of each)."""
+piece and its continuing form on the word's later pieces (as `transformers`' token-classification recipe trains
+them, so that a pipeline grouping pieces finds whole words), the word scored and read on its first piece,
+whatever the tokenizer's kind. Also the stratified split and the batches (of similar lengths, padded only to the
+longest of each)."""
 
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ class Encoded:
 
     ids: list[np.ndarray]
     types: list[np.ndarray]  # each id's segment (0 for the first text, as the tokenizer says for a pair's second)
-    labels: list[np.ndarray]
+    labels: list[np.ndarray]  # what training learns: IGNORE_INDEX where nothing is to learn
+    scored: list[np.ndarray]  # where each example is scored: its words' first pieces, or 0 for its one label
     rows: list[int]  # each example's row in its file
     truncated: list[int]  # the rows of the examples cut to the model's length
     per_token: bool  # labels per token (token classification), else one per example
@@ -35,54 +38,70 @@ class Encoded:
         return len(self.ids)
 
 
-def first_pieces(tokenizer: MLMTokenizer, words: tuple[str, ...]) -> tuple[list[int], list[int]]:
-    """The words joined by spaces and encoded (no special tokens): (ids, for each id the index of the word it
-    starts, or -1 when it continues a word or belongs to none). A piece belongs to the word its characters
-    overlap; the first such piece starts it."""
+def word_pieces(tokenizer: MLMTokenizer, words: tuple[str, ...]) -> tuple[list[int], list[int]]:
+    """The words joined by spaces and encoded (no special tokens): (ids, for each id the index of the word its
+    characters overlap, or -1 when it overlaps none)."""
     starts, position = [], 0
     for word in words:
         starts.append(position)
         position += len(word) + 1
-    text = " ".join(words)
-    encoding = tokenizer.backend.encode(text, add_special_tokens=False)
+    encoding = tokenizer.backend.encode(" ".join(words), add_special_tokens=False)
     word_of, word = [], 0
-    seen = set()
     for begin, end in encoding.offsets:
         while word < len(words) - 1 and begin >= starts[word] + len(words[word]):
             word += 1
         inside = end > begin and begin < starts[word] + len(words[word]) and end > starts[word]
-        if inside and word not in seen:
-            seen.add(word)
-            word_of.append(word)
-        else:
-            word_of.append(-1)
+        word_of.append(word if inside else -1)
     return list(encoding.ids), word_of
+
+
+def first_pieces(word_of: list[int]) -> list[bool]:
+    """Whether each piece (of `word_pieces`) is the first of its word: the one whose prediction is the word's."""
+    seen, first = set(), []
+    for word in word_of:
+        first.append(word >= 0 and word not in seen)
+        seen.add(word)
+    return first
+
+
+def continuing(tag: str, label_ids: dict[str, int]) -> str:
+    """The tag a word's later pieces learn (`transformers`' `label_all_tokens`): I-X for B-X when the task has
+    I-X, any other tag itself."""
+    prefix, dash, kind = tag.partition("-")
+    return f"I-{kind}" if prefix == "B" and dash and f"I-{kind}" in label_ids else tag
 
 
 def encode_examples(
     tokenizer: MLMTokenizer, examples: list[Example], label_ids: dict[str, int], task: str, limit: int
 ) -> Encoded:
     """Examples as ids of at most `limit` tokens, special tokens included (longer ones are cut: counted)."""
-    ids, types, labels, truncated = [], [], [], []
+    ids, types, labels, scored, truncated = [], [], [], [], []
     budget = limit - 2
     for example in examples:
         if task == "tokens":
-            pieces, word_of = first_pieces(tokenizer, example.inputs)
+            pieces, word_of = word_pieces(tokenizer, example.inputs)
+            first = first_pieces(word_of)[:budget]
             tags = [label_ids[tag] for tag in example.labels]
-            targets = [tags[w] if w >= 0 else IGNORE_INDEX for w in word_of]
+            later = [label_ids[continuing(tag, label_ids)] for tag in example.labels]
+            targets = [
+                IGNORE_INDEX if w < 0 else tags[w] if f else later[w]
+                for w, f in zip(word_of[:budget], first, strict=True)
+            ]
             if len(pieces) > budget:
                 truncated.append(example.row)
             row = [tokenizer.cls_id, *pieces[:budget], tokenizer.sep_id]
             segments = [0] * len(row)
-            labels.append(np.asarray([IGNORE_INDEX, *targets[:budget], IGNORE_INDEX], dtype=np.int64))
+            labels.append(np.asarray([IGNORE_INDEX, *targets, IGNORE_INDEX], dtype=np.int64))
+            scored.append(np.flatnonzero(first) + 1)  # after [CLS]
         else:
             row, segments, cut = encode_texts(tokenizer, example.inputs, limit)
             if cut:
                 truncated.append(example.row)
             labels.append(np.asarray([label_ids[example.labels[0]]], dtype=np.int64))
+            scored.append(np.zeros(1, dtype=np.int64))
         ids.append(np.asarray(row, dtype=np.int64))
         types.append(np.asarray(segments, dtype=np.int64))
-    return Encoded(ids, types, labels, [e.row for e in examples], truncated, task == "tokens")
+    return Encoded(ids, types, labels, scored, [e.row for e in examples], truncated, task == "tokens")
 
 
 def encode_texts(tokenizer: MLMTokenizer, texts: tuple[str, ...], limit: int) -> tuple[list[int], list[int], bool]:

@@ -1,5 +1,5 @@
 """A fine-tuned model answering: the label of each text with its probability, or the tag of each word (read on
-its first piece, as it was trained). It reads the run's best weights (its latest checkpoint before any
+its first piece, as it is scored). It reads the run's best weights (its latest checkpoint before any
 evaluation)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from mlm_studio.core.finetune.examples import encode_texts, first_pieces
+from mlm_studio.core.finetune.examples import encode_texts, first_pieces, word_pieces
 from mlm_studio.core.finetune.heads import TaskModel
 from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights
@@ -53,11 +53,11 @@ class FineTuned:
     @torch.no_grad()
     def tag(self, words: list[str]) -> list[str]:
         """Each word's tag ("" for a word past the model's length or of no piece)."""
-        pieces, word_of = first_pieces(self.tokenizer, tuple(words))
+        pieces, word_of = word_pieces(self.tokenizer, tuple(words))
         ids = torch.tensor([[self.tokenizer.cls_id, *pieces[: self.limit - 2], self.tokenizer.sep_id]])
         predicted = self.model(ids)[0, 1:-1].argmax(-1).tolist()
         tags = [""] * len(words)
-        for word, label in zip(word_of, predicted, strict=False):
-            if word >= 0:
+        for word, first, label in zip(word_of, first_pieces(word_of), predicted, strict=False):
+            if first:
                 tags[word] = self.labels[label]
         return tags

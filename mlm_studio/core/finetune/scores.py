@@ -1,7 +1,8 @@
 """How well a fine-tuned model does: accuracy, macro-F1, the confusion matrix and each class's precision, recall
-and F1 (scikit-learn); for tagging also entity-level precision, recall and F1 in the `seqeval` convention
-(entities are spans of one type opened by B-, or by I- after another type or O; an entity counts when its type,
-start and end are all right)."""
+and F1 (scikit-learn); for tags that mark entities also entity-level precision, recall and F1 in the `seqeval`
+convention (entities are spans of one type opened by B-, or by I- after another type or O; an entity counts when
+its type, start and end are all right). Whether a task's tags mark entities is decided once, from its training
+tags (`entity_tags`): that decides the score that chooses a run's best checkpoint and weighs a comparison."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 OUTSIDE = "O"
+PREFIXES = ("B", "I", "E", "S")  # begin, inside, end, single: BIO and BIOES tags
+ENTITY_F1, MACRO_F1 = "entity F1", "macro-F1"  # the names of the score that chooses the best checkpoint
 
 
 @dataclass(frozen=True)
@@ -27,14 +30,26 @@ class Scores:
     macro_f1: float
     confusion: tuple[tuple[int, ...], ...]  # rows: true label, columns: predicted, in `per_class` order
     per_class: tuple[ClassScore, ...]
-    entity_precision: float | None = None  # tagging only
+    entity_precision: float | None = None  # tags that mark entities only
     entity_recall: float | None = None
     entity_f1: float | None = None
 
-    @property
-    def main(self) -> float:
-        """The score that chooses the best checkpoint: entity F1 for tagging, macro-F1 for classification."""
-        return self.entity_f1 if self.entity_f1 is not None else self.macro_f1
+
+def entity_tags(labels: list[str] | tuple[str, ...]) -> bool:
+    """Whether tags mark entities: each one O, or B-, I-, E- or S- and a type. Otherwise (integers, parts of
+    speech) they are plain tags, scored as labels of words."""
+    return all(tag == OUTSIDE or (tag.partition("-")[0] in PREFIXES and tag.partition("-")[2]) for tag in labels)
+
+
+def main_score_name(task: str, labels: list[str] | tuple[str, ...]) -> str:
+    """The name of the validation score that chooses the best checkpoint and stops early (and that a comparison
+    weighs), decided from the training labels: entity F1 for tags that mark entities, else macro-F1."""
+    return ENTITY_F1 if task == "tokens" and entity_tags(labels) else MACRO_F1
+
+
+def main_score(scores) -> float:
+    """That score of `scores` (a Scores, or a validation or test record): entity F1 where it was measured."""
+    return scores.entity_f1 if scores.entity_f1 is not None else scores.macro_f1
 
 
 def class_scores(true: np.ndarray, predicted: np.ndarray, labels: list[str]) -> Scores:
@@ -57,11 +72,14 @@ def class_scores(true: np.ndarray, predicted: np.ndarray, labels: list[str]) -> 
 
 
 def tag_scores(true: list[list[str]], predicted: list[list[str]], labels: list[str]) -> Scores:
-    """Word-level scores of tag sequences, and entity-level precision, recall and F1 (micro-averaged)."""
+    """Word-level scores of tag sequences, and where `labels` mark entities, entity-level precision, recall and F1
+    (micro-averaged)."""
     index = {label: i for i, label in enumerate(labels)}
     flat_true = np.asarray([index[t] for row in true for t in row], dtype=np.int64)
     flat_predicted = np.asarray([index[t] for row in predicted for t in row], dtype=np.int64)
     words = class_scores(flat_true, flat_predicted, labels)
+    if not entity_tags(labels):
+        return words
     precision, recall, f1 = entity_scores(true, predicted)
     return Scores(words.accuracy, words.macro_f1, words.confusion, words.per_class, precision, recall, f1)
 

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from mlm_studio.core.data.masking import IGNORE_INDEX
 from mlm_studio.core.finetune.examples import Encoded, batch_order, collate
 from mlm_studio.core.finetune.heads import TaskModel
-from mlm_studio.core.finetune.scores import Scores, class_scores, tag_scores
+from mlm_studio.core.finetune.scores import Scores, class_scores, main_score, main_score_name, tag_scores
 from mlm_studio.core.models.encoder import decay_groups, layers_of
 from mlm_studio.core.storage.checkpoint import FORMAT_VERSION, load_optimizer, load_weights, read_state, save_weights
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
@@ -89,7 +89,6 @@ class FineTuner:
         self.eval_interval = t.eval_interval or self.steps_per_epoch
         self.step, self.tokens_seen, self.elapsed = 0, 0, 0.0
         self.best_score, self.best_step, self.stale, self.stopped_early = -math.inf, 0, 0, False
-        self.best_validation: ValidationRecord | None = None  # this session's best (None after a resume)
         self._order: tuple[int, list[np.ndarray]] = (-1, [])
         self._resume()
         run.remove_leftovers()
@@ -154,6 +153,7 @@ class FineTuner:
             parameters=sum(p.numel() for p in self.model.parameters()),
             train_blocks=len(self.data.train),
             events=str(self.events.folder) if self.events is not None else "",
+            score=main_score_name(self.task["task"], self.data.labels),
         )
 
     def _loop(self) -> Iterator[Record]:
@@ -227,46 +227,41 @@ class FineTuner:
 
     # --- evaluation ----------------------------------------------------------------------------------
     @torch.no_grad()
-    def score(self, data: Encoded) -> tuple[float, Scores, np.ndarray]:
-        """(mean loss, scores, each example's predicted label ids) of the model on `data`, in fp32 whatever the
-        training precision, so scores compare across runs (token
-        classification: the predicted tag of each labelled word, examples concatenated)."""
+    def score(self, data: Encoded) -> tuple[float, Scores]:
+        """(mean loss, scores) of the model on `data`, in fp32 whatever the training precision, so scores compare
+        across runs. The loss counts what training learns (a word's every piece); the scores count texts, or words
+        read on their first pieces."""
         self.model.eval()
-        loss_sum, counted, predicted, true = 0.0, 0, [], []
+        loss_sum, counted = 0.0, 0
+        predicted: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * len(data)
         order = np.argsort([len(ids) for ids in data.ids], kind="stable")
         size = self.config.training.batch_size
         for start in range(0, len(order), size):
-            ids, mask, types, labels = collate(data, order[start : start + size], self.tokenizer.pad_id, self.device)
+            batch = order[start : start + size]
+            ids, mask, types, labels = collate(data, batch, self.tokenizer.pad_id, self.device)
             logits = self.model(ids, mask, types).float()
             flat, targets = logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)
             keep = targets != IGNORE_INDEX
             loss_sum += float(F.cross_entropy(flat[keep], targets[keep], reduction="sum"))
             counted += int(keep.sum())
-            predicted.append(flat[keep].argmax(-1).cpu().numpy())
-            true.append(targets[keep].cpu().numpy())
-        flat_predicted, flat_true = np.concatenate(predicted), np.concatenate(true)
-        # back to the examples' own order, so that each one's predictions can be read
-        per_example = [int((data.labels[i] != IGNORE_INDEX).sum()) for i in order]
-        pieces = np.split(flat_predicted, np.cumsum(per_example)[:-1])
-        true_pieces = np.split(flat_true, np.cumsum(per_example)[:-1])
-        back = np.argsort(order, kind="stable")
-        pieces, true_pieces = [pieces[i] for i in back], [true_pieces[i] for i in back]
-        labels = self.data.labels
+            guesses = logits.argmax(-1).cpu().numpy()  # per token, or one per example
+            for row, i in enumerate(batch):
+                predicted[i] = (guesses[row] if data.per_token else guesses[row : row + 1])[data.scored[i]]
+        true = [row[scored] for row, scored in zip(data.labels, data.scored, strict=True)]
+        names = self.data.labels
         if data.per_token:
             scores = tag_scores(
-                [[labels[i] for i in row] for row in true_pieces], [[labels[i] for i in row] for row in pieces], labels
+                [[names[i] for i in row] for row in true], [[names[i] for i in row] for row in predicted], names
             )
         else:
-            scores = class_scores(np.concatenate(true_pieces), np.concatenate(pieces), labels)
-        return loss_sum / max(counted, 1), scores, np.concatenate(pieces)
+            scores = class_scores(np.concatenate(true), np.concatenate(predicted), names)
+        return loss_sum / max(counted, 1), scores
 
     def _validate(self) -> Iterator[Record]:
-        loss, scores, _ = self.score(self.data.validation)
-        record = ValidationRecord(self.step, **self._measures(loss, scores))
-        yield self._logged(record)
-        if scores.main > self.best_score:
-            self.best_score, self.best_step, self.stale = scores.main, self.step, 0
-            self.best_validation = record
+        loss, scores = self.score(self.data.validation)
+        yield self._logged(ValidationRecord(self.step, **self._measures(loss, scores)))
+        if main_score(scores) > self.best_score:
+            self.best_score, self.best_step, self.stale = main_score(scores), self.step, 0
             atomic_write_folder(self.run_dir.path / BEST, self._write_best)
         else:
             self.stale += 1
@@ -302,7 +297,7 @@ class FineTuner:
         best = self.run_dir.path / BEST
         if (best / "model.safetensors").is_file():
             load_weights(best, self.model)
-        loss, scores, _ = self.score(self.data.test)
+        loss, scores = self.score(self.data.test)
         yield self._logged(
             TestRecord(
                 self.step,
@@ -313,12 +308,15 @@ class FineTuner:
                 **self._measures(loss, scores),
             )
         )
-        chosen = self.best_validation
+        chosen = self._best_validation()
         yield self._logged(
-            FinishedRecord(
-                self.step, reason, str(self.run_dir.path), chosen and chosen.loss, chosen and chosen.accuracy
-            )
+            FinishedRecord(self.step, reason, str(self.run_dir.path), chosen.get("loss"), chosen.get("accuracy"))
         )
+
+    def _best_validation(self) -> dict:
+        """The validation record of the best step as the run wrote it (before a resume, too); {} before any."""
+        written = [r for r in self.run_dir.read_metrics() if r["type"] == "validation" and r["step"] == self.best_step]
+        return written[-1] if written else {}
 
     def _save(self) -> Record:
         state = {

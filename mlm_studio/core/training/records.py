@@ -56,6 +56,7 @@ class StartedRecord(Record):
     parameters: int
     train_blocks: int
     events: str = ""  # the TensorBoard events folder; "" without the tensorboard package
+    score: str = ""  # fine-tuning: the validation score that chooses the best checkpoint (entity F1, macro-F1)
 
     def describe(self) -> str:
         length = (
@@ -64,9 +65,10 @@ class StartedRecord(Record):
             else f"steps {self.step:,} → {self.total_steps:,}"
         )
         events = f"TensorBoard events in {self.events}" if self.events else f"no TensorBoard events ({INSTALL_HINT})"
+        score = f"; the best checkpoint chosen by validation {self.score}" if self.score else ""
         return (
             f"Training {self.run_dir} on {self.device} in {self.precision}: {self.layers} layers × {self.hidden_size}, "
-            f"{self.parameters:,} parameters, {self.train_blocks:,} training blocks, {length}; {events}"
+            f"{self.parameters:,} parameters, {self.train_blocks:,} training blocks, {length}{score}; {events}"
         )
 
 

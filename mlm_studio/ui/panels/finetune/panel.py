@@ -86,7 +86,7 @@ class FinetunePanel(QWidget):
         self.run_path: Path | None = None  # the run shown
         self.test: TestRecord | None = None
         self.compared: list[Said] | None = None  # a comparison's test records, while one runs
-        self.compare_runs, self.compare_started, self.compare_score = 0, 0, ""  # its runs, those begun, its score
+        self.compare_runs, self.compare_started = 0, 0  # its runs, those begun
         self.controller = TrainingController(self)
         self.controller.state_changed.connect(self._update_controls)
         self.controller.progress.connect(self._on_preparing)
@@ -204,7 +204,6 @@ class FinetunePanel(QWidget):
         self._launch(prepare, "Reading the task and preparing the first contender…")
         self.compared = []
         self.compare_runs, self.compare_started = len(contenders(spec)) * seeds, 0
-        self.compare_score = score_name(options.task)
 
     def resume(self, path: Path | None) -> None:
         """Continue a stopped or interrupted fine-tuning run exactly where its latest checkpoint left it."""
@@ -297,7 +296,8 @@ class FinetunePanel(QWidget):
         self.results.show_test(test)
         if self.compared is not None:
             self.compared.append(item)
-            self.comparison.show_outcomes(outcomes(self.compared), self.compare_score)
+            found = outcomes(self.compared)
+            self.comparison.show_outcomes(found, score_name(found))
         else:
             self.results.setCurrentIndex(self.results.indexOf(self.curves) + 1)  # the test scores
 
@@ -326,7 +326,8 @@ class FinetunePanel(QWidget):
         self._update_controls(IDLE)
 
     def _on_mistakes(self, mistakes) -> None:
-        self.results.show_mistakes(mistakes, self.test.entity_f1 is not None)
+        tagging = self.run_path is not None and RunDir(self.run_path).task["task"] == "tokens"  # entity tags or not
+        self.results.show_mistakes(mistakes, tagging)
 
     def _update_controls(self, state: str) -> None:
         idle = state == IDLE
