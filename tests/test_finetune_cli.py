@@ -16,7 +16,6 @@ from safetensors.torch import load_file
 
 from mlm_studio.cli import main
 from mlm_studio.core.storage.lock import LOCK_FILE
-from mlm_studio.core.training.device import resolved_precision
 from tests.core.family_folders import make_folder
 from tests.core.helpers import small_config
 from tests.core.test_finetune import write_task
@@ -73,7 +72,7 @@ def test_classification_from_a_run_prints_progress_and_json(finetuned):
     assert sum(map(sum, test["confusion"])) == 15 and 0 <= test["accuracy"] <= 1
     assert [v["step"] for v in result["validation"]] == [15, 30]
     assert "of 30 steps · ETA" in err and "Validation at step 15 (epoch 1.00)" in err
-    chosen = resolved_precision("auto", torch.device("cpu"))  # the default, resolved once and kept in config.toml
+    chosen = "fp32"  # the default auto on a CPU, resolved once and kept in config.toml
     assert f"on cpu in {chosen}: 1 layers × 32" in err
     assert f'precision = "{chosen}"' in (folder / "config.toml").read_text()
     assert "Traceback" not in err
