@@ -5,11 +5,13 @@ comes from. Both start from the same weights (the Trainer's from our export of t
 `AutoModelForSequenceClassification` reads it; the head fresh on both sides), fine-tune with the same recipe
 (epochs, batch 16, learning rate, 6% warm-up, weight decay 0.01, the same precision) and are scored on the same
 test split. Reported: training tokens/s (real tokens, padding excluded), wall time, test accuracy / macro-F1 for
-each of `--seeds` seeds, sides alternating. Our time includes the validation after each epoch and the checkpoints
-it keeps the best weights by (early stopping needs them); the Trainer's has neither.
+each of `--seeds` seeds, sides alternating. `--group-by-length` gives the Trainer batches of like lengths
+(`train_sampling_strategy="group_by_length"`), as MLM Studio's are. Our time includes the validation after each
+epoch and the checkpoints it keeps the best weights by (early stopping needs them); the Trainer's has neither. Both
+compute in fp32 (fine-tuning's `auto` on a CPU).
 
 Run: python benchmarks/bench_finetune.py [--seeds 3] [--steps 1500] [--per-label 400] [--lr 1e-4] [--epochs 3]
-     [--precision fp32|bf16] [--keep DIR]
+     [--group-by-length] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from mlm_studio.core.interop.export import export_model
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.records import TestRecord
 
+GROUPED = ["random"]  # the Trainer's sampler: "group_by_length" with `--group-by-length`
 RECIPE = dict(epochs=3.0, batch_size=16, learning_rate=1e-4, warmup_share=0.06, weight_decay=0.01)
 
 
@@ -85,14 +88,15 @@ def theirs(export: Path, run: RunDir, seed: int) -> dict:
             output_dir=folder, num_train_epochs=RECIPE["epochs"], per_device_train_batch_size=RECIPE["batch_size"],
             per_device_eval_batch_size=64, learning_rate=RECIPE["learning_rate"], warmup_steps=warmup,
             weight_decay=RECIPE["weight_decay"], save_strategy="no", eval_strategy="no", report_to=[],
-            use_cpu=True, seed=seed, logging_strategy="no", disable_tqdm=True,
+            use_cpu=True, seed=seed, logging_strategy="no", disable_tqdm=True, train_sampling_strategy=GROUPED[0],
         )  # fmt: skip
         trainer = transformers.Trainer(model=model, args=args, train_dataset=rows(data.train), data_collator=collate)
         tokens = sum(len(ids) for ids in data.train.ids) * RECIPE["epochs"]
         start = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - start
-        predicted = trainer.predict(rows(data.test)).predictions.argmax(-1)
+        trainer.args.train_sampling_strategy = "random"  # else its predict() groups the test texts by length too,
+        predicted = trainer.predict(rows(data.test)).predictions.argmax(-1)  # out of the labels' order
     true = np.asarray([int(label[0]) for label in data.test.labels])
     scores = class_scores(true, predicted, data.labels)
     accuracy, macro_f1 = scores.accuracy, scores.macro_f1
@@ -106,9 +110,11 @@ def main() -> None:
     parser.add_argument("--per-label", type=int, default=400)
     parser.add_argument("--lr", type=float, default=RECIPE["learning_rate"])
     parser.add_argument("--epochs", type=float, default=RECIPE["epochs"])
+    parser.add_argument("--group-by-length", action="store_true", help="the Trainer batches texts of like lengths")
     parser.add_argument("--keep", type=Path, help="keep (or reuse) the data and the pre-trained run in this folder")
     args = parser.parse_args()
     RECIPE.update(epochs=args.epochs, learning_rate=args.lr)
+    GROUPED[0] = "group_by_length" if args.group_by_length else "random"
     print(f"# {machine()}")
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-finetune-"))
     root.mkdir(parents=True, exist_ok=True)

@@ -22,8 +22,15 @@ from mlm_studio.core.config.sections import (
     valid_device,
 )
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
-from mlm_studio.core.finetune.tasks import FINETUNE_PRECISIONS, POOLINGS, TASKS
+from mlm_studio.core.finetune.tasks import COMPARE_SEEDS, FINETUNE_PRECISIONS, POOLINGS, TASKS
 from mlm_studio.core.models.registry import family_titles
+from mlm_studio.terminal import INTERRUPTED, reason
+
+# how `train` and `finetune` end when the user stops them (their --help says it)
+STOPPED = (
+    f"Ctrl-C stops after the current step, saves a checkpoint and exits {INTERRUPTED}, so that a script does not go "
+    "on with a half-trained model (a second Ctrl-C aborts at once); --resume continues the run."
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,6 +115,7 @@ def _add_train(commands) -> None:
     train = commands.add_parser(
         "train",
         help="train a model from the terminal (multi-GPU: torchrun --nproc_per_node=N -m mlm_studio train …)",
+        epilog=STOPPED,
     )
     train.set_defaults(run=_deferred("mlm_studio.headless", "train"))
     train.add_argument(
@@ -187,7 +195,7 @@ def _add_search(commands) -> None:
     """`search`: a corpus's documents nearest a query, and same-label neighbours of a labelled file."""
     search = commands.add_parser("search", help="find the documents of a corpus nearest a query, by a model's vectors")
     search.add_argument("model", metavar="MODEL", help="a run, a checkpoint, or a Hugging Face model")
-    search.add_argument("--corpus", nargs="+", required=True, metavar="PATH", help=f"the documents: {FORMATS}")
+    search.add_argument("--corpus", nargs="+", metavar="PATH", help=f"the documents --query searches: {FORMATS}")
     search.add_argument("--query", action="append", metavar="TEXT", help="what to search for (repeatable)")
     search.add_argument("--k", type=_positive, default=10, help="documents per query, neighbours scored (default 10)")
     search.add_argument("--layer", type=_positive, metavar="N", help="the encoder layer read (default the last)")
@@ -226,7 +234,11 @@ RUN_MLM_FIELDS = {
 def _add_finetune(commands) -> None:
     """`finetune`: a model fine-tuned on a labelled file, defaults from the published fine-tuning recipes (the
     engine's: an option left out is None here, so that a resumed run can tell what was given)."""
-    tune = commands.add_parser("finetune", help="fine-tune a model on labelled texts or tagged words")
+    tune = commands.add_parser(
+        "finetune",
+        help="fine-tune a model on labelled texts or tagged words",
+        epilog=f"{STOPPED} With --compare, rerunning the same command with the same --out continues the comparison.",
+    )
     tune.set_defaults(run=_deferred("mlm_studio.finetune_command", "finetune"))
     tune.add_argument(
         "model",
@@ -270,7 +282,7 @@ def _add_finetune(commands) -> None:
         action="store_true",
         help="also fine-tune the model MODEL started from (if imported) and the same shape from scratch, same seeds",
     )
-    tune.add_argument("--seeds", type=int, default=3, help="with --compare: seeds per model (default 3)")
+    tune.add_argument("--seeds", type=int, help=f"with --compare: seeds per model (default {COMPARE_SEEDS})")
     tune.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
 
@@ -346,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         return code
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's own flush has nowhere to fail
         return 141
@@ -362,9 +374,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _reason(exc: Exception) -> str:
-    """An error in words: the system's own for a file or device, else its kind and message."""
+    """An unexpected error in words: the system's own for a file or device, else its kind and message."""
     if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror + (f" ({exc.filename})" if exc.filename else "")
+        return reason(exc)
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 

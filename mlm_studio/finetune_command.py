@@ -3,25 +3,24 @@ its result, in sentences or as one JSON object."""
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 from pathlib import Path
 
 from mlm_studio.core.data.tokenizer import TokenizerError
 from mlm_studio.core.durations import Eta, format_duration
-from mlm_studio.core.finetune.compare import compare, outcomes, score_name, table, verdict
+from mlm_studio.core.finetune.compare import Said, compare, contenders, outcomes, score_name, table, verdict
 from mlm_studio.core.finetune.labelled import Columns
 from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError, ResumeRefused, prepare_finetuner
+from mlm_studio.core.finetune.tasks import COMPARE_SEEDS
 from mlm_studio.core.finetune.tuner import FineTuner
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
-from mlm_studio.core.storage.run_folder import finite_or_none
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import FailedRecord, FinishedRecord, StepRecord, TestRecord, ValidationRecord
 from mlm_studio.core.training.runs import new_run_path
-from mlm_studio.terminal import fail, strict_json
+from mlm_studio.terminal import INTERRUPTED, MISUSED, fail, reason, stop_on_interrupt, strict_json
 
 USER_ERRORS = (ValueError, CheckpointError, TokenizerError, OSError)  # TaskError and ConfigError are ValueErrors
 # the option that sets each of FinetuneOptions' fields (and MODEL); its value is in args under the option's name
@@ -46,20 +45,16 @@ FLAGS = {
     "precision": "--precision",
 }
 COLUMN_FLAGS = ("--text-column", "--label-column", "--pair-column")
-RESUME_REFUSED = 2  # the exit status of an option a resumed run cannot take, as for any option misused
 
 
 def finetune(args) -> int:
     """Fine-tune MODEL on a labelled file (or resume a fine-tuning run, with the options it may change), printing
-    progress; Ctrl-C stops after the current step with a checkpoint."""
-    if args.resume is None and (args.model is None or args.task is None):
-        return fail("give MODEL and --task FILE to start, or --resume RUN to continue")
+    progress; Ctrl-C stops after the current step with a checkpoint and exits INTERRUPTED."""
+    misused = _misused(args)
+    if misused is not None:
+        return fail(*misused)
     if args.compare:
-        if args.resume is not None:
-            return fail("--compare starts its own runs; give MODEL and --task (and --out to continue a comparison)")
         return _compare(args)
-    if args.resume is not None and args.out is not None:
-        return fail(f"--out names a new run's folder; the resumed run stays in {args.resume}", RESUME_REFUSED)
     try:
         options = None if args.resume else _options(args)
     except OptionError as exc:
@@ -73,15 +68,28 @@ def finetune(args) -> int:
                     print(f"{tuner.run_dir.name}: {tuner.resumed_with}", file=sys.stderr, flush=True)
             else:
                 tuner = prepare_finetuner(path, args.model, options)
-            previous = signal.signal(signal.SIGINT, lambda *_: tuner.control.stop())
+            previous = signal.signal(signal.SIGINT, stop_on_interrupt(tuner.control))
             try:
                 return _report(tuner, args.json)
             finally:
                 signal.signal(signal.SIGINT, previous)
     except ResumeRefused as exc:
-        return fail(_said(exc), RESUME_REFUSED)
+        return fail(_said(exc), MISUSED)
     except USER_ERRORS as exc:
         return fail(_said(exc))
+
+
+def _misused(args) -> tuple[str, int] | None:
+    """Why the options given cannot go together (the sentence and the exit status), or None."""
+    if args.resume is None and (args.model is None or args.task is None):
+        return "give MODEL and --task FILE to start, or --resume RUN to continue", 1
+    if args.seeds is not None and not args.compare:
+        return "--seeds needs --compare: a single fine-tuning run takes one --seed", MISUSED
+    if args.compare and args.resume is not None:
+        return "--compare starts its own runs; give MODEL and --task (and --out to continue a comparison)", 1
+    if args.resume is not None and args.out is not None:
+        return f"--out names a new run's folder; the resumed run stays in {args.resume}", MISUSED
+    return None
 
 
 def _options(args) -> FinetuneOptions:
@@ -103,21 +111,24 @@ def _given(args) -> dict:
 
 
 def _compare(args) -> int:
-    """Fine-tune the model, its starting model and the same from scratch with the same seeds; print the table."""
+    """Fine-tune the model, its starting model and the same from scratch with the same seeds; print the table.
+    Stopped by Ctrl-C, the table holds the runs that finished, says it is partial and gives no verdict."""
     try:
         options = _options(args)
     except OptionError as exc:
         return fail(_said(exc))
-    if args.seeds < 1:
-        return fail(f"--seeds must be at least 1, not {args.seeds}")
+    seeds = COMPARE_SEEDS if args.seeds is None else args.seeds
+    if seeds < 1:
+        return fail(f"--seeds must be at least 1, not {seeds}")
     root = args.out or new_run_path(default_runs_dir(), "compare")
     control = TrainingControl()
-    previous = signal.signal(signal.SIGINT, lambda *_: control.stop())
+    previous = signal.signal(signal.SIGINT, stop_on_interrupt(control))
     tty, seen = sys.stderr.isatty(), []
     try:
         with RunLock(root):
-            for contender, seed, record in compare(args.model, options, root, args.seeds, control):
-                seen.append((contender, seed, record))
+            for said in compare(args.model, options, root, seeds, control):
+                contender, seed, record = said
+                seen.append(said)
                 if isinstance(record, FailedRecord):
                     return fail(f"{contender.label}, seed {seed}: {record.message}")
                 if isinstance(record, StepRecord) and not tty:
@@ -129,19 +140,38 @@ def _compare(args) -> int:
         return fail(_said(exc))
     finally:
         signal.signal(signal.SIGINT, previous)
-    found = outcomes(iter(seen))
-    name = score_name(found)
+    finished = _finished(seen)
+    total = seeds * len(contenders(args.model))
+    found = outcomes(said for said in seen if (said.contender.label, said.seed) in finished)
+    name, complete = score_name(found), len(finished) == total
+    judged = (
+        verdict(found, name)
+        if complete
+        else f"No verdict until all {total} runs have finished; to continue, run the same command again with "
+        f"--out {root}."
+    )
     if args.json:
-        print(json.dumps(finite_or_none({"runs": str(Path(root).resolve()), "score": name,
-                                         "contenders": [o.to_json() for o in found],
-                                         "verdict": verdict(found, name)})), flush=True)  # fmt: skip
+        print(strict_json({"runs": str(Path(root).resolve()), "score": name, "complete": complete,
+                           "finished": len(finished), "total": total, "contenders": [o.to_json() for o in found],
+                           "verdict": judged}), flush=True)  # fmt: skip
     else:
-        print(table(found, name), verdict(found, name), sep="\n", flush=True)
-    return 0
+        partial = [] if complete else [f"Partial: {len(finished)} of {total} runs finished before the stop."]
+        print(*partial, *([table(found, name)] if found else []), judged, sep="\n", flush=True)
+    return 0 if complete else INTERRUPTED
+
+
+def _finished(seen: list[Said]) -> set[tuple[str, int]]:
+    """The (contender, seed) runs that ended by themselves: their test scores count; a stopped run's do not."""
+    return {
+        (said.contender.label, said.seed)
+        for said in seen
+        if isinstance(said.record, FinishedRecord) and said.record.reason != "stopped"
+    }
 
 
 def _report(tuner: FineTuner, as_json: bool) -> int:
-    """Progress on stderr (one rewritten line on a terminal), other records as sentences; the result on stdout."""
+    """Progress on stderr (one rewritten line on a terminal), other records as sentences; the result on stdout.
+    The exit status: 0 when the run ended, INTERRUPTED when the user stopped it."""
     tty = sys.stderr.isatty()
     eta = Eta(tuner.step, tuner.total_steps, 0.0, tuner.elapsed)
     validations, test, finished = [], None, None
@@ -171,7 +201,7 @@ def _report(tuner: FineTuner, as_json: bool) -> int:
         print(strict_json(result), flush=True)
     elif test is not None:
         print(_per_class_table(test), flush=True)
-    return 0
+    return INTERRUPTED if finished is not None and finished.reason == "stopped" else 0
 
 
 def _per_class_table(test: TestRecord) -> str:
@@ -186,4 +216,4 @@ def _said(exc: Exception) -> str:
     """The error in a sentence; an option out of range or refused on resuming named as the user typed it."""
     if isinstance(exc, OptionError | ResumeRefused):
         return exc.sentence(FLAGS.get(exc.field, "the columns" if exc.field == "columns" else exc.field))
-    return str(exc)
+    return reason(exc)

@@ -24,7 +24,6 @@ from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training import distributed
-from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.device import autocast_dtype, resolve_device
 from mlm_studio.core.training.distributed import Distributed
 from mlm_studio.core.training.records import FailedRecord, FinishedRecord, StartedRecord, StepRecord
@@ -38,7 +37,7 @@ from mlm_studio.core.training.runs import (
     prepare_trainer,
 )
 from mlm_studio.core.training.trainer import Trainer
-from mlm_studio.terminal import Status, emit, fail, strict_json
+from mlm_studio.terminal import INTERRUPTED, Status, emit, fail, reason, stop_on_interrupt, strict_json
 
 USER_ERRORS = (ConfigError, CorpusError, TokenizerError, CheckpointError, PredictError, ValueError, OSError)
 
@@ -113,10 +112,10 @@ def _train(args, held: contextlib.ExitStack) -> int:
     except USER_ERRORS as exc:
         if not shared:
             distributed.share(dist, None, error=str(exc))
-        return fail(str(exc))
+        return fail(reason(exc))
     except distributed.RankZeroFailed as exc:
-        return fail(str(exc))
-    previous = signal.signal(signal.SIGINT, _interrupt_handler(trainer.control, dist))
+        return fail(reason(exc))
+    previous = signal.signal(signal.SIGINT, stop_on_interrupt(trainer.control, say=dist.main))
     try:
         code = _report(trainer, dist)
     finally:
@@ -194,25 +193,15 @@ def _print_report(report: SourceReport) -> None:
     print("\n".join(f"  {line}" for line in report.describe()), file=sys.stderr, flush=True)
 
 
-def _interrupt_handler(control: TrainingControl, dist: Distributed):
-    """First Ctrl-C: stop after the current step with a checkpoint; second: abort at once."""
-
-    def on_interrupt(signum, frame):
-        if control.stop_requested:
-            raise KeyboardInterrupt
-        if dist.main:
-            print("\nStopping after this step and saving a checkpoint (Ctrl-C again to abort)…", file=sys.stderr)
-        control.stop()
-
-    return on_interrupt
-
-
 def _report(trainer: Trainer, dist: Distributed) -> int:
     """Print what the trainer says: progress on one rewritten line (a terminal) and every other record in a
-    sentence; only rank 0 speaks."""
+    sentence; only rank 0 speaks. The exit status: 0 when the run ended, INTERRUPTED when the user stopped it."""
     tty = sys.stderr.isatty()
     eta = Eta(trainer.step, trainer.total_steps, trainer.config.training.time_budget, trainer.elapsed)
+    code = 0
     for record in trainer.run():
+        if isinstance(record, FinishedRecord) and record.reason == "stopped":
+            code = INTERRUPTED
         if not dist.main:
             continue
         if isinstance(record, StepRecord):
@@ -226,7 +215,7 @@ def _report(trainer: Trainer, dist: Distributed) -> int:
             print(record.describe(), flush=True)
         else:
             _line(tty, record.describe())
-    return 0
+    return code
 
 
 def _step_line(record: StepRecord, trainer: Trainer, eta: Eta) -> str:
@@ -251,7 +240,7 @@ def export(args) -> int:
         choice = export_choice(args.model, args.best)
         out = write_export(choice, args.out, overwrite=args.overwrite, progress=Status())
     except USER_ERRORS as exc:
-        return fail(str(exc))
+        return fail(reason(exc))
     if sys.stderr.isatty():
         print("\r\033[K", end="", file=sys.stderr)
     print(f"Took {choice.said}.")
@@ -278,7 +267,7 @@ def tensorboard(args) -> int:
             with RunLock(run.path):
                 folder, notes = write_events(run.path, run.read_metrics())
         except (ImportError, CheckpointError, OSError) as exc:
-            return fail(str(exc))
+            return fail(reason(exc))
         print(f"TensorBoard events of {path} in {folder}; view them with: tensorboard --logdir {folder.parent}")
         for note in notes:
             print(f"Note: {note}.")
@@ -291,7 +280,7 @@ def predict(args) -> int:
         predictor = FillMask.from_path(args.model, str(resolve_device(args.device)))
         output = _predictions(predictor, args)
     except USER_ERRORS as exc:
-        return fail(str(exc))
+        return fail(reason(exc))
     if predictor.untrained_head:
         _warn_untrained(args.model, "these predictions are random")
     return emit(output)
@@ -345,7 +334,7 @@ def evaluate(args) -> int:
         if task is not None:
             result["task"] = probe_task(subject.encoder, subject.tokenizer, task.texts, task.labels).to_json()
     except (*USER_ERRORS, TaskError) as exc:
-        return fail(str(exc))
+        return fail(reason(exc))
     if subject.untrained_head:
         _warn_untrained(args.model, "the masked-token figures are those of a random head (a --task probe reads "
                         "the encoder alone and still counts)")  # fmt: skip

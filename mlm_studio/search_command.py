@@ -7,50 +7,60 @@ import sys
 
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.evaluation.search import build_index, retrieval_scores
-from mlm_studio.core.evaluation.subject import load_subject
+from mlm_studio.core.evaluation.subject import load_reader
 from mlm_studio.core.evaluation.task_probe import read_task
 from mlm_studio.core.evaluation.vectors import sentence_vectors
 from mlm_studio.core.finetune.labelled import TaskError
 from mlm_studio.headless import USER_ERRORS
-from mlm_studio.terminal import Status, emit, fail, strict_json
+from mlm_studio.terminal import MISUSED, Status, emit, fail, reason, strict_json
 
 
 def search(args) -> int:
-    """Print the `--k` documents nearest each query (rank, cosine, text) or JSON; with --task, recall@k and MRR."""
+    """Print the `--k` documents nearest each query (rank, cosine, text) or JSON; with --task, recall@k and MRR.
+    A --k larger than there are documents (or other texts) is capped at their number, and said."""
     if not args.query and args.task is None:
         return fail("give --query TEXT to search the corpus, or --task FILE to score same-label neighbours")
+    if args.query and not args.corpus:
+        return fail("--query searches a corpus: give it with --corpus PATH", MISUSED)
+    if args.corpus and not args.query:
+        return fail("--corpus is searched by --query; --task scores the labelled file alone: leave out --corpus",
+                    MISUSED)  # fmt: skip
     try:
-        corpus = load_corpus(args.corpus, progress=Status())
-        subject = load_subject(args.model, corpus=corpus, progress=Status())
-        encoder, tokenizer = subject.encoder, subject.tokenizer
-        result = {"model": subject.title}
+        reader = load_reader(args.model)
+        result = {"model": reader.title}
         if args.query:
-            index = build_index(encoder, tokenizer, list(corpus.iter_documents()), args.layer, Status())
+            documents = list(load_corpus(args.corpus, progress=Status()).iter_documents())
+            index = build_index(reader.encoder, reader.tokenizer, documents, args.layer, Status())
+            k = min(args.k, len(documents))
             result["queries"] = [
-                {"query": query, "hits": [hit.__dict__ for hit in index.nearest(query, args.k)]} for query in args.query
+                {"query": query, "k": k, "hits": [hit.__dict__ for hit in index.nearest(query, k)]}
+                for query in args.query
             ]
         if args.task is not None:
             task = read_task(args.task, args.text_column, args.label_column)
-            vectors = sentence_vectors(encoder, tokenizer, task.texts, args.layer, progress=Status())
-            result["retrieval"] = retrieval_scores(vectors, task.labels, args.k).to_json()
+            vectors = sentence_vectors(reader.encoder, reader.tokenizer, task.texts, args.layer, progress=Status())
+            result["retrieval"] = retrieval_scores(vectors, task.labels, min(args.k, len(task.texts) - 1)).to_json()
     except (*USER_ERRORS, TaskError) as exc:
-        return fail(str(exc))
+        return fail(reason(exc))
     if sys.stderr.isatty():
         print("\r\033[K", end="", file=sys.stderr)
+    result["k_asked"] = args.k
     return emit(strict_json(result) if args.json else _for_people(result))
 
 
 def _for_people(result: dict) -> str:
-    lines = []
+    asked_k, lines = result["k_asked"], []
     for asked in result.get("queries", []):
-        lines += [f"{result['model']}: nearest to {asked['query']!r}"]
+        capped = f" (the {asked['k']:,} documents there are, of --k {asked_k:,})" if asked["k"] < asked_k else ""
+        lines += [f"{result['model']}: nearest to {asked['query']!r}{capped}"]
         for rank, hit in enumerate(asked["hits"], start=1):
             text = " ".join(hit["text"].split())
             lines.append(f"{rank:>4}  {hit['score']:.3f}  {text[:100]}{'…' if len(text) > 100 else ''}")
     scores = result.get("retrieval")
     if scores is not None:
+        capped = f" (--k {asked_k:,} capped at the {scores['k']:,} other texts)" if scores["k"] < asked_k else ""
         lines.append(
             f"same-label neighbours ({scores['queries']:,} texts): recall@{scores['k']} {scores['recall_at_k']:.2%}, "
-            f"MRR {scores['mrr']:.3f}"
+            f"MRR {scores['mrr']:.3f}{capped}"
         )
     return "\n".join(lines)

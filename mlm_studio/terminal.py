@@ -1,13 +1,17 @@
-"""What every terminal command says the same way: a one-sentence failure, a result on stdout, strict JSON and
-the progress of data preparation."""
+"""What every terminal command says and does the same way: a one-sentence failure, an error of the system in its
+own words, the exit status of a command the user stopped, Ctrl-C during training, a result on stdout, strict JSON
+and the progress of data preparation. Torch-free: the parser imports it."""
 
 from __future__ import annotations
 
 import json
+import signal
 import sys
 
 from mlm_studio.core.progress import Progress
-from mlm_studio.core.storage.run_folder import finite_or_none
+
+INTERRUPTED = 128 + signal.SIGINT  # 130: the exit status of a command the user stopped with Ctrl-C, as shells give
+MISUSED = 2  # the exit status of an option misused, as argparse gives (options that do not go together, too)
 
 
 def fail(message: str, status: int = 1) -> int:
@@ -16,8 +20,31 @@ def fail(message: str, status: int = 1) -> int:
     return status
 
 
+def reason(exc: Exception) -> str:
+    """An error in words: the system's own for a file or device (and the file it names), else its message."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror + (f" ({exc.filename})" if exc.filename else "")
+    return str(exc)
+
+
+def stop_on_interrupt(control, say: bool = True):
+    """A SIGINT handler for a training loop: the first Ctrl-C asks `control` to stop after the current step with
+    a checkpoint (said on stderr unless `say` is false); a second aborts at once."""
+
+    def on_interrupt(signum, frame):
+        if control.stop_requested:
+            raise KeyboardInterrupt
+        if say:
+            print("\nStopping after this step and saving a checkpoint (Ctrl-C again to abort)…", file=sys.stderr)
+        control.stop()
+
+    return on_interrupt
+
+
 def strict_json(value) -> str:
     """Strict JSON: every NaN or infinity (an empty group's accuracy) as null, which JSON has instead."""
+    from mlm_studio.core.storage.run_folder import finite_or_none  # imported here: the parser starts without torch
+
     return json.dumps(finite_or_none(value), ensure_ascii=False, allow_nan=False)
 
 
@@ -29,7 +56,7 @@ def emit(text: str) -> int:
     except BrokenPipeError:
         raise
     except OSError as exc:
-        return fail(f"could not write the output ({exc.strerror or exc})")
+        return fail(f"could not write the output ({reason(exc)})")
     return 0
 
 

@@ -30,16 +30,19 @@ def train(*args: str) -> subprocess.CompletedProcess:
 def test_continuing_takes_the_recipe_unless_the_user_set_it(published, corpus_file, tmp_path):
     small = ["--corpus", str(corpus_file), "--max_seq_length", "32", "--per_device_train_batch_size", "4"]
     done = train("--init-from", str(published), *small, "--out", str(tmp_path / "default"))
-    said = "Continuing an imported model: learning rate 3e-05 with 100 warm-up steps, the continuation recipe"
+    said = (
+        "Continuing an imported model: learning rate 3e-05 with 0 warm-up steps (capped at 10% of the run's 2 steps, "
+        "so that the rate reaches its peak), the continuation recipe"
+    )
     assert said in done.stderr and "Finished (completed) at step 2" in done.stdout
     training = RunConfig.load(tmp_path / "default" / "config.toml").training
-    assert (training.learning_rate, training.warmup_steps) == (3e-5, 100)
+    assert (training.learning_rate, training.warmup_steps) == (3e-5, 0)
 
     done = train("--init-from", str(published), *small, "--out", str(tmp_path / "set"), "--set",
                  "training.learning_rate=3e-4")  # fmt: skip
     assert said in done.stderr and "yours kept: training.learning_rate." in done.stderr
     training = RunConfig.load(tmp_path / "set" / "config.toml").training
-    assert (training.learning_rate, training.warmup_steps) == (3e-4, 100)
+    assert (training.learning_rate, training.warmup_steps) == (3e-4, 0)
 
     mine = config_file(tmp_path, learning_rate=5e-3)  # a whole configuration, as the window saves one
     done = train("--init-from", str(published), "--config", str(mine), "--corpus", str(corpus_file), "--out",

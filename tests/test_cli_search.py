@@ -61,3 +61,30 @@ def test_a_search_without_a_question_or_with_a_layer_the_model_lacks_is_one_sent
     assert "the model has 1 layers; choose a layer from 1 to 1" in done.stderr
     done = search(str(run), "--corpus", str(corpus_file), "--query", "a list", "--k", "0")
     assert done.returncode == 2 and "'0' is not a whole number of at least 1" in done.stderr
+
+
+def test_a_k_beyond_the_documents_is_capped_and_said_and_a_task_needs_no_corpus(run, tmp_path, capsys):
+    five = tmp_path / "five.txt"
+    five.write_text("\n\n".join(f"Document {n} returns a list of files." for n in range(5)), encoding="utf-8")
+    assert main(["search", str(run), "--corpus", str(five), "--query", "the list", "--k", "100000"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("nearest to 'the list' (the 5 documents there are, of --k 100,000)")
+    assert len(lines) == 1 + 5
+    labelled = _labelled(tmp_path / "topics.csv", count=12)
+    assert main(["search", str(run), "--task", str(labelled), "--k", "50"]) == 0
+    assert capsys.readouterr().out.endswith("(--k 50 capped at the 11 other texts)\n")
+    assert main(["search", str(run), "--task", str(labelled), "--k", "50", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["retrieval"]["k"] == 11
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--query", "a list"], "--query searches a corpus: give it with --corpus PATH"),
+        (["--task", "t.csv", "--corpus", "c.txt"],
+         "--corpus is searched by --query; --task scores the labelled file alone: leave out --corpus"),
+    ],
+)  # fmt: skip
+def test_a_corpus_missing_or_ignored_is_refused(run, capsys, args, message):
+    assert main(["search", str(run), *args]) == 2
+    assert capsys.readouterr() == ("", f"mlm-studio: {message}\n")

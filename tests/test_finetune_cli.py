@@ -16,7 +16,6 @@ from safetensors.torch import load_file
 
 from mlm_studio.cli import main
 from mlm_studio.core.storage.lock import LOCK_FILE
-from mlm_studio.core.training.device import resolved_precision
 from tests.core.family_folders import make_folder
 from tests.core.helpers import small_config
 from tests.core.test_finetune import write_task
@@ -73,7 +72,7 @@ def test_classification_from_a_run_prints_progress_and_json(finetuned):
     assert sum(map(sum, test["confusion"])) == 15 and 0 <= test["accuracy"] <= 1
     assert [v["step"] for v in result["validation"]] == [15, 30]
     assert "of 30 steps · ETA" in err and "Validation at step 15 (epoch 1.00)" in err
-    chosen = resolved_precision("auto", torch.device("cpu"))  # the default, resolved once and kept in config.toml
+    chosen = "fp32"  # the default auto on a CPU, resolved once and kept in config.toml
     assert f"on cpu in {chosen}: 1 layers × 32" in err
     assert f'precision = "{chosen}"' in (folder / "config.toml").read_text()
     assert "Traceback" not in err
@@ -261,7 +260,7 @@ def test_ctrl_c_stops_a_second_process_is_refused_resume_finishes_and_export_tak
     assert code == 1 and f"ft is being trained by process {first.pid}" in err
     first.send_signal(signal.SIGINT)
     out, _ = first.communicate(timeout=120)
-    assert first.returncode == 0
+    assert first.returncode == 130  # stopped by the user: `finetune … && export …` goes no further
     stopped = int(re.search(r"Finished \(stopped\) at step (\d+)", out).group(1))
     assert 0 < stopped < 360  # 30 epochs of 12 steps (96 training examples): long enough to be stopped mid-run
     epochs = max(2, stopped // 12 + 1)  # fewer: to the end of the epoch under way (two at least: two validations)
@@ -288,3 +287,134 @@ def test_ctrl_c_stops_a_second_process_is_refused_resume_finishes_and_export_tak
     )
     assert torch.equal(exported["classifier.weight"], kept["classifier.weight"])
     assert not torch.equal(exported["classifier.weight"], latest["classifier.weight"])
+
+
+def stopped_after(command, line_starts):
+    """Run `command`, send it Ctrl-C once a line of its stderr starts with `line_starts`; its exit status, stdout
+    and the stderr lines read before the signal."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in process.stderr:
+        seen.append(line)
+        if line.startswith(line_starts):
+            break
+    process.send_signal(signal.SIGINT)
+    out, _ = process.communicate(timeout=120)
+    return process.returncode, out, seen
+
+
+@pytest.mark.slow  # a fine-tuning process stopped with Ctrl-C
+def test_ctrl_c_during_a_comparison_exits_130_with_a_partial_table_and_no_verdict(pretrained, tmp_path):
+    """Two contenders (a pre-training run from scratch has no starting model) × 2 seeds: stopped once the first
+    run has finished, one of the four counts; the stopped run's test scores do not."""
+    task = write_task(tmp_path / "task.csv", rows=60)
+    out = tmp_path / "compare"
+    command = [sys.executable, "-m", "mlm_studio", "finetune", str(pretrained), "--task", str(task), "--compare",
+               "--seeds", "2", "--out", str(out), *FAST, "--epochs", "30", "--json"]  # fmt: skip
+    code, stdout, seen = stopped_after(command, "[your model, seed 0] Finished (")
+    assert code == 130, seen
+    result = json.loads(stdout)
+    assert (result["complete"], result["finished"], result["total"]) == (False, 1, 4)
+    assert [(c["label"], len(c["score"])) for c in result["contenders"]] == [("your model", 1)]
+    assert result["verdict"] == (
+        f"No verdict until all 4 runs have finished; to continue, run the same command again with --out {out}."
+    )
+
+
+@pytest.mark.slow  # a fine-tuning process stopped with Ctrl-C
+def test_ctrl_c_during_fine_tuning_exits_130(pretrained, tmp_path):
+    task = write_task(tmp_path / "task.csv", rows=60)
+    command = [sys.executable, "-m", "mlm_studio", "finetune", str(pretrained), "--task", str(task), "--out",
+               str(tmp_path / "ft"), *FAST, "--epochs", "1000", "--patience", "1000"]  # fmt: skip
+    code, stdout, _ = stopped_after(command, "step ")
+    assert code == 130
+    assert re.search(r"Finished \(stopped\) at step \d+", stdout)
+
+
+def test_options_that_do_not_go_together_are_refused_before_anything_is_written(pretrained, tmp_path, capsys):
+    task = write_task(tmp_path / "task.csv", rows=30)
+    assert main(["finetune", str(pretrained), "--task", str(task), "--out", str(tmp_path / "ft"), "--seeds", "5"]) == 2
+    assert capsys.readouterr().err == "mlm-studio: --seeds needs --compare: a single fine-tuning run takes one --seed\n"
+    assert not (tmp_path / "ft").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
+@pytest.mark.parametrize("compare", [[], ["--compare", "--seeds", "1"]])
+def test_a_device_this_machine_lacks_is_refused_before_the_run_folder_is_made(pretrained, tmp_path, capsys, compare):
+    task = write_task(tmp_path / "task.csv", rows=30)
+    args = ["finetune", str(pretrained), "--task", str(task), "--out", str(tmp_path / "ft"), "--device", "cuda"]
+    assert main([*args, *compare]) == 1
+    err = "mlm-studio: device cuda was asked for, but PyTorch sees no CUDA GPU; choose cpu or auto\n"
+    assert capsys.readouterr().err == err
+    assert not (tmp_path / "ft").exists()  # so the same command with --device cpu is not blocked
+    assert main([*args[:-1], "cpu", "--epochs", "1", *compare]) == 0
+
+
+def test_a_folder_under_a_file_is_refused_in_the_systems_words(pretrained, tmp_path, capsys):
+    task = write_task(tmp_path / "task.csv", rows=30)
+    (tmp_path / "notes").write_text("mine")
+    assert main(["finetune", str(pretrained), "--task", str(task), "--out", str(tmp_path / "notes" / "ft")]) == 1
+    assert capsys.readouterr().err == f"mlm-studio: Not a directory ({tmp_path / 'notes' / 'ft'})\n"
+    assert (tmp_path / "notes").read_text() == "mine"
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    """A real read-only filesystem (a tmpfs mounted read-only; it needs root, skipped elsewhere)."""
+    mount = tmp_path / "romnt"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a filesystem here: {done.stderr.decode().strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def test_a_read_only_filesystem_is_said_in_the_systems_words(pretrained, tmp_path, read_only):
+    task = write_task(tmp_path / "task.csv", rows=30)
+    code, out, err = cli(pretrained, "--task", task, "--out", read_only, "--device", "cpu")
+    assert (code, out, err) == (1, "", f"mlm-studio: Read-only file system ({read_only / '.lock'})\n")
+
+
+def test_a_table_given_as_a_tagging_task_is_one_sentence(pretrained, tmp_path, capsys):
+    task = write_task(tmp_path / "x.csv", rows=30)
+    out = tmp_path / "ft"
+    assert main(["finetune", str(pretrained), "--task", str(task), "--kind", "tokens", "--out", str(out)]) == 1
+    assert capsys.readouterr().err == (
+        "mlm-studio: x.csv: a tagging task reads JSON Lines {tokens, tags} or CoNLL columns; this is a table — use "
+        "--kind classification\n"
+    )
+    assert not out.exists()
+
+
+def test_export_takes_a_fine_tuning_runs_best_folder(finetuned, tmp_path, capsys):
+    best = finetuned[3] / "best"
+    assert main(["export", str(best), str(tmp_path / "hf")]) == 0
+    assert capsys.readouterr().out.startswith("Took best, its best weights by the validation score.\n")
+    exported, kept = (load_file(p / "model.safetensors") for p in (tmp_path / "hf", best))
+    assert torch.equal(exported["classifier.weight"], kept["classifier.weight"])
+
+
+def test_predict_and_evaluate_refuse_a_fine_tuned_classifier_and_search_reads_its_encoder(
+    finetuned, pretrained, capsys
+):
+    from mlm_studio.core.evaluation.subject import load_reader
+
+    run = finetuned[3]
+    started = (pretrained / "checkpoints" / "step-0000004").resolve()
+    said = (
+        f"mlm-studio: ft is a fine-tuned classifier: it has no masked-LM head; fill masks and evaluate with the model "
+        f"it started from ({started}) (a search reads its encoder)\n"
+    )
+    for command in (["predict", str(run), "the [MASK] of"], ["evaluate", str(run)]):
+        assert main(command) == 1
+        assert capsys.readouterr() == ("", said)
+    task = finetuned[3].parent / "task.csv"
+    columns = ["--text-column", "sentence", "--label-column", "category"]
+    assert main(["search", str(run), "--task", str(task), *columns, "--k", "1000", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["model"] == "ft / best (fine-tuned encoder)"
+    assert result["retrieval"]["k"] == 149 and result["k_asked"] == 1000  # capped at the other texts
+    encoder = load_reader(run).encoder.bert.state_dict()
+    tuned = load_file(run / "best" / "model.safetensors")
+    assert all(torch.equal(value, tuned[f"bert.{name}"]) for name, value in encoder.items())

@@ -77,3 +77,16 @@ def test_training_from_scratch_again_restores_the_rate_the_recipe_replaced():
     assert from_scratch(recipe, scratch.training).training.learning_rate == 2e-3
     edited = recipe.with_values({"training.learning_rate": 4e-4})
     assert from_scratch(edited, scratch.training).training.learning_rate == 4e-4  # the user's own value stays
+
+
+@pytest.mark.parametrize(("length", "warmup"), [({"training.max_steps": 10}, 1), ({"training.max_steps": 350}, 35),
+                                                ({"training.max_steps": 5000}, 100),
+                                                ({"training.epochs": 1.0, "training.max_steps": 10}, 100)])  # fmt: skip
+def test_a_run_of_few_steps_warms_up_over_a_tenth_of_them_and_says_so(length, warmup):
+    """`train --init-from F --max-steps 10` reaches its peak rate; a run in epochs (of a corpus not read yet) keeps
+    the recipe's 100 steps."""
+    config, said = continued(preset(DEFAULT_PRESET).with_values(length))
+    assert config.training.warmup_steps == warmup
+    capped = f"with {warmup} warm-up steps (capped at 10% of the run's {length['training.max_steps']:,} steps"
+    assert (capped in said) == (warmup < 100)
+    assert from_scratch(config, preset(DEFAULT_PRESET).training).training.warmup_steps == 100

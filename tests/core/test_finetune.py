@@ -272,5 +272,6 @@ def test_a_cpu_fine_tuning_run_re_decides_its_threads_at_every_step(
     monkeypatch.setattr(threads_module, "ThreadGovernor", Counted)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     tuner = prepare_finetuner(tmp_path / "ft", str(trained_run.path), options(task_file, epochs=1, device="cpu"))
+    assert tuner.optimizer.defaults["fused"] is True  # pre-training's kernel, one road (device.adamw)
     list(tuner.run())
     assert len(checks) == tuner.total_steps and all(1 <= t <= threads_module.thread_ceiling() for t in checks)

@@ -117,7 +117,7 @@ def test_an_evaluation_panel_shown_before_its_tabs_are_built_builds_them_then(qt
         "Does it help a task",
         "Search",
     ]
-    assert panel.evaluate_button.isEnabled() and not panel.task_view.probe_button.isEnabled()
+    assert not panel.evaluate_button.isEnabled() and not panel.task_view.probe_button.isEnabled()  # no model yet
     assert next(panel.construction.steps, None) is None  # nothing left for the window to build
 
 

@@ -40,6 +40,7 @@ def test_compare_with_three_seeds_shows_each_contenders_scores_and_the_verdict(q
     # progress named the contender, the seed and the run among all
     assert any(text.startswith("[your model, seed 0, run 1 of 6] step") for text in said)
     assert said[-1].startswith("[from scratch, seed 2, run 6 of 6] Finished")
+    assert panel.status_label.toolTip() == said[-1]  # the whole line, where a narrow window cuts it
     assert {int(re.search(r"run (\d) of 6", text)[1]) for text in said if text.startswith("[")} == set(range(1, 7))
     # the table's numbers are the test scores the six run folders wrote
     (root,) = [p for p in (tmp_path / "runs").iterdir() if p.name.endswith("compare")]

@@ -161,7 +161,9 @@ def test_a_pause_in_the_window_does_not_spend_the_time_budget(qtbot, panel, monk
     assert 20.0 <= steps[-1].elapsed < 21.0 and steps[-2].elapsed < 20.0
     assert max(b.elapsed - a.elapsed for a, b in itertools.pairwise(steps)) < 2.0
     states = [state for r, _, state in records if isinstance(r, StepRecord)]
-    assert states[0] == states[-1] == "running" and set(states) == {"running", "paused"}
+    # steps that ended after the click and before the trainer saw it arrive while the table says paused (how many
+    # depends on the threads' timing); none is shown as anything else
+    assert states[0] == states[-1] == "running" and set(states) <= {"running", "paused"}
     assert panel.runs.table.item(0, 1).text() == "completed"
 
 

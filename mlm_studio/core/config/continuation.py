@@ -23,6 +23,7 @@ from mlm_studio.core.config.sections import ModelConfig, TrainConfig
 CONTINUATION_RATE = 3e-5  # the middle of the guide's fine-tuning range, for REFERENCE_WIDTH and narrower
 REFERENCE_WIDTH = 768  # BERT-base's hidden size, the width the guide's ranges are for
 WARMUP_STEPS = 100  # the rate rises from zero over these steps while a new masked-LM head settles
+WARMUP_SHARE = 0.1  # and over at most this share of a run's steps, so that a short run reaches the peak rate
 FIELDS = ("learning_rate", "warmup_steps")  # the [training] fields the recipe sets
 
 
@@ -33,25 +34,38 @@ class Continuation:
     learning_rate: float
     warmup_steps: int
     width: int
+    steps: int | None = None  # the run's steps, when known before it starts
 
     def describe(self) -> str:
+        capped = (
+            f" (capped at {WARMUP_SHARE:.0%} of the run's {self.steps:,} steps, so that the rate reaches its peak)"
+            if self.warmup_steps < WARMUP_STEPS
+            else ""
+        )
         return (
-            f"learning rate {self.learning_rate:.2g} with {self.warmup_steps} warm-up steps, the continuation recipe "
-            f"for a published model of width {self.width} (a from-scratch rate would erase what it learned)"
+            f"learning rate {self.learning_rate:.2g} with {self.warmup_steps} warm-up steps{capped}, the continuation "
+            f"recipe for a published model of width {self.width} (a from-scratch rate would erase what it learned)"
         )
 
 
-def continuation_recipe(model: ModelConfig) -> Continuation:
-    """The learning rate and warm-up that continue `model`: 3e-5 at width 768 and below, less in proportion above."""
+def continuation_recipe(model: ModelConfig, steps: int | None = None) -> Continuation:
+    """The learning rate and warm-up that continue `model`: 3e-5 at width 768 and below, less in proportion above;
+    WARMUP_STEPS of warm-up, or WARMUP_SHARE of the run's `steps` when that is fewer."""
     rate = CONTINUATION_RATE * min(1.0, REFERENCE_WIDTH / model.hidden_size)
-    return Continuation(rate, WARMUP_STEPS, model.hidden_size)
+    warmup = WARMUP_STEPS if steps is None else min(WARMUP_STEPS, round(WARMUP_SHARE * steps))
+    return Continuation(rate, warmup, model.hidden_size, steps)
+
+
+def _known_steps(training: TrainConfig) -> int | None:
+    """A run's steps when it is set to a number of them (not epochs of a corpus yet to be read, nor a duration)."""
+    return training.max_steps if training.epochs == 0 and training.time_budget == 0 else None
 
 
 def continued(config: RunConfig, given: Collection[str] = ()) -> tuple[RunConfig, str]:
     """`config` (its model the one continued) with the recipe's value for each of FIELDS that `given` (names such
     as "training.learning_rate": what the user set) lacks, and a sentence saying what was chosen ("" when the
     user set them all)."""
-    recipe = continuation_recipe(config.model)
+    recipe = continuation_recipe(config.model, _known_steps(config.training))
     chosen = {name: getattr(recipe, name) for name in FIELDS if f"training.{name}" not in given}
     if not chosen:
         return config, ""
@@ -64,6 +78,6 @@ def continued(config: RunConfig, given: Collection[str] = ()) -> tuple[RunConfig
 def from_scratch(config: RunConfig, scratch: TrainConfig) -> RunConfig:
     """`config` back to training a new model: each of FIELDS still at the continuation recipe's value takes
     `scratch`'s (what the user changed stays)."""
-    recipe, training = continuation_recipe(config.model), config.training
+    recipe, training = continuation_recipe(config.model, _known_steps(config.training)), config.training
     back = {name: getattr(scratch, name) for name in FIELDS if getattr(training, name) == getattr(recipe, name)}
     return replace(config, training=replace(training, **back))

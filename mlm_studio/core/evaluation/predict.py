@@ -10,6 +10,7 @@ import torch
 
 from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.evaluation.subject import refuse_fine_tuned
 from mlm_studio.core.interop.hf import import_model, is_hf_folder, model_folder
 from mlm_studio.core.models.build import build_trained, masked_lm_of
 from mlm_studio.core.storage.checkpoint import listed, load_weights
@@ -214,6 +215,7 @@ def _load_cached(path: str, device: str, stamp: float) -> FillMask:
         model, tokenizer, source = imported.build_model(), imported.tokenizer, f"{folder.name} (Hugging Face){note}"
     else:
         run, checkpoint = resolve_checkpoint(folder)
+        refuse_fine_tuned(run)
         model, tokenizer, source = build_trained(run.config), run.tokenizer, f"{run.name} / {checkpoint.name}"
         untrained = False
         load_weights(checkpoint, model)

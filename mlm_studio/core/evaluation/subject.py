@@ -1,8 +1,9 @@
 """The model an evaluation reads: a run's checkpoint or an imported Hugging Face folder, with the held-out
-blocks it is scored on."""
+blocks it is scored on; and the encoder a search reads texts with, which may also be a fine-tuning run's."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -11,11 +12,13 @@ import torch
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.data.dataset import BlockSet, split_blocks, tokenize_corpus
 from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.interop.hf import import_model, is_hf_folder, model_folder
-from mlm_studio.core.models.build import build_trained, encoder_of, masked_lm_of
+from mlm_studio.core.models.build import build_model, build_trained, encoder_of, masked_lm_of
+from mlm_studio.core.models.registry import FAMILIES
 from mlm_studio.core.progress import Progress
-from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights
-from mlm_studio.core.storage.run_folder import resolve_checkpoint
+from mlm_studio.core.storage.checkpoint import CheckpointError, load_state, load_weights
+from mlm_studio.core.storage.run_folder import INITIAL, RunDir, resolve_checkpoint
 from mlm_studio.core.training.runs import training_blocks, with_architecture
 
 
@@ -61,6 +64,7 @@ def load_subject(source: str | Path, step: int | None = None, corpus=None, progr
         return Subject(f"{folder.name} (Hugging Face)", imported.build_model(), imported.tokenizer, config, validation,
                        imported.fresh_head)  # fmt: skip
     run, checkpoint = resolve_checkpoint(folder)
+    refuse_fine_tuned(run)
     if step is not None:
         checkpoint = next((c for c in run.checkpoints() if c.name == f"step-{step:07d}"), None)
         if checkpoint is None:
@@ -71,3 +75,49 @@ def load_subject(source: str | Path, step: int | None = None, corpus=None, progr
     load_weights(checkpoint, model)
     _, validation = training_blocks(run, corpus, progress)
     return Subject(f"{run.name} / {checkpoint.name}", model, run.tokenizer, run.config, validation)
+
+
+def refuse_fine_tuned(run: RunDir) -> None:
+    """Refuse (CheckpointError) a fine-tuning run where a masked-LM is needed, naming the model it started from."""
+    if run.task is None:
+        return
+    try:
+        origin = json.loads((run.path / INITIAL / "origin.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        origin = {}
+    started = origin.get("source") if isinstance(origin, dict) and origin.get("kind") != "scratch" else None
+    instead = f"the model it started from ({started})" if started else "a pre-trained model"
+    raise CheckpointError(
+        f"{run.name} is a fine-tuned classifier: it has no masked-LM head; fill masks and evaluate with {instead} "
+        "(a search reads its encoder)"
+    )
+
+
+@dataclass(frozen=True)
+class Reader:
+    """The model a search reads texts with: what it is called, its encoder (with `hidden`) and its tokenizer."""
+
+    title: str
+    encoder: torch.nn.Module
+    tokenizer: MLMTokenizer
+
+
+def load_reader(source: str | Path) -> Reader:
+    """The encoder of a run (its latest checkpoint), of one checkpoint folder, of a Hugging Face model, or of a
+    fine-tuning run (its best weights, or the checkpoint folder given, without its classifier's head)."""
+    folder = model_folder(source)
+    if is_hf_folder(folder):
+        imported = import_model(folder)
+        return Reader(f"{folder.name} (Hugging Face)", encoder_of(imported.build_model()), imported.tokenizer)
+    run, checkpoint = resolve_checkpoint(folder)
+    if run.task is not None:
+        tuned = FineTuned(run, checkpoint if folder.resolve() == checkpoint.resolve() else None)
+        model = build_model(run.config.model)  # its masked-LM head stays fresh: a search reads the encoder only
+        weights = tuned.model.encoder_module.state_dict()
+        kept = {name: value for name, value in weights.items() if not name.startswith("pooler.")}
+        load_state(kept, getattr(model, FAMILIES[run.config.model.family].prefix), tuned.weights.name)
+        return Reader(f"{run.name} / {tuned.weights.name} (fine-tuned encoder)", model, run.tokenizer)
+    run.require_finite(checkpoint, "read texts with it")
+    model = build_trained(run.config)
+    load_weights(checkpoint, model)
+    return Reader(f"{run.name} / {checkpoint.name}", encoder_of(model), run.tokenizer)

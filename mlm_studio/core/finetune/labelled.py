@@ -216,7 +216,12 @@ def _tagged(path: Path, row: int, words: list, tags: list) -> Example:
 
 def _conll(path: Path) -> tuple[list[Example], str, str]:
     """CoNLL-2003 columns: a word first and its tag last on each line, a blank line between sentences,
-    -DOCSTART- lines left out."""
+    -DOCSTART- lines left out. A CSV file is refused: CoNLL columns are never comma-separated."""
+    if kind_of(path) == "csv":
+        raise TaskError(
+            f"{path.name}: a tagging task reads JSON Lines {{tokens, tags}} or CoNLL columns; this is a table — use "
+            "--kind classification"
+        )
 
     def read(encoding: str, strict: bool) -> list[Example]:
         examples, words, tags, start = [], [], [], 0

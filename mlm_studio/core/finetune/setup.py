@@ -267,8 +267,10 @@ def prepare_finetuner(
     changes: dict[str, Any] | None = None,
 ) -> FineTuner:
     """A fine-tuner for a new run in `path` (with `spec` and `options`) or for the run there, resumed with
-    `changes` (see `resume_with`)."""
+    `changes` (see `resume_with`). A device this machine lacks is refused (ValueError) before anything is
+    written."""
     if spec is not None and options is not None:
+        resolve_device(options.device)
         if (Path(path) / "config.toml").exists():
             raise CheckpointError(f"{path} already holds a run; resume it or choose another folder")
         run = create_run(path, spec, options)
@@ -276,6 +278,7 @@ def prepare_finetuner(
         run = RunDir(path)
         if run.task is None:
             raise CheckpointError(f"{run.name} is a pre-training run, not a fine-tuning one")
+        resolve_device((changes or {}).get("device") or run.config.training.device)
     changed = run.corpus_changes()
     if changed:
         raise TaskError(f"the task's files changed since the run began ({'; '.join(changed)}); start a new run")

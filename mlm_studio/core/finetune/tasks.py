@@ -4,3 +4,4 @@ TASKS = ("classification", "tokens")  # a label per text (or text pair); a tag p
 POOLINGS = ("cls", "mean")  # the first token's state, or the mean of the tokens' (ModernBERT's classifier)
 # auto: bf16 where the device computes it natively, else fp32 (no fp16: fine-tuning does no loss scaling)
 FINETUNE_PRECISIONS = ("auto", "fp32", "bf16")
+COMPARE_SEEDS = 3  # seeds per model a comparison fine-tunes unless told: the fewest that give a spread

@@ -23,13 +23,13 @@ from mlm_studio.core.data.masking import IGNORE_INDEX
 from mlm_studio.core.finetune.examples import Encoded, batch_order, collate
 from mlm_studio.core.finetune.heads import TaskModel
 from mlm_studio.core.finetune.scores import Scores, class_scores, main_score, main_score_name, tag_scores
-from mlm_studio.core.models.encoder import decay_groups, layers_of
+from mlm_studio.core.models.encoder import layers_of
 from mlm_studio.core.storage.checkpoint import FORMAT_VERSION, load_optimizer, load_weights, read_state, save_weights
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
 from mlm_studio.core.storage.run_folder import RunDir, finite_or_none
 from mlm_studio.core.storage.tensorboard import open_event_log
 from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.device import autocast_dtype, resolve_device, resolved_precision
+from mlm_studio.core.training.device import adamw, autocast_dtype, resolve_device, resolved_precision
 from mlm_studio.core.training.records import (
     RECORDS,
     CheckpointRecord,
@@ -77,12 +77,7 @@ class FineTuner:
         self.model = TaskModel(self.config.model, self.task["task"], len(data.labels), self.task["pooling"])
         self.model.to(self.device)
         freeze(self.model, self.task["freeze_layers"])
-        self.optimizer = torch.optim.AdamW(
-            decay_groups(self.model, t.weight_decay),
-            lr=t.learning_rate,
-            betas=(t.adam_beta1, t.adam_beta2),
-            eps=t.adam_epsilon,
-        )
+        self.optimizer = adamw(self.model, t, self.device)
         self.tokenizer = run.tokenizer
         self.steps_per_epoch = math.ceil(len(data.train) / t.batch_size)
         self.total_steps = self.config.steps_for(len(data.train))

@@ -26,7 +26,7 @@ from mlm_studio.core.storage.checkpoint import listed, load_weights, save_weight
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
 from mlm_studio.core.storage.model_card import classifier_card, model_card
 from mlm_studio.core.storage.owned import NotOurs, OwnedFolder
-from mlm_studio.core.storage.run_folder import RunDir, choose_checkpoint
+from mlm_studio.core.storage.run_folder import TASK, RunDir, choose_checkpoint
 
 EXPORTED_FILES = ("config.json", "model.safetensors", "tokenizer.json")  # what marks an export
 MODEL_FILES = (*EXPORTED_FILES, "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
@@ -51,12 +51,17 @@ class ExportChoice:
 
 def export_choice(source: str | Path, best: bool = False) -> ExportChoice:
     """The weights exporting `source` writes: a checkpoint folder as given; a pre-training run's latest (or
-    `best`, by validation loss) checkpoint; a fine-tuning run's best weights by the validation score."""
-    run, checkpoint, said = choose_checkpoint(source, best)
-    if run.task is None:
-        return ExportChoice(run, checkpoint, said, None)
-    if Path(source).resolve() == checkpoint.resolve():  # a checkpoint folder named: those weights
-        return ExportChoice(run, checkpoint, said, FineTuned(run, checkpoint))
+    `best`, by validation loss) checkpoint; a fine-tuning run's best weights by the validation score (its run
+    folder or its `best/` named)."""
+    folder = Path(source)
+    if folder.name == BEST and (folder.parent / TASK).is_file():
+        run = RunDir(folder.parent)
+    else:
+        run, checkpoint, said = choose_checkpoint(source, best)
+        if run.task is None:
+            return ExportChoice(run, checkpoint, said, None)
+        if folder.resolve() == checkpoint.resolve():  # a checkpoint folder named: those weights
+            return ExportChoice(run, checkpoint, said, FineTuned(run, checkpoint))
     fine_tuned = FineTuned(run)
     weights = fine_tuned.weights
     said = (

@@ -91,3 +91,19 @@ def optimizer_kernel(device) -> dict[str, bool]:
     """AdamW's implementation for this device: the fused kernel where PyTorch has one (CUDA, MPS, and the CPU
     since torch 2.4), else the multi-tensor (`foreach`) one; both give the single-tensor loop's results."""
     return {"fused": True} if device.type in ("cuda", "cpu", "mps") else {"foreach": True}
+
+
+def adamw(model, training, device):
+    """AdamW over `model` with a recipe's (`TrainConfig`) rate, betas, epsilon and weight decay (none on biases and
+    norms), in this device's fastest kernel (`optimizer_kernel`)."""
+    import torch
+
+    from mlm_studio.core.models.encoder import decay_groups
+
+    return torch.optim.AdamW(
+        decay_groups(model, training.weight_decay),
+        lr=training.learning_rate,
+        betas=(training.adam_beta1, training.adam_beta2),
+        eps=training.adam_epsilon,
+        **optimizer_kernel(device),
+    )

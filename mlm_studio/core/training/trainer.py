@@ -24,12 +24,11 @@ from mlm_studio.core.data.masking import Masker
 from mlm_studio.core.evaluation.held_out import detection_scores, held_out_sums, mask_blocks
 from mlm_studio.core.evaluation.probes import load_probes, score_probes
 from mlm_studio.core.models.build import build_trained, masked_lm_of
-from mlm_studio.core.models.encoder import decay_groups
 from mlm_studio.core.storage.checkpoint import load_optimizer, load_weights, read_state, weights_finite
 from mlm_studio.core.storage.run_folder import RunDir, finite_or_none
 from mlm_studio.core.storage.tensorboard import open_event_log
 from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.device import autocast_dtype, optimizer_kernel, resolve_device, resolved_precision
+from mlm_studio.core.training.device import adamw, autocast_dtype, resolve_device, resolved_precision
 from mlm_studio.core.training.distributed import SINGLE, Distributed, any_rank, no_sync_unless, summed
 from mlm_studio.core.training.failures import (
     OOM_MESSAGE,
@@ -92,13 +91,7 @@ class Trainer:
             )
         torch.manual_seed(t.seed)
         self.model = build_trained(self.config).to(self.device)  # a masked-LM, or ELECTRA's pair
-        self.optimizer = torch.optim.AdamW(
-            decay_groups(self.model, t.weight_decay),
-            lr=t.learning_rate,
-            betas=(t.adam_beta1, t.adam_beta2),
-            eps=t.adam_epsilon,
-            **optimizer_kernel(self.device),
-        )
+        self.optimizer = adamw(self.model, t, self.device)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=t.precision == "fp16")
         self.masker = Masker.for_tokenizer(self.config.masking, tokenizer, self.device)
         self.tokenizer = tokenizer

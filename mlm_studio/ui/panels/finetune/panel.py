@@ -225,7 +225,7 @@ class FinetunePanel(QWidget):
         self.results.setCurrentWidget(self.curves)
         self.test, self.run_path, self.compared = None, None, None
         self.progress_bar.setRange(0, 0)
-        self.status_label.setText(message)
+        self._say(message)
         self.controller.start(prepare)
 
     def show_run(self, path: Path) -> None:
@@ -244,10 +244,10 @@ class FinetunePanel(QWidget):
         self.results.clear()
         self.run_path, self.test = path, test
         if test is None:
-            self.status_label.setText(f"{path.name} has no test scores yet: resume it to finish")
+            self._say(f"{path.name} has no test scores yet: resume it to finish")
         else:
             self.results.show_test(test)
-            self.status_label.setText(f"{path.name}: test scores with its best checkpoint")
+            self._say(f"{path.name}: test scores with its best checkpoint")
             self.mistakes_task.start(lambda progress: wrong_test_examples(path, progress))
         self._update_controls(self.controller.state)
 
@@ -260,7 +260,7 @@ class FinetunePanel(QWidget):
     def _on_preparing(self, done: int, total: int, message: str) -> None:
         self.progress_bar.setRange(0, max(total, 1))
         self.progress_bar.setValue(done)
-        self.status_label.setText(message)
+        self._say(message)
 
     def _on_record(self, item) -> None:
         record = item.record if isinstance(item, Said) else item
@@ -273,21 +273,21 @@ class FinetunePanel(QWidget):
         if record.kind == "started":
             self.run_path = Path(record.run_dir)
             self.progress_bar.setRange(0, record.total_steps)
-            self.status_label.setText(f"{self._who(item)}Fine-tuning {self.run_path.name}")
+            self._say(f"{self._who(item)}Fine-tuning {self.run_path.name}")
         elif isinstance(record, StepRecord):
             self.progress_bar.setValue(record.step)
-            self.status_label.setText(f"{self._who(item)}step {record.step:,} of {self.progress_bar.maximum():,}")
+            self._say(f"{self._who(item)}step {record.step:,} of {self.progress_bar.maximum():,}")
         elif isinstance(record, ValidationRecord):
             score = record.macro_f1 if record.entity_f1 is None else record.entity_f1
             name = "macro-F1" if record.entity_f1 is None else "entity F1"
-            self.status_label.setText(f"{self._who(item)}validation {name} {score:.1%} at step {record.step:,}")
-            self.status_label.setToolTip(record.describe())
+            self._say(f"{self._who(item)}validation {name} {score:.1%} at step {record.step:,}")
+            self.status_label.setToolTip(record.describe())  # with its loss and every score
         elif isinstance(record, WarningRecord):
             self.message_bar.show_message(f"{self._who(item)}{record.message}", "warning")
         elif isinstance(record, TestRecord):
             self._on_test(item, record)
         elif isinstance(record, FinishedRecord):
-            self.status_label.setText(f"{self._who(item)}Finished ({record.reason}) at step {record.step:,}")
+            self._say(f"{self._who(item)}Finished ({record.reason}) at step {record.step:,}")
         elif isinstance(record, CheckpointRecord):
             self.form.refresh_models()
 
@@ -300,6 +300,11 @@ class FinetunePanel(QWidget):
             self.comparison.show_outcomes(found, score_name(found))
         else:
             self.results.setCurrentIndex(self.results.indexOf(self.curves) + 1)  # the test scores
+
+    def _say(self, text: str) -> None:
+        """The status line; its whole text also as its tooltip, for when the window is too narrow for it."""
+        self.status_label.setText(text)
+        self.status_label.setToolTip(text)
 
     def _who(self, item) -> str:
         """`[contender, seed n, run i of N] ` for a comparison's record; nothing for a single run's."""
