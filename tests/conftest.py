@@ -1,6 +1,7 @@
 """Test configuration: headless Qt, an isolated cache, derandomized hypothesis in CI, shared corpora."""
 
 import os
+import subprocess
 import tempfile
 from itertools import islice
 
@@ -44,3 +45,22 @@ def small_corpus(corpus_file):
 @pytest.fixture(scope="session")
 def small_tokenizer(small_corpus):
     return train_tokenizer(small_corpus.iter_documents(), TokenizerConfig(vocab_size=400), small_corpus.documents)
+
+
+@pytest.fixture
+def tmpfs():
+    """Mount a real tmpfs at a folder (made if missing): `mount(folder, options)`, e.g. "size=96k" or
+    "ro,size=64k"; unmounted after. Mounting needs root: the test is skipped elsewhere, saying why."""
+    mounted = []
+
+    def mount(folder, options):
+        folder.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a filesystem ({options}) here: {done.stderr.decode().strip()}")
+        mounted.append(folder)
+        return folder
+
+    yield mount
+    for folder in mounted:
+        subprocess.run(["umount", "-l", str(folder)], check=True)

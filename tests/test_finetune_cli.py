@@ -359,15 +359,9 @@ def test_a_folder_under_a_file_is_refused_in_the_systems_words(pretrained, tmp_p
 
 
 @pytest.fixture
-def read_only(tmp_path):
-    """A real read-only filesystem (a tmpfs mounted read-only; it needs root, skipped elsewhere)."""
-    mount = tmp_path / "romnt"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a filesystem here: {done.stderr.decode().strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=True)
+def read_only(tmp_path, tmpfs):
+    """A real read-only filesystem."""
+    return tmpfs(tmp_path / "romnt", "ro,size=64k")
 
 
 def test_a_read_only_filesystem_is_said_in_the_systems_words(pretrained, tmp_path, read_only):

@@ -20,33 +20,9 @@ from tests.core.helpers import config_file, small_config
 
 
 @pytest.fixture
-def small_disk(tmp_path):
+def small_disk(tmp_path, tmpfs):
     """A 96 KiB filesystem: room for a run's small files, not for a checkpoint."""
-    mount = tmp_path / "small-disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a size-limited filesystem here: {done.stderr.decode().strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=True)
-
-
-@pytest.fixture
-def tmpfs():
-    """Mount a size-limited filesystem at a folder (made if missing): `mount(folder, size)`; unmounted after."""
-    mounted = []
-
-    def mount(folder, size):
-        folder.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True)
-        if done.returncode != 0:
-            pytest.skip(f"cannot mount a size-limited filesystem here: {done.stderr.decode().strip()}")
-        mounted.append(folder)
-        return folder
-
-    yield mount
-    for folder in mounted:
-        subprocess.run(["umount", "-l", str(folder)], check=True)
+    return tmpfs(tmp_path / "small-disk", "size=96k")
 
 
 def fill(folder):
@@ -162,7 +138,7 @@ STEPS = [{"type": "step", "step": n, "loss": 5 - n / 99, "accuracy": n / 99, "le
 def test_events_on_a_disk_that_fills_stop_once_and_leave_the_users_file(tmp_path, tmpfs, capfd):
     """The event file and its manifest take a page each; the user's file takes the rest: the events stop at the
     event file's next page."""
-    folder = tmpfs(tmp_path / "run" / EVENTS_FOLDER, "16k")
+    folder = tmpfs(tmp_path / "run" / EVENTS_FOLDER, "size=16k")
     log = EventLog(tmp_path / "run", [])
     filled = fill(folder)
     for record in STEPS:
@@ -181,7 +157,7 @@ def test_training_beside_a_read_only_events_folder_goes_on_and_says_so_once(
     tmp_path, small_corpus, small_tokenizer, tmpfs, capfd
 ):
     run = start_run(tmp_path / "run", small_config(max_steps=3, eval_interval=3), small_corpus, small_tokenizer)
-    folder = tmpfs(run.path / EVENTS_FOLDER, "64k")
+    folder = tmpfs(run.path / EVENTS_FOLDER, "size=64k")
     (folder / "mine").mkdir()
     (folder / "mine" / "notes.txt").write_text("the user's")
     subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
