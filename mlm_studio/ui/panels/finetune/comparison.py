@@ -35,7 +35,7 @@ class ComparisonView(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
-        self.plot = ThemedPlot("contender", "test score")
+        self.plot = ThemedPlot("contender", "test score", percent=("left",))
         self.plot.getPlotItem().setMouseEnabled(x=False, y=False)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
@@ -57,7 +57,7 @@ class ComparisonView(QWidget):
         self.table.setRowCount(len(found))
         plot = self.plot.getPlotItem()
         plot.clear()
-        plot.setLabel("left", f"test {score_name} (0–1)")
+        plot.setLabel("left", f"test {score_name}")
         for row, outcome in enumerate(found):
             scores = outcome.score
             mean = statistics.fmean(scores) if scores else float("nan")
