@@ -1,7 +1,11 @@
-"""The comparison's verdict: pre-training helped only when your model's every seed beats every seed from scratch;
+"""The comparison: its contenders, read from what a run started from, and its verdict:
+pre-training helped only when your model's every seed beats every seed from scratch;
 overlapping seeds are said as no clear difference, and a score below on every seed as not helping."""
 
-from mlm_studio.core.finetune.compare import SCRATCH_LABEL, STARTING, YOURS, Contender, Outcome, verdict
+import pytest
+
+from mlm_studio.core.finetune.compare import SCRATCH_LABEL, STARTING, YOURS, Contender, Outcome, contenders, verdict
+from mlm_studio.core.storage.run_folder import INITIAL
 
 
 def outcome(label, scores):
@@ -39,3 +43,22 @@ def test_below_on_every_seed_and_the_starting_model_is_compared_too():
 def test_without_a_score_from_scratch_there_is_no_verdict():
     said = verdict([outcome(YOURS, [0.9]), Outcome(Contender(SCRATCH_LABEL, "x"))], "macro-F1")
     assert said.startswith("No verdict yet")
+
+
+@pytest.mark.parametrize(
+    "record, starting",
+    [
+        ('{"kind": "hub", "source": "org/encoder"}', ["org/encoder"]),
+        ('{"kind": "hub", "source": "org/enc', []),  # cut short
+        ('["org/encoder"]', []),  # not an object
+        (None, []),  # a run from scratch
+    ],
+)
+def test_contenders_read_what_a_run_started_from_and_survive_a_damaged_record(tmp_path, record, starting):
+    (tmp_path / "config.toml").write_text("")
+    if record is not None:
+        (tmp_path / INITIAL).mkdir()
+        (tmp_path / INITIAL / "origin.json").write_text(record)
+    found = contenders(str(tmp_path))
+    assert [c.label for c in found] == [YOURS, *([STARTING] * len(starting)), SCRATCH_LABEL]
+    assert [c.spec for c in found if c.label == STARTING] == starting

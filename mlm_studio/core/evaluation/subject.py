@@ -3,7 +3,6 @@ blocks it is scored on; and the encoder a search reads texts with, which may als
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from mlm_studio.core.models.build import build_model, build_trained, encoder_of,
 from mlm_studio.core.models.registry import FAMILIES
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_state, load_weights
-from mlm_studio.core.storage.run_folder import INITIAL, RunDir, resolve_checkpoint
+from mlm_studio.core.storage.run_folder import RunDir, resolve_checkpoint
 from mlm_studio.core.training.runs import training_blocks, with_architecture
 
 
@@ -81,11 +80,8 @@ def refuse_fine_tuned(run: RunDir) -> None:
     """Refuse (CheckpointError) a fine-tuning run where a masked-LM is needed, naming the model it started from."""
     if run.task is None:
         return
-    try:
-        origin = json.loads((run.path / INITIAL / "origin.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        origin = {}
-    started = origin.get("source") if isinstance(origin, dict) and origin.get("kind") != "scratch" else None
+    origin = run.origin
+    started = origin.get("source") if origin.get("kind") != "scratch" else None
     instead = f"the model it started from ({started})" if started else "a pre-trained model"
     raise CheckpointError(
         f"{run.name} is a fine-tuned classifier: it has no masked-LM head; fill masks and evaluate with {instead} "

@@ -4,7 +4,6 @@ scores of each over several seeds, with their spread."""
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from collections.abc import Iterable, Iterator
@@ -14,7 +13,7 @@ from typing import NamedTuple
 
 from mlm_studio.core.finetune.scores import ENTITY_F1, MACRO_F1, main_score
 from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions, prepare_finetuner
-from mlm_studio.core.storage.run_folder import INITIAL
+from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import Record, TestRecord
 
@@ -59,11 +58,9 @@ class Outcome:
 def contenders(spec: str) -> list[Contender]:
     """The user's model, what it started from (a run that continued an imported model), the same from scratch."""
     found = [Contender(YOURS, spec)]
-    origin = Path(spec) / INITIAL / "origin.json"
-    if origin.is_file():
-        source = json.loads(origin.read_text(encoding="utf-8")).get("source")
-        if source:
-            found.append(Contender(STARTING, str(source)))
+    source = RunDir(spec).origin.get("source") if (Path(spec) / "config.toml").is_file() else None
+    if source:
+        found.append(Contender(STARTING, str(source)))
     found.append(Contender(SCRATCH_LABEL, SCRATCH + spec))
     return found
 

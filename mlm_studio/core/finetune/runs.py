@@ -12,7 +12,7 @@ from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.interop.hub_cache import hub_name_of
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.history import list_runs, summarize
-from mlm_studio.core.storage.run_folder import CHECKPOINTS, INITIAL, RunDir
+from mlm_studio.core.storage.run_folder import CHECKPOINTS, RunDir
 from mlm_studio.core.training.records import RECORDS, TestRecord
 
 RESUMABLE = ("stopped", "interrupted", "failed")  # states a run can continue from
@@ -65,9 +65,8 @@ def last_test(path: str | Path) -> TestRecord | None:
 
 
 def _model(run: RunDir) -> str:
-    try:
-        origin = json.loads((run.path / INITIAL / "origin.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    origin = run.origin
+    if not origin:
         return "?"
     source = Path(str(origin.get("source", "?")))
     if source.parent.name == CHECKPOINTS:  # a run's checkpoint

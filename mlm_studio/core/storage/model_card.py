@@ -3,7 +3,6 @@ what it reached, and how to use it."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -34,11 +33,10 @@ def model_card(run: RunDir, checkpoint: Path) -> str:
         )
     else:
         metrics = "| validation | not evaluated yet |\n"
-    origin = run.initial_weights
     start = ""
-    if origin is not None:
-        source = json.loads((origin / "origin.json").read_text(encoding="utf-8")).get("source", "an imported model")
-        start = f"Continued pre-training of `{Path(source).name}`.\n\n"
+    if run.initial_weights is not None:
+        source = run.origin.get("source", "an imported model")
+        start = f"Continued pre-training of `{Path(str(source)).name}`.\n\n"
     electra = config.training.objective == "electra"
     kind = (
         "An ELECTRA discriminator trained by replaced-token detection (its generator, a masked-LM "

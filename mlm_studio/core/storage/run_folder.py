@@ -278,6 +278,16 @@ class RunDir:
         return folder if (folder / "origin.json").is_file() else None
 
     @property
+    def origin(self) -> dict[str, Any]:
+        """Where the initial weights came from, as recorded at the start (`source`, `kind`): empty for a fresh
+        model, and for a record that cannot be read (the run's weights are still its own)."""
+        try:
+            origin = json.loads((self.path / INITIAL / "origin.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return origin if isinstance(origin, dict) else {}
+
+    @property
     def task(self) -> dict[str, Any] | None:
         """A fine-tuning run's task (its kind, labels and files), or None for a pre-training run."""
         path = self.path / TASK
