@@ -71,6 +71,20 @@ def test_a_tagger_shows_true_and_predicted_entities_as_chips(qtbot, panel, tmp_p
     assert "background" in panel.results.spans.toHtml()  # entities are chips
 
 
+def test_plain_tags_are_scored_per_word_without_entities(qtbot, panel, tmp_path):
+    entity_file = write_tagging(tmp_path / "entities.jsonl")
+    plain = {"O": "OTHER", "B-ARG": "ARG", "B-EXC": "EXC", "I-EXC": "EXC"}  # parts-of-speech-like tags
+    rows = [json.loads(line) for line in entity_file.read_text().splitlines()]
+    lines = [json.dumps({**row, "tags": [plain[t] for t in row["tags"]]}) for row in rows]
+    (tmp_path / "plain.jsonl").write_text("\n".join(lines), encoding="utf-8")
+    fill(panel, tmp_path / "plain.jsonl", kind="tokens", epochs=1.0)
+    run_to_the_end(qtbot, panel)
+    summary = panel.results.summary.text()
+    words = sum(map(sum, panel.test.confusion))
+    assert f"Test ({words:,} words)" in summary and "entities:" not in summary
+    assert sorted(row[0] for row in cells(panel.results.per_class)) == ["ARG", "EXC", "OTHER"]
+
+
 def test_pause_resume_then_stop_halfway_scores_the_best_weights(qtbot, panel, tmp_path):
     fill(panel, write_task(tmp_path / "task.csv"), epochs=20.0)
     steps, finished = [], []
@@ -89,6 +103,7 @@ def test_pause_resume_then_stop_halfway_scores_the_best_weights(qtbot, panel, tm
     panel.start_button.click()
     qtbot.waitUntil(lambda: panel.controller.state == PAUSED, timeout=TIMEOUT_MS)
     assert panel.pause_button.text() == "Resume" and not panel.start_button.isEnabled()
+    assert panel.status_label.text() == f"Paused after step {steps[-1]} of {panel.progress_bar.maximum()}"
     panel.pause_button.click()
     run_to_the_end(qtbot, panel)
     assert len(steps) >= 2  # it went on after the pause

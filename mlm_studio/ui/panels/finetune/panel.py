@@ -246,7 +246,7 @@ class FinetunePanel(QWidget):
         if test is None:
             self._say(f"{path.name} has no test scores yet: resume it to finish")
         else:
-            self.results.show_test(test)
+            self.results.show_test(test, self._tagging())
             self._say(f"{path.name}: test scores with its best checkpoint")
             self.mistakes_task.start(lambda progress: wrong_test_examples(path, progress))
         self._update_controls(self.controller.state)
@@ -276,7 +276,7 @@ class FinetunePanel(QWidget):
             self._say(f"{self._who(item)}Fine-tuning {self.run_path.name}")
         elif isinstance(record, StepRecord):
             self.progress_bar.setValue(record.step)
-            self._say(f"{self._who(item)}step {record.step:,} of {self.progress_bar.maximum():,}")
+            self._say_step(self._who(item))
         elif isinstance(record, ValidationRecord):
             score = record.macro_f1 if record.entity_f1 is None else record.entity_f1
             name = "macro-F1" if record.entity_f1 is None else "entity F1"
@@ -293,7 +293,7 @@ class FinetunePanel(QWidget):
 
     def _on_test(self, item, test: TestRecord) -> None:
         self.test = test
-        self.results.show_test(test)
+        self.results.show_test(test, self._tagging())
         if self.compared is not None:
             self.compared.append(item)
             found = outcomes(self.compared)
@@ -305,6 +305,11 @@ class FinetunePanel(QWidget):
         """The status line; its whole text also as its tooltip, for when the window is too narrow for it."""
         self.status_label.setText(text)
         self.status_label.setToolTip(text)
+
+    def _say_step(self, who: str = "") -> None:
+        """How far the run has come, and that it waits while paused."""
+        step = "Paused after step" if self.controller.state == PAUSED else "step"
+        self._say(f"{who}{step} {self.progress_bar.value():,} of {self.progress_bar.maximum():,}")
 
     def _who(self, item) -> str:
         """`[contender, seed n, run i of N] ` for a comparison's record; nothing for a single run's."""
@@ -331,8 +336,11 @@ class FinetunePanel(QWidget):
         self._update_controls(IDLE)
 
     def _on_mistakes(self, mistakes) -> None:
-        tagging = self.run_path is not None and RunDir(self.run_path).task["task"] == "tokens"  # entity tags or not
-        self.results.show_mistakes(mistakes, tagging)
+        self.results.show_mistakes(mistakes, self._tagging())
+
+    def _tagging(self) -> bool:
+        """Whether the shown run tags words (with entity tags or not) rather than labelling texts."""
+        return self.run_path is not None and RunDir(self.run_path).task["task"] == "tokens"
 
     def _update_controls(self, state: str) -> None:
         idle = state == IDLE
@@ -342,6 +350,8 @@ class FinetunePanel(QWidget):
         self.runs.set_idle(idle)
         self.pause_button.setEnabled(state in (RUNNING, PAUSED))
         self.pause_button.setText("Resume" if state == PAUSED else "Pause")
+        if state == PAUSED:
+            self._say_step()
         self.stop_button.setEnabled(not idle)
         self.export_button.setEnabled(idle and self.test is not None)
         self.form.setEnabled(idle)

@@ -95,7 +95,7 @@ class ResultsView(QTabWidget):
         self.mistakes_label.setText("No mistakes to show yet.")
 
     # --- scores -------------------------------------------------------------------------------------
-    def show_test(self, test: TestRecord) -> None:
+    def show_test(self, test: TestRecord, tagging: bool) -> None:
         self._test = test
         entity = (
             ""
@@ -104,7 +104,7 @@ class ResultsView(QTabWidget):
             f"<b>F1 {test.entity_f1:.1%}</b>"
         )
         examples = sum(map(sum, test.confusion))
-        unit = "words" if test.entity_f1 is not None else "examples"
+        unit = "words" if tagging else "examples"
         self.summary.setText(
             f"Test ({examples:,} {unit}), with the best checkpoint (step {test.best_step}) restored: "
             f"accuracy <b>{test.accuracy:.1%}</b> · macro-F1 <b>{test.macro_f1:.1%}</b>{entity}"
