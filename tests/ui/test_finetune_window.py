@@ -14,6 +14,7 @@ from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import StepRecord
+from mlm_studio.ui.panels.finetune.comparison import MEAN_HALF_WIDTH, ComparisonView
 from mlm_studio.ui.trainer_thread import IDLE
 from mlm_studio.ui.widgets.model_choice import model_entries
 from tests.core.family_folders import make_folder
@@ -67,6 +68,17 @@ def test_compare_with_three_seeds_shows_each_contenders_scores_and_the_verdict(q
     assert means == pytest.approx(sorted(statistics.fmean(v) for v in scores.values()))
     assert panel.results.currentWidget() is panel.comparison
     assert not panel.export_button.isEnabled()  # a comparison is many runs: Export is for one
+
+
+def test_seeds_with_equal_scores_are_drawn_as_separate_points(qtbot):
+    view = ComparisonView()
+    qtbot.addWidget(view)
+    at_chance = [0.048, 0.048, 0.048]
+    view.show_outcomes([Outcome(Contender(SCRATCH_LABEL, SCRATCH_LABEL), at_chance, at_chance)], "macro-F1")
+    (points,) = [item for item in view.plot.getPlotItem().listDataItems() if item.opts["symbol"]]
+    x, y = points.getData()
+    assert list(y) == at_chance and len(set(x)) == 3  # one point per seed, none hiding another
+    assert all(-MEAN_HALF_WIDTH < value < MEAN_HALF_WIDTH for value in x)  # all within the contender's mean bar
 
 
 def test_stop_ends_a_comparison_before_its_other_contenders(qtbot, finetune_panel, tmp_path):

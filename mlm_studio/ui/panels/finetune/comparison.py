@@ -1,6 +1,6 @@
 """What a comparison ends with, as the Fine-tune panel shows it: the verdict in a sentence, one table (each
-contender's mean test score, its spread and every seed's score) and one plot (every seed's score as a point, the
-mean as a bar across them), contenders side by side."""
+contender's mean test score, its spread and every seed's score) and one plot (every seed's score as a point, side by
+side in seed order, the mean as a bar across them), contenders side by side."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ NO_COMPARISON = (
     "architecture from scratch, with the same recipe and several seeds; their test scores appear here."
 )
 MEAN_HALF_WIDTH = 0.3  # of the bar marking a contender's mean, in the plot's x units (one per contender)
+SEEDS_HALF_WIDTH = 0.15  # seeds' points side by side in seed order, so equal scores stay apart
 
 
 class ComparisonView(QWidget):
@@ -73,7 +74,8 @@ class ComparisonView(QWidget):
                 self.table.setItem(row, column, cell(value, 0 < column < 4))
             colour = COLOURS[row % len(COLOURS)]
             if scores:
-                plot.plot(np.full(len(scores), row), scores, pen=None, symbol="o", symbolBrush=colour, symbolSize=8)
+                beside = np.linspace(-SEEDS_HALF_WIDTH, SEEDS_HALF_WIDTH, len(scores)) if len(scores) > 1 else [0.0]
+                plot.plot(row + np.asarray(beside), scores, pen=None, symbol="o", symbolBrush=colour, symbolSize=8)
                 bar = [row - MEAN_HALF_WIDTH, row + MEAN_HALF_WIDTH]
                 plot.plot(bar, [mean, mean], pen=pg.mkPen(colour, width=3))
         plot.getAxis("bottom").setTicks([[(row, o.contender.label) for row, o in enumerate(found)]])
