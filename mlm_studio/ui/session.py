@@ -1,6 +1,7 @@
 """What the window remembers between starts (QSettings): geometry and splitters, the last panel, the corpus
-sources and reading options, the configuration, the probes, the runs folder, the plots' axis and smoothing,
-and the colour scheme. A value from another version or a damaged file is ignored, never fatal."""
+sources and reading options, the configuration, the probes, the runs folder, the plots' axis and smoothing, the
+playground's choice of exact weights, and the colour scheme. A value from another version or a damaged file is
+ignored, never fatal."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ def _restore_values(window: MainWindow, settings: QSettings) -> None:
     probes = settings.value("training/probes")
     if probes:
         window.training_panel.set_probes([Probe(**p) for p in json.loads(str(probes))])
+    window.playground_panel.exact_check.setChecked(settings.value("playground/exact_weights", False, type=bool))
     curves = window.training_panel.curves
     curves.axis_combo.setCurrentIndex(max(0, curves.axis_combo.findData(settings.value("plots/axis", "step"))))
     curves.smoothing_slider.setValue(int(settings.value("plots/smoothing", curves.smoothing_slider.value())))
@@ -77,6 +79,7 @@ def save(window: MainWindow, settings: QSettings | None) -> None:
     except ValueError:
         pass  # an unfinished probe is not remembered
     settings.setValue("runs/root", str(window.training_panel.runs_root))
+    settings.setValue("playground/exact_weights", window.playground_panel.exact_check.isChecked())
     settings.setValue("plots/axis", window.training_panel.curves.axis_combo.currentData())
     settings.setValue("plots/smoothing", window.training_panel.curves.smoothing_slider.value())
     for index, splitter in enumerate(window.findChildren(QSplitter)):

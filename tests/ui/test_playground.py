@@ -1,7 +1,8 @@
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSettings, Qt
 
 from mlm_studio.core.evaluation.predict import FillMask
+from mlm_studio.ui.main_window import MainWindow
 from mlm_studio.ui.panels.playground import PlaygroundPanel
 from mlm_studio.ui.widgets.model_choice import NO_MODEL
 from mlm_studio.ui.workspace import Workspace
@@ -30,9 +31,9 @@ def test_typing_predicts_top_k_with_probability_bars(qtbot, panel, trained_runs)
         panel.text_edit.setText("Return the [MASK] of the [MASK].")
     view = panel.views[0]
     assert len(view.buttons) == 2 and all(len(b) == 5 for b in view.buttons)
-    expected = FillMask.from_path(trained_runs / "late").predict("Return the [MASK] of the [MASK].")
+    expected = FillMask.from_path(trained_runs / "late", int8=True).predict("Return the [MASK] of the [MASK].")
     assert [b.text() for b in view.buttons[0]] == [("…" if c.continues else "") + c.text for c in expected[0]]
-    assert view.latency.text().endswith(" ms")
+    assert view.latency.text().endswith(" ms · int8 weights") and "98%" in view.latency.toolTip()
     assert view.title() == "late / step-0000040"
     with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
         panel.top_k_spin.setValue(8)
@@ -208,3 +209,30 @@ def test_comparing_with_a_single_model_says_to_add_a_second(qtbot, trained_runs,
     assert a.title() == "late / step-0000040" and a.buttons
     assert b.title() == "Model B" and not b.buttons and not b.model_combo.isEnabled()
     assert b.grid.itemAt(0).widget().text() == NO_SECOND_MODEL
+
+
+def test_exact_weights_give_the_predictors_own_candidates_and_scores(qtbot, panel, trained_runs):
+    choose(panel, "late")
+    text = "Return the [MASK] of the [MASK]."
+    with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
+        panel.text_edit.setText(text)
+    assert panel.views[0].latency.text().endswith("int8 weights")
+    with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(panel.exact_check, Qt.MouseButton.LeftButton)
+    view = panel.views[0]
+    assert view.latency.text().endswith(" ms · exact weights") and "CLI" in view.latency.toolTip()
+    expected = FillMask.from_path(trained_runs / "late").predict(text)
+    shown = [[view.grid.itemAtPosition(row, column).widget().text() for column in (0, 2)] for row in range(1, 6)]
+    assert shown == [[("…" if c.continues else "") + c.text, f"{c.score:.1%}"] for c in expected[0]]
+
+
+def test_the_choice_of_exact_weights_is_remembered(qtbot, tmp_path):
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(settings, runs_root=tmp_path / "runs")
+    qtbot.addWidget(window)
+    assert not window.playground_panel.exact_check.isChecked()
+    window.playground_panel.exact_check.setChecked(True)
+    window.close()
+    again = MainWindow(settings, runs_root=tmp_path / "runs")
+    qtbot.addWidget(again)
+    assert again.playground_panel.exact_check.isChecked()

@@ -10,6 +10,7 @@ import torch
 
 from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.evaluation.quantized import int8_available, int8_copy
 from mlm_studio.core.evaluation.subject import refuse_fine_tuned
 from mlm_studio.core.interop.hf import import_model, is_hf_folder, model_folder
 from mlm_studio.core.models.build import build_trained, masked_lm_of
@@ -45,7 +46,8 @@ class Filled:
 class FillMask:
     """A model and its tokenizer, ready to score masks; it never trains. An ELECTRA model fills masks with its
     generator and has its discriminator as `detector`. `untrained_head`: the masked-LM head (or ELECTRA's
-    generator) was made on import, not trained, so its predictions are random."""
+    generator) was made on import, not trained, so its predictions are random. `int8`: the masked-LM's linear
+    layers hold int8 weights (`with_int8_weights`), so its scores are close to the exact model's, not equal."""
 
     def __init__(
         self,
@@ -54,12 +56,14 @@ class FillMask:
         source: str = "",
         detector: torch.nn.Module | None = None,
         untrained_head: bool = False,
+        int8: bool = False,
     ) -> None:
         check_vocabulary(tokenizer, model.config, source)
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.source = source
         self.untrained_head = untrained_head
+        self.int8 = int8
         self.device = next(model.parameters()).device
         self.detector = detector.eval() if detector is not None else None
 
@@ -74,11 +78,18 @@ class FillMask:
         return [(self.tokenizer.backend.id_to_token(ids[i]), float(probabilities[i])) for i in inner]
 
     @classmethod
-    def from_path(cls, path: str | Path, device: str = "cpu") -> FillMask:
+    def from_path(cls, path: str | Path, device: str = "cpu", int8: bool = False) -> FillMask:
         """Load from a run folder (its latest checkpoint), one checkpoint folder of a run, or a Hugging Face
-        model's folder or cached Hub name."""
+        model's folder or cached Hub name. With `int8`, its int8 variant where `device` runs one (see its `int8`),
+        else the exact model."""
         folder = model_folder(path)
-        return _load_cached(str(folder.resolve()), device, _stamp(folder))
+        key = (str(folder.resolve()), device, _stamp(folder))
+        return _int8_cached(*key) if int8 and int8_available(device) else _load_cached(*key)
+
+    def with_int8_weights(self) -> FillMask:
+        """This predictor with int8 copies of its masked-LM's linear layers; this one keeps its exact weights."""
+        model = int8_copy(self.model)
+        return FillMask(model, self.tokenizer, self.source, self.detector, self.untrained_head, int8=True)
 
     def encode(self, text: str) -> torch.Tensor:
         ids, _ = self.tokenizer.encode_text(text)  # [CLS] … [SEP] (<s> … </s>)
@@ -236,3 +247,8 @@ def _load_cached(path: str, device: str, stamp: float) -> FillMask:
     model = model.to(device)
     detector = model.discriminator if isinstance(model, ReplacedTokenDetection) else None
     return FillMask(masked_lm_of(model), tokenizer, source, detector, untrained)
+
+
+@functools.lru_cache(maxsize=4)
+def _int8_cached(path: str, device: str, stamp: float) -> FillMask:
+    return _load_cached(path, device, stamp).with_int8_weights()
