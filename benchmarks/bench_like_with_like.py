@@ -21,6 +21,7 @@ Run: python benchmarks/bench_like_with_like.py [--seconds 300] [--repeats 3] [--
      [--preset modern] [--set SECTION.FIELD=VALUE …] [--trainer-defaults]
 The seed shape in a family, e.g.: --set model.family=bert --set model.hidden_size=256 --set model.num_hidden_layers=4
      --set model.num_attention_heads=8 --set model.intermediate_size=512 --set tokenizer.vocab_size=30000
+(`distilbert` also needs --set model.layer_norm_eps=1e-12: `modern`'s 1e-5 has no DistilBERT export)
 """
 
 from __future__ import annotations
