@@ -33,7 +33,7 @@ def test_typing_predicts_top_k_with_probability_bars(qtbot, panel, trained_runs)
     assert len(view.buttons) == 2 and all(len(b) == 5 for b in view.buttons)
     expected = FillMask.from_path(trained_runs / "late", int8=True).predict("Return the [MASK] of the [MASK].")
     assert [b.text() for b in view.buttons[0]] == [("…" if c.continues else "") + c.text for c in expected[0]]
-    assert view.latency.text().endswith(" ms · int8 weights") and "98%" in view.latency.toolTip()
+    assert view.latency.text().endswith(" ms · int8 weights") and "99%" in view.latency.toolTip()
     assert view.title() == "late / step-0000040"
     with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
         panel.top_k_spin.setValue(8)
