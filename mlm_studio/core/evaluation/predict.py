@@ -10,7 +10,7 @@ import torch
 
 from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.evaluation.quantized import int8_available, int8_copy
+from mlm_studio.core.evaluation.quantized import Int8Linear, int8_available, int8_copy
 from mlm_studio.core.evaluation.subject import refuse_fine_tuned
 from mlm_studio.core.interop.hf import import_model, is_hf_folder, model_folder
 from mlm_studio.core.models.build import build_trained, masked_lm_of
@@ -87,8 +87,11 @@ class FillMask:
         return _int8_cached(*key) if int8 and int8_available(device) else _load_cached(*key)
 
     def with_int8_weights(self) -> FillMask:
-        """This predictor with int8 copies of its masked-LM's linear layers; this one keeps its exact weights."""
+        """This predictor with int8 copies of its masked-LM's linear layers (this one keeps its exact weights); itself
+        where no layer has a width the int8 kernel takes, so that it never claims int8 weights it does not use."""
         model = int8_copy(self.model)
+        if not any(isinstance(module, Int8Linear) for module in model.modules()):
+            return self
         return FillMask(model, self.tokenizer, self.source, self.detector, self.untrained_head, int8=True)
 
     def encode(self, text: str) -> torch.Tensor:
