@@ -255,8 +255,9 @@ class FineTuner:
     def _validate(self) -> Iterator[Record]:
         loss, scores = self.score(self.data.validation)
         yield self._logged(ValidationRecord(self.step, **self._measures(loss, scores)))
-        if main_score(scores) > self.best_score:
-            self.best_score, self.best_step, self.stale = main_score(scores), self.step, 0
+        score = main_score(scores)
+        if score > self.best_score:
+            self.best_score, self.best_step, self.stale = score, self.step, 0
             atomic_write_folder(self.run_dir.path / BEST, self._write_best)
         else:
             self.stale += 1

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from mlm_studio.core.finetune.compare import Said, compare, contenders, outcomes, score_name
 from mlm_studio.core.finetune.mistakes import wrong_test_examples
 from mlm_studio.core.finetune.runs import last_test
+from mlm_studio.core.finetune.scores import ENTITY_F1, MACRO_F1, main_score
 from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
@@ -278,9 +279,8 @@ class FinetunePanel(QWidget):
             self.progress_bar.setValue(record.step)
             self._say_step(self._who(item))
         elif isinstance(record, ValidationRecord):
-            score = record.macro_f1 if record.entity_f1 is None else record.entity_f1
-            name = "macro-F1" if record.entity_f1 is None else "entity F1"
-            self._say(f"{self._who(item)}validation {name} {score:.1%} at step {record.step:,}")
+            name = MACRO_F1 if record.entity_f1 is None else ENTITY_F1
+            self._say(f"{self._who(item)}validation {name} {main_score(record):.1%} at step {record.step:,}")
             self.status_label.setToolTip(record.describe())  # with its loss and every score
         elif isinstance(record, WarningRecord):
             self.message_bar.show_message(f"{self._who(item)}{record.message}", "warning")
