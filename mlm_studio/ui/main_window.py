@@ -54,7 +54,6 @@ class MainWindow(QMainWindow):
         application's launch); otherwise build them now (tests, screenshots)."""
         super().__init__()
         self.settings = settings
-        self.workspace = Workspace(self)
         self.setWindowTitle("MLM Studio")
         self.setWindowIcon(app_icon())
         self.scheme = str(settings.value("view/scheme", "system")) if settings is not None else "system"
@@ -79,7 +78,7 @@ class MainWindow(QMainWindow):
 
         if runs_root is None and settings is not None:
             runs_root = Path(str(settings.value("runs/root", default_runs_dir())))
-        self._runs_root = runs_root or default_runs_dir()
+        self.workspace = Workspace(self, runs_root or default_runs_dir())
         self._devices: list | None = None
         self._quit_when_done = False
         self._build_status_bar()
@@ -131,13 +130,13 @@ class MainWindow(QMainWindow):
         self.config_panel = ConfigPanel(self.workspace, sliced=True)
         yield from self.config_panel.construction.steps
         yield
-        self.training_panel = TrainingPanel(self.workspace, self._runs_root, sliced=True)
+        self.training_panel = TrainingPanel(self.workspace, sliced=True)
         yield from self.training_panel.construction.steps
-        self.playground_panel = PlaygroundPanel(self.workspace, self._runs_root)
+        self.playground_panel = PlaygroundPanel(self.workspace, self.workspace.runs_root)
         yield
-        self.evaluation_panel = EvaluationPanel(self.workspace, self._runs_root, sliced=True)
+        self.evaluation_panel = EvaluationPanel(self.workspace, self.workspace.runs_root, sliced=True)
         yield from self.evaluation_panel.construction.steps
-        self.finetune_panel = FinetunePanel(self.workspace, self._runs_root, sliced=True)
+        self.finetune_panel = FinetunePanel(self.workspace, sliced=True)
         yield
         yield from self.finetune_panel.construction.steps
         if hasattr(self, "loading"):
@@ -155,8 +154,8 @@ class MainWindow(QMainWindow):
         self.training_panel.checkpoint_written.connect(self.masking_panel.on_checkpoint)
         self.training_panel.run_finished.connect(self._on_run_finished)
         self.finetune_panel.controller.finished.connect(self._on_run_finished)
-        self.training_panel.checkpoint_written.connect(lambda _: self.evaluation_panel.refresh_models())
-        self.training_panel.checkpoint_written.connect(lambda _: self.finetune_panel.form.refresh_models())
+        self.training_panel.checkpoint_written.connect(lambda _: self.workspace.runs_updated())
+        self.finetune_panel.controller.finished.connect(self.workspace.runs_updated)
         self.training_panel.controller.state_changed.connect(self._update_run_status)
         self.workspace.run_changed.connect(lambda _: self._update_run_status())
         self.workspace.corpus_changed.connect(self._update_corpus_status)
@@ -244,7 +243,7 @@ class MainWindow(QMainWindow):
             self.open_run(Path(folder))
 
     def open_run(self, path: Path) -> None:
-        """Show a run's curves and make it the playground's current model; the Runs folder stays as it is."""
+        """Show a run's curves in the Training panel; the other panels keep their models, the Runs folder stays."""
         self.training_panel.open_run(path)
         self.show_panel(self.training_panel)
 

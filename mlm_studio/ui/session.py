@@ -1,12 +1,17 @@
 """What the window remembers between starts (QSettings): geometry and splitters, the last panel, the corpus
 sources and reading options, the configuration, the probes, the runs folder, the plots' axis and smoothing, the
-playground's choice of exact weights, and the colour scheme. A value from another version or a damaged file is
-ignored, never fatal."""
+playground's choice of exact weights, and the colour scheme.
+
+Every value is read through a validator: one of another type, another version or out of its widget's range is
+ignored (the default stays), never fatal. Splitters are remembered by their `objectName`, so a state always returns
+to the splitter that saved it whatever order the panels were built in, and only its sizes return: the orientation
+is the layout's, never the settings file's."""
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QByteArray, QSettings
 from PySide6.QtWidgets import QSplitter
@@ -20,23 +25,47 @@ from mlm_studio.core.evaluation.probes import Probe
 if TYPE_CHECKING:
     from mlm_studio.ui.main_window import MainWindow
 
+SPLITTERS = "splitters"
+VERSION = 2  # of what is written here; 1 saved splitters by their index
+T = TypeVar("T")
+
 
 def restore(window: MainWindow, settings: QSettings | None) -> None:
-    """Reopen the last session, or the built-in corpus on first start."""
+    """Reopen the last session, or the built-in corpus on first start. Each value is restored on its own: a bad
+    one costs only itself."""
     paths = []
     if settings is not None:
-        try:
-            _restore_values(window, settings)
-        except (ValueError, TypeError, ConfigError):
-            pass  # settings from another version or a damaged file: keep the defaults
-        paths = [p for p in settings.value("corpus/paths", [], type=list) if p]
+        for step in _RESTORE_STEPS:
+            try:
+                step(window, settings)
+            except (ValueError, TypeError, OverflowError, KeyError, ConfigError):
+                pass  # from another version or a damaged file: that value keeps its default
+        paths = [p for p in _value(settings, "corpus/paths", list, []) if isinstance(p, str) and p]
     if paths and paths != [str(builtin_corpus_location())]:
         window.corpus_panel.add_paths(paths)
     else:
         window.corpus_panel.use_builtin()
 
 
-def _restore_values(window: MainWindow, settings: QSettings) -> None:
+def bounded_int(settings: QSettings, key: str, default: int, low: int, high: int) -> int:
+    """An integer setting within [`low`, `high`]; anything else (text, a float, a huge number) gives `default`."""
+    raw = settings.value(key, default)
+    try:
+        number = int(str(raw).strip())
+    except (TypeError, ValueError):
+        return default
+    return number if low <= number <= high else default
+
+
+def _value(settings: QSettings, key: str, kind: type[T], default: T, valid: Callable[[T], bool] = bool) -> T:
+    """A setting of type `kind` that `valid` accepts, else `default` (a list stored with one item reads as a string)."""
+    raw: Any = settings.value(key, default)
+    if kind is list and isinstance(raw, str):
+        raw = [raw]
+    return raw if isinstance(raw, kind) and valid(raw) else default
+
+
+def _restore_options(window: MainWindow, settings: QSettings) -> None:
     window.corpus_panel.set_options(
         ReadOptions(
             text_unit=str(settings.value("corpus/text_unit", "paragraph")),
@@ -44,27 +73,71 @@ def _restore_values(window: MainWindow, settings: QSettings) -> None:
             table_column=str(settings.value("corpus/table_column", "text")),
         )
     )
-    config = settings.value("training/config")
+
+
+def _restore_config(window: MainWindow, settings: QSettings) -> None:
+    config = _value(settings, "training/config", str, "")
     if config:
-        window.workspace.set_config(RunConfig.from_toml(str(config), "saved settings"))
-    probes = settings.value("training/probes")
+        window.workspace.set_config(RunConfig.from_toml(config, "saved settings"))
+
+
+def _restore_probes(window: MainWindow, settings: QSettings) -> None:
+    probes = _value(settings, "training/probes", str, "")
     if probes:
-        window.training_panel.set_probes([Probe(**p) for p in json.loads(str(probes))])
-    window.playground_panel.exact_check.setChecked(settings.value("playground/exact_weights", False, type=bool))
+        window.training_panel.set_probes([Probe(**p) for p in json.loads(probes)])
+
+
+def _restore_playground(window: MainWindow, settings: QSettings) -> None:
+    exact = str(settings.value("playground/exact_weights", "false")).lower()
+    window.playground_panel.exact_check.setChecked(exact == "true")
+
+
+def _restore_plots(window: MainWindow, settings: QSettings) -> None:
     curves = window.training_panel.curves
-    curves.axis_combo.setCurrentIndex(max(0, curves.axis_combo.findData(settings.value("plots/axis", "step"))))
-    curves.smoothing_slider.setValue(int(settings.value("plots/smoothing", curves.smoothing_slider.value())))
-    for index, splitter in enumerate(window.findChildren(QSplitter)):
-        state = settings.value(f"splitters/{index}")
+    axis = curves.axis_combo.findData(_value(settings, "plots/axis", str, "step"))
+    curves.axis_combo.setCurrentIndex(max(0, axis))
+    slider = curves.smoothing_slider
+    slider.setValue(bounded_int(settings, "plots/smoothing", slider.value(), slider.minimum(), slider.maximum()))
+
+
+def _restore_splitters(window: MainWindow, settings: QSettings) -> None:
+    """Each named splitter's sizes, as saved by this version; its orientation stays the layout's."""
+    if bounded_int(settings, "session/version", 1, 1, VERSION) != VERSION:
+        return  # splitters saved by their index belong to whichever splitter came first then: not restored
+    for splitter in named_splitters(window):
+        state = settings.value(f"{SPLITTERS}/{splitter.objectName()}")
         if isinstance(state, QByteArray):
+            orientation = splitter.orientation()
             splitter.restoreState(state)
-    window.navigation.setCurrentRow(int(settings.value("window/panel", 0)))
+            splitter.setOrientation(orientation)
+
+
+def _restore_panel(window: MainWindow, settings: QSettings) -> None:
+    last = window.navigation.count() - 1
+    window.navigation.setCurrentRow(bounded_int(settings, "window/panel", 0, 0, last))
+
+
+_RESTORE_STEPS = (
+    _restore_options,
+    _restore_config,
+    _restore_probes,
+    _restore_playground,
+    _restore_plots,
+    _restore_splitters,
+    _restore_panel,
+)
+
+
+def named_splitters(window: MainWindow) -> list[QSplitter]:
+    """The window's splitters that are remembered: those with a name."""
+    return [splitter for splitter in window.findChildren(QSplitter) if splitter.objectName()]
 
 
 def save(window: MainWindow, settings: QSettings | None) -> None:
     if settings is None:
         return
     options = window.workspace.read_options
+    settings.setValue("session/version", VERSION)
     settings.setValue("window/geometry", window.saveGeometry())
     settings.setValue("window/panel", window.navigation.currentRow())
     settings.setValue("view/scheme", window.scheme)
@@ -78,10 +151,11 @@ def save(window: MainWindow, settings: QSettings | None) -> None:
         settings.setValue("training/probes", json.dumps(probes))
     except ValueError:
         pass  # an unfinished probe is not remembered
-    settings.setValue("runs/root", str(window.training_panel.runs_root))
+    settings.setValue("runs/root", str(window.workspace.runs_root))
     settings.setValue("playground/exact_weights", window.playground_panel.exact_check.isChecked())
     settings.setValue("plots/axis", window.training_panel.curves.axis_combo.currentData())
     settings.setValue("plots/smoothing", window.training_panel.curves.smoothing_slider.value())
-    for index, splitter in enumerate(window.findChildren(QSplitter)):
-        settings.setValue(f"splitters/{index}", splitter.saveState())
+    settings.remove(SPLITTERS)  # states saved by index, or by names no longer used
+    for splitter in named_splitters(window):
+        settings.setValue(f"{SPLITTERS}/{splitter.objectName()}", splitter.saveState())
     settings.sync()

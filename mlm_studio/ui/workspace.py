@@ -1,5 +1,7 @@
-"""The state shared by all panels: corpus, reading options, tokenizer, run configuration, current run, and
-an imported model that new runs continue pre-training."""
+"""The one state of the workspace that every panel reads and listens to: corpus, reading options, tokenizer, run
+configuration, an imported model that new runs continue pre-training, the runs folder (and when its runs change),
+the current run (the one this window trains or last trained: the model the other panels default to) and the run the
+Training panel shows. Showing a run is looking at it; it never changes what another panel has chosen."""
 
 from __future__ import annotations
 
@@ -25,11 +27,19 @@ class Workspace(QObject):
     corpus_changed = Signal(object)  # Corpus | None
     tokenizer_changed = Signal(object)  # MLMTokenizer | None
     config_changed = Signal(object)  # RunConfig
-    run_changed = Signal(object)  # Path | None: the run being trained or last opened
+    run_changed = Signal(object)  # Path | None: the run this window trains or last trained
+    shown_run_changed = Signal(object)  # Path | None: the run whose curves the Training panel shows
     initial_model_changed = Signal(object)  # ImportedModel | None: what new runs start from
+    runs_changed = Signal()  # the runs folder is another, or a run in it was added, changed or ended
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    def __init__(self, parent: QObject | None = None, runs_root: Path | None = None) -> None:
         super().__init__(parent)
+        if runs_root is None:
+            from mlm_studio.core.storage.user_folders import default_runs_dir
+
+            runs_root = default_runs_dir()
+        self._runs_root = Path(runs_root)
+        self._shown: Path | None = None
         self._corpus: Corpus | None = None
         self._tokenizer: MLMTokenizer | None = None
         self._config = preset(DEFAULT_PRESET)
@@ -98,5 +108,32 @@ class Workspace(QObject):
         return self._run
 
     def set_run(self, run: Path | None) -> None:
-        self._run = run
-        self.run_changed.emit(run)
+        """The run this window trains (or last trained): the model panels offer first, as "Current run"."""
+        if run != self._run:
+            self._run = run
+            self.run_changed.emit(run)
+
+    @property
+    def shown_run(self) -> Path | None:
+        return self._shown
+
+    def show_run(self, run: Path | None) -> None:
+        """The Training panel now shows `run`'s curves and status; no other panel's choice changes."""
+        if run != self._shown:
+            self._shown = run
+            self.shown_run_changed.emit(run)
+
+    @property
+    def runs_root(self) -> Path:
+        return self._runs_root
+
+    def set_runs_root(self, root: Path) -> None:
+        """Every panel lists, trains and fine-tunes into `root` from now on."""
+        root = Path(root)
+        if root != self._runs_root:
+            self._runs_root = root
+            self.runs_changed.emit()
+
+    def runs_updated(self) -> None:
+        """A run in the folder was added, changed (a checkpoint) or ended: every list of runs reads it again."""
+        self.runs_changed.emit()

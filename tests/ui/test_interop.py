@@ -142,7 +142,7 @@ def test_a_new_tokenizer_ends_the_import(qtbot, window, tmp_path, trained_runs, 
 def test_opening_a_run_from_elsewhere_keeps_the_runs_folder(qtbot, window, trained_runs):
     before = window.training_panel.runs_root
     window.open_run(trained_runs / "late")
-    assert window.workspace.run == trained_runs / "late"
+    assert window.workspace.shown_run == trained_runs / "late" and window.workspace.run is None
     assert window.training_panel.plots.series["step_loss"].size == 40
     assert window.training_panel.runs_root == before
 

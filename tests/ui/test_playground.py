@@ -118,7 +118,7 @@ def test_a_view_without_models_names_none_in_its_title(qtbot, panel, tmp_path):
         panel.compare_check.setChecked(True)
         choose(panel, "early", view=1)
     assert panel.views[1].title() == "early / step-0000004"
-    panel.runs_root = tmp_path  # no run there: both lists empty
+    panel.workspace.set_runs_root(tmp_path)  # no run there: both lists empty
     panel.refresh_models()
     panel.predict_now()
     for view, title in zip(panel.views, ("Model A", "Model B")):

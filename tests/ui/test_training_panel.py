@@ -206,13 +206,14 @@ def test_a_bad_probe_is_refused_before_starting(qtbot, panel):
 
 
 def test_runs_open_overlay_resume_and_export(qtbot, panel, trained_runs, tmp_path, monkeypatch):
-    panel.runs.root = trained_runs
+    panel.workspace.set_runs_root(trained_runs)
     panel.refresh_runs()
     names = [panel.runs.table.item(i, 0).text() for i in range(panel.runs.table.rowCount())]
     assert sorted(names) == ["early", "late"]
     panel.runs.table.select_run(trained_runs / "late")
     click(qtbot, panel.runs.open_button)
-    assert panel.plots.series["step_loss"].size == 40 and panel.workspace.run.name == "late"
+    assert panel.plots.series["step_loss"].size == 40 and panel.workspace.shown_run.name == "late"
+    assert panel.workspace.run is None  # looked at, not chosen for the other panels
     panel.runs.table.select_run(trained_runs / "early")
     click(qtbot, panel.runs.overlay_button)
     assert panel.plots.overlays == ["early"] and panel.plots.series["overlay:early:step:loss"].size == 4
@@ -235,7 +236,7 @@ def test_runs_open_overlay_resume_and_export(qtbot, panel, trained_runs, tmp_pat
     config.__class__(
         **{**config.__dict__, "training": config.training.__class__(**{**config.training.__dict__, "max_steps": 8})}
     ).save(copy / "early" / "config.toml")
-    panel.runs.root = copy
+    panel.workspace.set_runs_root(copy)
     panel.refresh_runs()
     panel.runs.table.selectRow(0)
     with qtbot.waitSignal(panel.run_finished, timeout=TIMEOUT_MS):
@@ -257,7 +258,7 @@ def test_the_csv_export_of_an_electra_run_holds_its_detection_columns(
     config = small_config(max_steps=4, eval_interval=2, log_interval=1).with_objective("electra")
     run = start_run(tmp_path / "electra-runs" / "electra", config, small_corpus, small_tokenizer)
     list(Trainer(run, *training_blocks(run, small_corpus)).run())
-    panel.runs.root = run.path.parent
+    panel.workspace.set_runs_root(run.path.parent)
     panel.refresh_runs()
     panel.runs.table.select_run(run.path)
     click(qtbot, panel.runs.open_button)
@@ -311,7 +312,7 @@ def test_overlaying_a_run_deleted_meanwhile_says_so_and_drops_it(qtbot, panel, t
     import shutil
 
     shutil.copytree(trained_runs, tmp_path / "copied")
-    panel.runs.root = tmp_path / "copied"
+    panel.workspace.set_runs_root(tmp_path / "copied")
     panel.refresh_runs()
     panel.runs.table.select_run(tmp_path / "copied" / "early")
     shutil.rmtree(tmp_path / "copied" / "early")

@@ -13,7 +13,7 @@ from typing import Any
 from mlm_studio.core.evaluation.probes import ProbeResult
 from mlm_studio.core.metric_schema import csv_columns, metrics_of
 from mlm_studio.core.storage.checkpoint import CheckpointError
-from mlm_studio.core.storage.run_folder import RunDir, checkpoint_step, metric_records
+from mlm_studio.core.storage.run_folder import TASK, RunDir, checkpoint_step, metric_records
 from mlm_studio.core.training.records import RECORDS, EvalRecord, ProbeRecord, StepRecord, kind_of
 
 TAIL_BYTES = 256 * 1024  # the end of metrics.jsonl that holds a run's latest records
@@ -34,12 +34,22 @@ class RunSummary:
     modified: float  # the folder's last change, seconds since the epoch
 
 
-def list_runs(root: str | Path) -> list[RunDir]:
-    """Run folders directly under `root`, newest first."""
+PRETRAINING, FINETUNING = "pre-training", "fine-tuning"  # the kinds of run
+
+
+def run_kind(path: str | Path) -> str:
+    """A run's kind, told by its files: a fine-tuning run holds its task, a pre-training run does not."""
+    return FINETUNING if (Path(path) / TASK).is_file() else PRETRAINING
+
+
+def list_runs(root: str | Path, kind: str | None = None) -> list[RunDir]:
+    """Run folders directly under `root` (only those of `kind`, when given), newest first."""
     root = Path(root)
     if not root.is_dir():
         return []
     runs = [RunDir(p) for p in root.iterdir() if (p / "config.toml").is_file()]
+    if kind is not None:
+        runs = [run for run in runs if run_kind(run.path) == kind]
     return sorted(runs, key=lambda r: r.path.stat().st_mtime, reverse=True)
 
 

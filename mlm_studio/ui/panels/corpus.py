@@ -159,10 +159,12 @@ class CorpusPanel(QWidget):
 
         self.tokenizer_section = TokenizerSection(self.workspace)
         lower = QSplitter(Qt.Orientation.Horizontal)
+        lower.setObjectName("corpus-statistics-tokenizer")
         lower.addWidget(self._build_statistics())
         lower.addWidget(self.tokenizer_section)
         lower.setSizes([520, 480])
         splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.setObjectName("corpus-sources-below")
         splitter.addWidget(sources_box)
         splitter.addWidget(lower)
         splitter.setSizes([260, 380])

@@ -62,7 +62,8 @@ class EvaluationPanel(QWidget):
     ) -> None:
         """`sliced`: leave the construction's steps, one tab each, to the window's launch; otherwise build it all."""
         super().__init__(parent)
-        self.workspace, self.runs_root = workspace, runs_root
+        self.workspace = workspace
+        workspace.set_runs_root(runs_root)
         self.folders: list[str] = []
         self.entries: list[tuple[str, str]] = []  # (label, path) of every model offered
         self.subject: Subject | None = None
@@ -92,6 +93,7 @@ class EvaluationPanel(QWidget):
             runner.cancelled.connect(lambda: self.message_bar.show_message("Cancelled.", "info"))
             runner.finished.connect(lambda: self._busy(False))
         self.workspace.run_changed.connect(self._on_run_changed)
+        self.workspace.runs_changed.connect(self.refresh_models)
         self.workspace.initial_model_changed.connect(self._on_initial_model)
         self.refresh_models()
         yield
@@ -159,6 +161,10 @@ class EvaluationPanel(QWidget):
         layout.addWidget(self.tabs, 1)
 
     # --- which model --------------------------------------------------------------------------------
+    @property
+    def runs_root(self) -> Path:
+        return self.workspace.runs_root
+
     def refresh_models(self) -> None:
         current = self.model_combo.currentData()
         entries = model_entries(self.workspace.run, self.runs_root, self.folders)

@@ -93,6 +93,7 @@ class MaskingPanel(QWidget):
         yield
         self.rates = MeasuredRates()
         right = QSplitter(Qt.Orientation.Vertical)
+        right.setObjectName("masking-samples-rates")
         right.addWidget(self.samples)
         right.addWidget(self.rates)
         right.setSizes([420, 260])

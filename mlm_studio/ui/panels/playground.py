@@ -193,7 +193,7 @@ class PlaygroundPanel(QWidget):
     def __init__(self, workspace: Workspace, runs_root: Path, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.workspace = workspace
-        self.runs_root = Path(runs_root)
+        workspace.set_runs_root(runs_root)
         self.folders: list[str] = []
         self._current_run: str | None = None  # the path listed as the current run
         self._chosen: dict[int, str | None] = {}  # per view: the model picked by hand, if any
@@ -207,6 +207,7 @@ class PlaygroundPanel(QWidget):
         self.timer.setInterval(DEBOUNCE_MS)
         self.timer.timeout.connect(self.predict_now)
         workspace.run_changed.connect(lambda _: self.refresh_models())
+        workspace.runs_changed.connect(self.refresh_models)
         workspace.initial_model_changed.connect(self._on_initial_model)
         self.refresh_models()
 
@@ -268,6 +269,10 @@ class PlaygroundPanel(QWidget):
         layout.addLayout(results, 1)
 
     # --- models -------------------------------------------------------------------------------------
+    @property
+    def runs_root(self) -> Path:
+        return self.workspace.runs_root
+
     def refresh_models(self) -> None:
         """List the current run, the saved runs and the folders the user chose. A view that showed the current
         run follows it to the new one when another run starts."""

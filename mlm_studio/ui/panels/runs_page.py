@@ -7,14 +7,16 @@ from pathlib import Path
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from mlm_studio.ui.widgets.runs_table import RunsTable
+from mlm_studio.ui.workspace import Workspace
 
 
 class RunsPage(QWidget):
     """The runs folder's table; the panel connects the buttons to what they do."""
 
-    def __init__(self, root: Path, parent: QWidget | None = None) -> None:
+    def __init__(self, workspace: Workspace, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.root = root
+        self.workspace = workspace
+        workspace.runs_changed.connect(self.refresh)
         self.table = RunsTable()
         self.open_button = QPushButton("Open")
         self.open_button.setToolTip("Show the selected run's curves")
@@ -40,6 +42,10 @@ class RunsPage(QWidget):
         layout.addWidget(self.table, 1)
         layout.addLayout(buttons)
 
+    @property
+    def root(self) -> Path:
+        return self.workspace.runs_root
+
     def refresh(self) -> None:
         self.label.setText(f"Runs in {self.root}")
         self.table.show_runs(self.root)
@@ -50,8 +56,7 @@ class RunsPage(QWidget):
     def choose_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Folder of runs", str(self.root))
         if folder:
-            self.root = Path(folder)
-            self.refresh()
+            self.workspace.set_runs_root(Path(folder))  # every panel's lists follow
 
     def enable(self, idle: bool, exporting: bool) -> None:
         """The buttons that need a selected run, as the trainer (`idle`) and the exporter allow."""

@@ -24,7 +24,6 @@ from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.evaluation.probes import Probe
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.run_folder import RunDir
-from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training.records import (
     CheckpointRecord,
     FinishedRecord,
@@ -102,13 +101,16 @@ class TrainingPanel(QWidget):
         top.addWidget(self.status_label, 1)
         self.message_bar = MessageBar()
         splitter = QSplitter(Qt.Orientation.Vertical)  # the plots get the whole width
+        splitter.setObjectName("training-plots-runs")
         self.curves = PlotsArea(sliced)
         self.plots = self.curves.plots  # what the records go to
         self.construction = self.plots.construction  # the slow part: the rest is built at once
         self.curves.png_button.clicked.connect(lambda: self.exporter.plots_dialog(self.plots))
-        self.curves.csv_button.clicked.connect(lambda: self.exporter.csv_dialog(self.workspace.run))
+        self.curves.csv_button.clicked.connect(lambda: self.exporter.csv_dialog(self.workspace.shown_run))
         splitter.addWidget(self.curves)
-        splitter.addWidget(self._build_side(Path(runs_root) if runs_root else default_runs_dir()))
+        if runs_root is not None:
+            self.workspace.set_runs_root(Path(runs_root))
+        splitter.addWidget(self._build_side())
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([520, 200])
@@ -133,9 +135,9 @@ class TrainingPanel(QWidget):
         if event.type() in PALETTE_CHANGES:
             self._set_icons()
 
-    def _build_side(self, runs_root: Path) -> QWidget:
+    def _build_side(self) -> QWidget:
         """The Runs page, the probes and the log, as tabs."""
-        self.runs = RunsPage(runs_root)
+        self.runs = RunsPage(self.workspace)
         self.runs.table.itemDoubleClicked.connect(lambda _: self.open_selected_run())
         self.runs.table.itemSelectionChanged.connect(self._update_controls)
         self.runs.open_button.clicked.connect(self.open_selected_run)
@@ -246,14 +248,15 @@ class TrainingPanel(QWidget):
             self.open_run(path)
 
     def open_run(self, path: Path) -> None:
-        """Show a run's curves and make it the current run (it may live outside the runs folder)."""
+        """Show a run's curves (it may live outside the runs folder): looking at a run, not choosing it for the
+        other panels."""
         try:
             records = RunDir(path).read_metrics()
         except CheckpointError as exc:
             self.message_bar.show_message(str(exc), "error")
             return
         self.plots.load(records)
-        self.workspace.set_run(path)
+        self.workspace.show_run(path)
         self._log(f"Opened {path.name}: {len(records)} records")
 
     def overlay_selected_run(self) -> None:
@@ -313,6 +316,7 @@ class TrainingPanel(QWidget):
         first_elapsed = max((r.get("elapsed", 0.0) for r in earlier), default=0.0)
         self.eta = Eta(started.step, started.total_steps, started.time_budget, first_elapsed)
         self.workspace.set_run(run)
+        self.workspace.show_run(run)
         self._log(started.describe())
         for short, full in self.resume_notes:
             self._log(full)

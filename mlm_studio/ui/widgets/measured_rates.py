@@ -20,6 +20,7 @@ class MeasuredRates(QSplitter):
 
     def __init__(self) -> None:
         super().__init__(Qt.Orientation.Horizontal)
+        self.setObjectName("masking-rates-spans")  # remembered between starts by this name
         self.table = QTableWidget(4, 4)
         self.table.setHorizontalHeaderLabels(["Configured", "Measured", "95% interval", "Counted"])
         self.table.setVerticalHeaderLabels(["Selected", "→ [MASK]", "→ random", "→ kept"])

@@ -1,4 +1,5 @@
-"""The models a panel offers in its choosers: the current run, every saved run with a checkpoint, the folders the
+"""The models a panel offers in its choosers: the current run, every saved pre-training run with a checkpoint (a
+fine-tuned run has no masked-LM head: it is offered only where fine-tuning runs are shown), the folders the
 user added (a Hugging Face model, or a run or checkpoint folder from elsewhere) and the models already in the local
 Hugging Face cache (nothing is downloaded)."""
 
@@ -10,7 +11,7 @@ from PySide6.QtWidgets import QComboBox
 
 from mlm_studio.core.interop.hf import has_known_family, is_hf_folder
 from mlm_studio.core.interop.hub_cache import cached_models
-from mlm_studio.core.storage.history import list_runs
+from mlm_studio.core.storage.history import PRETRAINING, list_runs
 
 NO_MODEL = "No trained model yet: train one, or choose a model folder"
 
@@ -33,7 +34,7 @@ def model_entries(current_run: Path | None, runs_root: Path, folders: list[str])
     entries = []
     if current_run is not None:
         entries.append((f"Current run: {current_run.name}", str(current_run)))
-    for run in list_runs(runs_root):
+    for run in list_runs(runs_root, PRETRAINING):
         if run.latest_checkpoint() is not None and run.path != current_run:
             entries.append((run.name, str(run.path)))
     entries += [(f"{'Hugging Face' if is_hf_folder(f) else 'Folder'}: {Path(f).name}", f) for f in folders]

@@ -1,5 +1,5 @@
-"""The runs of a folder as a sortable table: each run's state, progress and final validation metrics; the run this
-window trains shows its live state and step."""
+"""The pre-training runs of a folder as a sortable table: each run's state, progress and final validation
+metrics; the run this window trains shows its live state and step."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
 from mlm_studio.core.durations import format_duration
-from mlm_studio.core.storage.history import RunSummary, list_runs, summarize
+from mlm_studio.core.storage.history import PRETRAINING, RunSummary, list_runs, summarize
 
 COLUMNS = ("Run", "State", "Step", "Val loss", "Val acc", "Tokens", "Time")
 PATH_ROLE = Qt.ItemDataRole.UserRole
@@ -56,7 +56,7 @@ class RunsTable(QTableWidget):
         selected = self.selected_run()
         self.setSortingEnabled(False)
         self.setRowCount(0)
-        for run in list_runs(root):
+        for run in list_runs(root, PRETRAINING):  # fine-tuning runs are the Fine-tune panel's
             self._add(summarize(run))
         self.setSortingEnabled(True)
         if selected is not None:

@@ -39,6 +39,7 @@ class ComparisonView(QWidget):
         self.plot = ThemedPlot("contender", "test score", percent=("left",))
         self.plot.getPlotItem().setMouseEnabled(x=False, y=False)
         split = QSplitter(Qt.Orientation.Horizontal)
+        split.setObjectName("finetune-comparison-table-plot")
         split.addWidget(self.table)
         split.addWidget(self.plot)
         split.setSizes([560, 440])

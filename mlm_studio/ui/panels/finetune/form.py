@@ -41,9 +41,11 @@ class FinetuneForm(QWidget):
 
     def __init__(self, workspace: Workspace, runs_root: Path) -> None:
         super().__init__()
-        self.workspace, self.runs_root = workspace, runs_root
+        self.workspace = workspace
+        workspace.set_runs_root(runs_root)
         self.folders: list[str] = []
         workspace.run_changed.connect(lambda _: self.refresh_models())
+        workspace.runs_changed.connect(self.refresh_models)
         self.model_combo = model_combo(
             "The model fine-tuned: a run's latest checkpoint, a Hugging Face folder, or a model in the local Hugging "
             "Face cache"
@@ -107,9 +109,13 @@ class FinetuneForm(QWidget):
         box.setToolTip(f"{help_text}; the engine's default is {DEFAULTS[name]:g}")
         return box
 
+    @property
+    def runs_root(self) -> Path:
+        return self.workspace.runs_root
+
     def refresh_models(self) -> None:
         entries = model_entries(self.workspace.run, self.runs_root, self.folders)
-        entries = [(label, path) for label, path in entries if not (Path(path) / TASK).is_file()]  # not fine-tuned
+        entries = [(label, path) for label, path in entries if not (Path(path) / TASK).is_file()]  # a folder added
         refill(self.model_combo, entries, self.model_combo.currentData())
         self.models_changed.emit()
 

@@ -32,7 +32,6 @@ from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.run_folder import RunDir
-from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training.records import (
     CheckpointRecord,
     FinishedRecord,
@@ -79,11 +78,14 @@ class FinetunePanel(QWidget):
 
     run_finished = Signal(object)  # the run folder
 
+    @property
+    def runs_root(self) -> Path:
+        return self.workspace.runs_root
+
     def __init__(self, workspace: Workspace, runs_root: Path | None = None, sliced: bool = False) -> None:
         super().__init__()
         self.workspace = workspace
-        self.runs_root = Path(runs_root) if runs_root else default_runs_dir()
-        self.form = FinetuneForm(workspace, self.runs_root)
+        self.form = FinetuneForm(workspace, Path(runs_root) if runs_root else workspace.runs_root)
         self.run_path: Path | None = None  # the run shown
         self.test: TestRecord | None = None
         self.compared: list[Said] | None = None  # a comparison's test records, while one runs
@@ -109,7 +111,7 @@ class FinetunePanel(QWidget):
         self.curves.addWidget(self.hint)
         self.curves.addWidget(self.plots)
         self.comparison = ComparisonView()
-        self.runs = FinetuneRunsList(self.runs_root)
+        self.runs = FinetuneRunsList(workspace)
         self.runs.chosen.connect(self.show_run)
         self.runs.resume_button.clicked.connect(lambda: self.resume(self.runs.selected()))
         # one tab area under the form: the curves take all its height while training, the results after

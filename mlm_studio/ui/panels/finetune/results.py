@@ -60,6 +60,7 @@ class ResultsView(QTabWidget):
         self.per_class = read_only_table(["label", "precision", "recall", "F1", "support"])
         self.per_class.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         tables = QSplitter(Qt.Orientation.Horizontal)
+        tables.setObjectName("finetune-confusion-per-class")
         tables.addWidget(self.confusion)
         tables.addWidget(self.per_class)
         scores = QWidget()

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.finetune.runs import FinetuneRun, finetune_runs
 from mlm_studio.ui.widgets.runs_table import PATH_ROLE, SortedItem
+from mlm_studio.ui.workspace import Workspace
 
 COLUMNS = ("Run", "State", "Model", "Task", "Best val score")
 
@@ -29,9 +30,10 @@ class FinetuneRunsList(QWidget):
 
     chosen = Signal(object)  # the run folder
 
-    def __init__(self, root: Path, parent: QWidget | None = None) -> None:
+    def __init__(self, workspace: Workspace, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.root = root
+        self.workspace = workspace
+        workspace.runs_changed.connect(self.refresh)
         self.label = QLabel()
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
@@ -57,6 +59,10 @@ class FinetuneRunsList(QWidget):
         layout.addLayout(buttons)
         self._runs: dict[str, FinetuneRun] = {}
         self._idle = True
+
+    @property
+    def root(self) -> Path:
+        return self.workspace.runs_root
 
     def refresh(self) -> None:
         """List the runs again, keeping the selection."""
