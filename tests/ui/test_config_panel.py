@@ -215,3 +215,27 @@ def test_a_refused_import_leaves_once_the_user_edits(qtbot, panel, tmp_path):
     assert panel.message_bar.level == "error"
     type_into(qtbot, panel.editors[("training", "learning_rate")], "0.001")
     assert panel.message_bar.level == "" and not panel.message_bar.isVisible()
+
+
+def test_the_groups_reflow_when_their_own_sizes_changed_while_hidden(qtbot):
+    """On a real screen a panel first laid out while another was shown gets its fields' final sizes later: the
+    columns are chosen again when it is shown, not only at the next resize (a larger font, given while the panel
+    is hidden, stands for that growth)."""
+    from PySide6.QtWidgets import QApplication
+
+    widget = ConfigPanel(Workspace())
+    qtbot.addWidget(widget)
+    widget.resize(1100, 760)
+    widget.show()
+    groups = widget.groups
+    assert groups.columns == 3
+    widget.hide()
+    font = widget.font()
+    font.setPointSizeF(font.pointSizeF() * 1.6)
+    for box in groups.boxes.values():
+        box.setFont(font)
+    QApplication.processEvents()
+    widget.show()
+    QApplication.processEvents()
+    assert groups.columns < 3
+    assert groups.widget().minimumSizeHint().width() <= groups.viewport().width()

@@ -143,7 +143,7 @@ def test_byte_level_pieces_read_as_the_text_they_stand_for(qtbot):
     assert "\ufffd" in candidates[1].text and candidates[2].text == ""
     view = ResultsView("Model A")
     qtbot.addWidget(view)
-    view.show_prediction(Prediction("tiny-roberta", (tuple(candidates),), None, 1.0))
+    view.show_prediction(Prediction("tiny-roberta", (tuple(candidates),), None, 1.0), "model")
     buttons = view.buttons[0]
     assert [b.text() for b in buttons] == ["copy", "bytes e2 80", "␊", "…ing"]
     assert [b.isEnabled() for b in buttons] == [True, False, True, True]
@@ -160,7 +160,7 @@ def test_detector_chips_follow_a_live_scheme_switch(qtbot):
     light = view.palette()
     light.setColor(QPalette.ColorRole.Base, QColor("#ffffff"))
     view.setPalette(light)
-    view.show_prediction(Prediction("tiny-electra", (), None, 1.0, (("the", 0.0),)))
+    view.show_prediction(Prediction("tiny-electra", (), None, 1.0, (("the", 0.0),)), "model")
     before = view.detector.cells[0].background
     dark = view.palette()
     dark.setColor(QPalette.ColorRole.Base, QColor("#1e1f22"))
@@ -185,7 +185,7 @@ def test_probability_bars_keep_a_bounded_width_with_the_share_beside_them(qtbot)
     view.resize(1030, 500)  # a view as wide as one seen on a 1920-pixel screen
     view.show()
     candidates = tuple(Candidate(w, n, p, w, False) for n, (w, p) in enumerate((("list", 0.625), ("value", 0.05))))
-    view.show_prediction(Prediction("late", (candidates,), None, 1.0))
+    view.show_prediction(Prediction("late", (candidates,), None, 1.0), "model")
     qtbot.waitUntil(lambda: view.grid.itemAtPosition(2, 2).widget().isVisible())  # laid out
     for row, expected in ((1, "62.5%"), (2, "5.0%")):
         bar, share = (view.grid.itemAtPosition(row, column).widget() for column in (1, 2))
@@ -236,3 +236,45 @@ def test_the_choice_of_exact_weights_is_remembered(qtbot, tmp_path):
     again = MainWindow(settings, runs_root=tmp_path / "runs")
     qtbot.addWidget(again)
     assert again.playground_panel.exact_check.isChecked()
+
+
+def test_model_b_never_repeats_model_a(qtbot, panel):
+    """B starts on another model than A; chosen as A's, it says so instead of showing the same candidates twice."""
+    from mlm_studio.ui.panels.playground import SAME_MODEL
+
+    choose(panel, "early")
+    with qtbot.waitSignals([panel.predicted, panel.predicted], timeout=TIMEOUT_MS):
+        panel.compare_check.setChecked(True)
+    assert panel.views[1].model_combo.currentText() == "late"
+    choose(panel, "early", view=1)
+    panel.predict_now()
+    assert panel.views[1].grid.itemAt(0).widget().text() == SAME_MODEL and panel.views[1].title() == "Model B"
+
+
+def test_candidates_never_stand_under_another_models_name(qtbot, panel):
+    """Choosing another model replaces the candidates at once with a note, until that model answers."""
+    choose(panel, "late")
+    with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
+        panel.predict_now()
+    assert panel.views[0].title() == "late / step-0000040" and panel.views[0].buttons
+    choose(panel, "early")
+    panel.predict_now()
+    view = panel.views[0]
+    assert view.buttons == [] and view.title() == "Model A"
+    assert view.grid.itemAt(0).widget().text() == "Predicting with early…"
+    qtbot.waitUntil(lambda: view.title() == "early / step-0000004", timeout=TIMEOUT_MS)
+    assert view.subject.endswith("early")
+
+
+def test_looking_at_a_run_in_training_leaves_the_playground_models_as_chosen(qtbot, trained_runs, tmp_path):
+    """Opening a run in the Training panel is looking at it: Model A and Model B keep what the user chose."""
+    window = MainWindow(None, restore=False, runs_root=trained_runs)
+    qtbot.addWidget(window)
+    playground = window.playground_panel
+    choose(playground, "late")
+    playground.compare_check.setChecked(True)
+    choose(playground, "early", view=1)
+    window.open_run(trained_runs / "early")
+    assert window.training_panel.plots.series["step_loss"].size == 4
+    assert [v.model_combo.currentText() for v in playground.views] == ["late", "early"]
+    assert window.workspace.run is None and window.workspace.shown_run == trained_runs / "early"

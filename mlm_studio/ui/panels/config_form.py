@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QCheckBox, QComboBox, QGridLayout, QGroupBox, QLineEdit, QScrollArea, QSpinBox, QWidget
 
 from mlm_studio.core.config.run_config import RunConfig
@@ -64,7 +65,9 @@ def field_editor(section: str, name: str, devices: list[str], edited: Callable[.
 
 class GroupColumns(QScrollArea):
     """The groups in three, two or one columns (ARRANGEMENTS): as many as fit, so nothing is cut and the form
-    scrolls only downwards."""
+    scrolls only downwards. The count is chosen again whenever the width or the groups' own sizes change: on a
+    resize, when first shown (after the style has given the fields their real sizes) and when a group's layout
+    asks for room."""
 
     def __init__(self, boxes: dict[str, QGroupBox], parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -74,6 +77,7 @@ class GroupColumns(QScrollArea):
         self._arrange(max(ARRANGEMENTS))
         form = QWidget()
         form.setLayout(self.grid)
+        form.installEventFilter(self)
         self.setWidgetResizable(True)
         self.setWidget(form)
 
@@ -96,5 +100,17 @@ class GroupColumns(QScrollArea):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
+        self._reflow()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self._reflow()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.LayoutRequest and self.isVisible():
+            self._reflow()
+        return False
+
+    def _reflow(self) -> None:
         room = self.width() - 2 * self.frameWidth() - self.verticalScrollBar().sizeHint().width()
         self._arrange(next((n for n in sorted(ARRANGEMENTS, reverse=True) if self._width_for(n) <= room), 1))

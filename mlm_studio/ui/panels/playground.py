@@ -44,6 +44,7 @@ DEFAULT_TEXT = "Return a [MASK] of the list."
 REPLACED_COLOUR = "#d62728"
 BAR_WIDTH = 160  # a candidate's probability bar: long enough to compare, short enough to read its share beside it
 NO_SECOND_MODEL = "Train or import a second model to compare (Model folder… adds one from disk)."
+SAME_MODEL = "Model B is the same model as Model A: choose another one to compare them."
 WEIGHTS_TOOLTIP = {
     True: "Int8 weights, for speed: on 399 masks in text a trained model had not seen, the first candidate was the "
     "exact weights' in 99% of them, probabilities within 2.6 points (tick Exact weights for the exported model's "
@@ -89,6 +90,7 @@ class ResultsView(QGroupBox):
     def __init__(self, title: str) -> None:
         super().__init__(title)
         self.default_title = title
+        self.subject: str | None = None  # the model whose candidates are shown, None while none are
         self._replaced: tuple[tuple[str, float], ...] = ()
         self.model_combo = model_combo("The model: the current run's latest checkpoint, a saved run, or a folder")
         self.latency = QLabel()
@@ -117,8 +119,10 @@ class ResultsView(QGroupBox):
         self._show_detector(())
         self.buttons: list[list[QPushButton]] = []
 
-    def show_prediction(self, prediction: Prediction) -> None:
+    def show_prediction(self, prediction: Prediction, subject: str) -> None:
+        """`prediction`'s candidates, made by the model at `subject`."""
         self._clear()
+        self.subject = subject
         self.latency.setText(f"{prediction.milliseconds:.1f} ms · {'int8' if prediction.int8 else 'exact'} weights")
         self.latency.setToolTip(WEIGHTS_TOOLTIP[prediction.int8])
         self.filled.setText(f"Filled: <b>{prediction.filled}</b>" if prediction.filled else "")
@@ -169,6 +173,7 @@ class ResultsView(QGroupBox):
     def show_message(self, text: str) -> None:
         """`text` instead of candidates, under the view's own title (no model answered)."""
         self._clear()
+        self.subject = None
         self.setTitle(self.default_title)
         self._show_detector(())
         self.latency.setText("")
@@ -200,7 +205,7 @@ class PlaygroundPanel(QWidget):
         self._build()
         self.runners = [TaskRunner(self), TaskRunner(self)]
         for runner, view in zip(self.runners, self.views):
-            runner.succeeded.connect(lambda prediction, v=view: self._on_prediction(v, prediction))
+            runner.succeeded.connect(lambda result, v=view: self._on_prediction(v, *result))
             runner.failed.connect(lambda message, v=view: v.show_message(message))
         self.timer = QTimer(self)
         self.timer.setSingleShot(True)
@@ -341,8 +346,11 @@ class PlaygroundPanel(QWidget):
     # --- predictions --------------------------------------------------------------------------------
     def _on_compare(self, on: bool) -> None:
         self.views[1].setVisible(on)
-        if on and self.views[1].model_combo.count() > 1:
-            self.views[1].model_combo.setCurrentIndex(1)
+        first, second = (view.model_combo for view in self.views)
+        if on and second.currentData() in (None, first.currentData()):  # B starts on a model other than A's
+            others = [i for i in range(second.count()) if second.itemData(i) != first.currentData()]
+            if others:
+                second.setCurrentIndex(others[0])
         self._schedule()
 
     def _schedule(self, *_) -> None:
@@ -362,10 +370,16 @@ class PlaygroundPanel(QWidget):
             if view is self.views[1] and view.model_combo.count() < 2:  # it could only repeat model A
                 view.show_message(NO_SECOND_MODEL)
                 continue
-            runner.start(lambda progress, p=path: predict(p, text, top_k, iterative, int8))
+            if view is self.views[1] and path == self.views[0].model_combo.currentData():
+                runner.cancel()
+                view.show_message(SAME_MODEL)
+                continue
+            if view.subject != path:  # another model's candidates never stand under this one's name
+                view.show_message(f"Predicting with {view.model_combo.currentText()}…")
+            runner.start(lambda progress, p=path: (predict(p, text, top_k, iterative, int8), p))
 
-    def _on_prediction(self, view: ResultsView, prediction: Prediction) -> None:
-        view.show_prediction(prediction)
+    def _on_prediction(self, view: ResultsView, prediction: Prediction, subject: str) -> None:
+        view.show_prediction(prediction, subject)
         view.setTitle(prediction.source)
         self.predicted.emit()
 
