@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QEvent, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QStackedWidget,
-    QStyle,
     QWidget,
 )
 
@@ -29,8 +28,9 @@ from mlm_studio.core.training.device import available_devices
 from mlm_studio.ui import session
 from mlm_studio.ui.engine_loading import import_engine
 from mlm_studio.ui.tasks import TaskRunner, stop_all_tasks
-from mlm_studio.ui.theme import SCHEMES, app_icon, apply_scheme
+from mlm_studio.ui.theme import PALETTE_CHANGES, SCHEMES, app_icon, apply_scheme
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, STOPPING
+from mlm_studio.ui.widgets.panel_icons import panel_icon
 from mlm_studio.ui.workspace import Workspace
 
 MEMORY_REFRESH_MS = 2000
@@ -142,13 +142,13 @@ class MainWindow(QMainWindow):
         if hasattr(self, "loading"):
             self.stack.removeWidget(self.loading)
             self.loading.deleteLater()
-        self.add_panel("Corpus", self.corpus_panel, QStyle.StandardPixmap.SP_FileDialogContentsView)
-        self.add_panel("Masking preview", self.masking_panel, QStyle.StandardPixmap.SP_FileDialogInfoView)
-        self.add_panel("Configuration", self.config_panel, QStyle.StandardPixmap.SP_FileDialogDetailedView)
-        self.add_panel("Training", self.training_panel, QStyle.StandardPixmap.SP_MediaPlay)
-        self.add_panel("Playground", self.playground_panel, QStyle.StandardPixmap.SP_DialogHelpButton)
-        self.add_panel("Evaluation", self.evaluation_panel, QStyle.StandardPixmap.SP_FileDialogListView)
-        self.add_panel("Fine-tune", self.finetune_panel, QStyle.StandardPixmap.SP_DialogApplyButton)
+        self.add_panel("Corpus", self.corpus_panel)
+        self.add_panel("Masking preview", self.masking_panel)
+        self.add_panel("Configuration", self.config_panel)
+        self.add_panel("Training", self.training_panel)
+        self.add_panel("Playground", self.playground_panel)
+        self.add_panel("Evaluation", self.evaluation_panel)
+        self.add_panel("Fine-tune", self.finetune_panel)
         self.config_panel.validity_changed.connect(self.training_panel.set_config_error)
         self.training_panel.checkpoint_written.connect(self.playground_panel.on_checkpoint)
         self.training_panel.checkpoint_written.connect(self.masking_panel.on_checkpoint)
@@ -167,9 +167,9 @@ class MainWindow(QMainWindow):
         self.ready = True
         self.panels_ready.emit()
 
-    def add_panel(self, title: str, panel: QWidget, icon: QStyle.StandardPixmap) -> None:
-        """Plug a panel in: a navigation entry and a page."""
-        self.navigation.addItem(QListWidgetItem(self.style().standardIcon(icon), title))
+    def add_panel(self, title: str, panel: QWidget) -> None:
+        """Plug a panel in: a navigation entry with its glyph (panel_icons.GLYPHS) and a page."""
+        self.navigation.addItem(QListWidgetItem(panel_icon(title, self.navigation.palette()), title))
         self.stack.addWidget(panel)
         if self.navigation.currentRow() < 0:
             self.navigation.setCurrentRow(0)
@@ -322,6 +322,15 @@ class MainWindow(QMainWindow):
         apply_scheme(QApplication.instance(), scheme)
         for action in self.scheme_actions:
             action.setChecked(action.data() == scheme)
+
+    def changeEvent(self, event: QEvent) -> None:
+        """Another colour scheme: the navigation's glyphs take its text colours."""
+        super().changeEvent(event)
+        if event.type() in PALETTE_CHANGES:
+            palette = self.navigation.palette()
+            for row in range(self.navigation.count()):
+                item = self.navigation.item(row)
+                item.setIcon(panel_icon(item.text(), palette))
 
     def _on_system_scheme(self, *_) -> None:
         if self.scheme == "system":

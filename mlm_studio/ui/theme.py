@@ -3,9 +3,9 @@ the user chose one), with text colours that keep a contrast of at least 4.5:1 on
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPainter, QPalette, QPixmap
-from PySide6.QtWidgets import QApplication, QLabel, QWidget
+from PySide6.QtCore import QEvent, QRectF, Qt
+from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPainter, QPalette, QPen, QPixmap
+from PySide6.QtWidgets import QApplication, QLabel, QProxyStyle, QStyle, QWidget
 
 from mlm_studio.resources import ICON_SIZES, icon_png, icon_svg
 
@@ -16,6 +16,9 @@ TONES = {
     "light": {"error": "#b0281a", "warning": "#8a4b00", "info": "#1f5a99"},
     "dark": {"error": "#ff8a80", "warning": "#f5b656", "info": "#8cc4ff"},
 }
+INDICATORS = (QStyle.PrimitiveElement.PE_IndicatorCheckBox, QStyle.PrimitiveElement.PE_IndicatorRadioButton)
+DARK_WINDOW = 0.2  # a window darker than this luminance gets outlined indicators
+OUTLINE_SHARE = 0.6  # of the text colour over the field: 5:1 on the dark scheme's field
 _DARK = {
     QPalette.ColorRole.Window: "#2b2d30",
     QPalette.ColorRole.WindowText: "#e6e6e6",
@@ -63,9 +66,33 @@ def palette_for(scheme: str) -> QPalette:
     return palette
 
 
+class OutlinedIndicators(QProxyStyle):
+    """The application's style, with check boxes and radio buttons outlined in a colour that stands out from the
+    field behind them (3:1 at least, as WCAG asks of a control's boundary): the style's own outline, a shade darker
+    than the window, all but vanishes on a dark one."""
+
+    def drawPrimitive(self, element, option, painter, widget=None) -> None:
+        super().drawPrimitive(element, option, painter, widget)
+        if element not in INDICATORS or _luminance(option.palette.color(QPalette.ColorRole.Window)) > DARK_WINDOW:
+            return
+        base, text = option.palette.color(QPalette.ColorRole.Base), option.palette.color(QPalette.ColorRole.Text)
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(QPen(blended(text, OUTLINE_SHARE, base), 1))
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        box = QRectF(option.rect).adjusted(0.5, 0.5, -0.5, -0.5)
+        if element == QStyle.PrimitiveElement.PE_IndicatorRadioButton:
+            painter.drawEllipse(box)
+        else:
+            painter.drawRoundedRect(box, 2, 2)
+        painter.restore()
+
+
 def apply_scheme(app: QApplication, scheme: str) -> str:
     """Give the application the scheme's palette and tones; returns the resolved scheme."""
     actual = resolved(scheme)
+    if not isinstance(app.style(), OutlinedIndicators):
+        app.setStyle(OutlinedIndicators(app.style().name()))
     app.setProperty("scheme", actual)  # read by the tone labels as the palette change reaches them
     app.setPalette(palette_for(actual))
     return actual

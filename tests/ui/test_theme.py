@@ -141,3 +141,42 @@ def test_the_tokenizer_pieces_are_dark_chips_in_the_dark_scheme(qtbot, small_tok
             image.pixelColor(int((r.x() + 2) * ratio), int(r.center().y() * ratio)).lightness() for r in rects
         ]  # fmt: skip  (left of the text, halfway down)
     assert min(lightness["light"][:2]) > 170 and max(lightness["dark"]) < 110, lightness
+
+
+def _boundary_contrast(box, palette) -> float:
+    """The strongest contrast between an unchecked check box's pixels and the field it is drawn on."""
+    from PySide6.QtGui import QColor
+
+    box.setPalette(palette)
+    box.resize(box.sizeHint())
+    image = box.grab().toImage()
+    field = palette.color(QPalette.ColorRole.Window)
+    pixels = (image.pixelColor(x, y) for x in range(min(18, image.width())) for y in range(image.height()))
+    return max(contrast(QColor(p.rgb()), field) for p in pixels)
+
+
+def test_an_unchecked_check_box_stands_out_on_the_dark_scheme(qtbot, restore_palette):
+    """Its outline keeps 3:1 against the window behind it (WCAG's bound for a control's boundary)."""
+    from PySide6.QtWidgets import QCheckBox
+
+    app = QApplication.instance()
+    style = app.style()
+    apply_scheme(app, "dark")
+    box = QCheckBox("")
+    qtbot.addWidget(box)
+    try:
+        assert _boundary_contrast(box, palette_for("dark")) >= 3.0
+    finally:
+        app.setStyle(style.name())
+
+
+def test_the_navigation_glyphs_take_the_schemes_text_colour(window, restore_palette):
+    from PySide6.QtGui import QColor
+
+    apply_scheme(QApplication.instance(), "dark")
+    text = window.navigation.palette().color(QPalette.ColorRole.WindowText)
+    for row in range(window.navigation.count()):
+        image = window.navigation.item(row).icon().pixmap(20, 20).toImage()
+        opaque = [image.pixelColor(x, y) for x in range(image.width()) for y in range(image.height())]
+        drawn = [QColor(c.rgb()) for c in opaque if c.alpha() > 200]
+        assert drawn and all(contrast(c, text) < 1.2 for c in drawn), window.navigation.item(row).text()
