@@ -160,6 +160,7 @@ class MainWindow(QMainWindow):
         self.workspace.run_changed.connect(lambda _: self._update_run_status())
         self.workspace.corpus_changed.connect(self._update_corpus_status)
         self._build_menus()
+        self._update_run_status()
         if self._devices is not None:
             self.config_panel.set_devices([d.name for d in self._devices])
         if restore:
@@ -243,14 +244,25 @@ class MainWindow(QMainWindow):
             self.open_run(Path(folder))
 
     def open_run(self, path: Path) -> None:
-        """Show a run's curves in the Training panel; the other panels keep their models, the Runs folder stays."""
-        self.training_panel.open_run(path)
-        self.show_panel(self.training_panel)
+        """Show a run where its kind is shown: a pre-training run's curves in the Training panel, a fine-tuning
+        run's curves and scores in the Fine-tune panel. The other panels keep their models, the Runs folder stays."""
+        from mlm_studio.core.storage.history import FINETUNING, run_kind  # the engine is loaded by now
+
+        if run_kind(path) == FINETUNING:
+            self.finetune_panel.show_run(path)
+            self.show_panel(self.finetune_panel)
+        else:
+            self.training_panel.open_run(path)
+            self.show_panel(self.training_panel)
 
     def _build_status_bar(self) -> None:
         self.device_label = QLabel("Device: detecting…")
         self.corpus_label = QLabel("No corpus")
         self.run_label = QLabel()
+        self.run_label.setToolTip(
+            "The run this window trains or last trained: the model the other panels offer first. Opening a run only "
+            "shows it"
+        )
         self.memory_label = QLabel()
         bar = self.statusBar()
         bar.addWidget(self.corpus_label, 1)
@@ -285,7 +297,7 @@ class MainWindow(QMainWindow):
         run = self.workspace.run
         state = self.training_panel.controller.state
         name = run.name if run is not None else "none"
-        self.run_label.setText(f"Run: {name}" + ("" if state == IDLE else f" ({state})"))
+        self.run_label.setText(f"Current run: {name}" + ("" if state == IDLE else f" ({state})"))
         self.pause_action.setText("&Resume" if state == PAUSED else "&Pause")
 
     def _update_memory(self) -> None:

@@ -1,0 +1,95 @@
+"""The window never shows what is not true, driven as a user would across panels: runs of each kind are offered
+only where they work, looking at a run changes no other panel's choice, and each panel names what it shows."""
+
+import shutil
+
+import pytest
+
+from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+from mlm_studio.core.storage.history import FINETUNING, PRETRAINING, run_kind
+from mlm_studio.ui.main_window import MainWindow
+
+TIMEOUT_MS = 120_000
+
+
+@pytest.fixture(scope="module")
+def mixed_runs(trained_runs, tmp_path_factory):
+    """A runs folder holding the two pre-training runs and one short fine-tuning run of `late`."""
+    root = tmp_path_factory.mktemp("mixed")
+    for name in ("early", "late"):
+        shutil.copytree(trained_runs / name, root / name)
+    task = root.parent / "topics.csv"
+    rows = [("the value of the list is returned", "returns"), ("an error is raised", "errors")] * 12
+    task.write_text("text,label\n" + "\n".join(f"{t},{label}" for t, label in rows) + "\n", encoding="utf-8")
+    options = FinetuneOptions("classification", task, epochs=1, batch_size=8, device="cpu")
+    list(prepare_finetuner(root / "finetune-topics", str(root / "late"), options).run())
+    return root
+
+
+@pytest.fixture
+def window(qtbot, mixed_runs):
+    widget = MainWindow(None, restore=False, runs_root=mixed_runs)
+    qtbot.addWidget(widget)
+    widget.resize(1280, 720)
+    widget.show()
+    return widget
+
+
+def combo_paths(combo) -> list[str]:
+    return [combo.itemData(i) for i in range(combo.count())]
+
+
+def test_the_kinds_of_run_are_told_apart(mixed_runs):
+    assert run_kind(mixed_runs / "late") == PRETRAINING
+    assert run_kind(mixed_runs / "finetune-topics") == FINETUNING
+
+
+def test_a_fine_tuning_run_is_offered_only_where_it_works(window, mixed_runs):
+    """It has no masked-LM head: not in the Training panel's runs (Open, Resume and Export would fail), not a model of
+    the Playground or Evaluation, not a starting model; it is listed in the Fine-tune panel's Runs tab."""
+    tuned = str(mixed_runs / "finetune-topics")
+    table = window.training_panel.runs.table
+    assert sorted(table.item(r, 0).text() for r in range(table.rowCount())) == ["early", "late"]
+    for combo in (
+        window.playground_panel.views[0].model_combo,
+        window.playground_panel.views[1].model_combo,
+        window.evaluation_panel.model_combo,
+        window.finetune_panel.form.model_combo,
+    ):
+        assert tuned not in combo_paths(combo)
+        assert combo.count() >= 2
+    assert window.evaluation_panel.model_combo.currentData() != tuned  # a fresh session's first model
+    listed = window.finetune_panel.runs.table
+    assert [listed.item(r, 0).text() for r in range(listed.rowCount())] == ["finetune-topics"]
+
+
+def test_opening_a_fine_tuning_run_shows_it_in_the_fine_tune_panel(qtbot, window, mixed_runs):
+    window.open_run(mixed_runs / "finetune-topics")
+    assert window.stack.currentWidget() is window.finetune_panel
+    assert window.finetune_panel.run_path == mixed_runs / "finetune-topics"
+    assert window.workspace.shown_run is None and window.workspace.run is None
+    qtbot.waitUntil(lambda: not window.finetune_panel.mistakes_task.running, timeout=TIMEOUT_MS)
+
+
+def test_opening_a_run_only_looks_at_it(window, mixed_runs):
+    """The status bar names the current run (none yet); the opened run's curves are shown; every other panel keeps
+    its own choice."""
+    playground, evaluation = window.playground_panel, window.evaluation_panel
+    before = (playground.views[0].model_combo.currentData(), evaluation.model_combo.currentData())
+    window.open_run(mixed_runs / "early")
+    assert window.stack.currentWidget() is window.training_panel
+    assert window.training_panel.plots.series["step_loss"].size == 4
+    assert window.run_label.text() == "Current run: none"
+    assert (playground.views[0].model_combo.currentData(), evaluation.model_combo.currentData()) == before
+
+
+def test_another_runs_folder_is_every_panels_folder(window, mixed_runs, tmp_path):
+    """The folder chosen in the Training panel's Runs tab is the one every panel lists and writes into."""
+    shutil.copytree(mixed_runs / "early", tmp_path / "only-early")
+    window.workspace.set_runs_root(tmp_path)
+    table = window.training_panel.runs.table
+    assert [table.item(r, 0).text() for r in range(table.rowCount())] == ["only-early"]
+    assert combo_paths(window.evaluation_panel.model_combo)[:1] == [str(tmp_path / "only-early")]
+    assert str(tmp_path / "only-early") in combo_paths(window.playground_panel.views[0].model_combo)
+    assert window.finetune_panel.runs.table.rowCount() == 0
+    assert window.finetune_panel.runs_root == tmp_path
