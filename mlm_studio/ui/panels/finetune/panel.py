@@ -152,15 +152,9 @@ class FinetunePanel(QWidget):
         self.progress_bar = QProgressBar()
         self.status_label = ElidedLabel()  # never widens the panel: cut with "…", the whole line its tooltip
         row = QHBoxLayout()
-        for button in (
-            self.start_button,
-            self.compare_button,
-            self.seeds,
-            self.pause_button,
-            self.stop_button,
-            self.export_button,
-        ):
+        for button in (self.start_button, self.compare_button, self.seeds, self.pause_button, self.stop_button):
             row.addWidget(button)
+        row.addWidget(self.export_button)
         row.addWidget(self.progress_bar, 1)
         row.addWidget(self.status_label, 2)
         return row
@@ -203,6 +197,7 @@ class FinetunePanel(QWidget):
             held.enter_context(RunLock(root))
             return SimpleNamespace(run=partial(compare, spec, options, root, seeds, control))
 
+        self.comparison.clear()
         self._launch(prepare, "Reading the task and preparing the first contender…", root)
         self.compare_runs, self.compare_started = len(contenders(spec)) * seeds, 0
 
@@ -216,10 +211,11 @@ class FinetunePanel(QWidget):
             return prepare_finetuner(path, control=control)
 
         self._launch(prepare, f"Resuming {path.name}…")
+        self.run_path = path
+        self.results.set_subject(run_subject(path))
 
     def _launch(self, prepare, message: str, compare_root: Path | None = None) -> None:
         self._show_nothing()
-        self.comparison.clear()
         self.results.setCurrentWidget(self.results.curves)
         self.compare_root = compare_root
         self.progress_bar.setRange(0, 0)
@@ -332,7 +328,7 @@ class FinetunePanel(QWidget):
 
     def _on_started(self, item, record) -> None:
         """A run began (a comparison's next contender or seed): the single-run tabs are its from now on."""
-        self.run_path = Path(record.run_dir)
+        self.run_path, self.test = Path(record.run_dir), None
         if isinstance(item, Said):
             self.plots.clear()  # each contender's and seed's curves in turn
             self.results.clear()
