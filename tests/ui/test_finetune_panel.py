@@ -63,6 +63,7 @@ def test_a_tagger_shows_true_and_predicted_entities_as_chips(qtbot, panel, tmp_p
     fill(panel, write_tagging(tmp_path / "tags.jsonl"), kind="tokens", epochs=1.0)
     run_to_the_end(qtbot, panel)
     assert "entities:" in panel.results.summary.text()
+    assert panel.plots.plots["validation"].getAxis("left").labelText == "validation entity F1"  # the score it chose by
     assert [row[0] for row in cells(panel.results.per_class)] == ["O", "B-ARG", "B-EXC", "I-EXC"]
     assert not panel.results.spans.isHidden() and panel.results.mistakes.isHidden()
     shown = panel.results.spans.toPlainText()

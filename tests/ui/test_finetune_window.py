@@ -1,5 +1,6 @@
-"""The Fine-tune panel's comparison, runs list and hint, driven as a user would: Compare… with three seeds ends in
-a table, a plot and a verdict whose numbers are the runs' own test scores; Stop ends a comparison; a run chosen in
+"""The Fine-tune panel's comparison, runs list and hint, driven as a user would: Compare with three seeds ends in
+a table, a plot and a verdict whose numbers are the runs' own test scores; Stop ends a comparison, whose stopped
+run is not weighed; a run chosen in
 the Runs tab shows its confusion matrix; Resume finishes a stopped run from its checkpoint; the hint in place of
 the empty curves gives way to them on the first record; a model in the local Hub cache is offered and fine-tuned."""
 
@@ -40,11 +41,12 @@ def test_compare_with_three_seeds_shows_each_contenders_scores_and_the_verdict(q
     assert panel.message_bar.level in ("", "warning"), panel.message_bar.text
     # progress named the contender, the seed and the run among all
     assert any(text.startswith("[your model, seed 0, run 1 of 6] step") for text in said)
-    assert said[-1].startswith("[from scratch, seed 2, run 6 of 6] Finished")
-    assert panel.status_label.toolTip() == said[-1]  # the whole line, where a narrow window cuts it
+    assert said[-1].startswith("[from scratch, seed 2, run 6 of 6] Finished (completed) at step ")
     assert {int(re.search(r"run (\d) of 6", text)[1]) for text in said if text.startswith("[")} == set(range(1, 7))
     # the table's numbers are the test scores the six run folders wrote
     (root,) = [p for p in (tmp_path / "runs").iterdir() if p.name.endswith("compare")]
+    assert panel.status_label.text() == f"Comparison {root.name}: complete"
+    assert panel.status_label.toolTip() == panel.status_label.text()  # the whole line, where a narrow window cuts it
     scores = {
         label: [written_tests(root / f"{folder}-seed{seed}")[-1]["macro_f1"] for seed in range(3)]
         for label, folder in ((YOURS, "your-model"), (SCRATCH_LABEL, "from-scratch"))
@@ -94,8 +96,12 @@ def test_stop_ends_a_comparison_before_its_other_contenders(qtbot, finetune_pane
     qtbot.waitUntil(lambda: panel.controller.state == IDLE, timeout=TIMEOUT_MS)
     (root,) = [p for p in (tmp_path / "runs").iterdir() if p.name.endswith("compare")]
     assert [p.name for p in root.iterdir() if p.is_dir()] == ["your-model-seed0"]  # no other contender began
-    assert cells(panel.comparison.table)[0][0] == YOURS  # stopped, it was scored with its best weights
-    assert panel.comparison.verdict.text().startswith("No verdict yet")
+    assert written_tests(root / "your-model-seed0")  # stopped, it was scored with its best weights, but
+    assert cells(panel.comparison.table) == []  # a run stopped halfway is not weighed against finished ones
+    assert panel.comparison.verdict.text() == (
+        "No verdict until all 6 runs have finished: 0 have. Not weighed, as they did not finish: your model, seed 0."
+    )
+    assert panel.status_label.text() == f"Comparison {root.name}: 0 of 6 runs finished"
     assert panel.compare_button.isEnabled()
 
 
@@ -154,7 +160,7 @@ def test_a_run_chosen_in_the_runs_tab_shows_its_results_and_a_stopped_one_resume
 def test_the_hint_stands_in_for_the_empty_curves_until_the_first_record(qtbot, finetune_panel, tmp_path):
     panel = finetune_panel
     assert panel.curves.currentWidget() is panel.hint and panel.hint.isVisible()
-    assert "Start" in panel.hint.text() and "Compare…" in panel.hint.text()
+    assert "Start" in panel.hint.text() and "Compare" in panel.hint.text()
     fill(panel, write_task(tmp_path / "task.csv", rows=60), epochs=1.0)
     shown_at_first_record = []
     panel.controller.record.connect(lambda _: shown_at_first_record.append(panel.curves.currentWidget()))
@@ -162,7 +168,7 @@ def test_the_hint_stands_in_for_the_empty_curves_until_the_first_record(qtbot, f
     assert panel.curves.currentWidget() is panel.hint  # preparing: nothing to draw yet
     run_to_the_end(qtbot, panel)
     assert shown_at_first_record[0] is panel.plots
-    assert panel.results.currentIndex() == panel.results.indexOf(panel.curves) + 1  # the test scores after
+    assert panel.results.currentWidget() is panel.results.scores  # the test scores after
 
 
 @pytest.mark.slow  # a fine-tuning of a Hugging Face model

@@ -1,6 +1,7 @@
 """The comparison that says whether pre-training paid off: the same task, budget, split and seeds for the user's
 model, the model it started from (when it continued an imported one) and the same shape from scratch; the test
-scores of each over several seeds, with their spread."""
+scores of each over several seeds, with their spread. Its folder holds one run folder per contender and seed, and
+`comparison.json`, what it was asked to run (comparisons.py reads it all back)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from typing import NamedTuple
 
 from mlm_studio.core.finetune.scores import ENTITY_F1, MACRO_F1, main_score
 from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions, prepare_finetuner
+from mlm_studio.core.storage.files import atomic_write_json
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import Record, TestRecord
 
 YOURS, STARTING, SCRATCH_LABEL = "your model", "its starting model", "from scratch"
+MANIFEST = "comparison.json"  # in a comparison's folder: its model, contenders and seeds
 
 
 @dataclass(frozen=True)
@@ -70,18 +73,27 @@ def compare(
 ) -> Iterator[Said]:
     """Fine-tune each contender with seeds `options.seed`, +1, … (the split fixed by the first), each in its own
     run folder under `root` (a folder there already is resumed); every record, said by whom and with which seed."""
+    everyone = contenders(spec)
     for seed in range(options.seed, options.seed + seeds):
-        for contender in contenders(spec):
-            path = root / f"{re.sub(r'[^a-z]+', '-', contender.label)}-seed{seed}"
+        for contender in everyone:
+            path = root / run_folder_name(contender.label, seed)
             seeded = replace(options, seed=seed, split_seed=options.held_out_by)
             if (path / "config.toml").is_file():
                 tuner = prepare_finetuner(path, control=control)
             else:
                 tuner = prepare_finetuner(path, contender.spec, seeded, control)
+            if seed == options.seed and contender is everyone[0]:
+                manifest = {"model": spec, "first_seed": options.seed, "seeds": seeds}
+                atomic_write_json(root / MANIFEST, {**manifest, "contenders": [c.label for c in everyone]})
             for record in tuner.run():
                 yield Said(contender, seed, record)
             if tuner.control.stop_requested:
                 return
+
+
+def run_folder_name(label: str, seed: int) -> str:
+    """The folder of a contender's run with `seed` in its comparison's folder: `from-scratch-seed2`."""
+    return f"{re.sub(r'[^a-z]+', '-', label)}-seed{seed}"
 
 
 def outcomes(results: Iterable[Said]) -> list[Outcome]:
@@ -120,18 +132,25 @@ def score_name(found: list[Outcome]) -> str:
     return ENTITY_F1 if any(outcome.entities for outcome in found) else MACRO_F1
 
 
+def pretraining_helped(found: list[Outcome]) -> bool | None:
+    """Whether your model's every seed beats every seed from scratch; None until both have a test score."""
+    by_label = {outcome.contender.label: outcome for outcome in found if outcome.score}
+    yours, scratch = by_label.get(YOURS), by_label.get(SCRATCH_LABEL)
+    return None if yours is None or scratch is None else min(yours.score) > max(scratch.score)
+
+
 def verdict(found: list[Outcome], score_name: str) -> str:
     """Whether pre-training helped, in one sentence: your model against the same architecture from scratch (and
     against its starting model, when it has one). Better or worse means on every seed (the lowest score of one
     above the highest of the other); where the seeds' scores overlap there is no clear difference."""
-    by_label = {outcome.contender.label: outcome for outcome in found if outcome.score}
-    yours, scratch = by_label.get(YOURS), by_label.get(SCRATCH_LABEL)
-    if yours is None or scratch is None:
+    helped = pretraining_helped(found)
+    if helped is None:
         return "No verdict yet: your model and the one from scratch each need a test score; run the comparison on."
-    helped = min(yours.score) > max(scratch.score)
+    by_label = {outcome.contender.label: outcome for outcome in found if outcome.score}
+    yours = by_label[YOURS]
     said = (
         f"Pre-training {'helped' if helped else 'did not help'}: your model's {score_name} "
-        f"{_against(yours, scratch, 'the same architecture from scratch')}"
+        f"{_against(yours, by_label[SCRATCH_LABEL], 'the same architecture from scratch')}"
     )
     start = by_label.get(STARTING)
     if start is not None:

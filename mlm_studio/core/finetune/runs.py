@@ -1,5 +1,5 @@
 """The fine-tuning runs in a folder as the window lists them: each one's state, the model it started from, its
-task, its best validation score, and the test scores it ended with."""
+task, its best validation score and the metric it is, and the test scores it ended with."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlm_studio.core.finetune.scores import main_score_name
 from mlm_studio.core.finetune.setup import SCRATCH
-from mlm_studio.core.finetune.tuner import BEST
+from mlm_studio.core.finetune.tuner import BEST, ending
 from mlm_studio.core.interop.hub_cache import hub_name_of
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.history import list_runs, summarize
@@ -16,6 +17,7 @@ from mlm_studio.core.storage.run_folder import CHECKPOINTS, RunDir
 from mlm_studio.core.training.records import RECORDS, TestRecord
 
 RESUMABLE = ("stopped", "interrupted", "failed")  # states a run can continue from
+ENDED = ("completed", "stopped early")  # states of a run that ended by itself: its test scores count
 
 
 @dataclass(frozen=True)
@@ -26,8 +28,9 @@ class FinetuneRun:
     state: str  # completed | stopped early | stopped | failed | interrupted (killed, or still training)
     model: str  # where its weights came from: a run's or a folder's name, `scratch:` before it for fresh ones
     task: str  # its kind and training file
-    best_score: float | None  # the best validation score (macro-F1, or entity F1 for tagging)
+    best_score: float | None  # the best validation score, the `score_name` one
     modified: float  # the folder's last change, seconds since the epoch
+    score_name: str  # the metric that chose its best checkpoint: macro-F1, or entity F1 for entity tags
 
     @property
     def resumable(self) -> bool:
@@ -36,24 +39,40 @@ class FinetuneRun:
 
 def finetune_runs(root: str | Path) -> list[FinetuneRun]:
     """The fine-tuning runs directly under `root`, newest first (a damaged one is left out)."""
-    found = []
-    for run in list_runs(root):
-        try:
-            task = run.task
-        except CheckpointError:
-            continue
-        if task is not None:
-            found.append(
-                FinetuneRun(
-                    run.path,
-                    summarize(run).state,
-                    _model(run),
-                    f"{task['task']} · {Path(task['files']['train']).name}",
-                    _best_score(run),
-                    run.path.stat().st_mtime,
-                )
-            )
-    return found
+    found = (finetune_run(run.path) for run in list_runs(root))
+    return [run for run in found if run is not None]
+
+
+def finetune_run(path: str | Path) -> FinetuneRun | None:
+    """The fine-tuning run in `path`, or None when it holds none (a pre-training run, a damaged task file)."""
+    run = RunDir(path)
+    try:
+        task = run.task
+    except CheckpointError:
+        return None
+    if task is None:
+        return None
+    return FinetuneRun(
+        run.path,
+        _state(run),
+        _model(run),
+        f"{task['task']} · {Path(task['files']['train']).name}",
+        _best_score(run),
+        run.path.stat().st_mtime,
+        main_score_name(task["task"], task.get("labels", ())),
+    )
+
+
+def _state(run: RunDir) -> str:
+    """How the run ended (or that it has not): "stopped early" only when it stopped before its last step, whatever
+    an older version wrote."""
+    state = summarize(run).state
+    if state != "stopped early":
+        return state
+    records = run.read_metrics()
+    total = next((r.get("total_steps") for r in reversed(records) if r.get("type") == "started"), None)
+    finished = next((r for r in reversed(records) if r.get("type") == "finished"), {})
+    return state if total is None else ending(state, int(finished.get("step", 0)), int(total))
 
 
 def last_test(path: str | Path) -> TestRecord | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -133,7 +133,8 @@ class FineTuner:
         ]
         if len(written) != 2 or written[-1].get("reason") == "stopped":
             return []
-        return [RECORDS[r["type"]](**{k: v for k, v in r.items() if k != "type"}) for r in written]
+        test, finished = (RECORDS[r["type"]](**{k: v for k, v in r.items() if k != "type"}) for r in written)
+        return [test, replace(finished, reason=ending(finished.reason, finished.step, self.total_steps))]
 
     def started(self) -> StartedRecord:
         return StartedRecord(
@@ -190,7 +191,8 @@ class FineTuner:
         stopped = self.step < self.total_steps and not self.stopped_early
         if stopped:
             yield self._save()
-        yield from self._finish("stopped" if stopped else "stopped early" if self.stopped_early else "completed")
+        said = "stopped" if stopped else "stopped early" if self.stopped_early else "completed"
+        yield from self._finish(ending(said, self.step, self.total_steps))
 
     def train_step(self) -> StepSums:
         """One optimizer step on one batch (dropout seeded by the step)."""
@@ -261,7 +263,7 @@ class FineTuner:
             atomic_write_folder(self.run_dir.path / BEST, self._write_best)
         else:
             self.stale += 1
-            if self.stale >= self.task["patience"]:
+            if self.stale >= self.task["patience"] and self.step < self.total_steps:  # the last step ends it anyway
                 self.stopped_early = True
                 yield self._logged(
                     WarningRecord(
@@ -334,6 +336,12 @@ class FineTuner:
         if self.events is not None:
             self.events.add(written)
         return record
+
+
+def ending(reason: str, step: int, total_steps: int) -> str:
+    """How a run ended, as its finished record says it: one that reached its last step completed (earlier
+    versions wrote "stopped early" when the patience ran out at that very step)."""
+    return "completed" if reason == "stopped early" and step >= total_steps else reason
 
 
 def freeze(model: TaskModel, layers: int) -> None:

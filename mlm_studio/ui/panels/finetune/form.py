@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from PySide6.QtCore import Signal
+from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -32,6 +33,32 @@ from mlm_studio.ui.workspace import Workspace
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(FinetuneOptions)}
 KIND_LABELS = {"classification": "classification (a label per text)", "tokens": "tokens (a tag per word: NER)"}
 TASK_FILES = f"Labelled files ({' '.join('*' + s for s in (*TABLE_SUFFIXES, '.conll', '.txt'))});;All files (*)"
+
+
+class NumberBox(QDoubleSpinBox):
+    """A decimal field that writes its value as briefly as it reads: 3 epochs, 0.5 epochs, a learning rate of 3e-05
+    (never 3.00 or 0.0000300)."""
+
+    def __init__(self, decimals: int) -> None:
+        super().__init__()
+        self.setDecimals(decimals)  # before its value is set: fewer would round 3e-5 to 0
+
+    def textFromValue(self, value: float) -> str:  # noqa: N802 - Qt's name
+        return f"{round(value, self.decimals()):g}"
+
+    def valueFromText(self, text: str) -> float:  # noqa: N802 - Qt's name
+        try:
+            return float(text)
+        except ValueError:
+            return self.value()
+
+    def validate(self, text: str, position: int) -> tuple[QValidator.State, str, int]:
+        try:
+            value = float(text)
+        except ValueError:
+            return QValidator.State.Intermediate, text, position  # "3e-" on the way to "3e-5"
+        inside = self.minimum() <= value <= self.maximum()
+        return (QValidator.State.Acceptable if inside else QValidator.State.Intermediate), text, position
 
 
 class FinetuneForm(QWidget):
@@ -64,9 +91,8 @@ class FinetuneForm(QWidget):
         self.kind_combo = QComboBox()
         for kind in TASKS:
             self.kind_combo.addItem(KIND_LABELS[kind], kind)
-        self.epochs = self._number(QDoubleSpinBox(), "epochs", (0.1, 100), "Passes over the training examples")
-        rate = QDoubleSpinBox()
-        rate.setDecimals(7)  # before its value is set: two decimals would round 3e-5 to 0
+        self.epochs = self._number(NumberBox(1), "epochs", (0.1, 100), "Passes over the training examples")
+        rate = NumberBox(7)
         rate.setSingleStep(1e-5)
         self.learning_rate = self._number(rate, "learning_rate", (1e-7, 1.0), "AdamW's peak learning rate")
         self.batch_size = self._number(QSpinBox(), "batch_size", (1, 4096), "Examples per step")

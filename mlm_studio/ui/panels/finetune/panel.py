@@ -1,15 +1,15 @@
 """The Fine-tune panel: a model (a run, a Hugging Face folder, or either's shape from scratch) fine-tuned on a
-labelled file in the background, with live curves of the training loss and the validation score, pause and stop;
-when it ends, the test scores, confusion matrix and mistakes (results.py), and the classifier exported. Compare…
-fine-tunes the model against its starting model and the same from scratch over several seeds (comparison.py);
-the Runs tab lists the fine-tuning runs, shows one's results and resumes one (runs_list.py)."""
+labelled file in the background, with live curves of the training loss and accuracy and the validation score, pause
+and stop; when it ends, the test scores, confusion matrix and mistakes (results.py), and the classifier exported.
+Compare fine-tunes the model against its starting model and the same from scratch over several seeds
+(comparison.py); the Runs tab lists the fine-tuning runs and comparisons, shows a run's results, reopens a
+comparison and resumes a run (runs_list.py). Every tab names the run it shows (subjects.py)."""
 
 from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
-from typing import ClassVar
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -17,14 +17,14 @@ from PySide6.QtWidgets import (
     QLabel,
     QProgressBar,
     QPushButton,
-    QSizePolicy,
     QSpinBox,
     QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
 
-from mlm_studio.core.finetune.compare import Said, compare, contenders, outcomes, score_name
+from mlm_studio.core.finetune.compare import Said, compare, contenders
+from mlm_studio.core.finetune.comparisons import Comparison, read_comparison
 from mlm_studio.core.finetune.mistakes import wrong_test_examples
 from mlm_studio.core.finetune.runs import last_test
 from mlm_studio.core.finetune.scores import ENTITY_F1, MACRO_F1, main_score
@@ -42,35 +42,33 @@ from mlm_studio.core.training.records import (
 )
 from mlm_studio.core.training.runs import new_run_path
 from mlm_studio.ui.panels.finetune.comparison import ComparisonView
+from mlm_studio.ui.panels.finetune.elided import ElidedLabel
 from mlm_studio.ui.panels.finetune.form import FinetuneForm
+from mlm_studio.ui.panels.finetune.plots import FinetunePlots
 from mlm_studio.ui.panels.finetune.results import ResultsView
 from mlm_studio.ui.panels.finetune.runs_list import FinetuneRunsList
+from mlm_studio.ui.panels.finetune.subjects import (
+    comparison_plan,
+    comparison_subject,
+    contender_subject,
+    finished_line,
+    run_subject,
+    shown_run_line,
+)
 from mlm_studio.ui.run_export import RunExporter
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING, TrainingController
-from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.workspace import Workspace
 
 SEEDS = 3  # a comparison's seeds by default: the fewest that give a spread
 CURVES_HINT = (
-    "The curves of a fine-tuning appear here while it trains: the training loss, the validation score after each "
-    "epoch, the learning rate, the gradient norm and the speed.\n\nChoose a model and a labelled task file above, "
-    "then Start, or Compare… to see whether pre-training helps: your model against the same architecture from "
-    "scratch, over several seeds."
+    "The curves of a fine-tuning appear here while it trains: the training loss and accuracy, the validation score "
+    "after each epoch, the learning rate, the gradient norm and the speed.\n\nChoose a model and a labelled task "
+    "file above, then Start, or Compare to see whether pre-training helps: your model against the same architecture "
+    "from scratch, over several seeds."
 )
-
-
-class FinetunePlots(LivePlots):
-    """The live plots a fine-tuning has values for: no cloze probes, no replaced-token detection."""
-
-    PLOTS: ClassVar[dict[str, tuple[str, bool]]] = {
-        "loss": ("loss", False),
-        "accuracy": ("accuracy · F1", False),
-        "learning_rate": ("learning rate", False),
-        "grad_norm": ("gradient norm", False),
-        "throughput": ("tokens / s", False),
-    }
+UNREADABLE = (CheckpointError, OSError, TypeError, ValueError, KeyError)  # a damaged or half-written folder
 
 
 class FinetunePanel(QWidget):
@@ -86,9 +84,9 @@ class FinetunePanel(QWidget):
         super().__init__()
         self.workspace = workspace
         self.form = FinetuneForm(workspace, Path(runs_root) if runs_root else workspace.runs_root)
-        self.run_path: Path | None = None  # the run shown
-        self.test: TestRecord | None = None
-        self.compared: list[Said] | None = None  # a comparison's test records, while one runs
+        self.run_path: Path | None = None  # the run the single-run tabs show
+        self.test: TestRecord | None = None  # its test scores, when it is one run's to export
+        self.compare_root: Path | None = None  # the comparison running or shown
         self.compare_runs, self.compare_started = 0, 0  # its runs, those begun
         self.controller = TrainingController(self)
         self.controller.state_changed.connect(self._update_controls)
@@ -113,10 +111,10 @@ class FinetunePanel(QWidget):
         self.comparison = ComparisonView()
         self.runs = FinetuneRunsList(workspace)
         self.runs.chosen.connect(self.show_run)
+        self.runs.comparison_chosen.connect(self.show_comparison)
         self.runs.resume_button.clicked.connect(lambda: self.resume(self.runs.selected()))
         # one tab area under the form: the curves take all its height while training, the results after
-        self.results = ResultsView()
-        self.results.insertTab(0, self.curves, "Curves")
+        self.results = ResultsView(self.curves)
         self.results.addTab(self.comparison, "Comparison")
         self.results.addTab(self.runs, "Runs")
         self.results.setCurrentIndex(0)
@@ -125,7 +123,9 @@ class FinetunePanel(QWidget):
         layout.addLayout(self._build_controls())
         layout.addWidget(self.message_bar)
         layout.addWidget(self.results, 1)
-        self.form.models_changed.connect(lambda: self._update_controls(self.controller.state))
+        self.form.models_changed.connect(self._update_plan)
+        self.form.model_combo.currentIndexChanged.connect(self._update_plan)
+        self.seeds.valueChanged.connect(self._update_plan)
         self.form.refresh_models()
         self.runs.refresh()
         self._update_controls(IDLE)
@@ -134,11 +134,7 @@ class FinetunePanel(QWidget):
     def _build_controls(self) -> QHBoxLayout:
         self.start_button = QPushButton("Start")
         self.start_button.clicked.connect(self.start)
-        self.compare_button = QPushButton("Compare…")
-        self.compare_button.setToolTip(
-            "Fine-tune this model, the model it started from (if it continued an imported one) and the same "
-            "architecture from scratch, with the same recipe and split, once per seed; then their test scores"
-        )
+        self.compare_button = QPushButton("Compare")
         self.compare_button.clicked.connect(self.start_comparison)
         self.seeds = QSpinBox()
         self.seeds.setRange(SEEDS, 20)
@@ -154,21 +150,19 @@ class FinetunePanel(QWidget):
         self.export_button.setToolTip("Write the fine-tuned classifier as a Hugging Face folder, with its labels")
         self.export_button.clicked.connect(lambda: self.exporter.ask(self.run_path, self.runs_root))
         self.progress_bar = QProgressBar()
-        self.status_label = QLabel()
-        self.status_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens it
+        self.status_label = ElidedLabel()  # never widens the panel: cut with "…", the whole line its tooltip
         row = QHBoxLayout()
-        for button in (
-            self.start_button,
-            self.compare_button,
-            self.seeds,
-            self.pause_button,
-            self.stop_button,
-            self.export_button,
-        ):
+        for button in (self.start_button, self.compare_button, self.seeds, self.pause_button, self.stop_button):
             row.addWidget(button)
+        row.addWidget(self.export_button)
         row.addWidget(self.progress_bar, 1)
         row.addWidget(self.status_label, 2)
         return row
+
+    def _update_plan(self) -> None:
+        """Compare's tooltip says what it will run: the contenders × seeds."""
+        self.compare_button.setToolTip(comparison_plan(self.form.model_combo.currentData(), self.seeds.value()))
+        self._update_controls(self.controller.state)
 
     # --- running ------------------------------------------------------------------------------------
     def _chosen(self) -> tuple[str | None, FinetuneOptions | None]:
@@ -204,8 +198,7 @@ class FinetunePanel(QWidget):
             return SimpleNamespace(run=partial(compare, spec, options, root, seeds, control))
 
         self.comparison.clear()
-        self._launch(prepare, "Reading the task and preparing the first contender…")
-        self.compared = []
+        self._launch(prepare, "Reading the task and preparing the first contender…", root)
         self.compare_runs, self.compare_started = len(contenders(spec)) * seeds, 0
 
     def resume(self, path: Path | None) -> None:
@@ -218,41 +211,84 @@ class FinetunePanel(QWidget):
             return prepare_finetuner(path, control=control)
 
         self._launch(prepare, f"Resuming {path.name}…")
+        self.run_path = path
+        self.results.set_subject(run_subject(path))
 
-    def _launch(self, prepare, message: str) -> None:
-        self.mistakes_task.cancel()
-        self.message_bar.clear()
-        self.plots.clear()
-        self.results.clear()
-        self.curves.setCurrentWidget(self.hint)
-        self.results.setCurrentWidget(self.curves)
-        self.test, self.run_path, self.compared = None, None, None
+    def _launch(self, prepare, message: str, compare_root: Path | None = None) -> None:
+        self._show_nothing()
+        self.results.setCurrentWidget(self.results.curves)
+        self.compare_root = compare_root
         self.progress_bar.setRange(0, 0)
         self._say(message)
         self.controller.start(prepare)
 
+    def _show_nothing(self, subject: str = "") -> None:
+        """No run's curves, scores or mistakes: what a new run starts from."""
+        self.mistakes_task.cancel()
+        self.message_bar.clear()
+        self.plots.clear()
+        self.results.clear()
+        self.results.set_subject(subject)
+        self.curves.setCurrentWidget(self.hint)
+        self.test, self.run_path, self.compare_root = None, None, None
+
     def show_run(self, path: Path) -> None:
-        """A fine-tuning run's curves and test scores, read from its folder, and then its mistakes."""
+        """A fine-tuning run's curves and test scores, read from its folder, and then its mistakes; each tab and the
+        status line name it."""
         if self.controller.busy:
             return  # the run training keeps the view
         try:
             records, test = RunDir(path).read_metrics(), last_test(path)
-        except (CheckpointError, OSError, TypeError) as exc:
+        except UNREADABLE as exc:
             self.message_bar.show_message(f"Could not read {path.name}: {exc}", "error")
             return
-        self.mistakes_task.cancel()
-        self.message_bar.clear()
+        self._show_nothing(run_subject(path))
         self.plots.load(records)
         self.curves.setCurrentWidget(self.plots if records else self.hint)
-        self.results.clear()
         self.run_path, self.test = path, test
-        if test is None:
-            self._say(f"{path.name} has no test scores yet: resume it to finish")
-        else:
+        total = next((r.get("total_steps") for r in reversed(records) if r.get("type") == "started"), None)
+        reached = max((r.get("step", 0) for r in records), default=0)
+        self.progress_bar.setRange(0, max(total or reached, 1))
+        self.progress_bar.setValue(reached)
+        self._say(shown_run_line(path, test, total))
+        if test is not None:
             self.results.show_test(test, self._tagging())
-            self._say(f"{path.name}: test scores with its best checkpoint")
             self.mistakes_task.start(lambda progress: wrong_test_examples(path, progress))
         self._update_controls(self.controller.state)
+
+    def show_comparison(self, path: Path) -> None:
+        """A comparison reopened from its folder: its table, plot and verdict from its runs' test records; the
+        single-run tabs say they show none of its runs."""
+        if self.controller.busy:
+            return
+        try:
+            comparison = read_comparison(path)
+        except UNREADABLE as exc:
+            self.message_bar.show_message(f"Could not read the comparison {path.name}: {exc}", "error")
+            return
+        if comparison is None:
+            self.message_bar.show_message(f"{path.name} holds no comparison any more", "error")
+            return
+        self._show_nothing(comparison_subject(comparison))
+        self.compare_root = path
+        self._show_comparison(comparison)
+        self.results.setCurrentWidget(self.comparison)
+        self._update_controls(self.controller.state)
+
+    def _show_comparison(self, comparison: Comparison) -> None:
+        self.comparison.show_comparison(comparison)
+        self.progress_bar.setRange(0, max(comparison.expected, 1))
+        self.progress_bar.setValue(len(comparison.counted))
+        self._say(f"Comparison {comparison.path.name}: {comparison.state}")
+
+    def _refresh_comparison(self) -> None:
+        """The comparison running, as its folder tells it now."""
+        try:
+            comparison = read_comparison(self.compare_root)
+        except UNREADABLE:
+            return  # a run folder being written: the next contender's end reads it again
+        if comparison is not None:
+            self.comparison.show_comparison(comparison)
 
     def toggle_pause(self) -> None:
         if self.controller.state == RUNNING:
@@ -269,15 +305,10 @@ class FinetunePanel(QWidget):
         record = item.record if isinstance(item, Said) else item
         if self.curves.currentWidget() is self.hint:
             self.curves.setCurrentWidget(self.plots)
-        if isinstance(item, Said) and record.kind == "started":
-            self.plots.clear()  # each contender's and seed's curves in turn
-            self.compare_started += 1
-        self.plots.add(record.kind, record.to_dict())
         if record.kind == "started":
-            self.run_path = Path(record.run_dir)
-            self.progress_bar.setRange(0, record.total_steps)
-            self._say(f"{self._who(item)}Fine-tuning {self.run_path.name}")
-        elif isinstance(record, StepRecord):
+            self._on_started(item, record)
+        self.plots.add(record.kind, record.to_dict())
+        if isinstance(record, StepRecord):
             self.progress_bar.setValue(record.step)
             self._say_step(self._who(item))
         elif isinstance(record, ValidationRecord):
@@ -289,24 +320,33 @@ class FinetunePanel(QWidget):
         elif isinstance(record, TestRecord):
             self._on_test(item, record)
         elif isinstance(record, FinishedRecord):
-            self._say(f"{self._who(item)}Finished ({record.reason}) at step {record.step:,}")
+            self._say(self._who(item) + finished_line(record, self.progress_bar.maximum(), self.test))
+            if isinstance(item, Said):
+                self._refresh_comparison()
         elif isinstance(record, CheckpointRecord):
             self.form.refresh_models()
+
+    def _on_started(self, item, record) -> None:
+        """A run began (a comparison's next contender or seed): the single-run tabs are its from now on."""
+        self.run_path, self.test = Path(record.run_dir), None
+        if isinstance(item, Said):
+            self.plots.clear()  # each contender's and seed's curves in turn
+            self.results.clear()
+            self.compare_started += 1
+        subject = contender_subject(item, self.run_path) if isinstance(item, Said) else run_subject(self.run_path)
+        self.results.set_subject(subject)
+        self.progress_bar.setRange(0, record.total_steps)
+        self._say(f"{self._who(item)}Fine-tuning {self.run_path.name}")
 
     def _on_test(self, item, test: TestRecord) -> None:
         self.test = test
         self.results.show_test(test, self._tagging())
-        if self.compared is not None:
-            self.compared.append(item)
-            found = outcomes(self.compared)
-            self.comparison.show_outcomes(found, score_name(found))
-        else:
-            self.results.setCurrentIndex(self.results.indexOf(self.curves) + 1)  # the test scores
+        if not isinstance(item, Said):
+            self.results.setCurrentWidget(self.results.scores)
 
     def _say(self, text: str) -> None:
         """The status line; its whole text also as its tooltip, for when the window is too narrow for it."""
         self.status_label.setText(text)
-        self.status_label.setToolTip(text)
 
     def _say_step(self, who: str = "") -> None:
         """How far the run has come, and that it waits while paused."""
@@ -321,21 +361,34 @@ class FinetunePanel(QWidget):
 
     def _on_failed(self, message: str) -> None:
         self.message_bar.show_message(message, "error")
-        if self.compared is not None:
+        if self.compare_root is not None:
             self.controller.stop()  # a contender that fails leaves the comparison without its scores
 
     def _on_finished(self) -> None:
-        self.progress_bar.setRange(0, 1)
-        self.progress_bar.setValue(1 if self.test else 0)
-        if self.compared is not None:
+        shown = self.run_path if self.test is not None else None
+        if self.compare_root is not None:
             self.test = None  # the comparison's runs are many: Export is for one run's
-            if self.compared:
-                self.results.setCurrentWidget(self.comparison)
-        elif self.test is not None and self.run_path is not None:
-            self.mistakes_task.start(lambda progress, run=self.run_path: wrong_test_examples(run, progress))
-            self.run_finished.emit(self.run_path)
+            self._finish_comparison()
+        else:
+            self.progress_bar.setRange(0, 1)
+            self.progress_bar.setValue(1 if self.test else 0)
+            if shown is not None:
+                self.run_finished.emit(shown)
+        if shown is not None:
+            self.mistakes_task.start(lambda progress, run=shown: wrong_test_examples(run, progress))
         self.runs.refresh()
         self._update_controls(IDLE)
+
+    def _finish_comparison(self) -> None:
+        """The comparison as its folder tells it, on its tab; the single-run tabs keep its last run, named."""
+        try:
+            comparison = read_comparison(self.compare_root)
+        except UNREADABLE as exc:
+            self.message_bar.show_message(f"Could not read the comparison {self.compare_root.name}: {exc}", "error")
+            return
+        if comparison is not None:
+            self._show_comparison(comparison)
+            self.results.setCurrentWidget(self.comparison)
 
     def _on_mistakes(self, mistakes) -> None:
         self.results.show_mistakes(mistakes, self._tagging())

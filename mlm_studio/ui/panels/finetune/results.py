@@ -1,7 +1,7 @@
-"""What a fine-tuning run ends with, as the Fine-tune panel shows it: the test scores, the confusion matrix (cells
-shaded by count) beside each class's precision, recall and F1, and the test examples the model gets wrong: a
-table of texts with their true and predicted labels, or, for tagging, each sentence's entities as coloured chips,
-the true ones above the predicted ones."""
+"""What a fine-tuning run shows in the Fine-tune panel, each tab naming the run it shows: its curves, its test
+scores, the confusion matrix (cells shaded by count) beside each class's precision, recall and F1, and the test
+examples the model gets wrong: a table of texts (one line each) with their true and predicted labels, or, for
+tagging, each sentence's entities as coloured chips, the true ones above the predicted ones."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 from mlm_studio.core.finetune.mistakes import Mistake
 from mlm_studio.core.finetune.scores import entities
 from mlm_studio.core.training.records import TestRecord
+from mlm_studio.ui.panels.finetune.elided import ElidedLabel
 from mlm_studio.ui.theme import blended, readable_on
 
 CHIP_COLOURS = ("#f4a261", "#8ecae6", "#b5e48c", "#e9c46a", "#cdb4db", "#ffafcc", "#a3c4bc")
@@ -47,10 +48,12 @@ def cell(value: object, align_right: bool = False) -> QTableWidgetItem:
 
 
 class ResultsView(QTabWidget):
-    """Scores (with the confusion matrix and per-class table) and mistakes, as two tabs."""
+    """One run's curves, scores (with the confusion matrix and per-class table) and mistakes, as three tabs, each
+    headed by the run it shows (`set_subject`)."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, curves: QWidget, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.captions: list[ElidedLabel] = []
         self.summary = QLabel(NO_RESULTS)
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -63,28 +66,49 @@ class ResultsView(QTabWidget):
         tables.setObjectName("finetune-confusion-per-class")
         tables.addWidget(self.confusion)
         tables.addWidget(self.per_class)
-        scores = QWidget()
-        layout = QVBoxLayout(scores)
-        layout.addWidget(self.summary)
-        layout.addWidget(tables, 1)
         self.mistakes = read_only_table(["row", "text", "true", "predicted"])
         header = self.mistakes.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        self.mistakes.setWordWrap(True)
+        self.mistakes.setWordWrap(False)  # one line each, as long as the others: the whole text in its tooltip
+        self.mistakes.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         self.spans = QTextBrowser()
         self.spans.setOpenLinks(False)
-        mistakes = QWidget()
-        inner = QVBoxLayout(mistakes)
         self.mistakes_label = QLabel("No mistakes to show yet.")
         self.mistakes_label.setWordWrap(True)
-        inner.addWidget(self.mistakes_label)
-        inner.addWidget(self.mistakes, 1)
-        inner.addWidget(self.spans, 1)
         self.spans.hide()
-        self.addTab(scores, "Test scores")
-        self.addTab(mistakes, "Mistakes")
+        self.curves = self._add_page("Curves", curves)
+        self.scores = self._add_page("Test scores", self.summary, (tables, 1))
+        self.mistakes_page = self._add_page("Mistakes", self.mistakes_label, (self.mistakes, 1), (self.spans, 1))
+        self.set_subject("")
         self._test: TestRecord | None = None
+
+    def _add_page(self, title: str, *parts) -> QWidget:
+        """A tab of `parts` (widgets, or (widget, stretch)) under a caption naming the run it shows."""
+        page = QWidget()
+        layout = QVBoxLayout(page)
+        caption = ElidedLabel()
+        bold = caption.font()
+        bold.setBold(True)
+        caption.setFont(bold)
+        self.captions.append(caption)
+        layout.addWidget(caption)
+        for part in parts:
+            widget, stretch = part if isinstance(part, tuple) else (part, 0)
+            layout.addWidget(widget, stretch)
+        self.addTab(page, title)
+        return page
+
+    def set_subject(self, subject: str) -> None:
+        """Head the curves, the scores and the mistakes with the run they show ("" while they show none)."""
+        for caption in self.captions:
+            caption.setText(subject)
+            caption.setVisible(bool(subject))
+        for page in (self.curves, self.scores, self.mistakes_page):
+            self.setTabToolTip(self.indexOf(page), subject)
+
+    def subject(self) -> str:
+        return self.captions[0].text()
 
     def clear(self) -> None:
         self._test = None
@@ -158,8 +182,9 @@ class ResultsView(QTabWidget):
         for row, mistake in enumerate(mistakes):
             text = " / ".join(mistake.inputs)
             for column, value in enumerate([mistake.row, text, *mistake.true, *mistake.predicted]):
-                self.mistakes.setItem(row, column, cell(value, column == 0))
-        self.mistakes.resizeRowsToContents()
+                item = cell(value, column == 0)
+                item.setToolTip(str(value))
+                self.mistakes.setItem(row, column, item)
 
     def _chips_html(self, mistakes: list[Mistake]) -> str:
         """Each sentence twice, true entities then predicted ones, each entity a chip coloured by its type."""

@@ -1,0 +1,84 @@
+"""A comparison read back from its folder, as the window lists and reopens it: one item per comparison (its runs not
+listed as runs of their own), its table and verdict recomputed from its runs' test records; a run stopped halfway
+is not weighed and leaves no verdict; a comparison written before `comparison.json` existed still reads; other
+folders are no comparison."""
+
+import json
+import shutil
+
+import pytest
+
+from mlm_studio.core.finetune.compare import MANIFEST, SCRATCH_LABEL, YOURS, compare, verdict
+from mlm_studio.core.finetune.comparisons import comparisons, read_comparison
+from mlm_studio.core.finetune.runs import finetune_runs, last_test
+from mlm_studio.core.finetune.scores import main_score
+from mlm_studio.core.training.control import TrainingControl
+from tests.core.test_finetune import options, write_task
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory):
+    return write_task(tmp_path_factory.mktemp("task") / "task.csv", rows=60)
+
+
+@pytest.fixture(scope="module")
+def compared(trained_run, task, tmp_path_factory):
+    """A comparison of two seeds run to its end, in a runs folder beside a single run."""
+    root = tmp_path_factory.mktemp("runs")
+    list(compare(str(trained_run.path), options(task, epochs=1), root / "compare", 2))
+    (root / "empty").mkdir()
+    return root, trained_run
+
+
+def test_a_comparison_is_one_item_whose_table_and_verdict_come_from_its_runs_test_records(compared):
+    root, trained_run = compared
+    assert finetune_runs(root) == []  # its runs are the comparison's, not runs of their own
+    (found,) = comparisons(root)
+    assert found.path == root / "compare" and found == read_comparison(root / "compare")
+    assert json.loads((found.path / MANIFEST).read_text()) == {
+        "model": str(trained_run.path), "first_seed": 0, "seeds": 2, "contenders": [YOURS, SCRATCH_LABEL],
+    }  # fmt: skip
+    assert [(run.contender.label, run.seed, run.path.name) for run in found.runs] == [
+        (YOURS, 0, "your-model-seed0"), (SCRATCH_LABEL, 0, "from-scratch-seed0"),
+        (YOURS, 1, "your-model-seed1"), (SCRATCH_LABEL, 1, "from-scratch-seed1"),
+    ]  # fmt: skip
+    assert (found.expected, found.complete, found.state) == (4, True, "complete")
+    assert found.model == trained_run.path.name and found.task == "classification · task.csv"
+    scores = {
+        label: [main_score(last_test(found.path / f"{folder}-seed{seed}")) for seed in (0, 1)]
+        for label, folder in ((YOURS, "your-model"), (SCRATCH_LABEL, "from-scratch"))
+    }
+    assert {o.contender.label: o.score for o in found.outcomes} == scores
+    assert found.score_name == "macro-F1"
+    assert found.verdict == verdict(found.outcomes, "macro-F1") and found.verdict.startswith("Pre-training ")
+    assert found.short_verdict in ("pre-training helped", "pre-training did not help")
+
+
+def test_a_comparison_from_before_its_record_is_read_from_its_run_folders(compared, tmp_path):
+    root, _ = compared
+    shutil.copytree(root / "compare", tmp_path / "old")
+    (tmp_path / "old" / MANIFEST).unlink()
+    old = read_comparison(tmp_path / "old")
+    assert (old.expected, old.state) == (4, "complete")  # two seeds of your model and the one from scratch
+
+
+def test_a_run_stopped_halfway_is_not_weighed(trained_run, task, tmp_path):
+    control = TrainingControl()
+    for said in compare(str(trained_run.path), options(task, epochs=20), tmp_path / "stopped", 3, control):
+        if said.record.kind == "step":
+            control.stop()
+    found = read_comparison(tmp_path / "stopped")
+    (run,) = found.runs
+    assert (run.contender.label, run.state, run.test is not None, run.counts) == (YOURS, "stopped", True, False)
+    assert found.outcomes == [] and found.state == "0 of 6 runs finished" and not found.complete
+    assert found.verdict == (
+        "No verdict until all 6 runs have finished: 0 have. Not weighed, as they did not finish: your model, seed 0."
+    )
+    assert found.short_verdict == "no verdict yet"
+
+
+def test_other_folders_are_no_comparison(compared):
+    root, trained_run = compared
+    assert read_comparison(root / "empty") is None
+    assert read_comparison(trained_run.path) is None  # a run
+    assert read_comparison(root / "compare" / "your-model-seed0") is None
