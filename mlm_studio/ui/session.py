@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from PySide6.QtCore import QByteArray, QSettings
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings
 from PySide6.QtWidgets import QSplitter
 
 from mlm_studio.core.config.run_config import RunConfig
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from mlm_studio.ui.main_window import MainWindow
 
 SPLITTERS = "splitters"
+PENDING = "splitter-state-pending"  # the name of a splitter's restorer until it is first shown
 VERSION = 2  # of what is written here; 1 saved splitters by their index
 T = TypeVar("T")
 
@@ -101,15 +102,41 @@ def _restore_plots(window: MainWindow, settings: QSettings) -> None:
 
 
 def _restore_splitters(window: MainWindow, settings: QSettings) -> None:
-    """Each named splitter's sizes, as saved by this version; its orientation stays the layout's."""
+    """Each named splitter's sizes, as saved by this version, once it is shown at its real size (sizes given to a
+    splitter not yet laid out would be stretched on the way there); its orientation stays the layout's."""
     if bounded_int(settings, "session/version", 1, 1, VERSION) != VERSION:
         return  # splitters saved by their index belong to whichever splitter came first then: not restored
     for splitter in named_splitters(window):
         state = settings.value(f"{SPLITTERS}/{splitter.objectName()}")
         if isinstance(state, QByteArray):
-            orientation = splitter.orientation()
-            splitter.restoreState(state)
-            splitter.setOrientation(orientation)
+            if splitter.isVisible():
+                _restore_splitter(splitter, state)
+            else:
+                _RestoreWhenShown(splitter, state)
+
+
+def _restore_splitter(splitter: QSplitter, state: QByteArray) -> None:
+    orientation = splitter.orientation()
+    splitter.restoreState(state)
+    splitter.setOrientation(orientation)
+
+
+class _RestoreWhenShown(QObject):
+    """Restores a splitter's state the first time it is shown, then goes."""
+
+    def __init__(self, splitter: QSplitter, state: QByteArray) -> None:
+        super().__init__(splitter)
+        self.setObjectName(PENDING)
+        self.state = state
+        splitter.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Show:
+            watched.removeEventFilter(self)
+            self.setObjectName("")
+            _restore_splitter(watched, self.state)
+            self.deleteLater()
+        return False
 
 
 def _restore_panel(window: MainWindow, settings: QSettings) -> None:
@@ -155,7 +182,13 @@ def save(window: MainWindow, settings: QSettings | None) -> None:
     settings.setValue("playground/exact_weights", window.playground_panel.exact_check.isChecked())
     settings.setValue("plots/axis", window.training_panel.curves.axis_combo.currentData())
     settings.setValue("plots/smoothing", window.training_panel.curves.smoothing_slider.value())
-    settings.remove(SPLITTERS)  # states saved by index, or by names no longer used
-    for splitter in named_splitters(window):
-        settings.setValue(f"{SPLITTERS}/{splitter.objectName()}", splitter.saveState())
+    splitters = {splitter.objectName(): splitter for splitter in named_splitters(window)}
+    settings.beginGroup(SPLITTERS)
+    for key in settings.childKeys():
+        if key not in splitters:  # saved by index, or by a name no longer used
+            settings.remove(key)
+    settings.endGroup()
+    for name, splitter in splitters.items():
+        if splitter.findChild(QObject, PENDING) is None:  # one never shown keeps what it was given
+            settings.setValue(f"{SPLITTERS}/{name}", splitter.saveState())
     settings.sync()

@@ -28,14 +28,14 @@ def main(settings_file: str, runs: str, last_panel: int, width: int, height: int
             QTimer.singleShot(100, check)
             return
         seen["opened_on"] = window.navigation.currentRow()
+        for row in range(window.navigation.count()):
+            window.navigation.setCurrentRow(row)
+            app.processEvents()
         seen["splitters"] = {
             s.objectName(): [s.orientation().name, s.sizes()[0] / sum(s.sizes()) if sum(s.sizes()) else None]
             for s in window.findChildren(QSplitter)
             if s.objectName()
         }
-        for row in range(window.navigation.count()):
-            window.navigation.setCurrentRow(row)
-            app.processEvents()
         seen["narrowest"] = window.minimumSizeHint().width()
         seen["panels"] = {
             window.navigation.item(row).text(): window.stack.widget(row).minimumSizeHint().width()
