@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -21,8 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.interop.hf import is_hf_folder
-from mlm_studio.core.storage.checkpoint import CheckpointError
-from mlm_studio.core.storage.run_folder import RunDir, checkpoint_step, resolve_checkpoint
+from mlm_studio.core.storage.run_folder import RunDir, checkpoint_step
 from mlm_studio.ui.widgets.model_choice import NO_MODEL, model_entries, refill
 from mlm_studio.ui.workspace import Workspace
 
@@ -65,16 +65,25 @@ class ElidedCombo(QComboBox):
         # its width does not follow its longest entry (a run's name and step): the window stays narrow
         self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.setMinimumContentsLength(characters)
+        self.setMinimumWidth(self.fontMetrics().averageCharWidth() * characters)  # else a placeholder's width
 
     def set_purpose(self, purpose: str) -> None:
         self.purpose = purpose
         self.setToolTip(purpose)
         self.update()
 
-    def shown_text(self) -> str:
-        """The text as painted: elided to the width of the box's text field."""
+    def _option(self) -> QStyleOptionComboBox:
+        """The style's description of the box, its placeholder as its text while nothing is chosen."""
         option = QStyleOptionComboBox()
         self.initStyleOption(option)
+        if self.currentIndex() < 0 and self.placeholderText():
+            option.palette.setBrush(QPalette.ColorRole.ButtonText, option.palette.placeholderText())
+            option.currentText = self.placeholderText()
+        return option
+
+    def shown_text(self) -> str:
+        """The text as painted: elided to the width of the box's text field."""
+        option = self._option()
         room = self.style().subControlRect(
             QStyle.ComplexControl.CC_ComboBox, option, QStyle.SubControl.SC_ComboBoxEditField, self
         )
@@ -82,8 +91,7 @@ class ElidedCombo(QComboBox):
 
     def paintEvent(self, event) -> None:
         painter = QStylePainter(self)
-        option = QStyleOptionComboBox()
-        self.initStyleOption(option)
+        option = self._option()
         painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, option)
         whole, option.currentText = option.currentText, self.shown_text()
         painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, option)
@@ -111,6 +119,7 @@ class EvaluationChoice(QWidget):
         self.folder_button = QPushButton("Model folder…")
         self.folder_button.clicked.connect(self.browse)
         self.model_combo.currentIndexChanged.connect(self._on_model_chosen)
+        self.model_combo.activated.connect(self._on_model_picked)  # the entry already chosen, chosen again
         self.checkpoint_combo.currentIndexChanged.connect(self._on_checkpoint_chosen)
         self.compare_combo.currentIndexChanged.connect(self.changed)
         layout = QHBoxLayout(self)
@@ -158,28 +167,31 @@ class EvaluationChoice(QWidget):
         """The run's other checkpoints and the other models, never the chosen model and checkpoint itself."""
         path, step = self.model_combo.currentData(), self.checkpoint_combo.currentData()
         chosen = self.compare_combo.currentData()
-        itself = _checkpoint_of(path, step)
-        offered = []
-        if path is not None and self.checkpoint_combo.isEnabled():
-            offered += [(f"compare with {c.name}", str(c)) for c in reversed(RunDir(path).checkpoints())]
+        checkpoints = list(reversed(RunDir(path).checkpoints())) if self.checkpoint_combo.isEnabled() else []
+        itself = next((c for c in checkpoints if checkpoint_step(c) == step), checkpoints[0] if checkpoints else None)
+        offered = [(f"compare with {c.name}", str(c)) for c in checkpoints if c != itself]
         offered += [(f"compare with {label}", other) for label, other in self.entries if other != path]
         self.compare_combo.blockSignals(True)
         self.compare_combo.clear()
         self.compare_combo.addItem("no comparison", None)
         for label, other in offered:
-            if itself is None or _checkpoint_of(other, LATEST) != itself:
-                self.compare_combo.addItem(label, other)
+            self.compare_combo.addItem(label, other)
         self.compare_combo.setCurrentIndex(max(0, self.compare_combo.findData(chosen)))
         self.compare_combo.blockSignals(False)
 
     # --- the user's choices and the workspace's news ------------------------------------------------
     def _on_model_chosen(self) -> None:
-        if not self._choosing:  # the user picked it: the chooser follows the current run only if it is that one
-            run = self.workspace.run
-            self.following = run is not None and self.model_combo.currentData() == str(run)
+        if not self._choosing:
+            self._on_model_picked()
         self._list_checkpoints()
         self._update_model_tip()
         self.changed.emit()
+
+    def _on_model_picked(self) -> None:
+        """The user picked the model: the chooser follows the current run only if it is that one."""
+        run = self.workspace.run
+        self.following = run is not None and self.model_combo.currentData() == str(run)
+        self._update_model_tip()
 
     def _on_checkpoint_chosen(self) -> None:
         self._list_comparisons()
@@ -223,18 +235,3 @@ class EvaluationChoice(QWidget):
         else:
             current = f" (the current run is {run.name})" if run is not None else ""
             self.model_combo.set_purpose(f"{MODEL_TIP}.\n{PICKED}{current}")
-
-
-def _checkpoint_of(path: str | None, step: int | None) -> Path | None:
-    """The checkpoint folder a model choice reads (a Hugging Face folder: itself), None if it has none."""
-    if path is None:
-        return None
-    if is_hf_folder(path):
-        return Path(path).resolve()
-    try:
-        run, checkpoint = resolve_checkpoint(path)
-    except (CheckpointError, OSError):
-        return None
-    if step not in (None, LATEST):
-        checkpoint = next((c for c in run.checkpoints() if checkpoint_step(c) == step), checkpoint)
-    return checkpoint.resolve()

@@ -102,12 +102,8 @@ class SamplesView(QWidget):
         self.caption = QLabel()  # which model is in which column
         self.caption.setWordWrap(True)
         self.caption.hide()
-        self.body = QVBoxLayout()
-        body = QWidget()
-        body.setLayout(self.body)
         self.scroll = QScrollArea()  # shown once there are samples, the hint until then
         self.scroll.setWidgetResizable(True)
-        self.scroll.setWidget(body)
         self.scroll.hide()
         controls = QHBoxLayout()
         controls.addWidget(QLabel("Show"))
@@ -153,16 +149,19 @@ class SamplesView(QWidget):
         return numbers
 
     def _show(self) -> None:
-        while self.body.count():
-            widget = self.body.takeAt(0).widget()
-            if widget is not None:
-                widget.deleteLater()
         self.views, self.compared_views = [], []
         self.hint.setVisible(self.blocks is None)
         self.scroll.setVisible(self.blocks is not None)
         self.caption.setVisible(self.compared is not None)
-        if self.blocks is None:
-            return
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        if self.blocks is not None:
+            self._fill(layout)
+        # filled before it is set: the scroll area then sizes it to the blocks' height at its width (a body filled
+        # in place kept the height it had, its blocks squeezed)
+        self.scroll.setWidget(body)
+
+    def _fill(self, layout: QVBoxLayout) -> None:
         show = self.filter_combo.currentData()
         columns = [self.blocks] if self.compared is None else [self.blocks, self.compared]
         if self.compared is not None:
@@ -171,10 +170,10 @@ class SamplesView(QWidget):
             self.caption.setText(f"Left: <b>{self.blocks.title}</b> · right: <b>{self.compared.title}</b>, {blocks}")
         for number in self._order():
             row = QWidget() if self.compared is not None else None
-            pair = QHBoxLayout(row) if row is not None else self.body
+            pair = QHBoxLayout(row) if row is not None else layout
             if row is not None:
                 pair.setContentsMargins(0, 0, 0, 0)
-                self.body.addWidget(row)
+                layout.addWidget(row)
             for column, blocks in enumerate(columns):
                 view = TokenView()
                 if number < len(blocks.samples):
@@ -182,7 +181,7 @@ class SamplesView(QWidget):
                     view.setToolTip(f"{blocks.title}: block loss {blocks.samples[number].loss:.3f}")
                 pair.addWidget(view, 1)
                 (self.views if column == 0 else self.compared_views).append(view)
-        self.body.addStretch(1)
+        layout.addStretch(1)
 
 
 def _table(headers: list[str]) -> QTableWidget:
@@ -322,7 +321,7 @@ class FailuresView(QWidget):
                 see_through = QColor(colour)
                 see_through.setAlpha(150)  # a point of the other model under it shows through
                 self.calibration.plot(list(confidence), list(accuracy), pen=pg.mkPen(colour, width=2, style=style),
-                                      symbol=symbol, symbolSize=9, symbolBrush=see_through,
+                                      symbol=symbol, symbolSize=9, symbolBrush=pg.mkBrush(see_through),
                                       symbolPen=pg.mkPen(colour), name=title)  # fmt: skip
 
 

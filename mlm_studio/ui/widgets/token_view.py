@@ -55,23 +55,29 @@ class TokenView(QWidget):
 
     def _layout(self, width: int) -> list[QRect]:
         height = QFontMetrics(self.font()).height() + 2 * PADDING_Y
-        x = y = 0
-        rects = []
+        return [
+            QRect(x, line * (height + LINE_GAP), w, height) for (x, line), w in zip(self._places(width), self._widths)
+        ]
+
+    def _places(self, width: int) -> list[tuple[int, int]]:
+        """Each chip's left edge and line number when the chips wrap at `width`."""
+        x = line = 0
+        places = []
         for w in self._widths:
-            if x > 0 and x + w > max(width, 1):
-                x = 0
-                y += height + LINE_GAP
-            rects.append(QRect(x, y, w, height))
+            if x > 0 and x + w > width:
+                x, line = 0, line + 1
+            places.append((x, line))
             x += w + GAP
-        return rects
+        return places
 
     def hasHeightForWidth(self) -> bool:
         return True
 
     def heightForWidth(self, width: int) -> int:
         if width not in self._heights:
-            rects = self._layout(width)
-            self._heights[width] = rects[-1].bottom() + 1 if rects else 0
+            lines = self._places(max(width, 1))[-1][1] + 1 if self._widths else 0
+            height = QFontMetrics(self.font()).height() + 2 * PADDING_Y
+            self._heights[width] = lines * height + max(0, lines - 1) * LINE_GAP
         return self._heights[width]
 
     def changeEvent(self, event: QEvent) -> None:
@@ -86,7 +92,7 @@ class TokenView(QWidget):
     def _placed(self) -> list[QRect]:
         """The chips' rectangles at the present width (laid out when first asked at this width)."""
         if self._rects_width != self.width():
-            self._rects, self._rects_width = self._layout(self.width()), self.width()
+            self._rects, self._rects_width = self._layout(max(self.width(), 1)), self.width()
         return self._rects
 
     def cell_at(self, point: QPoint) -> int:
