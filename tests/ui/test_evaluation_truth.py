@@ -67,6 +67,8 @@ def test_another_model_or_checkpoint_clears_every_tab_and_the_line_above_says_wh
 
     choose(panel.model_combo, str(trained_runs / "late"))
     evaluate(qtbot, panel)
+    panel.checkpoint_combo.setCurrentIndex(1)  # the latest checkpoint by its name: the same model, its results stay
+    assert panel.subject.title == title and panel.samples_view.views
     panel.checkpoint_combo.setCurrentIndex(2)  # another checkpoint of the same run
     step = panel.checkpoint_combo.currentText()
     assert panel.subject_label.text() == f"Results of {title} cleared — press Evaluate for late, {step}."
@@ -101,6 +103,8 @@ def test_an_error_about_one_model_leaves_when_another_is_chosen(qtbot, trained_r
     with qtbot.waitSignal(panel.evaluator.finished, timeout=TIMEOUT_MS):
         panel.evaluate()
     assert panel.message_bar.level == "error"
+    workspace.runs_updated()  # a run wrote a checkpoint: the lists are read again, the same model is chosen
+    assert panel.message_bar.level == "error" and panel.message_bar.isVisible()
     choose(panel.model_combo, str(root / "early"))
     assert panel.message_bar.text == "" and not panel.message_bar.isVisible()
     assert panel.subject_label.text() == "Nothing evaluated yet: press Evaluate to score early, latest checkpoint."

@@ -26,7 +26,15 @@ from mlm_studio.core.interop.hf import is_hf_folder
 from mlm_studio.core.models.encoder import layer_count
 from mlm_studio.ui.construction import Construction
 from mlm_studio.ui.panels.evaluation_choice import Choice, EvaluationChoice
-from mlm_studio.ui.panels.evaluation_tasks import Work, mapping, probing, scoring, tracking
+from mlm_studio.ui.panels.evaluation_tasks import (
+    Work,
+    mapping,
+    missing_for_contexts,
+    missing_for_scoring,
+    probing,
+    scoring,
+    tracking,
+)
 from mlm_studio.ui.panels.search_view import SearchView
 from mlm_studio.ui.tasks import TaskRunner, show_progress
 from mlm_studio.ui.widgets.context_view import ContextView
@@ -62,6 +70,7 @@ class EvaluationPanel(QWidget):
         self.blocks: AnsweredBlocks | None = None  # the evaluated model's samples, as shown
         self.other: Subject | None = None  # the model compared, if any
         self.other_diagnosis: Diagnosis | None = None
+        self.chosen: Choice | None = None  # what the choosers choose
         self.shown: Choice | None = None  # what the results shown were evaluated for
         self.forgotten = ""  # the results last cleared for another choice, named
         self.task_results: list[tuple[str, TaskResult]] = []
@@ -92,7 +101,6 @@ class EvaluationPanel(QWidget):
         self.workspace.run_changed.connect(self.choice.follow)
         self.workspace.runs_changed.connect(self.choice.refresh)
         self.workspace.initial_model_changed.connect(self._on_initial_model)
-        self.workspace.corpus_changed.connect(self._on_corpus_changed)
         self.choice.refresh()
         yield
         self.samples_view = SamplesView()
@@ -112,7 +120,8 @@ class EvaluationPanel(QWidget):
         yield
         self.search_view = SearchView(lambda: self.subject, lambda: self.workspace.corpus)
         self.tabs.addTab(self.search_view, "Search")
-        self.choice.changed.connect(self._on_choice_changed)
+        self.choice.changed.connect(self._on_choice_changed)  # the views that results leave are all built
+        self.workspace.corpus_changed.connect(self._on_corpus_changed)
         self._on_choice_changed()
 
     def _build_controls(self) -> None:
@@ -152,9 +161,6 @@ class EvaluationPanel(QWidget):
     def runs_root(self) -> Path:
         return self.workspace.runs_root
 
-    def refresh_models(self) -> None:
-        self.choice.refresh()
-
     def add_folder(self, folder: str) -> None:
         """Offer a run or a Hugging Face model folder and choose it."""
         self.choice.add_folder(folder)
@@ -169,6 +175,9 @@ class EvaluationPanel(QWidget):
         """Another model, checkpoint or comparison: the results of the one before leave (the model's own stay
         when only the comparison changed), the tasks started for it stop, and what was said of it goes."""
         choice = self.choice.current()
+        if choice == self.chosen:
+            return  # the lists were read again (a run wrote a checkpoint), the choice is the same
+        self.chosen = choice
         self.message_bar.clear()
         for runner, asked in list(self.asked.items()):
             if runner.running and (asked.path != choice.path if runner is self.tracker else asked != choice):
@@ -270,14 +279,9 @@ class EvaluationPanel(QWidget):
         if choice.path is None:
             self.message_bar.show_message("No model yet: train a run, or choose a model folder.", "warning")
             return
-        imported = [name for path, name in ((choice.path, choice.name), (choice.other, choice.other_name))
-                    if path is not None and is_hf_folder(path)]  # fmt: skip
-        if corpus is None and imported:
-            self.message_bar.show_message(
-                f"{imported[0]} is a Hugging Face model: it is scored on a corpus of yours; load one on the Corpus "
-                "panel first.",
-                "warning",
-            )
+        missing = missing_for_scoring(choice, corpus is None)
+        if missing:
+            self.message_bar.show_message(missing, "warning")
             return
         self._start(self.evaluator, scoring(choice, corpus))
 
@@ -329,7 +333,7 @@ class EvaluationPanel(QWidget):
     def map_word(self, word: str, layer: int) -> None:
         """Place the word's occurrences in the corpus by the evaluated model's vectors, in the background."""
         corpus = self.workspace.corpus
-        missing = _missing_for_contexts(self.subject is None, corpus is None, not word)
+        missing = missing_for_contexts(self.subject is None, corpus is None, not word)
         if missing:
             self.message_bar.show_message(missing, "warning")
             return
@@ -391,19 +395,6 @@ class EvaluationPanel(QWidget):
         self.evaluate_button.setToolTip(EVALUATE_TIP if path is not None else NO_MODEL)
         self.every_button.setEnabled(is_run and not busy)
         self.every_button.setToolTip(EVERY_TIP if is_run else NO_MODEL if path is None else NOT_A_RUN)
-
-
-def _missing_for_contexts(model: bool, corpus: bool, word: bool) -> str:
-    """What showing a word's contexts lacks, in words ("" when nothing)."""
-    if model and corpus:
-        return "Evaluate a model and load a corpus on the Corpus panel first: the contexts are its sentences."
-    if model:
-        return "Evaluate a model first: its vectors place the word's contexts."
-    if corpus:
-        return "Load a corpus on the Corpus panel first: the word's contexts are its sentences."
-    if word:
-        return "Type a word of the corpus first."
-    return ""
 
 
 if __name__ == "__main__":

@@ -131,14 +131,17 @@ class EvaluationChoice(QWidget):
         self._update_model_tip()
 
     def current(self) -> Choice:
+        """The choice, "latest checkpoint" as the step it is now (a new checkpoint makes it another choice)."""
         step = self.checkpoint_combo.currentData()
+        if step == LATEST and self.checkpoint_combo.count() > 1:
+            step = self.checkpoint_combo.itemData(1)
         other = self.compare_combo.currentData()
         other_name = self.compare_combo.currentText().removeprefix("compare with ") if other else ""
         path = self.model_combo.currentData()
         name = self.model_combo.currentText().removeprefix("Current run: ")
         if path is not None and self.checkpoint_combo.isEnabled():
             name += f", {self.checkpoint_combo.currentText()}"
-        return Choice(path, None if step in (None, LATEST) else step, other, name, other_name)
+        return Choice(path, None if step == LATEST else step, other, name, other_name)
 
     # --- what is offered ----------------------------------------------------------------------------
     def refresh(self) -> None:

@@ -1,7 +1,7 @@
 """What the Evaluation panel runs in the background, as `work(progress)` functions for a TaskRunner: scoring the
 chosen model (and the one compared) down to the chips its samples are shown as, every checkpoint of a run, a
 word's contexts, a task's probe. Each result names what it was computed for, so that the panel shows it only
-under that name."""
+under that name; and what a task lacks before it can start, in words."""
 
 from __future__ import annotations
 
@@ -75,3 +75,28 @@ def probing(subjects: list[Subject], path: str, columns: list[str], layer: int |
         return results, task.report
 
     return work
+
+
+def missing_for_scoring(choice: Choice, no_corpus: bool) -> str:
+    """What scoring the choice lacks, in words ("" when nothing): an imported model is scored on a corpus."""
+    imported = [name for path, name in ((choice.path, choice.name), (choice.other, choice.other_name))
+                if path is not None and is_hf_folder(path)]  # fmt: skip
+    if no_corpus and imported:
+        return (
+            f"{imported[0]} is a Hugging Face model: it is scored on a corpus of yours; load one on the Corpus panel "
+            "first."
+        )
+    return ""
+
+
+def missing_for_contexts(model: bool, corpus: bool, word: bool) -> str:
+    """What showing a word's contexts lacks, in words ("" when nothing)."""
+    if model and corpus:
+        return "Evaluate a model and load a corpus on the Corpus panel first: the contexts are its sentences."
+    if model:
+        return "Evaluate a model first: its vectors place the word's contexts."
+    if corpus:
+        return "Load a corpus on the Corpus panel first: the word's contexts are its sentences."
+    if word:
+        return "Type a word of the corpus first."
+    return ""
