@@ -114,7 +114,7 @@ class EvaluationChoice(QWidget):
         self._choosing = False  # the chooser is set by the panel, not by the user
         self.model_combo = ElidedCombo(MODEL_TIP, 16)
         self.model_combo.setPlaceholderText(NO_MODEL)
-        self.checkpoint_combo = ElidedCombo("Which checkpoint of the run: step through them to watch it learn", 8)
+        self.checkpoint_combo = ElidedCombo("Which checkpoint of the run: step through them to watch it learn", 12)
         self.compare_combo = ElidedCombo(COMPARE_TIP, 10)
         self.folder_button = QPushButton("Model folder…")
         self.folder_button.clicked.connect(self.browse)

@@ -75,9 +75,10 @@ class SearchView(QWidget):
         self.runner.progress.connect(partial(show_progress, self.progress_bar))
         self.runner.succeeded.connect(self._on_embedded)
         self.runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
-        self.runner.cancelled.connect(lambda: self.message_bar.show_message("Cancelled.", "info"))
+        self.runner.cancelled.connect(self._on_cancelled)
         self.runner.finished.connect(lambda: self._busy(False))
-        self.cancel_button.clicked.connect(self.runner.cancel)
+        self.cancel_pressed = False  # the embedding stops at the user's word, not because the model changed
+        self.cancel_button.clicked.connect(self._on_cancel_pressed)
 
         embed_row = QHBoxLayout()
         embed_row.addWidget(self.layer_spin)
@@ -160,6 +161,15 @@ class SearchView(QWidget):
         self.table.setRowCount(0)
         self.query_edit.setEnabled(False)
         self.message_bar.clear()
+
+    def _on_cancel_pressed(self) -> None:
+        self.cancel_pressed = True
+        self.runner.cancel()
+
+    def _on_cancelled(self) -> None:
+        if self.cancel_pressed:
+            self.message_bar.show_message("Cancelled.", "info")
+        self.cancel_pressed = False
 
     def _busy(self, busy: bool) -> None:
         self.embed_button.setEnabled(not busy)
