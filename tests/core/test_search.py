@@ -34,10 +34,12 @@ class Recorded(Progress):
 
 
 def test_a_document_is_its_own_nearest_and_the_scores_are_cosines_in_order(subject, documents):
+    """The 80 documents hold 75 distinct texts (a few paragraphs repeat): those are embedded and searched."""
     progress = Recorded()
     index = build_index(subject.encoder, subject.tokenizer, documents, progress=progress)
-    assert [done for done, _ in progress.reports] == [0, 32, 64] and {t for _, t in progress.reports} == {80}
-    assert index.vectors.shape == (80, subject.config.model.hidden_size)
+    assert len({" ".join(d.split()) for d in documents}) == 75 and index.documents == 80
+    assert [done for done, _ in progress.reports] == [0, 32, 64] and {t for _, t in progress.reports} == {75}
+    assert index.vectors.shape == (75, subject.config.model.hidden_size)
     assert np.allclose(np.linalg.norm(index.vectors, axis=1), 1.0, atol=1e-5)
     hits = index.nearest(documents[17], k=5)
     assert len(hits) == 5 and hits[0].index == 17 and hits[0].text == documents[17]
@@ -45,9 +47,10 @@ def test_a_document_is_its_own_nearest_and_the_scores_are_cosines_in_order(subje
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     query = unit(sentence_vectors(subject.encoder, subject.tokenizer, [documents[17]]))[0]
     expected = index.vectors @ query
-    assert [h.index for h in hits] == list(np.argsort(-expected, kind="stable")[:5])
-    assert [h.score for h in hits] == pytest.approx(expected[[h.index for h in hits]].tolist(), abs=1e-6)
-    assert len(index.nearest("the list", k=500)) == 80
+    order = np.argsort(-expected, kind="stable")[:5]
+    assert [h.index for h in hits] == [index.positions[i] for i in order]
+    assert [h.score for h in hits] == pytest.approx(expected[order].tolist(), abs=1e-6)
+    assert len(index.nearest("the list", k=500)) == 75
 
 
 def test_a_chosen_layer_gives_other_vectors_and_a_layer_the_model_lacks_is_refused(documents, tmp_path):
@@ -124,3 +127,15 @@ def test_the_trained_models_neighbours_share_labels_more_than_chance(subject, tm
     scores = retrieval_scores(vectors, task.labels, k=1)
     shuffled = retrieval_scores(vectors, list(np.random.default_rng(0).permutation(task.labels)), k=1)
     assert scores.queries == 120 and scores.recall_at_k > 0.8 > shuffled.recall_at_k + 0.2
+
+
+def test_a_text_the_corpus_holds_twice_is_embedded_and_found_once(subject, documents):
+    """The third document repeated (once with other spacing) at the end: it is listed once, at its first place,
+    with its copies counted; the documents read still number all of them."""
+    repeated = [*documents[:8], documents[2], "  " + documents[2].replace(" ", "\n ", 1)]
+    index = build_index(subject.encoder, subject.tokenizer, repeated)
+    assert index.texts == tuple(documents[:8]) and index.vectors.shape[0] == 8 and index.documents == 10
+    assert index.positions == tuple(range(8)) and index.copies == (1, 1, 3, 1, 1, 1, 1, 1)
+    hits = index.nearest(documents[2], k=10)
+    assert len(hits) == 8 and [h.text for h in hits].count(documents[2]) == 1
+    assert (hits[0].index, hits[0].text, hits[0].copies) == (2, documents[2], 3)

@@ -17,22 +17,32 @@ from mlm_studio.core.progress import Progress
 
 @dataclass(frozen=True)
 class Hit:
-    """One document found: its place in the corpus, its cosine to the query, its text."""
+    """One document found: its place in the corpus (its first copy's), its cosine to the query, its text, and how
+    many times the corpus holds that text."""
 
     index: int
     score: float
     text: str
+    copies: int = 1
 
 
 @dataclass(frozen=True)
 class SearchIndex:
-    """The documents and their unit-length vectors, with the model that made them (a query is read alike)."""
+    """The distinct documents and their unit-length vectors, with the model that made them (a query is read
+    alike). A text the corpus holds more than once is embedded and found once."""
 
-    texts: tuple[str, ...]
-    vectors: np.ndarray  # (documents, width), each of length 1 (0 for a text the model reads as nothing)
+    texts: tuple[str, ...]  # each distinct text once, in the order of its first copy
+    positions: tuple[int, ...]  # each text's first place in the corpus
+    copies: tuple[int, ...]  # how many times the corpus holds each text
+    vectors: np.ndarray  # (texts, width), each of length 1 (0 for a text the model reads as nothing)
     model: torch.nn.Module
     tokenizer: MLMTokenizer
     layer: int | None = None
+
+    @property
+    def documents(self) -> int:
+        """How many documents were read, repeated ones counted each time."""
+        return sum(self.copies)
 
     def nearest(self, query: str, k: int = 10) -> list[Hit]:
         """The `k` documents nearest `query` by cosine, the nearest first."""
@@ -41,7 +51,7 @@ class SearchIndex:
         vector = unit(sentence_vectors(self.model, self.tokenizer, [query], self.layer))[0]
         scores = self.vectors @ vector
         order = np.argsort(-scores, kind="stable")[: max(0, k)]
-        return [Hit(int(i), float(scores[i]), self.texts[i]) for i in order]
+        return [Hit(self.positions[i], float(scores[i]), self.texts[i], self.copies[i]) for i in order]
 
 
 def build_index(
@@ -52,14 +62,24 @@ def build_index(
     progress: Progress | None = None,
 ) -> SearchIndex:
     """Embed `texts` with `model` (an encoder: the output of layer `layer`, 1 = the first, the last by default),
-    in batches, reporting progress and stopping when `progress` is cancelled."""
+    in batches, reporting progress and stopping when `progress` is cancelled. Texts that are the same but for their
+    spacing are embedded once: a search lists each once."""
     if not texts:
         raise ValueError("there are no documents to search; load a corpus with text")
     layers = layer_count(model)
     if layer is not None and not 1 <= layer <= layers:
         raise ValueError(f"the model has {layers} layers; choose a layer from 1 to {layers}, or the last by default")
-    vectors = unit(sentence_vectors(model, tokenizer, texts, layer, progress=progress))
-    return SearchIndex(tuple(texts), vectors, model, tokenizer, layer)
+    first: dict[str, int] = {}  # each distinct text (spacing aside) to its number among the distinct
+    positions, copies = [], []
+    for position, text in enumerate(texts):
+        number = first.setdefault(" ".join(text.split()), len(first))
+        if number == len(positions):
+            positions.append(position)
+            copies.append(0)
+        copies[number] += 1
+    distinct = [texts[p] for p in positions]
+    vectors = unit(sentence_vectors(model, tokenizer, distinct, layer, progress=progress))
+    return SearchIndex(tuple(distinct), tuple(positions), tuple(copies), vectors, model, tokenizer, layer)
 
 
 def unit(vectors: np.ndarray) -> np.ndarray:

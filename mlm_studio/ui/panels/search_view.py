@@ -42,6 +42,7 @@ class SearchView(QWidget):
         super().__init__()
         self.subject, self.corpus = subject, corpus
         self.index: SearchIndex | None = None
+        self.embedded_by = ""  # the model whose vectors the index holds
         self.hits: list[Hit] = []
         self.layer_spin = QSpinBox()
         self.layer_spin.setRange(0, 1)
@@ -74,9 +75,10 @@ class SearchView(QWidget):
         self.runner.progress.connect(partial(show_progress, self.progress_bar))
         self.runner.succeeded.connect(self._on_embedded)
         self.runner.failed.connect(lambda message: self.message_bar.show_message(message, "error"))
-        self.runner.cancelled.connect(lambda: self.message_bar.show_message("Cancelled.", "info"))
+        self.runner.cancelled.connect(self._on_cancelled)
         self.runner.finished.connect(lambda: self._busy(False))
-        self.cancel_button.clicked.connect(self.runner.cancel)
+        self.cancel_pressed = False  # the embedding stops at the user's word, not because the model changed
+        self.cancel_button.clicked.connect(self._on_cancel_pressed)
 
         embed_row = QHBoxLayout()
         embed_row.addWidget(self.layer_spin)
@@ -98,8 +100,9 @@ class SearchView(QWidget):
     def embed(self) -> None:
         """Embed the corpus's documents with the evaluated model, in the background."""
         subject, corpus = self.subject(), self.corpus()
-        if subject is None or corpus is None:
-            self.message_bar.show_message("Evaluate a model and load a corpus first: search reads both.", "warning")
+        missing = _missing(subject is None, corpus is None)
+        if missing:
+            self.message_bar.show_message(missing, "warning")
             return
         layer = self.layer_spin.value() or None
 
@@ -107,14 +110,17 @@ class SearchView(QWidget):
             return build_index(subject.encoder, subject.tokenizer, list(corpus.iter_documents()), layer, progress)
 
         self.clear()
+        self.embedded_by = subject.title
         self._busy(True)
         self.runner.start(work)
 
     def _on_embedded(self, index: SearchIndex) -> None:
         self.index = index
-        subject = self.subject()
-        title = subject.title if subject is not None else "the model"
-        self.message_bar.show_message(f"Embedded {len(index.texts):,} documents with {title}.", "info")
+        said = f"Embedded {index.documents:,} documents with {self.embedded_by}."
+        repeated = index.documents - len(index.texts)
+        if repeated:
+            said += f" {repeated:,} of them repeat another's text: {len(index.texts):,} distinct texts are searched."
+        self.message_bar.show_message(said, "info")
         self.query_edit.setEnabled(True)
         self.query_edit.setFocus()
         self.embedded.emit()
@@ -129,29 +135,41 @@ class SearchView(QWidget):
             self.message_bar.show_message(str(exc), "warning")
             return
         self.table.setRowCount(len(self.hits))
-        for row, hit in enumerate(self.hits):
+        for row, (hit, score) in enumerate(zip(self.hits, cosines([hit.score for hit in self.hits]))):
             text = " ".join(hit.text.split())
             shown = text[:SHOWN_CHARACTERS] + ("…" if len(text) > SHOWN_CHARACTERS else "")
-            cells = [str(row + 1), f"{hit.score:.3f}", shown]
-            for column, value in enumerate(cells):
+            copies = f" (the corpus holds it {hit.copies} times; listed once)" if hit.copies > 1 else ""
+            for column, value in enumerate([str(row + 1), score, f"×{hit.copies}  {shown}" if copies else shown]):
                 item = QTableWidgetItem(value)
                 if column < 2:
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 else:
-                    item.setToolTip(hit.text[:4000])
+                    item.setToolTip(hit.text[:4000] + copies)
                 self.table.setItem(row, column, item)
         self.table.resizeColumnToContents(0)
         self.table.resizeColumnToContents(1)
         self.table.resizeRowsToContents()
-        self.message_bar.show_message(f"The {len(self.hits)} documents nearest {self.query_edit.text()!r}.", "info")
+        shown = "The document" if len(self.hits) == 1 else f"The {len(self.hits)} distinct documents"
+        self.message_bar.show_message(f"{shown} nearest {self.query_edit.text()!r}, by {self.embedded_by}.", "info")
         self.searched.emit()
 
     def clear(self) -> None:
-        """Forget the embedded documents (another model was evaluated)."""
+        """Forget the embedded documents, the documents found and what was said of them (another model was
+        evaluated, or none is)."""
         self.runner.cancel()
         self.index, self.hits = None, []
         self.table.setRowCount(0)
         self.query_edit.setEnabled(False)
+        self.message_bar.clear()
+
+    def _on_cancel_pressed(self) -> None:
+        self.cancel_pressed = True
+        self.runner.cancel()
+
+    def _on_cancelled(self) -> None:
+        if self.cancel_pressed:
+            self.message_bar.show_message("Cancelled.", "info")
+        self.cancel_pressed = False
 
     def _busy(self, busy: bool) -> None:
         self.embed_button.setEnabled(not busy)
@@ -163,3 +181,23 @@ class SearchView(QWidget):
         """A newly evaluated model: its layers offered, the documents embedded by another model forgotten."""
         self.clear()
         self.layer_spin.setRange(0, layer_count(subject.encoder))
+
+
+def _missing(model: bool, corpus: bool) -> str:
+    """What the search lacks, in words ("" when nothing)."""
+    if model and corpus:
+        return "Evaluate a model and load a corpus on the Corpus panel first: search reads both."
+    if model:
+        return "Evaluate a model first: search reads the corpus with its vectors."
+    if corpus:
+        return "Load a corpus on the Corpus panel first: search finds its documents."
+    return ""
+
+
+def cosines(scores: list[float]) -> list[str]:
+    """The scores with as many decimals (3 to 6) as it takes for two that differ to read differently."""
+    for places in range(3, 7):
+        shown = [f"{score:.{places}f}" for score in scores]
+        if all(a != b or x == y for a, b, x, y in zip(shown, shown[1:], scores, scores[1:])):
+            break
+    return shown

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
@@ -30,6 +32,9 @@ RIGHT, WRONG = QColor("#4caf50"), QColor("#d9534f")
 FILTERS = {"all": "every answer", "wrong": "wrong answers only", "right": "right answers only"}
 SAMPLES_HINT = (
     "Choose a model above and press Evaluate: held-out blocks appear here with its answer at each masked token."
+)
+DIFFERENT_BLOCKS = (
+    "each on its own held-out blocks (their tokenizers or corpora differ): a row's two blocks are not the same text."
 )
 SERIES_HEIGHT = 240  # the lowest the curves over checkpoints get: below it the tab scrolls
 
@@ -60,8 +65,26 @@ def answer_cells(sample: Sample, tokenizer: MLMTokenizer, show: str = "all") -> 
     return cells
 
 
+@dataclass(frozen=True)
+class AnsweredBlocks:
+    """A model's held-out blocks ready to show: under each filter, each block's chips. Made where the model is
+    scored, off the GUI thread (chips are plain values), so that showing them is quick."""
+
+    title: str
+    samples: tuple[Sample, ...]
+    cells: dict[str, list[list[TokenCell]]]  # by filter, a list of chips per block
+    originals: tuple[tuple[int, ...], ...]  # each block's token ids: two models read the same blocks or not
+
+
+def answered_blocks(title: str, samples: tuple[Sample, ...], tokenizer: MLMTokenizer) -> AnsweredBlocks:
+    """`samples` of the model `title` as chips, under every filter."""
+    cells = {show: [answer_cells(sample, tokenizer, show) for sample in samples] for show in FILTERS}
+    return AnsweredBlocks(title, samples, cells, tuple(s.original for s in samples))
+
+
 class SamplesView(QWidget):
-    """Held-out blocks with the model's answers, filtered and sorted as asked."""
+    """Held-out blocks with the model's answers, filtered and sorted as asked; with a model compared, its answers
+    in a second column, block beside block."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -71,16 +94,16 @@ class SamplesView(QWidget):
         self.sort_check = QCheckBox("hardest blocks first (by loss)")
         self.filter_combo.currentIndexChanged.connect(self._show)
         self.sort_check.toggled.connect(self._show)
-        self.views: list[TokenView] = []
+        self.views: list[TokenView] = []  # the evaluated model's blocks, as shown
+        self.compared_views: list[TokenView] = []  # the compared model's, beside them
         self.hint = QLabel(SAMPLES_HINT)
         self.hint.setWordWrap(True)
         self.hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.body = QVBoxLayout()
-        body = QWidget()
-        body.setLayout(self.body)
+        self.caption = QLabel()  # which model is in which column
+        self.caption.setWordWrap(True)
+        self.caption.hide()
         self.scroll = QScrollArea()  # shown once there are samples, the hint until then
         self.scroll.setWidgetResizable(True)
-        self.scroll.setWidget(body)
         self.scroll.hide()
         controls = QHBoxLayout()
         controls.addWidget(QLabel("Show"))
@@ -93,38 +116,72 @@ class SamplesView(QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(controls)
         layout.addWidget(legend)
+        layout.addWidget(self.caption)
         layout.addWidget(self.hint, 1)
         layout.addWidget(self.scroll, 1)
-        self.samples: tuple[Sample, ...] = ()
-        self.tokenizer: MLMTokenizer | None = None
+        self.blocks: AnsweredBlocks | None = None
+        self.compared: AnsweredBlocks | None = None
 
-    def show_samples(self, samples: tuple[Sample, ...], tokenizer: MLMTokenizer) -> None:
-        self.samples, self.tokenizer = samples, tokenizer
+    @property
+    def samples(self) -> tuple[Sample, ...]:
+        return self.blocks.samples if self.blocks is not None else ()
+
+    def show_blocks(self, blocks: AnsweredBlocks, compared: AnsweredBlocks | None = None) -> None:
+        """One model's blocks, or two models' side by side."""
+        self.blocks, self.compared = blocks, compared
+        self._show()
+
+    def clear(self, hint: str = SAMPLES_HINT) -> None:
+        """No blocks: `hint` in their place."""
+        self.blocks = self.compared = None
+        self.hint.setText(hint)
         self._show()
 
     def ordered(self) -> list[Sample]:
-        samples = list(self.samples)
+        return [self.samples[i] for i in self._order()]
+
+    def _order(self) -> list[int]:
+        """The blocks' numbers as shown: as read, or the evaluated model's hardest first."""
+        numbers = list(range(len(self.samples)))
         if self.sort_check.isChecked():
-            samples.sort(key=lambda s: -s.loss if not math.isnan(s.loss) else math.inf)
-        return samples
+            losses = [s.loss for s in self.samples]
+            numbers.sort(key=lambda i: -losses[i] if not math.isnan(losses[i]) else math.inf)
+        return numbers
 
     def _show(self) -> None:
-        while self.body.count():
-            widget = self.body.takeAt(0).widget()
-            if widget is not None:
-                widget.deleteLater()
-        self.views = []
-        self.hint.setVisible(self.tokenizer is None)
-        self.scroll.setVisible(self.tokenizer is not None)
-        if self.tokenizer is None:
-            return
-        for sample in self.ordered():
-            view = TokenView()
-            view.set_cells(answer_cells(sample, self.tokenizer, self.filter_combo.currentData()))
-            view.setToolTip(f"block loss {sample.loss:.3f}")
-            self.body.addWidget(view)
-            self.views.append(view)
-        self.body.addStretch(1)
+        self.views, self.compared_views = [], []
+        self.hint.setVisible(self.blocks is None)
+        self.scroll.setVisible(self.blocks is not None)
+        self.caption.setVisible(self.compared is not None)
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        if self.blocks is not None:
+            self._fill(layout)
+        # filled before it is set: the scroll area then sizes it to the blocks' height at its width (a body filled
+        # in place kept the height it had, its blocks squeezed)
+        self.scroll.setWidget(body)
+
+    def _fill(self, layout: QVBoxLayout) -> None:
+        show = self.filter_combo.currentData()
+        columns = [self.blocks] if self.compared is None else [self.blocks, self.compared]
+        if self.compared is not None:
+            same = self.compared.originals == self.blocks.originals
+            blocks = "on the same held-out blocks." if same else DIFFERENT_BLOCKS
+            self.caption.setText(f"Left: <b>{self.blocks.title}</b> · right: <b>{self.compared.title}</b>, {blocks}")
+        for number in self._order():
+            row = QWidget() if self.compared is not None else None
+            pair = QHBoxLayout(row) if row is not None else layout
+            if row is not None:
+                pair.setContentsMargins(0, 0, 0, 0)
+                layout.addWidget(row)
+            for column, blocks in enumerate(columns):
+                view = TokenView()
+                if number < len(blocks.samples):
+                    view.set_cells(blocks.cells[show][number])
+                    view.setToolTip(f"{blocks.title}: block loss {blocks.samples[number].loss:.3f}")
+                pair.addWidget(view, 1)
+                (self.views if column == 0 else self.compared_views).append(view)
+        layout.addStretch(1)
 
 
 def _table(headers: list[str]) -> QTableWidget:
@@ -175,6 +232,8 @@ class FailuresView(QWidget):
         self.series = ThemedPlot("step", "accuracy", percent=("left",))
         self.series.setTitle("Over the run's checkpoints (Every checkpoint)")
         self.series.add_header_legend()
+        self.series_note = QLabel()  # whose checkpoints, and which curves hide one another
+        self.series_note.setWordWrap(True)
         self.series.setMinimumHeight(SERIES_HEIGHT)
         self.series_by = QComboBox()
         self.series_by.addItem("how often the token occurs in the corpus", "by_frequency")
@@ -182,6 +241,7 @@ class FailuresView(QWidget):
         self.series_by.currentIndexChanged.connect(self._draw_series)
         self.steps: list[int] = []
         self.over_time: list[Diagnosis] = []
+        self.run = ""  # whose checkpoints the curves are
         curves = QHBoxLayout()
         curves.addWidget(QLabel("Curves of accuracy by"))
         curves.addWidget(self.series_by)
@@ -191,6 +251,7 @@ class FailuresView(QWidget):
         content.addWidget(self.summary)
         content.addLayout(grid, 2)
         content.addLayout(curves)
+        content.addWidget(self.series_note)
         content.addWidget(self.series, 1)
         scroll = QScrollArea()  # the tables at their full height: a low window scrolls rather than squeezes them
         scroll.setWidgetResizable(True)
@@ -200,10 +261,17 @@ class FailuresView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(scroll)
 
-    def show_series(self, steps: list[int], diagnoses: list[Diagnosis]) -> None:
-        """The run's checkpoints as curves: all positions, and each group of the chosen breakdown."""
-        self.steps, self.over_time = steps, diagnoses
+    def show_series(self, steps: list[int], diagnoses: list[Diagnosis], run: str = "") -> None:
+        """The checkpoints of the run named `run` as curves: all positions, and each group of the chosen
+        breakdown."""
+        self.steps, self.over_time, self.run = steps, diagnoses, run
         self._draw_series()
+
+    def clear_series(self) -> None:
+        """No curves (another run is chosen)."""
+        self.steps, self.over_time, self.run = [], [], ""
+        self.series.clear()
+        self.series_note.clear()
 
     def _draw_series(self) -> None:
         if not self.over_time:
@@ -213,7 +281,15 @@ class FailuresView(QWidget):
         for number, share in enumerate(getattr(self.over_time[0], breakdown)):
             name = f"{share.name}× in the corpus" if breakdown == "by_frequency" else share.name
             lines[name] = [getattr(d, breakdown)[number].accuracy for d in self.over_time]
-        plot_series(self.series, self.steps, lines)
+        note = plot_series(self.series, self.steps, lines)
+        self.series_note.setText(f"The {len(self.steps)} checkpoints of <b>{self.run}</b>. {note}".strip())
+
+    def clear(self) -> None:
+        """No diagnosis (another model is chosen); the curves over checkpoints are the run's and stay."""
+        self.summary.clear()
+        for table in (self.frequency_table, self.kind_table, self.confusion_table):
+            table.setRowCount(0)
+        self.calibration.clear()
 
     def show_diagnosis(
         self, diagnosis: Diagnosis, other: Diagnosis | None = None, titles: tuple[str, str] = ("model", "compared")
@@ -238,12 +314,15 @@ class FailuresView(QWidget):
         self.calibration.clear()
         diagonal = pg.mkPen((128, 128, 128), style=pg.QtCore.Qt.PenStyle.DashLine)
         self.calibration.plot([0, 1], [0, 1], pen=diagonal, name="perfectly calibrated")
-        for shown, colour, title in zip((diagnosis, other), ("#1f77b4", "#ff7f0e"), titles):
+        for shown, look, title in zip((diagnosis, other), CALIBRATION_LOOKS, titles):
             if shown is not None and shown.calibration:
                 confidence, accuracy, _ = zip(*shown.calibration)
-                pen = pg.mkPen(colour, width=2)
-                self.calibration.plot(list(confidence), list(accuracy), pen=pen, symbol="o", symbolBrush=colour,
-                                      name=title)  # fmt: skip
+                colour, symbol, style = look
+                see_through = QColor(colour)
+                see_through.setAlpha(150)  # a point of the other model under it shows through
+                self.calibration.plot(list(confidence), list(accuracy), pen=pg.mkPen(colour, width=2, style=style),
+                                      symbol=symbol, symbolSize=9, symbolBrush=pg.mkBrush(see_through),
+                                      symbolPen=pg.mkPen(colour), name=title)  # fmt: skip
 
 
 def _summary(diagnosis: Diagnosis) -> str:
@@ -254,15 +333,50 @@ def _summary(diagnosis: Diagnosis) -> str:
     )
 
 
-def plot_series(
-    plot: ThemedPlot, steps: list[int], lines: dict[str, list[float]], dashed: tuple[str, ...] = ()
-) -> None:
-    """One line per named series over the checkpoints' steps (gaps where a value is missing)."""
+def plot_series(plot: ThemedPlot, steps: list[int], lines: dict[str, list[float]], dashed: tuple[str, ...] = ()) -> str:
+    """One line per named series of shares over the checkpoints' steps (gaps where a value is missing), each in its
+    own colour and marker. Returns what the plot cannot show: which lines lie on top of each other, which have
+    no value to draw ("" when every line can be told apart)."""
     plot.clear()
     for number, (name, values) in enumerate(lines.items()):
         style = pg.QtCore.Qt.PenStyle.DashLine if name in dashed else pg.QtCore.Qt.PenStyle.SolidLine
-        pen = pg.mkPen(SERIES_COLOURS[number % len(SERIES_COLOURS)], width=2, style=style)
-        plot.plot(steps, values, pen=pen, symbol="o", symbolSize=5, name=name, connect="finite")
+        colour = SERIES_COLOURS[number % len(SERIES_COLOURS)]
+        pen = pg.mkPen(colour, width=2, style=style)
+        plot.plot(steps, values, pen=pen, symbol=SERIES_SYMBOLS[number % len(SERIES_SYMBOLS)], symbolSize=7,
+                  symbolBrush=colour, symbolPen=pg.mkPen(colour), name=name, connect="finite")  # fmt: skip
+    return coinciding(lines)
 
 
-SERIES_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#7f7f7f")
+def coinciding(lines: dict[str, list[float]]) -> str:
+    """A sentence naming the lines drawn on top of each other (the same value at every step) and those with no
+    value at all; "" when there are none."""
+    groups: dict[tuple, list[str]] = {}
+    empty = []
+    for name, values in lines.items():
+        rounded = np.round(np.asarray(values, dtype=float), 6)
+        if np.isnan(rounded).all():
+            empty.append(name)
+        else:
+            groups.setdefault(tuple(np.nan_to_num(rounded, nan=-1.0).tolist()), []).append(name)
+    said = []
+    for values, names in groups.items():
+        if len(names) > 1:
+            same = f"{values[0]:.1%} at every checkpoint" if len(set(values)) == 1 else "the same at every checkpoint"
+            said.append(f"{_listed(names)} lie on top of each other ({same}).")
+    if empty:
+        said.append(f"No masked token at any checkpoint, not drawn: {_listed(empty)}.")
+    return " ".join(said)
+
+
+def _listed(names: list[str]) -> str:
+    quoted = [f"“{name}”" for name in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
+
+
+# tab10, the palette of the application's plots, without its brown and olive (read as the red and the green)
+SERIES_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#17becf", "#e377c2", "#7f7f7f")
+SERIES_SYMBOLS = ("o", "s", "t", "d", "t1", "p", "h", "star")
+CALIBRATION_LOOKS = (  # the evaluated model, the one compared: each its colour, marker and line
+    ("#1f77b4", "o", pg.QtCore.Qt.PenStyle.SolidLine),
+    ("#ff7f0e", "s", pg.QtCore.Qt.PenStyle.DashLine),
+)

@@ -69,6 +69,8 @@ class TaskView(QWidget):
         self.series = ThemedPlot("step", "held-out accuracy", percent=("left",))
         self.series.setTitle("The task over the run's checkpoints (Every checkpoint)")
         self.series.add_header_legend()
+        self.series_note = QLabel()  # whose checkpoints, and which curves hide one another
+        self.series_note.setWordWrap(True)
         self.drawn = False  # the curves over checkpoints are drawn
         self.hint = QLabel(HINT)  # in place of the curves until they are drawn (and of the table while it is empty)
         self.hint.setWordWrap(True)
@@ -86,6 +88,7 @@ class TaskView(QWidget):
         layout.addLayout(form)
         layout.addWidget(self.table)
         layout.addWidget(self.hint, 1)
+        layout.addWidget(self.series_note)
         layout.addWidget(self.series, 1)
         self.path_edit.textChanged.connect(self._update_button)
         self._update_button()
@@ -140,15 +143,23 @@ class TaskView(QWidget):
         fit_rows(self.table)
         self._show_parts()
 
-    def show_series(self, steps: list[int], results: list[TaskResult]) -> None:
-        """The probe at each checkpoint as curves, beside the references and the nearest neighbour's recall."""
-        plot_series(self.series, steps, {
+    def show_series(self, steps: list[int], results: list[TaskResult], run: str = "") -> None:
+        """The probe at each checkpoint of the run named `run` as curves, beside the references and the nearest
+        neighbour's recall."""
+        note = plot_series(self.series, steps, {
             "linear probe": [r.accuracy for r in results],
             "majority class": [r.majority_accuracy for r in results],
             "bag of words": [r.bag_of_words_accuracy for r in results],
             "same-label neighbour (recall@1)": [r.recall_at_1 for r in results],
         }, dashed=("majority class", "bag of words"))  # fmt: skip
+        self.series_note.setText(f"The {len(steps)} checkpoints of <b>{run}</b>. {note}".strip())
         self.drawn = True
+        self._show_parts()
+
+    def clear_series(self) -> None:
+        """No curves (another run is chosen)."""
+        self.series.clear()
+        self.drawn = False
         self._show_parts()
 
     def _show_parts(self) -> None:
@@ -156,5 +167,6 @@ class TaskView(QWidget):
         rows = self.table.rowCount() > 0
         self.table.setVisible(rows)
         self.series.setVisible(self.drawn)
+        self.series_note.setVisible(self.drawn)
         self.hint.setVisible(not self.drawn)
         self.hint.setText(CURVES_HINT if rows else HINT)

@@ -27,63 +27,87 @@ class TokenCell:
 
 
 class TokenView(QWidget):
-    """Lays out token chips left to right, wrapping at the widget's width."""
+    """Lays out token chips left to right, wrapping at the widget's width. Each chip's width is measured once (a
+    layout asks the height for many widths: a window of samples would measure thousands of texts each time)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.cells: list[TokenCell] = []
         self._rects: list[QRect] = []
+        self._rects_width = -1  # the width `_rects` were laid out for
+        self._widths: list[int] = []
+        self._heights: dict[int, int] = {}  # by width
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
         self.setMouseTracking(True)
 
     def set_cells(self, cells: list[TokenCell]) -> None:
         self.cells = list(cells)
-        self._rects = self._layout(self.width())
+        self._measure()
         self.updateGeometry()
         self.update()
 
     # --- geometry -----------------------------------------------------------------------------------
-    def _layout(self, width: int) -> list[QRect]:
+    def _measure(self) -> None:
         metrics = QFontMetrics(self.font())
-        height = metrics.height() + 2 * PADDING_Y
-        x = y = 0
-        rects = []
-        for cell in self.cells:
-            w = metrics.horizontalAdvance(cell.text) + 2 * PADDING_X
-            if x > 0 and x + w > max(width, 1):
-                x = 0
-                y += height + LINE_GAP
-            rects.append(QRect(x, y, w, height))
+        self._widths = [metrics.horizontalAdvance(cell.text) + 2 * PADDING_X for cell in self.cells]
+        self._heights.clear()
+        self._rects_width = -1
+
+    def _layout(self, width: int) -> list[QRect]:
+        height = QFontMetrics(self.font()).height() + 2 * PADDING_Y
+        return [
+            QRect(x, line * (height + LINE_GAP), w, height) for (x, line), w in zip(self._places(width), self._widths)
+        ]
+
+    def _places(self, width: int) -> list[tuple[int, int]]:
+        """Each chip's left edge and line number when the chips wrap at `width`."""
+        x = line = 0
+        places = []
+        for w in self._widths:
+            if x > 0 and x + w > width:
+                x, line = 0, line + 1
+            places.append((x, line))
             x += w + GAP
-        return rects
+        return places
 
     def hasHeightForWidth(self) -> bool:
         return True
 
     def heightForWidth(self, width: int) -> int:
-        rects = self._layout(width)
-        return rects[-1].bottom() + 1 if rects else 0
+        if width not in self._heights:
+            lines = self._places(max(width, 1))[-1][1] + 1 if self._widths else 0
+            height = QFontMetrics(self.font()).height() + 2 * PADDING_Y
+            self._heights[width] = lines * height + max(0, lines - 1) * LINE_GAP
+        return self._heights[width]
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.FontChange:
+            self._measure()
+            self.updateGeometry()
+        super().changeEvent(event)
 
     def sizeHint(self) -> QSize:
         return QSize(400, self.heightForWidth(max(self.width(), 400)))
 
-    def resizeEvent(self, event) -> None:
-        self._rects = self._layout(self.width())
-        super().resizeEvent(event)
+    def _placed(self) -> list[QRect]:
+        """The chips' rectangles at the present width (laid out when first asked at this width)."""
+        if self._rects_width != self.width():
+            self._rects, self._rects_width = self._layout(max(self.width(), 1)), self.width()
+        return self._rects
 
     def cell_at(self, point: QPoint) -> int:
         """The index of the chip under `point`, or -1."""
-        return next((i for i, rect in enumerate(self._rects) if rect.contains(point)), -1)
+        return next((i for i, rect in enumerate(self._placed()) if rect.contains(point)), -1)
 
     def cell_rect(self, index: int) -> QRect:
-        return self._rects[index]
+        return self._placed()[index]
 
     # --- painting and tooltips ----------------------------------------------------------------------
     def paintEvent(self, event) -> None:
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         palette = self.palette()
-        for cell, rect in zip(self.cells, self._rects):
+        for cell, rect in zip(self.cells, self._placed()):
             if cell.background is not None:
                 painter.setPen(Qt.PenStyle.NoPen)
                 painter.setBrush(cell.background)
@@ -98,7 +122,7 @@ class TokenView(QWidget):
         if event.type() == QEvent.Type.ToolTip:
             index = self.cell_at(event.pos())
             if index >= 0 and self.cells[index].tooltip:
-                QToolTip.showText(event.globalPos(), self.cells[index].tooltip, self, self._rects[index])
+                QToolTip.showText(event.globalPos(), self.cells[index].tooltip, self, self.cell_rect(index))
             else:
                 QToolTip.hideText()
                 event.ignore()
