@@ -340,8 +340,14 @@ def test_every_legend_entry_is_shown_whole_and_none_covers_the_data(qtbot, plots
     plots.load(electra_records())
     plots.overlay("2026-11-30-modern-bert-small", records(scale=1.2))
     plots.overlay("2026-11-30-modern-bert-large", records(scale=0.9))
-    qtbot.wait(10)
-    expected = {"loss": 6, "accuracy": 4, "detection": 6, "probes": 1}
+    # each overlaid run in every plot it has values for: training and validation where both, probes by their word
+    expected = {"loss": 6, "accuracy": 6, "detection": 6, "probes": 3, "learning_rate": 2, "throughput": 2}
+
+    def laid_out():  # a legend that wrapped onto another row has pushed its plot down
+        return all(legend_rects(plots, name)[-1].bottom() <= plots.plots[name].vb.sceneBoundingRect().top() + 1
+                   for name in expected)  # fmt: skip
+
+    qtbot.wait_until(laid_out)
     for name, count in expected.items():
         cell = plots.cells[name].sceneBoundingRect()
         data = plots.plots[name].vb.sceneBoundingRect()
@@ -454,7 +460,9 @@ def test_a_run_without_probes_says_in_their_plot_what_would_fill_it(qtbot, plots
     hint = plots.hints["probes"]
     without = [r for r in records(steps=100) if r["type"] != "probe"]
     plots.load(without)
-    assert hint.isVisible() and "No cloze probes in this run" in hint.toPlainText()
+    assert hint.isVisible() and "ranked here at every evaluation" in hint.toPlainText()
+    plots.set_hint("probes", "This run has no cloze probes.")  # what the panel knows of the run
+    assert hint.isVisible() and hint.toPlainText() == "This run has no cloze probes."
     view = plots.plots["probes"].vb.sceneBoundingRect()
     assert view.contains(hint.sceneBoundingRect())  # inside the plot's data area, wrapped to its width
     plots.load(records(steps=100))  # a run with probes: their curves, no hint
