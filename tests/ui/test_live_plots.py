@@ -13,7 +13,7 @@ from mlm_studio.core.evaluation.probes import ProbeResult
 from mlm_studio.core.metric_schema import metrics_of
 from mlm_studio.core.training.records import RECORDS, EvalRecord
 from mlm_studio.ui.widgets.curve_data import Series, thinned
-from mlm_studio.ui.widgets.live_plots import LivePlots
+from mlm_studio.ui.widgets.live_plots import PLOT_HEIGHT, LivePlots
 from mlm_studio.ui.widgets.plots import CompactAxis
 
 
@@ -214,7 +214,7 @@ def test_the_plots_take_the_columns_their_width_holds_and_scroll_rather_than_shr
         qtbot.wait_until(lambda c=columns: plots.columns == c)
         rows = -(-7 // columns)
         assert plots.view.ci.getItem(5 // columns, 5 % columns) is plots.cells["probes"]
-        qtbot.wait_until(lambda r=rows: plots.view.height() >= r * 210)
+        qtbot.wait_until(lambda r=rows: plots.view.height() >= r * PLOT_HEIGHT)
         assert plots.scroll.verticalScrollBar().maximum() > 0
         for name, plot in plots.plots.items():
             axis = plot.getAxis("left")

@@ -47,6 +47,11 @@ def run_kind(path: str | Path) -> str:
     return FINETUNING if (Path(path) / TASK).is_file() else PRETRAINING
 
 
+def same_run(a: str | Path | None, b: str | Path | None) -> bool:
+    """Whether `a` and `b` are one run folder, however each is written."""
+    return a is not None and b is not None and Path(a).resolve() == Path(b).resolve()
+
+
 def list_runs(root: str | Path, kind: str | None = None) -> list[RunDir]:
     """Run folders directly under `root` (only those of `kind`, when given), newest first."""
     root = Path(root)
@@ -90,6 +95,20 @@ def summarize(run: RunDir) -> RunSummary:
         time_budget=float(started.get("time_budget", 0.0)),
         val_step=evaluation.get("step"),
     )
+
+
+def nothing_left(run: RunDir, summary: RunSummary) -> bool:
+    """Whether resuming `run` would train nothing: its latest checkpoint is at the end its settings give (settings
+    since given more steps or time leave more)."""
+    try:
+        training = run.config.training
+    except CheckpointError:
+        return False
+    if training.time_budget > 0:
+        return summary.state == "completed" and summary.elapsed >= training.time_budget
+    if training.epochs > 0:  # its steps depend on the corpus's blocks: as its last start counted them
+        return summary.total_steps > 0 and summary.checkpoint_step >= summary.total_steps
+    return summary.checkpoint_step >= training.max_steps
 
 
 def outcome(summary: RunSummary) -> str:

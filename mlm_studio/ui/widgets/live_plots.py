@@ -57,7 +57,7 @@ from mlm_studio.ui.widgets.readout import at, reading
 REDRAW_MS = 66
 X_AXES = {"step": "step", "tokens": "tokens seen", "time": "seconds"}
 PLOT_WIDTH = 290  # the narrowest a plot gets: the grid has as many columns as fit, up to three
-PLOT_HEIGHT = 210  # the lowest a plot gets (legend, data, axis): below it the grid scrolls
+PLOT_HEIGHT = 160  # the lowest a plot gets (legend, 100 px of data, axis): below it the grid scrolls
 HINTS = {  # what would fill a plot, said in it while it has no curve (the panel says what is true of its run)
     PROBE_RANK.plot: "Each cloze probe's expected word is ranked here at every evaluation (probes are set on the "
     "Probes tab before a run starts)."
@@ -101,6 +101,7 @@ class LivePlots(QWidget):
         self._plot_of: dict[str, str] = {}  # curve key -> plot name
         self._labels: dict[str, str] = {}  # curve key -> its full name
         self._units: dict[str, str] = {}  # curve key -> the unit of its values
+        self._hint_texts = dict(HINTS)  # plot -> what it says while it has no curve
         self.columns = self._shown = 0
         self.view = pg.GraphicsLayoutWidget()
         self.view.setBackground(QApplication.palette().color(QPalette.ColorRole.Base))
@@ -134,7 +135,7 @@ class LivePlots(QWidget):
             self.spans[name] = Span()
             yield
         self.hints = {name: Hint("", plot) for name, plot in self.plots.items()}
-        for name, text in HINTS.items():
+        for name, text in self._hint_texts.items():
             self.set_hint(name, text)
         self._add_markers()
         self._reflow(self.columns or 3)  # as many columns as a resize during the steps asked for
@@ -192,9 +193,10 @@ class LivePlots(QWidget):
 
     def set_hint(self, plot: str, text: str) -> None:
         """What `plot` says while it has no curve ("" for nothing)."""
-        hint = self.hints[plot]
-        hint.set_text(text)
-        hint.setVisible(bool(text) and plot not in self._plot_of.values())
+        self._hint_texts[plot] = text
+        if plot in getattr(self, "hints", {}):  # none yet while built
+            self.hints[plot].set_text(text)
+            self.hints[plot].setVisible(bool(text) and plot not in self._plot_of.values())
 
     def load(self, records: list[dict]) -> None:
         """Replace the curves with a run's recorded metrics."""
