@@ -216,9 +216,10 @@ def test_the_plots_take_the_columns_their_width_holds_and_scroll_rather_than_shr
         assert plots.view.ci.getItem(5 // columns, 5 % columns) is plots.cells["probes"]
         qtbot.wait_until(lambda r=rows: plots.view.height() >= r * PLOT_HEIGHT)
         assert plots.scroll.verticalScrollBar().maximum() > 0
+        # a row whose legends wrap onto more lines grows by them (on the next redraw): each data area keeps 100 px
+        qtbot.wait_until(lambda: all(plot.vb.height() >= 100 for plot in plots.plots.values()))
         for name, plot in plots.plots.items():
             axis = plot.getAxis("left")
-            assert plot.vb.height() >= 100, (width, name)
             assert axis.label.boundingRect().width() <= axis.height(), (width, name)  # its title fits beside it
 
 
@@ -481,3 +482,47 @@ def test_the_accuracy_axis_reads_percentages_as_the_readout_does(qtbot, plots):
     assert CompactAxis("left", percent=True).tickStrings([0.12, 0.125, 0.13], 1.0, 0.005) == ["12.0%", "12.5%", "13.0%"]
     _, loss_labels = painted_labels(plots.plots["loss"].getAxis("left"))  # not a share: plain numbers
     assert loss_labels and not any(label.endswith("%") for label in loss_labels)
+
+
+SIX = ("loss", "accuracy", "learning_rate", "grad_norm", "throughput", "probes")
+
+
+def test_an_overlaid_run_is_drawn_in_every_plot_it_has_values_for_over_one_x_range(qtbot, plots):
+    plots.load(records(steps=95, eval_every=10))
+    plots.overlay("longer", records(steps=150, eval_every=50))
+    for name in SIX:
+        overlaid = [key for key in plots.series if key.startswith("overlay:longer:") and plots._plot_of[key] == name]
+        assert overlaid, name
+        assert any(legend.startswith("longer (") for legend in plots.legends[name].names), name
+    assert plots.legends["probes"].names == ["copy", "longer (copy)"]
+
+    def ranges():
+        return {name: plots.plots[name].vb.viewRange()[0] for name in SIX}
+
+    qtbot.wait_until(lambda: all(high >= 150 for _, high in ranges().values()))
+    for name, (low, high) in ranges().items():  # one x range, whichever run reaches further
+        assert low == pytest.approx(ranges()["loss"][0], abs=1.5) and high == pytest.approx(150, abs=5), name
+
+
+def test_a_single_point_gets_a_range_that_reads(qtbot, plots):
+    step = records(steps=25)[24]
+    plots.add("step", step)
+    plots.redraw(everything=True)
+    qtbot.wait_until(lambda: plots.plots["loss"].vb.viewRange()[0][1] > 25)
+    for name in ("loss", "accuracy", "learning_rate", "throughput"):
+        (x0, x1), (y0, y1) = plots.plots[name].vb.viewRange()
+        assert -2 <= x0 <= 0 and 25 < x1 <= 35, name  # from 0 to a little past step 25, not 24.5 to 25.5
+        value = step[{"throughput": "tokens_per_second"}.get(name, name)]
+        assert y0 < value < y1 and y1 - y0 >= 0.1 * value, name  # not a range of nothing around one value
+
+
+def test_empty_plots_show_no_placeholder_ticks(qtbot, plots):
+    for name in SIX:
+        for side in ("left", "bottom"):
+            assert painted_labels(plots.plots[name].getAxis(side)) == ([], []), (name, side)
+    plots.load(records(steps=20, eval_every=10))
+    qtbot.wait(10)
+    for name in SIX:
+        assert painted_labels(plots.plots[name].getAxis("bottom"))[1], name
+    plots.clear()
+    assert painted_labels(plots.plots["loss"].getAxis("left")) == ([], [])

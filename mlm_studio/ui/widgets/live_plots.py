@@ -57,7 +57,7 @@ from mlm_studio.ui.widgets.readout import at, reading
 REDRAW_MS = 66
 X_AXES = {"step": "step", "tokens": "tokens seen", "time": "seconds"}
 PLOT_WIDTH = 290  # the narrowest a plot gets: the grid has as many columns as fit, up to three
-PLOT_HEIGHT = 160  # the lowest a plot gets (legend, 100 px of data, axis): below it the grid scrolls
+PLOT_HEIGHT = 164  # the lowest a plot gets (legend, 100 px of data, axis): below it the grid scrolls
 HINTS = {  # what would fill a plot, said in it while it has no curve (the panel says what is true of its run)
     PROBE_RANK.plot: "Each cloze probe's expected word is ranked here at every evaluation (probes are set on the "
     "Probes tab before a run starts)."
@@ -123,8 +123,10 @@ class LivePlots(QWidget):
         """One plot per step (about 12 ms each), then the grid; the redraw timer runs from then on."""
         for name, (label, log_y) in self.PLOTS.items():
             left = CompactAxis("left", percent=name in SHARE_PLOTS)
-            plot = pg.PlotItem(viewBox=EvenView(), axisItems={"left": left, "bottom": CompactAxis("bottom")})
+            view = EvenView(y_padding=0.1 if log_y else None)  # room for the label of the lowest decade
+            plot = pg.PlotItem(viewBox=view, axisItems={"left": left, "bottom": CompactAxis("bottom")})
             self.cells[name], self.legends[name] = legend_above(plot, reserve_line=True)
+            plot.setMinimumHeight(PLOT_HEIGHT - self.legends[name].minimumHeight() - 6)  # a wrapped legend adds
             style_plot(plot, X_AXES[self.axis], label)
             show_ticks(plot, False)  # until it has values
             if log_y:
@@ -298,6 +300,7 @@ class LivePlots(QWidget):
             self.spans[name].set_bounds(shared, None if name in self.anchors else one_value(values))
         for span in self.spans.values():
             span.set_bounds(shared, span.y)
+        self._fit_height()  # legends wrap as curves come and widths change
 
     def _x_span(self) -> tuple[float, float] | None:
         """The x range of every curve in every plot (a curve's x only grows), so the plots' x axes agree."""
@@ -332,14 +335,26 @@ class LivePlots(QWidget):
     def _reflow(self, columns: int) -> None:
         """Lay the plots out in `columns` columns, each at least PLOT_HEIGHT tall (the grid scrolls when the
         window is lower); a plot only some runs have values for (ELECTRA's detection) only when it has curves."""
-        shown = [name for name in self.plots if name not in OPTIONAL_PLOTS or name in self._plot_of.values()]
-        if (columns, len(shown)) == (self.columns, self._shown):
-            return
-        self.columns, self._shown = columns, len(shown)
-        self.view.ci.clear()
-        for index, name in enumerate(shown):
-            self.view.ci.addItem(self.cells[name], row=index // columns, col=index % columns)
-        self.view.setMinimumHeight(-(-len(shown) // columns) * PLOT_HEIGHT)
+        shown = self._shown_plots()
+        if (columns, len(shown)) != (self.columns, self._shown):
+            self.columns, self._shown = columns, len(shown)
+            self.view.ci.clear()
+            for index, name in enumerate(shown):
+                self.view.ci.addItem(self.cells[name], row=index // columns, col=index % columns)
+        self._fit_height()
+
+    def _shown_plots(self) -> list[str]:
+        return [name for name in self.plots if name not in OPTIONAL_PLOTS or name in self._plot_of.values()]
+
+    def _fit_height(self) -> None:
+        """The grid's least height: each row PLOT_HEIGHT tall, and taller by the lines its legends wrapped onto,
+        so a plot keeps its data area however many curves it names."""
+        shown, columns = self._shown_plots(), max(self.columns, 1)
+        line = min(legend.minimumHeight() for legend in self.legends.values())
+        rows = [shown[i : i + columns] for i in range(0, len(shown), columns)]
+        height = sum(PLOT_HEIGHT + max(self.legends[name].minimumHeight() for name in row) - line for row in rows)
+        if round(height) != self.view.minimumHeight():
+            self.view.setMinimumHeight(round(height))
 
     # --- reading and exporting -----------------------------------------------------------------------
     def _add_markers(self) -> None:

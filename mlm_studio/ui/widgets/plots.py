@@ -63,11 +63,10 @@ def _decade(exponent: float) -> str:
 
 class DecadeAnchor(pg.GraphicsObject):
     """Draws nothing; keeps a log plot's auto-range over 10^0 to 10^1 at least (ranks: 1 to 10), so that two
-    decades are labelled however close the values lie, with room under 1 for its label. It leaves the x-range
-    alone."""
+    decades are labelled however close the values lie. It leaves the x-range alone."""
 
     def dataBounds(self, axis: int, *_, **__) -> tuple[float, float] | None:  # noqa: N802 - pyqtgraph's name
-        return None if axis == 0 else (-0.1, 1.0)
+        return None if axis == 0 else (0.0, 1.0)
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt's name
         return QRectF()
@@ -78,9 +77,15 @@ class DecadeAnchor(pg.GraphicsObject):
 
 class EvenView(pg.ViewBox):
     """A view whose auto-range pads by the same share of the data's range at any size, so plots of different
-    widths over one x range show the same x range."""
+    widths over one x range show the same x range; `y_padding` pads its y range apart (room for a label)."""
+
+    def __init__(self, y_padding: float | None = None) -> None:
+        super().__init__()
+        self.y_padding = y_padding
 
     def suggestPadding(self, axis: int) -> float:  # noqa: N802 - pyqtgraph's name
+        if axis == 1 and self.y_padding is not None:
+            return self.y_padding
         return self.state["defaultPadding"]
 
 
