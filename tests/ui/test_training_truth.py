@@ -77,16 +77,16 @@ def test_opening_another_run_shows_its_own_outcome_not_the_last_trainings(qtbot,
     evaluation = [r for r in RunDir(runs / "stopped").read_metrics() if r["type"] == "eval"][-1]
     assert evaluation["step"] == 10
     assert panel.progress_bar.isVisible() and panel.progress_bar.text() == "stopped · 15 / 30 steps"
-    assert panel.status_label.text() == (
-        f"stopped: stopped at step 15 of 30; validation loss {evaluation['loss']:.3f}, "
-        f"accuracy {evaluation['accuracy']:.1%} at step 10"
-    )
+    said = f"validation loss {evaluation['loss']:.3f}, accuracy {evaluation['accuracy']:.1%} at step 10"
+    assert panel.status_label.text() == f"stopped: {said}"
+    assert panel.progress_bar.toolTip() == f"stopped: stopped at step 15 of 30; {said}"
     assert panel.message_bar.text == ""  # the trained run's message went with it
     assert panel.plots.series["step_loss"].size == 15 and panel.workspace.run.name == trained
 
     open_run(qtbot, panel, runs / "late")
     assert panel.progress_bar.text() == "completed · 40 / 40 steps"
-    assert panel.status_label.text().startswith("late: completed at step 40 of 40; validation loss ")
+    assert panel.status_label.text().startswith("late: validation loss ")
+    assert panel.status_label.text().endswith(" at step 40")
 
 
 def test_a_training_out_of_sight_is_never_drawn_over_the_run_shown(qtbot, panel, runs):
@@ -105,7 +105,7 @@ def test_a_training_out_of_sight_is_never_drawn_over_the_run_shown(qtbot, panel,
     qtbot.waitUntil(lambda: len(steps) >= seen + 3, timeout=TIMEOUT_MS)
     assert panel.plots.series["step_loss"].size == 40  # the late run's curve, nothing added to it
     assert panel.progress_bar.text() == "completed · 40 / 40 steps"
-    assert panel.status_label.text().startswith("late: completed at step 40 of 40")
+    assert panel.status_label.text().startswith("late: validation loss ")
     assert panel.header.live_label.isVisible() and panel.header.back_button.isVisible()
     assert panel.header.live_label.text().startswith(f"Training {live.name}: running, step ")
     assert panel.runs.table.item(panel.runs.table._row_of(live), 1).text() == "running"  # the live row stays live
@@ -120,24 +120,28 @@ def test_a_training_out_of_sight_is_never_drawn_over_the_run_shown(qtbot, panel,
     assert training == [live, None]
 
 
-def test_the_stop_message_and_the_runs_table_say_the_step_of_the_evaluation_they_quote(qtbot, panel, runs):
+def test_the_stop_message_and_the_runs_table_say_the_step_of_the_evaluation_they_quote(qtbot, panel, runs, monkeypatch):
     panel.workspace.set_config(small_config(max_steps=100_000, eval_interval=10, checkpoint_interval=10_000))
+    steps = []
+    original = TrainingControl.wait_while_paused
+
+    def stop_after_step_13(control):  # Stop pressed as step 13 ends, in the trainer's thread: no lag past step 20
+        steps.append(None)
+        if len(steps) == 14:
+            control.stop()
+        original(control)
+
+    monkeypatch.setattr(TrainingControl, "wait_while_paused", stop_after_step_13)
     records = []
-
-    def on_record(record):
-        records.append(record)
-        if isinstance(record, StepRecord) and record.step == 13:
-            click(qtbot, panel.stop_button)
-
-    panel.controller.record.connect(on_record)
+    panel.controller.record.connect(records.append)
     with qtbot.waitSignal(panel.run_finished, timeout=TIMEOUT_MS):
         click(qtbot, panel.start_button)
     finished = records[-1]
     evaluation = [r for r in records if r.kind == "eval"][-1]
-    assert isinstance(finished, FinishedRecord) and finished.step > 13 and evaluation.step == 10
+    assert isinstance(finished, FinishedRecord) and (finished.step, evaluation.step) == (13, 10)
     assert panel.message_bar.text == (
-        f"Training stopped at step {finished.step} ({panel.workspace.run.name}); validation loss "
-        f"{evaluation.loss:.3f}, accuracy {evaluation.accuracy:.1%} at step 10. Try the model in the Playground."
+        f"Training stopped at step 13 ({panel.workspace.run.name}); validation loss {evaluation.loss:.3f}, "
+        f"accuracy {evaluation.accuracy:.1%} at step 10. Try the model in the Playground."
     )
     table = panel.runs.table
     columns = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QSizePolicy, QWidget
 
 from mlm_studio.core.durations import format_duration
-from mlm_studio.core.storage.history import RunSummary, outcome
+from mlm_studio.core.storage.history import RunSummary, evaluation_said, outcome
 from mlm_studio.core.training.records import StartedRecord, StepRecord
 from mlm_studio.ui.widgets.elided_label import ElidedLabel
 
@@ -43,8 +43,8 @@ class RunHeader(QWidget):
         self.hide()
 
     def show_outcome(self, name: str, summary: RunSummary) -> None:
-        """`name`'s state and the step it reached of its total in the bar; its outcome and last evaluation, with
-        their steps, in the status line."""
+        """`name`'s state and the step it reached of its total in the bar; its last evaluation, with its step, in
+        the status line; the whole outcome in the bar's tooltip."""
         bar = self.progress_bar
         if summary.time_budget > 0:
             bar.setFormat(f"{summary.state} · %v / %m s")
@@ -54,8 +54,12 @@ class RunHeader(QWidget):
             bar.setFormat(f"{summary.state} · %v / %m steps" if summary.total_steps else f"{summary.state} · step %v")
             bar.setRange(0, max(summary.total_steps, summary.step, 1))
             bar.setValue(summary.step)
+        bar.setToolTip(f"{name}: {outcome(summary)}")
+        self._fit_bar()
         bar.show()
-        self.status_label.setText(f"{name}: {outcome(summary)}")
+        reached = f"step {summary.step:,}; " if summary.time_budget > 0 else ""
+        evaluation = evaluation_said(summary.val_loss, summary.val_accuracy, summary.val_step)
+        self.status_label.setText(f"{name}: {reached}{evaluation}")
         self.show()
 
     def show_missing(self, name: str, reason: str) -> None:
@@ -66,6 +70,7 @@ class RunHeader(QWidget):
     # --- the run being trained ----------------------------------------------------------------------
     def show_preparing(self, said: str) -> None:
         self.progress_bar.setFormat("%v / %m steps")
+        self.progress_bar.setToolTip("")
         self.progress_bar.setRange(0, 0)  # busy until the preparation reports what it does
         self.progress_bar.show()
         self.status_label.setText(f"{said}: preparing the corpus's blocks and the model…")
@@ -76,9 +81,16 @@ class RunHeader(QWidget):
         self.progress_bar.setFormat(f"{message}… %p%")
         self.progress_bar.setRange(0, max(total, 1))
         self.progress_bar.setValue(min(done, max(total, 1)))
+        self._fit_bar()
+
+    def _fit_bar(self) -> None:
+        """Wide enough for its text whole: a state and a count never lose their end."""
+        bar = self.progress_bar
+        bar.setMinimumWidth(max(160, bar.fontMetrics().horizontalAdvance(bar.text()) + 32))
 
     def show_started(self, started: StartedRecord) -> None:
         bar = self.progress_bar
+        bar.setToolTip("")
         if started.time_budget > 0:  # measured in seconds of the budget
             bar.setFormat("%v / %m s")
             bar.setRange(0, round(started.time_budget))
@@ -87,6 +99,7 @@ class RunHeader(QWidget):
             bar.setFormat("%v / %m steps")
             bar.setRange(0, started.total_steps)
             bar.setValue(started.step)
+        self._fit_bar()
         bar.show()
         self.status_label.setText("training: the first figures come with the first logged step")
         self.show()

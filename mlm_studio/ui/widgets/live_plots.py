@@ -7,8 +7,10 @@ as TensorBoard does (a debiased exponential moving average), drawn over their fa
 few points (evaluations, probes) are drawn with symbols, so a single point shows.
 
 The plots share one pyqtgraph scene: they export together through pyqtgraph's image exporter (at any
-resolution) and keep pyqtgraph's context menu. Each names its curves in a header row, never over the data; the
-grid takes as many columns as its width holds and scrolls rather than shrinking a plot below a readable height.
+resolution) and keep pyqtgraph's context menu. They share one x range (an overlaid run's too), a plot without
+values shows no ticks, and a single value gets a range that reads. Each names its curves in a header row, never
+over the data; the grid takes as many columns as its width holds and scrolls rather than shrinking a plot below a
+readable height.
 """
 
 from __future__ import annotations
