@@ -13,7 +13,7 @@ from mlm_studio.core.evaluation.probes import ProbeResult
 from mlm_studio.core.metric_schema import metrics_of
 from mlm_studio.core.training.records import RECORDS, EvalRecord
 from mlm_studio.ui.widgets.curve_data import Series, thinned
-from mlm_studio.ui.widgets.live_plots import LivePlots
+from mlm_studio.ui.widgets.live_plots import PLOT_HEIGHT, LivePlots
 from mlm_studio.ui.widgets.plots import CompactAxis
 
 
@@ -214,11 +214,12 @@ def test_the_plots_take_the_columns_their_width_holds_and_scroll_rather_than_shr
         qtbot.wait_until(lambda c=columns: plots.columns == c)
         rows = -(-7 // columns)
         assert plots.view.ci.getItem(5 // columns, 5 % columns) is plots.cells["probes"]
-        qtbot.wait_until(lambda r=rows: plots.view.height() >= r * 210)
+        qtbot.wait_until(lambda r=rows: plots.view.height() >= r * PLOT_HEIGHT)
         assert plots.scroll.verticalScrollBar().maximum() > 0
+        # a row whose legends wrap onto more lines grows by them (on the next redraw): each data area keeps 100 px
+        qtbot.wait_until(lambda: all(plot.vb.height() >= 100 for plot in plots.plots.values()))
         for name, plot in plots.plots.items():
             axis = plot.getAxis("left")
-            assert plot.vb.height() >= 100, (width, name)
             assert axis.label.boundingRect().width() <= axis.height(), (width, name)  # its title fits beside it
 
 
@@ -340,8 +341,14 @@ def test_every_legend_entry_is_shown_whole_and_none_covers_the_data(qtbot, plots
     plots.load(electra_records())
     plots.overlay("2026-11-30-modern-bert-small", records(scale=1.2))
     plots.overlay("2026-11-30-modern-bert-large", records(scale=0.9))
-    qtbot.wait(10)
-    expected = {"loss": 6, "accuracy": 4, "detection": 6, "probes": 1}
+    # each overlaid run in every plot it has values for: training and validation where both, probes by their word
+    expected = {"loss": 6, "accuracy": 6, "detection": 6, "probes": 3, "learning_rate": 2, "throughput": 2}
+
+    def laid_out():  # a legend that wrapped onto another row has pushed its plot down
+        return all(legend_rects(plots, name)[-1].bottom() <= plots.plots[name].vb.sceneBoundingRect().top() + 1
+                   for name in expected)  # fmt: skip
+
+    qtbot.wait_until(laid_out)
     for name, count in expected.items():
         cell = plots.cells[name].sceneBoundingRect()
         data = plots.plots[name].vb.sceneBoundingRect()
@@ -454,7 +461,9 @@ def test_a_run_without_probes_says_in_their_plot_what_would_fill_it(qtbot, plots
     hint = plots.hints["probes"]
     without = [r for r in records(steps=100) if r["type"] != "probe"]
     plots.load(without)
-    assert hint.isVisible() and "No cloze probes in this run" in hint.toPlainText()
+    assert hint.isVisible() and "ranked here at every evaluation" in hint.toPlainText()
+    plots.set_hint("probes", "This run has no cloze probes.")  # what the panel knows of the run
+    assert hint.isVisible() and hint.toPlainText() == "This run has no cloze probes."
     view = plots.plots["probes"].vb.sceneBoundingRect()
     assert view.contains(hint.sceneBoundingRect())  # inside the plot's data area, wrapped to its width
     plots.load(records(steps=100))  # a run with probes: their curves, no hint
@@ -473,3 +482,47 @@ def test_the_accuracy_axis_reads_percentages_as_the_readout_does(qtbot, plots):
     assert CompactAxis("left", percent=True).tickStrings([0.12, 0.125, 0.13], 1.0, 0.005) == ["12.0%", "12.5%", "13.0%"]
     _, loss_labels = painted_labels(plots.plots["loss"].getAxis("left"))  # not a share: plain numbers
     assert loss_labels and not any(label.endswith("%") for label in loss_labels)
+
+
+SIX = ("loss", "accuracy", "learning_rate", "grad_norm", "throughput", "probes")
+
+
+def test_an_overlaid_run_is_drawn_in_every_plot_it_has_values_for_over_one_x_range(qtbot, plots):
+    plots.load(records(steps=95, eval_every=10))
+    plots.overlay("longer", records(steps=150, eval_every=50))
+    for name in SIX:
+        overlaid = [key for key in plots.series if key.startswith("overlay:longer:") and plots._plot_of[key] == name]
+        assert overlaid, name
+        assert any(legend.startswith("longer (") for legend in plots.legends[name].names), name
+    assert plots.legends["probes"].names == ["copy", "longer (copy)"]
+
+    def ranges():
+        return {name: plots.plots[name].vb.viewRange()[0] for name in SIX}
+
+    qtbot.wait_until(lambda: all(high >= 150 for _, high in ranges().values()))
+    for name, (low, high) in ranges().items():  # one x range, whichever run reaches further
+        assert low == pytest.approx(ranges()["loss"][0], abs=1.5) and high == pytest.approx(150, abs=5), name
+
+
+def test_a_single_point_gets_a_range_that_reads(qtbot, plots):
+    step = records(steps=25)[24]
+    plots.add("step", step)
+    plots.redraw(everything=True)
+    qtbot.wait_until(lambda: plots.plots["loss"].vb.viewRange()[0][1] > 25)
+    for name in ("loss", "accuracy", "learning_rate", "throughput"):
+        (x0, x1), (y0, y1) = plots.plots[name].vb.viewRange()
+        assert -2 <= x0 <= 0 and 25 < x1 <= 35, name  # from 0 to a little past step 25, not 24.5 to 25.5
+        value = step[{"throughput": "tokens_per_second"}.get(name, name)]
+        assert y0 < value < y1 and y1 - y0 >= 0.1 * value, name  # not a range of nothing around one value
+
+
+def test_empty_plots_show_no_placeholder_ticks(qtbot, plots):
+    for name in SIX:
+        for side in ("left", "bottom"):
+            assert painted_labels(plots.plots[name].getAxis(side)) == ([], []), (name, side)
+    plots.load(records(steps=20, eval_every=10))
+    qtbot.wait(10)
+    for name in SIX:
+        assert painted_labels(plots.plots[name].getAxis("bottom"))[1], name
+    plots.clear()
+    assert painted_labels(plots.plots["loss"].getAxis("left")) == ([], [])

@@ -14,7 +14,7 @@ from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training import runs as runs_module
 from mlm_studio.core.training import trainer as trainer_module
 from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.records import StepRecord
+from mlm_studio.core.training.records import StartedRecord, StepRecord
 from mlm_studio.ui.panels.training import TrainingPanel
 from mlm_studio.ui.theme import glyph_icon
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING
@@ -69,14 +69,15 @@ def test_a_run_started_from_the_gui_plots_evaluates_and_checkpoints(qtbot, panel
 
 def test_the_live_readout_keeps_to_one_line_beside_the_bar_in_a_1280_window(qtbot, panel):
     panel.resize(1090, 600)  # the panel's share of a 1280-pixel-wide window
-    panel.progress_bar.setRange(0, 60)
-    panel.progress_bar.setValue(20)
-    panel.status_label.setText("step 20 · loss 8.586 · 154 tok/s · ETA 6m57s")
-    panel._update_controls()
+    started = StartedRecord(0, "run", 60, 0.0, "cpu", "fp32", 2, 64, 1000, 50)
+    step = StepRecord(20, 1000, 10.0, 8.586, 0.1, 1e-3, 1.0, 154.0)
+    panel.header.show_started(started)
+    panel.header.show_step(step, seconds=False, paused=False, left=417.0)
     qtbot.waitUntil(lambda: panel.progress_bar.isVisible())
     panel.layout().activate()
+    assert panel.status_label.text() == "step 20 · loss 8.586 · 154 tok/s · ETA 6m57s"
     assert panel.status_label.height() < 2 * panel.status_label.fontMetrics().lineSpacing()
-    assert panel.progress_bar.width() > 200
+    assert panel.progress_bar.width() > 200 and panel.progress_bar.text() == "20 / 60 steps"
 
 
 def test_pause_resume_and_stop(qtbot, panel):
@@ -285,7 +286,7 @@ def test_a_time_budget_shows_progress_in_seconds_and_ends_the_run(qtbot, panel):
     panel.workspace.set_config(small_config(time_budget=2.0, eval_interval=10_000, checkpoint_interval=10_000))
     with qtbot.waitSignal(panel.run_finished, timeout=TIMEOUT_MS):
         click(qtbot, panel.start_button)
-    assert panel.progress_bar.maximum() == 2 and panel.progress_bar.format() == "%v / %m s"
+    assert panel.progress_bar.maximum() == 2 and panel.progress_bar.format() == "completed · %v / %m s"
     assert "for 0m02s" in panel.log.toPlainText() and "Training completed" in panel.message_bar.text
     steps = [r for r in RunDir(panel.workspace.run).read_metrics() if r["type"] == "step"]
     assert steps[-1]["elapsed"] >= 2.0 and steps[-1]["step"] > 8  # the budget ended it, not the 8-step default
@@ -361,7 +362,11 @@ def test_a_one_document_corpus_says_why_there_is_no_validation(qtbot, panel, cor
         click(qtbot, panel.start_button)
     reason = "no validation set: data.validation_fraction (0.05) held out none of the corpus's 1 document(s)"
     assert shown[0][0] == "warning" and shown[0][1].startswith(reason)
-    assert shown[-1] == ("info", "Training completed at step 4 (no evaluation). Try the model in the Playground.")
+    name = panel.workspace.run.name
+    assert shown[-1] == (
+        "info",
+        f"Training completed at step 4 ({name}); no evaluation. Try the model in the Playground.",
+    )
     assert "NaN" not in RunDir(panel.workspace.run).metrics_path.read_text(encoding="utf-8")
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mlm_studio.core.durations import format_duration
 from mlm_studio.core.evaluation.probes import ProbeResult
 from mlm_studio.core.metric_schema import csv_columns, metrics_of
 from mlm_studio.core.storage.checkpoint import CheckpointError
@@ -29,9 +30,13 @@ class RunSummary:
     state: str  # completed | stopped | failed | interrupted (killed, or still training)
     tokens_seen: int
     elapsed: float  # seconds of training
-    val_loss: float | None
+    val_loss: float | None  # of the last evaluation, at `val_step`
     val_accuracy: float | None
     modified: float  # the folder's last change, seconds since the epoch
+    step: int = 0  # the last step its records reach
+    total_steps: int = 0  # the steps it trains for, as its last start said; 0 when unknown
+    time_budget: float = 0.0  # seconds, for a run measured in time
+    val_step: int | None = None  # of the last evaluation
 
 
 PRETRAINING, FINETUNING = "pre-training", "fine-tuning"  # the kinds of run
@@ -40,6 +45,11 @@ PRETRAINING, FINETUNING = "pre-training", "fine-tuning"  # the kinds of run
 def run_kind(path: str | Path) -> str:
     """A run's kind, told by its files: a fine-tuning run holds its task, a pre-training run does not."""
     return FINETUNING if (Path(path) / TASK).is_file() else PRETRAINING
+
+
+def same_run(a: str | Path | None, b: str | Path | None) -> bool:
+    """Whether `a` and `b` are one run folder, however each is written."""
+    return a is not None and b is not None and Path(a).resolve() == Path(b).resolve()
 
 
 def list_runs(root: str | Path, kind: str | None = None) -> list[RunDir]:
@@ -69,6 +79,7 @@ def summarize(run: RunDir) -> RunSummary:
     except CheckpointError:
         preset = "?"
     evaluation = last.get("eval", {})
+    started = last.get("started", {})
     return RunSummary(
         path=run.path,
         preset=preset,
@@ -79,7 +90,49 @@ def summarize(run: RunDir) -> RunSummary:
         val_loss=evaluation.get("loss"),
         val_accuracy=evaluation.get("accuracy"),
         modified=run.path.stat().st_mtime,
+        step=max((int(r.get("step", 0)) for r in endings), default=0),
+        total_steps=int(started.get("total_steps", 0)),
+        time_budget=float(started.get("time_budget", 0.0)),
+        val_step=evaluation.get("step"),
     )
+
+
+def nothing_left(run: RunDir, summary: RunSummary) -> bool:
+    """Whether resuming `run` would train nothing: its latest checkpoint is at the end its settings give (settings
+    since given more steps or time leave more)."""
+    try:
+        training = run.config.training
+    except CheckpointError:
+        return False
+    if training.time_budget > 0:
+        return summary.state == "completed" and summary.elapsed >= training.time_budget
+    if training.epochs > 0:  # its steps depend on the corpus's blocks: as its last start counted them
+        return summary.total_steps > 0 and summary.checkpoint_step >= summary.total_steps
+    return summary.checkpoint_step >= training.max_steps
+
+
+def outcome(summary: RunSummary) -> str:
+    """How far a run got and its last evaluation with its step: "stopped at step 98 of 150; validation loss 6.365,
+    accuracy 12.0% at step 75"."""
+    if summary.step == 0:
+        return f"{summary.state}: no step trained"
+    reached = f"at step {summary.step:,}"
+    if summary.time_budget > 0:
+        reached += f" after {format_duration(summary.elapsed)} of {format_duration(summary.time_budget)}"
+    elif summary.total_steps:
+        reached += f" of {summary.total_steps:,}"
+    state = "interrupted (or training elsewhere)" if summary.state == "interrupted" else summary.state
+    return f"{state} {reached}; {evaluation_said(summary.val_loss, summary.val_accuracy, summary.val_step)}"
+
+
+def evaluation_said(loss: float | None, accuracy: float | None, step: int | None) -> str:
+    """An evaluation's figures with the step they are from: "validation loss 6.365, accuracy 12.0% at step 75"."""
+    if step is None:
+        return "no evaluation"
+    figures = [f"validation loss {loss:.3f}" if loss is not None else "validation loss undefined"]
+    if accuracy is not None:
+        figures.append(f"accuracy {accuracy:.1%}")
+    return f"{', '.join(figures)} at step {step:,}"
 
 
 def _last_records(path: Path) -> list[dict[str, Any]]:

@@ -230,16 +230,18 @@ class WarningRecord(Record):
 class FinishedRecord(Record):
     reason: str  # "completed" | "stopped"
     run_dir: str
-    val_loss: float | None
+    val_loss: float | None  # of an earlier evaluation (the last one, or a fine-tuning's best): at `val_step`
     val_accuracy: float | None
+    val_step: int | None = None  # the evaluation's step, where the writer knows it
 
     def describe(self) -> str:
         loss = f"{self.val_loss:.4f}" if self.val_loss is not None else "n/a"
         accuracy = f"{self.val_accuracy:.1%}" if self.val_accuracy is not None else "n/a"
-        return (
-            f"Finished ({self.reason}) at step {self.step}: validation loss {loss}, accuracy {accuracy}, "
-            f"run folder {Path(self.run_dir).resolve()}"
+        at = f"at step {self.val_step}" if self.val_step is not None else "(its step not recorded)"
+        evaluation = (
+            f"validation loss {loss}, accuracy {accuracy} {at}" if self.val_loss is not None else "no evaluation"
         )
+        return f"Finished ({self.reason}) at step {self.step}: {evaluation}, run folder {Path(self.run_dir).resolve()}"
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,12 @@
 """The Training panel's curves: the live plots under their x-axis, smoothing, zoom and export controls, with the
-reading of the values under the mouse below them."""
+reading of the values under the mouse among them (the whole reading in its tooltip when it is cut)."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QSlider, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSlider, QVBoxLayout, QWidget
 
+from mlm_studio.ui.widgets.elided_label import ElidedLabel
 from mlm_studio.ui.widgets.live_plots import X_AXES, LivePlots
 
 
@@ -36,23 +37,19 @@ class PlotsArea(QWidget):
         self.png_button.setToolTip("Save the plots as a PNG at twice the screen's resolution")
         self.csv_button = QPushButton("Export CSV…")
         self.csv_button.setToolTip("Save the current run's metrics as a CSV file, one row per record")
+        self.readout = ElidedLabel()  # between the controls: the plots keep the height a line of its own takes
+        self.plots.hovered.connect(self.readout.setText)
         bar = QHBoxLayout()
         bar.addWidget(self.axis_combo)
         bar.addWidget(self.smoothing_label)
         bar.addWidget(self.smoothing_slider)
-        bar.addStretch(1)
+        bar.addWidget(self.readout, 1)
         for button in (self.zoom_button, self.png_button, self.csv_button):
             bar.addWidget(button)
-        self.readout = QLabel()
-        self.readout.setToolTip("The values under the mouse")
-        self.readout.setWordWrap(True)  # a long reading wraps instead of widening the window
-        self.readout.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.plots.hovered.connect(self.readout.setText)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(bar)
         layout.addWidget(self.plots, 1)
-        layout.addWidget(self.readout)
 
     def _set_smoothing(self, percent: int) -> None:
         self.plots.set_smoothing(percent / 100)

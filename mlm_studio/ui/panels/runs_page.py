@@ -1,13 +1,27 @@
-"""The Training panel's Runs tab: the runs in a folder, with the buttons that act on the selected one."""
+"""The Training panel's Runs tab: the runs in a folder, with the buttons that act on the selected one, each enabled
+only where it works on that run (and saying why not)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
+from mlm_studio.core.storage.history import nothing_left, same_run
+from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.ui.widgets.elided_label import ElidedLabel
 from mlm_studio.ui.widgets.runs_table import RunsTable
 from mlm_studio.ui.workspace import Workspace
+
+VISIBLE_ROWS = 4  # the fewest runs the table shows however low the window
+
+
+TIPS = {  # what each button does, said while it can
+    "open": "Show the selected run's curves and outcome",
+    "overlay": "Draw the selected run's curves over the shown ones, in every plot it has values for",
+    "resume": "Continue the selected run from its latest checkpoint",
+    "export": "Write the selected run's latest checkpoint as a Hugging Face folder (transformers loads it as is)",
+}
 
 
 class RunsPage(QWidget):
@@ -19,28 +33,23 @@ class RunsPage(QWidget):
         workspace.runs_changed.connect(self.refresh)
         self.table = RunsTable()
         self.open_button = QPushButton("Open")
-        self.open_button.setToolTip("Show the selected run's curves")
         self.overlay_button = QPushButton("Overlay")
-        self.overlay_button.setToolTip("Draw the selected run's curves over the current ones")
         self.resume_button = QPushButton("Resume")
-        self.resume_button.setToolTip("Continue the selected run from its latest checkpoint")
         self.export_button = QPushButton("Export…")
-        self.export_button.setToolTip(
-            "Write the selected run's latest checkpoint as a Hugging Face folder (transformers loads it as is)"
-        )
         self.folder_button = QPushButton("Folder…")
         self.folder_button.setToolTip("Choose the folder that holds the runs")
         self.folder_button.clicked.connect(self.choose_folder)
-        self.label = QLabel()
-        self.label.setWordWrap(True)
+        self.label = ElidedLabel()  # beside the buttons: the table keeps the height
         buttons = QHBoxLayout()
         for button in (self.open_button, self.overlay_button, self.resume_button, self.export_button):
             buttons.addWidget(button)
+        buttons.addWidget(self.label, 1)
         buttons.addWidget(self.folder_button)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.label)
+        layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(self.table, 1)
         layout.addLayout(buttons)
+        self.enable(idle=True, exporting=False)
 
     @property
     def root(self) -> Path:
@@ -49,6 +58,9 @@ class RunsPage(QWidget):
     def refresh(self) -> None:
         self.label.setText(f"Runs in {self.root}")
         self.table.show_runs(self.root)
+        table = self.table
+        rows = VISIBLE_ROWS * table.verticalHeader().defaultSectionSize()
+        table.setMinimumHeight(table.horizontalHeader().sizeHint().height() + rows + 2 * table.frameWidth())
 
     def selected(self) -> Path | None:
         return self.table.selected_run()
@@ -59,9 +71,33 @@ class RunsPage(QWidget):
             self.workspace.set_runs_root(Path(folder))  # every panel's lists follow
 
     def enable(self, idle: bool, exporting: bool) -> None:
-        """The buttons that need a selected run, as the trainer (`idle`) and the exporter allow."""
-        selected = self.selected() is not None
-        self.open_button.setEnabled(selected)
-        self.overlay_button.setEnabled(selected)
-        self.resume_button.setEnabled(selected and idle)
-        self.export_button.setEnabled(selected and not exporting)
+        """The buttons that need a selected run, as that run, the trainer (`idle`) and the exporter allow; a
+        disabled button's tooltip says why."""
+        why = self._why_not(self.selected(), idle, exporting)
+        for key, button in (
+            ("open", self.open_button),
+            ("overlay", self.overlay_button),
+            ("resume", self.resume_button),
+            ("export", self.export_button),
+        ):
+            button.setEnabled(not why[key])
+            button.setToolTip(why[key] or TIPS[key])
+
+    def _why_not(self, path: Path | None, idle: bool, exporting: bool) -> dict[str, str]:
+        """By button, why it cannot act on `path` ("" where it can)."""
+        if path is None:
+            return dict.fromkeys(TIPS, "Select a run first")
+        summary, name = self.table.summary(path), path.name
+        no_checkpoint = f"{name} has no checkpoint yet" if summary is None or summary.checkpoint_step == 0 else ""
+        if not idle:
+            resume = "A training is running: one at a time"
+        elif summary is not None and nothing_left(RunDir(path), summary):
+            resume = f"{name} is at the end of its training: nothing is left to train"
+        else:
+            resume = no_checkpoint
+        return {
+            "open": "",
+            "overlay": f"{name} is the run shown" if same_run(path, self.workspace.shown_run) else "",
+            "resume": resume,
+            "export": "An export is running" if exporting else no_checkpoint,
+        }

@@ -1,4 +1,5 @@
-"""Training panel: start, pause, resume and stop a run, watch its curves live, compare and export runs."""
+"""Training panel: start, pause, resume and stop a run, watch its curves live, compare and export runs. What it
+shows belongs to the workspace's shown run (`ShownRun` keeps it so), while a training goes on out of sight."""
 
 from __future__ import annotations
 
@@ -8,9 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
-    QLabel,
     QPlainTextEdit,
-    QProgressBar,
     QPushButton,
     QSizePolicy,
     QSplitter,
@@ -20,25 +19,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.durations import Eta, format_duration
-from mlm_studio.core.evaluation.probes import Probe
+from mlm_studio.core.evaluation.probes import Probe, load_probes
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.run_folder import RunDir
-from mlm_studio.core.training.records import (
-    CheckpointRecord,
-    FinishedRecord,
-    PausedRecord,
-    StartedRecord,
-    StepRecord,
-    WarningRecord,
-)
+from mlm_studio.core.training.records import CheckpointRecord, StartedRecord, StepRecord
 from mlm_studio.core.training.runs import NewRun, described, new_run_path, prepare_trainer, resume_differences
 from mlm_studio.core.training.trainer import Trainer
 from mlm_studio.ui.panels.plots_area import PlotsArea
+from mlm_studio.ui.panels.run_header import RunHeader
 from mlm_studio.ui.panels.runs_page import RunsPage
+from mlm_studio.ui.panels.shown_run import ShownRun
 from mlm_studio.ui.run_export import RunExporter
 from mlm_studio.ui.theme import PALETTE_CHANGES, ToneLabel, glyph_icon
-from mlm_studio.ui.trainer_thread import IDLE, PAUSED, PREPARING, RUNNING, STOPPING, TrainingController
+from mlm_studio.ui.trainer_thread import IDLE, PAUSED, PREPARING, RUNNING, TrainingController
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.probes_editor import ProbesEditor
 from mlm_studio.ui.workspace import Workspace
@@ -49,6 +42,7 @@ class TrainingPanel(QWidget):
 
     checkpoint_written = Signal(str)
     run_finished = Signal()
+    training_run_changed = Signal(object)  # Path | None: the run being prepared or trained (None when idle)
 
     def __init__(
         self, workspace: Workspace, runs_root: Path | None = None, parent: QWidget | None = None, sliced: bool = False
@@ -58,7 +52,6 @@ class TrainingPanel(QWidget):
         self.workspace = workspace
         self.config_error = ""
         self.resume_notes: list[tuple[str, str]] = []  # what a resume says once the run has started (short, full)
-        self.started: StartedRecord | None = None
         self.controller = TrainingController(self)
         self.controller.state_changed.connect(self._on_state)
         self.controller.prepared.connect(self._on_prepared)
@@ -66,16 +59,19 @@ class TrainingPanel(QWidget):
         self.controller.record.connect(self._on_record)
         self.controller.failed.connect(self._on_failed)
         self.controller.finished.connect(self._on_finished)
-        self.eta: Eta | None = None
-        self._live_step = 0
-        self._last_step: StepRecord | None = None  # of the run being trained, for the status line
         self._build(sliced, runs_root)
+        views = (self.header, self.plots, self.message_bar, self.runs.table)
+        self.shown = ShownRun(workspace, self.controller, views, self.probes_editor.count)
         self.exporter = RunExporter(self, self.message_bar, self._log)
         self.exporter.finished.connect(self._update_controls)
         for signal in (workspace.corpus_changed, workspace.tokenizer_changed, workspace.config_changed):
             signal.connect(lambda *_: self._update_controls())
+        workspace.shown_run_changed.connect(lambda *_: self._update_controls())  # Overlay: not the shown run
+        self.probes_editor.changed.connect(self.shown.update_hints)
         self.refresh_runs()
+        self.splitter.setSizes([10_000, self.side.minimumSizeHint().height()])  # the least runs table it shows
         self._update_controls()
+        self.shown.update_hints()
 
     # --- layout -------------------------------------------------------------------------------------
     def _build(self, sliced: bool, runs_root: Path | None) -> None:
@@ -86,19 +82,15 @@ class TrainingPanel(QWidget):
         self.start_button.clicked.connect(self.start)
         self.pause_button.clicked.connect(self.toggle_pause)
         self.stop_button.clicked.connect(self.stop)
-        self.progress_bar = QProgressBar()
-        self.progress_bar.setFormat("%v / %m steps")
-        self.status_label = QLabel()
-        self.status_label.setWordWrap(True)  # on one line beside the bar where it fits, wrapped only when narrow
-        self.status_label.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.header = RunHeader()
+        self.progress_bar, self.status_label = self.header.progress_bar, self.header.status_label
         self.reason_label = ToneLabel("warning")  # why Start is disabled
         top = QHBoxLayout()
         for button in (self.start_button, self.pause_button, self.stop_button):
             button.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
             top.addWidget(button)
         top.addWidget(self.reason_label, 2)
-        top.addWidget(self.progress_bar, 1)
-        top.addWidget(self.status_label, 1)
+        top.addWidget(self.header, 5)
         self.message_bar = MessageBar()
         splitter = QSplitter(Qt.Orientation.Vertical)  # the plots get the whole width
         splitter.setObjectName("training-plots-runs")
@@ -111,9 +103,10 @@ class TrainingPanel(QWidget):
         if runs_root is not None:
             self.workspace.set_runs_root(Path(runs_root))
         splitter.addWidget(self._build_side())
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 1)
-        splitter.setSizes([520, 200])
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 0)  # the side keeps the height its table needs; the plots take the rest
+        splitter.setCollapsible(1, False)
+        self.splitter = splitter
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.message_bar)
@@ -185,7 +178,7 @@ class TrainingPanel(QWidget):
                 path, begin=lambda: new, held=held, progress=progress, control=control, pause_on_save_error=True
             )
 
-        self._launch(prepare, f"Starting {path.name}")
+        self._launch(prepare, f"Starting {path.name}", path, len(probes))
 
     def resume_run(self, path: Path) -> None:
         """Continue a run from its latest checkpoint, on the corpus recorded in it, with its own settings; where
@@ -208,15 +201,17 @@ class TrainingPanel(QWidget):
                 path, check=check, held=held, progress=progress, control=control, pause_on_save_error=True
             )
 
-        self._launch(prepare, f"Resuming {path.name}")
+        try:
+            probes = len(load_probes(path))
+        except ValueError:
+            probes = 0
+        self._launch(prepare, f"Resuming {path.name}", path, probes)
 
-    def _launch(self, prepare, message: str) -> None:
-        self.message_bar.clear()
-        self.plots.clear()
+    def _launch(self, prepare, message: str, path: Path, probes: int) -> None:
         self._log(message)
-        self.progress_bar.setRange(0, 0)  # busy until the preparation reports what it does
-        self.status_label.setText(f"{message}: preparing the corpus's blocks and the model…")
         self.controller.start(prepare)
+        self.shown.launch(path, message, probes)
+        self.training_run_changed.emit(path)
 
     def toggle_pause(self) -> None:
         if self.controller.state == RUNNING:
@@ -236,6 +231,11 @@ class TrainingPanel(QWidget):
     def runs_root(self) -> Path:
         return self.runs.root
 
+    @property
+    def training_run(self) -> Path | None:
+        """The run being prepared or trained; None while idle."""
+        return self.shown.training
+
     def refresh_runs(self) -> None:
         self.runs.refresh()
 
@@ -248,16 +248,22 @@ class TrainingPanel(QWidget):
             self.open_run(path)
 
     def open_run(self, path: Path) -> None:
-        """Show a run's curves (it may live outside the runs folder): looking at a run, not choosing it for the
-        other panels."""
+        """Show a run's curves and outcome (it may live outside the runs folder): looking at a run, not choosing it
+        for the other panels. The run being trained is shown live."""
+        if self.shown.is_training(path):
+            self.shown.show_training()
+            return
         try:
             records = RunDir(path).read_metrics()
         except CheckpointError as exc:
             self.message_bar.show_message(str(exc), "error")
             return
-        self.plots.load(records)
-        self.workspace.show_run(path)
+        self.shown.open(path, records)
         self._log(f"Opened {path.name}: {len(records)} records")
+
+    def show_training_run(self) -> None:
+        """Show the run being trained again (the header's button does it too)."""
+        self.shown.show_training()
 
     def overlay_selected_run(self) -> None:
         path = self.selected_run()
@@ -293,104 +299,41 @@ class TrainingPanel(QWidget):
 
     # --- controller signals -------------------------------------------------------------------------
     def _on_prepare_progress(self, done: int, total: int, message: str) -> None:
-        """The bar says what is being prepared and how far it is ("Tokenizing the corpus… 40%")."""
-        self.progress_bar.setFormat(f"{message}… %p%")
-        self.progress_bar.setRange(0, max(total, 1))
-        self.progress_bar.setValue(min(done, max(total, 1)))
+        self.shown.prepare_progress(done, total, message)
 
     def _on_prepared(self, started: StartedRecord) -> None:
-        self.started = started
-        self.status_label.setText("training: the first figures come with the first logged step")
-        if started.time_budget > 0:  # measured in seconds of the budget
-            self.progress_bar.setFormat("%v / %m s")
-            self.progress_bar.setRange(0, round(started.time_budget))
-            self.progress_bar.setValue(0)
-        else:
-            self.progress_bar.setFormat("%v / %m steps")
-            self.progress_bar.setRange(0, started.total_steps)
-            self.progress_bar.setValue(started.step)
-        run = Path(started.run_dir)
-        earlier = [r for r in RunDir(run).read_metrics() if r["step"] <= started.step] if started.step else []
-        if earlier:
-            self.plots.load(earlier)
-        first_elapsed = max((r.get("elapsed", 0.0) for r in earlier), default=0.0)
-        self.eta = Eta(started.step, started.total_steps, started.time_budget, first_elapsed)
+        run = self.shown.prepared(started)
         self.workspace.set_run(run)
-        self.workspace.show_run(run)
         self._log(started.describe())
         for short, full in self.resume_notes:
             self._log(full)
-            self.message_bar.show_message(short, "info")
+            self.shown.tell(short, "info", run)
         self.resume_notes.clear()
         self.refresh_runs()
-        self._show_live(started.step)
 
     def _on_record(self, record) -> None:
-        self.plots.add(record.kind, record.to_dict())
-        if isinstance(record, StepRecord):
-            if self._bar_counts_seconds():
-                self.progress_bar.setValue(min(round(record.elapsed), self.progress_bar.maximum()))
-            else:
-                self.progress_bar.setValue(record.step)
-            self._show_live(record.step)
-            self._last_step = record
-            self._say_progress()
-        elif not isinstance(record, StartedRecord):
+        self.shown.record(record)
+        if not isinstance(record, (StepRecord, StartedRecord)):
             self._log(record.describe())
         if isinstance(record, CheckpointRecord):
             self.checkpoint_written.emit(record.path)
             self.refresh_runs()
-        elif isinstance(record, (PausedRecord, WarningRecord)):
-            self.message_bar.show_message(record.message, "warning")
-        elif isinstance(record, FinishedRecord):
-            if not self._bar_counts_seconds():  # steps are reported every log interval: the last one may be past
-                self.progress_bar.setValue(min(record.step, self.progress_bar.maximum()))
-            result = f"validation loss {record.val_loss:.4f}" if record.val_loss is not None else "no evaluation"
-            self.message_bar.show_message(
-                f"Training {record.reason} at step {record.step} ({result}). Try the model in the Playground.", "info"
-            )
-
-    def _bar_counts_seconds(self) -> bool:
-        """The progress bar counts a time budget's seconds, else steps."""
-        return self.started is not None and self.started.time_budget > 0
 
     def _on_failed(self, message: str) -> None:
         self._log(f"Error: {message}")
-        self.message_bar.show_message(message, "error")
+        self.shown.tell(message, "error", self.shown.training)
 
     def _on_finished(self) -> None:
-        self.started = self._last_step = None
-        self.runs.table.set_live(None)
-        self.status_label.setText("")
-        if self.progress_bar.maximum() == 0:
-            self.progress_bar.setRange(0, 1)
+        self.shown.finished()
         self.refresh_runs()
+        self.training_run_changed.emit(None)
         self.run_finished.emit()
 
     def _on_state(self, state: str) -> None:
         self.pause_button.setText("Resume" if state == PAUSED else "Pause")
         self._set_icons()
-        if self.started is not None:
-            self._show_live(self._live_step)
-            self._say_progress()
+        self.shown.state_changed()
         self._update_controls()
-
-    def _say_progress(self) -> None:
-        """The status line: the last step's loss, pace and time left; while paused, no countdown."""
-        record = self._last_step
-        if record is None:
-            return
-        said = f"step {record.step:,} · loss {record.loss:.3f}"
-        if self.controller.state == PAUSED:
-            self.status_label.setText(f"{said} · paused: the ETA resumes with training")
-            return
-        left = self.eta.seconds_left(record.step, record.elapsed) if self.eta else 0.0
-        self.status_label.setText(f"{said} · {record.tokens_per_second:,.0f} tok/s · ETA {format_duration(left)}")
-
-    def _show_live(self, step: int) -> None:
-        """The Runs table's row of the run being trained says its state and step as they are now."""
-        self._live_step = step
-        self.runs.table.set_live(Path(self.started.run_dir), self.controller.state, step)
 
     # --- helpers ------------------------------------------------------------------------------------
     def set_config_error(self, message: str) -> None:
@@ -415,12 +358,9 @@ class TrainingPanel(QWidget):
         self.start_button.setToolTip(reason or "Train a new run with the current configuration (Ctrl+R)")
         self.reason_label.setText(reason if state == IDLE else "")
         self.reason_label.setVisible(bool(reason) and state == IDLE)
-        self.progress_bar.setVisible(state != IDLE or self.progress_bar.value() > 0)
         self.pause_button.setEnabled(state in (RUNNING, PAUSED))
         self.stop_button.setEnabled(state in (PREPARING, RUNNING, PAUSED))
         self.runs.enable(idle=state == IDLE, exporting=self.exporter.running)
-        if state == STOPPING:
-            self.status_label.setText("Stopping after this step…")
 
     def _log(self, text: str) -> None:
         self.log.appendPlainText(f"{time.strftime('%H:%M:%S')}  {text}")

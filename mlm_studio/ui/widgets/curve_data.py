@@ -1,10 +1,79 @@
-"""A live curve's values: appended in amortised O(1), smoothed as TensorBoard smooths, thinned for drawing."""
+"""The live plots' data: the curves the metric schema asks for, each curve's values (appended in amortised O(1),
+smoothed as TensorBoard smooths, thinned for drawing) and the ranges they need."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
+
 import numpy as np
 
+from mlm_studio.core.evaluation.probes import ProbeResult
+from mlm_studio.core.metric_schema import Metric, metrics_of
+from mlm_studio.core.training.records import RECORDS, StepRecord
+
 MAX_POINTS = 4000  # per curve handed to pyqtgraph
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2")
+PROBE_RANK = metrics_of(ProbeResult)["rank"]  # a curve per probe, named by its expected word
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A series the metric schema puts in a plot, as drawn: the n-th series of a plot in the n-th colour."""
+
+    metric: Metric
+    colour: str
+    symbol: str | None  # evaluations are few points: each one marked
+
+
+def _schema_curves() -> dict[str, dict[str, Curve]]:
+    """By record type, each plotted field's curve."""
+    curves: dict[str, dict[str, Curve]] = {}
+    in_plot: dict[str, int] = {}
+    for kind, cls in RECORDS.items():
+        for name, metric in metrics_of(cls).items():
+            if metric.plot:
+                index = in_plot[metric.plot] = in_plot.get(metric.plot, -1) + 1
+                symbol = None if cls is StepRecord else "o"  # evaluations: few points, each marked
+                curves.setdefault(kind, {})[name] = Curve(metric, COLOURS[index % len(COLOURS)], symbol)
+    return curves
+
+
+def _optional_plots() -> set[str]:
+    """The plots only some runs have values for (ELECTRA's detection): shown once they have a curve."""
+    metrics = [curve.metric for curves in CURVES.values() for curve in curves.values()]
+    return {m.plot for m in metrics} - {m.plot for m in metrics if not m.optional}
+
+
+def _share_plots() -> set[str]:
+    """The plots all of whose curves are shares (0 to 1): their axis reads percentages."""
+    metrics = [curve.metric for curves in CURVES.values() for curve in curves.values()]
+    return {m.plot for m in metrics} - {m.plot for m in metrics if m.unit != "share"}
+
+
+def _named_plots() -> set[str]:
+    """The plots with more than one curve, whose header names them (one curve is named by its axis)."""
+    plots = [curve.metric.plot for curves in CURVES.values() for curve in curves.values()]
+    return {plot for plot in plots if plots.count(plot) > 1} | {PROBE_RANK.plot}
+
+
+CURVES = _schema_curves()
+OPTIONAL_PLOTS = _optional_plots()
+SHARE_PLOTS = _share_plots()
+NAMED_PLOTS = _named_plots()
+SHORT_SERIES = {"training": "train", "validation": "val"}  # an overlaid run's curves in the legend: "early (val)"
+
+
+def plotted(kind: str, record: dict) -> Iterator[tuple[str, Curve, str, float]]:
+    """A record's values that are drawn, each with its curve's name in the record ("loss", or "probe0" for the first
+    probe's rank), how it is drawn and its label."""
+    for field, curve in CURVES.get(kind, {}).items():
+        if record.get(field) is not None:
+            yield field, curve, curve.metric.series, record[field]
+    if kind == "probe":
+        for index, result in enumerate(record.get("results", ())):
+            curve = Curve(PROBE_RANK, COLOURS[index % len(COLOURS)], "o")
+            yield f"probe{index}", curve, result["expected"], result["rank"]
 
 
 class Series:
@@ -56,3 +125,27 @@ def thinned(x: np.ndarray, y: np.ndarray, limit: int = MAX_POINTS) -> tuple[np.n
     keep = np.sort(np.concatenate([base + block.argmin(1), base + block.argmax(1), np.arange(rows * stride, n)]))
     keep = np.unique(keep)
     return x[keep], y[keep]
+
+
+def finite(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    keep = np.isfinite(y)
+    return (x, y) if keep.all() else (x[keep], y[keep])
+
+
+def one_value(values: list[np.ndarray]) -> tuple[float, float] | None:
+    """A y range around the value a plot's curves all have (one point, or a flat curve); None otherwise."""
+    every = np.concatenate(values) if values else np.empty(0)
+    if every.size == 0 or every.min() != every.max():
+        return None
+    return sensible_range(float(every[0]), float(every[0]))
+
+
+def sensible_range(low: float, high: float) -> tuple[float, float]:
+    """`low` to `high`, or where they are one value (a single point), a range around it that reads: from 0 to a
+    quarter past it for a positive x, a tenth either side of any other value."""
+    if high - low > 1e-12 * max(abs(low), abs(high), 1.0):
+        return low, high
+    if low > 0:
+        return 0.0, low * 1.25
+    margin = abs(low) * 0.1 or 1.0
+    return low - margin, low + margin

@@ -7,14 +7,15 @@ as TensorBoard does (a debiased exponential moving average), drawn over their fa
 few points (evaluations, probes) are drawn with symbols, so a single point shows.
 
 The plots share one pyqtgraph scene: they export together through pyqtgraph's image exporter (at any
-resolution) and keep pyqtgraph's context menu. Each names its curves in a header row, never over the data; the
-grid takes as many columns as its width holds and scrolls rather than shrinking a plot below a readable height.
+resolution) and keep pyqtgraph's context menu. They share one x range (an overlaid run's too), a plot without
+values shows no ticks, and a single value gets a range that reads. Each names its curves in a header row, never
+over the data; the grid takes as many columns as its width holds and scrolls rather than shrinking a plot below a
+readable height.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -22,74 +23,46 @@ import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.exporters
 from PySide6.QtCore import QEvent, QPointF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QPalette, QTextOption
-from PySide6.QtWidgets import QApplication, QFrame, QGraphicsTextItem, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QApplication, QFrame, QScrollArea, QVBoxLayout, QWidget
 
-from mlm_studio.core.evaluation.probes import ProbeResult
-from mlm_studio.core.metric_schema import Metric, metrics_of
-from mlm_studio.core.training.records import RECORDS, StepRecord
+from mlm_studio.core.metric_schema import Metric
 from mlm_studio.ui.construction import Construction
 from mlm_studio.ui.theme import PALETTE_CHANGES
-from mlm_studio.ui.widgets.curve_data import Series, thinned
+from mlm_studio.ui.widgets.curve_data import (
+    COLOURS,
+    NAMED_PLOTS,
+    OPTIONAL_PLOTS,
+    PROBE_RANK,
+    SHARE_PLOTS,
+    SHORT_SERIES,
+    Series,
+    finite,
+    one_value,
+    plotted,
+    sensible_range,
+    thinned,
+)
 from mlm_studio.ui.widgets.legend import HeaderLegend, distinct_names, legend_above
-from mlm_studio.ui.widgets.plots import CompactAxis, DecadeAnchor, recolour, style_plot
+from mlm_studio.ui.widgets.plots import (
+    CompactAxis,
+    DecadeAnchor,
+    EvenView,
+    Hint,
+    Span,
+    recolour,
+    show_ticks,
+    style_plot,
+)
 from mlm_studio.ui.widgets.readout import at, reading
 
 REDRAW_MS = 66
 X_AXES = {"step": "step", "tokens": "tokens seen", "time": "seconds"}
-COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2")
 PLOT_WIDTH = 290  # the narrowest a plot gets: the grid has as many columns as fit, up to three
-PLOT_HEIGHT = 210  # the lowest a plot gets (legend, data, axis): below it the grid scrolls
-PROBE_RANK = metrics_of(ProbeResult)["rank"]  # a curve per probe, named by its expected word
-
-
-@dataclass(frozen=True)
-class Curve:
-    """A series the metric schema puts in a plot, as drawn: the n-th series of a plot in the n-th colour."""
-
-    metric: Metric
-    colour: str
-    symbol: str | None  # evaluations are few points: each one marked
-
-
-def _schema_curves() -> dict[str, dict[str, Curve]]:
-    """By record type, each plotted field's curve."""
-    curves: dict[str, dict[str, Curve]] = {}
-    in_plot: dict[str, int] = {}
-    for kind, cls in RECORDS.items():
-        for name, metric in metrics_of(cls).items():
-            if metric.plot:
-                index = in_plot[metric.plot] = in_plot.get(metric.plot, -1) + 1
-                symbol = None if cls is StepRecord else "o"  # evaluations: few points, each marked
-                curves.setdefault(kind, {})[name] = Curve(metric, COLOURS[index % len(COLOURS)], symbol)
-    return curves
-
-
-def _optional_plots() -> set[str]:
-    """The plots only some runs have values for (ELECTRA's detection): shown once they have a curve."""
-    metrics = [curve.metric for curves in CURVES.values() for curve in curves.values()]
-    return {m.plot for m in metrics} - {m.plot for m in metrics if not m.optional}
-
-
-def _share_plots() -> set[str]:
-    """The plots all of whose curves are shares (0 to 1): their axis reads percentages."""
-    metrics = [curve.metric for curves in CURVES.values() for curve in curves.values()]
-    return {m.plot for m in metrics} - {m.plot for m in metrics if m.unit != "share"}
-
-
-def _named_plots() -> set[str]:
-    """The plots with more than one curve, whose header names them (one curve is named by its axis)."""
-    plots = [curve.metric.plot for curves in CURVES.values() for curve in curves.values()]
-    return {plot for plot in plots if plots.count(plot) > 1} | {PROBE_RANK.plot}
-
-
-CURVES = _schema_curves()
-OPTIONAL_PLOTS = _optional_plots()
-SHARE_PLOTS = _share_plots()
-NAMED_PLOTS = _named_plots()
-HINTS = {  # what would fill a plot, said in it while it has no curve
-    PROBE_RANK.plot: "No cloze probes in this run. Add sentences with [MASK] and their expected word on the Probes "
-    "tab before starting a run: each word's rank is drawn here at every evaluation."
+PLOT_HEIGHT = 164  # the lowest a plot gets (legend, 100 px of data, axis): below it the grid scrolls
+HINTS = {  # what would fill a plot, said in it while it has no curve (the panel says what is true of its run)
+    PROBE_RANK.plot: "Each cloze probe's expected word is ranked here at every evaluation (probes are set on the "
+    "Probes tab before a run starts)."
 }
 
 
@@ -122,11 +95,15 @@ class LivePlots(QWidget):
         self.legends: dict[str, HeaderLegend] = {}
         self.cursors: dict[str, pg.InfiniteLine] = {}  # the x the readout reads, in the plot under the mouse
         self.anchors: dict[str, DecadeAnchor] = {}  # the log plots' decade anchors
+        self.spans: dict[str, Span] = {}  # each plot's share of the common x range, and a range for one value
         self.overlays: list[str] = []  # names of the runs drawn for comparison
+        self._overlay_colours: dict[str, str] = {}
+        self._overlaid: dict[str, tuple[str, str]] = {}  # overlay curve key -> (its run, what it is: "val")
         self._dirty: dict[str, None] = {}  # plots whose curves changed since drawn, longest waiting first
         self._plot_of: dict[str, str] = {}  # curve key -> plot name
         self._labels: dict[str, str] = {}  # curve key -> its full name
         self._units: dict[str, str] = {}  # curve key -> the unit of its values
+        self._hint_texts = dict(HINTS)  # plot -> what it says while it has no curve
         self.columns = self._shown = 0
         self.view = pg.GraphicsLayoutWidget()
         self.view.setBackground(QApplication.palette().color(QPalette.ColorRole.Base))
@@ -148,17 +125,22 @@ class LivePlots(QWidget):
         """One plot per step (about 12 ms each), then the grid; the redraw timer runs from then on."""
         for name, (label, log_y) in self.PLOTS.items():
             left = CompactAxis("left", percent=name in SHARE_PLOTS)
-            plot = pg.PlotItem(axisItems={"left": left, "bottom": CompactAxis("bottom")})
+            view = EvenView(y_padding=0.1 if log_y else None)  # room for the label of the lowest decade
+            plot = pg.PlotItem(viewBox=view, axisItems={"left": left, "bottom": CompactAxis("bottom")})
             self.cells[name], self.legends[name] = legend_above(plot, reserve_line=True)
+            plot.setMinimumHeight(PLOT_HEIGHT - self.legends[name].minimumHeight() - 6)  # a wrapped legend adds
             style_plot(plot, X_AXES[self.axis], label)
+            show_ticks(plot, False)  # until it has values
             if log_y:
                 plot.setLogMode(y=True)
-                plot.vb.setDefaultPadding(0.1)  # room for the label of the lowest decade
                 self.anchors[name] = DecadeAnchor()
             self.plots[name] = plot
             self.cursors[name] = pg.InfiniteLine(angle=90, pen=pg.mkPen((128, 128, 128), width=1))
+            self.spans[name] = Span()
             yield
-        self.hints = {name: _Hint(HINTS[name], plot) for name, plot in self.plots.items() if name in HINTS}
+        self.hints = {name: Hint("", plot) for name, plot in self.plots.items()}
+        for name, text in self._hint_texts.items():
+            self.set_hint(name, text)
         self._add_markers()
         self._reflow(self.columns or 3)  # as many columns as a resize during the steps asked for
         self.view.scene().sigMouseMoved.connect(self._on_mouse_moved)
@@ -176,7 +158,10 @@ class LivePlots(QWidget):
         style=None,
         symbol: str | None = None,
         smooth: bool = False,
+        named: bool = False,
     ) -> Series:
+        """`key`'s series, its curve made in `plot` if new; named in the legend if `named` or the plot names its
+        curves."""
         self.construction.finish()  # data before the window got to the last plot
         if key not in self.series:
             self.series[key] = Series()
@@ -186,13 +171,13 @@ class LivePlots(QWidget):
                 faint = QColor(colour)
                 faint.setAlpha(70)
                 self.shadows[key] = self.plots[plot].plot([], [], pen=pg.mkPen(faint, width=1))
-            name = label if plot in NAMED_PLOTS else None
+            name = label if named or plot in NAMED_PLOTS else None
             self.curves[key] = self.plots[plot].plot([], [], pen=pen, name=name, **options)
             self._plot_of[key] = plot
             self._labels[key] = label
             self._units[key] = unit
-            if plot in self.hints:
-                self.hints[plot].hide()
+            self.hints[plot].hide()
+            show_ticks(self.plots[plot], True)
             if plot in OPTIONAL_PLOTS:
                 self._reflow(self.columns)
         self._dirty.setdefault(plot)  # keeps its place in the queue
@@ -200,27 +185,22 @@ class LivePlots(QWidget):
 
     def add(self, kind: str, record: dict) -> None:
         """Add one metrics record (as `Record.to_dict()` gives it) to the curves the metric schema puts it in."""
-        step, tokens, elapsed = record["step"], record.get("tokens_seen", 0), record.get("elapsed", 0.0)
-        point = (step, tokens, elapsed)
-        for field, curve in CURVES.get(kind, {}).items():
-            if record.get(field) is not None:
-                metric = curve.metric
-                self._curve(
-                    f"{kind}_{field}",
-                    metric.plot,
-                    metric.series,
-                    curve.colour,
-                    metric.unit,
-                    width=2 if metric.smooth or curve.symbol else 1,  # a wide pen costs several times a thin one
-                    symbol=curve.symbol,
-                    smooth=metric.smooth,
-                ).append(*point, record[field])
-        if kind == "probe":
-            for index, result in enumerate(record["results"]):
-                colour = COLOURS[index % len(COLOURS)]
-                self._curve(
-                    f"probe{index}", PROBE_RANK.plot, result["expected"], colour, PROBE_RANK.unit, symbol="o"
-                ).append(*point, result["rank"])
+        point = (record["step"], record.get("tokens_seen", 0), record.get("elapsed", 0.0))
+        for name, curve, label, value in plotted(kind, record):
+            metric = curve.metric
+            wide = metric.smooth or curve.symbol  # a wide pen costs several times a thin one
+            key = name if kind == "probe" else f"{kind}_{name}"
+            series = self._curve(
+                key, metric.plot, label, curve.colour, metric.unit, 2 if wide else 1, None, curve.symbol, metric.smooth
+            )
+            series.append(*point, value)
+
+    def set_hint(self, plot: str, text: str) -> None:
+        """What `plot` says while it has no curve ("" for nothing)."""
+        self._hint_texts[plot] = text
+        if plot in getattr(self, "hints", {}):  # none yet while built
+            self.hints[plot].set_text(text)
+            self.hints[plot].setVisible(bool(text) and plot not in self._plot_of.values())
 
     def load(self, records: list[dict]) -> None:
         """Replace the curves with a run's recorded metrics."""
@@ -241,50 +221,49 @@ class LivePlots(QWidget):
         self._plot_of.clear()
         self._labels.clear()
         self._units.clear()
-        for hint in self.hints.values():
-            hint.show()
+        for name, plot in self.plots.items():
+            self.hints[name].setVisible(bool(self.hints[name].toPlainText()))
+            show_ticks(plot, False)
         self.overlays.clear()
+        self._overlay_colours.clear()
+        self._overlaid.clear()
         self._dirty = dict.fromkeys(self.plots)
         self._reflow(self.columns)
         self.reset_zoom()
         self._leave()
 
     def overlay(self, name: str, records: list[dict]) -> None:
-        """Draw another run's loss and accuracy for comparison in a colour of its own: training dashed,
-        validation dotted with points. Overlaying a run that is already drawn draws it afresh."""
-        colour = COLOURS[(len(self.overlays) + 2) % len(COLOURS)] if name not in self.overlays else None
-        for kind, plot, field in (("step", "loss", "loss"), ("eval", "loss", "loss"), ("eval", "accuracy", "accuracy")):
-            key = f"overlay:{name}:{kind}:{plot}"
-            if key in self.series:
-                colour = colour or self.curves[key].opts["pen"].color().name()
+        """Draw another run's curves for comparison, in every plot it has values for, in a colour of its own:
+        training dashed, evaluations dotted with points. Overlaying a run that is already drawn draws it afresh."""
+        colour = self._overlay_colours.setdefault(name, COLOURS[(len(self._overlay_colours) + 2) % len(COLOURS)])
+        for key, (run, _) in self._overlaid.items():
+            if run == name:
                 self.series[key] = Series()
-            train = kind == "step"
-            series = self._curve(
-                key,
-                plot,
-                f"{name} ({'train' if train else 'val'})",
-                colour,
-                metrics_of(RECORDS[kind])[field].unit,
-                style=Qt.PenStyle.DashLine if train else Qt.PenStyle.DotLine,
-                symbol=None if train else "t",
-            )
-            for record in records:
-                if record.get("type") == kind:
-                    series.append(
-                        record["step"], record.get("tokens_seen", 0), record.get("elapsed", 0.0), record[field]
-                    )
+        for record in records:
+            kind = record.get("type", "")
+            point = (record["step"], record.get("tokens_seen", 0), record.get("elapsed", 0.0))
+            for what, curve, label, value in plotted(kind, record):
+                series = self._overlay_curve(name, f"{kind}:{what}", curve.metric, label, colour, kind == "step")
+                series.append(*point, value)
         if name not in self.overlays:
             self.overlays.append(name)
         self._name_overlays()
         self.reset_zoom()
         self.redraw(everything=True)
 
+    def _overlay_curve(self, run: str, what: str, metric: Metric, label: str, colour: str, train: bool) -> Series:
+        key, label = f"overlay:{run}:{what}", SHORT_SERIES.get(label, label)
+        if key not in self.series:
+            style, symbol = (Qt.PenStyle.DashLine, None) if train else (Qt.PenStyle.DotLine, "t")
+            self._curve(key, metric.plot, f"{run} ({label})", colour, metric.unit, 1, style, symbol, named=True)
+            self._overlaid[key] = (run, label)
+        return self.series[key]
+
     def _name_overlays(self) -> None:
         """The overlaid runs' legend entries, shortened so that each still tells its run from the others."""
-        for key in (key for key in self.curves if key.startswith("overlay:")):
-            _, run, kind, plot = key.split(":")
-            short = dict(zip(self.overlays, distinct_names(self.overlays)))[run]
-            self.legends[plot].rename(self.curves[key], f"{short} ({'train' if kind == 'step' else 'val'})")
+        short = dict(zip(self.overlays, distinct_names(self.overlays)))
+        for key, (run, series) in self._overlaid.items():
+            self.legends[self._plot_of[key]].rename(self.curves[key], f"{short[run]} ({series})")
 
     # --- drawing ------------------------------------------------------------------------------------
     def set_axis(self, axis: str) -> None:
@@ -307,16 +286,30 @@ class LivePlots(QWidget):
         if not (everything or self.isVisible()):
             return
         names = list(self._dirty)
+        shared = self._x_span()
         for name in names if everything else names[:1]:
             del self._dirty[name]
+            values = []
             for key, series in self.series.items():
                 if self._plot_of[key] != name:
                     continue
                 x, y = series.x(self.axis), series.y
+                values.append(finite(x, y)[1])
                 if key in self.shadows:
-                    self.shadows[key].setData(*_finite(*thinned(x, y)))
+                    self.shadows[key].setData(*finite(*thinned(x, y)))
                     y = series.smoothed(self.smoothing)
-                self.curves[key].setData(*_finite(*thinned(x, y)))
+                self.curves[key].setData(*finite(*thinned(x, y)))
+            self.spans[name].set_bounds(shared, None if name in self.anchors else one_value(values))
+        for span in self.spans.values():
+            span.set_bounds(shared, span.y)
+        self._fit_height()  # legends wrap as curves come and widths change
+
+    def _x_span(self) -> tuple[float, float] | None:
+        """The x range of every curve in every plot (a curve's x only grows), so the plots' x axes agree."""
+        ends = [(s.x(self.axis)[0], s.x(self.axis)[-1]) for s in self.series.values() if s.size]
+        if not ends:
+            return None
+        return sensible_range(float(min(low for low, _ in ends)), float(max(high for _, high in ends)))
 
     def reset_zoom(self) -> None:
         """Let every plot find its range again from its data (after a zoom, or the x-axis or the curves changed)."""
@@ -344,14 +337,26 @@ class LivePlots(QWidget):
     def _reflow(self, columns: int) -> None:
         """Lay the plots out in `columns` columns, each at least PLOT_HEIGHT tall (the grid scrolls when the
         window is lower); a plot only some runs have values for (ELECTRA's detection) only when it has curves."""
-        shown = [name for name in self.plots if name not in OPTIONAL_PLOTS or name in self._plot_of.values()]
-        if (columns, len(shown)) == (self.columns, self._shown):
-            return
-        self.columns, self._shown = columns, len(shown)
-        self.view.ci.clear()
-        for index, name in enumerate(shown):
-            self.view.ci.addItem(self.cells[name], row=index // columns, col=index % columns)
-        self.view.setMinimumHeight(-(-len(shown) // columns) * PLOT_HEIGHT)
+        shown = self._shown_plots()
+        if (columns, len(shown)) != (self.columns, self._shown):
+            self.columns, self._shown = columns, len(shown)
+            self.view.ci.clear()
+            for index, name in enumerate(shown):
+                self.view.ci.addItem(self.cells[name], row=index // columns, col=index % columns)
+        self._fit_height()
+
+    def _shown_plots(self) -> list[str]:
+        return [name for name in self.plots if name not in OPTIONAL_PLOTS or name in self._plot_of.values()]
+
+    def _fit_height(self) -> None:
+        """The grid's least height: each row PLOT_HEIGHT tall, and taller by the lines its legends wrapped onto,
+        so a plot keeps its data area however many curves it names."""
+        shown, columns = self._shown_plots(), max(self.columns, 1)
+        line = min(legend.minimumHeight() for legend in self.legends.values())
+        rows = [shown[i : i + columns] for i in range(0, len(shown), columns)]
+        height = sum(PLOT_HEIGHT + max(self.legends[name].minimumHeight() for name in row) - line for row in rows)
+        if round(height) != self.view.minimumHeight():
+            self.view.setMinimumHeight(round(height))
 
     # --- reading and exporting -----------------------------------------------------------------------
     def _add_markers(self) -> None:
@@ -361,6 +366,9 @@ class LivePlots(QWidget):
             self.plots[name].addItem(cursor, ignoreBounds=True)
         for name, anchor in self.anchors.items():
             self.plots[name].addItem(anchor)
+        for name, span in self.spans.items():
+            span.set_bounds(None, None)
+            self.plots[name].addItem(span)
 
     def leaveEvent(self, event: QEvent) -> None:
         super().leaveEvent(event)
@@ -418,30 +426,3 @@ class LivePlots(QWidget):
         exporter.parameters()["width"] = int(self.view.width() * scale)
         if not exporter.export(toBytes=True).save(str(path)):
             raise OSError(f"{path} could not be written")
-
-
-class _Hint(QGraphicsTextItem):
-    """A sentence in the middle of a plot's data area, wrapped to its width, in the palette's text colour: what would
-    fill the plot while it has no curve."""
-
-    def __init__(self, text: str, plot: pg.PlotItem) -> None:
-        super().__init__(text)
-        self.setParentItem(plot.vb)  # in the view's own coordinates: it stays put when the data range moves
-        self.view = plot.vb
-        self.view.sigResized.connect(self._place)
-        self.recolour()
-        self._place()
-
-    def recolour(self) -> None:
-        self.setDefaultTextColor(QApplication.palette().color(QPalette.ColorRole.PlaceholderText))
-
-    def _place(self) -> None:
-        area = self.view.boundingRect()
-        self.setTextWidth(max(area.width() - 24, 40))
-        self.document().setDefaultTextOption(QTextOption(Qt.AlignmentFlag.AlignCenter))
-        self.setPos(12, max(0.0, (area.height() - self.boundingRect().height()) / 2))
-
-
-def _finite(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    keep = np.isfinite(y)
-    return (x, y) if keep.all() else (x[keep], y[keep])

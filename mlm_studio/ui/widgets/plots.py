@@ -6,9 +6,9 @@ from math import ceil, log10
 
 import pyqtgraph as pg
 import pyqtgraph.exporters
-from PySide6.QtCore import QEvent, QRectF
-from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication, QTableWidget, QWidget
+from PySide6.QtCore import QEvent, QRectF, Qt
+from PySide6.QtGui import QColor, QPalette, QTextOption
+from PySide6.QtWidgets import QApplication, QGraphicsTextItem, QTableWidget, QWidget
 
 from mlm_studio.ui.theme import PALETTE_CHANGES
 from mlm_studio.ui.widgets.legend import HeaderLegend, legend_above
@@ -73,6 +73,76 @@ class DecadeAnchor(pg.GraphicsObject):
 
     def paint(self, *_) -> None:
         pass
+
+
+class EvenView(pg.ViewBox):
+    """A view whose auto-range pads by the same share of the data's range at any size, so plots of different
+    widths over one x range show the same x range; `y_padding` pads its y range apart (room for a label)."""
+
+    def __init__(self, y_padding: float | None = None) -> None:
+        super().__init__()
+        self.y_padding = y_padding
+
+    def suggestPadding(self, axis: int) -> float:  # noqa: N802 - pyqtgraph's name
+        if axis == 1 and self.y_padding is not None:
+            return self.y_padding
+        return self.state["defaultPadding"]
+
+
+class Span(pg.GraphicsObject):
+    """Draws nothing; widens its plot's auto-range to `x` (the range every plot of a grid shares, so their x axes
+    agree) and to `y` (set where the plot's values are all one value, which would give a range of nothing)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.x: tuple[float, float] | None = None
+        self.y: tuple[float, float] | None = None
+
+    def set_bounds(self, x: tuple[float, float] | None, y: tuple[float, float] | None) -> None:
+        if (x, y) != (self.x, self.y):
+            self.x, self.y = x, y
+            self.informViewBoundsChanged()
+
+    def dataBounds(self, axis: int, *_, **__) -> tuple[float, float] | None:  # noqa: N802 - pyqtgraph's name
+        return self.x if axis == 0 else self.y
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt's name
+        return QRectF()
+
+    def paint(self, *_) -> None:
+        pass
+
+
+class Hint(QGraphicsTextItem):
+    """A sentence in the middle of a plot's data area, wrapped to its width, in the palette's placeholder colour:
+    what would fill the plot while it has no curve."""
+
+    def __init__(self, text: str, plot: pg.PlotItem) -> None:
+        super().__init__(text)
+        self.setParentItem(plot.vb)  # in the view's own coordinates: it stays put when the data range moves
+        self.view = plot.vb
+        self.view.sigResized.connect(self._place)
+        self.recolour()
+        self._place()
+
+    def set_text(self, text: str) -> None:
+        self.setPlainText(text)
+        self._place()
+
+    def recolour(self) -> None:
+        self.setDefaultTextColor(QApplication.palette().color(QPalette.ColorRole.PlaceholderText))
+
+    def _place(self) -> None:
+        area = self.view.boundingRect()
+        self.setTextWidth(max(area.width() - 24, 40))
+        self.document().setDefaultTextOption(QTextOption(Qt.AlignmentFlag.AlignCenter))
+        self.setPos(12, max(0.0, (area.height() - self.boundingRect().height()) / 2))
+
+
+def show_ticks(plot: pg.PlotItem, shown: bool) -> None:
+    """Ticks, tick labels and grid on both axes, or none (an empty plot has no values to mark)."""
+    for name in ("left", "bottom"):
+        plot.getAxis(name).setTicks(None if shown else [[], []])
 
 
 def _scientific(value: float, spacing: float) -> str:

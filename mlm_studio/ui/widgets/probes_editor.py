@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
@@ -25,9 +26,14 @@ DEFAULT_PROBES = (
 class ProbesEditor(QWidget):
     """Sentences with one [MASK] and the word expected there; blank rows are ignored."""
 
+    changed = Signal()  # a probe was added, edited or removed
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.table = QTableWidget(0, 2)
+        self.table.itemChanged.connect(self._on_edited)
+        self.table.model().rowsInserted.connect(self._on_edited)
+        self.table.model().rowsRemoved.connect(self._on_edited)
         self.table.setHorizontalHeaderLabels(["Sentence with [MASK]", "Expected"])
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.table.verticalHeader().hide()
@@ -45,6 +51,9 @@ class ProbesEditor(QWidget):
         layout.addLayout(buttons)
         self.set_probes(list(DEFAULT_PROBES))
 
+    def _on_edited(self, *_) -> None:
+        self.changed.emit()
+
     def set_probes(self, probes: list[Probe]) -> None:
         self.table.setRowCount(0)
         for probe in probes:
@@ -55,6 +64,11 @@ class ProbesEditor(QWidget):
         self.table.insertRow(row)
         self.table.setItem(row, 0, QTableWidgetItem(text))
         self.table.setItem(row, 1, QTableWidgetItem(expected))
+
+    def count(self) -> int:
+        """How many rows hold a probe (filled in, right or not)."""
+        rows = range(self.table.rowCount())
+        return sum(any(self.table.item(r, c) and self.table.item(r, c).text().strip() for c in (0, 1)) for r in rows)
 
     def probes(self) -> list[Probe]:
         """The probes in the table; raises ValueError naming the first bad row."""

@@ -1,5 +1,5 @@
-"""The pre-training runs of a folder as a sortable table: each run's state, progress and final validation
-metrics; the run this window trains shows its live state and step."""
+"""The pre-training runs of a folder as a sortable table: each run's state, progress and last evaluation with its
+step; the run this window trains shows its live state and step."""
 
 from __future__ import annotations
 
@@ -10,9 +10,15 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
 from mlm_studio.core.durations import format_duration
-from mlm_studio.core.storage.history import PRETRAINING, RunSummary, list_runs, summarize
+from mlm_studio.core.storage.history import PRETRAINING, RunSummary, list_runs, outcome, summarize
 
-COLUMNS = ("Run", "State", "Step", "Val loss", "Val acc", "Tokens", "Time")
+COLUMNS = ("Run", "State", "Step", "Val loss", "Val acc", "Val step", "Tokens", "Time")
+HEADER_TIPS = {
+    "Step": "Step of the latest checkpoint (what Resume and Export use)",
+    "Val loss": "Validation loss at the last evaluation (its step in Val step)",
+    "Val acc": "Masked-token accuracy on the validation blocks at the last evaluation (its step in Val step)",
+    "Val step": "The step of the last evaluation: the validation figures are from it, not from the run's last step",
+}
 PATH_ROLE = Qt.ItemDataRole.UserRole
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 
@@ -40,8 +46,12 @@ class RunsTable(QTableWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(0, len(COLUMNS), parent)
         self._live: tuple[Path, str, int] | None = None
+        self._summaries: dict[Path, RunSummary] = {}  # by resolved folder
         self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.setHorizontalHeaderLabels(COLUMNS)
+        for column, name in enumerate(COLUMNS):
+            if name in HEADER_TIPS:
+                self.horizontalHeaderItem(column).setToolTip(HEADER_TIPS[name])
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.verticalHeader().hide()
@@ -56,6 +66,7 @@ class RunsTable(QTableWidget):
         selected = self.selected_run()
         self.setSortingEnabled(False)
         self.setRowCount(0)
+        self._summaries.clear()
         for run in list_runs(root, PRETRAINING):  # fine-tuning runs are the Fine-tune panel's
             self._add(summarize(run))
         self.setSortingEnabled(True)
@@ -87,24 +98,34 @@ class RunsTable(QTableWidget):
     def _add(self, summary: RunSummary) -> None:
         row = self.rowCount()
         self.insertRow(row)
-        loss, accuracy = summary.val_loss, summary.val_accuracy
+        self._summaries[summary.path.resolve()] = summary
+        loss, accuracy, evaluated = summary.val_loss, summary.val_accuracy, summary.val_step
         cells = (
             SortedItem(summary.path.name, -summary.modified),
             SortedItem(summary.state, summary.state),
             SortedItem(f"{summary.checkpoint_step:,}", summary.checkpoint_step),
             SortedItem(f"{loss:.3f}" if loss is not None else "–", loss if loss is not None else float("inf")),
             SortedItem(f"{accuracy:.1%}" if accuracy is not None else "–", accuracy or 0.0),
+            SortedItem(f"{evaluated:,}" if evaluated is not None else "–", evaluated if evaluated is not None else -1),
             SortedItem(_tokens(summary.tokens_seen), summary.tokens_seen),
             SortedItem(format_duration(summary.elapsed) if summary.elapsed else "–", summary.elapsed),
         )
         cells[0].setData(PATH_ROLE, str(summary.path))
         changed = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.modified))
         cells[0].setToolTip(f"{summary.path.name}\n{summary.path}\npreset {summary.preset} · last change {changed}")
-        cells[2].setToolTip("Step of the latest checkpoint (what Resume and Export use)")
+        cells[2].setToolTip(HEADER_TIPS["Step"])
+        said = outcome(summary)
+        said = said[:1].upper() + said[1:]
+        for cell in cells[3:6]:
+            cell.setToolTip(said)
         for column, cell in enumerate(cells):
             if column > 1:
                 cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             self.setItem(row, column, cell)
+
+    def summary(self, path: Path) -> RunSummary | None:
+        """What the table read of `path` (None for a run it does not list)."""
+        return self._summaries.get(Path(path).resolve())
 
     def selected_run(self) -> Path | None:
         rows = self.selectionModel().selectedRows()
