@@ -158,6 +158,7 @@ class MainWindow(QMainWindow):
         self.finetune_panel.controller.finished.connect(self.workspace.runs_updated)
         self.training_panel.controller.state_changed.connect(self._update_run_status)
         self.workspace.run_changed.connect(lambda _: self._update_run_status())
+        self.training_panel.training_run_changed.connect(lambda _: self._update_run_status())
         self.workspace.corpus_changed.connect(self._update_corpus_status)
         self._build_menus()
         self._update_run_status()
@@ -294,7 +295,7 @@ class MainWindow(QMainWindow):
             self.corpus_label.setText(f"Corpus: {corpus.documents:,} documents, {corpus.words:,} words")
 
     def _update_run_status(self, *_) -> None:
-        run = self.workspace.run
+        run = self.training_panel.training_run or self.workspace.run  # one being prepared is named already
         state = self.training_panel.controller.state
         name = run.name if run is not None else "none"
         self.run_label.setText(f"Current run: {name}" + ("" if state == IDLE else f" ({state})"))

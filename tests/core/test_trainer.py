@@ -127,6 +127,21 @@ def test_stop_while_paused_saves_and_finishes(tmp_path, small_corpus, small_toke
     assert run.latest_checkpoint().name == "step-0000003"
 
 
+def test_a_stopped_run_says_which_step_its_validation_figures_are_from(tmp_path, small_corpus, small_tokenizer):
+    """Stopped at step 7 with evaluations every 5 steps: the figures it ends with are step 5's, and it says so."""
+    config = small_config(max_steps=20, eval_interval=5, log_interval=1)
+    run, train, validation = new_run(tmp_path, small_corpus, small_tokenizer, config)
+    control = TrainingControl()
+    records = []
+    for record in Trainer(run, train, validation, control).run():
+        records.append(record)
+        if isinstance(record, StepRecord) and record.step == 7:
+            control.stop()
+    finished, evaluated = records[-1], [r for r in records if isinstance(r, EvalRecord)][-1]
+    assert (finished.step, finished.val_step, finished.val_loss) == (7, 5, evaluated.loss) and evaluated.step == 5
+    assert "at step 5" in finished.describe() and run.read_metrics()[-1]["val_step"] == 5
+
+
 def test_non_finite_losses_are_skipped_then_training_stops_with_the_last_checkpoint_intact(
     tmp_path, small_corpus, small_tokenizer
 ):

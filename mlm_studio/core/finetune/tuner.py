@@ -307,9 +307,8 @@ class FineTuner:
             )
         )
         chosen = self._best_validation()
-        yield self._logged(
-            FinishedRecord(self.step, reason, str(self.run_dir.path), chosen.get("loss"), chosen.get("accuracy"))
-        )
+        loss, accuracy, at = chosen.get("loss"), chosen.get("accuracy"), chosen.get("step")
+        yield self._logged(FinishedRecord(self.step, reason, str(self.run_dir.path), loss, accuracy, at))
 
     def _best_validation(self) -> dict:
         """The validation record of the best step as the run wrote it (before a resume, too); {} before any."""

@@ -334,6 +334,7 @@ class Trainer:
                 str(self.run_dir.path),
                 final.loss if final else None,
                 final.accuracy if final else None,
+                final.step if final else None,
             )
         )
 

@@ -3,12 +3,13 @@ whole in its tooltip."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 
 class ElidedLabel(QLabel):
-    """`text()` is the whole text; what shows is as much of it as the width holds."""
+    """`text()` is the whole text; what shows is as much of it as the width holds. It asks for the whole text's
+    width and needs none: its row sets its width, never the other way round."""
 
     def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -27,11 +28,20 @@ class ElidedLabel(QLabel):
         """What the label shows: the text, or its beginning and "…"."""
         return super().text()
 
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        return QSize(0, super().minimumSizeHint().height())
+
+    def sizeHint(self) -> QSize:
+        margins = self.contentsMargins()
+        width = self.fontMetrics().horizontalAdvance(self._whole) + margins.left() + margins.right() + 2 * self.margin()
+        return QSize(width, super().sizeHint().height())
+
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._elide()
 
     def _elide(self) -> None:
-        shown = self.fontMetrics().elidedText(self._whole, Qt.TextElideMode.ElideRight, max(self.width(), 1))
+        width = max(self.contentsRect().width() - 2 * self.margin(), 1)
+        shown = self.fontMetrics().elidedText(self._whole, Qt.TextElideMode.ElideRight, width)
         super().setText(shown)
         self.setToolTip(self._whole if shown != self._whole else "")

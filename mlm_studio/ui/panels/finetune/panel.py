@@ -42,7 +42,6 @@ from mlm_studio.core.training.records import (
 )
 from mlm_studio.core.training.runs import new_run_path
 from mlm_studio.ui.panels.finetune.comparison import ComparisonView
-from mlm_studio.ui.panels.finetune.elided import ElidedLabel
 from mlm_studio.ui.panels.finetune.form import FinetuneForm
 from mlm_studio.ui.panels.finetune.plots import FinetunePlots
 from mlm_studio.ui.panels.finetune.results import ResultsView
@@ -58,6 +57,7 @@ from mlm_studio.ui.panels.finetune.subjects import (
 from mlm_studio.ui.run_export import RunExporter
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING, TrainingController
+from mlm_studio.ui.widgets.elided_label import ElidedLabel
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.workspace import Workspace
 

@@ -25,8 +25,8 @@ from PySide6.QtWidgets import (
 from mlm_studio.core.finetune.mistakes import Mistake
 from mlm_studio.core.finetune.scores import entities
 from mlm_studio.core.training.records import TestRecord
-from mlm_studio.ui.panels.finetune.elided import ElidedLabel
 from mlm_studio.ui.theme import blended, readable_on
+from mlm_studio.ui.widgets.elided_label import ElidedLabel
 
 CHIP_COLOURS = ("#f4a261", "#8ecae6", "#b5e48c", "#e9c46a", "#cdb4db", "#ffafcc", "#a3c4bc")
 NO_RESULTS = "The test scores, the confusion matrix and the mistakes appear here when a fine-tuning ends."

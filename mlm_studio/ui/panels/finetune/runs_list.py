@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.finetune.comparisons import Comparison, comparisons
 from mlm_studio.core.finetune.runs import FinetuneRun, finetune_runs
-from mlm_studio.ui.panels.finetune.elided import ElidedLabel
+from mlm_studio.ui.widgets.elided_label import ElidedLabel
 from mlm_studio.ui.widgets.runs_table import PATH_ROLE, SortedItem
 from mlm_studio.ui.workspace import Workspace
 
