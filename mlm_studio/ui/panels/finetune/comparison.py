@@ -15,8 +15,8 @@ from PySide6.QtWidgets import QHeaderView, QLabel, QSizePolicy, QVBoxLayout, QWi
 from mlm_studio.core.finetune.compare import Outcome
 from mlm_studio.core.finetune.comparisons import Comparison
 from mlm_studio.ui.panels.finetune.results import cell, read_only_table
+from mlm_studio.ui.widgets.curve_data import COLOURS
 from mlm_studio.ui.widgets.elided_label import ElidedLabel
-from mlm_studio.ui.widgets.live_plots import COLOURS
 from mlm_studio.ui.widgets.plots import ThemedPlot
 
 NO_COMPARISON = (

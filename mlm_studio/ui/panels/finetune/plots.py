@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from mlm_studio.core.finetune.scores import ENTITY_F1, MACRO_F1
-from mlm_studio.ui.widgets.live_plots import CURVES, LivePlots
+from mlm_studio.ui.widgets.curve_data import CURVES
+from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.plots import recolour
 
 VALIDATION = "validation"  # the plot of the validation score
