@@ -577,7 +577,7 @@ def test_a_one_document_corpus_says_why_it_has_no_validation_and_records_no_nan(
         "Warning: no validation set: data.validation_fraction (0.05) held out none of the corpus's 1 document(s), "
         "so no validation loss is recorded; a validation set takes at least two documents and a share above 0\n"
     ) in done.stderr
-    assert "Finished (completed) at step 4: validation loss n/a" in done.stdout
+    assert "Finished (completed) at step 4: no evaluation, run folder" in done.stdout
     text = (run / "metrics.jsonl").read_text(encoding="utf-8")
     assert "NaN" not in text and '"type": "eval"' not in text and '"type": "step"' in text
 

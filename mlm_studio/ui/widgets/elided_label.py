@@ -1,5 +1,5 @@
-"""A one-line label that never wraps or widens its row: a text too long for its width ends in "…" and is said
-whole in its tooltip."""
+"""A one-line label that never wraps or widens its row: a text too long for its width ends in "…"; its tooltip
+says it whole."""
 
 from __future__ import annotations
 
@@ -44,4 +44,4 @@ class ElidedLabel(QLabel):
         width = max(self.contentsRect().width() - 2 * self.margin(), 1)
         shown = self.fontMetrics().elidedText(self._whole, Qt.TextElideMode.ElideRight, width)
         super().setText(shown)
-        self.setToolTip(self._whole if shown != self._whole else "")
+        self.setToolTip(self._whole)
