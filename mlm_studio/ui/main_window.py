@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -27,12 +28,13 @@ from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training.device import available_devices
 from mlm_studio.ui import session
 from mlm_studio.ui.engine_loading import import_engine
-from mlm_studio.ui.tasks import TaskRunner, stop_all_tasks
+from mlm_studio.ui.tasks import TaskRunner, stop_all_tasks, user_message
 from mlm_studio.ui.theme import PALETTE_CHANGES, SCHEMES, app_icon, apply_scheme
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, STOPPING
 from mlm_studio.ui.widgets.panel_icons import panel_icon
 from mlm_studio.ui.workspace import Workspace
 
+log = logging.getLogger(__name__)
 MEMORY_REFRESH_MS = 2000
 FIRST_SIZE = (1280, 800)
 TITLE_BAR_ALLOWANCE = 40  # pixels above the window that its frame takes, not known before it is shown
@@ -105,8 +107,16 @@ class MainWindow(QMainWindow):
         self.resize(min(FIRST_SIZE[0], free.width()), min(FIRST_SIZE[1], free.height() - TITLE_BAR_ALLOWANCE))
 
     def _build_in_slices(self, steps: Iterator[None]) -> None:
-        """Take one step of `steps` per turn of the event loop, so the window repaints between them."""
-        if next(steps, StopIteration) is not StopIteration:
+        """Take one step of `steps` per turn of the event loop, so the window repaints between them. A step that
+        fails ends the build and says why in place of the loading message (a bug: the window cannot work)."""
+        try:
+            more = next(steps, StopIteration) is not StopIteration
+        except Exception as exc:  # every failure reaches the user, not only a console they may not have
+            log.exception("the window's panels could not be built")
+            self.loading.setText(f"MLM Studio could not build its window: {user_message(exc)}")
+            self.loading.setWordWrap(True)
+            return
+        if more:
             QTimer.singleShot(0, lambda: self._build_in_slices(steps))
 
     def _build_panels(self, restore: bool) -> Iterator[None]:

@@ -1,6 +1,6 @@
 """What the window remembers between starts (QSettings): geometry and splitters, the last panel, the corpus
-sources and reading options, the configuration, the probes, the runs folder, the plots' axis and smoothing, the
-playground's choice of exact weights, and the colour scheme.
+sources and reading options, the configuration, the probes, the runs folder and the current run, the plots' axis
+and smoothing, the playground's choice of exact weights, and the colour scheme.
 
 Every value is read through a validator: one of another type, another version or out of its widget's range is
 ignored (the default stays), never fatal. Splitters are remembered by their `objectName`, so a state always returns
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings
@@ -139,6 +140,15 @@ class _RestoreWhenShown(QObject):
         return False
 
 
+def _restore_current_run(window: MainWindow, settings: QSettings) -> None:
+    """The run the window last trained stays the current run, where it still is a pre-training run."""
+    from mlm_studio.core.storage.history import PRETRAINING, run_kind
+
+    path = _value(settings, "runs/current", str, "")
+    if path and (Path(path) / "config.toml").is_file() and run_kind(path) == PRETRAINING:
+        window.workspace.set_run(Path(path))
+
+
 def _restore_panel(window: MainWindow, settings: QSettings) -> None:
     last = window.navigation.count() - 1
     window.navigation.setCurrentRow(bounded_int(settings, "window/panel", 0, 0, last))
@@ -151,6 +161,7 @@ _RESTORE_STEPS = (
     _restore_playground,
     _restore_plots,
     _restore_splitters,
+    _restore_current_run,
     _restore_panel,
 )
 
@@ -179,6 +190,7 @@ def save(window: MainWindow, settings: QSettings | None) -> None:
     except ValueError:
         pass  # an unfinished probe is not remembered
     settings.setValue("runs/root", str(window.workspace.runs_root))
+    settings.setValue("runs/current", str(window.workspace.run or ""))
     settings.setValue("playground/exact_weights", window.playground_panel.exact_check.isChecked())
     settings.setValue("plots/axis", window.training_panel.curves.axis_combo.currentData())
     settings.setValue("plots/smoothing", window.training_panel.curves.smoothing_slider.value())

@@ -34,6 +34,12 @@ _DARK = {
     QPalette.ColorRole.HighlightedText: "#ffffff",
     QPalette.ColorRole.Link: "#8cc4ff",
     QPalette.ColorRole.PlaceholderText: "#a3a3a3",
+    # the shades frames and separators are drawn with (the light scheme's would draw white lines)
+    QPalette.ColorRole.Light: "#4b4e53",
+    QPalette.ColorRole.Midlight: "#3e4145",
+    QPalette.ColorRole.Mid: "#232427",
+    QPalette.ColorRole.Dark: "#1b1c1f",
+    QPalette.ColorRole.Shadow: "#111214",
 }
 
 

@@ -93,3 +93,77 @@ def test_another_runs_folder_is_every_panels_folder(window, mixed_runs, tmp_path
     assert str(tmp_path / "only-early") in combo_paths(window.playground_panel.views[0].model_combo)
     assert window.finetune_panel.runs.table.rowCount() == 0
     assert window.finetune_panel.runs_root == tmp_path
+
+
+def test_an_elided_label_cuts_between_words_never_inside_a_number(qtbot):
+    """ "validation loss 7.703" cut short reads "validation loss…", never "validation loss 7.70…"."""
+    from mlm_studio.ui.widgets.elided_label import ElidedLabel
+
+    label = ElidedLabel("stopped at step 98; validation loss 7.703 at step 75")
+    qtbot.addWidget(label)
+    label.show()
+    metrics = label.fontMetrics()
+    for end in ("stopped at step 98; validation loss 7.70", "stopped at step 98; validation lo", "stopped at st"):
+        label.resize(metrics.horizontalAdvance(end + "…") + 2, 20)
+        shown = label.shown_text()
+        assert shown.endswith("…") and label.toolTip() == label.text()
+        kept = shown.removesuffix("…")
+        assert label.text().startswith(kept) and label.text()[len(kept)] in " ;", shown
+    label.resize(metrics.horizontalAdvance(label.text()) + 10, 20)
+    assert label.shown_text() == label.text()
+
+
+def test_a_panel_that_fails_to_build_says_so_in_the_window(qtbot, tmp_path, monkeypatch):
+    """A bug in building a panel ends the loading message with the error, never an endless "Loading…"."""
+    from mlm_studio.ui.panels.finetune import panel
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the fine-tune panel broke")
+
+    monkeypatch.setattr(panel.FinetunePanel, "__init__", broken)
+    window = MainWindow(None, restore=False, runs_root=tmp_path, deferred=True)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(lambda: "could not build" in window.loading.text(), timeout=TIMEOUT_MS)
+    assert window.loading.text() == "MLM Studio could not build its window: the fine-tune panel broke"
+    assert not window.ready
+
+
+def test_the_fine_tune_chooser_follows_the_current_run_until_the_user_picks(window, mixed_runs):
+    form = window.finetune_panel.form
+    window.workspace.set_run(mixed_runs / "early")
+    assert form.model_combo.currentData() == str(mixed_runs / "early")
+    window.workspace.set_run(mixed_runs / "late")
+    assert form.model_combo.currentText() == "Current run: late"
+    form.model_combo.setCurrentIndex(form.model_combo.findData(str(mixed_runs / "early")))
+    form.model_combo.activated.emit(form.model_combo.currentIndex())  # the user's pick
+    window.workspace.set_run(mixed_runs / "late")
+    assert form.model_combo.currentData() == str(mixed_runs / "early")
+
+
+def test_the_current_run_is_remembered_across_a_restart(qtbot, mixed_runs, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    first = MainWindow(settings, runs_root=mixed_runs)
+    qtbot.addWidget(first)
+    qtbot.waitUntil(lambda: first.workspace.corpus is not None, timeout=TIMEOUT_MS)
+    first.workspace.set_run(mixed_runs / "late")
+    first.close()
+    again = MainWindow(settings, runs_root=mixed_runs)
+    qtbot.addWidget(again)
+    assert again.workspace.run == mixed_runs / "late" and again.run_label.text() == "Current run: late"
+    assert again.playground_panel.views[0].model_combo.currentText() == "Current run: late"
+    qtbot.waitUntil(lambda: again.workspace.corpus is not None, timeout=TIMEOUT_MS)
+
+
+def test_the_live_row_counts_its_tokens_and_time_with_its_step(window, mixed_runs):
+    table = window.training_panel.runs.table
+    table.set_live(mixed_runs / "late", "running", 44, tokens=123_456, elapsed=65.0)
+    row = next(r for r in range(table.rowCount()) if table.item(r, 0).text() == "late")
+    assert [table.item(row, c).text() for c in (1, 2, 6, 7)] == ["running", "44", "123 k", "1m05s"]
+
+
+def test_an_idle_fine_tune_panel_shows_no_empty_progress_bar(window):
+    window.show_panel(window.finetune_panel)
+    assert not window.finetune_panel.progress_bar.isVisible()

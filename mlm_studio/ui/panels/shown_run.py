@@ -219,8 +219,8 @@ class ShownRun(QObject):
         if self._showing_training():
             self.plots.add(record.kind, data)
         if isinstance(record, StepRecord):
-            self.show_live(record.step)
             self._last_step = record
+            self.show_live(record.step)
             if self._showing_training():
                 self._say_progress()
             else:
@@ -254,4 +254,6 @@ class ShownRun(QObject):
     def show_live(self, step: int) -> None:
         """The Runs table's row of the run being trained says its state and step as they are now."""
         self._live_step = step
-        self.table.set_live(Path(self.started.run_dir), self.controller.state, step)
+        last = self._last_step if self._last_step is not None and self._last_step.step == step else None
+        tokens, elapsed = (last.tokens_seen, last.elapsed) if last is not None else (None, None)
+        self.table.set_live(Path(self.started.run_dir), self.controller.state, step, tokens, elapsed)

@@ -360,6 +360,10 @@ class TrainingPanel(QWidget):
         self.reason_label.setVisible(bool(reason) and state == IDLE)
         self.pause_button.setEnabled(state in (RUNNING, PAUSED))
         self.stop_button.setEnabled(state in (PREPARING, RUNNING, PAUSED))
+        training = self.training_run
+        name = training.name if training is not None else "the training run"
+        self.pause_button.setToolTip(f"{'Resume' if state == PAUSED else 'Pause'} {name} (Ctrl+P)")
+        self.stop_button.setToolTip(f"Stop {name} after this step and save a checkpoint (Ctrl+.)")
         self.runs.enable(idle=state == IDLE, exporting=self.exporter.running)
 
     def _log(self, text: str) -> None:

@@ -6,10 +6,12 @@ from __future__ import annotations
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
+ELLIPSIS = "…"
+
 
 class ElidedLabel(QLabel):
-    """`text()` is the whole text; what shows is as much of it as the width holds. It asks for the whole text's
-    width and needs none: its row sets its width, never the other way round."""
+    """`text()` is the whole text; what shows is as many of its words as the width holds. It asks for the whole
+    text's width and needs none: its row sets its width, never the other way round."""
 
     def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -43,5 +45,10 @@ class ElidedLabel(QLabel):
     def _elide(self) -> None:
         width = max(self.contentsRect().width() - 2 * self.margin(), 1)
         shown = self.fontMetrics().elidedText(self._whole, Qt.TextElideMode.ElideRight, width)
+        if shown != self._whole:  # cut between words: a number cut short would read as another number
+            kept = shown.removesuffix(ELLIPSIS)
+            if not self._whole[len(kept) : len(kept) + 1].isspace() and " " in kept:
+                kept = kept[: kept.rindex(" ")]
+            shown = kept.rstrip(" ,;:·") + ELLIPSIS
         super().setText(shown)
         self.setToolTip(self._whole)

@@ -74,20 +74,30 @@ class RunsTable(QTableWidget):
             self.select_run(selected)
         self._show_live()
 
-    def set_live(self, path: Path | None, state: str = "", step: int = 0) -> None:
-        """The run this window trains: its `state` (running, paused, stopping) and `step` replace what its files
-        tell (no ending yet, the latest checkpoint's step); None when no training runs."""
-        self._live = (Path(path), state, step) if path is not None else None
+    def set_live(
+        self, path: Path | None, state: str = "", step: int = 0, tokens: int | None = None, elapsed: float | None = None
+    ) -> None:
+        """The run this window trains: its `state` (running, paused, stopping), `step`, and the `tokens` and
+        `elapsed` seconds of its last logged step replace what its files tell (no ending yet, the latest
+        checkpoint's step, the last evaluation's counts); None when no training runs."""
+        self._live = (Path(path), state, step, tokens, elapsed) if path is not None else None
         self._show_live()
 
     def _show_live(self) -> None:
         if self._live is None:
             return
-        path, state, step = self._live
+        path, state, step, tokens, elapsed = self._live
         row = self._row_of(path)
         if row is None:
             return
         state_cell, step_cell = self.item(row, 1), self.item(row, 2)  # before an edit re-sorts the rows
+        tokens_cell, time_cell = self.item(row, 6), self.item(row, 7)
+        if tokens is not None:
+            tokens_cell.setText(_tokens(tokens))
+            tokens_cell.setData(SORT_ROLE, tokens)
+        if elapsed is not None:
+            time_cell.setText(format_duration(elapsed))
+            time_cell.setData(SORT_ROLE, elapsed)
         checkpoint = step_cell.data(SORT_ROLE)
         state_cell.setText(state)
         state_cell.setData(SORT_ROLE, state)

@@ -71,12 +71,14 @@ class FinetuneForm(QWidget):
         self.workspace = workspace
         workspace.set_runs_root(runs_root)
         self.folders: list[str] = []
-        workspace.run_changed.connect(lambda _: self.refresh_models())
+        self.following = True  # the chooser takes each new current run, until the user picks another model
+        workspace.run_changed.connect(self._on_run_changed)
         workspace.runs_changed.connect(self.refresh_models)
         self.model_combo = model_combo(
             "The model fine-tuned: a run's latest checkpoint, a Hugging Face folder, or a model in the local Hugging "
             "Face cache"
         )
+        self.model_combo.activated.connect(self._on_model_picked)
         self.folder_button = QPushButton("Folder…")
         self.folder_button.setToolTip("A Hugging Face model folder, or a run or checkpoint folder from elsewhere")
         self.folder_button.clicked.connect(self.add_folder_dialog)
@@ -145,6 +147,17 @@ class FinetuneForm(QWidget):
         refill(self.model_combo, entries, self.model_combo.currentData())
         self.models_changed.emit()
 
+    def _on_run_changed(self, run: Path | None) -> None:
+        """A run started: the "Current run" entry is it, and chosen unless the user picked another model."""
+        self.refresh_models()
+        if run is not None and self.following:
+            self.model_combo.setCurrentIndex(self.model_combo.findData(str(run)))
+
+    def _on_model_picked(self) -> None:
+        """Picked by the user: it stays, unless it is the current run, which the chooser then follows."""
+        run = self.workspace.run
+        self.following = run is not None and self.model_combo.currentData() == str(run)
+
     def add_folder_dialog(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "A Hugging Face model, run or checkpoint folder")
         if folder:
@@ -155,6 +168,7 @@ class FinetuneForm(QWidget):
             self.folders.append(folder)
         self.refresh_models()
         self.model_combo.setCurrentIndex(self.model_combo.findData(folder))
+        self.following = False  # added to be fine-tuned
 
     def choose_task_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "The labelled task file", "", TASK_FILES)

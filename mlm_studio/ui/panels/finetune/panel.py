@@ -408,5 +408,6 @@ class FinetunePanel(QWidget):
         if state == PAUSED:
             self._say_step()
         self.stop_button.setEnabled(not idle)
+        self.progress_bar.setVisible(not idle or self.progress_bar.value() > 0)  # an empty idle bar reads as a field
         self.export_button.setEnabled(idle and self.test is not None)
         self.form.setEnabled(idle)
