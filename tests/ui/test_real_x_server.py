@@ -1,5 +1,6 @@
 """The window restarted five times on a real X server (Xvfb, the xcb platform), left each time on another panel:
-it opens where it was left, every splitter keeps its orientation and share, and it still narrows to 900 px. Skipped
+it opens where it was left, every splitter keeps its orientation and share, and it still narrows to 900 px with
+every panel whole there. Skipped
 where no Xvfb is installed (CI installs it)."""
 
 import json
@@ -56,6 +57,7 @@ def test_restarts_on_a_real_x_server_keep_every_layout_and_the_width(display, tm
     for last, size in starts:
         seen = start(display, settings, runs, last, size)
         assert seen["narrowest"] <= 900, json.dumps(seen["panels"])
+        assert seen["cut"] == [], "at the narrowest width"
         if before is not None:
             previous, previous_size, previous_last = before
             assert seen["opened_on"] == previous_last

@@ -2,16 +2,36 @@
 build, the user's settings file, the panel it was left on. It shows the window at a size, waits until the panels
 are built and the corpus is read, shows every panel once, ends on the panel given, closes (saving the settings)
 and prints what it saw as JSON: each named splitter's orientation and its first part's share (None while never
-laid out), the window's narrowest width and each panel's, and the panel it opened on."""
+laid out), the window's narrowest width and each panel's, what is cut at that width, and the panel it
+opened on."""
 
 import json
 import sys
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, QTimer
-from PySide6.QtWidgets import QApplication, QSplitter
+from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QSplitter, QTabBar, QToolButton
 
 TIMEOUT_MS = 120_000
+
+
+def cut_at(app, window, width: int) -> list[str]:
+    """Each panel shown at `width`: what it cannot show whole (a table or text scrolled sideways, tabs that need
+    arrows to be reached)."""
+    window.resize(width, window.height())
+    cut = []
+    for row in range(window.navigation.count()):
+        window.navigation.setCurrentRow(row)
+        for _ in range(20):
+            app.processEvents()
+        panel, title = window.stack.currentWidget(), window.navigation.item(row).text()
+        for area in panel.findChildren(QAbstractScrollArea):
+            if area.isVisible() and area.horizontalScrollBar().isVisible():
+                cut.append(f"{title}: a {type(area).__name__} scrolls sideways")
+        for tabs in panel.findChildren(QTabBar):
+            if tabs.isVisible() and any(arrow.isVisible() for arrow in tabs.findChildren(QToolButton)):
+                cut.append(f"{title}: tabs {[tabs.tabText(i) for i in range(tabs.count())]} need arrows")
+    return cut
 
 
 def main(settings_file: str, runs: str, last_panel: int, width: int, height: int) -> int:
@@ -41,6 +61,7 @@ def main(settings_file: str, runs: str, last_panel: int, width: int, height: int
             window.navigation.item(row).text(): window.stack.widget(row).minimumSizeHint().width()
             for row in range(window.navigation.count())
         }
+        seen["cut"] = cut_at(app, window, seen["narrowest"])
         window.navigation.setCurrentRow(last_panel)
         window.close()
         app.quit()

@@ -40,6 +40,7 @@ from mlm_studio.ui.panels.tokenizer_section import TokenizerSection
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.plots import ThemedPlot, accent_colour
+from mlm_studio.ui.widgets.reflow_splitter import ReflowSplitter
 from mlm_studio.ui.workspace import Workspace
 
 BUILTIN_LABEL = "Python documentation (built-in)"
@@ -47,6 +48,7 @@ COLUMNS = ("Source", "Type", "Status", "Documents", "Words", "Encoding", "Proble
 FILE_FILTER = f"Corpora ({' '.join('*' + ext for ext in SUFFIXES)});;All files (*)"
 ISSUES_SHOWN = 20
 LENGTHS_AXIS = "words per document"
+STATISTICS_WIDTH = 340  # the totals and histogram read whole from this width; narrower, they go above the tokenizer
 
 
 class CorpusPanel(QWidget):
@@ -158,7 +160,7 @@ class CorpusPanel(QWidget):
         sources_layout.addWidget(self.details)
 
         self.tokenizer_section = TokenizerSection(self.workspace)
-        lower = QSplitter(Qt.Orientation.Horizontal)
+        lower = ReflowSplitter(STATISTICS_WIDTH)  # the statistics above the tokenizer when narrow
         lower.setObjectName("corpus-statistics-tokenizer")
         lower.addWidget(self._build_statistics())
         lower.addWidget(self.tokenizer_section)

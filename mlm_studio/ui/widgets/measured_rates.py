@@ -6,27 +6,28 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QGroupBox, QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout
+from PySide6.QtWidgets import QGroupBox, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout
 
 from mlm_studio.core.config.sections import MaskingConfig
 from mlm_studio.core.data.masking_preview import MaskingPreview
 from mlm_studio.ui.widgets.plots import ThemedPlot, accent_colour
+from mlm_studio.ui.widgets.reflow_splitter import ReflowSplitter
 
 ROWS = ("selected", "mask", "random", "keep")
 
 
-class MeasuredRates(QSplitter):
-    """The rates table on the left, the span-length histogram (span masking only) on the right."""
+class MeasuredRates(ReflowSplitter):
+    """The rates table on the left, the span-length histogram (span masking only) on the right, or below it where
+    the width holds not both."""
 
     def __init__(self) -> None:
-        super().__init__(Qt.Orientation.Horizontal)
+        super().__init__()
         self.setObjectName("masking-rates-spans")  # remembered between starts by this name
-        self.table = QTableWidget(4, 4)
-        self.table.setHorizontalHeaderLabels(["Configured", "Measured", "95% interval", "Counted"])
+        self.table = QTableWidget(4, 3)  # what was counted is each measured cell's tooltip: the table stays narrow
+        self.table.setHorizontalHeaderLabels(["Configured", "Measured", "95% interval"])
         self.table.setVerticalHeaderLabels(["Selected", "→ [MASK]", "→ random", "→ kept"])
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setWordWrap(False)
         self.caption = QLabel()
         self.caption.setWordWrap(True)  # a long caption wraps rather than widening the window
@@ -48,6 +49,15 @@ class MeasuredRates(QSplitter):
         self.addWidget(self.span_box)
         self.setSizes([640, 360])  # the table whole; the histogram reads at a third of the width
 
+    def _keep_whole(self) -> None:
+        """The table never narrower than its columns: it is read whole, never scrolled sideways (measured once the
+        columns have taken their contents' widths)."""
+        table = self.table
+        table.resizeColumnsToContents()
+        table.verticalHeader().resizeSections(QHeaderView.ResizeMode.ResizeToContents)
+        columns = sum(table.columnWidth(c) for c in range(table.columnCount()))
+        table.setMinimumWidth(columns + table.verticalHeader().sizeHint().width() + 2 * table.frameWidth())
+
     def show_preview(self, config: MaskingConfig, preview: MaskingPreview) -> None:
         configured = (config.rate, config.mask_fraction, config.random_fraction, config.keep_fraction)
         per_span = config.strategy == "span"
@@ -55,18 +65,16 @@ class MeasuredRates(QSplitter):
         for row, (name, expected, unit) in enumerate(zip(ROWS, configured, units)):
             rate = preview.rates[name]
             low, high = rate.low, rate.high
-            values = (
-                f"{expected:.3f}",
-                f"{rate.share:.3f}",
-                f"{low:.3f}–{high:.3f}",
-                f"{rate.hits:,} / {rate.trials:,} {unit}",
-            )
+            values = (f"{expected:.3f}", f"{rate.share:.3f}", f"{low:.3f}–{high:.3f}")
             for column, value in enumerate(values):
                 item = QTableWidgetItem(value)
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if column == 1:
+                    item.setToolTip(f"Counted: {rate.hits:,} / {rate.trials:,} {unit}")
                 if column == 2 and not low <= expected <= high:
                     item.setToolTip("The configured value lies outside the 95% interval of this measurement")
                 self.table.setItem(row, column, item)
+        self._keep_whole()
         per_span_note = "; the split counted per span (SpanBERT)" if per_span else ""
         self.caption.setText(
             f"Over {preview.blocks_measured:,} blocks, the trainer's masker; intervals from the spread between "
