@@ -239,3 +239,11 @@ def test_the_groups_reflow_when_their_own_sizes_changed_while_hidden(qtbot):
     QApplication.processEvents()
     assert groups.columns < 3
     assert groups.widget().minimumSizeHint().width() <= groups.viewport().width()
+
+
+def test_a_warm_up_as_long_as_the_run_is_said(qtbot, panel):
+    """60 steps with the preset's 100 warm-up steps: the rate would never reach the one configured."""
+    type_into(qtbot, panel.editors[("training", "max_steps")], "60")
+    assert "warm-up 100 ≥ 60 steps: the learning rate never reaches its peak" in panel.summary.text()
+    type_into(qtbot, panel.editors[("training", "max_steps")], "600")
+    assert "warm-up" not in panel.summary.text()

@@ -90,6 +90,16 @@ def test_overlaying_a_run_twice_draws_it_once_in_its_own_colour_with_train_and_v
     assert all(count > 0 for count in shown_points(plots).values())
 
 
+def test_an_overlay_never_wears_a_colour_of_the_shown_runs_curves(plots):
+    """Its probes included: in the probe-rank plot the overlaid run's lines stay told apart from the shown run's."""
+    plots.load(records())
+    for name in ("first", "second", "third", "fourth", "fifth"):
+        plots.overlay(name, records(scale=1.1))
+    own = {c.opts["pen"].color().name() for k, c in plots.curves.items() if not k.startswith("overlay:")}
+    overlaid = {c.opts["pen"].color().name() for k, c in plots.curves.items() if k.startswith("overlay:")}
+    assert len(overlaid) == 4 and not own & overlaid
+
+
 def test_a_series_with_a_single_point_shows_it(plots):
     plots.load(records(steps=50, eval_every=50))
     plots.redraw(everything=True)

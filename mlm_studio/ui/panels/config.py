@@ -313,7 +313,12 @@ class ConfigPanel(QWidget):
     def _show_summary(self, config: RunConfig) -> None:
         params = config.model.parameter_count()
         memory = config.training_memory_bytes() / 2**20
-        self.summary.setText(f"<b>{params / 1e6:,.2f} M</b> parameters · about <b>{memory:,.0f} MiB</b> to train")
+        t = config.training
+        short = not t.epochs and not t.time_budget and t.warmup_steps >= t.max_steps  # its peak rate never reached
+        warm = f" · warm-up {t.warmup_steps:,} ≥ {t.max_steps:,} steps: the learning rate never reaches its peak"
+        self.summary.setText(
+            f"<b>{params / 1e6:,.2f} M</b> parameters · about <b>{memory:,.0f} MiB</b> to train{warm if short else ''}"
+        )
         self.summary.setToolTip(
             "The training process's peak on a CPU in fp32: Python, PyTorch and the data, weights, gradients and "
             "Adam's moments (16 bytes per parameter), and the activations kept for the backward pass; within 25% "

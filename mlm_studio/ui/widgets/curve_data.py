@@ -13,6 +13,7 @@ from mlm_studio.core.metric_schema import Metric, metrics_of
 from mlm_studio.core.training.records import RECORDS, StepRecord
 
 MAX_POINTS = 4000  # per curve handed to pyqtgraph
+OVERLAY_COLOURS = ("#17becf", "#bcbd22", "#7f7f7f", "#c5b0d5")  # another run's: none of its own curves' colours
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2")
 PROBE_RANK = metrics_of(ProbeResult)["rank"]  # a curve per probe, named by its expected word
 

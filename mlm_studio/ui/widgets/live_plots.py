@@ -30,9 +30,9 @@ from mlm_studio.core.metric_schema import Metric
 from mlm_studio.ui.construction import Construction
 from mlm_studio.ui.theme import PALETTE_CHANGES
 from mlm_studio.ui.widgets.curve_data import (
-    COLOURS,
     NAMED_PLOTS,
     OPTIONAL_PLOTS,
+    OVERLAY_COLOURS,
     PROBE_RANK,
     SHARE_PLOTS,
     SHORT_SERIES,
@@ -235,7 +235,8 @@ class LivePlots(QWidget):
     def overlay(self, name: str, records: list[dict]) -> None:
         """Draw another run's curves for comparison, in every plot it has values for, in a colour of its own:
         training dashed, evaluations dotted with points. Overlaying a run that is already drawn draws it afresh."""
-        colour = self._overlay_colours.setdefault(name, COLOURS[(len(self._overlay_colours) + 2) % len(COLOURS)])
+        overlaid = len(self._overlay_colours)
+        colour = self._overlay_colours.setdefault(name, OVERLAY_COLOURS[overlaid % len(OVERLAY_COLOURS)])
         for key, (run, _) in self._overlaid.items():
             if run == name:
                 self.series[key] = Series()
