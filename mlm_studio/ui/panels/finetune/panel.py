@@ -150,6 +150,9 @@ class FinetunePanel(QWidget):
         self.export_button.setToolTip("Write the fine-tuned classifier as a Hugging Face folder, with its labels")
         self.export_button.clicked.connect(lambda: self.exporter.ask(self.run_path, self.runs_root))
         self.progress_bar = QProgressBar()
+        keep_room = self.progress_bar.sizePolicy()
+        keep_room.setRetainSizeWhenHidden(True)  # shown once a run starts, it never widens the panel
+        self.progress_bar.setSizePolicy(keep_room)
         self.status_label = ElidedLabel()  # never widens the panel: cut with "…", the whole line its tooltip
         row = QHBoxLayout()
         for button in (self.start_button, self.compare_button, self.seeds, self.pause_button, self.stop_button):
