@@ -65,3 +65,18 @@ def finetune_panel(qtbot, trained_runs, tmp_path):
     yield widget
     widget.controller.stop()
     widget.controller.wait(TIMEOUT_MS)
+
+
+@pytest.fixture
+def evaluation_panel(qtbot, trained_runs, small_corpus):
+    """The Evaluation panel on the two trained runs, the small corpus loaded."""
+    from mlm_studio.ui.panels.evaluation import EvaluationPanel
+    from mlm_studio.ui.workspace import Workspace
+
+    workspace = Workspace()
+    workspace.set_corpus(small_corpus)
+    widget = EvaluationPanel(workspace, trained_runs)
+    qtbot.addWidget(widget)
+    widget.resize(1200, 800)
+    widget.show()
+    return widget

@@ -19,14 +19,8 @@ TIMEOUT_MS = 120_000
 
 
 @pytest.fixture
-def panel(qtbot, trained_runs, small_corpus):
-    workspace = Workspace()
-    workspace.set_corpus(small_corpus)
-    widget = EvaluationPanel(workspace, trained_runs)
-    qtbot.addWidget(widget)
-    widget.resize(1200, 800)
-    widget.show()
-    return widget
+def panel(evaluation_panel):
+    return evaluation_panel
 
 
 def test_evaluate_a_checkpoint_read_its_answers_and_failures_then_probe_a_task(qtbot, panel, trained_runs, tmp_path):

@@ -24,14 +24,8 @@ GUI_BUDGET_S = 0.1  # the GUI thread's own time for one step of Evaluate: a tent
 
 
 @pytest.fixture
-def panel(qtbot, trained_runs, small_corpus):
-    workspace = Workspace()
-    workspace.set_corpus(small_corpus)
-    widget = EvaluationPanel(workspace, trained_runs)
-    qtbot.addWidget(widget)
-    widget.resize(1200, 800)
-    widget.show()
-    return widget
+def panel(evaluation_panel):
+    return evaluation_panel
 
 
 def choose(combo, data):
