@@ -134,6 +134,7 @@ def import_model(source: str | Path) -> ImportedModel:
         )
     tensors = _read_weights(folder)
     _check_size(folder, config, tensors)
+    _check_finite(folder, tensors)
     architectures = raw.get("architectures")
     if isinstance(architectures, list) and DISCRIMINATOR in architectures:
         return _import_electra(folder, config, tokenizer, tensors)
@@ -166,6 +167,16 @@ def _check_size(folder: Path, config: ModelConfig, tensors: dict[str, torch.Tens
         raise InteropError(
             f"{folder.name}: config.json describes a model of {config.parameter_count():,} parameters but the "
             f"weights hold {held:,}; they do not belong together"
+        )
+
+
+def _check_finite(folder: Path, tensors: dict[str, torch.Tensor]) -> None:
+    """Weights that hold NaN or infinity are refused: every result computed from them would be meaningless."""
+    broken = [name for name, t in tensors.items() if t.is_floating_point() and not torch.isfinite(t).all()]
+    if broken:
+        raise InteropError(
+            f"{folder.name}: the weights hold values that are not finite numbers (in {listed(broken)}); every "
+            "result computed from them would be meaningless. Use another model"
         )
 
 
