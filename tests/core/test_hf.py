@@ -578,7 +578,9 @@ def test_a_folder_with_weights_that_are_not_finite_is_refused_by_every_command(e
     name = next(n for n in tensors if n.endswith("encoder.layer.0.attention.self.query.weight"))
     tensors[name][0, 0] = float("nan")
     save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    with pytest.raises(InteropError, match=rf"nan-model: the weights hold values that are not finite numbers \(in {name}\)"):
+    with pytest.raises(
+        InteropError, match=rf"nan-model: the weights hold values that are not finite numbers \(in {name}\)"
+    ):
         import_model(folder)
     task = str(_labelled(tmp_path / "topics.csv", count=40))
     for args in (
