@@ -771,3 +771,17 @@ def test_evaluate_refuses_when_nothing_was_scored(encoder_only, tmp_path, capsys
     assert (
         "nothing was scored, as the held-out text (0 blocks) gave no masked position; give a larger corpus" in out.err
     )
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "optimizer.safetensors"])
+def test_a_resume_from_a_checkpoint_cut_short_is_refused_before_anything_is_written(tmp_path, small_run, name):
+    import shutil
+
+    run = RunDir(shutil.copytree(small_run, tmp_path / "run"))
+    latest = run.latest_checkpoint()
+    (latest / name).write_bytes((latest / name).read_bytes()[:-100])
+    written = {file: (run.path / file).read_bytes() for file in ("config.toml", "metrics.jsonl")}
+    code, _, err = cli("train", "--resume", str(run.path), "--max-steps", "8")
+    assert code == 1 and "Traceback" not in err and "resumed with" not in err
+    assert f"{latest.name}: {name} cannot be read (" in err and "delete this checkpoint folder to resume" in err
+    assert {file: (run.path / file).read_bytes() for file in written} == written

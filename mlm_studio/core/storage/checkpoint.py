@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 FORMAT_VERSION = 1
@@ -142,6 +142,21 @@ def load_state(tensors: dict[str, torch.Tensor], model: torch.nn.Module, source:
 def listed(names: list[str], limit: int = 8) -> str:
     shown = ", ".join(names[:limit])
     return shown if len(names) <= limit else f"{shown} and {len(names) - limit} more"
+
+
+def require_readable(checkpoint: Path) -> None:
+    """Refuse (CheckpointError) a checkpoint a resume could not load: its state.json damaged, or a weights file
+    missing or cut short (the headers and sizes are checked; the tensors are not read)."""
+    read_state(checkpoint)
+    for name in ("model.safetensors", "optimizer.safetensors"):
+        try:
+            with safe_open(str(checkpoint / name), "pt"):
+                pass
+        except (OSError, SafetensorError) as exc:
+            raise CheckpointError(
+                f"{checkpoint.name}: {name} cannot be read ({exc}); delete this checkpoint folder to resume from the "
+                "one before it"
+            ) from exc
 
 
 def load_optimizer(checkpoint: Path, optimizer: torch.optim.Optimizer) -> None:
