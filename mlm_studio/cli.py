@@ -24,6 +24,7 @@ from mlm_studio.core.config.sections import (
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
 from mlm_studio.core.finetune.tasks import COMPARE_SEEDS, FINETUNE_PRECISIONS, POOLINGS, TASKS
 from mlm_studio.core.models.registry import family_titles
+from mlm_studio.core.shown import shown
 from mlm_studio.terminal import INTERRUPTED, reason
 
 # how `train` and `finetune` end when the user stops them (their --help says it)
@@ -213,7 +214,7 @@ def _positive(text: str) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a whole number of at least 1")
     return value
 
 
@@ -314,13 +315,13 @@ def _setting(text: str) -> tuple[str, object]:
 
     key, equals, value = text.partition("=")
     if not equals or "." not in key:
-        raise argparse.ArgumentTypeError(f"{text!r}: write SECTION.FIELD=VALUE, e.g. training.learning_rate=1e-3")
+        raise argparse.ArgumentTypeError(f"{shown(text)}: write SECTION.FIELD=VALUE, e.g. training.learning_rate=1e-3")
     return key.strip(), value_from_text(value.strip())
 
 
 def _device(text: str) -> str:
     if not valid_device(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a device: write {_listed(DEVICES)}")
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a device: write {_listed(DEVICES)}")
     return text
 
 

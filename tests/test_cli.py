@@ -785,3 +785,30 @@ def test_a_resume_from_a_checkpoint_cut_short_is_refused_before_anything_is_writ
     assert code == 1 and "Traceback" not in err and "resumed with" not in err
     assert f"{latest.name}: {name} cannot be read (" in err and "delete this checkpoint folder to resume" in err
     assert {file: (run.path / file).read_bytes() for file in written} == written
+
+
+@pytest.mark.parametrize(
+    ("setting", "where"),
+    [
+        ("family", "config"),  # a huge wrong value in a configuration file
+        ("preset", "config"),
+        ("masking.strategy", "set"),  # and on the command line
+        ("training.device", "set"),
+        ("key", "set"),  # a setting's name
+    ],
+)
+def test_a_huge_wrong_value_is_quoted_in_at_most_eighty_characters(tmp_path, corpus_file, capsys, setting, where):
+    value = "x\ny" * 40_000
+    if where == "config":
+        section = "[model]\n" if setting == "family" else ""
+        (tmp_path / "run.toml").write_text(f"{section}{setting} = {json.dumps(value)}\n", encoding="utf-8")
+        args = ["--config", str(tmp_path / "run.toml")]
+    else:
+        args = ["--set", f"training.{value}=1" if setting == "key" else f"{setting}={value}"]
+    code = main(["train", *args, "--corpus", str(corpus_file), "--out", str(tmp_path / "run"), "--max-steps", "1"])
+    err = capsys.readouterr().err
+    assert code in (1, 2) and "Traceback" not in err
+    assert len(err) < 600 and err.count("\n") == 1, err
+    [quoted] = [q for q in re.findall(r"'[^']*'", err) if "x\\ny" in q]
+    assert len(quoted) <= 80 and "..." in quoted, quoted
+    assert not (tmp_path / "run").exists()

@@ -20,6 +20,7 @@ from mlm_studio.core.data.formats import FORMATS, documents, kind_of, read_decod
 from mlm_studio.core.data.rows import Issue, IssueLog, SourceSkipped
 from mlm_studio.core.interop.hub_cache import cached_files, is_hub_name
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.shown import shown
 
 SAMPLE_SIZE = 8
 SAMPLE_CHARS = 2000  # a sample keeps this much of its document
@@ -41,7 +42,7 @@ class ReadOptions:
 
     def __post_init__(self) -> None:
         if self.text_unit not in ("paragraph", "line"):
-            raise ValueError(f"text unit must be 'paragraph' or 'line', not {self.text_unit!r}")
+            raise ValueError(f"text unit must be 'paragraph' or 'line', not {shown(self.text_unit)}")
         if not self.jsonl_field.strip():
             raise ValueError("the JSONL field name must not be empty")
         if not self.table_column.strip():

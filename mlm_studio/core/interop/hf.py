@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import pickle
 import re
-import reprlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from mlm_studio.core.interop.hub_cache import cached_model, looks_like_hub_name
 from mlm_studio.core.models.build import build_model
 from mlm_studio.core.models.electra import DISCRIMINATOR
 from mlm_studio.core.models.registry import FAMILIES, Family, family_named, family_titles
+from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.checkpoint import CheckpointError, aliases, listed, load_state
 from mlm_studio.core.training.replaced_tokens import ReplacedTokenDetection
 
@@ -276,7 +276,7 @@ def _model_config(folder: Path, raw: dict[str, Any] | None = None) -> ModelConfi
     known = ", ".join(family_titles())
     if not isinstance(kind, str):
         raise InteropError(
-            f"{path.name} in {folder.name} names no model type (its model_type is {reprlib.repr(kind)}, not a name "
+            f"{path.name} in {folder.name} names no model type (its model_type is {shown(kind)}, not a name "
             f'such as "bert"); MLM Studio reads {known}'
         )
     family = family_named(kind)
@@ -323,8 +323,7 @@ def _shards(index: Path) -> list[str]:
     for shard in weight_map.values():
         if not isinstance(shard, str) or shard in ("", ".", "..") or Path(shard).name != shard or "\0" in shard:
             raise InteropError(
-                f"{where} names {reprlib.repr(shard)} as a shard; each shard must be the name of a file beside "
-                "the index"
+                f"{where} names {shown(shard)} as a shard; each shard must be the name of a file beside the index"
             )
     return sorted(set(weight_map.values()))
 

@@ -15,6 +15,8 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
+from mlm_studio.core.shown import shown
+
 FORMAT_VERSION = 1
 
 
@@ -73,7 +75,7 @@ def read_state(checkpoint: Path) -> dict[str, Any]:
     version = state.get("format", FORMAT_VERSION)
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise CheckpointError(
-            f"{checkpoint.name}: state.json has format {version!r}, newer than this MLM Studio reads "
+            f"{checkpoint.name}: state.json has format {shown(version)}, newer than this MLM Studio reads "
             f"({FORMAT_VERSION}); update MLM Studio"
         )
     wrong = [
@@ -84,7 +86,7 @@ def read_state(checkpoint: Path) -> dict[str, Any]:
     missing = [name for name in ("step", "tokens_seen", "elapsed") if name not in state]
     if wrong or missing:
         problems = [f"missing {', '.join(missing)}"] if missing else []
-        problems += [f"{name} is {state[name]!r}" for name in wrong]
+        problems += [f"{name} is {shown(state[name])}" for name in wrong]
         raise CheckpointError(f"{checkpoint.name}: state.json is damaged ({'; '.join(problems)}); {advice}")
     return state
 
