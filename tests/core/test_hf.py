@@ -593,3 +593,15 @@ def test_a_folder_with_weights_that_are_not_finite_is_refused_by_every_command(e
         out, err = capsys.readouterr()
         assert out == "" and err.startswith("mlm-studio: nan-model: the weights hold values that are not finite"), args
         assert "Traceback" not in err and "scikit" not in err and "nan" not in err.replace("nan-model", "")
+
+
+def test_an_electra_folder_whose_generator_is_another_family_names_the_generator(electra_run, exported, tmp_path):
+    out = export_model(electra_run.path, tmp_path / "model")
+    shutil.rmtree(out / GENERATOR_FOLDER)
+    (out / GENERATOR_FOLDER).symlink_to(exported, target_is_directory=True)  # a BERT folder in its place
+    with pytest.raises(InteropError) as refused:
+        import_model(out)
+    assert str(refused.value) == (
+        f"model: its generator ({GENERATOR_FOLDER}/config.json) describes a BERT model, not an ELECTRA generator; "
+        "import the two folders apart"
+    )

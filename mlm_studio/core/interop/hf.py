@@ -225,6 +225,11 @@ def _import_electra(
     has_generator = (generator_folder / "config.json").is_file()
     if has_generator:
         generator = _model_config(generator_folder)
+        if generator.family != config.family:
+            raise InteropError(
+                f"{folder.name}: its generator ({GENERATOR_FOLDER}/config.json) describes a "
+                f"{FAMILIES[generator.family].title} model, not an ELECTRA generator; import the two folders apart"
+            )
         size = generator.hidden_size / config.hidden_size
         if generator_config(config, size) != replace(generator, embedding_size=config.embedding_width()):
             raise InteropError(
@@ -281,7 +286,9 @@ def _model_config(folder: Path, raw: dict[str, Any] | None = None) -> ModelConfi
         )
     family = family_named(kind)
     if family is None:
-        raise InteropError(f"{folder.name} holds a {kind or 'model of unknown type'} model; MLM Studio reads {known}")
+        raise InteropError(
+            f"{folder.name} holds a {shown(kind) if kind else 'model of unknown type'} model; MLM Studio reads {known}"
+        )
     try:
         return family.from_hf(raw)
     except (ConfigError, TypeError) as exc:
