@@ -66,6 +66,11 @@ class SourceReport:
     issue_count: int = 0
 
     @property
+    def name(self) -> str:
+        """The source as a message names it: a Hub dataset by its whole name (hf:org/name), a file by its own."""
+        return shown(str(self.path)) if self.kind == "hub" else self.path.name
+
+    @property
     def status(self) -> str:
         return "loaded" if self.loaded else f"skipped: {self.reason}"
 
@@ -182,7 +187,7 @@ def load_corpus(
     reports.sort(key=lambda r: str(r.path))
     corpus = Corpus(tuple(reports), options, np.frombuffer(lengths, dtype=np.uint32).copy(), sampler.items())
     if corpus.documents == 0:
-        reasons = "; ".join(f"{r.path.name}: {r.reason}" for r in reports) or "no files were given"
+        reasons = "; ".join(f"{r.name}: {r.reason}" for r in reports) or "no files were given"
         raise CorpusError(f"No usable text in the corpus ({reasons}). Add files that contain text.")
     return corpus
 

@@ -37,8 +37,9 @@ def checked_name(name: str) -> str:
 
     try:
         validate_repo_id(name)
-    except HFValidationError as exc:
-        raise ValueError(f"{shown(name)} is not a Hugging Face Hub name: write org/name ({exc})") from None
+    except HFValidationError:
+        rule = "letters, digits, '-', '_' and '.', no '--' or '..', not first or last '-' or '.', at most 96 of them"
+        raise ValueError(f"{shown(name)} is not a Hugging Face Hub name: write org/name ({rule})") from None
     return name
 
 
