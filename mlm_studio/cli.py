@@ -6,6 +6,7 @@ import argparse
 import importlib
 import io
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -108,7 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--best", action="store_true", help="the checkpoint with the lowest validation loss")
     export.add_argument("--overwrite", action="store_true", help="replace an earlier export in OUT_DIR")
     export.set_defaults(run=_deferred("mlm_studio.headless", "export"))
+    for each in (parser, *commands.choices.values()):
+        each._negative_number_matcher = NEGATIVE_NUMBER
     return parser
+
+
+# What argparse takes for a negative number rather than an option: before Python 3.14 not "-1e-3", so `--lr -1e-3`
+# was refused as a missing value; every form of a number counts (the value's own check then says what is allowed).
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
 
 def _add_train(commands) -> None:

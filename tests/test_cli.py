@@ -812,3 +812,11 @@ def test_a_huge_wrong_value_is_quoted_in_at_most_eighty_characters(tmp_path, cor
     [quoted] = [q for q in re.findall(r"'[^']*'", err) if "x\\ny" in q]
     assert len(quoted) <= 80 and "..." in quoted, quoted
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("option", "value", "said"), [("--lr", "-1e-3", "-0.001"), ("--warmup", "-.5E+1", "-5.0")])
+def test_a_negative_number_in_any_form_is_a_value_and_its_own_check_refuses_it(tmp_path, capsys, option, value, said):
+    (tmp_path / "task.csv").write_text("text,label\na,b\nc,d\n")
+    assert main(["finetune", "model", "--task", str(tmp_path / "task.csv"), option, value]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"mlm-studio: {option} must be ") and err.endswith(f", not {said}\n")
