@@ -191,5 +191,5 @@ def test_a_one_megabyte_context_is_cut_into_a_bounded_number_of_windows_quickly(
     assert inside[0][0, 0] == 0 and inside[-1][-1, 1] == len(context)
     assert len(features) < len(context) / (room - stride)  # a window for every `room - stride` tokens at most
     assert np.flatnonzero(features.start != NO_ANSWER).tolist() == [len(features) - 1]  # the last holds it
-    found = features.offsets[-1][features.start[-1]], features.offsets[-1][features.end[-1]]
-    assert context[found[0][0] : found[1][1]] == "zebra"
+    last = features.spans[-1]
+    assert context[last[features.start[-1], 0] : last[features.end[-1], 1]] == "zebra"
