@@ -333,3 +333,15 @@ def test_any_json_document_is_read_or_refused_clearly(tmp_path_factory, document
         for example in read.examples:
             assert example.question.strip() and example.context.strip()
             assert all(example.context[s : s + len(t)] == t and t for t, s in example.answers)
+
+
+def test_a_parquet_value_too_long_inside_the_answers_is_its_rows_problem(tmp_path, monkeypatch):
+    from mlm_studio.core.data import columnar
+
+    monkeypatch.setattr(columnar, "MAX_VALUE_CHARS", 90)  # the contexts are 77 and 68 characters long
+    rows = flat_rows()
+    rows[0]["answers"] = {"text": ["x" * 91], "answer_start": [0]}
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "qa.parquet")
+    read = read_qa_file(tmp_path / "qa.parquet")
+    assert [e.id for e in read.examples] == ["c2", "p1"]
+    assert read.skipped.startswith("1 problem lines, first: row 1: the 'answers' value is longer than")
