@@ -111,10 +111,12 @@ def test_features_equal_the_recipe_with_a_fast_tokenizer(tokenizers, data, strid
         expected = [context_type if s == 1 else t for t, s in zip(encoded["token_type_ids"][i], sequence)]
         assert features.types[i].tolist() == expected
         offsets = [tuple(o) if s == 1 else None for o, s in zip(encoded["offset_mapping"][i], sequence)]
-        if trims and main != i:  # RoBERTa's post-processor trims the white space off a first window's offsets
-            offsets = [o and trimmed(example.context, *o) for o in offsets]  # only: ours trims every window's
-        # it leaves a token of white space alone empty, after the space in a first window, before it in later
-        # ones: such a token is empty in both, wherever it is placed
+        if trims and main != i:
+            # RoBERTa's post-processor trims the spaces off the offsets of an example's first window only (the
+            # same `tokenizers` issue); ours trims every window's
+            offsets = [o and trimmed(example.context, *o) for o in offsets]
+        # a token of spaces alone is trimmed to no characters, placed after its spaces in a first window and
+        # before them in later ones: it is empty in both, wherever it is placed
         offsets = [m if r and m and r[0] == r[1] and m[0] == m[1] else r for m, r in zip(features.offsets[i], offsets)]
         assert features.offsets[i] == offsets
         walked = [o or (0, 0) for o in offsets]
