@@ -19,7 +19,7 @@ from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import MAX_SEED, DataConfig, ModelConfig, TrainConfig
 from mlm_studio.core.data.corpus import ReadOptions
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.finetune.examples import encode_examples, stratified_split
+from mlm_studio.core.finetune.examples import copies_said, encode_examples, stratified_split
 from mlm_studio.core.finetune.heads import TaskModel
 from mlm_studio.core.finetune.labelled import (
     Columns,
@@ -234,6 +234,7 @@ def task_data(run: RunDir) -> TaskData:
     tokenizer = run.tokenizer
     train, validation, test = (encode_examples(tokenizer, part, ids, task["task"], limit) for part in parts)
     notes = [f"{f.path.name}: rows left out: {f.skipped}" for f in files if f.skipped]
+    notes += copies_said([f.path.name for f in files] * (3 // len(files)), parts, split=len(files) == 1)
     named = zip(("training", "validation", "test"), (train, validation, test), files * 3 if len(files) == 1 else files)
     for name, part, file in named:
         if part.truncated:
