@@ -121,18 +121,22 @@ def test_an_exported_tagger_predicts_as_mlm_studio(source, tmp_path, caplog):
         assert predicted == ours.tag(words)
 
 
-def _held_out_sentences(tmp_path):
-    held = write_piece_tagging(tmp_path / "held.jsonl", sentences=20, seed=1).read_text().splitlines()
+def _held_out_sentences(tmp_path, inside=True):
+    count = 20 if inside else 40  # one-word entities: as many names in twice the sentences
+    held = write_piece_tagging(tmp_path / "held.jsonl", count, seed=1, inside=inside).read_text().splitlines()
     return [json.loads(line)["tokens"] for line in held]
 
 
-def test_an_exported_tagger_finds_mlm_studios_entities(trained_run, tmp_path, caplog):
+@pytest.mark.parametrize("inside", [True, False], ids=["B-and-I-tags", "B-tags-only"])
+def test_an_exported_tagger_finds_mlm_studios_entities(trained_run, tmp_path, caplog, inside):
     """Entities of made-up words that the model's vocabulary splits into several pieces: `transformers`' "simple"
-    aggregation (pieces grouped by their own tags) finds exactly the entities MLM Studio finds, word and type."""
-    task = write_piece_tagging(tmp_path / "tags.jsonl")
+    aggregation (pieces grouped by their own tags) finds exactly the entities MLM Studio finds, word and type;
+    also for a task whose types have B- tags only (their I- tags are added for the later pieces to learn)."""
+    task = write_piece_tagging(tmp_path / "tags.jsonl", inside=inside)
     ours, out, test = _fine_tuned(str(trained_run.path), "tokens", task, tmp_path, epochs=8, eval_interval=10_000)
+    assert {"I-PER", "I-LOC"} <= set(ours.labels)
     assert test.accuracy >= 0.95 and test.entity_f1 >= 0.9, (test.accuracy, test.entity_f1)
-    sentences = _held_out_sentences(tmp_path)
+    sentences = _held_out_sentences(tmp_path, inside)
     named = {word for parts in ENTITY_WORDS.values() for words in parts for word in words}
     pieces = [word_pieces(ours.tokenizer, tuple(words))[1] for words in sentences]
     split = [w for words, of in zip(sentences, pieces) for i, w in enumerate(words) if w in named and of.count(i) > 1]

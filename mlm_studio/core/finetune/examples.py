@@ -72,6 +72,15 @@ def continuing(tag: str, label_ids: dict[str, int]) -> str:
     return f"I-{kind}" if prefix == "B" and dash and f"I-{kind}" in label_ids else tag
 
 
+def with_inside_tags(labels: list[str]) -> list[str]:
+    """Tags B-/I-/O with an I-X added for each B-X the task lacks one for (after the others): a word's later pieces
+    learn it, so that a pipeline grouping pieces by their tags ("simple" aggregation) finds each word whole."""
+    scheme = all(tag == "O" or (tag[:2] in ("B-", "I-") and len(tag) > 2) for tag in labels)
+    if not scheme:
+        return labels
+    return labels + [f"I-{tag[2:]}" for tag in labels if tag.startswith("B-") and f"I-{tag[2:]}" not in labels]
+
+
 def encode_examples(
     tokenizer: MLMTokenizer, examples: list[Example], label_ids: dict[str, int], task: str, limit: int
 ) -> Encoded:

@@ -19,7 +19,7 @@ from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import MAX_SEED, DataConfig, ModelConfig, TrainConfig
 from mlm_studio.core.data.corpus import ReadOptions
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.finetune.examples import copies_said, encode_examples, stratified_split
+from mlm_studio.core.finetune.examples import copies_said, encode_examples, stratified_split, with_inside_tags
 from mlm_studio.core.finetune.heads import TaskModel
 from mlm_studio.core.finetune.labelled import (
     Columns,
@@ -200,7 +200,7 @@ def read_task(
     task: str, train: Path, validation: Path | None, test: Path | None, columns: Columns | None
 ) -> tuple[list[LabelledFile], list[str]]:
     """The labelled files read and checked (two labels at least; validation and test labels known in training),
-    and the labels in a fixed order (first seen in training)."""
+    and the labels in a fixed order (first seen in training; tags with the inside tags they lack added)."""
     if (validation is None) != (test is None):
         raise TaskError("give both a validation and a test file, or neither (then the training file is split)")
     files = [read_labelled_file(p, task, columns) for p in (train, validation, test) if p is not None]
@@ -208,7 +208,7 @@ def read_task(
     known = list(files[0].label_counts())
     for other in files[1:]:
         check_known(other, set(known), files[0].path.name)
-    return files, sorted(known) if task == "classification" else known
+    return files, sorted(known) if task == "classification" else with_inside_tags(known)
 
 
 def files_split(files: list[LabelledFile], seed: int, task: str) -> tuple[list, list, list]:
@@ -226,7 +226,8 @@ def task_data(run: RunDir) -> TaskData:
     paths = {name: Path(p) if p else None for name, p in task["files"].items()}
     columns = Columns(**task["columns"]) if task["columns"] else None
     files, labels = read_task(task["task"], paths["train"], paths["validation"], paths["test"], columns)
-    if set(labels) != set(task["labels"]):
+    read = set(files[0].label_counts())  # a run made before inside tags were added has only these
+    if set(task["labels"]) not in (set(labels), read):
         raise TaskError(f"the labels of {paths['train'].name} changed since the run began; start a new run")
     parts = files_split(files, task["split_seed"], task["task"])
     ids = {label: i for i, label in enumerate(task["labels"])}
