@@ -90,7 +90,7 @@ def test_malformed_lines_are_reported_by_number_and_the_rest_is_used(tmp_path):
         "{broken",
         json.dumps({"text": "no label here"}),
         json.dumps({"text": 7, "label": "river"}),
-        json.dumps({"text": "half", "label": 0.5}),
+        json.dumps({"text": "listed", "label": [0.5]}),
     ]
     (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     task = read_task(tmp_path / "t.jsonl")
@@ -99,7 +99,7 @@ def test_malformed_lines_are_reported_by_number_and_the_rest_is_used(tmp_path):
         "line 2: invalid JSON (Expecting property name enclosed in double quotes)",
         "line 3: no field 'label' (fields: text)",
         "line 4: field 'text' is not a string",
-        "line 5: field 'label' is not a string or an integer",
+        "line 5: field 'label' is not a string or a number",
     ]
     assert task.report.noteworthy and "4 problem line(s) not used:" in task.report.describe()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -172,7 +173,11 @@ def _table_examples(
 ) -> tuple[tuple[list[Example], IssueLog], str, str]:
     """The examples and the rows left out, the encoding read and why it fell back ("" when it did not)."""
     if task == "classification":
-        types = {columns.text: (str,), columns.label: (str, int), **({columns.pair: (str,)} if columns.pair else {})}
+        types = {
+            columns.text: (str,),
+            columns.label: (str, int, float),
+            **({columns.pair: (str,)} if columns.pair else {}),
+        }
     else:
         types = {columns.text: (list,), columns.label: (list,)}
 
@@ -184,10 +189,13 @@ def _table_examples(
         found = []
         for row in rows:
             texts = tuple(row[name][:max_chars].strip() for name in (columns.text, columns.pair) if name)
-            if all(texts):
-                found.append(Example(row[ROW], texts, (str(row[columns.label]).strip(),)))
-            else:
+            label = label_text(row[columns.label])
+            if not all(texts):
                 issues.add(row[ROW], "an empty text")
+            elif label is None:
+                issues.add(row[ROW], f"the label {row[columns.label]} is not a finite number")
+            else:
+                found.append(Example(row[ROW], texts, (label,)))
         return found, issues
 
     return read_decoded(path, read)
@@ -201,9 +209,22 @@ def _tagged(path: Path, row: int, words: list, tags: list) -> Example:
         )
     if not words:
         raise TaskError(f"{path.name}, row {row}: no tokens; leave out empty sentences")
-    if not all(isinstance(w, str) and w.strip() for w in words) or not all(isinstance(t, (str, int)) for t in tags):
+    named = [label_text(t) if isinstance(t, (str, int, float)) else None for t in tags]
+    if not all(isinstance(w, str) and w.strip() for w in words) or None in named:
         raise TaskError(f"{path.name}, row {row}: every token must be a non-blank string and every tag a string")
-    return Example(row, tuple(w.strip() for w in words), tuple(str(t) for t in tags))
+    return Example(row, tuple(w.strip() for w in words), tuple(named))
+
+
+def label_text(value: str | int | float) -> str | None:
+    """A label as text, the same whatever a file stores it as: JSON's true and false as written, a whole number
+    without its fraction (1 and 1.0 are one class, as a CSV file's "1" is), None for a number that is not finite."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        return str(int(value)) if value.is_integer() else repr(value)
+    return str(value).strip()
 
 
 def _conll(path: Path) -> tuple[list[Example], str, str]:
