@@ -167,7 +167,7 @@ def test_a_tagger_learns_entities(trained_run, tmp_path):
     records = list(prepare_finetuner(tmp_path / "ft", str(trained_run.path), options).run())
     test = next(r for r in records if isinstance(r, TestRecord))
     assert test.entity_f1 >= 0.9 and test.accuracy >= 0.9
-    assert set(test.labels) == {"O", "B-ARG", "B-EXC", "I-EXC"}
+    assert set(test.labels) == {"O", "B-ARG", "B-EXC", "I-EXC", "I-ARG"}  # I-ARG added, for later pieces
 
 
 # each entity two made-up words that a small vocabulary splits into several pieces: a first (B-) and a second (I-),
