@@ -820,3 +820,16 @@ def test_a_negative_number_in_any_form_is_a_value_and_its_own_check_refuses_it(t
     assert main(["finetune", "model", "--task", str(tmp_path / "task.csv"), option, value]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"mlm-studio: {option} must be ") and err.endswith(f", not {said}\n")
+
+
+def test_the_per_class_table_keeps_a_line_per_class_however_long_or_broken_a_label():
+    from types import SimpleNamespace
+
+    from mlm_studio.finetune_command import LABEL_CHARS, _per_class_table
+
+    long, broken = "x" * 5_000, "two\nlines"
+    table = _per_class_table(SimpleNamespace(per_class=[(long, 0.5, 0.25, 1 / 3, 4), (broken, 1.0, 1.0, 1.0, 12)]))
+    lines = table.splitlines()
+    assert len(lines) == 3 and len({len(line) for line in lines}) == 1  # a header and a line per class, aligned
+    assert lines[1].startswith("x" * (LABEL_CHARS - 1) + "…  ") and lines[2].startswith("two\\nlines ")
+    assert lines[2].split()[1:] == ["100.0%", "100.0%", "100.0%", "12"]

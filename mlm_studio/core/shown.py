@@ -4,6 +4,7 @@ of any size (a 100 MB string in a configuration file, a label of 5,000 character
 from __future__ import annotations
 
 import math
+import re
 import reprlib
 from typing import Any
 
@@ -24,3 +25,13 @@ def shown(value: Any) -> str:
     except ValueError:  # a list holding a number longer than Python prints
         return "{…}" if isinstance(value, dict) else "[…]"
     return text if len(text) <= LIMIT else f"{text[: LIMIT - 1]}…"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a byte of a file name that is not UTF-8, kept by Python as is
+
+
+def one_line(text: str, limit: int = LIMIT) -> str:
+    """`text` on one line, unquoted: each character that is not printable (a line break in a label or a file name)
+    written as its escape, cut to `limit` characters with "…"."""
+    text = "".join(c if c.isprintable() or _SURROGATE.match(c) else c.encode("unicode_escape").decode() for c in text)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"

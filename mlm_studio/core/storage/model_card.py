@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mlm_studio import __version__
 from mlm_studio.core.models.registry import FAMILIES
+from mlm_studio.core.shown import one_line
 from mlm_studio.core.storage.checkpoint import CheckpointError, read_state
 from mlm_studio.core.storage.run_folder import RunDir
 
@@ -50,7 +51,7 @@ pipeline_tag: {"token-classification" if electra else "fill-mask"}
 tags: [{m.family}, fill-mask, mlm-studio]
 ---
 
-# {_one_line(run.name)}
+# {one_line(run.name)}
 
 {kind} trained with MLM Studio {__version__}: {m.num_hidden_layers} layers, hidden
 size {m.hidden_size}, {m.num_attention_heads} heads, a {tokenizer.kind} vocabulary
@@ -85,23 +86,9 @@ fill("The {tokenizer.specials.mask} of the list.")
 """)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")  # a byte of a file name that is not UTF-8: made U+FFFD when written
-
-
-def _escaped(character: str) -> str:
-    return character.encode("unicode_escape").decode("ascii")
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    """`text` on one line: each character that is not printable (a line break in a file name) written as its
-    escape, cut to `limit` characters."""
-    text = "".join(c if c.isprintable() or _SURROGATE.match(c) else _escaped(c) for c in text)
-    return text if len(text) <= limit else f"{text[: limit - 1]}…"
-
-
 def _code(text: str, limit: int = 80) -> str:
     """`text` as Markdown inline code on one line, fenced by more backticks than it holds in a row."""
-    text = _one_line(text, limit)
+    text = one_line(text, limit)
     fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
@@ -110,7 +97,7 @@ def _code(text: str, limit: int = 80) -> str:
 def _writable(text: str) -> str:
     """`text` with each lone surrogate as U+FFFD: Python keeps the bytes of a file name that is not UTF-8 (a corpus
     file's, a run folder's) as surrogates, which a UTF-8 file cannot hold."""
-    return _SURROGATE.sub("\ufffd", text)
+    return re.sub("[\ud800-\udfff]", "\ufffd", text)
 
 
 def classifier_card(run: RunDir, weights: Path, task: str, labels: list[str]) -> str:
@@ -134,7 +121,7 @@ pipeline_tag: {pipeline}
 tags: [{family.model_type}, {pipeline}, mlm-studio]
 ---
 
-# {_one_line(run.name)}
+# {one_line(run.name)}
 
 A {family.title} {pipeline.replace("-", " ")} model, fine-tuned and trained with MLM Studio {__version__}: labels
 {", ".join(_code(label) for label in labels)}. Exported from `{weights.name}` (step {state["step"]:,}).
