@@ -29,6 +29,7 @@ from mlm_studio.core.finetune.labelled import (
     check_labels,
     read_labelled_file,
 )
+from mlm_studio.core.finetune.request import SCRATCH, request_of
 from mlm_studio.core.finetune.tasks import FINETUNE_PRECISIONS
 from mlm_studio.core.finetune.tuner import FineTuner, TaskData
 from mlm_studio.core.interop.hf import import_model
@@ -40,7 +41,6 @@ from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.device import resolve_device
 from mlm_studio.core.training.runs import apply_resume, with_resolved_precision
 
-SCRATCH = "scratch:"  # MODEL written as scratch:SOURCE: SOURCE's shape and tokenizer, fresh weights
 MAX_LENGTH = 512  # tokens a text is cut to by default (or fewer, if the model reads fewer)
 
 
@@ -187,6 +187,7 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions) -> RunDir:
         "pooling": options.pooling,
         "freeze_layers": options.freeze_layers,
         "patience": options.patience,
+        "request": request_of(spec, options),
     }
     sources = [Path(p) for p in _paths(options).values() if p]
     return RunDir.create(path, config, source.tokenizer, sources, ReadOptions(), (model, source.origin), task)

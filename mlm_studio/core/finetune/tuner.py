@@ -107,12 +107,12 @@ class FineTuner:
     def run(self) -> Iterator[Record]:
         """Train until the epochs are spent, the validation score stops improving or a stop is requested, then
         score the test examples with the best weights; records as they happen, the last says how it ended."""
-        ended = self._earlier_end()
-        if ended:
-            yield WarningRecord(self.step, "this run has finished already; these are the test scores it wrote then")
-            yield from ended
-            return
         try:
+            ended = self._earlier_end()
+            if ended:
+                yield WarningRecord(self.step, "this run has finished already; these are the test scores it wrote then")
+                yield from ended
+                return
             yield self._logged(self.started())
             for note in self.data.notes:
                 yield self._logged(WarningRecord(self.step, note))
