@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from tokenizers import Encoding
 
-from mlm_studio.core.data.tokenizer import MLMTokenizer
+if TYPE_CHECKING:  # the command line's parser reads AGGREGATIONS without loading the tokenizer
+    from tokenizers import Encoding
+
+    from mlm_studio.core.data.tokenizer import MLMTokenizer
 
 AGGREGATIONS = ("simple", "none")  # the token-classification pipeline's strategies given here
 IGNORED = ("O",)  # the tag the token-classification pipeline leaves out: outside any entity
