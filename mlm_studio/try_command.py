@@ -91,18 +91,18 @@ def _labels_table(labelled, top_k: int | None) -> str:
 
 
 def _tags_table(tagged) -> str:
+    """Each word's tag, then the entities of those tags (each word read on its first piece, as the model is
+    scored; --json gives the pipeline's grouping of the pieces)."""
     words = " ".join(f"{w['word']}/{w['entity']}" for w in tagged.words)
     lines = [f"words: {words}" if words else "words: none"]
-    if not tagged.entities:
+    found = tagged.word_entities
+    if not found:
         return "\n".join([*lines, "entities: none"])
-    width = max(len("entity"), *(len(e["entity_group"]) for e in tagged.entities))
+    width = max(len("entity"), *(len(e["entity_group"]) for e in found))
     lines.append(f"{'entity':<{width}}  score  characters  text")
-    for entity in tagged.entities:
+    for entity in found:
         span = f"{entity['start']}–{entity['end']}"
-        lines.append(
-            f"{entity['entity_group']:<{width}}  {entity['score']:.3f}  {span:<10}  "
-            f"{tagged.text[entity['start'] : entity['end']]}"
-        )
+        lines.append(f"{entity['entity_group']:<{width}}  {entity['score']:.3f}  {span:<10}  {entity['word']}")
     return "\n".join(lines)
 
 

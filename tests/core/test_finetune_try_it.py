@@ -119,6 +119,10 @@ def test_each_word_is_tagged_on_its_first_piece_with_its_score(tagger):
     assert all(w["entity"] == first[w["start"]]["entity"] and w["score"] == first[w["start"]]["score"]
                for w in tagged.words)  # fmt: skip
     assert ours.tag(text.split()) == [w["entity"] for w in tagged.words]  # as the scored words are read
+    assert [(e["entity_group"], e["word"], e["start"], e["end"]) for e in tagged.word_entities] == [
+        ("PER", "zyxxy wyzzy", 4, 15)
+    ]
+    assert tagged.word_entities[0]["score"] == pytest.approx((tagged.words[1]["score"] + tagged.words[2]["score"]) / 2)
     assert ours.tag_text("").words == [] and ours.tag_text("").entities == []
 
 

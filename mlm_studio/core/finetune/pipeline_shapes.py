@@ -2,7 +2,8 @@
 and writes as JSON is what the exported model gives there: `text-classification`'s labels with their scores, best
 first; `token-classification`'s tagged tokens (`aggregation_strategy="none"`) and its entities grouped as
 `"simple"` groups them (neighbouring tokens of one type, a `B-` tag starting a new one), with character offsets
-into the text. Also each word's tag as the model is trained to read it: on the word's first piece."""
+into the text. Also each word's tag as the model is trained to read it, on the word's first piece, and the entities
+of those tags as MLM Studio scores them (what the window and the command line's table show)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from mlm_studio.core.finetune.scores import entities
 
 if TYPE_CHECKING:  # the command line's parser reads AGGREGATIONS without loading the tokenizer
     from tokenizers import Encoding
@@ -144,6 +147,17 @@ def word_tags(text: str, encoding: Encoding, tokens: list[dict]) -> list[dict]:
     return [{**found, "word": text[found["start"] : found["end"]]} for found in words.values()]
 
 
+def word_entities(text: str, words: list[dict]) -> list[dict]:
+    """The entities of the words' tags as the entity scores read them (`scores.entities`): `{"entity_group",
+    "score", "word", "start", "end"}`, the words' mean score, from the first word's start to the last one's end."""
+    found = []
+    for kind, first, last in entities([word["entity"] for word in words]):
+        start, end = words[first]["start"], words[last]["end"]
+        score = float(np.mean([word["score"] for word in words[first : last + 1]]))
+        found.append({"entity_group": kind, "score": score, "word": text[start:end], "start": start, "end": end})
+    return found
+
+
 @dataclass(frozen=True)
 class Labelled:
     """A text's (or a pair's) labels, the most probable first, and how much of it was read."""
@@ -158,13 +172,19 @@ class Labelled:
 
 @dataclass(frozen=True)
 class Tagged:
-    """A text's tags: every token's (with "O"), every word's, the entities grouped, and how much was read."""
+    """A text's tags: every token's (with "O"), every word's, the entities grouped (of the pieces, as the pipeline
+    groups them, and of the words, as MLM Studio scores them), and how much was read."""
 
     text: str
     tokens: list[dict]  # {"entity", "score", "index", "word", "start", "end"}
     words: list[dict]  # {"entity", "score", "word", "start", "end"}
-    entities: list[dict]  # {"entity_group", "score", "word", "start", "end"}
+    entities: list[dict]  # {"entity_group", "score", "word", "start", "end"}: the pipeline's "simple"
     reading: Reading
+
+    @property
+    def word_entities(self) -> list[dict]:
+        """The entities of the words' tags (each word read on its first piece), in the pipeline's shape."""
+        return word_entities(self.text, self.words)
 
     def as_pipeline(self, aggregation: str = "simple") -> list[dict]:
         """What `pipeline("token-classification", aggregation_strategy=aggregation)` returns, for "none" (the

@@ -78,15 +78,8 @@ class FineTuned:
         return self.run.task["task"]
 
     def reads_pairs(self) -> bool | None:
-        """Whether a classifier was fine-tuned on pairs of texts, as its training file's columns say (None when the
-        file can no longer be read)."""
-        task = self.run.task
-        if task["task"] != "classification":
-            return False
-        try:
-            return bool(pair_column(Path(task["files"]["train"]), task["columns"]))
-        except (TaskError, OSError, KeyError, TypeError):
-            return None
+        """Whether a classifier was fine-tuned on pairs of texts (see `reads_pairs`)."""
+        return reads_pairs(self.run)
 
     @torch.no_grad()
     def label_text(self, text: str, pair: str | None = None) -> Labelled:
@@ -117,6 +110,18 @@ class FineTuned:
     @property
     def _device(self) -> torch.device:
         return next(self.model.parameters()).device
+
+
+def reads_pairs(run: RunDir) -> bool | None:
+    """Whether a fine-tuning run is a classifier of pairs of texts, as its training file's columns say (read from
+    its header; None when the file can no longer be read)."""
+    task = run.task
+    if task is None or task["task"] != "classification":
+        return False
+    try:
+        return bool(pair_column(Path(task["files"]["train"]), task["columns"]))
+    except (TaskError, OSError, KeyError, TypeError):
+        return None
 
 
 def fine_tuned_at(path: str | Path) -> FineTuned | None:

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.finetune.pipeline_shapes import Labelled, Tagged
-from mlm_studio.core.finetune.predict import FineTuned
+from mlm_studio.core.finetune.predict import FineTuned, reads_pairs
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.ui.panels.finetune.results import CHIP_COLOURS
@@ -55,7 +55,6 @@ class Tried:
     key: tuple  # the run, its weights and their time: a change reads the model again
     model: FineTuned
     answer: Labelled | Tagged | list[dict]
-    pairs: bool | None
     milliseconds: float
 
 
@@ -76,7 +75,7 @@ def try_text(path: Path, key: tuple, kept: FineTuned | None, text: str, pair: st
     else:
         answer = model.answer(question, text, top_k=1)
     milliseconds = (time.perf_counter() - started) * 1000
-    return Tried(key, model, answer, model.reads_pairs(), milliseconds)
+    return Tried(key, model, answer, milliseconds)
 
 
 class TryItView(QWidget):
@@ -150,7 +149,8 @@ class TryItView(QWidget):
             box.setEnabled(bool(self.kind))
         self.question_edit.setVisible(self.kind == "qa")
         self.text_edit.setPlaceholderText("The context to answer from" if self.kind == "qa" else "A text to try")
-        self.pair_edit.setVisible(self.kind == "classification" and self._kept_pairs() is not False)
+        pairs = reads_pairs(RunDir(self.path)) if self.kind == "classification" else False  # its file's header
+        self.pair_edit.setVisible(pairs is not False)  # also when its training file is gone: it may read pairs
         self.refresh()
 
     def refresh(self) -> None:
@@ -167,9 +167,6 @@ class TryItView(QWidget):
         except CheckpointError:
             return ""
         return str(task["task"]) if task else ""
-
-    def _kept_pairs(self) -> bool | None:
-        return self._kept.pairs if self._kept is not None else None
 
     # --- answering ----------------------------------------------------------------------------------
     def _schedule(self) -> None:
@@ -200,7 +197,6 @@ class TryItView(QWidget):
         if self.path is None or tried.key[0] != str(self.path):
             return  # another run is shown now
         self._kept = tried
-        self.pair_edit.setVisible(self.kind == "classification" and tried.pairs is not False)
         self._show_nothing()
         self.hint.hide()
         weights = Path(tried.key[1]).parent.name
@@ -257,12 +253,14 @@ class TryItView(QWidget):
         self._say_what_was_read(labelled.reading.describe())
 
     def _show_tags(self, tagged: Tagged) -> None:
-        """The text as chips: each entity coloured by its type, the words between plain; every chip's tooltip
-        names its words' tags and scores."""
-        kinds = sorted({entity["entity_group"] for entity in tagged.entities})
+        """The text as chips: each entity (of the words' tags, each word read on its first piece, as the model is
+        scored) coloured by its type, the words between plain; every chip's tooltip names its words' tags and
+        scores."""
+        found = tagged.word_entities
+        kinds = sorted({entity["entity_group"] for entity in found})
         colours = {kind: QColor(CHIP_COLOURS[i % len(CHIP_COLOURS)]) for i, kind in enumerate(kinds)}
         cells, position = [], 0
-        for entity in [*tagged.entities, None]:
+        for entity in [*found, None]:
             end = entity["start"] if entity is not None else len(tagged.text)
             between = _words_between(tagged.text, position, end)
             cells += [self._plain_cell(tagged, start, stop) for start, stop in between]
@@ -277,8 +275,8 @@ class TryItView(QWidget):
             position = stop
         self.chips.set_cells(cells)
         self.chips.show()
-        if not tagged.entities:
-            self.status.setText(self.status.text() + " · no entities found")
+        found_said = "hover a word for its tag and score" if found else "no entities found"
+        self.status.setText(f"{self.status.text()} · {found_said}")
         self._say_what_was_read(tagged.reading.describe())
 
     @staticmethod
