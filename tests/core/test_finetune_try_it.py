@@ -165,3 +165,27 @@ def test_a_classifier_whose_training_file_is_gone_does_not_say_whether_it_reads_
     finally:
         moved.rename(path)
     assert task["columns"] is None  # found by the header's names
+
+
+@pytest.mark.slow  # a RoBERTa folder made and fine-tuned
+def test_a_byte_level_bpe_taggers_tokens_and_entities_are_the_pipelines(small_corpus, tmp_path):
+    """RoBERTa's pieces carry their leading space and its offsets are trimmed of it: the same tokens, offsets and
+    decoded entity words as the pipeline's."""
+    from itertools import islice
+
+    from tests.core.family_folders import make_folder
+
+    source = make_folder("roberta", list(islice(small_corpus.iter_documents(), 200)), tmp_path / "hf")
+    options = FinetuneOptions(
+        "tokens", write_piece_tagging(tmp_path / "tags.jsonl", sentences=60), learning_rate=5e-3, epochs=1, batch_size=8,
+        device="cpu",
+    )  # fmt: skip
+    list(prepare_finetuner(tmp_path / "ft", str(source), options).run())
+    ours, out = fine_tuned_at(tmp_path / "ft"), export_model(tmp_path / "ft", tmp_path / "export")
+    tokens = _pipeline("token-classification", out, aggregation_strategy="none")
+    simple = _pipeline("token-classification", out, aggregation_strategy="simple")
+    for text in TAGGED:
+        tagged = ours.tag_text(text)
+        _same_answers(tagged.as_pipeline("none"), tokens(text), ["entity", "index", "word", "start", "end"])
+        _same_answers(tagged.as_pipeline("simple"), simple(text), ["entity_group", "word", "start", "end"])
+        assert all(text[w["start"] : w["end"]] == w["word"] and w["word"].strip() == w["word"] for w in tagged.words)

@@ -133,8 +133,9 @@ def _prefix_and_type(tag: str) -> tuple[str, str]:
 
 
 def word_tags(text: str, encoding: Encoding, tokens: list[dict]) -> list[dict]:
-    """Each word of `text` (as the tokenizer's pre-tokenizer splits it) with the tag and score of its first piece
-    (where the model was trained to tag it): `{"entity", "score", "word", "start", "end"}`, "O" ones included."""
+    """Each word of `text` (as the tokenizer's pre-tokenizer splits it, white space left out) with the tag and score
+    of its first piece (where the model was trained to tag it): `{"entity", "score", "word", "start", "end"}`, "O"
+    ones included."""
     by_index = {token["index"]: token for token in tokens}
     words: dict[int, dict] = {}
     for index, word in enumerate(encoding.word_ids):
@@ -144,7 +145,15 @@ def word_tags(text: str, encoding: Encoding, tokens: list[dict]) -> list[dict]:
         if word not in words:
             words[word] = {"entity": token["entity"], "score": token["score"], "word": "", "start": token["start"]}
         words[word]["end"] = token["end"]
-    return [{**found, "word": text[found["start"] : found["end"]]} for found in words.values()]
+    return [_trimmed(text, found) for found in words.values() if text[found["start"] : found["end"]].strip()]
+
+
+def _trimmed(text: str, word: dict) -> dict:
+    """A word's span without the white space a byte-level piece carries (" the" → "the")."""
+    start, end = word["start"], word["end"]
+    start += len(text[start:end]) - len(text[start:end].lstrip())
+    end -= len(text[start:end]) - len(text[start:end].rstrip())
+    return {**word, "word": text[start:end], "start": start, "end": end}
 
 
 def word_entities(text: str, words: list[dict]) -> list[dict]:
