@@ -176,10 +176,8 @@ def test_a_byte_level_bpe_taggers_tokens_and_entities_are_the_pipelines(small_co
     from tests.core.family_folders import make_folder
 
     source = make_folder("roberta", list(islice(small_corpus.iter_documents(), 200)), tmp_path / "hf")
-    options = FinetuneOptions(
-        "tokens", write_piece_tagging(tmp_path / "tags.jsonl", sentences=60), learning_rate=5e-3, epochs=1, batch_size=8,
-        device="cpu",
-    )  # fmt: skip
+    task = write_piece_tagging(tmp_path / "tags.jsonl", sentences=60)
+    options = FinetuneOptions("tokens", task, learning_rate=5e-3, epochs=1, batch_size=8, device="cpu")
     list(prepare_finetuner(tmp_path / "ft", str(source), options).run())
     ours, out = fine_tuned_at(tmp_path / "ft"), export_model(tmp_path / "ft", tmp_path / "export")
     tokens = _pipeline("token-classification", out, aggregation_strategy="none")
