@@ -145,3 +145,15 @@ def test_a_run_with_no_weights_yet_says_so_and_answers_once_it_has_them(qtbot, p
     view.refresh()  # as the panel does at each checkpoint of the run it trains
     qtbot.waitUntil(lambda: view.status.text().startswith("Answered by bare / best"), timeout=TIMEOUT_MS)
     assert len(bars(view)) == 3
+
+
+def test_a_text_cleared_while_it_is_answered_never_shows_the_late_answer(qtbot, panel, runs):
+    view = panel.try_it
+    panel.show_run(runs / "texts")
+    view.text_edit.setPlainText("return the value")
+    view.try_now()  # answering in the background
+    view.text_edit.clear()
+    view.try_now()
+    qtbot.waitUntil(lambda: not view.runner.running, timeout=TIMEOUT_MS)
+    assert view.hint.text() == "Type a text above: each label's probability appears here."
+    assert view.bars.isHidden() and view.status.text() == ""

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.finetune.pipeline_shapes import Labelled, Tagged
 from mlm_studio.core.finetune.predict import FineTuned, reads_pairs
+from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.ui.panels.finetune.results import CHIP_COLOURS
@@ -53,6 +54,7 @@ class Tried:
     """A model's answer to what was typed: the model (kept for the next text), and how long it took."""
 
     key: tuple  # the run, its weights and their time: a change reads the model again
+    asked: tuple[str, str, str]  # the text, the second text and the question it answers
     model: FineTuned
     answer: Labelled | Tagged | list[dict]
     milliseconds: float
@@ -64,8 +66,11 @@ def weights_key(path: Path) -> tuple:
     return str(path), str(weights), weights.stat().st_mtime_ns
 
 
-def try_text(path: Path, key: tuple, kept: FineTuned | None, text: str, pair: str, question: str) -> Tried:
-    """The run's answer to the text typed (its model read unless `kept` is the one `key` names)."""
+def try_text(
+    path: Path, key: tuple, kept: FineTuned | None, text: str, pair: str, question: str, progress: Progress
+) -> Tried:
+    """The run's answer to the text typed (its model read unless `kept` is the one `key` names); Cancelled when
+    what is typed changed meanwhile."""
     model = kept if kept is not None else FineTuned(RunDir(path), Path(key[1]).parent)
     started = time.perf_counter()
     if model.kind == "classification":
@@ -75,7 +80,8 @@ def try_text(path: Path, key: tuple, kept: FineTuned | None, text: str, pair: st
     else:
         answer = model.answer(question, text, top_k=1)
     milliseconds = (time.perf_counter() - started) * 1000
-    return Tried(key, model, answer, milliseconds)
+    progress.check()
+    return Tried(key, (text, pair, question), model, answer, milliseconds)
 
 
 class TryItView(QWidget):
@@ -92,7 +98,7 @@ class TryItView(QWidget):
         self.caption.setFont(bold)
         self.question_edit = QLineEdit()
         self.question_edit.setPlaceholderText("The question")
-        self.text_edit = self._text_box("A text to try the model on")
+        self.text_edit = self._text_box("A text to try")
         self.pair_edit = self._text_box("The second text of the pair")
         self.question_edit.textChanged.connect(self._schedule)
         self.status = QLabel()
@@ -174,7 +180,7 @@ class TryItView(QWidget):
 
     def try_now(self) -> None:
         """Answer what is typed with the run's model in the background; say why not when it cannot."""
-        text, pair, question = self.text_edit.toPlainText(), self.pair_edit.toPlainText(), self.question_edit.text()
+        text, pair, question = self._asked()
         if self.path is None or not self.kind:
             self.runner.cancel()
             self._say_instead(NO_RUN if self.path is None else f"{self.path.name} is not a fine-tuning run to try")
@@ -191,11 +197,14 @@ class TryItView(QWidget):
             return
         kept = self._kept.model if self._kept is not None and self._kept.key == key else None
         path = self.path
-        self.runner.start(lambda progress: try_text(path, key, kept, text, pair, question))
+        self.runner.start(lambda progress: try_text(path, key, kept, text, pair, question, progress))
+
+    def _asked(self) -> tuple[str, str, str]:
+        return self.text_edit.toPlainText(), self.pair_edit.toPlainText(), self.question_edit.text()
 
     def _on_tried(self, tried: Tried) -> None:
-        if self.path is None or tried.key[0] != str(self.path):
-            return  # another run is shown now
+        if self.path is None or tried.key[0] != str(self.path) or tried.asked != self._asked():
+            return  # another run is shown, or another text typed, now: its answer is on its way
         self._kept = tried
         self._show_nothing()
         self.hint.hide()
