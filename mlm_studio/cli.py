@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument(
         "--device", type=_device, default="cpu", help=f"where to predict: {_listed(DEVICES)} (default cpu)"
     )
-    predict.set_defaults(run=_deferred("mlm_studio.headless", "predict"))
+    predict.set_defaults(run=_deferred("mlm_studio.try_command", "predict"))
 
     evaluate = commands.add_parser(
         "evaluate", help="where a model is right and wrong on held-out text, and whether it helps a labelled task"

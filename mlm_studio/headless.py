@@ -37,7 +37,7 @@ from mlm_studio.core.training.runs import (
     prepare_trainer,
 )
 from mlm_studio.core.training.trainer import Trainer
-from mlm_studio.terminal import INTERRUPTED, MISUSED, Status, emit, fail, reason, stop_on_interrupt, strict_json
+from mlm_studio.terminal import INTERRUPTED, Status, emit, fail, reason, stop_on_interrupt, strict_json
 
 FILL_MASK_TOP_K = 5  # candidates per mask unless told
 USER_ERRORS = (ConfigError, CorpusError, TokenizerError, CheckpointError, PredictError, ValueError, OSError)
@@ -276,21 +276,8 @@ def tensorboard(args) -> int:
 
 
 def predict(args) -> int:
-    """Print the top-k candidates for each [MASK] (or the filled text with --fill), as text or JSON; a fine-tuned
-    model's labels, tags or answers instead (try_command.py)."""
-    from mlm_studio.core.finetune.predict import fine_tuned_at
-    from mlm_studio.try_command import FINE_TUNED_ONLY, try_fine_tuned
-
-    try:
-        fine_tuned = fine_tuned_at(args.model)
-    except USER_ERRORS as exc:
-        return fail(reason(exc))
-    if fine_tuned is not None:
-        return try_fine_tuned(fine_tuned, args)
-    given = [option for option, value in FINE_TUNED_ONLY if getattr(args, value) is not None]
-    if given:
-        said = f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for a fine-tuned model"
-        return fail(f"{said}; {args.model} fills masks", MISUSED)
+    """Print the top-k candidates for each [MASK] (or the filled text with --fill), as text or JSON (a fine-tuning
+    run's `predict` is try_command.py's)."""
     args.top_k = FILL_MASK_TOP_K if args.top_k is None else args.top_k
     try:
         predictor = FillMask.from_path(args.model, str(resolve_device(args.device)))

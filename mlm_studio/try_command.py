@@ -1,4 +1,5 @@
-"""`mlm-studio predict` on a fine-tuning run: a classifier's labels of a text (or a pair) with their probabilities,
+"""`mlm-studio predict` on a fine-tuning run (any other model's masks are filled by headless.py's `predict`): a
+classifier's labels of a text (or a pair) with their probabilities,
 a tagger's entities and each word's tag, a question-answering model's answers; as a short table, or with --json
 as `transformers`' pipeline of its kind returns them. Options of another kind of model are refused in a sentence,
 and a text longer than the model reads is said, on stderr."""
@@ -7,15 +8,32 @@ from __future__ import annotations
 
 import sys
 
-from mlm_studio.core.finetune.predict import FineTuned
+from mlm_studio.core.finetune.predict import FineTuned, fine_tuned_at
 from mlm_studio.core.training.device import resolve_device
 from mlm_studio.headless import USER_ERRORS
+from mlm_studio.headless import predict as fill_masks
 from mlm_studio.terminal import MISUSED, emit, fail, reason, strict_json
 
 # the options only a fine-tuned model reads: (option, its name in the parsed arguments)
 FINE_TUNED_ONLY = (("--pair", "pair"), ("--question", "question"), ("--aggregation", "aggregation"))
 KINDS = {"classification": "a text classifier", "tokens": "a token tagger", "qa": "a question-answering model"}
 BAR_WIDTH = 24  # characters of a probability of 1
+
+
+def predict(args) -> int:
+    """A fine-tuning run's answers for `args.text`; any other model's masks filled, the options only a fine-tuned
+    model reads refused."""
+    try:
+        fine_tuned = fine_tuned_at(args.model)
+    except USER_ERRORS as exc:
+        return fail(reason(exc))
+    if fine_tuned is not None:
+        return try_fine_tuned(fine_tuned, args)
+    given = [option for option, value in FINE_TUNED_ONLY if getattr(args, value) is not None]
+    if given:
+        said = f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for a fine-tuned model"
+        return fail(f"{said}; {args.model} fills masks", MISUSED)
+    return fill_masks(args)
 
 
 def try_fine_tuned(model: FineTuned, args) -> int:
