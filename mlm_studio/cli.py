@@ -79,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--top-k",
         type=int,
         metavar="K",
-        help="candidates per mask (default 5); a fine-tuned classifier's labels (default all) or answers (default 1)",
+        help="candidates per mask (default 5); a fine-tuned classifier's labels (default all); a question-answering "
+        "model's answers (default 1)",
     )
     predict.add_argument(
         "--json",
