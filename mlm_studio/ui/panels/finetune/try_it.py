@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QGridLayout,
@@ -120,8 +120,22 @@ class TryItView(QWidget):
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(answers)
+        self.text_label, self.pair_label = QLabel("Text"), QLabel("Second text")
+        self.question_label = QLabel("Question")
+        inputs = QGridLayout()
+        for row, (label, box) in enumerate(
+            [
+                (self.question_label, self.question_edit),
+                (self.text_label, self.text_edit),
+                (self.pair_label, self.pair_edit),
+            ]
+        ):
+            inputs.addWidget(label, row, 0, Qt.AlignmentFlag.AlignTop)
+            inputs.addWidget(box, row, 1)
         layout = QVBoxLayout(self)
-        for part in (self.caption, self.question_edit, self.text_edit, self.pair_edit, self.status, self.read_note):
+        layout.addWidget(self.caption)
+        layout.addLayout(inputs)
+        for part in (self.status, self.read_note):
             layout.addWidget(part)
         layout.addWidget(scroll, 1)
         self.runner = TaskRunner(self)
@@ -153,10 +167,13 @@ class TryItView(QWidget):
         self.caption.setVisible(self.path is not None)
         for box in (self.text_edit, self.pair_edit, self.question_edit):
             box.setEnabled(bool(self.kind))
-        self.question_edit.setVisible(self.kind == "qa")
+        for part in (self.question_label, self.question_edit):
+            part.setVisible(self.kind == "qa")
+        self.text_label.setText("Context" if self.kind == "qa" else "Text")
         self.text_edit.setPlaceholderText("The context to answer from" if self.kind == "qa" else "A text to try")
         pairs = reads_pairs(RunDir(self.path)) if self.kind == "classification" else False  # its file's header
-        self.pair_edit.setVisible(pairs is not False)  # also when its training file is gone: it may read pairs
+        for part in (self.pair_label, self.pair_edit):
+            part.setVisible(pairs is not False)  # also when its training file is gone: it may read pairs
         self.refresh()
 
     def refresh(self) -> None:
@@ -210,6 +227,7 @@ class TryItView(QWidget):
         self.hint.hide()
         weights = Path(tried.key[1]).parent.name
         self.status.setText(f"Answered by {tried.model.run.name} / {weights} in {tried.milliseconds:.1f} ms")
+        self.status.show()
         if isinstance(tried.answer, Labelled):
             self._show_labels(tried.answer)
         elif isinstance(tried.answer, Tagged):
@@ -221,6 +239,7 @@ class TryItView(QWidget):
         """`message` where the answers go (no model answered)."""
         self._show_nothing()
         self.status.setText("")
+        self.status.hide()
         self.hint.setText(message)
         self.hint.show()
 
