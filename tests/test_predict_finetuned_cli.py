@@ -110,10 +110,13 @@ def test_a_pair_is_labelled_and_fill_mask_keeps_its_five_candidates(runs, capsys
     assert len(json.loads(capsys.readouterr().out)) == 5
 
 
-def test_a_fine_tuning_run_without_weights_is_refused(runs, tmp_path, capsys):
+def test_a_fine_tuning_run_without_weights_or_with_a_damaged_task_is_refused(runs, tmp_path, capsys):
     import shutil
 
     bare = tmp_path / "bare"
     shutil.copytree(runs / "texts", bare, ignore=shutil.ignore_patterns("best", "checkpoints"))
     assert main(["predict", str(bare), "a text"]) == 1
     assert capsys.readouterr().err == "mlm-studio: run bare has no weights yet; fine-tune it first\n"
+    (bare / "task.json").write_text('{"task": ', encoding="utf-8")  # cut short
+    assert main(["predict", str(bare), "a text"]) == 1
+    assert capsys.readouterr().err.startswith("mlm-studio: run bare: task.json is damaged (")
