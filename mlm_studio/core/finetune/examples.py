@@ -113,7 +113,7 @@ def encode_texts(tokenizer: MLMTokenizer, texts: tuple[str, ...], limit: int) ->
 
 def lay_out(tokenizer: MLMTokenizer, texts: tuple[str, ...], limit: int) -> tuple[Encoding, bool]:
     """As `encode_texts`, the whole encoding (offsets and special-token mask too) and whether a text was cut."""
-    processor = tokenizer.backend.post_processor or _bert_layout(tokenizer)
+    processor = tokenizer.backend.post_processor or bert_layout(tokenizer)
     parts = [tokenizer.backend.encode(text, add_special_tokens=False) for text in texts]
     room = limit - processor.num_special_tokens_to_add(len(parts) == 2)
     lengths = [len(part.ids) for part in parts]
@@ -124,7 +124,7 @@ def lay_out(tokenizer: MLMTokenizer, texts: tuple[str, ...], limit: int) -> tupl
     return processor.process(parts[0], parts[1] if len(parts) == 2 else None, True), keep != lengths
 
 
-def _bert_layout(tokenizer: MLMTokenizer) -> processors.PostProcessor:
+def bert_layout(tokenizer: MLMTokenizer) -> processors.PostProcessor:
     """BERT's layout with the tokenizer's own classification and separator tokens, for a tokenizer without one."""
     cls, sep = tokenizer.specials.cls, tokenizer.specials.sep
     return processors.TemplateProcessing(

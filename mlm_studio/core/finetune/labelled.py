@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlm_studio.core.data.columnar import schema_names
 from mlm_studio.core.data.compressed import opened
 from mlm_studio.core.data.corpus import SourceReport
 from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_KINDS, kind_of, read_decoded, records, sniff_encoding
@@ -125,7 +126,7 @@ def _columns(path: Path, kind: str, task: str, given: Columns | None) -> Columns
         raise TaskError(f"{path.name}: the text and label columns must differ, not both '{clipped(given.text, 40)}'")
     if given is not None and given.text and given.label:
         return given
-    names = _column_names(path, kind)
+    names = column_names(path, kind)
     text_names, label_names = (TEXT_NAMES, LABEL_NAMES) if task == "classification" else (WORD_NAMES, TAG_NAMES)
     text = (given.text if given else "") or next((n for n in text_names if n in names), "")
     label = (given.label if given else "") or next((n for n in label_names if n in names and n != text), "")
@@ -153,19 +154,10 @@ def pair_column(path: Path, columns: dict | None = None) -> str:
         raise TaskError(f"{path.name}: {exc}") from None
 
 
-def _column_names(path: Path, kind: str) -> list[str]:
+def column_names(path: Path, kind: str) -> list[str]:
     """The column names of a table file: its header, its first JSON object's keys, its schema."""
     if kind in ("parquet", "arrow"):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        try:
-            if kind == "parquet":
-                return list(pq.ParquetFile(path).schema_arrow.names)
-            with pa.memory_map(str(path)) as source:
-                return list(pa.ipc.open_file(source).schema.names)
-        except pa.ArrowException as exc:
-            raise SourceSkipped(f"not a readable {kind} file ({clipped(str(exc), 200)})") from None
+        return schema_names(path, kind)
     with opened(path) as (raw, _):
         lines = _bounded_lines(io.TextIOWrapper(raw, encoding=sniff_encoding(path), errors="replace", newline=""))
         if kind == "jsonl":
