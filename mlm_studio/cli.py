@@ -23,6 +23,7 @@ from mlm_studio.core.config.sections import (
     valid_device,
 )
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
+from mlm_studio.core.finetune.pipeline_shapes import AGGREGATIONS
 from mlm_studio.core.finetune.tasks import COMPARE_SEEDS, FINETUNE_PRECISIONS, POOLINGS, TASKS
 from mlm_studio.core.models.registry import family_titles
 from mlm_studio.core.shown import shown
@@ -56,26 +57,52 @@ def build_parser() -> argparse.ArgumentParser:
     _add_finetune(commands)
     _add_search(commands)
 
-    predict = commands.add_parser("predict", help="fill the [MASK]s of a text with a trained model")
+    predict = commands.add_parser(
+        "predict",
+        help="fill the [MASK]s of a text with a trained model, or label or tag a text with a fine-tuned one",
+        epilog="On a fine-tuning run (its folder, its best/ or a checkpoint of it) TEXT is labelled (a classifier), "
+        "tagged (a tagger) or, with --question, is the context answered from; the options of the other kinds of "
+        "model are refused.",
+    )
     predict.add_argument(
         "model",
         type=Path,
         metavar="MODEL",
-        help="a run folder, one of its checkpoint folders, a Hugging Face folder, or the Hub name of a model in the "
-        "local cache",
+        help="a run folder, one of its checkpoint folders, a Hugging Face folder, the Hub name of a model in the "
+        "local cache, or a fine-tuning run",
     )
-    predict.add_argument("text", help='a text with one or more [MASK], e.g. "Return the [MASK] of the list."')
-    predict.add_argument("--top-k", type=int, default=5, metavar="K", help="candidates per mask (default 5)")
+    predict.add_argument(
+        "text",
+        metavar="TEXT",
+        help='a text with one or more [MASK], e.g. "Return the [MASK] of the list."; for a fine-tuned model, the '
+        "text to label or tag (the context, with --question)",
+    )
+    predict.add_argument(
+        "--top-k",
+        type=int,
+        metavar="K",
+        help="candidates per mask (default 5); a fine-tuned classifier's labels (default all); a question-answering "
+        "model's answers (default 1)",
+    )
     predict.add_argument(
         "--json",
         action="store_true",
-        help="print JSON as pipeline('fill-mask') does (with --fill: the text and each mask's candidates)",
+        help="print JSON as pipeline('fill-mask') does (with --fill: the text and each mask's candidates); for a "
+        "fine-tuned model as pipeline('text-classification'), ('token-classification') or ('question-answering')",
     )
     predict.add_argument("--fill", action="store_true", help="fill masks one by one, most confident first")
+    predict.add_argument("--pair", metavar="TEXT2", help="the second text, for a classifier fine-tuned on pairs")
+    predict.add_argument("--question", metavar="Q", help="the question, for a question-answering model")
+    predict.add_argument(
+        "--aggregation",
+        choices=AGGREGATIONS,
+        help="a tagger's --json: its entities (simple, the default) or every tagged token (none), as the "
+        "pipeline's aggregation_strategy",
+    )
     predict.add_argument(
         "--device", type=_device, default="cpu", help=f"where to predict: {_listed(DEVICES)} (default cpu)"
     )
-    predict.set_defaults(run=_deferred("mlm_studio.headless", "predict"))
+    predict.set_defaults(run=_deferred("mlm_studio.try_command", "predict"))
 
     evaluate = commands.add_parser(
         "evaluate", help="where a model is right and wrong on held-out text, and whether it helps a labelled task"

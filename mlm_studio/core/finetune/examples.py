@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tokenizers import processors
+from tokenizers import Encoding, processors
 
 from mlm_studio.core.data.masking import IGNORE_INDEX
 from mlm_studio.core.data.tokenizer import MLMTokenizer
@@ -117,6 +117,12 @@ def encode_examples(
 def encode_texts(tokenizer: MLMTokenizer, texts: tuple[str, ...], limit: int) -> tuple[list[int], list[int], bool]:
     """A text or a pair as the tokenizer's post-processor lays it out, in at most `limit` ids (the longer text
     cut first, as `transformers`' "longest_first"): (ids, segment ids, whether a text was cut)."""
+    encoding, cut = lay_out(tokenizer, texts, limit)
+    return encoding.ids, encoding.type_ids, cut
+
+
+def lay_out(tokenizer: MLMTokenizer, texts: tuple[str, ...], limit: int) -> tuple[Encoding, bool]:
+    """As `encode_texts`, the whole encoding (offsets and special-token mask too) and whether a text was cut."""
     processor = tokenizer.backend.post_processor or bert_layout(tokenizer)
     parts = [tokenizer.backend.encode(text, add_special_tokens=False) for text in texts]
     room = limit - processor.num_special_tokens_to_add(len(parts) == 2)
@@ -125,8 +131,7 @@ def encode_texts(tokenizer: MLMTokenizer, texts: tuple[str, ...], limit: int) ->
     for part, length, kept in zip(parts, lengths, keep, strict=True):
         if kept < length:
             part.truncate(kept)
-    laid_out = processor.process(parts[0], parts[1] if len(parts) == 2 else None, True)
-    return laid_out.ids, laid_out.type_ids, keep != lengths
+    return processor.process(parts[0], parts[1] if len(parts) == 2 else None, True), keep != lengths
 
 
 def bert_layout(tokenizer: MLMTokenizer) -> processors.PostProcessor:

@@ -143,6 +143,18 @@ def _columns(path: Path, kind: str, task: str, given: Columns | None) -> Columns
     return Columns(text, label, pair)
 
 
+def pair_column(path: Path, columns: dict | None = None) -> str:
+    """The second-text column a classification file has (by the `columns` given, else by its header's usual
+    names), "" for texts alone; read from its header only."""
+    given = Columns(**columns) if columns else None
+    if given is not None and given.pair:
+        return given.pair
+    try:
+        return _columns(path, kind_of(path), "classification", given).pair
+    except SourceSkipped as exc:
+        raise TaskError(f"{path.name}: {exc}") from None
+
+
 def column_names(path: Path, kind: str) -> list[str]:
     """The column names of a table file: its header, its first JSON object's keys, its schema."""
     if kind in ("parquet", "arrow"):

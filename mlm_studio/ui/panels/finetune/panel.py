@@ -54,6 +54,7 @@ from mlm_studio.ui.panels.finetune.subjects import (
     run_subject,
     shown_run_line,
 )
+from mlm_studio.ui.panels.finetune.try_it import TryItView
 from mlm_studio.ui.run_export import RunExporter
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING, TrainingController
@@ -115,6 +116,8 @@ class FinetunePanel(QWidget):
         self.runs.resume_button.clicked.connect(lambda: self.resume(self.runs.selected()))
         # one tab area under the form: the curves take all its height while training, the results after
         self.results = ResultsView(self.curves)
+        self.try_it = TryItView()  # the run the single-run tabs show, answering a text typed in
+        self.results.addTab(self.try_it, "Try it")
         self.results.addTab(self.comparison, "Comparison")
         self.results.addTab(self.runs, "Runs")
         self.results.setCurrentIndex(0)
@@ -216,6 +219,7 @@ class FinetunePanel(QWidget):
         self._launch(prepare, f"Resuming {path.name}…")
         self.run_path = path
         self.results.set_subject(run_subject(path))
+        self.try_it.set_run(path)
 
     def _launch(self, prepare, message: str, compare_root: Path | None = None) -> None:
         self._show_nothing()
@@ -234,6 +238,7 @@ class FinetunePanel(QWidget):
         self.results.set_subject(subject)
         self.curves.setCurrentWidget(self.hint)
         self.test, self.run_path, self.compare_root = None, None, None
+        self.try_it.set_run(None)
 
     def show_run(self, path: Path) -> None:
         """A fine-tuning run's curves and test scores, read from its folder, and then its mistakes; each tab and the
@@ -249,6 +254,7 @@ class FinetunePanel(QWidget):
         self.plots.load(records)
         self.curves.setCurrentWidget(self.plots if records else self.hint)
         self.run_path, self.test = path, test
+        self.try_it.set_run(path)
         total = next((r.get("total_steps") for r in reversed(records) if r.get("type") == "started"), None)
         reached = max((r.get("step", 0) for r in records), default=0)
         self.progress_bar.setRange(0, max(total or reached, 1))
@@ -328,6 +334,7 @@ class FinetunePanel(QWidget):
                 self._refresh_comparison()
         elif isinstance(record, CheckpointRecord):
             self.form.refresh_models()
+            self.try_it.refresh()  # the run's best weights may be these
 
     def _on_started(self, item, record) -> None:
         """A run began (a comparison's next contender or seed): the single-run tabs are its from now on."""
@@ -338,6 +345,7 @@ class FinetunePanel(QWidget):
             self.compare_started += 1
         subject = contender_subject(item, self.run_path) if isinstance(item, Said) else run_subject(self.run_path)
         self.results.set_subject(subject)
+        self.try_it.set_run(self.run_path)
         self.progress_bar.setRange(0, record.total_steps)
         self._say(f"{self._who(item)}Fine-tuning {self.run_path.name}")
 
