@@ -322,7 +322,7 @@ def evaluate(args) -> int:
     from mlm_studio.core.finetune.labelled import TaskError
 
     try:
-        task = read_task(args.task, args.text_column, args.label_column) if args.task is not None else None
+        task = read_task(args.task, args.text_column, args.label_column, Status()) if args.task is not None else None
         if task is not None and task.report.noteworthy:
             _print_report(task.report)
         corpus = load_corpus(list(args.corpus)) if args.corpus else None

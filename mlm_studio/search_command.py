@@ -40,7 +40,7 @@ def search(args) -> int:
                 for query in args.query
             ]
         if args.task is not None:
-            task = read_task(args.task, args.text_column, args.label_column)
+            task = read_task(args.task, args.text_column, args.label_column, Status())
             vectors = sentence_vectors(reader.encoder, reader.tokenizer, task.texts, args.layer, progress=Status())
             result["retrieval"] = retrieval_scores(vectors, task.labels, min(args.k, len(task.texts) - 1)).to_json()
     except (*USER_ERRORS, TaskError) as exc:

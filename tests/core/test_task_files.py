@@ -284,3 +284,29 @@ def test_both_arrow_formats_are_read_alike_by_fine_tuning_the_probe_and_search(t
     probed = read_task(path)
     assert tuned.texts == probed.texts == ["a river", "a bank", "the stream", "the loan"]
     assert tuned.labels == probed.labels == ["r", "m", "r", "m"]
+
+
+def test_reading_a_big_task_file_reports_how_far_it_is_and_stops_when_cancelled(tmp_path):
+    from mlm_studio.core.progress import Cancelled, Progress
+
+    path = tmp_path / "big.csv"
+    path.write_text("text,label\n" + "".join(f"text number {i},{'ab'[i % 2]}\n" for i in range(20_000)))
+    size = path.stat().st_size
+
+    class Recorded(Progress):
+        def __init__(self, cancel_at=None):
+            super().__init__()
+            self.reports, self.cancel_at = [], cancel_at
+
+        def report(self, done, total, message=""):
+            self.reports.append((done, total, message))
+            if self.cancel_at is not None and len(self.reports) >= self.cancel_at:
+                self.cancel()
+
+    recorded = Recorded()
+    assert len(read_task(path, progress=recorded).texts) == 20_000
+    done = [d for d, _, _ in recorded.reports]
+    assert len(done) == 5 and done == sorted(done) and 0 < done[-1] <= size  # every 4,096 rows
+    assert {(total, message) for _, total, message in recorded.reports} == {(size, "Reading big.csv")}
+    with pytest.raises(Cancelled):
+        read_task(path, progress=Recorded(cancel_at=2))

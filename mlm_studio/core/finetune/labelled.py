@@ -19,6 +19,7 @@ from mlm_studio.core.data.compressed import opened
 from mlm_studio.core.data.corpus import SourceReport
 from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_KINDS, kind_of, read_decoded, records, sniff_encoding
 from mlm_studio.core.data.rows import MAX_VALUE_CHARS, IssueLog, SourceSkipped, clipped, too_long
+from mlm_studio.core.progress import Progress
 
 ROW = "\0row"  # the key under which the reader gives each row's number
 # the names looked for, in order, when a column is not given
@@ -89,10 +90,15 @@ class LabelledFile:
 
 
 def read_labelled_file(
-    path: str | Path, task: str, columns: Columns | None = None, max_chars: int = MAX_VALUE_CHARS
+    path: str | Path,
+    task: str,
+    columns: Columns | None = None,
+    max_chars: int = MAX_VALUE_CHARS,
+    progress: Progress | None = None,
 ) -> LabelledFile:
     """The examples of a labelled file, each text kept up to `max_chars`; `columns` overrides the names found.
-    TaskError says why it cannot serve."""
+    A table's reading is reported to `progress` (and stops when it is cancelled). TaskError says why it cannot
+    serve."""
     path = Path(path)
     if path.is_dir():
         raise TaskError(f"{path}: a folder, not a labelled file; give the file itself")
@@ -109,7 +115,7 @@ def read_labelled_file(
             found = None
         elif kind in TABLE_KINDS:
             found = _columns(path, kind, task, columns)
-            (examples, issues), encoding, note = _table_examples(path, kind, task, found, max_chars)
+            (examples, issues), encoding, note = _table_examples(path, kind, task, found, max_chars, progress)
         else:
             raise TaskError(f"{path.name}: a labelled file for classification is {TABLE_FORMATS}")
     except SourceSkipped as exc:
@@ -181,7 +187,7 @@ def _bounded_lines(text: io.TextIOBase) -> Iterator[str]:
 
 
 def _table_examples(
-    path: Path, kind: str, task: str, columns: Columns, max_chars: int
+    path: Path, kind: str, task: str, columns: Columns, max_chars: int, progress: Progress | None = None
 ) -> tuple[tuple[list[Example], IssueLog], str, str]:
     """The examples and the rows left out, the encoding read and why it fell back ("" when it did not)."""
     if task == "classification":
@@ -196,6 +202,8 @@ def _table_examples(
     def read(encoding: str, strict: bool) -> tuple[list[Example], IssueLog]:
         issues = IssueLog()
         rows = records(path, kind, encoding, types, issues, strict, nonempty=(columns.label,), number_as=ROW)
+        if progress is not None:
+            rows = _reported(rows, issues, path, progress)
         if task == "tokens":
             return [_tagged(path, row[ROW], row[columns.text], row[columns.label]) for row in rows], issues
         found = []
@@ -211,6 +219,19 @@ def _table_examples(
         return found, issues
 
     return read_decoded(path, read)
+
+
+def _reported(rows: Iterator[dict], issues: IssueLog, path: Path, progress: Progress) -> Iterator[dict]:
+    """`rows`, with how far into the file they are reported every `REPORT_ROWS` rows."""
+    size = path.stat().st_size
+    for number, row in enumerate(rows):
+        if number % REPORT_ROWS == 0:
+            progress.check()
+            progress.report(min(issues.position, size), size, f"Reading {path.name}")
+        yield row
+
+
+REPORT_ROWS = 4096  # rows read between two reports of progress
 
 
 def _tagged(path: Path, row: int, words: list, tags: list) -> Example:
