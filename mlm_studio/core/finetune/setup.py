@@ -21,6 +21,7 @@ from mlm_studio.core.data.corpus import ReadOptions
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.finetune.examples import encode_examples, stratified_split
 from mlm_studio.core.finetune.heads import TaskModel
+from mlm_studio.core.finetune.label_kind import LabelKind
 from mlm_studio.core.finetune.labelled import (
     Columns,
     LabelledFile,
@@ -242,7 +243,7 @@ def task_data(run: RunDir) -> TaskData:
                 f"are longer than the {limit} tokens the model reads and were cut, the first at row "
                 f"{part.truncated[0]} (words past the cut are not scored)"
             )
-    return TaskData(task["labels"], train, validation, test, tuple(notes))
+    return TaskData(task["labels"], train, validation, test, LabelKind(task["labels"]), tuple(notes))
 
 
 def with_finetuning_precision(config: RunConfig) -> RunConfig:
