@@ -107,7 +107,7 @@ def encode_examples(
 def encode_texts(tokenizer: MLMTokenizer, texts: tuple[str, ...], limit: int) -> tuple[list[int], list[int], bool]:
     """A text or a pair as the tokenizer's post-processor lays it out, in at most `limit` ids (the longer text
     cut first, as `transformers`' "longest_first"): (ids, segment ids, whether a text was cut)."""
-    processor = tokenizer.backend.post_processor or _bert_layout(tokenizer)
+    processor = tokenizer.backend.post_processor or bert_layout(tokenizer)
     parts = [tokenizer.backend.encode(text, add_special_tokens=False) for text in texts]
     room = limit - processor.num_special_tokens_to_add(len(parts) == 2)
     lengths = [len(part.ids) for part in parts]
@@ -119,7 +119,7 @@ def encode_texts(tokenizer: MLMTokenizer, texts: tuple[str, ...], limit: int) ->
     return laid_out.ids, laid_out.type_ids, keep != lengths
 
 
-def _bert_layout(tokenizer: MLMTokenizer) -> processors.PostProcessor:
+def bert_layout(tokenizer: MLMTokenizer) -> processors.PostProcessor:
     """BERT's layout with the tokenizer's own classification and separator tokens, for a tokenizer without one."""
     cls, sep = tokenizer.specials.cls, tokenizer.specials.sep
     return processors.TemplateProcessing(

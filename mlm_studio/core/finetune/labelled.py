@@ -125,7 +125,7 @@ def _columns(path: Path, kind: str, task: str, given: Columns | None) -> Columns
         raise TaskError(f"{path.name}: the text and label columns must differ, not both '{clipped(given.text, 40)}'")
     if given is not None and given.text and given.label:
         return given
-    names = _column_names(path, kind)
+    names = column_names(path, kind)
     text_names, label_names = (TEXT_NAMES, LABEL_NAMES) if task == "classification" else (WORD_NAMES, TAG_NAMES)
     text = (given.text if given else "") or next((n for n in text_names if n in names), "")
     label = (given.label if given else "") or next((n for n in label_names if n in names and n != text), "")
@@ -141,7 +141,7 @@ def _columns(path: Path, kind: str, task: str, given: Columns | None) -> Columns
     return Columns(text, label, pair)
 
 
-def _column_names(path: Path, kind: str) -> list[str]:
+def column_names(path: Path, kind: str) -> list[str]:
     """The column names of a table file: its header, its first JSON object's keys, its schema."""
     if kind in ("parquet", "arrow"):
         import pyarrow as pa
