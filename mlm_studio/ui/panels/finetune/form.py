@@ -31,7 +31,11 @@ from mlm_studio.ui.widgets.model_choice import model_combo, model_entries, refil
 from mlm_studio.ui.workspace import Workspace
 
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(FinetuneOptions)}
-KIND_LABELS = {"classification": "classification (a label per text)", "tokens": "tokens (a tag per word: NER)"}
+KIND_LABELS = {
+    "classification": "classification (a label per text)",
+    "tokens": "tokens (a tag per word: NER)",
+    "qa": "question answering (a span of the context)",
+}
 TASK_FILES = f"Labelled files ({' '.join('*' + s for s in (*TABLE_SUFFIXES, '.conll', '.txt'))});;All files (*)"
 
 
