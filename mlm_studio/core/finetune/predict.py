@@ -8,11 +8,18 @@ from pathlib import Path
 
 import torch
 
+from mlm_studio.core.finetune.answers import best_spans
 from mlm_studio.core.finetune.examples import encode_texts, first_pieces, word_pieces
 from mlm_studio.core.finetune.heads import TaskModel
+from mlm_studio.core.finetune.labelled import TaskError
+from mlm_studio.core.finetune.qa.data import QAExample
+from mlm_studio.core.finetune.qa.features import qa_features
+from mlm_studio.core.finetune.qa_task import question_room
 from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights
 from mlm_studio.core.storage.run_folder import TASK, RunDir
+
+ANSWER_BATCH = 16  # windows of a long context read at once
 
 
 class FineTuned:
@@ -61,3 +68,33 @@ class FineTuned:
             if first:
                 tags[word] = self.labels[label]
         return tags
+
+    @torch.no_grad()
+    def answer(self, question: str, context: str, top_k: int = 1, handle_impossible_answer: bool = False) -> list[dict]:
+        """The `top_k` best answers to `question` in `context` as `transformers`' question-answering pipeline gives
+        them ({"score", "start", "end", "answer"}, best first): the context read in windows overlapping by the
+        run's document stride, answers of at most its longest answer's tokens; "no answer" ("" at 0) among them
+        with `handle_impossible_answer`."""
+        task = self.run.task
+        if task["task"] != "qa":
+            raise TaskError(f"{self.run.name} was fine-tuned for {task['task']}, not question answering")
+        if not question.strip() or not context.strip():
+            raise TaskError("give a question and the context its answer is in")
+        example = QAExample("question", question.strip(), context, (), 0)
+        features = qa_features(self.tokenizer, [example], self.limit, task["doc_stride"], question_room(self.limit))
+        windows = []
+        for first in range(0, len(features), ANSWER_BATCH):
+            rows = range(first, min(first + ANSWER_BATCH, len(features)))
+            length = max(len(features.ids[i]) for i in rows)
+            ids = torch.full((len(rows), length), self.tokenizer.pad_id, dtype=torch.long)
+            mask, types = torch.zeros_like(ids), torch.zeros_like(ids)
+            for row, i in enumerate(rows):
+                n = len(features.ids[i])
+                ids[row, :n], mask[row, :n] = torch.from_numpy(features.ids[i]), 1
+                types[row, :n] = torch.from_numpy(features.types[i])
+            logits = self.model(ids, mask, types).float().numpy()  # (B, L, 2)
+            for row, i in enumerate(rows):
+                n = len(features.ids[i])
+                windows.append((logits[row, :n, 0], logits[row, :n, 1], features.offsets[i]))
+        spans = best_spans(windows, top_k, task["max_answer_length"], handle_impossible_answer)
+        return [span.as_pipeline(context) for span in spans]
