@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.data.tokenizer import MLMTokenizer, batches
 from mlm_studio.core.finetune.examples import bert_layout
 from mlm_studio.core.finetune.qa.data import QAExample
 
 NO_ANSWER = 0  # the position that stands for "no answer here": the first token, [CLS] or <s>
+CONTEXTS_AT_ONCE = 256  # contexts encoded together
 
 
 @dataclass(frozen=True)
@@ -25,13 +26,20 @@ class QAFeatures:
 
     ids: list[np.ndarray]  # each (T,) int64
     types: list[np.ndarray]  # each (T,) int64: the segment of each id
-    offsets: list[list[tuple[int, int] | None]]  # each token's characters in its context; None outside it
+    spans: list[np.ndarray]  # each (T, 2) int64: each token's characters [start, end) in its context; -1 outside it
+    words: list[np.ndarray]  # each (T,) int64: each token's word in its context (as the pre-tokenizer splits); -1
     example: np.ndarray  # (windows,) int64: the index of the example each window belongs to
     start: np.ndarray  # (windows,) int64: the answer's first token in the window, or NO_ANSWER
     end: np.ndarray  # (windows,) int64: the answer's last token in the window, or NO_ANSWER
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    @property
+    def offsets(self) -> list[list[tuple[int, int] | None]]:
+        """Each window's tokens' characters in the context, None for a token outside it (as `transformers`'
+        question-answering recipe keeps them for decoding)."""
+        return [[None if a < 0 else (int(a), int(b)) for a, b in spans] for spans in self.spans]
 
 
 @dataclass(frozen=True)
@@ -89,16 +97,17 @@ def qa_features(
     layout = pair_layout(tokenizer)
     backend = tokenizer.backend
     questions = backend.encode_batch([e.question for e in examples], add_special_tokens=False)
-    contexts = {text: None for text in (e.context for e in examples)}  # each context encoded once
-    for text, encoding in zip(contexts, backend.encode_batch(list(contexts), add_special_tokens=False)):
-        contexts[text] = (np.asarray(encoding.ids, dtype=np.int64), np.asarray(encoding.offsets, dtype=np.int64))
-    before, between, after = (
-        np.asarray(part, dtype=np.int64) for part in (layout.before, layout.between, layout.after)
-    )
-    ids, types, offsets, owner, starts, ends = [], [], [], [], [], []
+    contexts: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # each context encoded once
+    for batch in batches(dict.fromkeys(e.context for e in examples), CONTEXTS_AT_ONCE):
+        for text, encoding in zip(batch, backend.encode_batch(batch, add_special_tokens=False)):
+            words = [-1 if word is None else word for word in encoding.word_ids]
+            as_arrays = (encoding.ids, np.reshape(encoding.offsets, (-1, 2)), words)
+            contexts[text] = tuple(np.asarray(values, dtype=np.int64) for values in as_arrays)
+    before, between, after = (np.asarray(p, dtype=np.int64) for p in (layout.before, layout.between, layout.after))
+    ids, types, spans, words, owner, starts, ends = [], [], [], [], [], [], []
     for index, (example, question) in enumerate(zip(examples, questions)):
         question_ids = np.asarray(question.ids[:max_question], dtype=np.int64)
-        context_ids, spans = contexts[example.context]
+        context_ids, context_spans, context_words = contexts[example.context]
         room = max_length - layout.added - len(question_ids)
         head = np.concatenate([before, question_ids, between])
         head_types = np.asarray(
@@ -106,18 +115,21 @@ def qa_features(
         )
         for first, last in windows(len(context_ids), room, stride):
             ids.append(np.concatenate([head, context_ids[first:last], after]))
-            types.append(
-                np.concatenate(
-                    [head_types, np.full(last - first, layout.context_type, dtype=np.int64), layout.types[2]]
-                ).astype(np.int64)
-            )
-            offsets.append([None] * len(head) + [(int(a), int(b)) for a, b in spans[first:last]] + [None] * len(after))
-            found = answer_tokens(example, spans[first:last])
+            segment = np.full(last - first, layout.context_type, dtype=np.int64)
+            types.append(np.concatenate([head_types, segment, np.asarray(layout.types[2], dtype=np.int64)]))
+            spans.append(np.concatenate([_outside(len(head), 2), context_spans[first:last], _outside(len(after), 2)]))
+            words.append(np.concatenate([_outside(len(head)), context_words[first:last], _outside(len(after))]))
+            found = answer_tokens(example, context_spans[first:last])
             starts.append(NO_ANSWER if found is None else found[0] + len(head))
             ends.append(NO_ANSWER if found is None else found[1] + len(head))
             owner.append(index)
     as_array = lambda values: np.asarray(values, dtype=np.int64)  # noqa: E731
-    return QAFeatures(ids, types, offsets, as_array(owner), as_array(starts), as_array(ends))
+    return QAFeatures(ids, types, spans, words, as_array(owner), as_array(starts), as_array(ends))
+
+
+def _outside(tokens: int, *shape: int) -> np.ndarray:
+    """-1 for `tokens` tokens outside the context (special tokens and the question)."""
+    return np.full((tokens, *shape), -1, dtype=np.int64)
 
 
 def windows(tokens: int, room: int, stride: int) -> list[tuple[int, int]]:
