@@ -8,11 +8,11 @@ from pathlib import Path
 
 import torch
 
-from mlm_studio.core.finetune.answers import best_spans
 from mlm_studio.core.finetune.examples import encode_texts, first_pieces, word_pieces
 from mlm_studio.core.finetune.heads import TaskModel
 from mlm_studio.core.finetune.labelled import TaskError
 from mlm_studio.core.finetune.qa.data import QAExample
+from mlm_studio.core.finetune.qa.decoding import best_answers
 from mlm_studio.core.finetune.qa.features import qa_features
 from mlm_studio.core.finetune.qa_task import question_room
 from mlm_studio.core.finetune.tuner import BEST
@@ -73,8 +73,8 @@ class FineTuned:
     def answer(self, question: str, context: str, top_k: int = 1, handle_impossible_answer: bool = False) -> list[dict]:
         """The `top_k` best answers to `question` in `context` as `transformers`' question-answering pipeline gives
         them ({"score", "start", "end", "answer"}, best first): the context read in windows overlapping by the
-        run's document stride, answers of at most its longest answer's tokens; "no answer" ("" at 0) among them
-        with `handle_impossible_answer`."""
+        run's document stride, answers of at most its longest answer's tokens widened to whole words; "no
+        answer" ("" at 0) among them with `handle_impossible_answer`."""
         task = self.run.task
         if task["task"] != "qa":
             raise TaskError(f"{self.run.name} was fine-tuned for {task['task']}, not question answering")
@@ -82,7 +82,7 @@ class FineTuned:
             raise TaskError("give a question and the context its answer is in")
         example = QAExample("question", question.strip(), context, (), 0)
         features = qa_features(self.tokenizer, [example], self.limit, task["doc_stride"], question_room(self.limit))
-        windows = []
+        starts, ends = [], []
         for first in range(0, len(features), ANSWER_BATCH):
             rows = range(first, min(first + ANSWER_BATCH, len(features)))
             length = max(len(features.ids[i]) for i in rows)
@@ -93,8 +93,15 @@ class FineTuned:
                 ids[row, :n], mask[row, :n] = torch.from_numpy(features.ids[i]), 1
                 types[row, :n] = torch.from_numpy(features.types[i])
             logits = self.model(ids, mask, types).float().numpy()  # (B, L, 2)
-            for row, i in enumerate(rows):
-                n = len(features.ids[i])
-                windows.append((logits[row, :n, 0], logits[row, :n, 1], features.offsets[i]))
-        spans = best_spans(windows, top_k, task["max_answer_length"], handle_impossible_answer)
-        return [span.as_pipeline(context) for span in spans]
+            starts += [logits[row, :, 0] for row in range(len(rows))]
+            ends += [logits[row, :, 1] for row in range(len(rows))]
+        found = best_answers(
+            [example],
+            features,
+            starts,
+            ends,
+            max_answer_length=task["max_answer_length"],
+            allow_impossible=handle_impossible_answer,
+            top_k=top_k,
+        )[0]
+        return [answer.as_pipeline() for answer in found]

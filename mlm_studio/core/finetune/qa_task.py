@@ -55,15 +55,10 @@ def windows_of(tokenizer: MLMTokenizer, examples: list[QAExample], limit: int, s
 
 
 def read_qa_task(train: Path, validation: Path | None, test: Path | None) -> list[QAFile]:
-    """The question-answering files read and checked: training questions with an answer somewhere, unless the
-    file says questions may have none (SQuAD v2.0)."""
+    """The question-answering files read and checked (`qa/data.py`)."""
     if (validation is None) != (test is None):
         raise TaskError("give both a validation and a test file, or neither (then the training file is split)")
-    files = [read_qa_file(p) for p in (train, validation, test) if p is not None]
-    first = files[0]
-    if all(example.impossible for example in first.examples) and not first.has_impossible:
-        raise TaskError(f"{first.path.name}: no question has an answer; there is nothing to learn")
-    return files
+    return [read_qa_file(p) for p in (train, validation, test) if p is not None]
 
 
 def context_split(examples: list[QAExample], seed: int) -> tuple[list[int], list[int], list[int]]:
