@@ -18,7 +18,7 @@ from mlm_studio.core.config.sections import ModelConfig, TokenizerConfig
 from mlm_studio.core.data.formats import TABLE_KINDS, TABLE_SUFFIXES, kind_of
 from mlm_studio.core.data.tokenizer import train_tokenizer
 from mlm_studio.core.evaluation.task_probe import probe_task, read_task
-from mlm_studio.core.finetune.labelled import TaskError
+from mlm_studio.core.finetune.labelled import TaskError, read_labelled_file
 from mlm_studio.core.models.build import build_model
 
 TEXTS = ["The river flows, muddy.", "Rates rise at the bank.", "Fish swim «upstream».", "Le prêt coûte cher."]
@@ -64,6 +64,13 @@ def test_parquet_and_arrow_take_their_columns_and_numeric_labels(tmp_path):
     for name in ("reviews.parquet", "reviews.arrow"):
         task = read_task(tmp_path / name, "body", "stars")
         assert (task.texts, task.labels) == (TEXTS, ["5", "1", "5", "1"]), name
+
+
+def test_a_tagging_task_reads_its_tokens_and_tags_from_parquet_lists(tmp_path):
+    words, tags = [["Chopin", "left", "Warsaw"], ["Paris"]], [["B-PER", "O", "B-LOC"], ["B-LOC"]]
+    pq.write_table(pa.table({"tokens": words, "tags": tags}), tmp_path / "ner.parquet", row_group_size=1)
+    examples = read_labelled_file(tmp_path / "ner.parquet", "tokens").examples
+    assert [(list(e.inputs), list(e.labels)) for e in examples] == list(zip(words, tags))
 
 
 def test_malformed_lines_are_reported_by_number_and_the_rest_is_used(tmp_path):

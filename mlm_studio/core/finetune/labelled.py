@@ -151,7 +151,11 @@ def column_names(path: Path, kind: str) -> list[str]:
             if kind == "parquet":
                 return list(pq.ParquetFile(path).schema_arrow.names)
             with pa.memory_map(str(path)) as source:
-                return list(pa.ipc.open_file(source).schema.names)
+                try:
+                    return list(pa.ipc.open_file(source).schema.names)
+                except pa.ArrowInvalid:
+                    source.seek(0)
+                    return list(pa.ipc.open_stream(source).schema.names)  # as `datasets.save_to_disk` writes
         except pa.ArrowException as exc:
             raise SourceSkipped(f"not a readable {kind} file ({clipped(str(exc), 200)})") from None
     with opened(path) as (raw, _):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mlm_studio.core.data.compressed import COMPRESSIONS, damage_errors, opened
 from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_KINDS, kind_of, read_decoded, records, sniff_encoding
-from mlm_studio.core.data.rows import IssueLog, SourceSkipped, clipped
+from mlm_studio.core.data.rows import LONE_SURROGATE, IssueLog, SourceSkipped, clipped
 from mlm_studio.core.finetune.labelled import ROW, TaskError, column_names
 
 MAX_JSON_BYTES = 256 << 20  # a SQuAD JSON file is read whole: SQuAD v2.0's training file is 42 MB
@@ -131,8 +131,7 @@ def _squad_examples(path: Path, document) -> list[QAExample]:
         paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
         if not isinstance(paragraphs, list):
             raise TaskError(f'{path.name}, article {a}: no list of "paragraphs"; not SQuAD JSON')
-        title = article.get("title", "")
-        title = title if isinstance(title, str) else str(title)
+        title = _text(article.get("title", ""))
         for p, paragraph in enumerate(paragraphs, start=1):
             where = f"article {a}, paragraph {p}"
             if not isinstance(paragraph, dict) or not isinstance(paragraph.get("qas"), list):
@@ -144,15 +143,15 @@ def _squad_examples(path: Path, document) -> list[QAExample]:
                 row = len(examples) + 1
                 if not isinstance(qa, dict):
                     raise TaskError(f"{path.name}, {where}: question {row} is not an object; not SQuAD JSON")
-                identifier = qa.get("id", f"row {row}")
-                name = f"{path.name}, id {clipped(str(identifier))}"
+                identifier = _text(qa.get("id", f"row {row}"))
+                name = f"{path.name}, id {clipped(identifier)}"
                 impossible = qa.get("is_impossible", False)
                 answers = _answers(name, qa.get("answers", []))
                 if impossible is True and answers:
                     raise TaskError(
                         f"{name}: marked is_impossible but with answers; leave its answers empty, or unmark it"
                     )
-                example = QAExample(str(identifier), _question(name, qa.get("question")), context, answers, row, title)
+                example = QAExample(identifier, _question(name, qa.get("question")), context, answers, row, title)
                 examples.append(_checked(name, example))
     return examples
 
@@ -175,11 +174,11 @@ def _table(path: Path) -> tuple[tuple[list[QAExample], IssueLog], str, str]:
         issues, examples = IssueLog(), []
         for record in records(path, kind, encoding, types, issues, strict, number_as=ROW):
             row = record[ROW]
-            identifier = str(record.get("id", f"row {row}"))
+            identifier = _text(record.get("id", f"row {row}"))
             name = f"{path.name}, row {row}" + (f" (id {clipped(identifier)})" if "id" in record else "")
             answers = _answers(name, _datasets_answers(name, record["answers"]))
             question = _question(name, record["question"])
-            example = QAExample(identifier, question, record["context"], answers, row, str(record.get("title", "")))
+            example = QAExample(identifier, question, record["context"], answers, row, _text(record.get("title", "")))
             examples.append(_checked(name, example))
         return examples, issues
 
@@ -229,11 +228,18 @@ def _question(name: str, question) -> str:
     return question.strip()
 
 
+def _text(value) -> str:
+    """An id or a title as text, an escape of no character (such as \\ud800) written as U+FFFD."""
+    return LONE_SURROGATE.sub("\ufffd", value if isinstance(value, str) else str(value))
+
+
 def _checked(name: str, example: QAExample) -> QAExample:
     """The example, if its context is not blank and each answer is where it says in its context."""
     context = example.context
     if not context.strip():
         raise TaskError(f"{name}: an empty context; give every question the text its answer is in")
+    if LONE_SURROGATE.search(example.question) or LONE_SURROGATE.search(context):
+        raise TaskError(f"{name}: its question or context holds an escape (such as \\ud800) of no character")
     for text, start in example.answers:
         if start < 0 or start + len(text) > len(context):
             raise TaskError(

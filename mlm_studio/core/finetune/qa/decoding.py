@@ -50,25 +50,26 @@ def best_answers(
     start_logits: list[np.ndarray],
     end_logits: list[np.ndarray],
     *,
-    n_best: int = 20,
     max_answer_length: int = 30,
     allow_impossible: bool = False,
     top_k: int = 1,
     align_to_words: bool = True,
 ) -> list[list[Answer]]:
     """Each example's `top_k` answers, best first, from every window's logits (each window's first `len(ids)`
-    logits are read; padding after them is ignored). `n_best` spans of each window are merged (at least `top_k`,
-    as the pipeline keeps); an example with no span that fits gets the empty answer."""
-    if min(n_best, max_answer_length, top_k) < 1:
-        raise ValueError(f"n_best {n_best}, max_answer_length {max_answer_length} and top_k {top_k} must be positive")
+    logits are read; padding after them is ignored): each window's `top_k` spans merged, as the pipeline merges
+    them (the same span may come from two windows); an example with no span that fits gets the empty answer."""
+    if min(max_answer_length, top_k) < 1:
+        raise ValueError(f"max_answer_length {max_answer_length} and top_k {top_k} must be positive")
     if not len(start_logits) == len(end_logits) == len(features):
         raise ValueError(f"{len(features)} windows but {len(start_logits)} and {len(end_logits)} rows of logits")
-    kept = max(n_best, top_k)
+    for row, ids in enumerate(features.ids):
+        if min(np.size(start_logits[row]), np.size(end_logits[row])) < len(ids):
+            raise ValueError(f"window {row} has {len(ids)} tokens but fewer logits")
     spans, null = [], np.empty(len(features))
     for first in range(0, len(features), _windows_at_once(features, max_answer_length)):
         rows = range(first, min(first + _windows_at_once(features, max_answer_length), len(features)))
         found, null[rows.start : rows.stop] = _best_spans(
-            features, rows, start_logits, end_logits, kept, max_answer_length
+            features, rows, start_logits, end_logits, top_k, max_answer_length
         )
         spans.append(found)
     found = _Spans(*(np.concatenate([getattr(s, name) for s in spans]) for name in ("window", "start", "end", "score")))
@@ -78,6 +79,7 @@ def best_answers(
     windows_of = np.split(np.arange(len(features)), np.searchsorted(features.example, range(1, len(examples))))
     answers = []
     for example, chosen, windows in zip(examples, by_example, windows_of):
+        chosen = chosen[np.argsort(-found.score[chosen], kind="stable")[:top_k]]  # ties: the earlier window first
         candidates = [
             _answer(example.context, features, int(found.window[i]), int(found.start[i]), int(found.end[i]),
                     float(found.score[i]), align_to_words)
@@ -127,8 +129,12 @@ def _best_spans(
     scores = (start_p * context)[:, :, None] * ends
     flat = scores.reshape(len(rows), -1)
     kept = min(kept, flat.shape[1])
-    best = np.argpartition(-flat, kept - 1, axis=1)[:, :kept]
-    best = np.take_along_axis(best, np.argsort(-np.take_along_axis(flat, best, axis=1), axis=1, kind="stable"), axis=1)
+    if kept == 1:
+        best = flat.argmax(axis=1)[:, None]
+    else:
+        best = np.argpartition(-flat, kept - 1, axis=1)[:, :kept]
+        order = np.argsort(-np.take_along_axis(flat, best, axis=1), axis=1, kind="stable")
+        best = np.take_along_axis(best, order, axis=1)
     best_scores = np.take_along_axis(flat, best, axis=1)
     window, rank = np.nonzero(best_scores > 0)  # a span outside the context scores 0
     token, length = np.divmod(best[window, rank], max_answer_length)
