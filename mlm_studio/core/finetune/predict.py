@@ -103,6 +103,5 @@ class FineTuned:
             max_answer_length=task["max_answer_length"],
             allow_impossible=handle_impossible_answer,
             top_k=top_k,
-            n_best=top_k,  # the pipeline keeps each window's `top_k` best spans
         )[0]
         return [answer.as_pipeline() for answer in found]

@@ -54,10 +54,16 @@ def main_score_name(task: str, labels: list[str] | tuple[str, ...]) -> str:
 def main_score(scores) -> float:
     """That score of `scores` (a Scores, or a validation or test record): answers' F1 or entity F1 where it was
     measured."""
-    answer_f1 = getattr(scores, "f1", None)
-    if answer_f1 is not None:
-        return answer_f1
-    return scores.entity_f1 if scores.entity_f1 is not None else scores.macro_f1
+    return getattr(scores, score_field(scores)[0])
+
+
+def score_field(record) -> tuple[str, str]:
+    """(field, name) of that score in a Scores or a validation or test record (or its dict): answers' F1 where it
+    was measured, else entity F1 where it was, else macro-F1."""
+    value = record.get if isinstance(record, dict) else lambda field: getattr(record, field, None)
+    if value("f1") is not None:
+        return "f1", ANSWER_F1
+    return ("entity_f1", ENTITY_F1) if value("entity_f1") is not None else ("macro_f1", MACRO_F1)
 
 
 def class_scores(true: np.ndarray, predicted: np.ndarray, labels: list[str]) -> Scores:

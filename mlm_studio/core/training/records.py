@@ -209,9 +209,11 @@ def _scores(record: ValidationRecord | TestRecord) -> str:
     return f"loss {record.loss:.4f}, accuracy {record.accuracy:.1%}, macro-F1 {record.macro_f1:.1%}{entity}"
 
 
-def answer_scores(record: ValidationRecord | TestRecord) -> str:
-    """A question-answering record's exact match and F1 (SQuAD's percentages), and SQuAD v2's split."""
-    said = f"exact match {_share(record.exact_match)}, F1 {_share(record.f1)}"
+def answer_scores(record: ValidationRecord | TestRecord, bold: bool = False) -> str:
+    """A question-answering record's exact match and F1 (SQuAD's percentages), and SQuAD v2's split; the first two
+    in bold (HTML) with `bold`."""
+    shown = (lambda said: f"<b>{said}</b>") if bold else (lambda said: said)
+    said = f"exact match {shown(_share(record.exact_match))}, F1 {shown(_share(record.f1))}"
     if record.has_answer_f1 is not None or record.no_answer_exact_match is not None:
         said += (
             f" (questions with an answer: exact {_share(record.has_answer_exact_match)}, F1 "

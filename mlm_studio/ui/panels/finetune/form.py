@@ -105,6 +105,12 @@ class FinetuneForm(QWidget):
         self.freeze_layers = self._number(
             QSpinBox(), "freeze_layers", (0, 128), "The embeddings and this many first layers stay as they are"
         )
+        self.doc_stride = self._number(
+            QSpinBox(), "doc_stride", (1, 8192), "Tokens two windows of a long context share"
+        )
+        self.max_answer_length = self._number(
+            QSpinBox(), "max_answer_length", (1, 8192), "Tokens of the longest answer the model gives"
+        )
         model_row = QHBoxLayout()
         model_row.addWidget(self.model_combo, 1)
         model_row.addWidget(self.folder_button)
@@ -131,8 +137,27 @@ class FinetuneForm(QWidget):
         recipe.addStretch(1)
         grid.addWidget(QLabel("Recipe"), 2, 0)
         grid.addLayout(recipe, 2, 1)
+        self.qa_row = self._qa_row()
+        grid.addWidget(self.qa_row, 3, 1)
+        self.kind_combo.currentIndexChanged.connect(self._on_kind_changed)
+        self._on_kind_changed()
         grid.setColumnStretch(1, 1)
         grid.setContentsMargins(0, 0, 0, 0)
+
+    def _qa_row(self) -> QWidget:
+        """Question answering's own settings, shown for that kind only."""
+        row = QWidget()
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for label, box in (("Document stride", self.doc_stride), ("Longest answer", self.max_answer_length)):
+            form = QFormLayout()
+            form.addRow(label, box)
+            layout.addLayout(form)
+        layout.addStretch(1)
+        return row
+
+    def _on_kind_changed(self) -> None:
+        self.qa_row.setVisible(self.kind_combo.currentData() == "qa")
 
     @staticmethod
     def _number(box, name: str, bounds: tuple, help_text: str):
@@ -187,6 +212,8 @@ class FinetuneForm(QWidget):
             epochs=self.epochs.value(),
             batch_size=self.batch_size.value(),
             freeze_layers=self.freeze_layers.value(),
+            doc_stride=self.doc_stride.value(),
+            max_answer_length=self.max_answer_length.value(),
         )
 
     def spec(self) -> str:
