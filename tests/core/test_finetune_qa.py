@@ -9,6 +9,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from mlm_studio.core.finetune.compare import compare
 from mlm_studio.core.finetune.labelled import TaskError
 from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.finetune.qa.data import read_qa_file
@@ -169,3 +170,9 @@ def test_a_question_answering_resume_is_exact(trained_run, tmp_path):
     assert all(torch.equal(a[name], b[name]) for name in a)
     tests = [next(r for r in records if isinstance(r, TestRecord)) for records in (straight, resumed)]
     assert (tests[0].exact_match, tests[0].f1) == (tests[1].exact_match, tests[1].f1)
+
+
+def test_a_comparison_of_question_answerers_is_refused_before_any_run(trained_run, squad_file, tmp_path):
+    with pytest.raises(TaskError, match="a comparison weighs classifiers and taggers"):
+        next(compare(str(trained_run.path), qa_options(squad_file), tmp_path / "compare", 1))
+    assert not (tmp_path / "compare").exists()

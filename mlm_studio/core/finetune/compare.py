@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
+from mlm_studio.core.finetune.labelled import TaskError
 from mlm_studio.core.finetune.scores import ENTITY_F1, MACRO_F1, main_score
 from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions, prepare_finetuner
 from mlm_studio.core.storage.files import atomic_write_json
@@ -73,6 +74,8 @@ def compare(
 ) -> Iterator[Said]:
     """Fine-tune each contender with seeds `options.seed`, +1, … (the split fixed by the first), each in its own
     run folder under `root` (a folder there already is resumed); every record, said by whom and with which seed."""
+    if options.task == "qa":
+        raise TaskError("a comparison weighs classifiers and taggers; fine-tune a question answerer on its own")
     everyone = contenders(spec)
     for seed in range(options.seed, options.seed + seeds):
         for contender in everyone:
