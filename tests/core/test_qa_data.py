@@ -216,10 +216,14 @@ def test_damaged_empty_and_non_squad_files_are_refused_naming_the_file(tmp_path)
     )
     assert refusal(tmp_path, {"data": []}) == "bad.json has no questions"
     (tmp_path / "empty.json").write_bytes(b"")
-    with pytest.raises(TaskError, match=r"empty.json: the file is empty; give SQuAD .json, or a table"):
+    with pytest.raises(
+        TaskError, match=r"empty.json: the file is empty; give SQuAD .json \(also compressed\), or a table"
+    ):
         read_qa_file(tmp_path / "empty.json")
     (tmp_path / "notes.txt").write_text("What? This.", encoding="utf-8")
-    with pytest.raises(TaskError, match=r"^notes.txt: a question-answering file is SQuAD .json, or a table"):
+    with pytest.raises(
+        TaskError, match=r"^notes.txt: a question-answering file is SQuAD .json \(also compressed\), or a table"
+    ):
         read_qa_file(tmp_path / "notes.txt")
     with pytest.raises(TaskError, match=r"a folder, not a question-answering file"):
         read_qa_file(tmp_path)

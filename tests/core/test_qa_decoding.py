@@ -171,6 +171,11 @@ def test_padding_after_a_window_is_ignored_and_mismatches_are_refused():
         best_answers([example], features, [start], [end], top_k=0)
 
 
+def test_no_examples_give_no_answers(tokenizers):
+    tokenizer, _ = tokenizers
+    assert best_answers([], qa_features(tokenizer, [], 64, 8, 16), [], []) == []
+
+
 def test_a_window_without_context_gives_the_empty_answer():
     features = features_of([window([])], [0])
     [answer] = best_answers([QAExample("q", "Which?", "\u200b", (), 1)], features, [np.zeros(4)], [np.zeros(4)])[0]

@@ -111,10 +111,12 @@ def test_features_equal_the_recipe_with_a_fast_tokenizer(tokenizers, data, strid
         expected = [context_type if s == 1 else t for t, s in zip(encoded["token_type_ids"][i], sequence)]
         assert features.types[i].tolist() == expected
         offsets = [tuple(o) if s == 1 else None for o, s in zip(encoded["offset_mapping"][i], sequence)]
-        if trims and main != i:  # RoBERTa's post-processor trims the white space off a first window's offsets
-            offsets = [o and trimmed(example.context, *o) for o in offsets]  # only: ours trims every window's
-        # it leaves a token of white space alone empty, after the space in a first window, before it in later
-        # ones: such a token is empty in both, wherever it is placed
+        if trims and main != i:
+            # RoBERTa's post-processor trims the spaces off the offsets of an example's first window only (the
+            # same `tokenizers` issue); ours trims every window's
+            offsets = [o and trimmed(example.context, *o) for o in offsets]
+        # a token of spaces alone is trimmed to no characters, placed after its spaces in a first window and
+        # before them in later ones: it is empty in both, wherever it is placed
         offsets = [m if r and m and r[0] == r[1] and m[0] == m[1] else r for m, r in zip(features.offsets[i], offsets)]
         assert features.offsets[i] == offsets
         walked = [o or (0, 0) for o in offsets]
@@ -130,6 +132,33 @@ def test_features_equal_the_recipe_with_a_fast_tokenizer(tokenizers, data, strid
             text, begin = example.answers[0]
             spans = features.spans[i]
             assert spans[features.start[i], 0] <= begin and spans[features.end[i], 1] >= begin + len(text)
+
+
+def test_every_answer_of_one_or_two_tokens_lands_as_the_recipe_puts_it_at_every_window_edge(tokenizers):
+    tokenizer, reference = tokenizers
+    context = "Chopin,  born in Żelazowa Wola (1810), left for Paris; 東京は日本の首都です。 naïve café!"
+    spans = tokenizer.backend.encode(context, add_special_tokens=False).offsets
+    answers = [(i, j) for i in range(len(spans)) for j in (i, i + 1) if j < len(spans) and spans[j][1] > spans[i][0]]
+    examples = [
+        QAExample(str(n), "Who left?", context, ((context[spans[i][0] : spans[j][1]], spans[i][0]),), n + 1)
+        for n, (i, j) in enumerate(answers)
+    ]
+    max_question = len(tokenizer.tokens("Who left?"))
+    max_length = max_question + pair_layout(tokenizer).added + 8  # 8 tokens of context a window, 3 shared
+    features = qa_features(tokenizer, examples, max_length, 3, max_question)
+    encoded = recipe_windows(reference, examples, max_length, 3)
+    assert features.example.tolist() == encoded["overflow_to_sample_mapping"]
+    edges, past = 0, 0
+    for i in range(len(features)):
+        sequence = encoded.sequence_ids(i)
+        context_tokens = [t for t, s in enumerate(sequence) if s == 1]
+        offsets = [tuple(o) for o in encoded["offset_mapping"][i]]
+        example = examples[features.example[i]]
+        start, end, past_context = recipe_positions(example, offsets, sequence, 0)
+        assert (features.start[i], features.end[i]) == (context_tokens[-1] if past_context else start, end)
+        edges += features.start[i] == context_tokens[0] or features.end[i] == context_tokens[-1]
+        past += past_context
+    assert edges > 20 and past > 5  # answers at windows' first and last tokens, some where the recipe walks past
 
 
 def test_windows_overlap_by_the_stride_and_the_last_reaches_the_end():

@@ -17,7 +17,7 @@ from mlm_studio.core.data.rows import LONE_SURROGATE, IssueLog, SourceSkipped, c
 from mlm_studio.core.finetune.labelled import ROW, TaskError, column_names
 
 MAX_JSON_BYTES = 256 << 20  # a SQuAD JSON file is read whole: SQuAD v2.0's training file is 42 MB
-QA_FORMATS = f"SQuAD .json, or a table with question, context and answers columns ({TABLE_FORMATS})"
+QA_FORMATS = f"SQuAD .json (also compressed), or a table with question, context and answers columns ({TABLE_FORMATS})"
 OPTIONAL_COLUMNS = ("id", "title")
 
 

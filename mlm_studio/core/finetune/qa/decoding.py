@@ -65,9 +65,12 @@ def best_answers(
     for row, ids in enumerate(features.ids):
         if min(np.size(start_logits[row]), np.size(end_logits[row])) < len(ids):
             raise ValueError(f"window {row} has {len(ids)} tokens but fewer logits")
+    if not examples:
+        return []
     spans, null = [], np.empty(len(features))
-    for first in range(0, len(features), _windows_at_once(features, max_answer_length)):
-        rows = range(first, min(first + _windows_at_once(features, max_answer_length), len(features)))
+    at_once = max(1, SCORES_AT_ONCE // (max(map(len, features.ids), default=1) * max_answer_length))
+    for first in range(0, len(features), at_once):
+        rows = range(first, min(first + at_once, len(features)))
         found, null[rows.start : rows.stop] = _best_spans(
             features, rows, start_logits, end_logits, top_k, max_answer_length
         )
@@ -90,11 +93,6 @@ def best_answers(
             candidates.append(Answer("", lowest_null, 0, 0))
         answers.append(sorted(candidates, key=lambda answer: answer.score, reverse=True)[:top_k])
     return answers
-
-
-def _windows_at_once(features: QAFeatures, max_answer_length: int) -> int:
-    longest = max((len(ids) for ids in features.ids), default=1)
-    return max(1, SCORES_AT_ONCE // (longest * max_answer_length))
 
 
 def _best_spans(

@@ -123,8 +123,8 @@ def qa_features(
             starts.append(NO_ANSWER if found is None else found[0] + len(head))
             ends.append(NO_ANSWER if found is None else found[1] + len(head))
             owner.append(index)
-    as_array = lambda values: np.asarray(values, dtype=np.int64)  # noqa: E731
-    return QAFeatures(ids, types, spans, words, as_array(owner), as_array(starts), as_array(ends))
+    owner, starts, ends = (np.asarray(values, dtype=np.int64) for values in (owner, starts, ends))
+    return QAFeatures(ids, types, spans, words, owner, starts, ends)
 
 
 def _outside(tokens: int, *shape: int) -> np.ndarray:
