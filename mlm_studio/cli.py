@@ -6,6 +6,7 @@ import argparse
 import importlib
 import io
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ from mlm_studio.core.config.sections import (
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
 from mlm_studio.core.finetune.tasks import COMPARE_SEEDS, FINETUNE_PRECISIONS, POOLINGS, TASKS
 from mlm_studio.core.models.registry import family_titles
+from mlm_studio.core.shown import shown
 from mlm_studio.terminal import INTERRUPTED, reason
 
 # how `train` and `finetune` end when the user stops them (their --help says it)
@@ -107,7 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--best", action="store_true", help="the checkpoint with the lowest validation loss")
     export.add_argument("--overwrite", action="store_true", help="replace an earlier export in OUT_DIR")
     export.set_defaults(run=_deferred("mlm_studio.headless", "export"))
+    for each in (parser, *commands.choices.values()):
+        each._negative_number_matcher = NEGATIVE_NUMBER
     return parser
+
+
+# What argparse takes for a negative number rather than an option: before Python 3.14 not "-1e-3", so `--lr -1e-3`
+# was refused as a missing value; every form of a number counts (the value's own check then says what is allowed).
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
 
 def _add_train(commands) -> None:
@@ -213,7 +222,7 @@ def _positive(text: str) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a whole number of at least 1")
     return value
 
 
@@ -324,13 +333,13 @@ def _setting(text: str) -> tuple[str, object]:
 
     key, equals, value = text.partition("=")
     if not equals or "." not in key:
-        raise argparse.ArgumentTypeError(f"{text!r}: write SECTION.FIELD=VALUE, e.g. training.learning_rate=1e-3")
+        raise argparse.ArgumentTypeError(f"{shown(text)}: write SECTION.FIELD=VALUE, e.g. training.learning_rate=1e-3")
     return key.strip(), value_from_text(value.strip())
 
 
 def _device(text: str) -> str:
     if not valid_device(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a device: write {_listed(DEVICES)}")
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a device: write {_listed(DEVICES)}")
     return text
 
 

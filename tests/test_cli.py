@@ -771,3 +771,52 @@ def test_evaluate_refuses_when_nothing_was_scored(encoder_only, tmp_path, capsys
     assert (
         "nothing was scored, as the held-out text (0 blocks) gave no masked position; give a larger corpus" in out.err
     )
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "optimizer.safetensors"])
+def test_a_resume_from_a_checkpoint_cut_short_is_refused_before_anything_is_written(tmp_path, small_run, name):
+    import shutil
+
+    run = RunDir(shutil.copytree(small_run, tmp_path / "run"))
+    latest = run.latest_checkpoint()
+    (latest / name).write_bytes((latest / name).read_bytes()[:-100])
+    written = {file: (run.path / file).read_bytes() for file in ("config.toml", "metrics.jsonl")}
+    code, _, err = cli("train", "--resume", str(run.path), "--max-steps", "8")
+    assert code == 1 and "Traceback" not in err and "resumed with" not in err
+    assert f"{latest.name}: {name} cannot be read (" in err and "delete this checkpoint folder to resume" in err
+    assert {file: (run.path / file).read_bytes() for file in written} == written
+
+
+@pytest.mark.parametrize(
+    ("setting", "where"),
+    [
+        ("family", "config"),  # a huge wrong value in a configuration file
+        ("preset", "config"),
+        ("masking.strategy", "set"),  # and on the command line
+        ("training.device", "set"),
+        ("key", "set"),  # a setting's name
+    ],
+)
+def test_a_huge_wrong_value_is_quoted_in_at_most_eighty_characters(tmp_path, corpus_file, capsys, setting, where):
+    value = "x\ny" * 40_000
+    if where == "config":
+        section = "[model]\n" if setting == "family" else ""
+        (tmp_path / "run.toml").write_text(f"{section}{setting} = {json.dumps(value)}\n", encoding="utf-8")
+        args = ["--config", str(tmp_path / "run.toml")]
+    else:
+        args = ["--set", f"training.{value}=1" if setting == "key" else f"{setting}={value}"]
+    code = main(["train", *args, "--corpus", str(corpus_file), "--out", str(tmp_path / "run"), "--max-steps", "1"])
+    err = capsys.readouterr().err
+    assert code in (1, 2) and "Traceback" not in err
+    assert len(err) < 600 and err.count("\n") == 1, err
+    [quoted] = [q for q in re.findall(r"'[^']*'", err) if "x\\ny" in q]
+    assert len(quoted) <= 80 and "..." in quoted, quoted
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("option", "value", "said"), [("--lr", "-1e-3", "-0.001"), ("--warmup", "-.5E+1", "-5.0")])
+def test_a_negative_number_in_any_form_is_a_value_and_its_own_check_refuses_it(tmp_path, capsys, option, value, said):
+    (tmp_path / "task.csv").write_text("text,label\na,b\nc,d\n")
+    assert main(["finetune", "model", "--task", str(tmp_path / "task.csv"), option, value]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"mlm-studio: {option} must be ") and err.endswith(f", not {said}\n")

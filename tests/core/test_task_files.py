@@ -267,3 +267,20 @@ def test_same_label_neighbours_are_scored_beside_the_probe_high_when_separable_a
         assert abs(recall_at_5 - (1 - 0.75**5)) <= tolerance
         assert abs(mrr - (1 / 3) * np.log(4)) <= tolerance
     assert set(separable.to_json()) >= {"recall_at_1", "recall_at_5", "mrr", "bag_of_words_mrr"}
+
+
+@pytest.mark.parametrize("arrow_format", ["stream", "file"])
+def test_both_arrow_formats_are_read_alike_by_fine_tuning_the_probe_and_search(tmp_path, arrow_format):
+    """`datasets.save_to_disk` writes Arrow's streaming format: fine-tuning (finding its columns) once refused it."""
+    from mlm_studio.core.finetune.labelled import read_labelled_file
+
+    table = pa.table({"text": ["a river", "a bank", "the stream", "the loan"], "label": ["r", "m", "r", "m"]})
+    path = tmp_path / "data.arrow"
+    with pa.OSFile(str(path), "wb") as sink:
+        writer = (pa.ipc.new_stream if arrow_format == "stream" else pa.ipc.new_file)(sink, table.schema)
+        with writer:
+            writer.write_table(table)
+    tuned = read_labelled_file(path, "classification")  # its columns found from the file's schema
+    probed = read_task(path)
+    assert tuned.texts == probed.texts == ["a river", "a bank", "the stream", "the loan"]
+    assert tuned.labels == probed.labels == ["r", "m", "r", "m"]

@@ -42,6 +42,17 @@ def columnar_records(path: Path, kind: str, wanted: Wanted, issues: IssueLog) ->
         raise SourceSkipped(f"not a readable {kind_name} file ({clipped(str(exc), 200)})") from exc
 
 
+def schema_names(path: Path, kind: str) -> list[str]:
+    """The column names of a Parquet or Arrow file (either of Arrow's formats), from its schema alone."""
+    import pyarrow as pa
+
+    try:
+        return list(_batches(path, kind, [])[1])
+    except (pa.ArrowException, OSError) as exc:
+        kind_name = "Parquet" if kind == "parquet" else "Arrow"
+        raise SourceSkipped(f"not a readable {kind_name} file ({clipped(str(exc), 200)})") from exc
+
+
 def _batches(path: Path, kind: str, columns: list[str]):
     """(record batches holding at least `columns`, the file's column names, its row count)."""
     import pyarrow as pa

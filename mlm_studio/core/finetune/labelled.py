@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlm_studio.core.data.columnar import schema_names
 from mlm_studio.core.data.compressed import opened
 from mlm_studio.core.data.corpus import SourceReport
 from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_KINDS, kind_of, read_decoded, records, sniff_encoding
@@ -144,20 +145,7 @@ def _columns(path: Path, kind: str, task: str, given: Columns | None) -> Columns
 def column_names(path: Path, kind: str) -> list[str]:
     """The column names of a table file: its header, its first JSON object's keys, its schema."""
     if kind in ("parquet", "arrow"):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        try:
-            if kind == "parquet":
-                return list(pq.ParquetFile(path).schema_arrow.names)
-            with pa.memory_map(str(path)) as source:
-                try:
-                    return list(pa.ipc.open_file(source).schema.names)
-                except pa.ArrowInvalid:
-                    source.seek(0)
-                    return list(pa.ipc.open_stream(source).schema.names)  # as `datasets.save_to_disk` writes
-        except pa.ArrowException as exc:
-            raise SourceSkipped(f"not a readable {kind} file ({clipped(str(exc), 200)})") from None
+        return schema_names(path, kind)
     with opened(path) as (raw, _):
         lines = _bounded_lines(io.TextIOWrapper(raw, encoding=sniff_encoding(path), errors="replace", newline=""))
         if kind == "jsonl":

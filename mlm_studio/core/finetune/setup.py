@@ -43,7 +43,7 @@ from mlm_studio.core.finetune.tuner import FineTuner, TaskData
 from mlm_studio.core.interop.hf import import_model
 from mlm_studio.core.models.build import build_trained, encoder_of
 from mlm_studio.core.models.registry import FAMILIES
-from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights, read_state
+from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights, read_state, require_readable
 from mlm_studio.core.storage.run_folder import RunDir, resolve_checkpoint
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.device import resolve_device
@@ -355,6 +355,8 @@ def resume_with(run: RunDir, train_examples: int, changes: dict[str, Any]) -> st
     before = run.config
     config = with_finetuning_precision(before.with_values(values, "the resumed settings"))
     checkpoint = run.latest_checkpoint()
+    if checkpoint is not None:
+        require_readable(checkpoint)
     state = read_state(checkpoint) if checkpoint is not None else {"step": 0, "stopped_early": False}
     total = config.steps_for(train_examples)
     longer = config.training.epochs != before.training.epochs

@@ -18,7 +18,7 @@ def model_card(run: RunDir, checkpoint: Path) -> str:
     m, family, tokenizer = config.model, FAMILIES[config.model.family], run.tokenizer
     try:
         sources, _ = run.corpus_sources()
-        corpus = ", ".join(s.name for s in sources[:10]) + (
+        corpus = ", ".join(_code(s.name) for s in sources[:10]) + (
             f" and {len(sources) - 10} more" if len(sources) > 10 else ""
         )
     except CheckpointError:
@@ -36,7 +36,7 @@ def model_card(run: RunDir, checkpoint: Path) -> str:
     start = ""
     if run.initial_weights is not None:
         source = run.origin.get("source", "an imported model")
-        start = f"Continued pre-training of `{Path(str(source)).name}`.\n\n"
+        start = f"Continued pre-training of {_code(Path(str(source)).name)}.\n\n"
     electra = config.training.objective == "electra"
     kind = (
         "An ELECTRA discriminator trained by replaced-token detection (its generator, a masked-LM "
@@ -50,7 +50,7 @@ pipeline_tag: {"token-classification" if electra else "fill-mask"}
 tags: [{m.family}, fill-mask, mlm-studio]
 ---
 
-# {run.name}
+# {_one_line(run.name)}
 
 {kind} trained with MLM Studio {__version__}: {m.num_hidden_layers} layers, hidden
 size {m.hidden_size}, {m.num_attention_heads} heads, a {tokenizer.kind} vocabulary
@@ -85,10 +85,32 @@ fill("The {tokenizer.specials.mask} of the list.")
 """)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a byte of a file name that is not UTF-8: made U+FFFD when written
+
+
+def _escaped(character: str) -> str:
+    return character.encode("unicode_escape").decode("ascii")
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    """`text` on one line: each character that is not printable (a line break in a file name) written as its
+    escape, cut to `limit` characters."""
+    text = "".join(c if c.isprintable() or _SURROGATE.match(c) else _escaped(c) for c in text)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
+
+
+def _code(text: str, limit: int = 80) -> str:
+    """`text` as Markdown inline code on one line, fenced by more backticks than it holds in a row."""
+    text = _one_line(text, limit)
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _writable(text: str) -> str:
     """`text` with each lone surrogate as U+FFFD: Python keeps the bytes of a file name that is not UTF-8 (a corpus
     file's, a run folder's) as surrogates, which a UTF-8 file cannot hold."""
-    return re.sub("[\ud800-\udfff]", "\ufffd", text)
+    return _SURROGATE.sub("\ufffd", text)
 
 
 # the `transformers` pipeline of each fine-tuning task
@@ -110,14 +132,14 @@ def classifier_card(run: RunDir, weights: Path, task: str, labels: list[str]) ->
         else "| test | not scored yet |\n"
     )
     pipeline = PIPELINES[task]
-    predicts = "" if task == "qa" else ": labels " + ", ".join(f"`{label}`" for label in labels)
+    predicts = "" if task == "qa" else ": labels " + ", ".join(_code(label) for label in labels)
     return _writable(f"""---
 library_name: transformers
 pipeline_tag: {pipeline}
 tags: [{family.model_type}, {pipeline}, mlm-studio]
 ---
 
-# {run.name}
+# {_one_line(run.name)}
 
 A {family.title} {pipeline.replace("-", " ")} model, fine-tuned and trained with MLM Studio {__version__}{predicts}.
 Exported from `{weights.name}` (step {state["step"]:,}).
