@@ -36,7 +36,9 @@ KIND_LABELS = {
     "tokens": "tokens (a tag per word: NER)",
     "qa": "question answering (a span of the context)",
 }
-TASK_FILES = f"Labelled files ({' '.join('*' + s for s in (*TABLE_SUFFIXES, '.conll', '.txt'))});;All files (*)"
+TASK_FILES = (
+    f"Labelled files ({' '.join('*' + s for s in (*TABLE_SUFFIXES, '.conll', '.txt', '.json'))});;All files (*)"
+)
 
 
 class NumberBox(QDoubleSpinBox):
@@ -91,7 +93,9 @@ class FinetuneForm(QWidget):
             "The chosen model's shape and tokenizer with fresh weights: the baseline that shows what pre-training adds"
         )
         self.task_edit = QLineEdit()
-        self.task_edit.setPlaceholderText("A labelled CSV/TSV/JSONL/Parquet file, or CoNLL columns for tokens")
+        self.task_edit.setPlaceholderText(
+            "A labelled CSV/TSV/JSONL/Parquet file, CoNLL columns for tokens, SQuAD .json for questions"
+        )
         self.task_button = QPushButton("Choose…")
         self.task_button.clicked.connect(self.choose_task_dialog)
         self.kind_combo = QComboBox()
