@@ -284,7 +284,11 @@ def _add_finetune(commands) -> None:
         "shape with fresh weights",
     )
     tune.add_argument(
-        "--task", type=Path, metavar="FILE", help=f"the labelled file: {TABLE_FORMATS}; for tokens also CoNLL"
+        "--task",
+        "--train",
+        type=Path,
+        metavar="FILE",
+        help=f"the labelled file: {TABLE_FORMATS}; for tokens also CoNLL; for qa SQuAD .json or a table",
     )
     tune.add_argument("--kind", choices=TASKS, help="what to predict (default classification)")
     tune.add_argument("--validation", type=Path, metavar="FILE", help="your own validation file (with --test)")
@@ -306,6 +310,12 @@ def _add_finetune(commands) -> None:
     tune.add_argument("--eval-every", type=int, metavar="STEPS", help="evaluate every STEPS (default: each epoch)")
     tune.add_argument("--max-length", type=int, metavar="TOKENS", help="cut examples to this many tokens")
     tune.add_argument("--pooling", choices=POOLINGS, help="ModernBERT's classifier: first token or mean")
+    tune.add_argument(
+        "--doc-stride", type=int, metavar="TOKENS", help="qa: tokens two windows of a long context share (default 128)"
+    )
+    tune.add_argument(
+        "--max-answer-length", type=int, metavar="TOKENS", help="qa: tokens of the longest answer (default 30)"
+    )
     tune.add_argument("--seed", type=int, help="split, head and order seed (default 0)")
     tune.add_argument("--device", type=_device, help=f"where to train: {_listed(DEVICES)} (default auto)")
     tune.add_argument(

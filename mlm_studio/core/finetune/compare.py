@@ -75,6 +75,8 @@ def compare(
 ) -> Iterator[Said]:
     """Fine-tune each contender with seeds `options.seed`, +1, … (the split fixed by the first), each in its own
     run folder under `root` (a folder there already is resumed); every record, said by whom and with which seed."""
+    if options.task == "qa":
+        raise TaskError("a comparison weighs classifiers and taggers; fine-tune a question answerer on its own")
     everyone = contenders(spec)
     for seed in range(options.seed, options.seed + seeds):
         for contender in everyone:

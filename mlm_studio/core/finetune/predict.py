@@ -20,9 +20,15 @@ from mlm_studio.core.finetune.pipeline_shapes import (
     tagged_tokens,
     word_tags,
 )
+from mlm_studio.core.finetune.qa.data import QAExample
+from mlm_studio.core.finetune.qa.decoding import best_answers
+from mlm_studio.core.finetune.qa.features import qa_features
+from mlm_studio.core.finetune.qa_task import question_room
 from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights
 from mlm_studio.core.storage.run_folder import TASK, RunDir
+
+ANSWER_BATCH = 16  # windows of a long context read at once
 
 
 class FineTuned:
@@ -71,6 +77,43 @@ class FineTuned:
             if first:
                 tags[word] = self.labels[label]
         return tags
+
+    @torch.no_grad()
+    def answer(self, question: str, context: str, top_k: int = 1, handle_impossible_answer: bool = False) -> list[dict]:
+        """The `top_k` best answers to `question` in `context` as `transformers`' question-answering pipeline gives
+        them ({"score", "start", "end", "answer"}, best first): the context read in windows overlapping by the
+        run's document stride, answers of at most its longest answer's tokens widened to whole words; "no
+        answer" ("" at 0) among them with `handle_impossible_answer`."""
+        task = self.run.task
+        if task["task"] != "qa":
+            raise TaskError(f"{self.run.name} was fine-tuned for {task['task']}, not question answering")
+        if not question.strip() or not context.strip():
+            raise TaskError("give a question and the context its answer is in")
+        example = QAExample("question", question.strip(), context, (), 0)
+        features = qa_features(self.tokenizer, [example], self.limit, task["doc_stride"], question_room(self.limit))
+        starts, ends = [], []
+        for first in range(0, len(features), ANSWER_BATCH):
+            rows = range(first, min(first + ANSWER_BATCH, len(features)))
+            length = max(len(features.ids[i]) for i in rows)
+            ids = torch.full((len(rows), length), self.tokenizer.pad_id, dtype=torch.long)
+            mask, types = torch.zeros_like(ids), torch.zeros_like(ids)
+            for row, i in enumerate(rows):
+                n = len(features.ids[i])
+                ids[row, :n], mask[row, :n] = torch.from_numpy(features.ids[i]), 1
+                types[row, :n] = torch.from_numpy(features.types[i])
+            logits = self.model(ids, mask, types).float().numpy()  # (B, L, 2)
+            starts += [logits[row, :, 0] for row in range(len(rows))]
+            ends += [logits[row, :, 1] for row in range(len(rows))]
+        found = best_answers(
+            [example],
+            features,
+            starts,
+            ends,
+            max_answer_length=task["max_answer_length"],
+            allow_impossible=handle_impossible_answer,
+            top_k=top_k,
+        )[0]
+        return [answer.as_pipeline() for answer in found]
 
     @property
     def kind(self) -> str:

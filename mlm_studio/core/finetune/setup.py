@@ -20,7 +20,8 @@ from mlm_studio.core.config.sections import MAX_SEED, DataConfig, ModelConfig, T
 from mlm_studio.core.data.corpus import ReadOptions
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.finetune.examples import copies_said, encode_examples, stratified_split, with_inside_tags
-from mlm_studio.core.finetune.heads import TaskModel
+from mlm_studio.core.finetune.heads import QA_LABELS, TaskModel
+from mlm_studio.core.finetune.label_kind import LabelKind
 from mlm_studio.core.finetune.labelled import (
     Columns,
     LabelledFile,
@@ -28,6 +29,14 @@ from mlm_studio.core.finetune.labelled import (
     check_known,
     check_labels,
     read_labelled_file,
+)
+from mlm_studio.core.finetune.qa_task import (
+    DOC_STRIDE,
+    MAX_ANSWER_LENGTH,
+    qa_split,
+    qa_task_data,
+    read_qa_task,
+    windows_of,
 )
 from mlm_studio.core.finetune.request import SCRATCH, request_of
 from mlm_studio.core.finetune.tasks import FINETUNE_PRECISIONS
@@ -70,6 +79,8 @@ RULES = {
     "seed": (lambda v: 0 <= v <= MAX_SEED, f"between 0 and {MAX_SEED:,}"),
     "split_seed": (lambda v: v is None or 0 <= v <= MAX_SEED, f"between 0 and {MAX_SEED:,}"),
     "precision": (lambda v: v in FINETUNE_PRECISIONS, f"one of {', '.join(FINETUNE_PRECISIONS)}"),
+    "doc_stride": (lambda v: 1 <= v <= 8192, "between 1 and 8,192 tokens"),
+    "max_answer_length": (lambda v: 1 <= v <= 8192, "between 1 and 8,192 tokens"),
 }
 
 
@@ -77,7 +88,7 @@ RULES = {
 class FinetuneOptions:
     """How to fine-tune; every value has a default from the published recipes (see the module)."""
 
-    task: str  # "classification" | "tokens"
+    task: str  # "classification" | "tokens" | "qa"
     train: Path
     validation: Path | None = None  # the user's own split; else a stratified 80/10/10 split of `train`
     test: Path | None = None
@@ -96,6 +107,8 @@ class FinetuneOptions:
     split_seed: int | None = None  # which examples are held out; None: `seed`
     device: str = "auto"
     precision: str = "auto"  # resolved when the run is created, as pre-training's (`with_resolved_precision`)
+    doc_stride: int = DOC_STRIDE  # question answering: tokens two windows of one context share
+    max_answer_length: int = MAX_ANSWER_LENGTH  # question answering: tokens of the longest answer
 
     def __post_init__(self) -> None:
         for field, (allowed, rule) in RULES.items():
@@ -150,9 +163,15 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions) -> RunDir:
     if options.freeze_layers > source.config.num_hidden_layers:
         rule = f"at most the number of layers the model has ({source.config.num_hidden_layers})"
         raise OptionError("freeze_layers", rule, options.freeze_layers)
-    files, labels = read_task(options.task, options.train, options.validation, options.test, options.columns)
-    n_train = len(files_split(files, options.held_out_by, options.task)[0])
     limit = min(options.max_length or MAX_LENGTH, source.config.max_tokens())
+    if options.task == "qa":  # its training rows are the windows of its questions
+        qa_files, labels = read_qa_task(options.train, options.validation, options.test), list(QA_LABELS)
+        n_train = len(
+            windows_of(source.tokenizer, qa_split(qa_files, options.held_out_by)[0], limit, options.doc_stride)
+        )
+    else:
+        files, labels = read_task(options.task, options.train, options.validation, options.test, options.columns)
+        n_train = len(files_split(files, options.held_out_by, options.task)[0])
     per_epoch = math.ceil(n_train / options.batch_size)
     total = max(1, math.ceil(options.epochs * n_train / options.batch_size))
     interval = options.eval_interval or per_epoch
@@ -188,6 +207,11 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions) -> RunDir:
         "freeze_layers": options.freeze_layers,
         "patience": options.patience,
         "request": request_of(spec, options),
+        **(
+            {"doc_stride": options.doc_stride, "max_answer_length": options.max_answer_length}
+            if options.task == "qa"
+            else {}
+        ),
     }
     sources = [Path(p) for p in _paths(options).values() if p]
     return RunDir.create(path, config, source.tokenizer, sources, ReadOptions(), (model, source.origin), task)
@@ -224,6 +248,8 @@ def files_split(files: list[LabelledFile], seed: int, task: str) -> tuple[list, 
 def task_data(run: RunDir) -> TaskData:
     """A fine-tuning run's examples, read again from its files, split and encoded as when it began."""
     task = run.task
+    if task["task"] == "qa":
+        return qa_task_data(run)
     paths = {name: Path(p) if p else None for name, p in task["files"].items()}
     columns = Columns(**task["columns"]) if task["columns"] else None
     files, labels = read_task(task["task"], paths["train"], paths["validation"], paths["test"], columns)
@@ -245,7 +271,7 @@ def task_data(run: RunDir) -> TaskData:
                 f"are longer than the {limit} tokens the model reads and were cut, the first at row "
                 f"{part.truncated[0]} (words past the cut are not scored)"
             )
-    return TaskData(task["labels"], train, validation, test, tuple(notes))
+    return TaskData(task["labels"], train, validation, test, LabelKind(task["labels"]), tuple(notes))
 
 
 def with_finetuning_precision(config: RunConfig) -> RunConfig:
@@ -297,7 +323,10 @@ RESUMABLE = ("epochs", "device", "precision")
 FIXED_IN = {
     "model": ("starting model", "init"),
     **dict.fromkeys(
-        ("task", "train", "validation", "test", "columns", "freeze_layers", "patience", "pooling", "split_seed"),
+        (
+            *("task", "train", "validation", "test", "columns", "freeze_layers", "patience", "pooling"),
+            *("split_seed", "doc_stride", "max_answer_length"),
+        ),
         ("task", "task.json"),
     ),
 }

@@ -16,7 +16,7 @@ from mlm_studio.core.models.encoder import Dropout, MaskedLM, attention, merge_h
 from mlm_studio.core.shown import shown
 
 # its classifiers' layout (core/finetune/heads.py)
-SEQUENCE_HEAD = TOKEN_HEAD = "prediction_head"
+SEQUENCE_HEAD = TOKEN_HEAD = QA_HEAD = "prediction_head"
 
 # `ModernBertConfig`'s defaults, in its names, for config.json files that leave a field out.
 DEFAULTS = {

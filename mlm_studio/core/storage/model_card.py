@@ -100,6 +100,10 @@ def _writable(text: str) -> str:
     return re.sub("[\ud800-\udfff]", "\ufffd", text)
 
 
+# the `transformers` pipeline of each fine-tuning task
+PIPELINES = {"classification": "text-classification", "tokens": "token-classification", "qa": "question-answering"}
+
+
 def classifier_card(run: RunDir, weights: Path, task: str, labels: list[str]) -> str:
     """A short README for a fine-tuned classifier: what it predicts, from what, and its test scores."""
     state = read_state(weights)
@@ -108,13 +112,14 @@ def classifier_card(run: RunDir, weights: Path, task: str, labels: list[str]) ->
     scores = (
         "".join(
             f"| test {name.replace('_', ' ')} | {tests[-1][name]:.2%} |\n"
-            for name in ("accuracy", "macro_f1", "entity_f1")
+            for name in ("accuracy", "macro_f1", "entity_f1", "exact_match", "f1")
             if isinstance(tests[-1].get(name), float)
         )
         if tests
         else "| test | not scored yet |\n"
     )
-    pipeline = "text-classification" if task == "classification" else "token-classification"
+    pipeline = PIPELINES[task]
+    predicts = "" if task == "qa" else ": labels " + ", ".join(_code(label) for label in labels)
     return _writable(f"""---
 library_name: transformers
 pipeline_tag: {pipeline}
@@ -123,8 +128,8 @@ tags: [{family.model_type}, {pipeline}, mlm-studio]
 
 # {one_line(run.name)}
 
-A {family.title} {pipeline.replace("-", " ")} model, fine-tuned and trained with MLM Studio {__version__}: labels
-{", ".join(_code(label) for label in labels)}. Exported from `{weights.name}` (step {state["step"]:,}).
+A {family.title} {pipeline.replace("-", " ")} model, fine-tuned and trained with MLM Studio {__version__}{predicts}.
+Exported from `{weights.name}` (step {state["step"]:,}).
 
 | metric | value |
 |---|---|

@@ -27,7 +27,7 @@ from mlm_studio.core.finetune.compare import Said, compare, contenders
 from mlm_studio.core.finetune.comparisons import Comparison, read_comparison
 from mlm_studio.core.finetune.mistakes import wrong_test_examples
 from mlm_studio.core.finetune.runs import last_test
-from mlm_studio.core.finetune.scores import ENTITY_F1, MACRO_F1, main_score
+from mlm_studio.core.finetune.scores import main_score, score_field
 from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
@@ -321,7 +321,7 @@ class FinetunePanel(QWidget):
             self.progress_bar.setValue(record.step)
             self._say_step(self._who(item))
         elif isinstance(record, ValidationRecord):
-            name = MACRO_F1 if record.entity_f1 is None else ENTITY_F1
+            name = score_field(record)[1]
             self._say(f"{self._who(item)}validation {name} {main_score(record):.1%} at step {record.step:,}")
             self.status_label.setToolTip(record.describe())  # with its loss and every score
         elif isinstance(record, WarningRecord):
