@@ -13,7 +13,7 @@ from mlm_studio.core.finetune.compare import compare
 from mlm_studio.core.finetune.labelled import TaskError
 from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.finetune.qa.data import read_qa_file
-from mlm_studio.core.finetune.qa_task import context_split
+from mlm_studio.core.finetune.qa.task import context_split
 from mlm_studio.core.finetune.setup import FinetuneOptions, ResumeRefused, prepare_finetuner
 from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.storage.run_folder import RunDir

@@ -1,6 +1,6 @@
 """How classification and tagging learn and are scored: a batch of padded examples, the cross-entropy of each
 text's label (or each piece's tag), and the scores of `scores.py` on the texts, or on the words read on their
-first pieces. The fine-tuner asks its task's kind (this one, or `answer_kind.py`'s) and nothing else."""
+first pieces. The fine-tuner asks its task's kind (this one, or `qa/kind.py`'s) and nothing else."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mlm_studio.core.finetune.labelled import Columns
 from mlm_studio.core.finetune.predict import FineTuned
-from mlm_studio.core.finetune.qa_mistakes import wrong_answers
+from mlm_studio.core.finetune.qa.mistakes import wrong_answers
 from mlm_studio.core.finetune.setup import files_split, read_task
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.run_folder import RunDir

@@ -23,7 +23,7 @@ from mlm_studio.core.finetune.pipeline_shapes import (
 from mlm_studio.core.finetune.qa.data import QAExample
 from mlm_studio.core.finetune.qa.decoding import best_answers
 from mlm_studio.core.finetune.qa.features import qa_features
-from mlm_studio.core.finetune.qa_task import question_room
+from mlm_studio.core.finetune.qa.task import question_room
 from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights
 from mlm_studio.core.storage.run_folder import TASK, RunDir

@@ -30,7 +30,7 @@ from mlm_studio.core.finetune.labelled import (
     check_labels,
     read_labelled_file,
 )
-from mlm_studio.core.finetune.qa_task import (
+from mlm_studio.core.finetune.qa.task import (
     DOC_STRIDE,
     MAX_ANSWER_LENGTH,
     qa_split,

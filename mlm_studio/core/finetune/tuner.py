@@ -52,7 +52,7 @@ BEST = "best"  # the run's folder of the best weights by validation score (and a
 class TaskData:
     """A task's labels and its examples encoded, split three ways (each part's length: its rows the model
     reads, its `ids` their token ids), how its kind learns and is scored (`label_kind.LabelKind`,
-    `answer_kind.AnswerKind`), with what was noticed reading them."""
+    `qa.kind.AnswerKind`), with what was noticed reading them."""
 
     labels: list[str]
     train: Any

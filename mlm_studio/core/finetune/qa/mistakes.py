@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.finetune.qa.metric import exact_match
-from mlm_studio.core.finetune.qa_task import qa_split, read_qa_task
+from mlm_studio.core.finetune.qa.task import qa_split, read_qa_task
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.run_folder import RunDir
 
