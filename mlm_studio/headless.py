@@ -12,7 +12,7 @@ from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
 from mlm_studio.core.config.run_config import RunConfig, written_fields
 from mlm_studio.core.config.sections import ConfigError
 from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
-from mlm_studio.core.data.corpus import Corpus, CorpusError, SourceReport, load_corpus
+from mlm_studio.core.data.corpus import Corpus, CorpusError, load_corpus
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError, train_tokenizer
 from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.evaluation.predict import FillMask, PredictError
@@ -37,7 +37,7 @@ from mlm_studio.core.training.runs import (
     prepare_trainer,
 )
 from mlm_studio.core.training.trainer import Trainer
-from mlm_studio.terminal import INTERRUPTED, Status, emit, fail, reason, stop_on_interrupt, strict_json
+from mlm_studio.terminal import INTERRUPTED, Status, emit, fail, print_report, reason, stop_on_interrupt, strict_json
 
 FILL_MASK_TOP_K = 5  # candidates per mask unless told
 USER_ERRORS = (ConfigError, CorpusError, TokenizerError, CheckpointError, PredictError, ValueError, OSError)
@@ -186,12 +186,7 @@ def _print_corpus_report(corpus: Corpus) -> None:
     )
     for report in corpus.sources:
         if report.noteworthy:
-            _print_report(report)
-
-
-def _print_report(report: SourceReport) -> None:
-    """What happened to one file read, indented, on stderr."""
-    print("\n".join(f"  {line}" for line in report.describe()), file=sys.stderr, flush=True)
+            print_report(report)
 
 
 def _report(trainer: Trainer, dist: Distributed) -> int:
@@ -324,7 +319,7 @@ def evaluate(args) -> int:
     try:
         task = read_task(args.task, args.text_column, args.label_column, Status()) if args.task is not None else None
         if task is not None and task.report.noteworthy:
-            _print_report(task.report)
+            print_report(task.report)
         corpus = load_corpus(list(args.corpus)) if args.corpus else None
         subject = load_subject(args.model, args.checkpoint, corpus)
         diagnosis = diagnose(subject.model, subject.tokenizer, subject.config, subject.validation)

@@ -12,7 +12,7 @@ from mlm_studio.core.evaluation.task_probe import read_task
 from mlm_studio.core.evaluation.vectors import sentence_vectors, tokens_read
 from mlm_studio.core.finetune.labelled import TaskError
 from mlm_studio.headless import USER_ERRORS
-from mlm_studio.terminal import MISUSED, Status, emit, fail, reason, strict_json
+from mlm_studio.terminal import MISUSED, Status, emit, fail, print_report, reason, strict_json
 
 
 def search(args) -> int:
@@ -41,6 +41,8 @@ def search(args) -> int:
             ]
         if args.task is not None:
             task = read_task(args.task, args.text_column, args.label_column, Status())
+            if task.report.noteworthy:  # the rows left out, said as evaluate says them
+                print_report(task.report)
             vectors = sentence_vectors(reader.encoder, reader.tokenizer, task.texts, args.layer, progress=Status())
             result["retrieval"] = retrieval_scores(vectors, task.labels, min(args.k, len(task.texts) - 1)).to_json()
     except (*USER_ERRORS, TaskError) as exc:

@@ -70,3 +70,8 @@ class Status(Progress):
     def report(self, done: int, total: int, message: str = "") -> None:
         if sys.stderr.isatty() and total:
             print(f"\r{message}: {100 * done / total:5.1f}%\033[K", end="", file=sys.stderr, flush=True)
+
+
+def print_report(report) -> None:
+    """What happened to one file read (a corpus file's or a task file's `SourceReport`), indented, on stderr."""
+    print("\n".join(f"  {line}" for line in report.describe()), file=sys.stderr, flush=True)

@@ -88,3 +88,16 @@ def test_a_k_beyond_the_documents_is_capped_and_said_and_a_task_needs_no_corpus(
 def test_a_corpus_missing_or_ignored_is_refused(run, capsys, args, message):
     assert main(["search", str(run), *args]) == 2
     assert capsys.readouterr() == ("", f"mlm-studio: {message}\n")
+
+
+def test_rows_of_a_task_file_left_out_are_said_as_evaluate_says_them(run, tmp_path):
+    import json as json_module
+
+    rows = [{"text": f"text {i} about {'rivers' if i % 2 else 'money'}", "label": "ab"[i % 2]} for i in range(20)]
+    rows[4]["label"] = ["a list"]
+    task = tmp_path / "listed.jsonl"
+    task.write_text("\n".join(json_module.dumps(row) for row in rows) + "\n")
+    done = search(str(run), "--task", str(task))
+    assert done.returncode == 0, done.stderr
+    assert "line 5: field 'label' is not a string or a number" in done.stderr
+    assert "(19 texts)" in done.stdout
