@@ -363,6 +363,11 @@ def _diagnosis_table(title: str, diagnosis, task: dict | None) -> str:
             f"bag of words recall@1 {task['bag_of_words_recall_at_1']:.2%}, recall@5 "
             f"{task['bag_of_words_recall_at_5']:.2%}, MRR {task['bag_of_words_mrr']:.3f}",
         ]
+        if task.get("repeated"):
+            lines.append(
+                f"{task['repeated']:,} texts repeat another and were read once, so no held-out text has its copy "
+                "among the training texts"
+            )
     return "\n".join(lines)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from mlm_studio.core.data.corpus import load_corpus
-from mlm_studio.core.evaluation.search import build_index, retrieval_scores
+from mlm_studio.core.evaluation.search import build_index, distinct_texts, retrieval_scores
 from mlm_studio.core.evaluation.subject import load_reader
 from mlm_studio.core.evaluation.task_probe import read_task
 from mlm_studio.core.evaluation.vectors import sentence_vectors, tokens_read
@@ -29,28 +29,39 @@ def search(args) -> int:
         reader = load_reader(args.model)
         result = {"model": reader.title}
         if args.query:
-            documents = list(load_corpus(args.corpus, progress=Status()).iter_documents())
-            index = build_index(reader.encoder, reader.tokenizer, documents, args.layer, Status())
-            k = min(args.k, len(documents))
-            if index.cut:
-                result["documents_cut"] = {"count": len(index.cut), "tokens_read": tokens_read(reader.encoder)}
-                print(f"Note: {index.cut_note}.", file=sys.stderr)
-            result["queries"] = [
-                {"query": query, "k": k, "hits": [hit.__dict__ for hit in index.nearest(query, k)]}
-                for query in args.query
-            ]
+            result["queries"] = _nearest(reader, args, result)
         if args.task is not None:
-            task = read_task(args.task, args.text_column, args.label_column, Status())
-            if task.report.noteworthy:  # the rows left out, said as evaluate says them
-                print_report(task.report)
-            vectors = sentence_vectors(reader.encoder, reader.tokenizer, task.texts, args.layer, progress=Status())
-            result["retrieval"] = retrieval_scores(vectors, task.labels, min(args.k, len(task.texts) - 1)).to_json()
+            result["retrieval"] = _retrieval(reader, args)
     except (*USER_ERRORS, TaskError) as exc:
         return fail(reason(exc))
     if sys.stderr.isatty():
         print("\r\033[K", end="", file=sys.stderr)
     result["k_asked"] = args.k
     return emit(strict_json(result) if args.json else _for_people(result))
+
+
+def _nearest(reader, args, result: dict) -> list[dict]:
+    """Each query's nearest documents of the corpus; documents longer than the model reads are said."""
+    documents = list(load_corpus(args.corpus, progress=Status()).iter_documents())
+    index = build_index(reader.encoder, reader.tokenizer, documents, args.layer, Status())
+    k = min(args.k, len(documents))
+    if index.cut:
+        result["documents_cut"] = {"count": len(index.cut), "tokens_read": tokens_read(reader.encoder)}
+        print(f"Note: {index.cut_note}.", file=sys.stderr)
+    return [{"query": query, "k": k, "hits": [hit.__dict__ for hit in index.nearest(query, k)]} for query in args.query]
+
+
+def _retrieval(reader, args) -> dict:
+    """Recall@k and MRR of the task file's same-label neighbours; its rows left out and its repeats said."""
+    task = read_task(args.task, args.text_column, args.label_column, Status())
+    if task.report.noteworthy:  # the rows left out, said as evaluate says them
+        print_report(task.report)
+    texts, labels, repeated = distinct_texts(task.texts, task.labels)
+    if repeated:
+        print(f"Note: {repeated:,} texts repeat another and were read once (a text is not its copy's neighbour).",
+              file=sys.stderr)  # fmt: skip
+    vectors = sentence_vectors(reader.encoder, reader.tokenizer, texts, args.layer, progress=Status())
+    return {**retrieval_scores(vectors, labels, min(args.k, len(texts) - 1)).to_json(), "repeated": repeated}
 
 
 def _for_people(result: dict) -> str:

@@ -2,6 +2,7 @@
 an untrained one where it matters, and the task probe finds a label the text carries."""
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -130,3 +131,19 @@ def test_a_tokenizer_larger_than_the_models_vocabulary_is_refused_before_scoring
     bigger = train_tokenizer(small_corpus.iter_documents(), TokenizerConfig(vocab_size=800), small_corpus.documents)
     with pytest.raises(PredictError, match=rf"^the tokenizer has {bigger.vocab_size:,} pieces but the model only 400"):
         diagnose(subject.model, bigger, subject.config, subject.validation)
+
+
+def test_the_probe_reads_a_repeated_text_once_so_no_copy_is_on_both_sides(trained_run, tmp_path):
+    from mlm_studio.core.evaluation.search import distinct_texts
+
+    path = _labelled(tmp_path / "topics.csv", count=80)
+    task = read_task(path)
+    texts, labels = task.texts * 3, task.labels * 3  # every text three times, its spacing varied
+    texts = [f"{text}{' ' * (i // 80)}" for i, text in enumerate(texts)]
+    distinct, kept, repeated = distinct_texts(texts, labels)
+    assert (distinct, kept, repeated) == (task.texts, task.labels, 160)
+    subject = load_subject(trained_run.path)
+    result = probe_task(subject.model, subject.tokenizer, texts, labels)
+    alone = probe_task(subject.model, subject.tokenizer, task.texts, task.labels)
+    assert result == replace(alone, repeated=160)  # the same split and scores as the texts read once
+    assert result.repeated_note.startswith("160 texts repeat another and were read once (80 distinct texts probed)")

@@ -96,6 +96,16 @@ def build_index(
     return SearchIndex(tuple(distinct), tuple(positions), tuple(copies), vectors, model, tokenizer, layer, places)
 
 
+def distinct_texts(texts: list[str], labels: list[str]) -> tuple[list[str], list[str], int]:
+    """Each text once (spacing aside), under the label of its first copy, and how many repeats were left out: a
+    text whose copy is its neighbour, or on the other side of a split, would score what is not learned."""
+    first: dict[str, int] = {}
+    for place, text in enumerate(texts):
+        first.setdefault(" ".join(text.split()), place)
+    kept = list(first.values())
+    return [texts[i] for i in kept], [labels[i] for i in kept], len(texts) - len(kept)
+
+
 def unit(vectors: np.ndarray) -> np.ndarray:
     """Each row scaled to length 1 (a zero row stays zero), so a dot product is a cosine."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)

@@ -15,7 +15,7 @@ import torch
 
 from mlm_studio.core.data.rows import clipped
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.evaluation.search import RetrievalScores, neighbour_ranks
+from mlm_studio.core.evaluation.search import RetrievalScores, distinct_texts, neighbour_ranks
 from mlm_studio.core.evaluation.vectors import MAX_TEXT_CHARS, sentence_vectors
 from mlm_studio.core.finetune.labelled import Columns, LabelledFile, TaskError, check_labels, read_labelled_file
 from mlm_studio.core.progress import Progress
@@ -37,6 +37,17 @@ class TaskResult:
     bag_of_words_recall_at_1: float
     bag_of_words_recall_at_5: float
     bag_of_words_mrr: float
+    repeated: int = 0  # texts that repeat another (spacing aside), read once: a copy is never on both sides
+
+    @property
+    def repeated_note(self) -> str:
+        """What was read once, in words ("" when no text repeats)."""
+        if not self.repeated:
+            return ""
+        return (
+            f"{self.repeated:,} texts repeat another and were read once ({self.examples:,} distinct texts probed), "
+            "so no held-out text has its copy among the training texts"
+        )
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -70,7 +81,8 @@ def probe_task(
     progress=None,
 ) -> TaskResult:
     """Accuracy and macro-F1 of a logistic regression on the model's sentence vectors, and the two references,
-    on one stratified split decided by `seed`; and on the same split, recall@1, recall@5 and MRR of each held-out
+    on one stratified split of the distinct texts decided by `seed` (a repeated text is read once, under the label
+    of its first copy); and on the same split, recall@1, recall@5 and MRR of each held-out
     text's nearest training texts by the model's vectors and by the bag of words."""
     from sklearn.dummy import DummyClassifier
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -80,6 +92,7 @@ def probe_task(
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
+    texts, labels, repeated = distinct_texts(texts, labels)
     classes, held_out = len(set(labels)), int(np.ceil(len(texts) * test_fraction))
     if held_out < classes:
         raise TaskError(
@@ -117,6 +130,7 @@ def probe_task(
         float(accuracy_score(y[test], bag)),
         *_neighbours(vectors, y, train, test),
         *_neighbours(counts, y, train, test),
+        repeated,
     )
 
 

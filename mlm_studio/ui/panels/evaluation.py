@@ -369,7 +369,9 @@ class EvaluationPanel(QWidget):
         results, task = outcome
         self.task_results = results
         self.task_view.show_results(results)
-        self._say(f"Probed {results[0][1].examples:,} labelled texts of {task.path.name}.", task)
+        note = results[0][1].repeated_note
+        said = f"Probed {results[0][1].examples:,} labelled texts of {task.path.name}."
+        self._say(f"{said} {note[0].upper()}{note[1:]}." if note else said, task)
         self.probed.emit()
 
     def _say(self, text: str, task: SourceReport | None) -> None:
