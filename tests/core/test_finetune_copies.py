@@ -73,3 +73,23 @@ def test_tagged_sentences_repeated_stay_on_one_side():
     keys = [{text_key(sentences[i]) for i in part} for part in parts]
     assert not keys[0] & keys[1] and not keys[0] & keys[2] and not keys[1] & keys[2]
     assert sorted(len(part) for part in parts) == [4, 4, 40]
+
+
+def test_the_test_record_says_how_many_test_examples_are_training_texts(trained_run, tmp_path):
+    from mlm_studio.core.finetune.examples import seen_in_training
+    from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+    from mlm_studio.core.training.records import TestRecord
+
+    rows = _copied_rows()
+    train = _write(tmp_path / "train.csv", rows)
+    validation = _write(tmp_path / "validation.csv", [("new text one", "money"), ("new text two", "river")])
+    test = _write(tmp_path / "test.csv", [*rows[:9], ("unseen", "money")])
+    files, _ = read_task("classification", train, validation, test, None)
+    assert seen_in_training(*files_split(files, 0, "classification")[::2]) == 9
+    options = FinetuneOptions(
+        "classification", train, validation, test, learning_rate=5e-3, epochs=1, batch_size=8, device="cpu"
+    )
+    records = list(prepare_finetuner(tmp_path / "ft", str(trained_run.path), options).run())
+    tested = next(r for r in records if isinstance(r, TestRecord))
+    assert tested.seen_in_training == 9 and tested.to_dict()["seen_in_training"] == 9
+    assert tested.describe().endswith("(9 of the test examples are training texts: not scored on unseen texts)")

@@ -222,16 +222,21 @@ def copies_said(names: list[str], parts: tuple[list[Example], list[Example], lis
             f"{names[0]}: {copies:,} of its {len(examples):,} examples repeat the text of another; the split keeps "
             "each text's copies on one side, so no validation or test text is a training text"
         ]
-    trained = {text_key(example) for example in parts[0]}
     said = []
     for name, part, kind in zip(names[1:], parts[1:], ("validation", "test"), strict=True):
-        seen = sum(text_key(example) in trained for example in part)
+        seen = seen_in_training(parts[0], part)
         if seen:
             said.append(
                 f"{name}: {seen:,} of its {len(part):,} {kind} examples have a text that is also in the training file "
                 f"({names[0]}): their {kind} scores are measured on texts the model trained on, not on unseen ones"
             )
     return said
+
+
+def seen_in_training(train: list[Example], part: list[Example]) -> int:
+    """How many examples of `part` have a text that is also a training text (`text_key`)."""
+    trained = {text_key(example) for example in train}
+    return sum(text_key(example) in trained for example in part)
 
 
 def _members(groups: list[list[int]], numbers: list[int]) -> list[int]:

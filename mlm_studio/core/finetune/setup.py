@@ -19,7 +19,13 @@ from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import MAX_SEED, DataConfig, ModelConfig, TrainConfig
 from mlm_studio.core.data.corpus import ReadOptions
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.finetune.examples import copies_said, encode_examples, stratified_split, with_inside_tags
+from mlm_studio.core.finetune.examples import (
+    copies_said,
+    encode_examples,
+    seen_in_training,
+    stratified_split,
+    with_inside_tags,
+)
 from mlm_studio.core.finetune.heads import QA_LABELS, TaskModel
 from mlm_studio.core.finetune.label_kind import LabelKind
 from mlm_studio.core.finetune.labelled import (
@@ -274,7 +280,8 @@ def task_data(run: RunDir) -> TaskData:
                 f"are longer than the {limit} tokens the model reads and were cut, the first at row "
                 f"{part.truncated[0]} (words past the cut are not scored)"
             )
-    return TaskData(task["labels"], train, validation, test, LabelKind(task["labels"]), tuple(notes))
+    seen = seen_in_training(parts[0], parts[2])
+    return TaskData(task["labels"], train, validation, test, LabelKind(task["labels"]), tuple(notes), seen)
 
 
 def with_finetuning_precision(config: RunConfig) -> RunConfig:

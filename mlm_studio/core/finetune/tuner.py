@@ -60,6 +60,7 @@ class TaskData:
     test: Any
     kind: Any
     notes: tuple[str, ...] = ()
+    seen_in_training: int = 0  # test examples whose text is also a training text (files given apart)
 
 
 class FineTuner:
@@ -272,7 +273,13 @@ class FineTuner:
             load_weights(best, self.model)
         evaluation = self.score(self.data.test)
         yield self._logged(
-            TestRecord(self.step, best_step=self.best_step, **evaluation.details, **self._measures(evaluation))
+            TestRecord(
+                self.step,
+                best_step=self.best_step,
+                seen_in_training=self.data.seen_in_training,
+                **evaluation.details,
+                **self._measures(evaluation),
+            )
         )
         chosen = self._best_validation()
         loss, accuracy, at = chosen.get("loss"), chosen.get("accuracy"), chosen.get("step")

@@ -193,9 +193,15 @@ class TestRecord(Record):
     has_answer_f1: float | None = metric("share", optional=True, tag="test/has_answer_f1")
     no_answer_exact_match: float | None = metric("share", optional=True, tag="test/no_answer_exact_match")
     confusions: tuple[tuple[str, str, int], ...] = ()  # the most frequent mistakes, when there is no matrix
+    seen_in_training: int = 0  # test examples whose text is also a training text: scored on what was learned
 
     def describe(self) -> str:
-        return f"Test, with the best checkpoint (step {self.best_step}) restored: {_scores(self)}"
+        seen = (
+            f" ({self.seen_in_training:,} of the test examples are training texts: not scored on unseen texts)"
+            if self.seen_in_training
+            else ""
+        )
+        return f"Test, with the best checkpoint (step {self.best_step}) restored: {_scores(self)}{seen}"
 
 
 def _scores(record: ValidationRecord | TestRecord) -> str:
