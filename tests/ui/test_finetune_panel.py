@@ -175,4 +175,8 @@ def test_a_task_of_many_labels_shows_its_most_frequent_mistakes_instead_of_a_mat
     rows = [[table.item(r, c).text() for c in range(3)] for r in range(2)]
     assert rows == [["class 3", "class 7", "5"], ["class 1", "class 2", "1"]]
     assert table.toolTip() == "60 labels are too many for a matrix: the 2 most frequent mistakes."
-    assert "Test (120 examples)" in view.summary.text()
+    assert "Test (120 examples)" in view.summary.text() and "training texts" not in view.summary.text()
+    from dataclasses import replace
+
+    view.show_test(replace(test, seen_in_training=7), tagging=False)
+    assert "<b>7 of the test examples are training texts</b>: not scored on unseen texts" in view.summary.text()

@@ -147,6 +147,11 @@ class ResultsView(QTabWidget):
         self.summary.setText(
             f"Test ({examples:,} {unit}), with the best checkpoint (step {test.best_step}) restored: "
             f"accuracy <b>{test.accuracy:.1%}</b> · macro-F1 <b>{test.macro_f1:.1%}</b>{entity}"
+            + (
+                f" · <b>{test.seen_in_training:,} of the test {unit} are training texts</b>: not scored on unseen texts"
+                if test.seen_in_training
+                else ""
+            )
         )
         self._fill_confusion()
         self.per_class.setRowCount(len(test.per_class))
