@@ -93,3 +93,22 @@ def test_the_test_record_says_how_many_test_examples_are_training_texts(trained_
     tested = next(r for r in records if isinstance(r, TestRecord))
     assert tested.seen_in_training == 9 and tested.to_dict()["seen_in_training"] == 9
     assert tested.describe().endswith("(9 of the test examples are training texts: not scored on unseen texts)")
+
+
+def test_a_tasks_files_are_known_by_their_contents_not_their_dates(trained_run, tmp_path):
+    import os
+
+    from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+    from mlm_studio.core.storage.run_folder import RunDir
+
+    task = _write(tmp_path / "task.csv", _copied_rows())
+    options = FinetuneOptions("classification", task, learning_rate=5e-3, epochs=1, batch_size=8, device="cpu")
+    prepare_finetuner(tmp_path / "ft", str(trained_run.path), options)
+    run = RunDir(tmp_path / "ft")
+    os.utime(task, (1, 1))  # touched: the same bytes
+    assert run.corpus_changes() == []
+    stamp = task.stat()
+    task.write_text(task.read_text().replace("river", "rivet"))  # other bytes of the same size, its date put back
+    os.utime(task, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    [change] = run.corpus_changes()
+    assert change.startswith(f"{task.resolve()} has other contents (fingerprint ")

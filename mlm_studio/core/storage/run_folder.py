@@ -76,7 +76,10 @@ class RunDir:
             "sources": [str(s) for s in resolved],
             "options": asdict(options),
             "files": [[str(s), *_file_stamp(s)] for s in resolved],
-            "fingerprints": {str(s): fingerprint(s) for s in resolved if s == builtin_corpus_location().resolve()},
+            "fingerprints": {
+                str(s): fingerprint(s) for s in resolved if task is not None or s == builtin_corpus_location().resolve()
+            },
+            "contents_checked": task is not None,  # a task's files: their bytes compared, whatever their dates
         }
 
         def fill(folder: Path) -> None:
@@ -142,7 +145,8 @@ class RunDir:
     def corpus_changes(self) -> list[str]:
         """How the corpus files differ from when the run started: gone, or another size or date (runs made
         before sizes and dates were recorded: only gone); a file with a recorded fingerprint (the built-in
-        corpus, which can be rebuilt) only when its contents differ."""
+        corpus, which can be rebuilt; a fine-tuning task's files) only when its contents differ, and a task's files
+        compared by their contents even when their size and date are the same."""
         raw = self._corpus_record()
         try:
             recorded = [(str(name), int(size), int(modified)) for name, size, modified in raw.get("files", [])]
@@ -150,17 +154,21 @@ class RunDir:
             prints = {str(name): str(value) for name, value in raw.get("fingerprints", {}).items()}
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise CheckpointError(f"run {self.name}: corpus.json is missing or damaged ({exc})") from exc
+        always = raw.get("contents_checked") is True
         changes = []
         for name, size, modified in recorded:
             path = Path(name)
             if not path.exists():
                 changes.append(f"{path} is gone")
-            elif size is None or _file_stamp(path) == (size, modified):
                 continue
-            elif name not in prints:
+            if size is None:
+                continue
+            dated = _file_stamp(path) == (size, modified)
+            if name in prints and (always or not dated):
+                if (now := fingerprint(path)) != prints[name]:
+                    changes.append(f"{path} has other contents (fingerprint {prints[name]:.12} → {now:.12})")
+            elif not dated and name not in prints:
                 changes.append(f"{path} changed ({size:,} → {path.stat().st_size:,} bytes)")
-            elif (now := fingerprint(path)) != prints[name]:
-                changes.append(f"{path} has other contents (fingerprint {prints[name]:.12} → {now:.12})")
         return changes
 
     def _corpus_record(self) -> dict[str, Any]:
