@@ -25,15 +25,13 @@ from mlm_studio.core.finetune.labelled import TaskError
 from mlm_studio.core.finetune.recipe_result import PLAN, better_half_size, ranked, read_search, trial_folder
 from mlm_studio.core.finetune.runs import ENDED, finetune_run
 from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions, OptionError, prepare_finetuner
+from mlm_studio.core.finetune.tasks import SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.interop.hf import model_folder
 from mlm_studio.core.storage.files import atomic_write_json
 from mlm_studio.core.storage.run_folder import resolve_checkpoint
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import Record, WarningRecord
 
-LEARNING_RATES = (1e-5, 3e-5, 1e-4, 3e-4)  # a grid a factor of about 3 apart, around the measured defaults
-MAX_EPOCHS = 10
-SEARCH_SEEDS = 2  # the fewest that give the better half a spread
 WEIGHTS = (".safetensors", ".bin", ".json")  # a model folder's files its fingerprint reads
 FIXED = ("batch_size", "warmup_share", "weight_decay", "freeze_layers", "patience", "eval_interval", "max_length",
          "pooling")  # fmt: skip
@@ -66,8 +64,8 @@ class SearchPlan:
 
     spec: str
     options: FinetuneOptions
-    learning_rates: tuple[float, ...] = LEARNING_RATES
-    max_epochs: int = MAX_EPOCHS
+    learning_rates: tuple[float, ...] = SEARCH_RATES
+    max_epochs: int = SEARCH_MAX_EPOCHS
     seeds: int = SEARCH_SEEDS
 
     def __post_init__(self) -> None:
