@@ -81,14 +81,7 @@ def test_another_grid_in_the_same_folder_is_refused_in_one_sentence(pretrained, 
                                        "same --out to continue"),
     ],
 )  # fmt: skip
-def test_bad_values_are_refused_in_a_sentence_before_anything_is_written(
-    pretrained,
-    tmp_path,
-    capsys,
-    given,
-    status,
-    said,  # noqa: F811
-):
+def test_bad_values_are_refused_before_anything_is_written(pretrained, tmp_path, capsys, given, status, said):  # noqa: F811
     task = write_task(tmp_path / "task.csv", rows=30)
     assert main(["finetune", str(pretrained), "--task", str(task), "--out", str(tmp_path / "out"), *given]) == status
     assert capsys.readouterr().err == f"mlm-studio: {said}\n"

@@ -4,6 +4,7 @@ and a stop between (or inside) runs loses nothing."""
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,7 +19,13 @@ from mlm_studio.core.finetune.recipe_result import (
     searches,
     trial_folder,
 )
-from mlm_studio.core.finetune.recipe_search import SearchPlan, SearchRefused, model_fingerprint, search
+from mlm_studio.core.finetune.recipe_search import (
+    SearchPlan,
+    SearchRefused,
+    model_fingerprint,
+    recipe_options,
+    search,
+)
 from mlm_studio.core.finetune.runs import last_test
 from mlm_studio.core.finetune.scores import main_score
 from mlm_studio.core.finetune.setup import SCRATCH, OptionError
@@ -203,3 +210,13 @@ def test_a_folder_without_a_plan_is_no_search(tmp_path):
     assert read_search(tmp_path) is None and read_search(tmp_path / "gone") is None
     shutil.rmtree(tmp_path)
     assert searches(tmp_path) == []
+
+
+def test_the_chosen_recipe_trains_on_the_model_and_task_searched(searched, trained_run, task):
+    found = read_search(searched[0])
+    spec, chosen = recipe_options(found.plan, 1e-4, 4)
+    searched_options = plan_for(trained_run, task).options
+    assert spec == str(trained_run.path)
+    assert chosen == replace(
+        searched_options, train=task.resolve(), learning_rate=1e-4, epochs=4, split_seed=0, device="auto"
+    )

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from mlm_studio.core.data.builtin_corpus import fingerprint
-from mlm_studio.core.finetune.labelled import TaskError
+from mlm_studio.core.finetune.labelled import Columns, TaskError
 from mlm_studio.core.finetune.recipe_result import PLAN, better_half_size, ranked, read_search, trial_folder
 from mlm_studio.core.finetune.runs import ENDED, finetune_run
 from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions, OptionError, prepare_finetuner
@@ -33,6 +33,7 @@ from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import Record, WarningRecord
 
 WEIGHTS = (".safetensors", ".bin", ".json")  # a model folder's files its fingerprint reads
+SPLITS = ("train", "validation", "test")  # the task's files
 FIXED = ("batch_size", "warmup_share", "weight_decay", "freeze_layers", "patience", "eval_interval", "max_length",
          "pooling")  # fmt: skip
 SEARCH_RULES = {
@@ -90,9 +91,8 @@ class SearchPlan:
         """What the search is, as `search.json` keeps it and a rerun must match: in the order a refusal names."""
         files = {
             name: {"path": str(Path(path).resolve()), "sha256": fingerprint(Path(path))} if path else None
-            for name, path in (("train", self.options.train), ("validation", self.options.validation),
-                               ("test", self.options.test))
-        }  # fmt: skip
+            for name, path in zip(SPLITS, (self.options.train, self.options.validation, self.options.test), strict=True)
+        }
         columns = asdict(self.options.columns) if self.options.columns else None
         return {
             "model": self.spec,
@@ -196,3 +196,20 @@ def search(plan: SearchPlan, root: str | Path, control: TrainingControl | None =
             yield tried(record)
         if tuner.control.stop_requested:
             return
+
+
+def recipe_options(plan: dict, learning_rate: float, epochs: float) -> tuple[str, FinetuneOptions]:
+    """The model and options a search (its `search.json`) fine-tuned with, the recipe given: to train the chosen
+    one on the very model and task it was searched on."""
+    files = {name: Path(plan[f"{name} file"]["path"]) if plan[f"{name} file"] else None for name in SPLITS}
+    options = FinetuneOptions(
+        task=plan["task"],
+        **files,
+        columns=Columns(**plan["columns"]) if plan["columns"] else None,
+        learning_rate=learning_rate,
+        epochs=epochs,
+        seed=plan["first seed"],
+        split_seed=plan["held-out examples' seed"],
+        **plan["fixed options"],
+    )
+    return plan["model"], options
