@@ -143,6 +143,19 @@ def test_another_search_in_the_same_folder_is_refused_and_nothing_is_written(
     assert snapshot(root) == before
 
 
+def test_a_damaged_plan_is_refused_and_left_as_it_was(trained_run, task, tmp_path):
+    (tmp_path / PLAN).write_text('{"learning rates": [0.001')
+    with pytest.raises(SearchRefused, match=f"{PLAN} cannot be read .*; start a new search in another folder"):
+        list(search(plan_for(trained_run, task), tmp_path))
+    assert [p.name for p in tmp_path.iterdir()] == [PLAN] and (tmp_path / PLAN).read_text().endswith("0.001")
+
+
+def test_a_scratch_model_is_known_by_its_shape_and_tokenizer(trained_run):
+    spec = SCRATCH + str(trained_run.path)
+    assert model_fingerprint(spec) != model_fingerprint(str(trained_run.path))
+    assert len(model_fingerprint(spec)) == 64
+
+
 def test_a_folder_of_other_files_is_refused(trained_run, task, tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(SearchRefused, match="holds files and no search"):

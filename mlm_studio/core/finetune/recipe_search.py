@@ -111,10 +111,13 @@ class SearchPlan:
 
 def model_fingerprint(spec: str) -> str:
     """The SHA-256 of the files that make the model `spec` names: a run's checkpoint (its latest, or the one
-    given), or a Hugging Face folder's weights, configuration and tokenizer; `scratch:` before it, the same."""
+    given) with the run's configuration and tokenizer, or a Hugging Face folder's weights, configuration and
+    tokenizer; `scratch:` before a run, its configuration and tokenizer alone."""
     name = spec.removeprefix(SCRATCH)
     path = Path(name)
-    if (path / "config.toml").is_file() or (path / "state.json").is_file():
+    if spec.startswith(SCRATCH) and (path / "config.toml").is_file():  # its shape and tokenizer alone
+        files = [path / "config.toml", path / "tokenizer.json"]
+    elif (path / "config.toml").is_file() or (path / "state.json").is_file():
         run, folder = resolve_checkpoint(path)
         files = [run.path / "config.toml", run.path / "tokenizer.json", *sorted(folder.iterdir())]
     else:
