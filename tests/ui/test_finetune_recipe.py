@@ -25,6 +25,8 @@ def searched(finetune_panel, qtbot, tmp_path):
     panel._update_plan()
     assert panel.search_button.toolTip().startswith("Fine-tune with each learning rate of 0.001, 0.005, up to 2 epochs")
     assert " 3 runs, " in panel.search_button.toolTip()
+    panel.results.setCurrentWidget(panel.recipe)  # where Search recipe is
+    assert panel.search_button.isVisible() and panel.recipe.verdict.text().startswith("Search recipe fine-tunes")
     qtbot.mouseClick(panel.search_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: panel.controller.state == IDLE, timeout=TIMEOUT_MS)
     return panel, task

@@ -71,7 +71,7 @@ CURVES_HINT = (
     "The curves of a fine-tuning appear here while it trains: the training loss and accuracy, the validation score "
     "after each epoch, the learning rate, the gradient norm and the speed.\n\nChoose a model and a labelled task "
     "file above, then Start, or Compare to see whether pre-training helps: your model against the same architecture "
-    "from scratch, over several seeds."
+    "from scratch, over several seeds; Search recipe, on the Recipe tab, finds the learning rate and epochs."
 )
 UNREADABLE = (CheckpointError, OSError, TypeError, ValueError, KeyError)  # a damaged or half-written folder
 SERIES = (Said, Tried)  # a record of one of a comparison's or a recipe search's runs
@@ -154,7 +154,7 @@ class FinetunePanel(QWidget):
         self.start_button.clicked.connect(self.start)
         self.compare_button = QPushButton("Compare")
         self.compare_button.clicked.connect(self.start_comparison)
-        self.search_button = QPushButton("Search recipe")
+        self.search_button = self.recipe.search_button  # on the Recipe tab: the row keeps the panel narrow
         self.search_button.clicked.connect(self.start_search)
         self.seeds = QSpinBox()
         self.seeds.setRange(SEEDS, 20)
@@ -175,8 +175,7 @@ class FinetunePanel(QWidget):
         self.progress_bar.setSizePolicy(keep_room)
         self.status_label = ElidedLabel()  # never widens the panel: cut with "…", the whole line its tooltip
         row = QHBoxLayout()
-        for button in (self.start_button, self.compare_button, self.seeds, self.search_button, self.pause_button,
-                       self.stop_button):  # fmt: skip
+        for button in (self.start_button, self.compare_button, self.seeds, self.pause_button, self.stop_button):
             row.addWidget(button)
         row.addWidget(self.export_button)
         row.addWidget(self.progress_bar, 1)

@@ -1,8 +1,9 @@
 """A recipe search as the Fine-tune panel shows it, live or when it ends: its name, state, model and task, the chosen
 recipe in a sentence, and one table of the candidates (learning rate, the epochs its runs were best at, the
 validation score's mean and spread over its seeds, the test score, each seed's scores), the chosen row in bold.
-*Train it* fine-tunes the searched model on the searched task with the chosen recipe; *Use in the form* puts the
-recipe in the form. Bound to its search: where the form names another model or task, the view says so."""
+*Search recipe* starts one with the form's model, task and recipe; *Train it* fine-tunes the searched model on the
+searched task with the chosen recipe; *Use in the form* puts the recipe in the form. Bound to its search: where the
+form names another model or task, the view says so."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ from mlm_studio.ui.panels.finetune.results import cell, read_only_table
 from mlm_studio.ui.widgets.elided_label import ElidedLabel
 
 NO_SEARCH = (
-    "Search recipe fine-tunes the chosen model on the task with each of several learning rates, evaluating every "
-    "epoch and stopping early, then the better half again with more seeds; the validation scores appear here, with "
-    "the recipe they choose."
+    "Search recipe fine-tunes the form's model on its task with each of several learning rates (the rest of the "
+    "recipe as the form says), evaluating every epoch and stopping early, then the better half again with more "
+    "seeds; the validation scores appear here, with the recipe they choose."
 )
 COLUMNS = ("learning rate", "epochs", "validation", "± sd", "test", "per seed (validation / test)")
 
@@ -60,6 +61,7 @@ class RecipeSearchView(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(len(COLUMNS) - 1, QHeaderView.ResizeMode.Stretch)
+        self.search_button = QPushButton("Search recipe")  # the panel starts the search
         self.train_button = QPushButton("Train it")
         self.train_button.setToolTip("Fine-tune the searched model on the searched task with the chosen recipe")
         self.train_button.clicked.connect(lambda: self.train_chosen.emit(self.shown))
@@ -67,6 +69,7 @@ class RecipeSearchView(QWidget):
         self.use_button.setToolTip("Put the chosen learning rate and epochs in the form's recipe")
         self.use_button.clicked.connect(self._use)
         buttons = QHBoxLayout()
+        buttons.addWidget(self.search_button)
         buttons.addWidget(self.train_button)
         buttons.addWidget(self.use_button)
         buttons.addStretch(1)
