@@ -82,8 +82,8 @@ class FinetuneOptions:
     validation: Path | None = None  # the user's own split; else a stratified 80/10/10 split of `train`
     test: Path | None = None
     columns: Columns | None = None
-    learning_rate: float = 3e-5
-    epochs: float = 3.0
+    learning_rate: float = 1e-4
+    epochs: float = 6.0
     batch_size: int = 16
     warmup_share: float = 0.06
     weight_decay: float = 0.01
