@@ -177,11 +177,9 @@ def search(plan: SearchPlan, root: str | Path, control: TrainingControl | None =
     for number in range(plan.runs):
         if number == len(plan.learning_rates):
             found = read_search(root)
-            best = ranked(found.candidates, seed=first)[: better_half_size(len(plan.learning_rates))] if found else []
-            chosen = [c.learning_rate for c in best]
+            best = ranked(found.candidates, seed=first)[: better_half_size(len(plan.learning_rates))]
+            chosen = [c.learning_rate for c in best]  # unscored candidates rank last but still fill the half
             order += [(lr, seed) for seed in range(first + 1, first + plan.seeds) for lr in chosen]
-        if number >= len(order):
-            return  # fewer candidates scored than the better half needs: it goes on with those it has
         learning_rate, seed = order[number]
         path = trial_folder(root, learning_rate, seed)
         tried = partial(Tried, learning_rate, seed, number + 1, plan.runs)
