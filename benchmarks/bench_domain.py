@@ -12,7 +12,7 @@ Reported: test accuracy and macro-F1 of each, mean ± standard deviation over `-
 and, as the floor any of them should clear, TF-IDF of word pieces and pairs (the run's own tokens) with logistic
 regression on the same split.
 
-Run: python benchmarks/bench_domain.py [--steps 1500] [--seeds 3] [--per-label 400] [--lr 1e-4] [--epochs 6]
+Run: python benchmarks/bench_domain.py [--steps 1500] [--seeds 3] [--per-label 400] [--lr 1e-4] [--epochs 10]
      [--init-from HF_FOLDER] [--keep DIR]
 """
 

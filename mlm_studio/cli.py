@@ -268,7 +268,7 @@ def _add_finetune(commands) -> None:
     tune.add_argument("--label-column", default="", help="the label (or tags) column, if not a usual name")
     tune.add_argument("--pair-column", default="", help="a second text column, for text pairs")
     tune.add_argument("--lr", type=float, help="peak learning rate (default 1e-4, measured; --search finds the best)")
-    tune.add_argument("--epochs", type=float, help="passes over the training examples at most (default 6)")
+    tune.add_argument("--epochs", type=float, help="passes over the training examples at most (default 10)")
     tune.add_argument("--batch-size", type=int, help="examples per step (default 16)")
     tune.add_argument("--warmup", type=float, help="share of the steps warming up (default 0.06)")
     tune.add_argument("--weight-decay", type=float, help="AdamW weight decay (default 0.01)")

@@ -183,7 +183,7 @@ def test_compare_says_what_it_will_run_and_numbers_read_as_typed(qtbot, finetune
     panel.seeds.setValue(4)
     assert "2 contenders (your model, from scratch) × 4 seeds = 8 runs" in panel.compare_button.toolTip()
     epochs, rate = panel.form.epochs, panel.form.learning_rate
-    assert (epochs.text(), rate.text()) == ("6", "0.0001")  # not 6.00 and 0.0001000
+    assert (epochs.text(), rate.text()) == ("10", "0.0001")  # not 10.00 and 0.0001000
     for typed, value in (("6", 6.0), ("0.5", 0.5)):
         epochs.lineEdit().selectAll()
         qtbot.keyClicks(epochs, typed)

@@ -83,7 +83,7 @@ class FinetuneOptions:
     test: Path | None = None
     columns: Columns | None = None
     learning_rate: float = 1e-4
-    epochs: float = 6.0
+    epochs: float = 10.0
     batch_size: int = 16
     warmup_share: float = 0.06
     weight_decay: float = 0.01
