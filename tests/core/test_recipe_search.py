@@ -28,7 +28,13 @@ from mlm_studio.core.finetune.recipe_search import (
 )
 from mlm_studio.core.finetune.runs import last_test
 from mlm_studio.core.finetune.scores import main_score
-from mlm_studio.core.finetune.setup import SCRATCH, OptionError
+from mlm_studio.core.finetune.setup import (
+    SCRATCH,
+    FinetuneOptions,
+    OptionError,
+    measured_learning_rate,
+    prepare_finetuner,
+)
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import FinishedRecord
 from tests.core.test_finetune import options, write_task
@@ -233,3 +239,13 @@ def test_the_chosen_recipe_trains_on_the_model_and_task_searched(searched, train
     assert chosen == replace(
         searched_options, train=task.resolve(), learning_rate=1e-4, epochs=4, split_seed=0, device="auto"
     )
+
+
+def test_the_measured_default_learning_rate_follows_the_model_and_the_task_size(trained_run, task, tmp_path):
+    assert measured_learning_rate(1_540_928, 480) == 3e-4  # the default preset on a few hundred verses
+    assert measured_learning_rate(1_540_928, 1_920) == 1e-4
+    assert measured_learning_rate(22_744_506, 480) == 1e-4  # all-MiniLM-L6-v2
+    unset = options(task, learning_rate=None, epochs=1)
+    assert unset.learning_rate is None and FinetuneOptions("classification", task).learning_rate is None
+    run = prepare_finetuner(tmp_path / "ft", str(trained_run.path), unset).run_dir
+    assert run.config.training.learning_rate == 3e-4  # a tiny model, 48 training examples: written resolved
