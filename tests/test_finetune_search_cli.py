@@ -25,6 +25,7 @@ def searched(pretrained, tmp_path_factory):  # noqa: F811 - the fixture imported
     return task, folder / "search", cli(pretrained, "--task", task, "--search", *GRID, "--out", folder / "search")
 
 
+@pytest.mark.slow  # a search of five fine-tuning runs, in a subprocess
 def test_a_search_prints_each_runs_progress_the_table_and_the_chosen_recipe(searched):
     _, root, (code, out, err) = searched
     assert code == 0, err

@@ -48,7 +48,7 @@ def task(tmp_path_factory):
 
 
 def plan_for(run, task, **values):
-    return SearchPlan(str(run.path), options(task, patience=1), **{"learning_rates": RATES, "max_epochs": 3,
+    return SearchPlan(str(run.path), options(task, patience=1), **{"learning_rates": RATES, "max_epochs": 2,
                                                                    "seeds": 2, **values})  # fmt: skip
 
 
@@ -63,6 +63,7 @@ def snapshot(root: Path) -> dict:
     return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in sorted(root.rglob("*"))}
 
 
+@pytest.mark.slow  # a search of five fine-tuning runs
 def test_every_candidate_runs_once_and_the_better_half_again_and_the_best_mean_is_chosen(searched, trained_run):
     root, records = searched
     runs = [(t.learning_rate, t.seed, t.run, t.runs) for t in records if isinstance(t.record, FinishedRecord)]
@@ -76,7 +77,7 @@ def test_every_candidate_runs_once_and_the_better_half_again_and_the_best_mean_i
         for trial in candidate.trials:
             assert trial.test == main_score(last_test(trial.path))
             assert trial.validation == main_score(_best(root, trial.learning_rate, trial.seed))
-            assert 1 <= trial.best_epoch <= 3
+            assert 1 <= trial.best_epoch <= 2
     two_seeds = [c for c in found.candidates if len(c.trials) == 2]
     best = max(two_seeds, key=lambda c: (c.mean, -c.epochs))
     assert found.chosen.learning_rate == best.learning_rate and found.chosen.mean == pytest.approx(best.mean)
@@ -106,7 +107,7 @@ def test_the_plan_names_what_is_searched(searched, trained_run, task):
         str(trained_run.path)
     )
     assert written["train file"]["path"] == str(task.resolve()) and len(written["train file"]["sha256"]) == 64
-    assert (written["learning rates"], written["max epochs"], written["seeds"]) == (list(RATES), 3, 2)
+    assert (written["learning rates"], written["max epochs"], written["seeds"]) == (list(RATES), 2, 2)
     assert written["fixed options"]["batch_size"] == 8 and written["fixed options"]["patience"] == 1
 
 
@@ -124,7 +125,7 @@ def test_a_rerun_continues_the_same_search_and_trains_nothing(searched, trained_
     ("change", "named"),
     [
         ({"learning_rates": (1e-3, 5e-3)}, "its learning rates 0.001, 0.005, 0.02, not 0.001, 0.005"),
-        ({"max_epochs": 4}, "its max epochs 3, not 4"),
+        ({"max_epochs": 4}, "its max epochs 2, not 4"),
         ({"seeds": 3}, "its seeds 2, not 3"),
         ("another task", "its train file task.csv"),
         ("another model", f"its model {{run}}, not {SCRATCH}{{run}}"),
@@ -137,7 +138,7 @@ def test_another_search_in_the_same_folder_is_refused_and_nothing_is_written(
     if change == "another task":
         plan = plan_for(trained_run, write_task(tmp_path / "task.csv", rows=60, seed=1))
     elif change == "another model":
-        plan = SearchPlan(SCRATCH + str(trained_run.path), plan_for(trained_run, task).options, RATES, 3, 2)
+        plan = SearchPlan(SCRATCH + str(trained_run.path), plan_for(trained_run, task).options, RATES, 2, 2)
     else:
         plan = plan_for(trained_run, task, **change)
     before = snapshot(root)
@@ -169,6 +170,7 @@ def test_a_folder_of_other_files_is_refused(trained_run, task, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
 
 
+@pytest.mark.slow  # a search of five fine-tuning runs
 def test_a_stopped_search_continues_where_it_stopped_and_ends_as_if_never_stopped(
     searched, trained_run, task, tmp_path
 ):
