@@ -6,6 +6,7 @@ import argparse
 import importlib
 import io
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ from mlm_studio.core.config.sections import (
     valid_device,
 )
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
+from mlm_studio.core.finetune.pipeline_shapes import AGGREGATIONS
 from mlm_studio.core.finetune.tasks import (
     COMPARE_SEEDS,
     FINETUNE_PRECISIONS,
@@ -32,6 +34,7 @@ from mlm_studio.core.finetune.tasks import (
     TASKS,
 )
 from mlm_studio.core.models.registry import family_titles
+from mlm_studio.core.shown import shown
 from mlm_studio.terminal import INTERRUPTED, reason
 
 # how `train` and `finetune` end when the user stops them (their --help says it)
@@ -62,26 +65,52 @@ def build_parser() -> argparse.ArgumentParser:
     _add_finetune(commands)
     _add_search(commands)
 
-    predict = commands.add_parser("predict", help="fill the [MASK]s of a text with a trained model")
+    predict = commands.add_parser(
+        "predict",
+        help="fill the [MASK]s of a text with a trained model, or label or tag a text with a fine-tuned one",
+        epilog="On a fine-tuning run (its folder, its best/ or a checkpoint of it) TEXT is labelled (a classifier), "
+        "tagged (a tagger) or, with --question, is the context answered from; the options of the other kinds of "
+        "model are refused.",
+    )
     predict.add_argument(
         "model",
         type=Path,
         metavar="MODEL",
-        help="a run folder, one of its checkpoint folders, a Hugging Face folder, or the Hub name of a model in the "
-        "local cache",
+        help="a run folder, one of its checkpoint folders, a Hugging Face folder, the Hub name of a model in the "
+        "local cache, or a fine-tuning run",
     )
-    predict.add_argument("text", help='a text with one or more [MASK], e.g. "Return the [MASK] of the list."')
-    predict.add_argument("--top-k", type=int, default=5, metavar="K", help="candidates per mask (default 5)")
+    predict.add_argument(
+        "text",
+        metavar="TEXT",
+        help='a text with one or more [MASK], e.g. "Return the [MASK] of the list."; for a fine-tuned model, the '
+        "text to label or tag (the context, with --question)",
+    )
+    predict.add_argument(
+        "--top-k",
+        type=int,
+        metavar="K",
+        help="candidates per mask (default 5); a fine-tuned classifier's labels (default all); a question-answering "
+        "model's answers (default 1)",
+    )
     predict.add_argument(
         "--json",
         action="store_true",
-        help="print JSON as pipeline('fill-mask') does (with --fill: the text and each mask's candidates)",
+        help="print JSON as pipeline('fill-mask') does (with --fill: the text and each mask's candidates); for a "
+        "fine-tuned model as pipeline('text-classification'), ('token-classification') or ('question-answering')",
     )
     predict.add_argument("--fill", action="store_true", help="fill masks one by one, most confident first")
+    predict.add_argument("--pair", metavar="TEXT2", help="the second text, for a classifier fine-tuned on pairs")
+    predict.add_argument("--question", metavar="Q", help="the question, for a question-answering model")
+    predict.add_argument(
+        "--aggregation",
+        choices=AGGREGATIONS,
+        help="a tagger's --json: its entities (simple, the default) or every tagged token (none), as the "
+        "pipeline's aggregation_strategy",
+    )
     predict.add_argument(
         "--device", type=_device, default="cpu", help=f"where to predict: {_listed(DEVICES)} (default cpu)"
     )
-    predict.set_defaults(run=_deferred("mlm_studio.headless", "predict"))
+    predict.set_defaults(run=_deferred("mlm_studio.try_command", "predict"))
 
     evaluate = commands.add_parser(
         "evaluate", help="where a model is right and wrong on held-out text, and whether it helps a labelled task"
@@ -115,7 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--best", action="store_true", help="the checkpoint with the lowest validation loss")
     export.add_argument("--overwrite", action="store_true", help="replace an earlier export in OUT_DIR")
     export.set_defaults(run=_deferred("mlm_studio.headless", "export"))
+    for each in (parser, *commands.choices.values()):
+        each._negative_number_matcher = NEGATIVE_NUMBER
     return parser
+
+
+# What argparse takes for a negative number rather than an option: before Python 3.14 not "-1e-3", so `--lr -1e-3`
+# was refused as a missing value; every form of a number counts (the value's own check then says what is allowed).
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
 
 def _add_train(commands) -> None:
@@ -221,7 +257,7 @@ def _positive(text: str) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a whole number of at least 1")
     return value
 
 
@@ -257,7 +293,11 @@ def _add_finetune(commands) -> None:
         "shape with fresh weights",
     )
     tune.add_argument(
-        "--task", type=Path, metavar="FILE", help=f"the labelled file: {TABLE_FORMATS}; for tokens also CoNLL"
+        "--task",
+        "--train",
+        type=Path,
+        metavar="FILE",
+        help=f"the labelled file: {TABLE_FORMATS}; for tokens also CoNLL; for qa SQuAD .json or a table",
     )
     tune.add_argument("--kind", choices=TASKS, help="what to predict (default classification)")
     tune.add_argument("--validation", type=Path, metavar="FILE", help="your own validation file (with --test)")
@@ -284,6 +324,12 @@ def _add_finetune(commands) -> None:
     tune.add_argument("--eval-every", type=int, metavar="STEPS", help="evaluate every STEPS (default: each epoch)")
     tune.add_argument("--max-length", type=int, metavar="TOKENS", help="cut examples to this many tokens")
     tune.add_argument("--pooling", choices=POOLINGS, help="ModernBERT's classifier: first token or mean")
+    tune.add_argument(
+        "--doc-stride", type=int, metavar="TOKENS", help="qa: tokens two windows of a long context share (default 128)"
+    )
+    tune.add_argument(
+        "--max-answer-length", type=int, metavar="TOKENS", help="qa: tokens of the longest answer (default 30)"
+    )
     tune.add_argument("--seed", type=int, help="split, head and order seed (default 0)")
     tune.add_argument("--device", type=_device, help=f"where to train: {_listed(DEVICES)} (default auto)")
     tune.add_argument(
@@ -349,13 +395,13 @@ def _setting(text: str) -> tuple[str, object]:
 
     key, equals, value = text.partition("=")
     if not equals or "." not in key:
-        raise argparse.ArgumentTypeError(f"{text!r}: write SECTION.FIELD=VALUE, e.g. training.learning_rate=1e-3")
+        raise argparse.ArgumentTypeError(f"{shown(text)}: write SECTION.FIELD=VALUE, e.g. training.learning_rate=1e-3")
     return key.strip(), value_from_text(value.strip())
 
 
 def _device(text: str) -> str:
     if not valid_device(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a device: write {_listed(DEVICES)}")
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a device: write {_listed(DEVICES)}")
     return text
 
 

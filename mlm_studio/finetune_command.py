@@ -16,6 +16,7 @@ from mlm_studio.core.finetune.recipe_search import SearchPlan, search
 from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError, ResumeRefused, prepare_finetuner
 from mlm_studio.core.finetune.tasks import COMPARE_SEEDS, SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.finetune.tuner import FineTuner
+from mlm_studio.core.shown import one_line
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.user_folders import default_runs_dir
@@ -45,6 +46,8 @@ FLAGS = {
     "seed": "--seed",
     "device": "--device",
     "precision": "--precision",
+    "doc_stride": "--doc-stride",
+    "max_answer_length": "--max-answer-length",
 }
 COLUMN_FLAGS = ("--text-column", "--label-column", "--pair-column")
 SEARCH_FLAGS = {"learning_rates": "--lrs", "max_epochs": "--max-epochs", "seeds": "--seeds"}  # SearchPlan's
@@ -271,17 +274,22 @@ def _report(tuner: FineTuner, as_json: bool) -> int:
             "validation": [v.to_dict() for v in validations],
         }
         print(strict_json(result), flush=True)
-    elif test is not None:
+    elif test is not None and test.labels:  # a question answerer's scores are its test record's sentence
         print(_per_class_table(test), flush=True)
     return INTERRUPTED if finished is not None and finished.reason == "stopped" else 0
 
 
 def _per_class_table(test: TestRecord) -> str:
-    width = max(len(label) for label in test.labels)
-    lines = [f"{'label':<{width}}  precision  recall     F1  support"]
-    for label, precision, recall, f1, support in test.per_class:
-        lines.append(f"{label:<{width}}  {precision:9.1%}  {recall:6.1%}  {f1:5.1%}  {support:7,}")
+    """Each class's scores, a line each: a label shown on one line and in at most `LABEL_CHARS` characters."""
+    names = [one_line(label, LABEL_CHARS) for label, *_ in test.per_class]
+    width = max(len("label"), *(len(name) for name in names))
+    lines = [f"{'label':<{width}}  {'precision':>9}  {'recall':>6}  {'F1':>6}  {'support':>7}"]
+    for name, (_, precision, recall, f1, support) in zip(names, test.per_class, strict=True):
+        lines.append(f"{name:<{width}}  {precision:>9.1%}  {recall:>6.1%}  {f1:>6.1%}  {support:>7,}")
     return "\n".join(lines)
+
+
+LABEL_CHARS = 40  # of a label in the per-class table
 
 
 def _said(exc: Exception) -> str:

@@ -39,6 +39,7 @@ from mlm_studio.core.training.runs import (
 from mlm_studio.core.training.trainer import Trainer
 from mlm_studio.terminal import INTERRUPTED, Status, emit, fail, reason, stop_on_interrupt, strict_json
 
+FILL_MASK_TOP_K = 5  # candidates per mask unless told
 USER_ERRORS = (ConfigError, CorpusError, TokenizerError, CheckpointError, PredictError, ValueError, OSError)
 
 
@@ -275,7 +276,9 @@ def tensorboard(args) -> int:
 
 
 def predict(args) -> int:
-    """Print the top-k candidates for each [MASK] (or the filled text with --fill), as text or JSON."""
+    """Print the top-k candidates for each [MASK] (or the filled text with --fill), as text or JSON (a fine-tuning
+    run's `predict` is try_command.py's)."""
+    args.top_k = FILL_MASK_TOP_K if args.top_k is None else args.top_k
     try:
         predictor = FillMask.from_path(args.model, str(resolve_device(args.device)))
         output = _predictions(predictor, args)
@@ -319,7 +322,7 @@ def evaluate(args) -> int:
     from mlm_studio.core.finetune.labelled import TaskError
 
     try:
-        task = read_task(args.task, args.text_column, args.label_column) if args.task is not None else None
+        task = read_task(args.task, args.text_column, args.label_column, Status()) if args.task is not None else None
         if task is not None and task.report.noteworthy:
             _print_report(task.report)
         corpus = load_corpus(list(args.corpus)) if args.corpus else None

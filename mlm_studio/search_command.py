@@ -9,7 +9,7 @@ from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.evaluation.search import build_index, retrieval_scores
 from mlm_studio.core.evaluation.subject import load_reader
 from mlm_studio.core.evaluation.task_probe import read_task
-from mlm_studio.core.evaluation.vectors import sentence_vectors
+from mlm_studio.core.evaluation.vectors import sentence_vectors, tokens_read
 from mlm_studio.core.finetune.labelled import TaskError
 from mlm_studio.headless import USER_ERRORS
 from mlm_studio.terminal import MISUSED, Status, emit, fail, reason, strict_json
@@ -32,12 +32,15 @@ def search(args) -> int:
             documents = list(load_corpus(args.corpus, progress=Status()).iter_documents())
             index = build_index(reader.encoder, reader.tokenizer, documents, args.layer, Status())
             k = min(args.k, len(documents))
+            if index.cut:
+                result["documents_cut"] = {"count": len(index.cut), "tokens_read": tokens_read(reader.encoder)}
+                print(f"Note: {index.cut_note}.", file=sys.stderr)
             result["queries"] = [
                 {"query": query, "k": k, "hits": [hit.__dict__ for hit in index.nearest(query, k)]}
                 for query in args.query
             ]
         if args.task is not None:
-            task = read_task(args.task, args.text_column, args.label_column)
+            task = read_task(args.task, args.text_column, args.label_column, Status())
             vectors = sentence_vectors(reader.encoder, reader.tokenizer, task.texts, args.layer, progress=Status())
             result["retrieval"] = retrieval_scores(vectors, task.labels, min(args.k, len(task.texts) - 1)).to_json()
     except (*USER_ERRORS, TaskError) as exc:

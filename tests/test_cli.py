@@ -771,3 +771,65 @@ def test_evaluate_refuses_when_nothing_was_scored(encoder_only, tmp_path, capsys
     assert (
         "nothing was scored, as the held-out text (0 blocks) gave no masked position; give a larger corpus" in out.err
     )
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "optimizer.safetensors"])
+def test_a_resume_from_a_checkpoint_cut_short_is_refused_before_anything_is_written(tmp_path, small_run, name):
+    import shutil
+
+    run = RunDir(shutil.copytree(small_run, tmp_path / "run"))
+    latest = run.latest_checkpoint()
+    (latest / name).write_bytes((latest / name).read_bytes()[:-100])
+    written = {file: (run.path / file).read_bytes() for file in ("config.toml", "metrics.jsonl")}
+    code, _, err = cli("train", "--resume", str(run.path), "--max-steps", "8")
+    assert code == 1 and "Traceback" not in err and "resumed with" not in err
+    assert f"{latest.name}: {name} cannot be read (" in err and "delete this checkpoint folder to resume" in err
+    assert {file: (run.path / file).read_bytes() for file in written} == written
+
+
+@pytest.mark.parametrize(
+    ("setting", "where"),
+    [
+        ("family", "config"),  # a huge wrong value in a configuration file
+        ("preset", "config"),
+        ("masking.strategy", "set"),  # and on the command line
+        ("training.device", "set"),
+        ("key", "set"),  # a setting's name
+    ],
+)
+def test_a_huge_wrong_value_is_quoted_in_at_most_eighty_characters(tmp_path, corpus_file, capsys, setting, where):
+    value = "x\ny" * 40_000
+    if where == "config":
+        section = "[model]\n" if setting == "family" else ""
+        (tmp_path / "run.toml").write_text(f"{section}{setting} = {json.dumps(value)}\n", encoding="utf-8")
+        args = ["--config", str(tmp_path / "run.toml")]
+    else:
+        args = ["--set", f"training.{value}=1" if setting == "key" else f"{setting}={value}"]
+    code = main(["train", *args, "--corpus", str(corpus_file), "--out", str(tmp_path / "run"), "--max-steps", "1"])
+    err = capsys.readouterr().err
+    assert code in (1, 2) and "Traceback" not in err
+    assert len(err) < 600 and err.count("\n") == 1, err
+    [quoted] = [q for q in re.findall(r"'[^']*'", err) if "x\\ny" in q]
+    assert len(quoted) <= 80 and "..." in quoted, quoted
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("option", "value", "said"), [("--lr", "-1e-3", "-0.001"), ("--warmup", "-.5E+1", "-5.0")])
+def test_a_negative_number_in_any_form_is_a_value_and_its_own_check_refuses_it(tmp_path, capsys, option, value, said):
+    (tmp_path / "task.csv").write_text("text,label\na,b\nc,d\n")
+    assert main(["finetune", "model", "--task", str(tmp_path / "task.csv"), option, value]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"mlm-studio: {option} must be ") and err.endswith(f", not {said}\n")
+
+
+def test_the_per_class_table_keeps_a_line_per_class_however_long_or_broken_a_label():
+    from types import SimpleNamespace
+
+    from mlm_studio.finetune_command import LABEL_CHARS, _per_class_table
+
+    long, broken = "x" * 5_000, "two\nlines"
+    table = _per_class_table(SimpleNamespace(per_class=[(long, 0.5, 0.25, 1 / 3, 4), (broken, 1.0, 1.0, 1.0, 12)]))
+    lines = table.splitlines()
+    assert len(lines) == 3 and len({len(line) for line in lines}) == 1  # a header and a line per class, aligned
+    assert lines[1].startswith("x" * (LABEL_CHARS - 1) + "…  ") and lines[2].startswith("two\\nlines ")
+    assert lines[2].split()[1:] == ["100.0%", "100.0%", "100.0%", "12"]

@@ -40,7 +40,11 @@ def test_continuing_takes_the_recipe_unless_the_user_set_it(published, corpus_fi
 
     done = train("--init-from", str(published), *small, "--out", str(tmp_path / "set"), "--set",
                  "training.learning_rate=3e-4")  # fmt: skip
-    assert said in done.stderr and "yours kept: training.learning_rate." in done.stderr
+    assert (
+        "Continuing an imported model: 0 warm-up steps (capped at 10% of the run's 2 steps, so that the rate reaches "
+        "its peak), the continuation recipe" in done.stderr
+    )
+    assert "used as set: training.learning_rate 0.0003 (yours)." in done.stderr and "3e-05" not in done.stderr
     training = RunConfig.load(tmp_path / "set" / "config.toml").training
     assert (training.learning_rate, training.warmup_steps) == (3e-4, 0)
 

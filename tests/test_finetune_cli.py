@@ -1,4 +1,4 @@
-"""`mlm-studio finetune` as a user runs it, in a subprocess: both kinds of task from a pre-training run, from a
+"""`mlm-studio finetune` as a user runs it, in a subprocess: every kind of task from a pre-training run, from a
 Hugging Face folder and from scratch, its JSON result, and bad input as one sentence with a non-zero exit."""
 
 import json
@@ -18,6 +18,7 @@ from mlm_studio.cli import main
 from mlm_studio.core.storage.lock import LOCK_FILE
 from tests.core.family_folders import make_folder
 from tests.core.helpers import small_config
+from tests.core.qa_tasks import write_squad
 from tests.core.test_finetune import write_task
 from tests.core.test_finetune_tokens import write_tagging
 
@@ -391,9 +392,7 @@ def test_export_takes_a_fine_tuning_runs_best_folder(finetuned, tmp_path, capsys
     assert torch.equal(exported["classifier.weight"], kept["classifier.weight"])
 
 
-def test_predict_and_evaluate_refuse_a_fine_tuned_classifier_and_search_reads_its_encoder(
-    finetuned, pretrained, capsys
-):
+def test_evaluate_refuses_a_fine_tuned_classifier_and_search_reads_its_encoder(finetuned, pretrained, capsys):
     from mlm_studio.core.evaluation.subject import load_reader
 
     run = finetuned[3]
@@ -402,9 +401,8 @@ def test_predict_and_evaluate_refuse_a_fine_tuned_classifier_and_search_reads_it
         f"mlm-studio: ft is a fine-tuned classifier: it has no masked-LM head; fill masks and evaluate with the model "
         f"it started from ({started}) (a search reads its encoder)\n"
     )
-    for command in (["predict", str(run), "the [MASK] of"], ["evaluate", str(run)]):
-        assert main(command) == 1
-        assert capsys.readouterr() == ("", said)
+    assert main(["evaluate", str(run)]) == 1  # `predict` labels a text with it (test_predict_finetuned_cli.py)
+    assert capsys.readouterr() == ("", said)
     task = finetuned[3].parent / "task.csv"
     columns = ["--text-column", "sentence", "--label-column", "category"]
     assert main(["search", str(run), "--task", str(task), *columns, "--k", "1000", "--json"]) == 0
@@ -414,3 +412,36 @@ def test_predict_and_evaluate_refuse_a_fine_tuned_classifier_and_search_reads_it
     encoder = load_reader(run).encoder.bert.state_dict()
     tuned = load_file(run / "best" / "model.safetensors")
     assert all(torch.equal(value, tuned[f"bert.{name}"]) for name, value in encoder.items())
+
+
+def test_question_answering_trains_prints_its_scores_refuses_a_new_stride_and_exports(pretrained, tmp_path):
+    """`--kind qa` on a SQuAD v2.0 file: exact match and F1 with the split by answerable questions, a resume with
+    another document stride refused before anything is written, the run exported as a question answerer."""
+    squad = write_squad(tmp_path / "squad.json", contexts=30, facts=1, impossible=True)
+    run = tmp_path / "ft"
+    qa = ["--kind", "qa", "--doc-stride", 16, "--max-answer-length", 10]
+    code, out, err = cli(pretrained, "--train", squad, *qa, "--out", run, *FAST)
+    assert code == 0, err
+    test = next(line for line in out.splitlines() if line.startswith("Test, with the best checkpoint"))
+    assert re.search(r"exact match \d+\.\d%, F1 \d+\.\d% \(questions with an answer: exact \d+\.\d%, F1 \d+\.\d%; "
+                     r"without one: exact \d+\.\d%\)", test), test  # fmt: skip
+    assert "label  precision" not in out and "Traceback" not in err
+    written = (run / "metrics.jsonl").read_bytes()
+    code, out, err = cli("--resume", run, "--doc-stride", 8)
+    assert code == 2 and "--doc-stride cannot change when resuming: the run's task is fixed" in err
+    assert (run / "metrics.jsonl").read_bytes() == written
+    assert main(["export", str(run), str(tmp_path / "export")]) == 0
+    config = json.loads((tmp_path / "export" / "config.json").read_text())
+    assert config["architectures"] == ["BertForQuestionAnswering"]
+
+
+def test_question_answering_refuses_a_classification_file_in_a_sentence(pretrained, tmp_path):
+    code, out, err = cli(
+        pretrained, "--task", write_task(tmp_path / "task.csv"), "--kind", "qa", "--out", tmp_path / "ft"
+    )
+    assert code == 1 and out == ""
+    assert err.strip().endswith(
+        "task.csv: no 'question' column (columns: sentence, category); a question-answering table has question, "
+        'context and answers ({"text": [...], "answer_start": [...]})'
+    )
+    assert "Traceback" not in err and not (tmp_path / "ft" / "config.toml").exists()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from mlm_studio.core.shown import shown
+
 
 def format_duration(seconds: float) -> str:
     """A short duration for people: 4m07s, 1h05m."""
@@ -21,7 +23,7 @@ def parse_duration(text: str) -> float:
     number = r"(\d+(?:\.\d+)?)"
     parts = re.fullmatch(rf"(?:{number}h)?(?:{number}m)?(?:{number}(s?))?", cleaned)
     if not cleaned or parts is None:
-        raise ValueError(f"{text!r} is not a duration; write it like 90s, 6m, 1h30m")
+        raise ValueError(f"{shown(text)} is not a duration; write it like 90s, 6m, 1h30m")
     hours, minutes, last, unit = parts.groups()
     if last is not None and not unit and hours is not None and minutes is None:
         minutes, last = last, None

@@ -16,6 +16,12 @@ TONES = {
     "light": {"error": "#b0281a", "warning": "#8a4b00", "info": "#1f5a99"},
     "dark": {"error": "#ff8a80", "warning": "#f5b656", "info": "#8cc4ff"},
 }
+# Backgrounds that mark spans of text: a question's gold answer, the model's answer, and where the two overlap;
+# black text on the light scheme's, white on the dark one's, each at least 4.5:1.
+SPANS = {
+    "light": {"gold": "#a8e6b8", "predicted": "#ffcf8a", "both": "#c9d98f"},
+    "dark": {"gold": "#1d6b3a", "predicted": "#8a4a06", "both": "#5a5a12"},
+}
 INDICATORS = (QStyle.PrimitiveElement.PE_IndicatorCheckBox, QStyle.PrimitiveElement.PE_IndicatorRadioButton)
 DARK_WINDOW = 0.2  # a window darker than this luminance gets outlined indicators
 OUTLINE_SHARE = 0.6  # of the text colour over the field: 5:1 on the dark scheme's field
@@ -108,6 +114,12 @@ def tone(name: str) -> QColor:
     """The colour of a tone ("error", "warning", "info") in the current scheme."""
     scheme = QApplication.instance().property("scheme") or "light"
     return QColor(TONES[scheme][name])
+
+
+def span_colour(name: str) -> QColor:
+    """The background of a marked span ("gold", "predicted", "both") in the current scheme."""
+    scheme = QApplication.instance().property("scheme") or "light"
+    return QColor(SPANS[scheme][name])
 
 
 class ToneLabel(QLabel):

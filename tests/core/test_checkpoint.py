@@ -76,3 +76,21 @@ def test_the_newest_finite_checkpoint_skips_damaged_ones_and_is_never_pruned(tmp
     assert written in run.checkpoints() and run.newest_finite_checkpoint() == written
     (written / "model.safetensors").write_bytes(b"cut short")
     assert not checkpoint_finite(written)  # unreadable weights are not called finite
+
+
+def test_a_checkpoint_folder_is_placed_in_its_run_wherever_the_run_keeps_it(tmp_path, trained_run):
+    """RUN/checkpoints/step-N, or a folder of the run's own (a fine-tuning run's best/); a checkpoint outside any
+    run is named as given, not its parent folder."""
+    from mlm_studio.core.storage.checkpoint import CheckpointError
+    from mlm_studio.core.storage.run_folder import resolve_checkpoint
+
+    run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
+    latest = run.latest_checkpoint()
+    best = shutil.copytree(latest, run.path / "best")
+    assert [resolve_checkpoint(latest)[0].path, resolve_checkpoint(latest)[1]] == [run.path, latest]
+    found, checkpoint = resolve_checkpoint(best)
+    assert found.path == run.path and checkpoint == best
+    stray = shutil.copytree(latest, tmp_path / "elsewhere" / "weights")
+    with pytest.raises(CheckpointError) as refused:
+        resolve_checkpoint(stray)
+    assert str(refused.value) == f"{stray} holds weights but belongs to no run folder (no config.toml above it)"

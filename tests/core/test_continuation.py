@@ -54,7 +54,8 @@ def test_what_the_user_set_wins(imported):
     start = short(preset(DEFAULT_PRESET)).with_values({"training.learning_rate": 3e-4})
     config, said = continuing(start, imported, {"training.learning_rate"})
     assert (config.training.learning_rate, config.training.warmup_steps) == (3e-4, 100)
-    assert said.endswith("; yours kept: training.learning_rate.")
+    assert said.startswith("Continuing an imported model: 100 warm-up steps, the continuation recipe for a")
+    assert said.endswith("; used as set: training.learning_rate 0.0003 (yours).") and "learning rate 3e-05" not in said
     start = start.with_values({"training.warmup_steps": 7})
     config, said = continuing(start, imported, {"training.learning_rate", "training.warmup_steps"})
     assert (config.training.learning_rate, config.training.warmup_steps, said) == (3e-4, 7, "")

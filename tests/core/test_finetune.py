@@ -222,7 +222,7 @@ def test_stratified_split_keeps_every_label_in_each_part():
     from mlm_studio.core.finetune.examples import stratified_split
     from mlm_studio.core.finetune.labelled import Example
 
-    examples = [Example(i, ("t",), ("abc"[i % 3] if i < 90 else "d",)) for i in range(95)]
+    examples = [Example(i, (f"text {i}",), ("abc"[i % 3] if i < 90 else "d",)) for i in range(95)]
     train, validation, test = stratified_split(examples, 0, "classification")
     assert sorted(train + validation + test) == list(range(95))
     for part in (validation, test):

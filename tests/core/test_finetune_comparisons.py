@@ -10,9 +10,11 @@ import pytest
 
 from mlm_studio.core.finetune.compare import MANIFEST, SCRATCH_LABEL, YOURS, compare, verdict
 from mlm_studio.core.finetune.comparisons import comparisons, read_comparison
+from mlm_studio.core.finetune.labelled import TaskError
 from mlm_studio.core.finetune.runs import finetune_runs, last_test
 from mlm_studio.core.finetune.scores import main_score
 from mlm_studio.core.training.control import TrainingControl
+from mlm_studio.core.training.records import TestRecord
 from tests.core.test_finetune import options, write_task
 
 
@@ -82,3 +84,33 @@ def test_other_folders_are_no_comparison(compared):
     assert read_comparison(root / "empty") is None
     assert read_comparison(trained_run.path) is None  # a run
     assert read_comparison(root / "compare" / "your-model-seed0") is None
+
+
+def _contents(folder):
+    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("asked", ["learning rate", "task file", "model", "epochs"])
+def test_a_comparison_run_again_for_another_question_is_refused_and_nothing_written(compared, task, tmp_path, asked):
+    root, trained_run = compared
+    folder = shutil.copytree(root / "compare", tmp_path / "compare")
+    before = _contents(folder)
+    spec, values, task_file = str(trained_run.path), {"epochs": 1}, task
+    if asked == "learning rate":
+        values["learning_rate"] = 1e-3
+    elif asked == "epochs":
+        values["epochs"] = 2
+    elif asked == "task file":
+        task_file = shutil.copy(task, tmp_path / "other.csv")
+    else:
+        spec = str(shutil.copytree(trained_run.path, tmp_path / "another-model"))
+    with pytest.raises(TaskError) as refused:
+        list(compare(spec, options(task_file, **values), folder, 2))
+    said = str(refused.value)
+    assert said.startswith(f"{folder} holds a comparison of something else (your-model-seed0: ")
+    expected = {"learning rate": "learning_rate 0.005 there, 0.001 asked", "epochs": "epochs 1 there, 2 asked",
+                "task file": "files {", "model": "model '"}[asked]  # fmt: skip
+    assert expected in said and said.endswith("or the same model, task and recipe to continue it")
+    assert _contents(folder) == before
+    said_again = list(compare(str(trained_run.path), options(task, epochs=1), folder, 2))  # the same: continued
+    assert sum(isinstance(s.record, TestRecord) for s in said_again) == 4  # the runs there, their test scores

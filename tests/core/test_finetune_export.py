@@ -1,6 +1,6 @@
 """A fine-tuned model of every family exported as its family's `…ForSequenceClassification` /
-`…ForTokenClassification`: `transformers`' pipelines load it without a warning and predict what MLM Studio
-predicts, label for label and probability for probability, and entity for entity."""
+`…ForTokenClassification` / `…ForQuestionAnswering`: `transformers` loads it without a warning and predicts what
+MLM Studio predicts, label for label and probability for probability, entity for entity and answer for answer."""
 
 import csv
 import json
@@ -9,7 +9,9 @@ import random
 from dataclasses import replace
 from itertools import islice
 
+import numpy as np
 import pytest
+import torch
 
 from mlm_studio.core.finetune.examples import word_pieces
 from mlm_studio.core.finetune.predict import FineTuned
@@ -20,6 +22,7 @@ from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.records import TestRecord
 from tests.core.family_folders import make_folder
 from tests.core.helpers import small_config
+from tests.core.qa_tasks import squad_document, write_squad
 from tests.core.test_finetune import write_task
 from tests.core.test_finetune_tokens import ENTITY_WORDS, write_piece_tagging
 
@@ -121,18 +124,22 @@ def test_an_exported_tagger_predicts_as_mlm_studio(source, tmp_path, caplog):
         assert predicted == ours.tag(words)
 
 
-def _held_out_sentences(tmp_path):
-    held = write_piece_tagging(tmp_path / "held.jsonl", sentences=20, seed=1).read_text().splitlines()
+def _held_out_sentences(tmp_path, inside=True):
+    count = 20 if inside else 40  # one-word entities: as many names in twice the sentences
+    held = write_piece_tagging(tmp_path / "held.jsonl", count, seed=1, inside=inside).read_text().splitlines()
     return [json.loads(line)["tokens"] for line in held]
 
 
-def test_an_exported_tagger_finds_mlm_studios_entities(trained_run, tmp_path, caplog):
+@pytest.mark.parametrize("inside", [True, False], ids=["B-and-I-tags", "B-tags-only"])
+def test_an_exported_tagger_finds_mlm_studios_entities(trained_run, tmp_path, caplog, inside):
     """Entities of made-up words that the model's vocabulary splits into several pieces: `transformers`' "simple"
-    aggregation (pieces grouped by their own tags) finds exactly the entities MLM Studio finds, word and type."""
-    task = write_piece_tagging(tmp_path / "tags.jsonl")
+    aggregation (pieces grouped by their own tags) finds exactly the entities MLM Studio finds, word and type;
+    also for a task whose types have B- tags only (their I- tags are added for the later pieces to learn)."""
+    task = write_piece_tagging(tmp_path / "tags.jsonl", inside=inside)
     ours, out, test = _fine_tuned(str(trained_run.path), "tokens", task, tmp_path, epochs=8, eval_interval=10_000)
+    assert {"I-PER", "I-LOC"} <= set(ours.labels)
     assert test.accuracy >= 0.95 and test.entity_f1 >= 0.9, (test.accuracy, test.entity_f1)
-    sentences = _held_out_sentences(tmp_path)
+    sentences = _held_out_sentences(tmp_path, inside)
     named = {word for parts in ENTITY_WORDS.values() for words in parts for word in words}
     pieces = [word_pieces(ours.tokenizer, tuple(words))[1] for words in sentences]
     split = [w for words, of in zip(sentences, pieces) for i, w in enumerate(words) if w in named and of.count(i) > 1]
@@ -143,3 +150,70 @@ def test_an_exported_tagger_finds_mlm_studios_entities(trained_run, tmp_path, ca
         theirs = [(text[g["start"] : g["end"]].strip(), g["entity_group"]) for g in grouped(text)]
         mine = [(" ".join(words[first : last + 1]), kind) for kind, first, last in entities(ours.tag(words))]
         assert theirs == mine
+
+
+def _transformers_answer(model, tokenizer, question, context, max_length, stride, max_answer_length):
+    """The best answer as `transformers` finds it, with the decoding of its question-answering pipeline
+    (`select_starts_ends`, kept in its document-question-answering pipeline): its tokenizer's windows
+    ("only_second" with overflowing tokens), its model's logits, spans widened to whole words."""
+    from transformers.pipelines.document_question_answering import select_starts_ends
+
+    encoded = tokenizer(
+        question,
+        context,
+        truncation="only_second",
+        max_length=max_length,
+        stride=stride,
+        return_overflowing_tokens=True,
+        return_offsets_mapping=True,
+    )
+    reads_types = "token_type_ids" in tokenizer.model_input_names  # what the pipeline gives the model
+    answers = []
+    for window, encoding in enumerate(encoded.encodings):
+        inputs = {"input_ids": torch.tensor([encoding.ids]), "attention_mask": torch.tensor([encoding.attention_mask])}
+        if reads_types:
+            inputs["token_type_ids"] = torch.tensor([encoding.type_ids])
+        with torch.no_grad():
+            output = model(**inputs)
+        p_mask = np.asarray([0 if s == 1 else 1 for s in encoded.sequence_ids(window)])
+        p_mask[0] = 0  # the first token stays in the softmax
+        starts, ends, scores, _ = select_starts_ends(
+            output.start_logits.numpy(), output.end_logits.numpy(), p_mask, np.asarray(encoding.attention_mask)[None],
+            max_answer_len=max_answer_length,
+        )  # fmt: skip
+        for s, e, score in zip(starts, ends, scores):
+            first = encoding.word_to_chars(encoding.token_to_word(int(s)), sequence_index=1)[0]
+            last = encoding.word_to_chars(encoding.token_to_word(int(e)), sequence_index=1)[1]
+            answers.append({"score": float(score), "start": first, "end": last, "answer": context[first:last]})
+    return max(answers, key=lambda answer: answer["score"]), len(encoded.encodings)
+
+
+def test_an_exported_question_answerer_answers_as_mlm_studio(source, tmp_path, caplog):
+    """`transformers` loads the exported `…ForQuestionAnswering` without a warning, and its tokenizer's windows,
+    its model's logits and its pipeline's decoding give MLM Studio's answer on held-out questions, for every
+    family."""
+    squad = write_squad(tmp_path / "squad.json", contexts=40, facts=1)
+    ours, out, _ = _fine_tuned(source, "qa", squad, tmp_path, doc_stride=8, max_answer_length=6)
+    config = json.loads((out / "config.json").read_text())
+    assert config["architectures"][0].endswith("ForQuestionAnswering") and "id2label" not in config
+    assert "pipeline_tag: question-answering" in (out / "README.md").read_text()
+    with caplog.at_level(logging.WARNING):
+        model = transformers.AutoModelForQuestionAnswering.from_pretrained(out).eval()
+        tokenizer = transformers.AutoTokenizer.from_pretrained(out)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert type(model).__name__ == config["architectures"][0]
+    held_out, windows = squad_document(contexts=6, seed=1, facts=2, filler=12), []
+    for article in held_out["data"]:
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"]
+            for qa in paragraph["qas"]:
+                theirs, read = _transformers_answer(model, tokenizer, qa["question"], context, ours.limit, 8, 6)
+                windows.append(read)
+                mine = ours.answer(qa["question"], context)[0]
+                assert (mine["answer"], mine["start"], mine["end"]) == (
+                    theirs["answer"],
+                    theirs["start"],
+                    theirs["end"],
+                )
+                assert mine["score"] == pytest.approx(theirs["score"], abs=1e-5)
+    assert min(windows) >= 2  # every context read in several windows

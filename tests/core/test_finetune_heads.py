@@ -1,5 +1,6 @@
-"""Each family's classification heads against `transformers`' own: tiny random `…ForSequenceClassification` and
-`…ForTokenClassification` models that `transformers` made, loaded into MLM Studio's, give the same logits."""
+"""Each family's heads against `transformers`' own: tiny random `…ForSequenceClassification`,
+`…ForTokenClassification` and `…ForQuestionAnswering` models that `transformers` made, loaded into MLM Studio's,
+give the same logits."""
 
 import pytest
 import torch
@@ -27,12 +28,13 @@ VOCAB, LABELS = 90, 5
 def _pair(family: str, task: str, pooling: str = "cls"):
     config_class, values = CONFIGS[family]
     extra = {"classifier_pooling": pooling} if family == "modernbert" else {}
+    labels = 2 if task == "qa" else LABELS
     config = getattr(transformers, config_class)(
-        vocab_size=VOCAB, num_labels=LABELS, initializer_range=0.2, **values, **extra
+        vocab_size=VOCAB, num_labels=labels, initializer_range=0.2, **values, **extra
     )
     torch.manual_seed(3)
     theirs = getattr(transformers, architecture(family, task))(config).eval()
-    ours = TaskModel(FAMILIES[family].from_hf(config.to_dict()), task, LABELS, pooling).eval()
+    ours = TaskModel(FAMILIES[family].from_hf(config.to_dict()), task, labels, pooling).eval()
     state = {k: v for k, v in theirs.state_dict().items() if not k.endswith(("position_ids", "token_type_ids"))}
     ours.load_state_dict(state)  # strict: the same names and shapes
     return ours, theirs
@@ -60,6 +62,21 @@ def test_heads_give_transformers_logits(family, task):
         got, expected = got[real], expected[real]
     assert got.shape[-1] == LABELS
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("family", list(CONFIGS))
+def test_question_answering_heads_give_transformers_start_and_end_logits(family):
+    """Every token's start and end logits, padding aside; the parameters named as `…ForQuestionAnswering`'s."""
+    ours, theirs = _pair(family, "qa")
+    ids, mask = _batch(theirs.config.pad_token_id)
+    with torch.no_grad():
+        expected = theirs(input_ids=ids, attention_mask=mask)
+        got = ours(ids, mask)
+    real = mask.bool()
+    torch.testing.assert_close(got[..., 0][real], expected.start_logits[real], atol=1e-5, rtol=0)
+    torch.testing.assert_close(got[..., 1][real], expected.end_logits[real], atol=1e-5, rtol=0)
+    head = {name.split(".")[0] for name in theirs.state_dict()} - {FAMILIES[family].prefix}
+    assert head == ({"head", "classifier"} if family == "modernbert" else {"qa_outputs"})
 
 
 def test_modernbert_mean_pooling_matches():

@@ -82,12 +82,16 @@ def test_an_option_out_of_range_names_its_field(tmp_path, field, value, rule):
 
 
 def test_labels_of_numbers_and_booleans_are_read_as_text_and_nulls_left_out(tmp_path):
+    """true is the class "true" as JSON writes it; 1 and 1.0 are one class, as a CSV file's "1"."""
     path = tmp_path / "typed.jsonl"
-    values = [1, 2, True, False, None, 1.5]
+    values = [1, 2, True, False, None, 1.5, 1.0, float("nan")]
     path.write_text("\n".join(json.dumps({"text": f"text {i}", "label": v}) for i, v in enumerate(values)) + "\n")
     file = read_labelled_file(path, "classification")
-    assert [(e.row, e.labels) for e in file.examples] == [(1, ("1",)), (2, ("2",)), (3, ("True",)), (4, ("False",))]
+    assert [(e.row, e.labels[0]) for e in file.examples] == [
+        (1, "1"), (2, "2"), (3, "true"), (4, "false"), (6, "1.5"), (7, "1")
+    ]  # fmt: skip
     assert file.skipped.startswith("2 problem lines, first: line 5: ")
+    assert "line 8: the label nan is not a finite number" in [str(issue) for issue in file.issues.kept]
     nulls = tmp_path / "nulls.jsonl"
     nulls.write_text('{"text": "a", "label": null}\n' * 3)
     with pytest.raises(TaskError, match=r"^nulls.jsonl has no usable rows \(3 problem lines, first: line 1: no"):

@@ -167,7 +167,7 @@ def test_a_tagger_learns_entities(trained_run, tmp_path):
     records = list(prepare_finetuner(tmp_path / "ft", str(trained_run.path), options).run())
     test = next(r for r in records if isinstance(r, TestRecord))
     assert test.entity_f1 >= 0.9 and test.accuracy >= 0.9
-    assert set(test.labels) == {"O", "B-ARG", "B-EXC", "I-EXC"}
+    assert set(test.labels) == {"O", "B-ARG", "B-EXC", "I-EXC", "I-ARG"}  # I-ARG added, for later pieces
 
 
 # each entity two made-up words that a small vocabulary splits into several pieces: a first (B-) and a second (I-),
@@ -178,9 +178,9 @@ ENTITY_WORDS = {
 }
 
 
-def write_piece_tagging(path, sentences=120, seed=0):
+def write_piece_tagging(path, sentences=120, seed=0, inside=True):
     """Sentences of common words (O) and entities of `ENTITY_WORDS`, tagged B-/I- by type: each word's tag is told
-    by the word alone."""
+    by the word alone. Without `inside`, each entity is one word tagged B- (the task has no I- tags)."""
     rng = random.Random(seed)
     rows = []
     for _ in range(sentences):
@@ -190,8 +190,9 @@ def write_piece_tagging(path, sentences=120, seed=0):
             tags.append("O")
             if rng.random() < 0.5:
                 kind = rng.choice(sorted(ENTITY_WORDS))
-                words += [rng.choice(choices) for choices in ENTITY_WORDS[kind]]
-                tags += [f"B-{kind}", f"I-{kind}"]
+                parts = ENTITY_WORDS[kind] if inside else ENTITY_WORDS[kind][:1]
+                words += [rng.choice(choices) for choices in parts]
+                tags += [f"B-{kind}", f"I-{kind}"][: len(parts)]
         rows.append({"tokens": words, "tags": tags})
     path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
     return path

@@ -565,3 +565,43 @@ def test_predict_json_has_the_shape_and_values_of_the_fill_mask_pipeline(exporte
                     expected["sequence"],
                 )
                 assert mine["score"] == pytest.approx(expected["score"], abs=1e-5)
+
+
+def test_a_folder_with_weights_that_are_not_finite_is_refused_by_every_command(exported, tmp_path, corpus_file, capsys):
+    from safetensors.torch import load_file, save_file
+
+    from mlm_studio.cli import main
+    from tests.core.test_diagnostics import _labelled
+
+    folder = Path(shutil.copytree(exported, tmp_path / "nan-model"))
+    tensors = load_file(str(folder / "model.safetensors"))
+    name = next(n for n in tensors if n.endswith("encoder.layer.0.attention.self.query.weight"))
+    tensors[name][0, 0] = float("nan")
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(
+        InteropError, match=rf"nan-model: the weights hold values that are not finite numbers \(in {name}\)"
+    ):
+        import_model(folder)
+    task = str(_labelled(tmp_path / "topics.csv", count=40))
+    for args in (
+        ["search", str(folder), "--query", "a list", "--corpus", str(corpus_file)],
+        ["search", str(folder), "--task", task],
+        ["evaluate", str(folder), "--task", task, "--corpus", str(corpus_file)],
+        ["predict", str(folder), "the [MASK] is"],
+    ):
+        assert main(args) == 1, args
+        out, err = capsys.readouterr()
+        assert out == "" and err.startswith("mlm-studio: nan-model: the weights hold values that are not finite"), args
+        assert "Traceback" not in err and "scikit" not in err and "nan" not in err.replace("nan-model", "")
+
+
+def test_an_electra_folder_whose_generator_is_another_family_names_the_generator(electra_run, exported, tmp_path):
+    out = export_model(electra_run.path, tmp_path / "model")
+    shutil.rmtree(out / GENERATOR_FOLDER)
+    (out / GENERATOR_FOLDER).symlink_to(exported, target_is_directory=True)  # a BERT folder in its place
+    with pytest.raises(InteropError) as refused:
+        import_model(out)
+    assert str(refused.value) == (
+        f"model: its generator ({GENERATOR_FOLDER}/config.json) describes a BERT model, not an ELECTRA generator; "
+        "import the two folders apart"
+    )

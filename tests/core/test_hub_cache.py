@@ -89,8 +89,9 @@ def test_a_cached_hub_dataset_is_read_at_the_revision_refs_main_names(caches):
     "source", ["hf:..", "hf:", "hf:.", "hf:org/../x", "hf:../datasets", "hf:someone/tiny-corpus/../..", "hf:a--b"]
 )
 def test_a_dataset_name_the_hub_would_refuse_is_refused_before_any_file_is_read(caches, source):
-    with pytest.raises(CorpusError, match="is not a Hugging Face Hub name: write org/name"):
+    with pytest.raises(CorpusError, match="is not a Hugging Face Hub name: write org/name") as refused:
         load_corpus([source])
+    assert str(refused.value).startswith(f"No usable text in the corpus ({source!r}: ")  # the source as given
 
 
 def test_the_refused_names_read_nothing_outside_the_cache(caches):

@@ -5,6 +5,7 @@ from itertools import islice
 
 import numpy as np
 import pytest
+import torch
 
 from mlm_studio.core.evaluation.search import build_index, neighbour_ranks, retrieval_scores, unit
 from mlm_studio.core.evaluation.subject import load_subject
@@ -139,3 +140,36 @@ def test_a_text_the_corpus_holds_twice_is_embedded_and_found_once(subject, docum
     hits = index.nearest(documents[2], k=10)
     assert len(hits) == 8 and [h.text for h in hits].count(documents[2]) == 1
     assert (hits[0].index, hits[0].text, hits[0].copies) == (2, documents[2], 3)
+
+
+def test_a_long_document_is_read_whole_in_windows_and_one_past_the_windows_is_said(subject, documents):
+    """A document 400 words longer is not scored as the document without them; its vector is the mean over every
+    token of every window, so it equals the token-weighted mean of its windows read apart."""
+    from mlm_studio.core.evaluation.vectors import WINDOW_TOKENS, tokens_read
+
+    short = documents[3]
+    window = min(WINDOW_TOKENS, subject.config.model.max_tokens())
+    longer = f"{short} {' '.join(documents[40:42])}"
+    assert window < len(subject.tokenizer.encode_text(longer)[0]) <= tokens_read(subject.encoder)  # windows, read whole
+    both = sentence_vectors(subject.encoder, subject.tokenizer, [short, longer])
+    assert not np.allclose(both[0], both[1], atol=1e-3)
+    ids = subject.tokenizer.encode_text(longer)[0]
+    model = subject.encoder.eval()
+    with torch.no_grad():
+        sums = [
+            model.hidden(torch.tensor([ids[i : i + window]]), torch.ones(1, len(ids[i : i + window]), dtype=torch.long))
+            .double()
+            .sum(1)[0]
+            .numpy()
+            for i in range(0, len(ids), window)
+        ]
+    assert np.allclose(both[1], np.sum(sums, 0) / len(ids), atol=1e-5)
+
+    endless = " ".join([short] * 400)
+    index = build_index(subject.encoder, subject.tokenizer, [short, endless, documents[5]])
+    assert index.cut == (1,)
+    assert index.cut_note == (
+        f"1 of the 3 documents are longer than the {tokens_read(subject.encoder):,} tokens read of each (the first "
+        "at place 2); their vectors stand for their beginnings"
+    )
+    assert build_index(subject.encoder, subject.tokenizer, [short, longer]).cut == ()

@@ -18,7 +18,7 @@ from mlm_studio.core.config.sections import ModelConfig, TokenizerConfig
 from mlm_studio.core.data.formats import TABLE_KINDS, TABLE_SUFFIXES, kind_of
 from mlm_studio.core.data.tokenizer import train_tokenizer
 from mlm_studio.core.evaluation.task_probe import probe_task, read_task
-from mlm_studio.core.finetune.labelled import TaskError
+from mlm_studio.core.finetune.labelled import TaskError, read_labelled_file
 from mlm_studio.core.models.build import build_model
 
 TEXTS = ["The river flows, muddy.", "Rates rise at the bank.", "Fish swim «upstream».", "Le prêt coûte cher."]
@@ -66,6 +66,13 @@ def test_parquet_and_arrow_take_their_columns_and_numeric_labels(tmp_path):
         assert (task.texts, task.labels) == (TEXTS, ["5", "1", "5", "1"]), name
 
 
+def test_a_tagging_task_reads_its_tokens_and_tags_from_parquet_lists(tmp_path):
+    words, tags = [["Chopin", "left", "Warsaw"], ["Paris"]], [["B-PER", "O", "B-LOC"], ["B-LOC"]]
+    pq.write_table(pa.table({"tokens": words, "tags": tags}), tmp_path / "ner.parquet", row_group_size=1)
+    examples = read_labelled_file(tmp_path / "ner.parquet", "tokens").examples
+    assert [(list(e.inputs), list(e.labels)) for e in examples] == list(zip(words, tags))
+
+
 def test_malformed_lines_are_reported_by_number_and_the_rest_is_used(tmp_path):
     rows = csv_text().splitlines()
     rows[2:2] = ["only a text", "   ,blank texts are passed over", "another text without its label"]
@@ -83,7 +90,7 @@ def test_malformed_lines_are_reported_by_number_and_the_rest_is_used(tmp_path):
         "{broken",
         json.dumps({"text": "no label here"}),
         json.dumps({"text": 7, "label": "river"}),
-        json.dumps({"text": "half", "label": 0.5}),
+        json.dumps({"text": "listed", "label": [0.5]}),
     ]
     (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     task = read_task(tmp_path / "t.jsonl")
@@ -92,7 +99,7 @@ def test_malformed_lines_are_reported_by_number_and_the_rest_is_used(tmp_path):
         "line 2: invalid JSON (Expecting property name enclosed in double quotes)",
         "line 3: no field 'label' (fields: text)",
         "line 4: field 'text' is not a string",
-        "line 5: field 'label' is not a string or an integer",
+        "line 5: field 'label' is not a string or a number",
     ]
     assert task.report.noteworthy and "4 problem line(s) not used:" in task.report.describe()
 
@@ -260,3 +267,46 @@ def test_same_label_neighbours_are_scored_beside_the_probe_high_when_separable_a
         assert abs(recall_at_5 - (1 - 0.75**5)) <= tolerance
         assert abs(mrr - (1 / 3) * np.log(4)) <= tolerance
     assert set(separable.to_json()) >= {"recall_at_1", "recall_at_5", "mrr", "bag_of_words_mrr"}
+
+
+@pytest.mark.parametrize("arrow_format", ["stream", "file"])
+def test_both_arrow_formats_are_read_alike_by_fine_tuning_the_probe_and_search(tmp_path, arrow_format):
+    """`datasets.save_to_disk` writes Arrow's streaming format: fine-tuning (finding its columns) once refused it."""
+    from mlm_studio.core.finetune.labelled import read_labelled_file
+
+    table = pa.table({"text": ["a river", "a bank", "the stream", "the loan"], "label": ["r", "m", "r", "m"]})
+    path = tmp_path / "data.arrow"
+    with pa.OSFile(str(path), "wb") as sink:
+        writer = (pa.ipc.new_stream if arrow_format == "stream" else pa.ipc.new_file)(sink, table.schema)
+        with writer:
+            writer.write_table(table)
+    tuned = read_labelled_file(path, "classification")  # its columns found from the file's schema
+    probed = read_task(path)
+    assert tuned.texts == probed.texts == ["a river", "a bank", "the stream", "the loan"]
+    assert tuned.labels == probed.labels == ["r", "m", "r", "m"]
+
+
+def test_reading_a_big_task_file_reports_how_far_it_is_and_stops_when_cancelled(tmp_path):
+    from mlm_studio.core.progress import Cancelled, Progress
+
+    path = tmp_path / "big.csv"
+    path.write_text("text,label\n" + "".join(f"text number {i},{'ab'[i % 2]}\n" for i in range(20_000)))
+    size = path.stat().st_size
+
+    class Recorded(Progress):
+        def __init__(self, cancel_at=None):
+            super().__init__()
+            self.reports, self.cancel_at = [], cancel_at
+
+        def report(self, done, total, message=""):
+            self.reports.append((done, total, message))
+            if self.cancel_at is not None and len(self.reports) >= self.cancel_at:
+                self.cancel()
+
+    recorded = Recorded()
+    assert len(read_task(path, progress=recorded).texts) == 20_000
+    done = [d for d, _, _ in recorded.reports]
+    assert len(done) == 5 and done == sorted(done) and 0 < done[-1] <= size  # every 4,096 rows
+    assert {(total, message) for _, total, message in recorded.reports} == {(size, "Reading big.csv")}
+    with pytest.raises(Cancelled):
+        read_task(path, progress=Recorded(cancel_at=2))

@@ -149,3 +149,20 @@ def test_events_are_not_rewritten_while_another_process_trains_the_run(tmp_path,
         done = tensorboard_command(run.path)
     assert done.returncode == 1 and "is being trained by process" in done.stderr and "Traceback" not in done.stderr
     assert contents(run.path / EVENTS_FOLDER) == before
+
+
+def test_a_linked_events_folder_is_refused_and_its_target_left_untouched(tmp_path, trained_run):
+    run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
+    shutil.rmtree(run.path / EVENTS_FOLDER)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "notes.txt").write_text("mine")
+    (run.path / EVENTS_FOLDER).symlink_to(elsewhere, target_is_directory=True)
+    done = tensorboard_command(run.path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"{run.path / EVENTS_FOLDER} is a symbolic link" in done.stderr and "move the link away" in done.stderr
+    assert contents(elsewhere) == {"notes.txt": b"mine"}
+    log = EventLog(run.path, run.read_metrics())  # while training: said once, training goes on
+    [note] = log.take_notes()
+    assert "is a symbolic link" in note and "training goes on" in note
+    assert contents(elsewhere) == {"notes.txt": b"mine"}

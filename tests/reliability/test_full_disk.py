@@ -169,3 +169,12 @@ def test_training_beside_a_read_only_events_folder_goes_on_and_says_so_once(
     assert [r["step"] for r in run.read_metrics() if r["type"] == "step"] == [1, 2, 3]
     assert (folder / "mine" / "notes.txt").read_text() == "the user's"
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_events_on_a_full_disk_name_the_event_file_they_could_not_write(tmp_path, tmpfs):
+    folder = tmpfs(tmp_path / "run" / EVENTS_FOLDER, "size=16k")
+    fill(folder)
+    log = EventLog(tmp_path / "run", STEPS * 10)
+    log.close()
+    assert "No space left on device" in log.error
+    assert f"({folder}/events.out.tfevents." in log.error and ".mlm-studio: No space left" in log.error

@@ -251,7 +251,7 @@ def test_a_pipe_named_as_a_corpus_is_refused_not_waited_on(tmp_path, corpus_file
     assert corpus.documents > 0
 
 
-def test_a_corpus_file_named_in_bytes_that_are_not_utf8_is_exported_with_its_name_readable(tmp_path, corpus_file):
+def test_corpus_file_names_in_non_utf8_bytes_or_with_line_breaks_are_readable_in_the_card(tmp_path, corpus_file):
     """Linux file names are bytes: café.txt in Latin-1 is b'caf\\xe9.txt', which Python keeps as a surrogate."""
     import os
 
@@ -263,9 +263,12 @@ def test_a_corpus_file_named_in_bytes_that_are_not_utf8_is_exported_with_its_nam
     named = os.fsencode(tmp_path) + b"/caf\xe9.txt"
     with open(named, "wb") as out:
         out.write(corpus_file.read_bytes())
-    corpus = load_corpus([os.fsdecode(named)])
+    broken = tmp_path / "two\nlines `x`.txt"  # a line break and backticks: the card's sentence stays whole
+    broken.write_text("One more paragraph of text.\n", encoding="utf-8")
+    corpus = load_corpus([os.fsdecode(named), broken])
     tokenizer = train_tokenizer(corpus.iter_documents(), TokenizerConfig(vocab_size=400), corpus.documents)
     run = start_run(tmp_path / "run", small_config(max_steps=2, checkpoint_interval=2), corpus, tokenizer)
     list(Trainer(run, *training_blocks(run, corpus)).run())
     exported = export_model(run.path, tmp_path / "model")
-    assert "Corpus: caf\ufffd.txt." in (exported / "README.md").read_text(encoding="utf-8")
+    card = (exported / "README.md").read_text(encoding="utf-8")
+    assert "Corpus: `caf\ufffd.txt`, ``two\\nlines `x`.txt``. Masking:" in card

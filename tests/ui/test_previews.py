@@ -6,7 +6,7 @@ import sys
 
 from PySide6.QtGui import QImage
 
-PANELS = ("corpus", "tokenizer_section", "masking", "config", "training", "playground", "finetune")
+PANELS = ("corpus", "tokenizer_section", "masking", "config", "training", "playground", "finetune", "finetune.try_it")
 SCRIPT = """
 import os, runpy, sys
 for name in sys.argv[1:]:

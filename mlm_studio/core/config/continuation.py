@@ -36,15 +36,20 @@ class Continuation:
     width: int
     steps: int | None = None  # the run's steps, when known before it starts
 
-    def describe(self) -> str:
+    def describe(self, fields: Collection[str] = FIELDS) -> str:
+        """The recipe's values of `fields` in words."""
         capped = (
             f" (capped at {WARMUP_SHARE:.0%} of the run's {self.steps:,} steps, so that the rate reaches its peak)"
             if self.warmup_steps < WARMUP_STEPS
             else ""
         )
+        parts = {
+            "learning_rate": f"learning rate {self.learning_rate:.2g}",
+            "warmup_steps": f"{self.warmup_steps} warm-up steps{capped}",
+        }
         return (
-            f"learning rate {self.learning_rate:.2g} with {self.warmup_steps} warm-up steps{capped}, the continuation "
-            f"recipe for a published model of width {self.width} (a from-scratch rate would erase what it learned)"
+            f"{' with '.join(parts[name] for name in FIELDS if name in fields)}, the continuation recipe for a "
+            f"published model of width {self.width} (a from-scratch rate would erase what it learned)"
         )
 
 
@@ -69,10 +74,10 @@ def continued(config: RunConfig, given: Collection[str] = ()) -> tuple[RunConfig
     chosen = {name: getattr(recipe, name) for name in FIELDS if f"training.{name}" not in given}
     if not chosen:
         return config, ""
-    kept = [f"training.{name}" for name in FIELDS if name not in chosen]
-    yours = f"; yours kept: {', '.join(kept)}" if kept else ""
+    kept = [f"training.{name} {getattr(config.training, name):g} (yours)" for name in FIELDS if name not in chosen]
+    yours = f"; used as set: {', '.join(kept)}" if kept else ""
     training = replace(config.training, **chosen)
-    return replace(config, training=training), f"Continuing an imported model: {recipe.describe()}{yours}."
+    return replace(config, training=training), f"Continuing an imported model: {recipe.describe(chosen)}{yours}."
 
 
 def from_scratch(config: RunConfig, scratch: TrainConfig) -> RunConfig:

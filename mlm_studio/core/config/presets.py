@@ -10,6 +10,7 @@ from mlm_studio.core.config.sections import (
     ModelConfig,
     TrainConfig,
 )
+from mlm_studio.core.shown import shown
 
 
 def _preset_model(layers: int, hidden: int) -> ModelConfig:
@@ -75,4 +76,4 @@ def preset(name: str) -> RunConfig:
     try:
         return PRESETS[name]
     except KeyError:
-        raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}") from None
+        raise ConfigError(f"unknown preset {shown(name)}; choose one of {', '.join(PRESETS)}") from None

@@ -19,7 +19,6 @@ from typing import Any
 import tomli_w
 
 from mlm_studio.core.config.sections import (
-    MAX_WHOLE_NUMBER,
     SECTIONS,
     UNTIL_THE_BUDGET_IS_SPENT,
     ConfigError,
@@ -29,9 +28,9 @@ from mlm_studio.core.config.sections import (
     TokenizerConfig,
     TrainConfig,
     generator_config,
-    shown,
 )
 from mlm_studio.core.models.registry import FAMILIES
+from mlm_studio.core.shown import MAX_WHOLE_NUMBER, shown
 from mlm_studio.core.storage.files import atomic_write_text
 
 if sys.version_info >= (3, 11):
@@ -192,10 +191,10 @@ class RunConfig:
             section, _, name = key.partition(".")
             if section not in SECTIONS or not name:
                 raise ConfigError(
-                    f"{key!r} is not a setting; write section.field, e.g. training.learning_rate", (), source
+                    f"{shown(key)} is not a setting; write section.field, e.g. training.learning_rate", (), source
                 )
             if name not in SECTIONS[section].field_defaults():
-                raise ConfigError(f"unknown field {name!r} in [{section}]", (), source)
+                raise ConfigError(f"unknown field {shown(name)} in [{section}]", (), source)
             raw[section][name] = value
         return RunConfig.from_dict(raw, source, complete=True)
 
@@ -265,7 +264,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     table: dict[str, Any] = {}
     for key, value in pairs:
         if key in table:
-            raise ConfigError(f"{key!r} appears twice in one object; keep one of its values")
+            raise ConfigError(f"{shown(key)} appears twice in one object; keep one of its values")
         table[key] = value
     return table
 

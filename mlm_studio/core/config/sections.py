@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 import re
-import reprlib
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from mlm_studio.core.models.registry import FAMILIES, family_fields
+from mlm_studio.core.shown import MAX_WHOLE_NUMBER, shown
 
 SCHEDULES = ("linear", "cosine", "constant")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
@@ -28,9 +28,6 @@ MAX_SEED = 2**32 - 1
 MAX_TIME_BUDGET = 366 * 24 * 3600.0
 MIN_VOCAB = 5 + 64  # the special tokens and a small alphabet
 MAX_VOCAB = 2**20
-MAX_WHOLE_NUMBER = 10**18  # no setting needs more; beyond it a number is refused before it is printed
-_SHORT = reprlib.Repr()
-_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother = 3, 60, 60
 
 
 class ConfigError(ValueError):
@@ -54,17 +51,6 @@ class ConfigError(ValueError):
     def within(self, source: str) -> ConfigError:
         """The same error, said of a file or an option."""
         return ConfigError(self.problem, self.fields, source)
-
-
-def shown(value: Any) -> str:
-    """A value as a message quotes it: as Python writes it, cut short (long text, deep or long lists and tables,
-    a number of more digits than any setting takes)."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= MAX_WHOLE_NUMBER:
-        return f"a number of {math.floor(value.bit_length() * math.log10(2)) + 1:,} digits"
-    try:
-        return _SHORT.repr(value)
-    except ValueError:  # a list holding a number longer than Python prints
-        return "{…}" if isinstance(value, dict) else "[…]"
 
 
 def join_words(words: tuple[str, ...] | list[str], last: str = "and") -> str:
@@ -148,7 +134,7 @@ class ModelConfig(Section):
         for name, default in shared.items():
             object.__setattr__(self, name, values.get(name, default))
         object.__setattr__(self, "family", family)
-        self._require(family in FAMILIES, f"must be one of {', '.join(FAMILIES)}, not {family!r}", "family")
+        self._require(family in FAMILIES, f"must be one of {', '.join(FAMILIES)}, not {shown(family)}", "family")
         declared = FAMILIES[family].fields
         object.__setattr__(self, "options", tuple((f.name, own.pop(f.name, f.default)) for f in declared))
         self._check_strays(own)
@@ -162,7 +148,8 @@ class ModelConfig(Section):
             owners = [f.model_type for f in FAMILIES.values() if any(x.name == name for x in f.fields)]
             self._require(
                 value == known[name].default,
-                f"applies to {' and '.join(owners)} models only; a {self.family} model keeps {known[name].default!r}",
+                f"applies to {' and '.join(owners)} models only; a {self.family} model keeps "
+                f"{shown(known[name].default)}",
                 name,
             )
 
@@ -170,7 +157,7 @@ class ModelConfig(Section):
         for key, value in self.__dict__.get("options", ()):
             if key == name:
                 return value
-        raise AttributeError(f"a {self.__dict__.get('family')} model has no field {name!r}")
+        raise AttributeError(f"a {self.__dict__.get('family')} model has no field {shown(name)}")
 
     def __post_init__(self) -> None:
         self._check_types()
@@ -186,7 +173,7 @@ class ModelConfig(Section):
             "hidden_size",
             "num_attention_heads",
         )
-        self._require(self.hidden_act == "gelu", f"must be 'gelu', not {self.hidden_act!r}", "hidden_act")
+        self._require(self.hidden_act == "gelu", f"must be 'gelu', not {shown(self.hidden_act)}", "hidden_act")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, name)
             self._require(0.0 <= value < 1.0, f"must be in [0, 1), not {value}", name)
@@ -301,7 +288,9 @@ class MaskingConfig(Section):
         total = self.mask_fraction + self.random_fraction + self.keep_fraction
         self._require(abs(total - 1.0) <= 1e-6, f"must sum to 1, not {total:.4g}", *shares)
         self._require(
-            self.strategy in STRATEGIES, f"must be one of {', '.join(STRATEGIES)}, not {self.strategy!r}", "strategy"
+            self.strategy in STRATEGIES,
+            f"must be one of {', '.join(STRATEGIES)}, not {shown(self.strategy)}",
+            "strategy",
         )
         self._require(0.0 < self.span_p <= 1.0, f"must be in (0, 1], not {self.span_p}", "span_p")
         self._require_range("max_span", 1, 64)
@@ -370,7 +359,7 @@ class TrainConfig(Section):
         self._require(0 < self.learning_rate < 1, f"must be between 0 and 1, not {self.learning_rate}", "learning_rate")
         self._require(self.warmup_steps >= 0, "must not be negative", "warmup_steps")
         self._require(
-            self.schedule in SCHEDULES, f"must be one of {', '.join(SCHEDULES)}, not {self.schedule!r}", "schedule"
+            self.schedule in SCHEDULES, f"must be one of {', '.join(SCHEDULES)}, not {shown(self.schedule)}", "schedule"
         )
         self._require(0 <= self.weight_decay < 1, f"must be in [0, 1), not {self.weight_decay}", "weight_decay")
         for name in ("adam_beta1", "adam_beta2"):
@@ -385,10 +374,14 @@ class TrainConfig(Section):
         )
         self._require(self.eval_blocks >= 0, "must not be negative", "eval_blocks")
         self._require_range("seed", 0, MAX_SEED)
-        self._require(valid_device(self.device), f"must be {join_words(DEVICES, 'or')}, not {self.device!r}", "device")
+        self._require(
+            valid_device(self.device), f"must be {join_words(DEVICES, 'or')}, not {shown(self.device)}", "device"
+        )
         self._require(self.precision in PRECISIONS, f"must be one of {', '.join(PRECISIONS)}", "precision")
         self._require(
-            self.objective in OBJECTIVES, f"must be one of {', '.join(OBJECTIVES)}, not {self.objective!r}", "objective"
+            self.objective in OBJECTIVES,
+            f"must be one of {', '.join(OBJECTIVES)}, not {shown(self.objective)}",
+            "objective",
         )
         self._require(0 < self.generator_size <= 1, f"must be in (0, 1], not {self.generator_size}", "generator_size")
         self._require(0 < self.detection_weight <= 10_000, "must be between 0 and 10,000", "detection_weight")

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
 from mlm_studio.core.data.rows import MAX_VALUE_CHARS, IssueLog, SourceSkipped, Wanted, clipped, require, too_long
 
 BATCH_ROWS = 2048
@@ -26,7 +28,7 @@ def columnar_records(path: Path, kind: str, wanted: Wanted, issues: IssueLog) ->
         for batch in batches:
             for start in range(0, batch.num_rows, BATCH_ROWS):
                 part = batch.slice(start, BATCH_ROWS).select(columns)
-                long = _long_values(part)
+                long = _long_values(part, wanted)
                 for index, record in enumerate(_rows(part, long)):
                     row += 1
                     if index in long:
@@ -35,6 +37,17 @@ def columnar_records(path: Path, kind: str, wanted: Wanted, issues: IssueLog) ->
                         yield wanted.row(record, row)
             issues.position = min(size, size * row // rows) if rows else 0
         issues.position = size
+    except (pa.ArrowException, OSError) as exc:
+        kind_name = "Parquet" if kind == "parquet" else "Arrow"
+        raise SourceSkipped(f"not a readable {kind_name} file ({clipped(str(exc), 200)})") from exc
+
+
+def schema_names(path: Path, kind: str) -> list[str]:
+    """The column names of a Parquet or Arrow file (either of Arrow's formats), from its schema alone."""
+    import pyarrow as pa
+
+    try:
+        return list(_batches(path, kind, [])[1])
     except (pa.ArrowException, OSError) as exc:
         kind_name = "Parquet" if kind == "parquet" else "Arrow"
         raise SourceSkipped(f"not a readable {kind_name} file ({clipped(str(exc), 200)})") from exc
@@ -72,28 +85,43 @@ def _rows_per_batch(metadata, columns: list[int]) -> int:
     return rows
 
 
-def _long_values(batch) -> dict[int, str]:
-    """{row: the column} for the rows of a record batch with a text or bytes value longer than
-    `MAX_VALUE_CHARS` bytes; a column of lists or structs is refused (a value of them is not read either)."""
-    import numpy as np
+def _long_values(batch, wanted: Wanted) -> dict[int, str]:
+    """{row: the column} for the rows of a record batch with a text or bytes value (or one inside a list or
+    struct) longer than `MAX_VALUE_CHARS` bytes; a column of lists or structs is refused unless its wanted types
+    take a list or a dict (a value of it is not read either)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     long: dict[int, str] = {}
     for name, values in zip(batch.schema.names, batch.columns):
         kind = values.type.value_type if pa.types.is_dictionary(values.type) else values.type
-        if pa.types.is_nested(kind):
+        if pa.types.is_nested(kind) and not {list, dict, object} & set(wanted.columns[name]):
             raise SourceSkipped(f"the column '{clipped(name)}' holds {kind}, not text or numbers")
-        text_like = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
-        if not any(test(kind) for test in text_like):
-            continue
-        if pa.types.is_dictionary(values.type):
-            lengths = pc.binary_length(values.dictionary).take(values.indices)
-        else:
-            lengths = pc.binary_length(values)
-        over = np.flatnonzero(lengths.fill_null(0).to_numpy(zero_copy_only=False) > MAX_VALUE_CHARS)
+        over = np.flatnonzero(_longest_text(values) > MAX_VALUE_CHARS)
         long.update((int(row), name) for row in over if int(row) not in long)
     return long
+
+
+def _longest_text(values) -> np.ndarray:
+    """(rows,) the bytes of each row's longest text or bytes value, those inside its lists and structs included
+    (0 for a row with none)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = values.type
+    if pa.types.is_dictionary(kind):
+        longest = _longest_text(values.dictionary)[values.indices.fill_null(0).to_numpy(zero_copy_only=False)]
+        return np.where(values.is_null().to_numpy(zero_copy_only=False), 0, longest)
+    text_like = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
+    if any(test(kind) for test in text_like):
+        return pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False)
+    longest = np.zeros(len(values), dtype=np.int64)
+    if pa.types.is_struct(kind):
+        for index in range(kind.num_fields):
+            np.maximum(longest, _longest_text(pc.struct_field(values, [index])), out=longest)
+    elif pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        parents = pc.list_parent_indices(values).to_numpy(zero_copy_only=False)
+        np.maximum.at(longest, parents, _longest_text(pc.list_flatten(values)))
+    return longest
 
 
 def _rows(batch, long: dict[int, str]) -> Iterator[dict | None]:

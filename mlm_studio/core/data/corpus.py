@@ -20,6 +20,7 @@ from mlm_studio.core.data.formats import FORMATS, documents, kind_of, read_decod
 from mlm_studio.core.data.rows import Issue, IssueLog, SourceSkipped
 from mlm_studio.core.interop.hub_cache import cached_files, is_hub_name
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.shown import shown
 
 SAMPLE_SIZE = 8
 SAMPLE_CHARS = 2000  # a sample keeps this much of its document
@@ -41,7 +42,7 @@ class ReadOptions:
 
     def __post_init__(self) -> None:
         if self.text_unit not in ("paragraph", "line"):
-            raise ValueError(f"text unit must be 'paragraph' or 'line', not {self.text_unit!r}")
+            raise ValueError(f"text unit must be 'paragraph' or 'line', not {shown(self.text_unit)}")
         if not self.jsonl_field.strip():
             raise ValueError("the JSONL field name must not be empty")
         if not self.table_column.strip():
@@ -63,6 +64,11 @@ class SourceReport:
     characters: int = 0
     issues: tuple[Issue, ...] = ()
     issue_count: int = 0
+
+    @property
+    def name(self) -> str:
+        """The source as a message names it: a Hub dataset by its whole name (hf:org/name), a file by its own."""
+        return shown(str(self.path)) if self.kind == "hub" else self.path.name
 
     @property
     def status(self) -> str:
@@ -181,7 +187,7 @@ def load_corpus(
     reports.sort(key=lambda r: str(r.path))
     corpus = Corpus(tuple(reports), options, np.frombuffer(lengths, dtype=np.uint32).copy(), sampler.items())
     if corpus.documents == 0:
-        reasons = "; ".join(f"{r.path.name}: {r.reason}" for r in reports) or "no files were given"
+        reasons = "; ".join(f"{r.name}: {r.reason}" for r in reports) or "no files were given"
         raise CorpusError(f"No usable text in the corpus ({reasons}). Add files that contain text.")
     return corpus
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 MAX_ISSUES_KEPT = 200
 MAX_VALUE_CHARS = 1 << 24  # the longest line, field or value read whole (16 Mi characters)
 SHOWN_CHARS = 80  # the most of a value a message repeats
-TYPE_WORDS = {str: "a string", int: "an integer", list: "a list"}
+TYPE_WORDS = {str: "a string", int: "an integer", float: "a number", list: "a list"}
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # what a JSON escape may make and no text encoding can write
 
 
@@ -81,7 +81,7 @@ class Wanted:
                 issues.add(number, f"no '{clipped(name)}' value", unit)
                 return False
             if not isinstance(value, types):
-                words = " or ".join(TYPE_WORDS[t] for t in types)
+                words = " or ".join(TYPE_WORDS[t] for t in types if not (t is int and float in types))
                 issues.add(number, f"field '{clipped(name)}' is not {words}", unit)
                 return False
             if isinstance(value, str) and not value.isascii() and LONE_SURROGATE.search(value):

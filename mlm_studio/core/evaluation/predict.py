@@ -15,7 +15,7 @@ from mlm_studio.core.evaluation.subject import refuse_fine_tuned
 from mlm_studio.core.interop.hf import import_model, is_hf_folder, model_folder
 from mlm_studio.core.models.build import build_trained, masked_lm_of
 from mlm_studio.core.storage.checkpoint import listed, load_weights
-from mlm_studio.core.storage.run_folder import resolve_checkpoint
+from mlm_studio.core.storage.run_folder import RunDir, resolve_checkpoint
 from mlm_studio.core.training.replaced_tokens import ReplacedTokenDetection
 
 MAX_MASKS = 32
@@ -233,23 +233,26 @@ def _load_cached(path: str, device: str, stamp: float) -> FillMask:
         model, tokenizer, source = build_trained(run.config), run.tokenizer, f"{run.name} / {checkpoint.name}"
         untrained = False
         load_weights(checkpoint, model)
+    if run is not None:  # a Hugging Face folder's weights were checked as they were read
+        _refuse_non_finite(model, run, source)
+    model = model.to(device)
+    detector = model.discriminator if isinstance(model, ReplacedTokenDetection) else None
+    return FillMask(masked_lm_of(model), tokenizer, source, detector, untrained)
+
+
+def _refuse_non_finite(model: torch.nn.Module, run: RunDir, source: str) -> None:
     broken = [name for name, value in model.state_dict().items() if not torch.isfinite(value).all()]
     if broken:
-        finite = run.newest_finite_checkpoint() if run is not None else None
+        finite = run.newest_finite_checkpoint()
         advice = (
             f"Use {finite}, the newest checkpoint with finite weights."
             if finite is not None
             else "No checkpoint of this run has finite weights."
-            if run is not None
-            else "Use another model."
         )
         raise PredictError(
             f"{source}: the weights hold values that are not finite numbers (in {listed(broken)}); "
             f"its predictions would be meaningless. {advice}"
         )
-    model = model.to(device)
-    detector = model.discriminator if isinstance(model, ReplacedTokenDetection) else None
-    return FillMask(masked_lm_of(model), tokenizer, source, detector, untrained)
 
 
 @functools.lru_cache(maxsize=4)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlm_studio.core.metric_schema import metric
+from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.files import atomic_write_text
 
 if TYPE_CHECKING:
@@ -30,9 +31,9 @@ class Probe:
 
     def __post_init__(self) -> None:
         if self.text.count("[MASK]") != 1:
-            raise ValueError(f"a probe needs exactly one [MASK]: {self.text!r}")
+            raise ValueError(f"a probe needs exactly one [MASK]: {shown(self.text)}")
         if not self.expected.strip() or " " in self.expected.strip():
-            raise ValueError(f"a probe expects one word, not {self.expected!r}")
+            raise ValueError(f"a probe expects one word, not {shown(self.expected)}")
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Semantic search, the guide's fourth use case: a corpus's documents embedded by a model (each the mean of a
-layer's output over its tokens, as the task probe reads texts), the documents nearest a query by cosine, and how
+layer's output over its tokens, a long document read whole in windows, as the task probe reads texts), the
+documents nearest a query by cosine, and how
 well a model's neighbours share labels on labelled texts (recall@k and the mean reciprocal rank)."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import numpy as np
 import torch
 
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.evaluation.vectors import sentence_vectors
+from mlm_studio.core.evaluation.vectors import sentence_vectors, tokens_read
 from mlm_studio.core.models.encoder import layer_count
 from mlm_studio.core.progress import Progress
 
@@ -38,6 +39,17 @@ class SearchIndex:
     model: torch.nn.Module
     tokenizer: MLMTokenizer
     layer: int | None = None
+    cut: tuple[int, ...] = ()  # the corpus places of the documents longer than the model read of each
+
+    @property
+    def cut_note(self) -> str:
+        """What was not read, in words ("" when every document was read whole)."""
+        if not self.cut:
+            return ""
+        return (
+            f"{len(self.cut):,} of the {len(self.texts):,} documents are longer than the {tokens_read(self.model):,} "
+            f"tokens read of each (the first at place {self.cut[0] + 1:,}); their vectors stand for their beginnings"
+        )
 
     @property
     def documents(self) -> int:
@@ -78,8 +90,10 @@ def build_index(
             copies.append(0)
         copies[number] += 1
     distinct = [texts[p] for p in positions]
-    vectors = unit(sentence_vectors(model, tokenizer, distinct, layer, progress=progress))
-    return SearchIndex(tuple(distinct), tuple(positions), tuple(copies), vectors, model, tokenizer, layer)
+    cut: list[int] = []
+    vectors = unit(sentence_vectors(model, tokenizer, distinct, layer, progress=progress, cut=cut))
+    places = tuple(positions[i] for i in cut)
+    return SearchIndex(tuple(distinct), tuple(positions), tuple(copies), vectors, model, tokenizer, layer, places)
 
 
 def unit(vectors: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.evaluation.search import RetrievalScores, neighbour_ranks
 from mlm_studio.core.evaluation.vectors import MAX_TEXT_CHARS, sentence_vectors
 from mlm_studio.core.finetune.labelled import Columns, LabelledFile, TaskError, check_labels, read_labelled_file
+from mlm_studio.core.progress import Progress
 
 
 @dataclass(frozen=True)
@@ -41,10 +42,12 @@ class TaskResult:
         return dict(self.__dict__)
 
 
-def read_task(path: str | Path, text_column: str = "text", label_column: str = "label") -> LabelledFile:
+def read_task(
+    path: str | Path, text_column: str = "text", label_column: str = "label", progress: Progress | None = None
+) -> LabelledFile:
     """A labelled file as the probe reads it, through fine-tuning's reader: each text up to `MAX_TEXT_CHARS` (as
     much as the model reads), at least two labels and two texts of each (its stratified split needs them)."""
-    file = read_labelled_file(path, "classification", Columns(text_column, label_column), MAX_TEXT_CHARS)
+    file = read_labelled_file(path, "classification", Columns(text_column, label_column), MAX_TEXT_CHARS, progress)
     check_labels(file)
     counts = file.label_counts()
     alone = [label for label, count in counts.items() if count == 1]

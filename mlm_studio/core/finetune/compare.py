@@ -12,8 +12,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
+from mlm_studio.core.finetune.labelled import TaskError
+from mlm_studio.core.finetune.request import SCRATCH, request_differences
 from mlm_studio.core.finetune.scores import ENTITY_F1, MACRO_F1, main_score
-from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions, prepare_finetuner
+from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
 from mlm_studio.core.storage.files import atomic_write_json
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.control import TrainingControl
@@ -73,12 +75,15 @@ def compare(
 ) -> Iterator[Said]:
     """Fine-tune each contender with seeds `options.seed`, +1, … (the split fixed by the first), each in its own
     run folder under `root` (a folder there already is resumed); every record, said by whom and with which seed."""
+    if options.task == "qa":
+        raise TaskError("a comparison weighs classifiers and taggers; fine-tune a question answerer on its own")
     everyone = contenders(spec)
     for seed in range(options.seed, options.seed + seeds):
         for contender in everyone:
             path = root / run_folder_name(contender.label, seed)
             seeded = replace(options, seed=seed, split_seed=options.held_out_by)
             if (path / "config.toml").is_file():
+                refuse_another_question(root, RunDir(path), contender.spec, seeded)
                 tuner = prepare_finetuner(path, control=control)
             else:
                 tuner = prepare_finetuner(path, contender.spec, seeded, control)
@@ -89,6 +94,17 @@ def compare(
                 yield Said(contender, seed, record)
             if tuner.control.stop_requested:
                 return
+
+
+def refuse_another_question(root: Path, run: RunDir, spec: str, options: FinetuneOptions) -> None:
+    """A run already in a comparison's folder is continued only when it was made for what is asked now: else a
+    TaskError naming what differs, before anything is written."""
+    differences = request_differences(run, spec, options)
+    if differences:
+        raise TaskError(
+            f"{root} holds a comparison of something else ({run.name}: {'; '.join(differences)}); nothing was "
+            "changed. Give another output folder to compare this, or the same model, task and recipe to continue it"
+        )
 
 
 def run_folder_name(label: str, seed: int) -> str:

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tokenizers import processors
+from tokenizers import Encoding, processors
 
 from mlm_studio.core.data.masking import IGNORE_INDEX
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.finetune.labelled import Example, TaskError
+from mlm_studio.core.shown import shown
 
 SPLIT_SHARES = (0.8, 0.1, 0.1)  # training, validation, test
 BUCKET_BATCHES = 50  # batches sorted by length together (enough to pad little, few enough to stay random)
@@ -71,6 +72,15 @@ def continuing(tag: str, label_ids: dict[str, int]) -> str:
     return f"I-{kind}" if prefix == "B" and dash and f"I-{kind}" in label_ids else tag
 
 
+def with_inside_tags(labels: list[str]) -> list[str]:
+    """Tags B-/I-/O with an I-X added for each B-X the task lacks one for (after the others): a word's later pieces
+    learn it, so that a pipeline grouping pieces by their tags ("simple" aggregation) finds each word whole."""
+    scheme = all(tag == "O" or (tag[:2] in ("B-", "I-") and len(tag) > 2) for tag in labels)
+    if not scheme:
+        return labels
+    return labels + [f"I-{tag[2:]}" for tag in labels if tag.startswith("B-") and f"I-{tag[2:]}" not in labels]
+
+
 def encode_examples(
     tokenizer: MLMTokenizer, examples: list[Example], label_ids: dict[str, int], task: str, limit: int
 ) -> Encoded:
@@ -107,7 +117,13 @@ def encode_examples(
 def encode_texts(tokenizer: MLMTokenizer, texts: tuple[str, ...], limit: int) -> tuple[list[int], list[int], bool]:
     """A text or a pair as the tokenizer's post-processor lays it out, in at most `limit` ids (the longer text
     cut first, as `transformers`' "longest_first"): (ids, segment ids, whether a text was cut)."""
-    processor = tokenizer.backend.post_processor or _bert_layout(tokenizer)
+    encoding, cut = lay_out(tokenizer, texts, limit)
+    return encoding.ids, encoding.type_ids, cut
+
+
+def lay_out(tokenizer: MLMTokenizer, texts: tuple[str, ...], limit: int) -> tuple[Encoding, bool]:
+    """As `encode_texts`, the whole encoding (offsets and special-token mask too) and whether a text was cut."""
+    processor = tokenizer.backend.post_processor or bert_layout(tokenizer)
     parts = [tokenizer.backend.encode(text, add_special_tokens=False) for text in texts]
     room = limit - processor.num_special_tokens_to_add(len(parts) == 2)
     lengths = [len(part.ids) for part in parts]
@@ -115,11 +131,10 @@ def encode_texts(tokenizer: MLMTokenizer, texts: tuple[str, ...], limit: int) ->
     for part, length, kept in zip(parts, lengths, keep, strict=True):
         if kept < length:
             part.truncate(kept)
-    laid_out = processor.process(parts[0], parts[1] if len(parts) == 2 else None, True)
-    return laid_out.ids, laid_out.type_ids, keep != lengths
+    return processor.process(parts[0], parts[1] if len(parts) == 2 else None, True), keep != lengths
 
 
-def _bert_layout(tokenizer: MLMTokenizer) -> processors.PostProcessor:
+def bert_layout(tokenizer: MLMTokenizer) -> processors.PostProcessor:
     """BERT's layout with the tokenizer's own classification and separator tokens, for a tokenizer without one."""
     cls, sep = tokenizer.specials.cls, tokenizer.specials.sep
     return processors.TemplateProcessing(
@@ -144,33 +159,83 @@ def _fit(lengths: list[int], room: int) -> list[int]:
     return [short, long] if lengths[0] <= lengths[1] else [long, short]
 
 
+def text_key(example: Example) -> tuple[str, ...]:
+    """What makes two examples copies of each other: their texts (or words), spacing aside."""
+    return tuple(" ".join(text.split()) for text in example.inputs)
+
+
+def copy_groups(examples: list[Example]) -> list[list[int]]:
+    """The examples' indices grouped by text (`text_key`), each group in the order of its first member."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for index, example in enumerate(examples):
+        groups.setdefault(text_key(example), []).append(index)
+    return list(groups.values())
+
+
 def stratified_split(examples: list[Example], seed: int, task: str) -> tuple[list[int], list[int], list[int]]:
     """Indices of training, validation and test (`SPLIT_SHARES`): for classification, each label in that
-    proportion, at least one example of it in each part; for tokens, a seeded shuffle."""
+    proportion, at least one example of it in each part; for tokens, a seeded shuffle. Copies of a text stay
+    together on one side (a test text that is also a training text would score what was learned by heart): the
+    shares are of distinct texts, each counted under the label of its first copy."""
     rng = np.random.default_rng(seed)
+    groups = copy_groups(examples)
     if task == "tokens":
-        if len(examples) < 3:
-            raise TaskError(f"{len(examples)} sentence(s) cannot be split into training, validation and test")
-        order = rng.permutation(len(examples)).tolist()
-        held = max(1, round(len(examples) * SPLIT_SHARES[1]))
-        return sorted(order[2 * held :]), sorted(order[:held]), sorted(order[held : 2 * held])
+        if len(groups) < 3:
+            raise TaskError(f"{len(groups)} distinct sentence(s) cannot be split into training, validation and test")
+        order = rng.permutation(len(groups)).tolist()
+        held = max(1, round(len(groups) * SPLIT_SHARES[1]))
+        return (
+            _members(groups, order[2 * held :]),
+            _members(groups, order[:held]),
+            _members(groups, order[held : 2 * held]),
+        )
     by_label: dict[str, list[int]] = {}
-    for index, example in enumerate(examples):
-        by_label.setdefault(example.labels[0], []).append(index)
+    for number, group in enumerate(groups):
+        by_label.setdefault(examples[group[0]].labels[0], []).append(number)
     parts: tuple[list[int], list[int], list[int]] = ([], [], [])
     for label in sorted(by_label):
         members = by_label[label]
         if len(members) < 3:
+            distinct = " distinct" if len(groups) < len(examples) else ""
             raise TaskError(
-                f"the label '{label}' has only {len(members)} example(s); a split into training, validation and "
-                "test needs at least 3 of each (or give your own validation and test files)"
+                f"the label {shown(label)} has only {len(members)}{distinct} example(s); a split into training, "
+                "validation and test needs at least 3 of each (or give your own validation and test files)"
             )
         shuffled = [members[i] for i in rng.permutation(len(members))]
         held = max(1, round(len(members) * SPLIT_SHARES[1]))
         parts[1].extend(shuffled[:held])
         parts[2].extend(shuffled[held : 2 * held])
         parts[0].extend(shuffled[2 * held :])
-    return sorted(parts[0]), sorted(parts[1]), sorted(parts[2])
+    return _members(groups, parts[0]), _members(groups, parts[1]), _members(groups, parts[2])
+
+
+def copies_said(names: list[str], parts: tuple[list[Example], list[Example], list[Example]], split: bool) -> list[str]:
+    """What the task's repeated texts mean, in words: copies within the file that was `split` (kept on one side),
+    or, for files given apart (`names`: training, validation, test), validation and test texts that are also
+    training texts, whose scores are then measured on what the model trained on."""
+    if split:
+        examples = [example for part in parts for example in part]
+        copies = len(examples) - len(copy_groups(examples))
+        if not copies:
+            return []
+        return [
+            f"{names[0]}: {copies:,} of its {len(examples):,} examples repeat the text of another; the split keeps "
+            "each text's copies on one side, so no validation or test text is a training text"
+        ]
+    trained = {text_key(example) for example in parts[0]}
+    said = []
+    for name, part, kind in zip(names[1:], parts[1:], ("validation", "test"), strict=True):
+        seen = sum(text_key(example) in trained for example in part)
+        if seen:
+            said.append(
+                f"{name}: {seen:,} of its {len(part):,} {kind} examples have a text that is also in the training file "
+                f"({names[0]}): their {kind} scores are measured on texts the model trained on, not on unseen ones"
+            )
+    return said
+
+
+def _members(groups: list[list[int]], numbers: list[int]) -> list[int]:
+    return sorted(index for number in numbers for index in groups[number])
 
 
 def batch_order(lengths: list[int], batch_size: int, seed: int) -> list[np.ndarray]:

@@ -1,14 +1,17 @@
 """A family's encoder with a classification head, laid out and named as `transformers`' own
-`…ForSequenceClassification` / `…ForTokenClassification` of that family, so that export is a copy.
+`…ForSequenceClassification` / `…ForTokenClassification` / `…ForQuestionAnswering` of that family, so that
+export is a copy.
 
-Each family module names its heads' layout (`SEQUENCE_HEAD`, and `TOKEN_HEAD` when not a plain linear layer);
-the layouts are defined here once:
+Each family module names its heads' layout (`SEQUENCE_HEAD`, and `TOKEN_HEAD` and `QA_HEAD` when not the usual
+one); the layouts are defined here once:
   pooler          BERT: the encoder's pooler (dense + tanh on [CLS]), dropout, `classifier`
   tanh_projection RoBERTa: `classifier.dense` + tanh + `classifier.out_proj` on [CLS]
   gelu_projection ELECTRA: the same with GELU
   pre_classifier  DistilBERT: `pre_classifier` + ReLU, dropout, `classifier` on [CLS]
   prediction_head ModernBERT: `head` (dense, GELU, norm) on [CLS] or the mean of the tokens, `drop`, `classifier`
   linear          every token: dropout, `classifier`
+  span            every token: `qa_outputs`, start and end logits (BERT, RoBERTa, ELECTRA: no dropout)
+  dropout_span    DistilBERT: the same after dropout
 """
 
 from __future__ import annotations
@@ -24,12 +27,20 @@ from mlm_studio.core.models.encoder import Dropout, init_like_bert
 from mlm_studio.core.models.modernbert import ModernBertPredictionHead
 from mlm_studio.core.models.registry import FAMILIES, SEGMENT_TYPES
 
-CLASS_NAMES = {"classification": "ForSequenceClassification", "tokens": "ForTokenClassification"}
+CLASS_NAMES = {
+    "classification": "ForSequenceClassification",
+    "tokens": "ForTokenClassification",
+    "qa": "ForQuestionAnswering",
+}
+SPAN_LAYOUTS = ("span", "dropout_span")
+QA_LABELS = ("start", "end")  # a question-answering head's two outputs per token
 
 
 def head_layout(family: str, task: str) -> str:
     """The layout of `family`'s head for `task`, as its module names it."""
     module = FAMILIES[family].implementation()
+    if task == "qa":
+        return getattr(module, "QA_HEAD", "span")
     layout = (
         getattr(module, "SEQUENCE_HEAD", "") if task == "classification" else getattr(module, "TOKEN_HEAD", "linear")
     )
@@ -63,7 +74,8 @@ class Projection(nn.Module):
 
 
 class TaskModel(nn.Module):
-    """An encoder and the head of its family's layout: logits (B, labels) per text or (B, L, labels) per token."""
+    """An encoder and the head of its family's layout: logits (B, labels) per text or (B, L, labels) per token
+    (question answering: (B, L, 2), each token's start and end logits)."""
 
     def __init__(self, config: ModelConfig, task: str, labels: int, pooling: str = "cls") -> None:
         super().__init__()
@@ -81,13 +93,16 @@ class TaskModel(nn.Module):
             self.drop = Dropout(0.0)
         elif self.layout in ("tanh_projection", "gelu_projection"):
             self.classifier = Projection(size, labels, p)
+        elif self.layout in SPAN_LAYOUTS:
+            self.dropout = Dropout(p if self.layout == "dropout_span" else 0.0)
+            self.qa_outputs = nn.Linear(size, labels)
         else:
             self.dropout = Dropout(p)
         if self.layout == "pooler":
             self.encoder_module.add_module("pooler", Pooler(size))
         if self.layout == "pre_classifier":
             self.pre_classifier = nn.Linear(size, size)
-        if not isinstance(getattr(self, "classifier", None), Projection):
+        if self.layout not in SPAN_LAYOUTS and not isinstance(getattr(self, "classifier", None), Projection):
             self.classifier = nn.Linear(size, labels)
         for name, module in self.named_modules():
             if not name.startswith(f"{self.prefix}.") or name.startswith(f"{self.prefix}.pooler"):
@@ -109,6 +124,8 @@ class TaskModel(nn.Module):
         else:
             hidden = self.encoder_module(input_ids, attention_mask)
         layout = self.layout
+        if layout in SPAN_LAYOUTS:
+            return self.qa_outputs(self.dropout(hidden))
         if layout == "linear":
             return self.classifier(self.dropout(hidden))
         if layout == "prediction_head":

@@ -8,15 +8,18 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlm_studio.core.data.columnar import schema_names
 from mlm_studio.core.data.compressed import opened
 from mlm_studio.core.data.corpus import SourceReport
 from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_KINDS, kind_of, read_decoded, records, sniff_encoding
 from mlm_studio.core.data.rows import MAX_VALUE_CHARS, IssueLog, SourceSkipped, clipped, too_long
+from mlm_studio.core.progress import Progress
 
 ROW = "\0row"  # the key under which the reader gives each row's number
 # the names looked for, in order, when a column is not given
@@ -87,10 +90,15 @@ class LabelledFile:
 
 
 def read_labelled_file(
-    path: str | Path, task: str, columns: Columns | None = None, max_chars: int = MAX_VALUE_CHARS
+    path: str | Path,
+    task: str,
+    columns: Columns | None = None,
+    max_chars: int = MAX_VALUE_CHARS,
+    progress: Progress | None = None,
 ) -> LabelledFile:
     """The examples of a labelled file, each text kept up to `max_chars`; `columns` overrides the names found.
-    TaskError says why it cannot serve."""
+    A table's reading is reported to `progress` (and stops when it is cancelled). TaskError says why it cannot
+    serve."""
     path = Path(path)
     if path.is_dir():
         raise TaskError(f"{path}: a folder, not a labelled file; give the file itself")
@@ -107,7 +115,7 @@ def read_labelled_file(
             found = None
         elif kind in TABLE_KINDS:
             found = _columns(path, kind, task, columns)
-            (examples, issues), encoding, note = _table_examples(path, kind, task, found, max_chars)
+            (examples, issues), encoding, note = _table_examples(path, kind, task, found, max_chars, progress)
         else:
             raise TaskError(f"{path.name}: a labelled file for classification is {TABLE_FORMATS}")
     except SourceSkipped as exc:
@@ -125,7 +133,7 @@ def _columns(path: Path, kind: str, task: str, given: Columns | None) -> Columns
         raise TaskError(f"{path.name}: the text and label columns must differ, not both '{clipped(given.text, 40)}'")
     if given is not None and given.text and given.label:
         return given
-    names = _column_names(path, kind)
+    names = column_names(path, kind)
     text_names, label_names = (TEXT_NAMES, LABEL_NAMES) if task == "classification" else (WORD_NAMES, TAG_NAMES)
     text = (given.text if given else "") or next((n for n in text_names if n in names), "")
     label = (given.label if given else "") or next((n for n in label_names if n in names and n != text), "")
@@ -141,19 +149,22 @@ def _columns(path: Path, kind: str, task: str, given: Columns | None) -> Columns
     return Columns(text, label, pair)
 
 
-def _column_names(path: Path, kind: str) -> list[str]:
+def pair_column(path: Path, columns: dict | None = None) -> str:
+    """The second-text column a classification file has (by the `columns` given, else by its header's usual
+    names), "" for texts alone; read from its header only."""
+    given = Columns(**columns) if columns else None
+    if given is not None and given.pair:
+        return given.pair
+    try:
+        return _columns(path, kind_of(path), "classification", given).pair
+    except SourceSkipped as exc:
+        raise TaskError(f"{path.name}: {exc}") from None
+
+
+def column_names(path: Path, kind: str) -> list[str]:
     """The column names of a table file: its header, its first JSON object's keys, its schema."""
     if kind in ("parquet", "arrow"):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        try:
-            if kind == "parquet":
-                return list(pq.ParquetFile(path).schema_arrow.names)
-            with pa.memory_map(str(path)) as source:
-                return list(pa.ipc.open_file(source).schema.names)
-        except pa.ArrowException as exc:
-            raise SourceSkipped(f"not a readable {kind} file ({clipped(str(exc), 200)})") from None
+        return schema_names(path, kind)
     with opened(path) as (raw, _):
         lines = _bounded_lines(io.TextIOWrapper(raw, encoding=sniff_encoding(path), errors="replace", newline=""))
         if kind == "jsonl":
@@ -176,29 +187,51 @@ def _bounded_lines(text: io.TextIOBase) -> Iterator[str]:
 
 
 def _table_examples(
-    path: Path, kind: str, task: str, columns: Columns, max_chars: int
+    path: Path, kind: str, task: str, columns: Columns, max_chars: int, progress: Progress | None = None
 ) -> tuple[tuple[list[Example], IssueLog], str, str]:
     """The examples and the rows left out, the encoding read and why it fell back ("" when it did not)."""
     if task == "classification":
-        types = {columns.text: (str,), columns.label: (str, int), **({columns.pair: (str,)} if columns.pair else {})}
+        types = {
+            columns.text: (str,),
+            columns.label: (str, int, float),
+            **({columns.pair: (str,)} if columns.pair else {}),
+        }
     else:
         types = {columns.text: (list,), columns.label: (list,)}
 
     def read(encoding: str, strict: bool) -> tuple[list[Example], IssueLog]:
         issues = IssueLog()
         rows = records(path, kind, encoding, types, issues, strict, nonempty=(columns.label,), number_as=ROW)
+        if progress is not None:
+            rows = _reported(rows, issues, path, progress)
         if task == "tokens":
             return [_tagged(path, row[ROW], row[columns.text], row[columns.label]) for row in rows], issues
         found = []
         for row in rows:
             texts = tuple(row[name][:max_chars].strip() for name in (columns.text, columns.pair) if name)
-            if all(texts):
-                found.append(Example(row[ROW], texts, (str(row[columns.label]).strip(),)))
-            else:
+            label = label_text(row[columns.label])
+            if not all(texts):
                 issues.add(row[ROW], "an empty text")
+            elif label is None:
+                issues.add(row[ROW], f"the label {row[columns.label]} is not a finite number")
+            else:
+                found.append(Example(row[ROW], texts, (label,)))
         return found, issues
 
     return read_decoded(path, read)
+
+
+def _reported(rows: Iterator[dict], issues: IssueLog, path: Path, progress: Progress) -> Iterator[dict]:
+    """`rows`, with how far into the file they are reported every `REPORT_ROWS` rows."""
+    size = path.stat().st_size
+    for number, row in enumerate(rows):
+        if number % REPORT_ROWS == 0:
+            progress.check()
+            progress.report(min(issues.position, size), size, f"Reading {path.name}")
+        yield row
+
+
+REPORT_ROWS = 4096  # rows read between two reports of progress
 
 
 def _tagged(path: Path, row: int, words: list, tags: list) -> Example:
@@ -209,9 +242,22 @@ def _tagged(path: Path, row: int, words: list, tags: list) -> Example:
         )
     if not words:
         raise TaskError(f"{path.name}, row {row}: no tokens; leave out empty sentences")
-    if not all(isinstance(w, str) and w.strip() for w in words) or not all(isinstance(t, (str, int)) for t in tags):
+    named = [label_text(t) if isinstance(t, (str, int, float)) else None for t in tags]
+    if not all(isinstance(w, str) and w.strip() for w in words) or None in named:
         raise TaskError(f"{path.name}, row {row}: every token must be a non-blank string and every tag a string")
-    return Example(row, tuple(w.strip() for w in words), tuple(str(t) for t in tags))
+    return Example(row, tuple(w.strip() for w in words), tuple(named))
+
+
+def label_text(value: str | int | float) -> str | None:
+    """A label as text, the same whatever a file stores it as: JSON's true and false as written, a whole number
+    without its fraction (1 and 1.0 are one class, as a CSV file's "1" is), None for a number that is not finite."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        return str(int(value)) if value.is_integer() else repr(value)
+    return str(value).strip()
 
 
 def _conll(path: Path) -> tuple[list[Example], str, str]:

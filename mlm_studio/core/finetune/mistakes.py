@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mlm_studio.core.finetune.labelled import Columns
 from mlm_studio.core.finetune.predict import FineTuned
+from mlm_studio.core.finetune.qa.mistakes import wrong_answers
 from mlm_studio.core.finetune.setup import files_split, read_task
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.run_folder import RunDir
@@ -24,9 +25,12 @@ class Mistake:
 
 
 def wrong_test_examples(path: str | Path, progress: Progress | None = None, limit: int = 500) -> list[Mistake]:
-    """Up to `limit` test examples the run's best weights get wrong, in the test split's order."""
+    """Up to `limit` test examples the run's best weights get wrong, in the test split's order (a question
+    answerer's: `qa_mistakes.wrong_answers`)."""
     progress = progress or Progress()
     run = RunDir(path)
+    if run.task is not None and run.task["task"] == "qa":
+        return wrong_answers(path, progress, limit)  # AnswerMistakes
     model = FineTuned(run)
     task = run.task
     files = {name: Path(p) if p else None for name, p in task["files"].items()}

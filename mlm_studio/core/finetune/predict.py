@@ -1,6 +1,6 @@
 """A fine-tuned model answering: the label of each text with its probability, or the tag of each word (read on
-its first piece, as it is scored). It reads the run's best weights (its latest checkpoint before any
-evaluation)."""
+its first piece, as it is scored); and, for a text typed in, its answers in the shapes of `transformers`' pipelines
+(pipeline_shapes.py). It reads the run's best weights (its latest checkpoint before any evaluation)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,27 @@ from pathlib import Path
 
 import torch
 
-from mlm_studio.core.finetune.examples import encode_texts, first_pieces, word_pieces
+from mlm_studio.core.finetune.examples import encode_texts, first_pieces, lay_out, word_pieces
 from mlm_studio.core.finetune.heads import TaskModel
+from mlm_studio.core.finetune.labelled import TaskError, pair_column
+from mlm_studio.core.finetune.pipeline_shapes import (
+    Labelled,
+    Tagged,
+    grouped_entities,
+    label_scores,
+    reading,
+    tagged_tokens,
+    word_tags,
+)
+from mlm_studio.core.finetune.qa.data import QAExample
+from mlm_studio.core.finetune.qa.decoding import best_answers
+from mlm_studio.core.finetune.qa.features import qa_features
+from mlm_studio.core.finetune.qa.task import question_room
 from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights
 from mlm_studio.core.storage.run_folder import TASK, RunDir
+
+ANSWER_BATCH = 16  # windows of a long context read at once
 
 
 class FineTuned:
@@ -61,3 +77,104 @@ class FineTuned:
             if first:
                 tags[word] = self.labels[label]
         return tags
+
+    @torch.no_grad()
+    def answer(self, question: str, context: str, top_k: int = 1, handle_impossible_answer: bool = False) -> list[dict]:
+        """The `top_k` best answers to `question` in `context` as `transformers`' question-answering pipeline gives
+        them ({"score", "start", "end", "answer"}, best first): the context read in windows overlapping by the
+        run's document stride, answers of at most its longest answer's tokens widened to whole words; "no
+        answer" ("" at 0) among them with `handle_impossible_answer`."""
+        task = self.run.task
+        if task["task"] != "qa":
+            raise TaskError(f"{self.run.name} was fine-tuned for {task['task']}, not question answering")
+        if not question.strip() or not context.strip():
+            raise TaskError("give a question and the context its answer is in")
+        example = QAExample("question", question.strip(), context, (), 0)
+        features = qa_features(self.tokenizer, [example], self.limit, task["doc_stride"], question_room(self.limit))
+        starts, ends = [], []
+        for first in range(0, len(features), ANSWER_BATCH):
+            rows = range(first, min(first + ANSWER_BATCH, len(features)))
+            length = max(len(features.ids[i]) for i in rows)
+            ids = torch.full((len(rows), length), self.tokenizer.pad_id, dtype=torch.long)
+            mask, types = torch.zeros_like(ids), torch.zeros_like(ids)
+            for row, i in enumerate(rows):
+                n = len(features.ids[i])
+                ids[row, :n], mask[row, :n] = torch.from_numpy(features.ids[i]), 1
+                types[row, :n] = torch.from_numpy(features.types[i])
+            logits = self.model(ids, mask, types).float().numpy()  # (B, L, 2)
+            starts += [logits[row, :, 0] for row in range(len(rows))]
+            ends += [logits[row, :, 1] for row in range(len(rows))]
+        found = best_answers(
+            [example],
+            features,
+            starts,
+            ends,
+            max_answer_length=task["max_answer_length"],
+            allow_impossible=handle_impossible_answer,
+            top_k=top_k,
+        )[0]
+        return [answer.as_pipeline() for answer in found]
+
+    @property
+    def kind(self) -> str:
+        """What the run was fine-tuned for: "classification", "tokens" (or "qa")."""
+        return self.run.task["task"]
+
+    def reads_pairs(self) -> bool | None:
+        """Whether a classifier was fine-tuned on pairs of texts (see `reads_pairs`)."""
+        return reads_pairs(self.run)
+
+    @torch.no_grad()
+    def label_text(self, text: str, pair: str | None = None) -> Labelled:
+        """Every label's probability for `text` (and its `pair`), best first, as far as the model's length reads.
+        An empty `pair` is none, as the pipeline takes it."""
+        texts = (text, pair) if pair else (text,)
+        encoding, cut = lay_out(self.tokenizer, texts, self.limit)
+        ids, types = (torch.tensor([values], device=self._device) for values in (encoding.ids, encoding.type_ids))
+        probabilities = self.model(ids, None, types).float().softmax(-1)[0]  # (labels,)
+        return Labelled(label_scores(probabilities.tolist(), self.labels), reading(encoding, texts, cut, self.limit))
+
+    @torch.no_grad()
+    def tag_text(self, text: str) -> Tagged:
+        """The tags of a text as written (not split into words first): every token's, every word's and the
+        entities, as far as the model's length reads."""
+        encoding, cut = lay_out(self.tokenizer, (text,), self.limit)
+        ids = torch.tensor([encoding.ids], device=self._device)
+        probabilities = self.model(ids).float().softmax(-1)[0].cpu().numpy()  # (L, labels)
+        tokens = tagged_tokens(text, encoding, probabilities, self.labels, self.tokenizer)
+        return Tagged(
+            text,
+            tokens,
+            word_tags(text, encoding, tokens),
+            grouped_entities(tokens, self.tokenizer),
+            reading(encoding, (text,), cut, self.limit),
+        )
+
+    @property
+    def _device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+
+def reads_pairs(run: RunDir) -> bool | None:
+    """Whether a fine-tuning run is a classifier of pairs of texts, as its training file's columns say (read from
+    its header; None when the file can no longer be read)."""
+    task = run.task
+    if task is None or task["task"] != "classification":
+        return False
+    try:
+        return bool(pair_column(Path(task["files"]["train"]), task["columns"]))
+    except (TaskError, OSError, KeyError, TypeError):
+        return None
+
+
+def fine_tuned_at(path: str | Path) -> FineTuned | None:
+    """The fine-tuned model at `path`: a fine-tuning run (its best weights), its `best/` folder or one of its
+    checkpoint folders (those weights); None when `path` is none of these."""
+    folder = Path(path)
+    if (folder / TASK).is_file():
+        return FineTuned(RunDir(folder))
+    if (folder / "model.safetensors").is_file():
+        for run in (folder.parent, folder.parent.parent):  # best/, or checkpoints/step-…
+            if (run / TASK).is_file():
+                return FineTuned(RunDir(run), folder)
+    return None

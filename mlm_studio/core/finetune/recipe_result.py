@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlm_studio.core.finetune.runs import ENDED, finetune_run
-from mlm_studio.core.finetune.scores import MACRO_F1
+from mlm_studio.core.finetune.scores import MACRO_F1, score_field
 from mlm_studio.core.storage.run_folder import RunDir
 
 PLAN = "search.json"  # in a search's folder: what it searches
@@ -254,5 +254,5 @@ def _trial(learning_rate: float, seed: int, folder: Path, state: str) -> Trial:
 
 
 def _score(record: dict) -> float | None:
-    """A record's main score: entity F1 where it was measured, else macro-F1."""
-    return record.get("entity_f1") if record.get("entity_f1") is not None else record.get("macro_f1")
+    """A record's main score: answers' F1 or entity F1 where it was measured, else macro-F1."""
+    return record.get(score_field(record)[0])

@@ -7,8 +7,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlm_studio.core.finetune.request import SCRATCH
 from mlm_studio.core.finetune.scores import main_score_name
-from mlm_studio.core.finetune.setup import SCRATCH
 from mlm_studio.core.finetune.tuner import BEST, ending
 from mlm_studio.core.interop.hub_cache import hub_name_of
 from mlm_studio.core.storage.checkpoint import CheckpointError

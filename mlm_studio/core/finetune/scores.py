@@ -12,7 +12,8 @@ import numpy as np
 
 OUTSIDE = "O"
 PREFIXES = ("B", "I", "E", "S")  # begin, inside, end, single: BIO and BIOES tags
-ENTITY_F1, MACRO_F1 = "entity F1", "macro-F1"  # the names of the score that chooses the best checkpoint
+# the names of the score that chooses the best checkpoint
+ENTITY_F1, MACRO_F1, ANSWER_F1 = "entity F1", "macro-F1", "answer F1"
 
 
 @dataclass(frozen=True)
@@ -43,13 +44,26 @@ def entity_tags(labels: list[str] | tuple[str, ...]) -> bool:
 
 def main_score_name(task: str, labels: list[str] | tuple[str, ...]) -> str:
     """The name of the validation score that chooses the best checkpoint and stops early (and that a comparison
-    weighs), decided from the training labels: entity F1 for tags that mark entities, else macro-F1."""
+    weighs), decided from the training labels: entity F1 for tags that mark entities, else macro-F1; answers'
+    F1 for question answering."""
+    if task == "qa":
+        return ANSWER_F1
     return ENTITY_F1 if task == "tokens" and entity_tags(labels) else MACRO_F1
 
 
 def main_score(scores) -> float:
-    """That score of `scores` (a Scores, or a validation or test record): entity F1 where it was measured."""
-    return scores.entity_f1 if scores.entity_f1 is not None else scores.macro_f1
+    """That score of `scores` (a Scores, or a validation or test record): answers' F1 or entity F1 where it was
+    measured."""
+    return getattr(scores, score_field(scores)[0])
+
+
+def score_field(record) -> tuple[str, str]:
+    """(field, name) of that score in a Scores or a validation or test record (or its dict): answers' F1 where it
+    was measured, else entity F1 where it was, else macro-F1."""
+    value = record.get if isinstance(record, dict) else lambda field: getattr(record, field, None)
+    if value("f1") is not None:
+        return "f1", ANSWER_F1
+    return ("entity_f1", ENTITY_F1) if value("entity_f1") is not None else ("macro_f1", MACRO_F1)
 
 
 def class_scores(true: np.ndarray, predicted: np.ndarray, labels: list[str]) -> Scores:

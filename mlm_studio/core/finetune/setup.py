@@ -31,8 +31,9 @@ from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import MAX_SEED, DataConfig, ModelConfig, TrainConfig
 from mlm_studio.core.data.corpus import ReadOptions
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.finetune.examples import encode_examples, stratified_split
-from mlm_studio.core.finetune.heads import TaskModel
+from mlm_studio.core.finetune.examples import copies_said, encode_examples, stratified_split, with_inside_tags
+from mlm_studio.core.finetune.heads import QA_LABELS, TaskModel
+from mlm_studio.core.finetune.label_kind import LabelKind
 from mlm_studio.core.finetune.labelled import (
     Columns,
     LabelledFile,
@@ -41,18 +42,26 @@ from mlm_studio.core.finetune.labelled import (
     check_labels,
     read_labelled_file,
 )
+from mlm_studio.core.finetune.qa.task import (
+    DOC_STRIDE,
+    MAX_ANSWER_LENGTH,
+    qa_split,
+    qa_task_data,
+    read_qa_task,
+    windows_of,
+)
+from mlm_studio.core.finetune.request import SCRATCH, request_of
 from mlm_studio.core.finetune.tasks import FINETUNE_PRECISIONS
 from mlm_studio.core.finetune.tuner import FineTuner, TaskData
 from mlm_studio.core.interop.hf import import_model
 from mlm_studio.core.models.build import build_trained, encoder_of
 from mlm_studio.core.models.registry import FAMILIES
-from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights, read_state
+from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights, read_state, require_readable
 from mlm_studio.core.storage.run_folder import RunDir, resolve_checkpoint
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.device import resolve_device
 from mlm_studio.core.training.runs import apply_resume, with_resolved_precision
 
-SCRATCH = "scratch:"  # MODEL written as scratch:SOURCE: SOURCE's shape and tokenizer, fresh weights
 MAX_LENGTH = 512  # tokens a text is cut to by default (or fewer, if the model reads fewer)
 SMALL_MODEL, SMALL_TASK = 10_000_000, 1_000  # parameters and training examples below which 3e-4 learns best
 
@@ -83,6 +92,8 @@ RULES = {
     "seed": (lambda v: 0 <= v <= MAX_SEED, f"between 0 and {MAX_SEED:,}"),
     "split_seed": (lambda v: v is None or 0 <= v <= MAX_SEED, f"between 0 and {MAX_SEED:,}"),
     "precision": (lambda v: v in FINETUNE_PRECISIONS, f"one of {', '.join(FINETUNE_PRECISIONS)}"),
+    "doc_stride": (lambda v: 1 <= v <= 8192, "between 1 and 8,192 tokens"),
+    "max_answer_length": (lambda v: 1 <= v <= 8192, "between 1 and 8,192 tokens"),
 }
 
 
@@ -90,7 +101,7 @@ RULES = {
 class FinetuneOptions:
     """How to fine-tune; every value has a default, measured or from the published recipes (see the module)."""
 
-    task: str  # "classification" | "tokens"
+    task: str  # "classification" | "tokens" | "qa"
     train: Path
     validation: Path | None = None  # the user's own split; else a stratified 80/10/10 split of `train`
     test: Path | None = None
@@ -109,6 +120,8 @@ class FinetuneOptions:
     split_seed: int | None = None  # which examples are held out; None: `seed`
     device: str = "auto"
     precision: str = "auto"  # resolved when the run is created, as pre-training's (`with_resolved_precision`)
+    doc_stride: int = DOC_STRIDE  # question answering: tokens two windows of one context share
+    max_answer_length: int = MAX_ANSWER_LENGTH  # question answering: tokens of the longest answer
 
     def __post_init__(self) -> None:
         for field, (allowed, rule) in RULES.items():
@@ -168,9 +181,15 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions) -> RunDir:
     if options.freeze_layers > source.config.num_hidden_layers:
         rule = f"at most the number of layers the model has ({source.config.num_hidden_layers})"
         raise OptionError("freeze_layers", rule, options.freeze_layers)
-    files, labels = read_task(options.task, options.train, options.validation, options.test, options.columns)
-    n_train = len(files_split(files, options.held_out_by, options.task)[0])
     limit = min(options.max_length or MAX_LENGTH, source.config.max_tokens())
+    if options.task == "qa":  # its training rows are the windows of its questions
+        qa_files, labels = read_qa_task(options.train, options.validation, options.test), list(QA_LABELS)
+        n_train = len(
+            windows_of(source.tokenizer, qa_split(qa_files, options.held_out_by)[0], limit, options.doc_stride)
+        )
+    else:
+        files, labels = read_task(options.task, options.train, options.validation, options.test, options.columns)
+        n_train = len(files_split(files, options.held_out_by, options.task)[0])
     per_epoch = math.ceil(n_train / options.batch_size)
     total = max(1, math.ceil(options.epochs * n_train / options.batch_size))
     interval = options.eval_interval or per_epoch
@@ -205,6 +224,12 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions) -> RunDir:
         "pooling": options.pooling,
         "freeze_layers": options.freeze_layers,
         "patience": options.patience,
+        "request": request_of(spec, options),
+        **(
+            {"doc_stride": options.doc_stride, "max_answer_length": options.max_answer_length}
+            if options.task == "qa"
+            else {}
+        ),
     }
     sources = [Path(p) for p in _paths(options).values() if p]
     return RunDir.create(path, config, source.tokenizer, sources, ReadOptions(), (model, source.origin), task)
@@ -218,7 +243,7 @@ def read_task(
     task: str, train: Path, validation: Path | None, test: Path | None, columns: Columns | None
 ) -> tuple[list[LabelledFile], list[str]]:
     """The labelled files read and checked (two labels at least; validation and test labels known in training),
-    and the labels in a fixed order (first seen in training)."""
+    and the labels in a fixed order (first seen in training; tags with the inside tags they lack added)."""
     if (validation is None) != (test is None):
         raise TaskError("give both a validation and a test file, or neither (then the training file is split)")
     files = [read_labelled_file(p, task, columns) for p in (train, validation, test) if p is not None]
@@ -226,7 +251,7 @@ def read_task(
     known = list(files[0].label_counts())
     for other in files[1:]:
         check_known(other, set(known), files[0].path.name)
-    return files, sorted(known) if task == "classification" else known
+    return files, sorted(known) if task == "classification" else with_inside_tags(known)
 
 
 def files_split(files: list[LabelledFile], seed: int, task: str) -> tuple[list, list, list]:
@@ -241,10 +266,13 @@ def files_split(files: list[LabelledFile], seed: int, task: str) -> tuple[list, 
 def task_data(run: RunDir) -> TaskData:
     """A fine-tuning run's examples, read again from its files, split and encoded as when it began."""
     task = run.task
+    if task["task"] == "qa":
+        return qa_task_data(run)
     paths = {name: Path(p) if p else None for name, p in task["files"].items()}
     columns = Columns(**task["columns"]) if task["columns"] else None
     files, labels = read_task(task["task"], paths["train"], paths["validation"], paths["test"], columns)
-    if set(labels) != set(task["labels"]):
+    read = set(files[0].label_counts())  # a run made before inside tags were added has only these
+    if set(task["labels"]) not in (set(labels), read):
         raise TaskError(f"the labels of {paths['train'].name} changed since the run began; start a new run")
     parts = files_split(files, task["split_seed"], task["task"])
     ids = {label: i for i, label in enumerate(task["labels"])}
@@ -252,6 +280,7 @@ def task_data(run: RunDir) -> TaskData:
     tokenizer = run.tokenizer
     train, validation, test = (encode_examples(tokenizer, part, ids, task["task"], limit) for part in parts)
     notes = [f"{f.path.name}: rows left out: {f.skipped}" for f in files if f.skipped]
+    notes += copies_said([f.path.name for f in files] * (3 // len(files)), parts, split=len(files) == 1)
     named = zip(("training", "validation", "test"), (train, validation, test), files * 3 if len(files) == 1 else files)
     for name, part, file in named:
         if part.truncated:
@@ -260,7 +289,7 @@ def task_data(run: RunDir) -> TaskData:
                 f"are longer than the {limit} tokens the model reads and were cut, the first at row "
                 f"{part.truncated[0]} (words past the cut are not scored)"
             )
-    return TaskData(task["labels"], train, validation, test, tuple(notes))
+    return TaskData(task["labels"], train, validation, test, LabelKind(task["labels"]), tuple(notes))
 
 
 def with_finetuning_precision(config: RunConfig) -> RunConfig:
@@ -312,7 +341,10 @@ RESUMABLE = ("epochs", "device", "precision")
 FIXED_IN = {
     "model": ("starting model", "init"),
     **dict.fromkeys(
-        ("task", "train", "validation", "test", "columns", "freeze_layers", "patience", "pooling", "split_seed"),
+        (
+            *("task", "train", "validation", "test", "columns", "freeze_layers", "patience", "pooling"),
+            *("split_seed", "doc_stride", "max_answer_length"),
+        ),
         ("task", "task.json"),
     ),
 }
@@ -344,6 +376,8 @@ def resume_with(run: RunDir, train_examples: int, changes: dict[str, Any]) -> st
     before = run.config
     config = with_finetuning_precision(before.with_values(values, "the resumed settings"))
     checkpoint = run.latest_checkpoint()
+    if checkpoint is not None:
+        require_readable(checkpoint)
     state = read_state(checkpoint) if checkpoint is not None else {"step": 0, "stopped_early": False}
     total = config.steps_for(train_examples)
     longer = config.training.epochs != before.training.epochs

@@ -1,6 +1,6 @@
 """What fine-tuning predicts, and how a classifier may read a text (torch-free: the command line's choices)."""
 
-TASKS = ("classification", "tokens")  # a label per text (or text pair); a tag per word
+TASKS = ("classification", "tokens", "qa")  # a label per text (or text pair); a tag per word; an answer's span
 POOLINGS = ("cls", "mean")  # the first token's state, or the mean of the tokens' (ModernBERT's classifier)
 # auto: bf16 where the device computes it natively, else fp32 (no fp16: fine-tuning does no loss scaling)
 FINETUNE_PRECISIONS = ("auto", "fp32", "bf16")

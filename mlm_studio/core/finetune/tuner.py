@@ -14,15 +14,15 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
-from mlm_studio.core.data.masking import IGNORE_INDEX
-from mlm_studio.core.finetune.examples import Encoded, batch_order, collate
+from mlm_studio.core.finetune.examples import batch_order
 from mlm_studio.core.finetune.heads import TaskModel
-from mlm_studio.core.finetune.scores import Scores, class_scores, main_score, main_score_name, tag_scores
+from mlm_studio.core.finetune.label_kind import Evaluation
+from mlm_studio.core.finetune.scores import main_score_name
 from mlm_studio.core.models.encoder import layers_of
 from mlm_studio.core.storage.checkpoint import FORMAT_VERSION, load_optimizer, load_weights, read_state, save_weights
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
@@ -50,12 +50,15 @@ BEST = "best"  # the run's folder of the best weights by validation score (and a
 
 @dataclass(frozen=True)
 class TaskData:
-    """A task's labels and its examples encoded, split three ways, with what was noticed reading them."""
+    """A task's labels and its examples encoded, split three ways (each part's length: its rows the model
+    reads, its `ids` their token ids), how its kind learns and is scored (`label_kind.LabelKind`,
+    `qa.kind.AnswerKind`), with what was noticed reading them."""
 
     labels: list[str]
-    train: Encoded
-    validation: Encoded
-    test: Encoded
+    train: Any
+    validation: Any
+    test: Any
+    kind: Any
     notes: tuple[str, ...] = ()
 
 
@@ -107,12 +110,12 @@ class FineTuner:
     def run(self) -> Iterator[Record]:
         """Train until the epochs are spent, the validation score stops improving or a stop is requested, then
         score the test examples with the best weights; records as they happen, the last says how it ended."""
-        ended = self._earlier_end()
-        if ended:
-            yield WarningRecord(self.step, "this run has finished already; these are the test scores it wrote then")
-            yield from ended
-            return
         try:
+            ended = self._earlier_end()
+            if ended:
+                yield WarningRecord(self.step, "this run has finished already; these are the test scores it wrote then")
+                yield from ended
+                return
             yield self._logged(self.started())
             for note in self.data.notes:
                 yield self._logged(WarningRecord(self.step, note))
@@ -199,19 +202,18 @@ class FineTuner:
         t = self.config.training
         torch.manual_seed(t.seed * 1_000_003 + self.step)
         self.model.train()
-        ids, mask, types, labels = collate(self.data.train, self._batch(self.step), self.tokenizer.pad_id, self.device)
+        kind = self.data.kind
+        ids, mask, types, targets = kind.batch(
+            self.data.train, self._batch(self.step), self.tokenizer.pad_id, self.device
+        )
         with torch.autocast(self.device.type, dtype=self.autocast, enabled=self.autocast is not None):
             logits = self.model(ids, mask, types)
-        flat, targets = logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)
-        loss = F.cross_entropy(flat.float(), targets, ignore_index=IGNORE_INDEX)
+        loss, correct, predicted = kind.loss(logits, targets)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.max_grad_norm or math.inf)
         if torch.isfinite(loss) and torch.isfinite(norm):
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        counted = targets != IGNORE_INDEX
-        correct = (flat.detach().argmax(-1) == targets)[counted].sum()
-        predicted = int(counted.sum())
         return StepSums(loss.detach().float() * predicted, correct, predicted, int(mask.sum()), norm.detach())
 
     def _batch(self, step: int) -> np.ndarray:
@@ -223,41 +225,18 @@ class FineTuner:
         return self._order[1][position]
 
     # --- evaluation ----------------------------------------------------------------------------------
-    @torch.no_grad()
-    def score(self, data: Encoded) -> tuple[float, Scores]:
-        """(mean loss, scores) of the model on `data`, in fp32 whatever the training precision, so scores compare
-        across runs. The loss counts what training learns (a word's every piece); the scores count texts, or words
-        read on their first pieces."""
+    def score(self, part) -> Evaluation:
+        """The model's loss and scores on `part`, in fp32 whatever the training precision, so scores compare
+        across runs."""
         self.model.eval()
-        loss_sum, counted = 0.0, 0
-        predicted: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * len(data)
-        order = np.argsort([len(ids) for ids in data.ids], kind="stable")
-        size = self.config.training.batch_size
-        for start in range(0, len(order), size):
-            batch = order[start : start + size]
-            ids, mask, types, labels = collate(data, batch, self.tokenizer.pad_id, self.device)
-            logits = self.model(ids, mask, types).float()
-            flat, targets = logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)
-            keep = targets != IGNORE_INDEX
-            loss_sum += float(F.cross_entropy(flat[keep], targets[keep], reduction="sum"))
-            counted += int(keep.sum())
-            guesses = logits.argmax(-1).cpu().numpy()  # per token, or one per example
-            for row, i in enumerate(batch):
-                predicted[i] = (guesses[row] if data.per_token else guesses[row : row + 1])[data.scored[i]]
-        true = [row[scored] for row, scored in zip(data.labels, data.scored, strict=True)]
-        names = self.data.labels
-        if data.per_token:
-            scores = tag_scores(
-                [[names[i] for i in row] for row in true], [[names[i] for i in row] for row in predicted], names
-            )
-        else:
-            scores = class_scores(np.concatenate(true), np.concatenate(predicted), names)
-        return loss_sum / max(counted, 1), scores
+        return self.data.kind.evaluate(
+            self.model, part, self.config.training.batch_size, self.tokenizer.pad_id, self.device
+        )
 
     def _validate(self) -> Iterator[Record]:
-        loss, scores = self.score(self.data.validation)
-        yield self._logged(ValidationRecord(self.step, **self._measures(loss, scores)))
-        score = main_score(scores)
+        evaluation = self.score(self.data.validation)
+        yield self._logged(ValidationRecord(self.step, **self._measures(evaluation)))
+        score = evaluation.score
         if score > self.best_score:
             self.best_score, self.best_step, self.stale = score, self.step, 0
             atomic_write_folder(self.run_dir.path / BEST, self._write_best)
@@ -278,33 +257,22 @@ class FineTuner:
         state = {"step": self.step, "tokens_seen": self.tokens_seen, "elapsed": self.elapsed, "score": self.best_score}
         atomic_write_json(folder / "state.json", {**state, "format": FORMAT_VERSION})
 
-    def _measures(self, loss: float, scores: Scores) -> dict:
+    def _measures(self, evaluation: Evaluation) -> dict:
         return {
             "tokens_seen": self.tokens_seen,
             "elapsed": self.elapsed,
             "epoch": self.step / self.steps_per_epoch,
-            "loss": loss,
-            "accuracy": scores.accuracy,
-            "macro_f1": scores.macro_f1,
-            "entity_precision": scores.entity_precision,
-            "entity_recall": scores.entity_recall,
-            "entity_f1": scores.entity_f1,
+            "loss": evaluation.loss,
+            **evaluation.measures,
         }
 
     def _finish(self, reason: str) -> Iterator[Record]:
         best = self.run_dir.path / BEST
         if (best / "model.safetensors").is_file():
             load_weights(best, self.model)
-        loss, scores = self.score(self.data.test)
+        evaluation = self.score(self.data.test)
         yield self._logged(
-            TestRecord(
-                self.step,
-                best_step=self.best_step,
-                labels=tuple(self.data.labels),
-                per_class=tuple((c.label, c.precision, c.recall, c.f1, c.support) for c in scores.per_class),
-                confusion=scores.confusion,
-                **self._measures(loss, scores),
-            )
+            TestRecord(self.step, best_step=self.best_step, **evaluation.details, **self._measures(evaluation))
         )
         chosen = self._best_validation()
         loss, accuracy, at = chosen.get("loss"), chosen.get("accuracy"), chosen.get("step")

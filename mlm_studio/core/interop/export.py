@@ -142,15 +142,18 @@ def _write_model(
 
 def classifier_config(fine_tuned: FineTuned, tokenizer: MLMTokenizer) -> dict[str, Any]:
     """config.json of a fine-tuned model: its family's `…ForSequenceClassification` or `…ForTokenClassification`
-    with its labels (and ModernBERT's pooling)."""
+    with its labels (and ModernBERT's pooling), or its `…ForQuestionAnswering`."""
     model = fine_tuned.model
     labels = fine_tuned.labels
     pooling = {"classifier_pooling": model.pooling} if model.layout == "prediction_head" else {}
+    named = {
+        "id2label": {str(i): label for i, label in enumerate(labels)},
+        "label2id": {label: i for i, label in enumerate(labels)},
+    }
     return {
         **hf_config(model.config, tokenizer),
         "architectures": [architecture(model.config.family, model.task)],
-        "id2label": {str(i): label for i, label in enumerate(labels)},
-        "label2id": {label: i for i, label in enumerate(labels)},
+        **({} if model.task == "qa" else named),  # a question-answering head's two outputs: start and end
         **pooling,
     }
 

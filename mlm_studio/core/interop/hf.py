@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import pickle
 import re
-import reprlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from mlm_studio.core.interop.hub_cache import cached_model, looks_like_hub_name
 from mlm_studio.core.models.build import build_model
 from mlm_studio.core.models.electra import DISCRIMINATOR
 from mlm_studio.core.models.registry import FAMILIES, Family, family_named, family_titles
+from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.checkpoint import CheckpointError, aliases, listed, load_state
 from mlm_studio.core.training.replaced_tokens import ReplacedTokenDetection
 
@@ -134,6 +134,7 @@ def import_model(source: str | Path) -> ImportedModel:
         )
     tensors = _read_weights(folder)
     _check_size(folder, config, tensors)
+    _check_finite(folder, tensors)
     architectures = raw.get("architectures")
     if isinstance(architectures, list) and DISCRIMINATOR in architectures:
         return _import_electra(folder, config, tokenizer, tensors)
@@ -166,6 +167,16 @@ def _check_size(folder: Path, config: ModelConfig, tensors: dict[str, torch.Tens
         raise InteropError(
             f"{folder.name}: config.json describes a model of {config.parameter_count():,} parameters but the "
             f"weights hold {held:,}; they do not belong together"
+        )
+
+
+def _check_finite(folder: Path, tensors: dict[str, torch.Tensor]) -> None:
+    """Weights that hold NaN or infinity are refused: every result computed from them would be meaningless."""
+    broken = [name for name, t in tensors.items() if t.is_floating_point() and not torch.isfinite(t).all()]
+    if broken:
+        raise InteropError(
+            f"{folder.name}: the weights hold values that are not finite numbers (in {listed(broken)}); every "
+            "result computed from them would be meaningless. Use another model"
         )
 
 
@@ -214,6 +225,11 @@ def _import_electra(
     has_generator = (generator_folder / "config.json").is_file()
     if has_generator:
         generator = _model_config(generator_folder)
+        if generator.family != config.family:
+            raise InteropError(
+                f"{folder.name}: its generator ({GENERATOR_FOLDER}/config.json) describes a "
+                f"{FAMILIES[generator.family].title} model, not an ELECTRA generator; import the two folders apart"
+            )
         size = generator.hidden_size / config.hidden_size
         if generator_config(config, size) != replace(generator, embedding_size=config.embedding_width()):
             raise InteropError(
@@ -265,12 +281,14 @@ def _model_config(folder: Path, raw: dict[str, Any] | None = None) -> ModelConfi
     known = ", ".join(family_titles())
     if not isinstance(kind, str):
         raise InteropError(
-            f"{path.name} in {folder.name} names no model type (its model_type is {reprlib.repr(kind)}, not a name "
+            f"{path.name} in {folder.name} names no model type (its model_type is {shown(kind)}, not a name "
             f'such as "bert"); MLM Studio reads {known}'
         )
     family = family_named(kind)
     if family is None:
-        raise InteropError(f"{folder.name} holds a {kind or 'model of unknown type'} model; MLM Studio reads {known}")
+        raise InteropError(
+            f"{folder.name} holds a {shown(kind) if kind else 'model of unknown type'} model; MLM Studio reads {known}"
+        )
     try:
         return family.from_hf(raw)
     except (ConfigError, TypeError) as exc:
@@ -312,8 +330,7 @@ def _shards(index: Path) -> list[str]:
     for shard in weight_map.values():
         if not isinstance(shard, str) or shard in ("", ".", "..") or Path(shard).name != shard or "\0" in shard:
             raise InteropError(
-                f"{where} names {reprlib.repr(shard)} as a shard; each shard must be the name of a file beside "
-                "the index"
+                f"{where} names {shown(shard)} as a shard; each shard must be the name of a file beside the index"
             )
     return sorted(set(weight_map.values()))
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from mlm_studio.core.shown import shown
+
 PREFIX = "hf:"
 MODELS = "models--"  # how the cache's folder of a model begins (then its name, `/` written `--`)
 # huggingface_hub (and the HTTP client under it) takes 0.2 s to import: each function below imports it when a
@@ -35,8 +37,9 @@ def checked_name(name: str) -> str:
 
     try:
         validate_repo_id(name)
-    except HFValidationError as exc:
-        raise ValueError(f"{name!r} is not a Hugging Face Hub name: write org/name ({exc})") from None
+    except HFValidationError:
+        rule = "letters, digits, '-', '_' and '.', no '--' or '..', not first or last '-' or '.', at most 96 of them"
+        raise ValueError(f"{shown(name)} is not a Hugging Face Hub name: write org/name ({rule})") from None
     return name
 
 
@@ -75,7 +78,7 @@ def cached_files(source: str) -> list[Path]:
     if arrows:
         return _within(arrows, prepared)
     raise FileNotFoundError(
-        f"the dataset {name!r} is not in the local Hugging Face cache (looked in {_cache_folder(name, 'dataset')} "
+        f"the dataset {shown(name)} is not in the local Hugging Face cache (looked in {_cache_folder(name, 'dataset')} "
         f"and {prepared}); nothing is downloaded: fetch it once with the datasets library or huggingface-cli, or "
         "give its files"
     )

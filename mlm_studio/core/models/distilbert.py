@@ -21,7 +21,8 @@ from mlm_studio.core.models.encoder import (
     split_heads,
 )
 
-SEQUENCE_HEAD = "pre_classifier"  # its classifier's layout (core/finetune/heads.py)
+SEQUENCE_HEAD = "pre_classifier"  # its heads' layouts (core/finetune/heads.py)
+QA_HEAD = "dropout_span"
 
 LAYER_NORM_EPS = 1e-12  # fixed in `transformers`' DistilBERT
 # config.json name: (ours, `DistilBertConfig`'s default)

@@ -5,7 +5,6 @@ attending globally and the others within a sliding window, a GeGLU feed-forward,
 from __future__ import annotations
 
 import math
-import reprlib
 from typing import Any
 
 import torch
@@ -14,9 +13,10 @@ from torch import nn
 
 from mlm_studio.core.config.sections import ConfigError, ModelConfig
 from mlm_studio.core.models.encoder import Dropout, MaskedLM, attention, merge_heads, padding_mask
+from mlm_studio.core.shown import shown
 
 # its classifiers' layout (core/finetune/heads.py)
-SEQUENCE_HEAD = TOKEN_HEAD = "prediction_head"
+SEQUENCE_HEAD = TOKEN_HEAD = QA_HEAD = "prediction_head"
 
 # `ModernBertConfig`'s defaults, in its names, for config.json files that leave a field out.
 DEFAULTS = {
@@ -200,7 +200,7 @@ def from_hf(raw: dict[str, Any]) -> ModelConfig:
     recent `transformers` (`layer_types`, `rope_parameters`) or the earlier one (`global_rope_theta`, …)."""
     for name, value in FIXED:
         if raw.get(name, value) != value:
-            raise ConfigError(f"sets {name} to {raw[name]!r}; MLM Studio's ModernBERT has {value!r}")
+            raise ConfigError(f"sets {name} to {shown(raw[name])}; MLM Studio's ModernBERT has {shown(value)}")
     values = {name: raw.get(name, default) for name, default in DEFAULTS.items()}
     values.update(_layer_pattern(raw, values))
     hidden_dropout = values.pop("mlp_dropout")
@@ -222,7 +222,7 @@ def _layer_pattern(raw: dict[str, Any], values: dict[str, Any]) -> dict[str, Any
     types = raw.get("layer_types")
     if types:
         if not isinstance(types, list) or not all(isinstance(kind, str) for kind in types):
-            raise ConfigError(f"has layer_types {_short(types)}; a list of layer kinds was expected")
+            raise ConfigError(f"has layer_types {shown(types)}; a list of layer kinds was expected")
         spacing = next((n for n, kind in enumerate(types) if n and kind == "full_attention"), len(types))
         expected = ["full_attention" if n % spacing == 0 else "sliding_attention" for n in range(len(types))]
         if types != expected or len(types) != values["num_hidden_layers"]:
@@ -230,21 +230,16 @@ def _layer_pattern(raw: dict[str, Any], values: dict[str, Any]) -> dict[str, Any
         found["global_attn_every_n_layers"] = spacing
     rope = raw.get("rope_parameters") or {}
     if not isinstance(rope, dict):
-        raise ConfigError(f"has rope_parameters {_short(rope)}; an object by layer kind was expected")
+        raise ConfigError(f"has rope_parameters {shown(rope)}; an object by layer kind was expected")
     for kind, name in (("full_attention", "global_rope_theta"), ("sliding_attention", "local_rope_theta")):
         parameters = rope.get(kind) or {}
         if not isinstance(parameters, dict):
-            raise ConfigError(f"has rope_parameters.{kind} {_short(parameters)}; an object was expected")
+            raise ConfigError(f"has rope_parameters.{kind} {shown(parameters)}; an object was expected")
         if parameters.get("rope_type", "default") != "default":
-            raise ConfigError(f"scales its rotary positions ({_short(parameters['rope_type'])}); MLM Studio's do not")
+            raise ConfigError(f"scales its rotary positions ({shown(parameters['rope_type'])}); MLM Studio's do not")
         if "rope_theta" in parameters:
             found[name] = parameters["rope_theta"]  # the configuration checks it is a finite number
     return found
-
-
-def _short(value: Any) -> str:
-    """A value of config.json, shortened for a message."""
-    return reprlib.repr(value)
 
 
 def to_hf(model: ModelConfig) -> dict[str, Any]:

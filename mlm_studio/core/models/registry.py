@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from mlm_studio.core.shown import shown
+
 if TYPE_CHECKING:
     from mlm_studio.core.config.sections import ModelConfig
 
@@ -39,11 +41,11 @@ class FamilyField:
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         fits = isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
         if not (fits or (kind is float and number)):
-            return f"must be {kind.__name__}, not {value!r}"
+            return f"must be {kind.__name__}, not {shown(value)}"
         if isinstance(value, float) and not math.isfinite(value):  # an int is finite however large
-            return f"must be a finite number, not {value!r}"
+            return f"must be a finite number, not {shown(value)}"
         if self.choices and value not in self.choices:
-            return f"must be one of {', '.join(self.choices)}, not {value!r}"
+            return f"must be one of {', '.join(self.choices)}, not {shown(value)}"
         if self.low is not None and self.high is not None and not self.low <= value <= self.high:
             return f"must be between {self.low:,} and {self.high:,}, not {value:,}"
         return None

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
+
+from mlm_studio.core.shown import shown
 
 FORMAT_VERSION = 1
 
@@ -73,7 +75,7 @@ def read_state(checkpoint: Path) -> dict[str, Any]:
     version = state.get("format", FORMAT_VERSION)
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise CheckpointError(
-            f"{checkpoint.name}: state.json has format {version!r}, newer than this MLM Studio reads "
+            f"{checkpoint.name}: state.json has format {shown(version)}, newer than this MLM Studio reads "
             f"({FORMAT_VERSION}); update MLM Studio"
         )
     wrong = [
@@ -84,7 +86,7 @@ def read_state(checkpoint: Path) -> dict[str, Any]:
     missing = [name for name in ("step", "tokens_seen", "elapsed") if name not in state]
     if wrong or missing:
         problems = [f"missing {', '.join(missing)}"] if missing else []
-        problems += [f"{name} is {state[name]!r}" for name in wrong]
+        problems += [f"{name} is {shown(state[name])}" for name in wrong]
         raise CheckpointError(f"{checkpoint.name}: state.json is damaged ({'; '.join(problems)}); {advice}")
     return state
 
@@ -142,6 +144,21 @@ def load_state(tensors: dict[str, torch.Tensor], model: torch.nn.Module, source:
 def listed(names: list[str], limit: int = 8) -> str:
     shown = ", ".join(names[:limit])
     return shown if len(names) <= limit else f"{shown} and {len(names) - limit} more"
+
+
+def require_readable(checkpoint: Path) -> None:
+    """Refuse (CheckpointError) a checkpoint a resume could not load: its state.json damaged, or a weights file
+    missing or cut short (the headers and sizes are checked; the tensors are not read)."""
+    read_state(checkpoint)
+    for name in ("model.safetensors", "optimizer.safetensors"):
+        try:
+            with safe_open(str(checkpoint / name), "pt"):
+                pass
+        except (OSError, SafetensorError) as exc:
+            raise CheckpointError(
+                f"{checkpoint.name}: {name} cannot be read ({exc}); delete this checkpoint folder to resume from the "
+                "one before it"
+            ) from exc
 
 
 def load_optimizer(checkpoint: Path, optimizer: torch.optim.Optimizer) -> None:

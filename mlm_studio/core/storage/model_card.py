@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mlm_studio import __version__
 from mlm_studio.core.models.registry import FAMILIES
+from mlm_studio.core.shown import one_line
 from mlm_studio.core.storage.checkpoint import CheckpointError, read_state
 from mlm_studio.core.storage.run_folder import RunDir
 
@@ -18,7 +19,7 @@ def model_card(run: RunDir, checkpoint: Path) -> str:
     m, family, tokenizer = config.model, FAMILIES[config.model.family], run.tokenizer
     try:
         sources, _ = run.corpus_sources()
-        corpus = ", ".join(s.name for s in sources[:10]) + (
+        corpus = ", ".join(_code(s.name) for s in sources[:10]) + (
             f" and {len(sources) - 10} more" if len(sources) > 10 else ""
         )
     except CheckpointError:
@@ -36,7 +37,7 @@ def model_card(run: RunDir, checkpoint: Path) -> str:
     start = ""
     if run.initial_weights is not None:
         source = run.origin.get("source", "an imported model")
-        start = f"Continued pre-training of `{Path(str(source)).name}`.\n\n"
+        start = f"Continued pre-training of {_code(Path(str(source)).name)}.\n\n"
     electra = config.training.objective == "electra"
     kind = (
         "An ELECTRA discriminator trained by replaced-token detection (its generator, a masked-LM "
@@ -50,7 +51,7 @@ pipeline_tag: {"token-classification" if electra else "fill-mask"}
 tags: [{m.family}, fill-mask, mlm-studio]
 ---
 
-# {run.name}
+# {one_line(run.name)}
 
 {kind} trained with MLM Studio {__version__}: {m.num_hidden_layers} layers, hidden
 size {m.hidden_size}, {m.num_attention_heads} heads, a {tokenizer.kind} vocabulary
@@ -85,10 +86,22 @@ fill("The {tokenizer.specials.mask} of the list.")
 """)
 
 
+def _code(text: str, limit: int = 80) -> str:
+    """`text` as Markdown inline code on one line, fenced by more backticks than it holds in a row."""
+    text = one_line(text, limit)
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _writable(text: str) -> str:
     """`text` with each lone surrogate as U+FFFD: Python keeps the bytes of a file name that is not UTF-8 (a corpus
     file's, a run folder's) as surrogates, which a UTF-8 file cannot hold."""
     return re.sub("[\ud800-\udfff]", "\ufffd", text)
+
+
+# the `transformers` pipeline of each fine-tuning task
+PIPELINES = {"classification": "text-classification", "tokens": "token-classification", "qa": "question-answering"}
 
 
 def classifier_card(run: RunDir, weights: Path, task: str, labels: list[str]) -> str:
@@ -99,23 +112,24 @@ def classifier_card(run: RunDir, weights: Path, task: str, labels: list[str]) ->
     scores = (
         "".join(
             f"| test {name.replace('_', ' ')} | {tests[-1][name]:.2%} |\n"
-            for name in ("accuracy", "macro_f1", "entity_f1")
+            for name in ("accuracy", "macro_f1", "entity_f1", "exact_match", "f1")
             if isinstance(tests[-1].get(name), float)
         )
         if tests
         else "| test | not scored yet |\n"
     )
-    pipeline = "text-classification" if task == "classification" else "token-classification"
+    pipeline = PIPELINES[task]
+    predicts = "" if task == "qa" else ": labels " + ", ".join(_code(label) for label in labels)
     return _writable(f"""---
 library_name: transformers
 pipeline_tag: {pipeline}
 tags: [{family.model_type}, {pipeline}, mlm-studio]
 ---
 
-# {run.name}
+# {one_line(run.name)}
 
-A {family.title} {pipeline.replace("-", " ")} model, fine-tuned and trained with MLM Studio {__version__}: labels
-{", ".join(f"`{label}`" for label in labels)}. Exported from `{weights.name}` (step {state["step"]:,}).
+A {family.title} {pipeline.replace("-", " ")} model, fine-tuned and trained with MLM Studio {__version__}{predicts}.
+Exported from `{weights.name}` (step {state["step"]:,}).
 
 | metric | value |
 |---|---|

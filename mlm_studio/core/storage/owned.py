@@ -11,6 +11,7 @@ import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
+from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.files import atomic_write_json
 
 MANIFEST = ".mlm-studio-files.json"
@@ -60,7 +61,7 @@ class OwnedFolder:
             raise NotOurs(f"{self.manifest} cannot be read ({exc}); nothing was changed. Move it away") from None
         strange = [name for name in files if not _inside(name)]
         if strange:
-            raise NotOurs(f"{self.manifest} lists {strange[0]!r}, outside {self.root}; nothing was changed")
+            raise NotOurs(f"{self.manifest} lists {shown(strange[0])}, outside {self.root}; nothing was changed")
         return files
 
     def why_not_ours(self, name: str) -> str | None:

@@ -368,12 +368,21 @@ def resolve_checkpoint(path: str | Path, best: bool = False) -> tuple[RunDir, Pa
     return run, checkpoint
 
 
+def _run_of(checkpoint: Path) -> RunDir:
+    """The run a checkpoint folder belongs to: RUN/checkpoints/step-N, or a folder of its own in the run (a fine-tuning
+    run's best/)."""
+    for run in (checkpoint.parent.parent, checkpoint.parent):
+        if (run / "config.toml").is_file():
+            return RunDir(run)
+    raise CheckpointError(f"{checkpoint} holds weights but belongs to no run folder (no config.toml above it)")
+
+
 def choose_checkpoint(path: str | Path, best: bool = False) -> tuple[RunDir, Path, str]:
     """As `resolve_checkpoint`, with which checkpoint it is and why, in words ("step-0000040, the best by
     validation loss (4.1532)"); asked for the best when no checkpoint has a validation loss, the latest."""
     folder = Path(path)
     if (folder / "state.json").is_file() and (folder / "model.safetensors").is_file():
-        return RunDir(folder.parent.parent), folder, f"{folder.name}, the checkpoint given"
+        return _run_of(folder), folder, f"{folder.name}, the checkpoint given"
     run = RunDir(folder)
     latest = run.latest_checkpoint()
     if latest is None:

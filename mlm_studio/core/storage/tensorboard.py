@@ -21,7 +21,7 @@ from typing import Any
 
 from mlm_studio.core.metric_schema import metrics_of
 from mlm_studio.core.storage.checkpoint import listed
-from mlm_studio.core.storage.owned import OwnedFolder
+from mlm_studio.core.storage.owned import NotOurs, OwnedFolder
 from mlm_studio.core.training.records import INSTALL_HINT, RECORDS
 
 EVENTS_FOLDER = "tensorboard"
@@ -61,6 +61,7 @@ class EventLog:
         self.error: str | None = None
         self._notes: list[str] = []
         self._file = None
+        self.name = ""  # the event file being written
         try:
             self._open(records)
         except (OSError, ValueError) as exc:  # NotOurs included
@@ -70,6 +71,11 @@ class EventLog:
         from tensorboard.summary.writer.record_writer import RecordWriter
 
         events = [event for record in records for event in _scalar_events(record)]  # all checked before any write
+        if self.folder.is_symlink():
+            raise NotOurs(
+                f"{self.folder} is a symbolic link; the events go only into a folder of the run's own, never through "
+                "a link: move the link away"
+            )
         self.folder.mkdir(exist_ok=True)
         self._owned = OwnedFolder(self.folder)
         earlier = list(self._owned.files)
@@ -132,11 +138,15 @@ class EventLog:
                 self._file.close()
             self._file = None
 
+    def _current_file(self) -> Path:
+        """The event file being written (the folder before there is one)."""
+        return self.folder / self.name if self.name else self.folder
+
     def _stop(self, exc: Exception, what: str) -> None:
         """Stop writing (the file closed, quietly) and say once why."""
         self._close_quietly()
         if isinstance(exc, OSError) and exc.strerror:
-            reason = f"{exc.filename or self.folder}: {exc.strerror}"
+            reason = f"{exc.filename or self._current_file()}: {exc.strerror}"
         else:
             reason = str(exc)
         self.error = f"TensorBoard events {what} ({reason})"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlm_studio.core.config.sections import DEVICES, join_words, valid_device
+from mlm_studio.core.shown import shown
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ def resolve_device(name: str):
     import torch
 
     if not valid_device(name):
-        raise ValueError(f"{name!r} is not a device: write {join_words(DEVICES, 'or')} (N: a GPU's number)")
+        raise ValueError(f"{shown(name)} is not a device: write {join_words(DEVICES, 'or')} (N: a GPU's number)")
     if name == "auto":
         return torch.device(available_devices()[0].name)
     device = torch.device(name)

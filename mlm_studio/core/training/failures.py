@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from mlm_studio.core.storage.checkpoint import CheckpointError, checkpoint_finite
+from mlm_studio.core.storage.checkpoint import CheckpointError, checkpoint_finite, require_readable
 from mlm_studio.core.storage.run_folder import RunDir, checkpoint_step
 
 
@@ -57,10 +57,13 @@ def diverged_message(step: int, finite: Path | None) -> str:
 
 
 def refuse_nonfinite_resume(run: RunDir) -> None:
-    """Refuse (CheckpointError) to resume a run whose latest checkpoint holds non-finite weights, naming the newest
-    checkpoint with finite ones and the folders after it."""
+    """Refuse (CheckpointError) to resume a run whose latest checkpoint cannot be read, or holds non-finite weights
+    (naming the newest checkpoint with finite ones and the folders after it), before the resume writes anything."""
     latest = run.latest_checkpoint()
-    if latest is None or checkpoint_finite(latest, unreadable=True):  # loading it says what cannot be read
+    if latest is None:
+        return
+    require_readable(latest)
+    if checkpoint_finite(latest, unreadable=True):
         return
     finite = run.newest_finite_checkpoint()
     after = checkpoint_step(finite) if finite is not None else -1

@@ -149,13 +149,20 @@ class ValidationRecord(Record):
     elapsed: float = metric("s")
     epoch: float = metric("epochs")
     loss: float = metric("nats", tag="eval/loss", plot="loss", series="validation")
-    accuracy: float = metric("share", tag="eval/accuracy")  # of the texts, or of the words
-    macro_f1: float = metric("share", tag="eval/macro_f1", plot="accuracy", series="validation macro-F1")
+    accuracy: float | None = metric("share", tag="eval/accuracy")  # of the texts, or of the words; None: answers
+    macro_f1: float | None = metric("share", tag="eval/macro_f1", plot="accuracy", series="validation macro-F1")
     entity_precision: float | None = metric("share", optional=True, tag="eval/entity_precision")
     entity_recall: float | None = metric("share", optional=True, tag="eval/entity_recall")
     entity_f1: float | None = metric(
         "share", optional=True, tag="eval/entity_f1", plot="accuracy", series="validation entity F1"
     )
+    # question answering (SQuAD's measures, as shares): answers exactly right, and their words' F1
+    exact_match: float | None = metric("share", optional=True, tag="eval/exact_match")
+    f1: float | None = metric("share", optional=True, tag="eval/f1", plot="accuracy", series="validation answer F1")
+    # SQuAD v2: the same over the questions that have an answer, and over those that have none
+    has_answer_exact_match: float | None = metric("share", optional=True, tag="eval/has_answer_exact_match")
+    has_answer_f1: float | None = metric("share", optional=True, tag="eval/has_answer_f1")
+    no_answer_exact_match: float | None = metric("share", optional=True, tag="eval/no_answer_exact_match")
 
     def describe(self) -> str:
         return f"Validation at step {self.step} (epoch {self.epoch:.2f}): {_scores(self)}"
@@ -171,8 +178,8 @@ class TestRecord(Record):
     elapsed: float = metric("s")
     epoch: float = metric("epochs")
     loss: float = metric("nats", tag="test/loss")
-    accuracy: float = metric("share", tag="test/accuracy")
-    macro_f1: float = metric("share", tag="test/macro_f1")
+    accuracy: float | None = metric("share", tag="test/accuracy")
+    macro_f1: float | None = metric("share", tag="test/macro_f1")
     best_step: int
     labels: tuple[str, ...]
     per_class: tuple[tuple[str, float, float, float, int], ...]  # label, precision, recall, F1, support
@@ -180,12 +187,19 @@ class TestRecord(Record):
     entity_precision: float | None = metric("share", optional=True, tag="test/entity_precision")
     entity_recall: float | None = metric("share", optional=True, tag="test/entity_recall")
     entity_f1: float | None = metric("share", optional=True, tag="test/entity_f1")
+    exact_match: float | None = metric("share", optional=True, tag="test/exact_match")
+    f1: float | None = metric("share", optional=True, tag="test/f1")
+    has_answer_exact_match: float | None = metric("share", optional=True, tag="test/has_answer_exact_match")
+    has_answer_f1: float | None = metric("share", optional=True, tag="test/has_answer_f1")
+    no_answer_exact_match: float | None = metric("share", optional=True, tag="test/no_answer_exact_match")
 
     def describe(self) -> str:
         return f"Test, with the best checkpoint (step {self.best_step}) restored: {_scores(self)}"
 
 
 def _scores(record: ValidationRecord | TestRecord) -> str:
+    if record.f1 is not None:
+        return f"loss {record.loss:.4f}, {answer_scores(record)}"
     entity = (
         ""
         if record.entity_f1 is None
@@ -193,6 +207,19 @@ def _scores(record: ValidationRecord | TestRecord) -> str:
         f"F1 {record.entity_f1:.1%}"
     )
     return f"loss {record.loss:.4f}, accuracy {record.accuracy:.1%}, macro-F1 {record.macro_f1:.1%}{entity}"
+
+
+def answer_scores(record: ValidationRecord | TestRecord, bold: bool = False) -> str:
+    """A question-answering record's exact match and F1 (SQuAD's percentages), and SQuAD v2's split; the first two
+    in bold (HTML) with `bold`."""
+    shown = (lambda said: f"<b>{said}</b>") if bold else (lambda said: said)
+    said = f"exact match {shown(_share(record.exact_match))}, F1 {shown(_share(record.f1))}"
+    if record.has_answer_f1 is not None or record.no_answer_exact_match is not None:
+        said += (
+            f" (questions with an answer: exact {_share(record.has_answer_exact_match)}, F1 "
+            f"{_share(record.has_answer_f1)}; without one: exact {_share(record.no_answer_exact_match)})"
+        )
+    return said
 
 
 def _share(value: float | None) -> str:

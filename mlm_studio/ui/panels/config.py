@@ -34,6 +34,7 @@ from mlm_studio.core.config.sections import PRECISIONS, ConfigError, ModelConfig
 from mlm_studio.core.durations import format_duration, parse_duration
 from mlm_studio.core.interop.hf import ImportedModel, import_model
 from mlm_studio.core.models.registry import FAMILIES, family_titles
+from mlm_studio.core.shown import shown
 from mlm_studio.ui.construction import Construction
 from mlm_studio.ui.panels.config_fields import GROUPS, KEPT_ACROSS_PRESETS, OBJECTIVE_FIELDS, form_fields
 from mlm_studio.ui.panels.config_form import GroupColumns, field_defaults, field_editor
@@ -197,7 +198,7 @@ class ConfigPanel(QWidget):
                 try:
                     values[section][name] = float(editor.text())
                 except ValueError:
-                    raise ConfigError(f"must be a number, not {editor.text()!r}", (f"{section}.{name}",)) from None
+                    raise ConfigError(f"must be a number, not {shown(editor.text())}", (f"{section}.{name}",)) from None
         base = self.workspace.config
         family = values["model"]["family"]
         own = {f.name for f in FAMILIES[family].fields}

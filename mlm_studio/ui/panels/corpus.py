@@ -392,7 +392,7 @@ class CorpusPanel(QWidget):
 
 
 def _short(report: SourceReport) -> str:
-    return f"{report.path.name} ({report.reason})"
+    return f"{report.name} ({report.reason})"
 
 
 def _tooltip(report: SourceReport) -> str:

@@ -42,7 +42,7 @@ def tracking(path: str, task_file: str, columns: list[str]) -> Work:
     file's report or None)`."""
 
     def work(progress: Progress):
-        task = read_task(task_file, *columns) if task_file else None
+        task = read_task(task_file, *columns, progress=progress) if task_file else None
         return path, over_checkpoints(path, None, task, progress), task.report if task else None
 
     return work
@@ -66,7 +66,7 @@ def probing(subjects: list[Subject], path: str, columns: list[str], layer: int |
     """Each model's probe of the labelled file: `([(title, result)], the file's report)`."""
 
     def work(progress: Progress):
-        task = read_task(path, *columns)
+        task = read_task(path, *columns, progress=progress)
         results = []
         for subject in subjects:
             at = layer and min(layer, layer_count(subject.encoder))

@@ -120,6 +120,8 @@ class SearchView(QWidget):
         repeated = index.documents - len(index.texts)
         if repeated:
             said += f" {repeated:,} of them repeat another's text: {len(index.texts):,} distinct texts are searched."
+        if index.cut:
+            said += f" {index.cut_note[0].upper()}{index.cut_note[1:]}."
         self.message_bar.show_message(said, "info")
         self.query_edit.setEnabled(True)
         self.query_edit.setFocus()

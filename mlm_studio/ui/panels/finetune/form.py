@@ -24,7 +24,8 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.data.formats import TABLE_SUFFIXES
-from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions
+from mlm_studio.core.finetune.request import SCRATCH
+from mlm_studio.core.finetune.setup import FinetuneOptions
 from mlm_studio.core.finetune.tasks import TASKS
 from mlm_studio.core.storage.run_folder import TASK
 from mlm_studio.ui.widgets.model_choice import model_combo, model_entries, refill
@@ -32,8 +33,14 @@ from mlm_studio.ui.workspace import Workspace
 
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(FinetuneOptions)}
 MEASURED = "measured"  # the learning rate box's lowest value: the engine's measured rule chooses it
-KIND_LABELS = {"classification": "classification (a label per text)", "tokens": "tokens (a tag per word: NER)"}
-TASK_FILES = f"Labelled files ({' '.join('*' + s for s in (*TABLE_SUFFIXES, '.conll', '.txt'))});;All files (*)"
+KIND_LABELS = {
+    "classification": "classification (a label per text)",
+    "tokens": "tokens (a tag per word: NER)",
+    "qa": "question answering (a span of the context)",
+}
+TASK_FILES = (
+    f"Labelled files ({' '.join('*' + s for s in (*TABLE_SUFFIXES, '.conll', '.txt', '.json'))});;All files (*)"
+)
 
 
 class NumberBox(QDoubleSpinBox):
@@ -88,7 +95,9 @@ class FinetuneForm(QWidget):
             "The chosen model's shape and tokenizer with fresh weights: the baseline that shows what pre-training adds"
         )
         self.task_edit = QLineEdit()
-        self.task_edit.setPlaceholderText("A labelled CSV/TSV/JSONL/Parquet file, or CoNLL columns for tokens")
+        self.task_edit.setPlaceholderText(
+            "A labelled CSV/TSV/JSONL/Parquet file, CoNLL columns for tokens, SQuAD .json for questions"
+        )
         self.task_button = QPushButton("Choose…")
         self.task_button.clicked.connect(self.choose_task_dialog)
         self.kind_combo = QComboBox()
@@ -106,6 +115,12 @@ class FinetuneForm(QWidget):
         self.batch_size = self._number(QSpinBox(), "batch_size", (1, 4096), "Examples per step")
         self.freeze_layers = self._number(
             QSpinBox(), "freeze_layers", (0, 128), "The embeddings and this many first layers stay as they are"
+        )
+        self.doc_stride = self._number(
+            QSpinBox(), "doc_stride", (1, 8192), "Tokens two windows of a long context share"
+        )
+        self.max_answer_length = self._number(
+            QSpinBox(), "max_answer_length", (1, 8192), "Tokens of the longest answer the model gives"
         )
         model_row = QHBoxLayout()
         model_row.addWidget(self.model_combo, 1)
@@ -133,8 +148,27 @@ class FinetuneForm(QWidget):
         recipe.addStretch(1)
         grid.addWidget(QLabel("Recipe"), 2, 0)
         grid.addLayout(recipe, 2, 1)
+        self.qa_row = self._qa_row()
+        grid.addWidget(self.qa_row, 3, 1)
+        self.kind_combo.currentIndexChanged.connect(self._on_kind_changed)
+        self._on_kind_changed()
         grid.setColumnStretch(1, 1)
         grid.setContentsMargins(0, 0, 0, 0)
+
+    def _qa_row(self) -> QWidget:
+        """Question answering's own settings, shown for that kind only."""
+        row = QWidget()
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for label, box in (("Document stride", self.doc_stride), ("Longest answer", self.max_answer_length)):
+            form = QFormLayout()
+            form.addRow(label, box)
+            layout.addLayout(form)
+        layout.addStretch(1)
+        return row
+
+    def _on_kind_changed(self) -> None:
+        self.qa_row.setVisible(self.kind_combo.currentData() == "qa")
 
     @staticmethod
     def _number(box, name: str, bounds: tuple, help_text: str):
@@ -189,6 +223,8 @@ class FinetuneForm(QWidget):
             epochs=self.epochs.value(),
             batch_size=self.batch_size.value(),
             freeze_layers=self.freeze_layers.value(),
+            doc_stride=self.doc_stride.value(),
+            max_answer_length=self.max_answer_length.value(),
         )
 
     def spec(self) -> str:

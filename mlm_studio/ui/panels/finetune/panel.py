@@ -30,7 +30,7 @@ from mlm_studio.core.finetune.mistakes import wrong_test_examples
 from mlm_studio.core.finetune.recipe_result import read_search
 from mlm_studio.core.finetune.recipe_search import SearchPlan, Tried, recipe_options, search
 from mlm_studio.core.finetune.runs import last_test
-from mlm_studio.core.finetune.scores import ENTITY_F1, MACRO_F1, main_score
+from mlm_studio.core.finetune.scores import main_score, score_field
 from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions, prepare_finetuner
 from mlm_studio.core.finetune.tasks import SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.storage.checkpoint import CheckpointError
@@ -59,6 +59,7 @@ from mlm_studio.ui.panels.finetune.subjects import (
     run_subject,
     shown_run_line,
 )
+from mlm_studio.ui.panels.finetune.try_it import TryItView
 from mlm_studio.ui.run_export import RunExporter
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING, TrainingController
@@ -123,6 +124,8 @@ class FinetunePanel(QWidget):
         self.runs.resume_button.clicked.connect(lambda: self.resume(self.runs.selected()))
         # one tab area under the form: the curves take all its height while training, the results after
         self.results = ResultsView(self.curves)
+        self.try_it = TryItView()  # the run the single-run tabs show, answering a text typed in
+        self.results.addTab(self.try_it, "Try it")
         self.results.addTab(self.comparison, "Comparison")
         self.recipe = RecipeSearchView()
         self.recipe.train_chosen.connect(self.train_recipe)
@@ -277,6 +280,7 @@ class FinetunePanel(QWidget):
         self._launch(prepare, f"Resuming {path.name}…")
         self.run_path = path
         self.results.set_subject(run_subject(path))
+        self.try_it.set_run(path)
 
     def _launch(self, prepare, message: str, compare_root: Path | None = None) -> None:
         self._show_nothing()
@@ -295,6 +299,7 @@ class FinetunePanel(QWidget):
         self.results.set_subject(subject)
         self.curves.setCurrentWidget(self.hint)
         self.test, self.run_path, self.compare_root, self.search_root = None, None, None, None
+        self.try_it.set_run(None)
 
     def show_run(self, path: Path) -> None:
         """A fine-tuning run's curves and test scores, read from its folder, and then its mistakes; each tab and the
@@ -310,6 +315,7 @@ class FinetunePanel(QWidget):
         self.plots.load(records)
         self.curves.setCurrentWidget(self.plots if records else self.hint)
         self.run_path, self.test = path, test
+        self.try_it.set_run(path)
         total = next((r.get("total_steps") for r in reversed(records) if r.get("type") == "started"), None)
         reached = max((r.get("step", 0) for r in records), default=0)
         self.progress_bar.setRange(0, max(total or reached, 1))
@@ -376,7 +382,7 @@ class FinetunePanel(QWidget):
             self.progress_bar.setValue(record.step)
             self._say_step(self._who(item))
         elif isinstance(record, ValidationRecord):
-            name = MACRO_F1 if record.entity_f1 is None else ENTITY_F1
+            name = score_field(record)[1]
             self._say(f"{self._who(item)}validation {name} {main_score(record):.1%} at step {record.step:,}")
             self.status_label.setToolTip(record.describe())  # with its loss and every score
         elif isinstance(record, WarningRecord):
@@ -389,6 +395,7 @@ class FinetunePanel(QWidget):
                 self._refresh_comparison()
         elif isinstance(record, CheckpointRecord):
             self.form.refresh_models()
+            self.try_it.refresh()  # the run's best weights may be these
 
     def _on_started(self, item, record) -> None:
         """A run began (a comparison's next contender or seed): the single-run tabs are its from now on."""
@@ -402,6 +409,7 @@ class FinetunePanel(QWidget):
         if isinstance(item, Tried):
             self._refresh_search()  # with the runs before this one
         self.results.set_subject(subject)
+        self.try_it.set_run(self.run_path)
         self.progress_bar.setRange(0, record.total_steps)
         self._say(f"{self._who(item)}Fine-tuning {self.run_path.name}")
 

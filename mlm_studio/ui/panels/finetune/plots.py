@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from mlm_studio.core.finetune.scores import ENTITY_F1, MACRO_F1
+from mlm_studio.core.finetune.scores import score_field
 from mlm_studio.ui.widgets.curve_data import CURVES
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.plots import recolour
@@ -37,8 +37,8 @@ class FinetunePlots(LivePlots):
         if kind != "validation":
             super().add(kind, record)
             return
-        super().add(kind, {**record, "macro_f1": None, "entity_f1": None})  # its loss, beside the training loss
-        field, name = ("macro_f1", MACRO_F1) if record.get("entity_f1") is None else ("entity_f1", ENTITY_F1)
+        super().add(kind, {**record, "macro_f1": None, "entity_f1": None, "f1": None})  # its loss, beside training's
+        field, name = score_field(record)
         if record.get(field) is None:
             return
         curve = CURVES[kind][field]

@@ -1,7 +1,8 @@
 """What a fine-tuning run shows in the Fine-tune panel, each tab naming the run it shows: its curves, its test
 scores, the confusion matrix (cells shaded by count) beside each class's precision, recall and F1, and the test
 examples the model gets wrong: a table of texts (one line each) with their true and predicted labels, or, for
-tagging, each sentence's entities as coloured chips, the true ones above the predicted ones."""
+tagging, each sentence's entities as coloured chips, the true ones above the predicted ones; for question
+answering, exact match and F1 and each wrong answer marked in its context (`answers.py`)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.finetune.mistakes import Mistake
 from mlm_studio.core.finetune.scores import entities
-from mlm_studio.core.training.records import TestRecord
+from mlm_studio.core.training.records import TestRecord, answer_scores
+from mlm_studio.ui.panels.finetune.answers import AnswerMistakesView
 from mlm_studio.ui.theme import blended, readable_on
 from mlm_studio.ui.widgets.elided_label import ElidedLabel
 
@@ -62,7 +64,7 @@ class ResultsView(QTabWidget):
         self.confusion.setToolTip("Rows: the true label; columns: the predicted one. Darker cells hold more examples.")
         self.per_class = read_only_table(["label", "precision", "recall", "F1", "support"])
         self.per_class.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        tables = QSplitter(Qt.Orientation.Horizontal)
+        self.tables = tables = QSplitter(Qt.Orientation.Horizontal)
         tables.setObjectName("finetune-confusion-per-class")
         tables.addWidget(self.confusion)
         tables.addWidget(self.per_class)
@@ -77,9 +79,13 @@ class ResultsView(QTabWidget):
         self.mistakes_label = QLabel("No mistakes to show yet.")
         self.mistakes_label.setWordWrap(True)
         self.spans.hide()
+        self.answers = AnswerMistakesView()
+        self.answers.hide()
         self.curves = self._add_page("Curves", curves)
         self.scores = self._add_page("Test scores", self.summary, (tables, 1))
-        self.mistakes_page = self._add_page("Mistakes", self.mistakes_label, (self.mistakes, 1), (self.spans, 1))
+        self.mistakes_page = self._add_page(
+            "Mistakes", self.mistakes_label, (self.mistakes, 1), (self.spans, 1), (self.answers, 1)
+        )
         self.set_subject("")
         self._test: TestRecord | None = None
 
@@ -117,11 +123,18 @@ class ResultsView(QTabWidget):
             table.setRowCount(0)
         self.confusion.setColumnCount(0)
         self.spans.clear()
+        self.answers.show_mistakes([])
         self.mistakes_label.setText("No mistakes to show yet.")
 
     # --- scores -------------------------------------------------------------------------------------
     def show_test(self, test: TestRecord, tagging: bool) -> None:
         self._test = test
+        self.tables.setVisible(test.f1 is None)
+        if test.f1 is not None:  # question answering: no labels to tabulate
+            self.summary.setText(
+                f"Test, with the best checkpoint (step {test.best_step}) restored: {answer_scores(test, bold=True)}"
+            )
+            return
         entity = (
             ""
             if test.entity_f1 is None
@@ -169,6 +182,18 @@ class ResultsView(QTabWidget):
 
     # --- mistakes -----------------------------------------------------------------------------------
     def show_mistakes(self, mistakes: list[Mistake], tagging: bool) -> None:
+        answering = self._test is not None and self._test.f1 is not None
+        self.answers.setVisible(answering)
+        if answering:
+            self.mistakes.hide()
+            self.spans.hide()
+            self.mistakes_label.setText(
+                f"{len(mistakes):,} test questions answered wrongly (not exactly a gold answer)."
+                if mistakes
+                else "The model answers every test question exactly."
+            )
+            self.answers.show_mistakes(mistakes)
+            return
         said = "sentences with a mistagged word" if tagging else "test examples predicted wrongly"
         self.mistakes_label.setText(
             f"{len(mistakes):,} {said}." if mistakes else "The model gets every test example right."

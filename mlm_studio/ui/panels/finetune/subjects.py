@@ -8,7 +8,7 @@ from pathlib import Path
 from mlm_studio.core.finetune.compare import Said, contenders
 from mlm_studio.core.finetune.comparisons import Comparison
 from mlm_studio.core.finetune.runs import finetune_run
-from mlm_studio.core.finetune.scores import ENTITY_F1, MACRO_F1, main_score
+from mlm_studio.core.finetune.scores import main_score, score_field
 from mlm_studio.core.training.records import FinishedRecord, TestRecord
 
 
@@ -36,7 +36,7 @@ def comparison_subject(comparison: Comparison) -> str:
 
 def scored(test: TestRecord) -> str:
     """ "test macro-F1 81.0% with the best checkpoint (step 36)"."""
-    name = MACRO_F1 if test.entity_f1 is None else ENTITY_F1
+    name = score_field(test)[1]
     return f"test {name} {main_score(test):.1%} with the best checkpoint (step {test.best_step:,})"
 
 

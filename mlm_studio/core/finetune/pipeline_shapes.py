@@ -1,0 +1,203 @@
+"""A fine-tuned model's answers in the shapes `transformers`' pipelines return, so that what MLM Studio shows, prints
+and writes as JSON is what the exported model gives there: `text-classification`'s labels with their scores, best
+first; `token-classification`'s tagged tokens (`aggregation_strategy="none"`) and its entities grouped as
+`"simple"` groups them (neighbouring tokens of one type, a `B-` tag starting a new one), with character offsets
+into the text. Also each word's tag as the model is trained to read it, on the word's first piece, and the entities
+of those tags as MLM Studio scores them (what the window and the command line's table show)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mlm_studio.core.finetune.scores import entities
+
+if TYPE_CHECKING:  # the command line's parser reads AGGREGATIONS without loading the tokenizer
+    from tokenizers import Encoding
+
+    from mlm_studio.core.data.tokenizer import MLMTokenizer
+
+AGGREGATIONS = ("simple", "none")  # the token-classification pipeline's strategies given here
+IGNORED = ("O",)  # the tag the token-classification pipeline leaves out: outside any entity
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How much of a text (or of each text of a pair) the model read: all of it, or as much as fits its length."""
+
+    limit: int  # the most tokens the model reads, special ones included
+    lengths: tuple[int, ...]  # each text's characters
+    read: tuple[int, ...]  # the characters read of each: up to the end of its last token read
+
+    @property
+    def whole(self) -> bool:
+        return self.read == self.lengths
+
+    def describe(self) -> str:
+        """ "" when the whole text was read, else what was: "the model reads 128 tokens: it read the first 412 of
+        2,000 characters" (of each text of a pair)."""
+        if self.whole:
+            return ""
+        parts = [f"the first {read:,} of {length:,}" for read, length in zip(self.read, self.lengths, strict=True)]
+        said = parts[0] if len(parts) == 1 else f"{parts[0]} (first text) and {parts[1]} (second text)"
+        return f"the model reads {self.limit:,} tokens: it read {said} characters"
+
+
+def reading(encoding: Encoding, texts: Sequence[str], cut: bool, limit: int) -> Reading:
+    """What `encoding` (laid out from `texts`, cut or not to `limit` tokens) read of each text."""
+    lengths = tuple(len(text) for text in texts)
+    if not cut:
+        return Reading(limit, lengths, lengths)
+    ends = [0] * len(texts)
+    for sequence, (_, end), special in zip(encoding.sequence_ids, encoding.offsets, encoding.special_tokens_mask):
+        if sequence is not None and not special:
+            ends[sequence] = max(ends[sequence], end)
+    return Reading(limit, lengths, tuple(ends))
+
+
+def label_scores(probabilities: Sequence[float], labels: Sequence[str], top_k: int | None = None) -> list[dict]:
+    """`[{"label", "score"}]` for every label, the most probable first (ties in the labels' order), the first
+    `top_k` of them when given."""
+    found = [{"label": label, "score": float(p)} for label, p in zip(labels, probabilities, strict=True)]
+    found.sort(key=lambda answer: answer["score"], reverse=True)
+    return found if top_k is None else found[:top_k]
+
+
+def tagged_tokens(
+    text: str, encoding: Encoding, probabilities: np.ndarray, labels: Sequence[str], tokenizer: MLMTokenizer
+) -> list[dict]:
+    """Every token of `text` but the special ones: `{"entity", "score", "index", "word", "start", "end"}`, its most
+    probable tag (its row of `probabilities`, (L, labels)), its index among the encoding's tokens, the token as
+    the vocabulary writes it (an unknown one: its characters) and its characters in `text`."""
+    tokens = []
+    for index, (token_id, (start, end), special) in enumerate(
+        zip(encoding.ids, encoding.offsets, encoding.special_tokens_mask, strict=True)
+    ):
+        if special:
+            continue
+        best = int(probabilities[index].argmax())
+        word = text[start:end] if token_id == tokenizer.unk_id else tokenizer.id_to_token(token_id)
+        tokens.append(
+            {
+                "entity": labels[best],
+                "score": float(probabilities[index, best]),
+                "index": index,
+                "word": word,
+                "start": start,
+                "end": end,
+            }
+        )
+    return tokens
+
+
+def without_ignored(found: list[dict], key: str = "entity") -> list[dict]:
+    return [answer for answer in found if answer[key] not in IGNORED]
+
+
+def grouped_entities(tokens: list[dict], tokenizer: MLMTokenizer) -> list[dict]:
+    """The tokens (all of them, "O" ones included) grouped as the pipeline's "simple" aggregation groups them:
+    `{"entity_group", "score", "word", "start", "end"}`, the type without its B-/I- prefix, the tokens' mean score,
+    their pieces joined by the tokenizer's decoder, from the first one's start to the last one's end; groups of
+    "O" left out."""
+    groups: list[list[dict]] = []
+    for token in tokens:
+        begins, kind = _prefix_and_type(token["entity"])
+        if groups and begins != "B" and kind == _prefix_and_type(groups[-1][-1]["entity"])[1]:
+            groups[-1].append(token)
+        else:
+            groups.append([token])
+    decoder = tokenizer.backend.decoder
+    found = []
+    for group in groups:
+        pieces = [token["word"] for token in group]
+        found.append(
+            {
+                "entity_group": group[0]["entity"].split("-", 1)[-1],
+                "score": float(np.mean([token["score"] for token in group])),
+                "word": decoder.decode(pieces) if decoder is not None else " ".join(pieces),
+                "start": group[0]["start"],
+                "end": group[-1]["end"],
+            }
+        )
+    return without_ignored(found, "entity_group")
+
+
+def _prefix_and_type(tag: str) -> tuple[str, str]:
+    """ "B-PER" → ("B", "PER"); a tag without B-/I- continues whatever came before it of its type."""
+    if tag.startswith(("B-", "I-")):
+        return tag[0], tag[2:]
+    return "I", tag
+
+
+def word_tags(text: str, encoding: Encoding, tokens: list[dict]) -> list[dict]:
+    """Each word of `text` (as the tokenizer's pre-tokenizer splits it, white space left out) with the tag and score
+    of its first piece (where the model was trained to tag it): `{"entity", "score", "word", "start", "end"}`, "O"
+    ones included."""
+    by_index = {token["index"]: token for token in tokens}
+    words: dict[int, dict] = {}
+    for index, word in enumerate(encoding.word_ids):
+        token = by_index.get(index)
+        if word is None or token is None:
+            continue
+        if word not in words:
+            words[word] = {"entity": token["entity"], "score": token["score"], "word": "", "start": token["start"]}
+        words[word]["end"] = token["end"]
+    return [_trimmed(text, found) for found in words.values() if text[found["start"] : found["end"]].strip()]
+
+
+def _trimmed(text: str, word: dict) -> dict:
+    """A word's span without the white space a byte-level piece carries (" the" → "the")."""
+    start, end = word["start"], word["end"]
+    start += len(text[start:end]) - len(text[start:end].lstrip())
+    end -= len(text[start:end]) - len(text[start:end].rstrip())
+    return {**word, "word": text[start:end], "start": start, "end": end}
+
+
+def word_entities(text: str, words: list[dict]) -> list[dict]:
+    """The entities of the words' tags as the entity scores read them (`scores.entities`): `{"entity_group",
+    "score", "word", "start", "end"}`, the words' mean score, from the first word's start to the last one's end."""
+    found = []
+    for kind, first, last in entities([word["entity"] for word in words]):
+        start, end = words[first]["start"], words[last]["end"]
+        score = float(np.mean([word["score"] for word in words[first : last + 1]]))
+        found.append({"entity_group": kind, "score": score, "word": text[start:end], "start": start, "end": end})
+    return found
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """A text's (or a pair's) labels, the most probable first, and how much of it was read."""
+
+    scores: list[dict]  # {"label", "score"} for every label
+    reading: Reading
+
+    def as_pipeline(self, top_k: int | None = None) -> list[dict]:
+        """What `pipeline("text-classification", top_k=top_k)` returns (every label for None)."""
+        return self.scores if top_k is None else self.scores[:top_k]
+
+
+@dataclass(frozen=True)
+class Tagged:
+    """A text's tags: every token's (with "O"), every word's, the entities grouped (of the pieces, as the pipeline
+    groups them, and of the words, as MLM Studio scores them), and how much was read."""
+
+    text: str
+    tokens: list[dict]  # {"entity", "score", "index", "word", "start", "end"}
+    words: list[dict]  # {"entity", "score", "word", "start", "end"}
+    entities: list[dict]  # {"entity_group", "score", "word", "start", "end"}: the pipeline's "simple"
+    reading: Reading
+
+    @property
+    def word_entities(self) -> list[dict]:
+        """The entities of the words' tags (each word read on its first piece), in the pipeline's shape."""
+        return word_entities(self.text, self.words)
+
+    def as_pipeline(self, aggregation: str = "simple") -> list[dict]:
+        """What `pipeline("token-classification", aggregation_strategy=aggregation)` returns, for "none" (the
+        tagged tokens, "O" left out) or "simple" (the entities)."""
+        if aggregation not in AGGREGATIONS:
+            raise ValueError(f"aggregation is one of {', '.join(AGGREGATIONS)}, not {aggregation[:80]!r}")
+        return self.entities if aggregation == "simple" else without_ignored(self.tokens)

@@ -1,0 +1,1 @@
+"""Extractive question answering: its files, features, decoded answers and SQuAD metric."""

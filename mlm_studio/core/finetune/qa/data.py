@@ -1,0 +1,255 @@
+"""Extractive question-answering files: SQuAD v1.1 and v2.0 JSON (`data → paragraphs → context, qas`), and flat
+tables (JSON Lines, CSV, TSV, Parquet, Arrow) with `question`, `context` and `answers` in the `datasets` layout
+(`{"text": [...], "answer_start": [...]}`, a JSON string in CSV), `id` and `title` if they are there. Every
+answer is checked against its context (`context[start:start + len(text)] == text`); a file whose answer is not
+where it says is refused, naming the question, never shifted silently. Tables are read by the corpus reader
+(streaming, every value bounded); a SQuAD JSON file is one document, read whole up to `MAX_JSON_BYTES`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlm_studio.core.data.compressed import COMPRESSIONS, damage_errors, opened
+from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_KINDS, kind_of, read_decoded, records, sniff_encoding
+from mlm_studio.core.data.rows import LONE_SURROGATE, IssueLog, SourceSkipped, clipped
+from mlm_studio.core.finetune.labelled import ROW, TaskError, column_names
+
+MAX_JSON_BYTES = 256 << 20  # a SQuAD JSON file is read whole: SQuAD v2.0's training file is 42 MB
+QA_FORMATS = f"SQuAD .json (also compressed), or a table with question, context and answers columns ({TABLE_FORMATS})"
+OPTIONAL_COLUMNS = ("id", "title")
+
+
+@dataclass(frozen=True)
+class QAExample:
+    """A question about a context and its answers, each (text, its first character in the context)."""
+
+    id: str  # the SQuAD id, else "row N"
+    question: str
+    context: str
+    answers: tuple[tuple[str, int], ...]  # checked: context[start:start + len(text)] == text
+    row: int  # its question's ordinal in a SQuAD file, its line or row in a table
+    title: str = ""  # the article's title ("" where none): the contexts of one article share it
+
+    @property
+    def impossible(self) -> bool:
+        """Whether the question has no answer in its context (SQuAD v2.0's `is_impossible`)."""
+        return not self.answers
+
+
+@dataclass(frozen=True)
+class QAFile:
+    path: Path
+    examples: list[QAExample]
+    has_impossible: bool  # some question has no answer (SQuAD v2.0)
+    skipped: str  # the rows left out, in words ("" for none)
+    encoding: str = ""
+    encoding_note: str = ""  # why it was read in a fallback encoding ("" when it was not)
+
+
+def is_squad_json(path: Path) -> bool:
+    """Whether a file's name says SQuAD JSON (`.json`, also compressed)."""
+    suffixes = [s.lower() for s in path.suffixes[-2:]]
+    if suffixes and suffixes[-1] in COMPRESSIONS:
+        suffixes = suffixes[:-1]
+    return bool(suffixes) and suffixes[-1] == ".json"
+
+
+def read_qa_file(path: str | Path) -> QAFile:
+    """The questions of a SQuAD JSON file or a flat table, every answer checked. TaskError says why a file cannot
+    serve, naming it and the question (its id or row)."""
+    path = Path(path)
+    if path.is_dir():
+        raise TaskError(f"{path}: a folder, not a question-answering file; give the file itself")
+    if not path.exists():
+        raise TaskError(f"{path}: no such file")
+    if not path.is_file():
+        raise TaskError(f"{path}: not a regular file (a device or a pipe); give a question-answering file")
+    if path.stat().st_size == 0:
+        raise TaskError(f"{path}: the file is empty; give {QA_FORMATS}")
+    try:
+        if is_squad_json(path):
+            (examples, encoding, note), issues = _squad(path), IssueLog()
+        elif kind_of(path) in TABLE_KINDS:
+            (examples, issues), encoding, note = _table(path)
+        else:
+            raise TaskError(f"{path.name}: a question-answering file is {QA_FORMATS}")
+    except SourceSkipped as exc:
+        raise TaskError(f"{path.name}: {exc}") from None
+    except OSError as exc:
+        raise TaskError(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
+    if not examples:
+        raise TaskError(f"{path.name} has no questions" + (f" ({issues.summary()})" if issues.count else ""))
+    has_impossible = any(example.impossible for example in examples)
+    return QAFile(path, examples, has_impossible, issues.summary(), encoding, note)
+
+
+def _squad(path: Path) -> tuple[list[QAExample], str, str]:
+    """The questions of a SQuAD JSON file, in order; (questions, the encoding read, why it fell back or "")."""
+    encoding = sniff_encoding(path)
+    try:
+        with opened(path) as (raw, _):
+            data = raw.read(MAX_JSON_BYTES + 1)
+    except damage_errors() as exc:
+        raise SourceSkipped(f"damaged or cut short compressed data ({clipped(str(exc), 200)})") from None
+    if len(data) > MAX_JSON_BYTES:
+        raise TaskError(
+            f"{path.name}: longer than {MAX_JSON_BYTES >> 20} MiB, and SQuAD JSON is read whole; write it as "
+            "JSON Lines of {question, context, answers}, which are read a line at a time"
+        )
+    try:
+        text, note = data.decode(encoding), ""
+    except UnicodeDecodeError as exc:
+        if encoding != "utf-8":
+            raise TaskError(f"{path.name}: not valid {encoding} ({exc.reason} at byte {exc.start})") from None
+        text, encoding = data.decode("cp1252", errors="replace"), "cp1252"
+        note = f"not valid UTF-8 (byte {exc.object[exc.start]:#04x} at offset {exc.start}): read as cp1252"
+    del data
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TaskError(
+            f"{path.name}: damaged JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+            "a SQuAD file is one JSON document"
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise TaskError(f"{path.name}: unreadable JSON ({clipped(str(exc) or 'nested too deeply')})") from None
+    return _squad_examples(path, document), encoding, note
+
+
+def _squad_examples(path: Path, document) -> list[QAExample]:
+    """The questions of a parsed SQuAD document, each checked; TaskError names the first that is not SQuAD's."""
+    articles = document.get("data") if isinstance(document, dict) else None
+    if not isinstance(articles, list):
+        raise TaskError(
+            f'{path.name}: not SQuAD JSON, which is {{"data": [{{"title", "paragraphs": [{{"context", '
+            '"qas"}]}]}; give a SQuAD file, or a table (JSON Lines) of question, context and answers'
+        )
+    examples: list[QAExample] = []
+    for a, article in enumerate(articles, start=1):
+        paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
+        if not isinstance(paragraphs, list):
+            raise TaskError(f'{path.name}, article {a}: no list of "paragraphs"; not SQuAD JSON')
+        title = _text(article.get("title", ""))
+        for p, paragraph in enumerate(paragraphs, start=1):
+            where = f"article {a}, paragraph {p}"
+            if not isinstance(paragraph, dict) or not isinstance(paragraph.get("qas"), list):
+                raise TaskError(f'{path.name}, {where}: no list of "qas" (questions); not SQuAD JSON')
+            context = paragraph.get("context")
+            if not isinstance(context, str):
+                raise TaskError(f'{path.name}, {where}: no "context" text; not SQuAD JSON')
+            for qa in paragraph["qas"]:
+                row = len(examples) + 1
+                if not isinstance(qa, dict):
+                    raise TaskError(f"{path.name}, {where}: question {row} is not an object; not SQuAD JSON")
+                identifier = _text(qa.get("id", f"row {row}"))
+                name = f"{path.name}, id {clipped(identifier)}"
+                impossible = qa.get("is_impossible", False)
+                answers = _answers(name, qa.get("answers", []))
+                if impossible is True and answers:
+                    raise TaskError(
+                        f"{name}: marked is_impossible but with answers; leave its answers empty, or unmark it"
+                    )
+                example = QAExample(identifier, _question(name, qa.get("question")), context, answers, row, title)
+                examples.append(_checked(name, example))
+    return examples
+
+
+def _table(path: Path) -> tuple[tuple[list[QAExample], IssueLog], str, str]:
+    """The questions of a flat table; (questions, rows left out), the encoding read, why it fell back or ""."""
+    kind = kind_of(path)
+    names = column_names(path, kind)
+    missing = [name for name in ("question", "context", "answers") if name not in names]
+    if missing:
+        found = clipped(", ".join(clipped(name, 40) for name in names) or "none")
+        raise TaskError(
+            f"{path.name}: no '{missing[0]}' column (columns: {found}); a question-answering table has question, "
+            'context and answers ({"text": [...], "answer_start": [...]})'
+        )
+    types: dict[str, tuple[type, ...]] = {"question": (str,), "context": (str,), "answers": (object,)}
+    types |= {name: (str, int) for name in OPTIONAL_COLUMNS if name in names}
+
+    def read(encoding: str, strict: bool) -> tuple[list[QAExample], IssueLog]:
+        issues, examples = IssueLog(), []
+        for record in records(path, kind, encoding, types, issues, strict, number_as=ROW):
+            row = record[ROW]
+            identifier = _text(record.get("id", f"row {row}"))
+            name = f"{path.name}, row {row}" + (f" (id {clipped(identifier)})" if "id" in record else "")
+            answers = _answers(name, _datasets_answers(name, record["answers"]))
+            question = _question(name, record["question"])
+            example = QAExample(identifier, question, record["context"], answers, row, _text(record.get("title", "")))
+            examples.append(_checked(name, example))
+        return examples, issues
+
+    return read_decoded(path, read)
+
+
+def _datasets_answers(name: str, value) -> list:
+    """`datasets`' answers ({"text": [...], "answer_start": [...]}, or that as a JSON string) as SQuAD's list of
+    {text, answer_start}."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            raise TaskError(f"{name}: the answers '{clipped(value)}' are not JSON") from None
+    texts = value.get("text") if isinstance(value, dict) else None
+    starts = value.get("answer_start") if isinstance(value, dict) else None
+    if not isinstance(texts, list) or not isinstance(starts, list):
+        raise TaskError(
+            f"{name}: the answers '{clipped(json.dumps(value, default=str))}' are not "
+            '{"text": [...], "answer_start": [...]}'
+        )
+    if len(texts) != len(starts):
+        raise TaskError(f"{name}: {len(texts)} answer texts but {len(starts)} answer_start values; give one each")
+    return [{"text": text, "answer_start": start} for text, start in zip(texts, starts)]
+
+
+def _answers(name: str, answers) -> tuple[tuple[str, int], ...]:
+    """SQuAD's answers ([{text, answer_start}]) as (text, start) pairs, their types checked."""
+    if not isinstance(answers, list):
+        raise TaskError(f'{name}: "answers" is not a list of {{text, answer_start}}')
+    found = []
+    for answer in answers:
+        text = answer.get("text") if isinstance(answer, dict) else None
+        start = answer.get("answer_start") if isinstance(answer, dict) else None
+        if not isinstance(text, str) or not isinstance(start, int) or isinstance(start, bool):
+            shown = clipped(json.dumps(answer, default=str))
+            raise TaskError(f'{name}: the answer {shown} is not {{"text": a string, "answer_start": a number}}')
+        if not text:
+            raise TaskError(f"{name}: an empty answer text; leave an unanswerable question's answers empty")
+        found.append((text, start))
+    return tuple(found)
+
+
+def _question(name: str, question) -> str:
+    if not isinstance(question, str) or not question.strip():
+        raise TaskError(f"{name}: an empty question; give every example a question")
+    return question.strip()
+
+
+def _text(value) -> str:
+    """An id or a title as text, an escape of no character (such as \\ud800) written as U+FFFD."""
+    return LONE_SURROGATE.sub("\ufffd", value if isinstance(value, str) else str(value))
+
+
+def _checked(name: str, example: QAExample) -> QAExample:
+    """The example, if its context is not blank and each answer is where it says in its context."""
+    context = example.context
+    if not context.strip():
+        raise TaskError(f"{name}: an empty context; give every question the text its answer is in")
+    if LONE_SURROGATE.search(example.question) or LONE_SURROGATE.search(context):
+        raise TaskError(f"{name}: its question or context holds an escape (such as \\ud800) of no character")
+    for text, start in example.answers:
+        if start < 0 or start + len(text) > len(context):
+            raise TaskError(
+                f"{name}: the answer '{clipped(text)}' at character {start} lies outside its context "
+                f"({len(context):,} characters); correct its answer_start"
+            )
+        found = context[start : start + len(text)]
+        if found != text:
+            raise TaskError(
+                f"{name}: the answer '{clipped(text)}' is not at character {start} of its context, which reads "
+                f"'{clipped(found)}' there; correct its answer_start or its text"
+            )
+    return example

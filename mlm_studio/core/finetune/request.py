@@ -1,0 +1,71 @@
+"""What a fine-tuning run was asked for: the starting model as it resolved (a run's checkpoint, a folder), the
+task's files and columns, and the recipe. A run records it in its task.json when it is created, so that a
+comparison (or a search) run again on the same folder continues only runs made for the same question: a run of
+another model, task or recipe is never counted among them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mlm_studio.core.interop.hf import model_folder
+from mlm_studio.core.storage.run_folder import RunDir, resolve_checkpoint
+
+if TYPE_CHECKING:
+    from mlm_studio.core.finetune.setup import FinetuneOptions
+
+SCRATCH = "scratch:"  # MODEL written as scratch:SOURCE: SOURCE's shape and tokenizer, fresh weights
+# what a run may be asked differently and still answer the same question: where and how it computes
+FREE = ("device", "precision", "split_seed", "validation", "test", "train", "columns")
+
+
+def model_identity(spec: str) -> str:
+    """The model `spec` names as it resolves now: a run's checkpoint (its latest, unless one is named), a folder,
+    with `scratch:` before it for fresh weights of its shape."""
+    fresh = spec.startswith(SCRATCH)
+    path = Path(spec.removeprefix(SCRATCH))
+    if (path / "config.toml").is_file() or (path / "state.json").is_file():
+        whole = fresh and (path / "config.toml").is_file()
+        resolved = path if whole else resolve_checkpoint(path)[1]
+    else:
+        resolved = model_folder(str(path))
+    return (SCRATCH if fresh else "") + str(resolved.resolve())
+
+
+def request_of(spec: str, options: FinetuneOptions) -> dict[str, Any]:
+    """What is asked, in task.json's terms: the model's identity, the files, the recipe (device and precision
+    aside)."""
+    recipe = {f.name: getattr(options, f.name) for f in fields(options) if f.name not in FREE}
+    files = {name: str(Path(p).resolve()) if p else None for name, p in _files(options).items()}
+    columns = asdict(options.columns) if options.columns else None
+    return {"model": model_identity(spec), "files": files, "columns": columns, "held_out_by": options.held_out_by,
+            **recipe}  # fmt: skip
+
+
+def request_differences(run: RunDir, spec: str, options: FinetuneOptions) -> list[str]:
+    """How what is asked now differs from what `run` was asked ("learning_rate 0.001 there, 0.0005 asked"); a run
+    made before requests were recorded is compared by its model and files alone."""
+    asked = request_of(spec, options)
+    source = run.origin.get("source")
+    recorded = (run.task or {}).get("request") or {
+        "model": str(Path(source).resolve()) if source and run.origin.get("kind") != "scratch" else None,
+        "files": (run.task or {}).get("files"),
+    }
+    said = []
+    for name, there in recorded.items():
+        if there is not None and asked.get(name) != there:
+            said.append(f"{name} {_shown(there)} there, {_shown(asked.get(name))} asked")
+    return said
+
+
+def _files(options: FinetuneOptions) -> dict[str, Path | None]:
+    return {"train": options.train, "validation": options.validation, "test": options.test}
+
+
+def _shown(value: Any) -> str:
+    from mlm_studio.core.shown import shown
+
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if v is not None}
+    return shown(value)

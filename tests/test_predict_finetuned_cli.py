@@ -1,0 +1,122 @@
+"""`mlm-studio predict` on a fine-tuning run, as a user runs it: a classifier's labels as a table and as the
+pipeline's JSON, a tagger's entities, a long text said to be cut; options of another kind of model refused in a
+sentence with exit status 2, and the fill-mask `predict` unchanged."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mlm_studio.cli import main
+from mlm_studio.core.finetune.predict import fine_tuned_at
+from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+from tests.core.helpers import small_config
+from tests.core.test_finetune import write_task
+from tests.core.test_finetune_export import write_pairs
+from tests.core.test_finetune_tokens import write_tagging
+
+
+def predict(*args):
+    done = subprocess.run(
+        [sys.executable, "-m", "mlm_studio", "predict", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def same(printed, expected):
+    """The same answers, their scores within 1e-6 (another process may sum in another order)."""
+    assert [{**a, "score": 0} for a in printed] == [{**a, "score": 0} for a in expected]
+    assert [a["score"] for a in printed] == pytest.approx([a["score"] for a in expected], abs=1e-6)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, small_corpus, small_tokenizer):
+    """A short pre-training run and three runs fine-tuned from it for one epoch: texts, pairs and tags."""
+    from mlm_studio.core.training.runs import start_run, training_blocks
+    from mlm_studio.core.training.trainer import Trainer
+
+    root = tmp_path_factory.mktemp("predict")
+    run = start_run(root / "pre", small_config(max_steps=4), small_corpus, small_tokenizer)
+    list(Trainer(run, *training_blocks(run, small_corpus)).run())
+    tasks = {
+        "texts": ("classification", write_task(root / "task.csv", rows=60)),
+        "pairs": ("classification", write_pairs(root / "pairs.csv")),
+        "tags": ("tokens", write_tagging(root / "tags.jsonl", sentences=40)),
+    }
+    for name, (task, path) in tasks.items():
+        options = FinetuneOptions(task, path, learning_rate=5e-3, epochs=1, batch_size=8, device="cpu")
+        list(prepare_finetuner(root / name, str(run.path), options).run())
+    return root
+
+
+def test_a_classifier_prints_its_labels_as_a_table_and_as_the_pipelines_json(runs):
+    code, out, err = predict(runs / "texts", "return the value of a list")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].split() == ["label", "probability"] and len(lines) == 4  # every label
+    expected = fine_tuned_at(runs / "texts").label_text("return the value of a list").scores
+    assert [line.split()[0] for line in lines[1:]] == [a["label"] for a in expected]
+    assert [float(line.split()[1]) for line in lines[1:]] == pytest.approx([a["score"] for a in expected], abs=5e-4)
+    code, out, err = predict(runs / "texts" / "best", "return the value of a list", "--json", "--top-k", 2)
+    assert (code, err) == (0, "")
+    same(json.loads(out), expected[:2])  # what pipeline(…, top_k=2) returns
+
+
+def test_a_tagger_prints_its_entities_and_a_long_text_is_said_to_be_cut(runs):
+    text = "the file of error value"
+    code, out, err = predict(runs / "tags", text, "--json")
+    assert (code, err) == (0, "")
+    same(json.loads(out), fine_tuned_at(runs / "tags").tag_text(text).entities)
+    long = " ".join(["the file of error value"] * 100)
+    code, out, err = predict(runs / "tags", long)
+    assert code == 0 and out.startswith("words: the/")
+    limit = fine_tuned_at(runs / "tags").limit  # the fine-tuning's length
+    assert err.startswith(f"Note: the model reads {limit} tokens: it read the first ")
+    assert err.endswith(f" of {len(long):,} characters.\n")
+
+
+@pytest.mark.parametrize(
+    ("run", "options", "said"),
+    [
+        ("texts", ["--fill"], "--fill does not apply to texts: it is a text classifier"),
+        ("tags", ["--top-k", "3", "--pair", "b"], "--top-k and --pair do not apply to tags: it is a token tagger"),
+        ("texts", ["--question", "why?"], "--question does not apply to texts: it is a text classifier"),
+        ("texts", ["--aggregation", "none"], "--aggregation does not apply to texts: it is a text classifier"),
+        ("texts", ["--pair", "b"], "texts was fine-tuned on single texts: --pair is for a classifier of pairs"),
+        ("pairs", [], "pairs was fine-tuned on pairs of texts: give the second with --pair"),
+        ("texts", ["--top-k", "0"], "--top-k is how many answers to print: 1 or more, not 0"),
+        ("pre", ["--pair", "b"], "--pair is for a fine-tuned model; {runs}/pre fills masks"),
+        ("pre", ["--question", "q", "--aggregation", "none"], "--question and --aggregation are for a fine-tuned"),
+    ],
+)
+def test_options_of_another_kind_of_model_are_refused_in_a_sentence(runs, run, options, said, capsys):
+    assert main(["predict", str(runs / run), "the value [MASK]", *options]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("mlm-studio: " + said.format(runs=runs))
+
+
+def test_a_pair_is_labelled_and_fill_mask_keeps_its_five_candidates(runs, capsys):
+    assert main(["predict", str(runs / "pairs"), "the error of", "--pair", "a list", "--json"]) == 0
+    answers = json.loads(capsys.readouterr().out)
+    assert sorted(a["label"] for a in answers) == ["first", "second"]
+    same(answers, fine_tuned_at(runs / "pairs").label_text("the error of", "a list").scores)
+    assert main(["predict", str(runs / "pre"), "the [MASK] of", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 5
+
+
+def test_a_fine_tuning_run_without_weights_or_with_a_damaged_task_is_refused(runs, tmp_path, capsys):
+    import shutil
+
+    bare = tmp_path / "bare"
+    shutil.copytree(runs / "texts", bare, ignore=shutil.ignore_patterns("best", "checkpoints"))
+    assert main(["predict", str(bare), "a text"]) == 1
+    assert capsys.readouterr().err == "mlm-studio: run bare has no weights yet; fine-tune it first\n"
+    (bare / "task.json").write_text('{"task": ', encoding="utf-8")  # cut short
+    assert main(["predict", str(bare), "a text"]) == 1
+    assert capsys.readouterr().err.startswith("mlm-studio: run bare: task.json is damaged (")

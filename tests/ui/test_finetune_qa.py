@@ -1,0 +1,87 @@
+"""The Fine-tune panel's question answering, driven as a user would: the kind chosen shows its document stride and
+longest answer, a run on a SQuAD v2.0 file ends with exact match and F1 (answered and unanswerable questions apart)
+naming its run, and its wrong answers are shown in their contexts, the gold and the predicted spans marked in two
+colours readable in either scheme."""
+
+import re
+
+import pytest
+from PySide6.QtWidgets import QApplication
+
+from mlm_studio.core.finetune.qa.mistakes import AnswerMistake, wrong_answers
+from mlm_studio.ui.panels.finetune.answers import AnswerMistakesView
+from mlm_studio.ui.theme import SPANS, apply_scheme, readable_on, span_colour
+from tests.core.qa_tasks import write_squad
+from tests.ui.finetune_driving import fill, run_to_the_end
+
+
+def marked(text, name):
+    colour = span_colour(name)
+    return f"background:{colour.name()};color:{readable_on(colour).name()}'>{text}</span>"
+
+
+def test_a_question_answerer_shows_its_scores_and_its_wrong_answers_in_their_contexts(qtbot, finetune_panel, tmp_path):
+    panel = finetune_panel
+    form = panel.form
+    assert form.qa_row.isHidden()  # classification: no document stride to set
+    fill(panel, write_squad(tmp_path / "squad.json", contexts=30, facts=1, impossible=True), kind="qa")
+    assert not form.qa_row.isHidden() and (form.doc_stride.value(), form.max_answer_length.value()) == (128, 30)
+    form.doc_stride.setValue(16)
+    form.max_answer_length.setValue(10)
+    run_to_the_end(qtbot, panel)
+    assert panel.message_bar.level in ("", "warning"), panel.message_bar.text()
+    test, run = panel.test, panel.run_path
+    assert [c.text() for c in panel.results.captions] == [f"Run {run.name}: late on squad.json (qa)"] * 3
+    summary = panel.results.summary.text()
+    assert f"exact match <b>{test.exact_match:.1%}</b>, F1 <b>{test.f1:.1%}</b>" in summary
+    assert f"without one: exact {test.no_answer_exact_match:.1%}" in summary
+    assert panel.results.tables.isHidden()  # no labels, no confusion matrix
+    assert f"test answer F1 {test.f1:.1%} with the best checkpoint" in panel.status_label.text()
+    expected = wrong_answers(run)
+    view = panel.results.answers
+    assert not view.isHidden() and panel.results.mistakes.isHidden() and panel.results.spans.isHidden()
+    assert (
+        panel.results.mistakes_label.text()
+        == f"{len(expected):,} test questions answered wrongly (not exactly a gold answer)."
+    )
+    assert view.mistakes == expected and expected
+    shown = view.toHtml()
+    for mistake in expected:
+        assert mistake.question in shown and f"row {mistake.row} (id {mistake.id})" in shown
+
+
+def test_gold_and_predicted_spans_are_marked_apart_and_together_in_either_scheme(qtbot):
+    view = AnswerMistakesView()
+    qtbot.addWidget(view)
+    context = "filler " * 40 + "the colour is dark blue today . the size is red"
+    start = context.index("dark blue")
+    mistake = AnswerMistake(
+        7, "q7", "what is the colour ?", context, (("dark blue", start),), ("blue today", start + 5, start + 15)
+    )
+    for scheme in ("light", "dark"):
+        apply_scheme(QApplication.instance(), scheme)
+        QApplication.processEvents()
+        try:
+            view.show_mistakes([mistake])
+            html = view.context_html(mistake)
+            assert html.startswith("…" + context[start - 160 : start])  # cut 160 characters before the answers
+            assert marked("dark ", "gold") in html and marked("blue", "both") in html
+            assert marked(" today", "predicted") in html
+            assert span_colour("gold").name() == SPANS[scheme]["gold"]
+            assert len({SPANS[scheme][name] for name in ("gold", "predicted", "both")}) == 3
+            assert re.search(r"gold:.*“dark blue”.*predicted:.*“blue today”", view.toPlainText().replace("\n", " "))
+        finally:
+            apply_scheme(QApplication.instance(), "light")
+            QApplication.processEvents()
+
+
+@pytest.mark.parametrize("predicted", [("", 0, 0), ("red", 0, 0)])
+def test_an_unanswerable_question_or_a_no_answer_is_said_in_words(qtbot, predicted):
+    view = AnswerMistakesView()
+    qtbot.addWidget(view)
+    context = "the size is red"
+    guess = (predicted[0], context.index("red"), len(context)) if predicted[0] else predicted
+    gold = () if predicted[0] else (("red", context.index("red")),)
+    view.show_mistakes([AnswerMistake(1, "q1", "what is the size ?", context, gold, guess)])
+    said = view.toPlainText()
+    assert ("gold: no answer · predicted: “red”" if predicted[0] else "gold: “red” · predicted: no answer") in said
