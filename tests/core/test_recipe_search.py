@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from mlm_studio.core.finetune.recipe_result import (
+from mlm_studio.core.finetune.recipe.result import (
     PLAN,
     Candidate,
     Trial,
@@ -19,17 +19,17 @@ from mlm_studio.core.finetune.recipe_result import (
     searches,
     trial_folder,
 )
-from mlm_studio.core.finetune.recipe_search import (
+from mlm_studio.core.finetune.recipe.search import (
     SearchPlan,
     SearchRefused,
     model_fingerprint,
     recipe_options,
     search,
 )
+from mlm_studio.core.finetune.request import SCRATCH
 from mlm_studio.core.finetune.runs import last_test
 from mlm_studio.core.finetune.scores import main_score
 from mlm_studio.core.finetune.setup import (
-    SCRATCH,
     FinetuneOptions,
     OptionError,
     measured_learning_rate,

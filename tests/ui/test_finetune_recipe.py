@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from mlm_studio.core.finetune.recipe_result import read_search
+from mlm_studio.core.finetune.recipe.result import read_search
 from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.ui.trainer_thread import IDLE
 from tests.core.test_finetune import write_task

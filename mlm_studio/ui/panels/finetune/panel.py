@@ -27,11 +27,12 @@ from PySide6.QtWidgets import (
 from mlm_studio.core.finetune.compare import Said, compare, contenders
 from mlm_studio.core.finetune.comparisons import Comparison, read_comparison
 from mlm_studio.core.finetune.mistakes import wrong_test_examples
-from mlm_studio.core.finetune.recipe_result import read_search
-from mlm_studio.core.finetune.recipe_search import SearchPlan, Tried, recipe_options, search
+from mlm_studio.core.finetune.recipe.result import read_search
+from mlm_studio.core.finetune.recipe.search import SearchPlan, Tried, recipe_options, search
+from mlm_studio.core.finetune.request import SCRATCH
 from mlm_studio.core.finetune.runs import last_test
 from mlm_studio.core.finetune.scores import main_score, score_field
-from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions, prepare_finetuner
+from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
 from mlm_studio.core.finetune.tasks import SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock

@@ -13,8 +13,8 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
-from mlm_studio.core.finetune.recipe_result import RecipeSearch, better_half_size
-from mlm_studio.core.finetune.recipe_search import Tried
+from mlm_studio.core.finetune.recipe.result import RecipeSearch, better_half_size
+from mlm_studio.core.finetune.recipe.search import Tried
 from mlm_studio.ui.panels.finetune.results import cell, read_only_table
 from mlm_studio.ui.widgets.elided_label import ElidedLabel
 

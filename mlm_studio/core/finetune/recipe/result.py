@@ -1,4 +1,4 @@
-"""A recipe search read back from its folder (`recipe_search.py` runs one): each candidate learning rate's
+"""A recipe search read back from its folder (`search.py` runs one): each candidate learning rate's
 validation scores over the seeds it ran, the epoch each run was best at and the test score of each, and, once every
 run has ended by itself, the chosen recipe: the best mean validation score among the candidates that ran every
 seed, ties going to fewer epochs. A run stopped halfway is not weighed against finished ones."""

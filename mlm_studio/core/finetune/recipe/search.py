@@ -8,7 +8,7 @@ cheaper one (fewer epochs).
 A search's folder holds one run folder per candidate and seed (`lr0.0001-seed0`) and `search.json`, what it
 searches: the model and its fingerprint, the task files and theirs, the grid, the seeds and the fixed options. Run
 again on the same folder, it continues that search (a finished run is read back, a stopped one resumed) and
-refuses any other, before writing anything. `recipe_result.py` reads a search back and lays out its folder."""
+refuses any other, before writing anything. `result.py` reads a search back and lays out its folder."""
 
 from __future__ import annotations
 
@@ -22,9 +22,10 @@ from typing import NamedTuple
 
 from mlm_studio.core.data.builtin_corpus import fingerprint
 from mlm_studio.core.finetune.labelled import Columns, TaskError
-from mlm_studio.core.finetune.recipe_result import PLAN, better_half_size, ranked, read_search, trial_folder
+from mlm_studio.core.finetune.recipe.result import PLAN, better_half_size, ranked, read_search, trial_folder
+from mlm_studio.core.finetune.request import SCRATCH
 from mlm_studio.core.finetune.runs import ENDED, finetune_run
-from mlm_studio.core.finetune.setup import SCRATCH, FinetuneOptions, OptionError, prepare_finetuner
+from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError, prepare_finetuner
 from mlm_studio.core.finetune.tasks import SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.interop.hf import model_folder
 from mlm_studio.core.storage.files import atomic_write_json
