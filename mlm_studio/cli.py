@@ -149,6 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _preset(text: str) -> str:
+    if text not in PRESETS:
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a preset: choose {_listed(PRESETS, DEFAULT_PRESET)}")
+    return text
+
+
 # What argparse takes for a negative number rather than an option: before Python 3.14 not "-1e-3", so `--lr -1e-3`
 # was refused as a missing value; every form of a number counts (the value's own check then says what is allowed).
 NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
@@ -165,9 +171,7 @@ def _add_train(commands) -> None:
     train.add_argument(
         "--config", type=Path, metavar="FILE", help="a run configuration: TOML (as MLM Studio saves it) or JSON"
     )
-    train.add_argument(
-        "--preset", choices=tuple(PRESETS), metavar="NAME", help=f"a preset: {_listed(PRESETS, DEFAULT_PRESET)}"
-    )
+    train.add_argument("--preset", type=_preset, metavar="NAME", help=f"a preset: {_listed(PRESETS, DEFAULT_PRESET)}")
     train.add_argument(
         *_spellings("corpus", "train_file"),
         type=Path,

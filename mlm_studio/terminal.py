@@ -9,6 +9,7 @@ import signal
 import sys
 
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.shown import one_line
 
 INTERRUPTED = 128 + signal.SIGINT  # 130: the exit status of a command the user stopped with Ctrl-C, as shells give
 MISUSED = 2  # the exit status of an option misused, as argparse gives (options that do not go together, too)
@@ -23,8 +24,11 @@ def fail(message: str, status: int = 1) -> int:
 def reason(exc: Exception) -> str:
     """An error in words: the system's own for a file or device (and the file it names), else its message."""
     if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror + (f" ({exc.filename})" if exc.filename else "")
+        return exc.strerror + (f" ({one_line(str(exc.filename), PATH_CHARS)})" if exc.filename else "")
     return str(exc)
+
+
+PATH_CHARS = 300  # of a file name a message repeats (a name the system refused as too long can be any length)
 
 
 def stop_on_interrupt(control, say: bool = True):

@@ -795,19 +795,29 @@ def test_a_resume_from_a_checkpoint_cut_short_is_refused_before_anything_is_writ
         ("masking.strategy", "set"),  # and on the command line
         ("training.device", "set"),
         ("key", "set"),  # a setting's name
+        ("field", "config"),  # a field's name in a file
+        ("--preset", "flag"),
     ],
 )
 def test_a_huge_wrong_value_is_quoted_in_at_most_eighty_characters(tmp_path, corpus_file, capsys, setting, where):
     value = "x\ny" * 40_000
     if where == "config":
-        section = "[model]\n" if setting == "family" else ""
-        (tmp_path / "run.toml").write_text(f"{section}{setting} = {json.dumps(value)}\n", encoding="utf-8")
+        section = "[model]\n" if setting in ("family", "field") else ""
+        line = f"{json.dumps(value)} = 1" if setting == "field" else f"{setting} = {json.dumps(value)}"
+        (tmp_path / "run.toml").write_text(f"{section}{line}\n", encoding="utf-8")
         args = ["--config", str(tmp_path / "run.toml")]
+    elif where == "flag":
+        args = [setting, value]
     else:
         args = ["--set", f"training.{value}=1" if setting == "key" else f"{setting}={value}"]
-    code = main(["train", *args, "--corpus", str(corpus_file), "--out", str(tmp_path / "run"), "--max-steps", "1"])
+    try:
+        code = main(["train", *args, "--corpus", str(corpus_file), "--out", str(tmp_path / "run"), "--max-steps", "1"])
+    except SystemExit as refused:  # argparse's own refusal
+        code = refused.code
     err = capsys.readouterr().err
     assert code in (1, 2) and "Traceback" not in err
+    if where == "flag":  # argparse's usage first, then one line of why
+        err = err.splitlines()[-1] + "\n"
     assert len(err) < 600 and err.count("\n") == 1, err
     [quoted] = [q for q in re.findall(r"'[^']*'", err) if "x\\ny" in q]
     assert len(quoted) <= 80 and "..." in quoted, quoted

@@ -5,6 +5,7 @@ folders are no comparison."""
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -90,10 +91,10 @@ def _contents(folder):
     return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize("asked", ["learning rate", "task file", "model", "epochs"])
+@pytest.mark.parametrize("asked", ["learning rate", "task file", "model", "epochs", "weights"])
 def test_a_comparison_run_again_for_another_question_is_refused_and_nothing_written(compared, task, tmp_path, asked):
     root, trained_run = compared
-    folder = shutil.copytree(root / "compare", tmp_path / "compare")
+    folder = Path(shutil.copytree(root / "compare", tmp_path / "compare"))
     before = _contents(folder)
     spec, values, task_file = str(trained_run.path), {"epochs": 1}, task
     if asked == "learning rate":
@@ -102,15 +103,36 @@ def test_a_comparison_run_again_for_another_question_is_refused_and_nothing_writ
         values["epochs"] = 2
     elif asked == "task file":
         task_file = shutil.copy(task, tmp_path / "other.csv")
-    else:
+    elif asked == "model":
         spec = str(shutil.copytree(trained_run.path, tmp_path / "another-model"))
+    else:  # the same path, other weights put there since its runs were made
+        spec, folder = str(shutil.copytree(trained_run.path, tmp_path / "model")), tmp_path / "compare-model"
+        list(compare(spec, options(task_file, **values), folder, 1))
+        before = _contents(folder)
+        latest = max((tmp_path / "model" / "checkpoints").iterdir())
+        (latest / "model.safetensors").write_bytes((latest / "model.safetensors").read_bytes())  # written anew
     with pytest.raises(TaskError) as refused:
         list(compare(spec, options(task_file, **values), folder, 2))
     said = str(refused.value)
     assert said.startswith(f"{folder} holds a comparison of something else (your-model-seed0: ")
     expected = {"learning rate": "learning_rate 0.005 there, 0.001 asked", "epochs": "epochs 1 there, 2 asked",
-                "task file": "files {", "model": "model '"}[asked]  # fmt: skip
+                "task file": "files {", "model": "model '",
+                "weights": "changed since these runs were made"}[asked]  # fmt: skip
     assert expected in said and said.endswith("or the same model, task and recipe to continue it")
     assert _contents(folder) == before
+    if asked == "weights":
+        assert "(your-model-seed0: the weights of '" in said and latest.name in said  # a long path cut in the middle
+        return
     said_again = list(compare(str(trained_run.path), options(task, epochs=1), folder, 2))  # the same: continued
     assert sum(isinstance(s.record, TestRecord) for s in said_again) == 4  # the runs there, their test scores
+
+
+def test_a_run_folder_of_a_comparison_that_is_a_link_is_refused(compared, task, tmp_path):
+    trained_run = compared[1]
+    folder, outside = tmp_path / "compare", tmp_path / "outside"
+    folder.mkdir()
+    outside.mkdir()
+    (folder / "your-model-seed0").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(TaskError, match="your-model-seed0 is a symbolic link; a comparison writes its runs only into"):
+        list(compare(str(trained_run.path), options(task, epochs=1), folder, 1))
+    assert list(outside.iterdir()) == []

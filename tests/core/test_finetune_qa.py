@@ -176,3 +176,19 @@ def test_a_comparison_of_question_answerers_is_refused_before_any_run(trained_ru
     with pytest.raises(TaskError, match="a comparison weighs classifiers and taggers"):
         next(compare(str(trained_run.path), qa_options(squad_file), tmp_path / "compare", 1))
     assert not (tmp_path / "compare").exists()
+
+
+def test_predict_answers_a_question_about_a_text_as_the_pipeline_would(qa_run, squad_file, capsys):
+    from mlm_studio.cli import main
+
+    path = qa_run[0]
+    asked = read_qa_file(squad_file).examples[5]
+    expected = FineTuned(RunDir(path)).answer(asked.question, asked.context, top_k=2)
+    assert main(["predict", str(path), asked.context, "--question", asked.question, "--top-k", "2", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert [{**a, "score": pytest.approx(a["score"], abs=1e-9)} for a in expected] == printed
+    assert main(["predict", str(path), asked.context, "--question", asked.question]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0] == "score  characters  answer" and table[1].endswith(f"  {expected[0]['answer']}")
+    assert main(["predict", str(path), asked.context]) == 2
+    assert capsys.readouterr().err.endswith("ft answers a question about TEXT: give the question with --question\n")

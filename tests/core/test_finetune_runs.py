@@ -46,3 +46,42 @@ def test_completed_stopped_and_scratch_runs_are_listed_with_their_scores(trained
         last_test(root / "stopped").step
         == json.loads((RunDir(root / "stopped").latest_checkpoint() / "state.json").read_text())["step"]
     )
+
+
+def _poisoned(folder):
+    """`folder`'s weights with one value made NaN, as a divergence saved before the check would leave them."""
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(folder / "model.safetensors"))
+    name = next(n for n, t in tensors.items() if t.is_floating_point())
+    tensors[name].view(-1)[0] = float("nan")
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+
+
+def test_weights_that_are_not_finite_are_refused_by_every_road_through_a_fine_tuning(trained_run, tmp_path):
+    import shutil
+
+    from mlm_studio.core.finetune.predict import FineTuned
+    from mlm_studio.core.storage.checkpoint import CheckpointError
+
+    task = write_task(tmp_path / "task.csv", rows=40)
+    options = FinetuneOptions("classification", task, learning_rate=5e-3, epochs=1, batch_size=8, device="cpu")
+    source = RunDir(shutil.copytree(trained_run.path, tmp_path / "source"))
+    latest = source.latest_checkpoint()
+    _poisoned(latest)
+    with pytest.raises(CheckpointError, match=rf"{latest.name}'s weights hold values that are not finite numbers, so "
+                       "MLM Studio will not fine-tune it"):  # fmt: skip
+        prepare_finetuner(tmp_path / "from-nan", str(source.path), options)
+    assert not (tmp_path / "from-nan").exists()
+    prepare_finetuner(tmp_path / "scratch", f"scratch:{source.path}", options)  # its shape alone: allowed
+
+    tuned = tmp_path / "ft"
+    list(prepare_finetuner(tuned, str(trained_run.path), options).run())
+    _poisoned(tuned / "best")
+    with pytest.raises(CheckpointError, match="ft / best: the weights hold values that are not finite numbers"):
+        FineTuned(RunDir(tuned))  # predict, try it, search, export and the mistakes read it so
+    _poisoned(RunDir(tuned).latest_checkpoint())
+    written = (tuned / "config.toml").read_bytes(), (tuned / "metrics.jsonl").read_bytes()
+    with pytest.raises(CheckpointError, match="weights hold values that are not finite numbers, so training cannot"):
+        prepare_finetuner(tuned, changes={"epochs": 2.0})
+    assert ((tuned / "config.toml").read_bytes(), (tuned / "metrics.jsonl").read_bytes()) == written

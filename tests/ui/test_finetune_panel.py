@@ -153,3 +153,26 @@ def test_closing_the_window_while_fine_tuning_stops_it_then_closes(qtbot, traine
     qtbot.waitUntil(lambda: not window.isVisible(), timeout=TIMEOUT_MS)
     assert closed_while_running == [False] and panel.controller.state == IDLE
     assert panel.test is not None  # stopped, then scored with the best weights before the window closed
+
+
+def test_a_task_of_many_labels_shows_its_most_frequent_mistakes_instead_of_a_matrix(qtbot):
+    from PySide6.QtWidgets import QWidget
+
+    from mlm_studio.core.training.records import TestRecord
+    from mlm_studio.ui.panels.finetune.results import ResultsView
+
+    view = ResultsView(QWidget())
+    qtbot.addWidget(view)
+    labels = tuple(f"class {i}" for i in range(60))
+    per_class = tuple((label, 0.5, 0.5, 0.5, 2) for label in labels)
+    mistakes = (("class 3", "class 7", 5), ("class 1", "class 2", 1))
+    test = TestRecord(9, tokens_seen=0, elapsed=0.0, epoch=1.0, loss=0.5, accuracy=0.5, macro_f1=0.5, best_step=9,
+                      labels=labels, per_class=per_class, confusion=(), confusions=mistakes)  # fmt: skip
+    view.show_test(test, tagging=False)
+    table = view.confusion
+    assert (table.rowCount(), table.columnCount()) == (2, 3)
+    assert [table.horizontalHeaderItem(c).text() for c in range(3)] == ["true", "predicted", "count"]
+    rows = [[table.item(r, c).text() for c in range(3)] for r in range(2)]
+    assert rows == [["class 3", "class 7", "5"], ["class 1", "class 2", "1"]]
+    assert table.toolTip() == "60 labels are too many for a matrix: the 2 most frequent mistakes."
+    assert "Test (120 examples)" in view.summary.text()

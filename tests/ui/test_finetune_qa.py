@@ -3,12 +3,15 @@ longest answer, a run on a SQuAD v2.0 file ends with exact match and F1 (answere
 naming its run, and its wrong answers are shown in their contexts, the gold and the predicted spans marked in two
 colours readable in either scheme."""
 
+import html
 import re
 
 import pytest
 from PySide6.QtWidgets import QApplication
 
+from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.finetune.qa.mistakes import AnswerMistake, wrong_answers
+from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.ui.panels.finetune.answers import AnswerMistakesView
 from mlm_studio.ui.theme import SPANS, apply_scheme, readable_on, span_colour
 from tests.core.qa_tasks import write_squad
@@ -48,6 +51,20 @@ def test_a_question_answerer_shows_its_scores_and_its_wrong_answers_in_their_con
     shown = view.toHtml()
     for mistake in expected:
         assert mistake.question in shown and f"row {mistake.row} (id {mistake.id})" in shown
+
+    # Try it: a question typed about a context, answered by the run shown, its span marked and its score said
+    asked = expected[0]
+    try_it = panel.try_it
+    panel.results.setCurrentWidget(try_it)
+    try_it.question_edit.setText(asked.question)
+    try_it.text_edit.setPlainText(asked.context)
+    best = FineTuned(RunDir(run)).answer(asked.question, asked.context)[0]
+    said = f"answer: <b>{html.escape(best['answer'])}</b>, score {best['score']:.1%}"
+    qtbot.waitUntil(lambda: said in try_it.status.text(), timeout=30_000)
+    assert try_it.status.text().startswith(f"Answered by {run.name} / best in ")
+    assert try_it.question_edit.isVisible() and try_it.bars.isHidden() and try_it.chips.isHidden()
+    marked = re.findall(r'<span style="[^"]*background-color:[^"]*">([^<]*)</span>', try_it.context.toHtml())
+    assert marked == [html.escape(asked.context[best["start"] : best["end"]])]  # the answer's characters alone
 
 
 def test_gold_and_predicted_spans_are_marked_apart_and_together_in_either_scheme(qtbot):

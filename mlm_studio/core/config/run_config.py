@@ -150,7 +150,7 @@ class RunConfig:
             raise ConfigError(f"{source} must hold a table (a JSON object) with the sections of a configuration")
         unknown = _names(set(raw) - set(SECTIONS) - {"preset"})
         if unknown:
-            raise ConfigError(f"{source}: unknown section(s) {', '.join(unknown)}")
+            raise ConfigError(f"{source}: unknown section(s) {shown(', '.join(unknown))}")
         missing = [f"[{name}]" for name in SECTIONS if name not in raw]
         if complete and missing:
             raise ConfigError(f"{source} is incomplete: {', '.join(missing)} missing")
@@ -163,7 +163,7 @@ class RunConfig:
             known = kind.field_defaults()
             extra = _names(set(values) - set(known))
             if extra:
-                raise ConfigError(f"{source}: unknown field(s) in [{section}]: {', '.join(extra)}")
+                raise ConfigError(f"{source}: unknown field(s) in [{section}]: {shown(', '.join(extra))}")
             typed = {k: _coerce(v, type(known[k]), f"{section}.{k}", source) for k, v in values.items()}
             if start is not None:
                 typed = {**_preset_section(start, section, typed), **typed}

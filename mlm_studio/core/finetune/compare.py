@@ -82,6 +82,8 @@ def compare(
         for contender in everyone:
             path = root / run_folder_name(contender.label, seed)
             seeded = replace(options, seed=seed, split_seed=options.held_out_by)
+            if path.is_symlink():
+                raise TaskError(f"{path} is a symbolic link; a comparison writes its runs only into its own folder")
             if (path / "config.toml").is_file():
                 refuse_another_question(root, RunDir(path), contender.spec, seeded)
                 tuner = prepare_finetuner(path, control=control)

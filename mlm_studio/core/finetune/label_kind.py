@@ -81,5 +81,6 @@ class LabelKind:
             "labels": tuple(names),
             "per_class": tuple((c.label, c.precision, c.recall, c.f1, c.support) for c in scores.per_class),
             "confusion": scores.confusion,
+            "confusions": scores.confusions,
         }
         return Evaluation(loss_sum / max(counted, 1), measures, main_score(scores), details)

@@ -25,7 +25,7 @@ from mlm_studio.core.finetune.qa.decoding import best_answers
 from mlm_studio.core.finetune.qa.features import qa_features
 from mlm_studio.core.finetune.qa.task import question_room
 from mlm_studio.core.finetune.tuner import BEST
-from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights
+from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights, weights_finite
 from mlm_studio.core.storage.run_folder import TASK, RunDir
 
 ANSWER_BATCH = 16  # windows of a long context read at once
@@ -44,6 +44,11 @@ class FineTuned:
         self.model = TaskModel(run.config.model, task["task"], len(self.labels), task["pooling"]).eval()
         self.weights = weights or self.best_weights(run)
         load_weights(self.weights, self.model)
+        if not weights_finite(self.model.state_dict().values()):
+            raise CheckpointError(
+                f"{run.name} / {self.weights.name}: the weights hold values that are not finite numbers; every answer "
+                "computed from them would be meaningless. Fine-tune the run again"
+            )
 
     @staticmethod
     def best_weights(run: RunDir) -> Path:

@@ -5,6 +5,7 @@ another model, task or recipe is never counted among them."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,8 @@ FREE = ("device", "precision", "split_seed", "validation", "test", "train", "col
 
 def model_identity(spec: str) -> str:
     """The model `spec` names as it resolves now: a run's checkpoint (its latest, unless one is named), a folder,
-    with `scratch:` before it for fresh weights of its shape."""
+    with `scratch:` before it for fresh weights of its shape; and after "#", a stamp of its weights files (their
+    names, sizes and times), so that other weights put in the same place are another model."""
     fresh = spec.startswith(SCRATCH)
     path = Path(spec.removeprefix(SCRATCH))
     if (path / "config.toml").is_file() or (path / "state.json").is_file():
@@ -30,7 +32,16 @@ def model_identity(spec: str) -> str:
         resolved = path if whole else resolve_checkpoint(path)[1]
     else:
         resolved = model_folder(str(path))
-    return (SCRATCH if fresh else "") + str(resolved.resolve())
+    return f"{SCRATCH if fresh else ''}{resolved.resolve()}#{_stamp(resolved)}"
+
+
+def _stamp(folder: Path) -> str:
+    files = sorted(p for p in folder.iterdir() if p.suffix in WEIGHTS_SUFFIXES and p.is_file())
+    described = "|".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files)
+    return hashlib.sha256(described.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+
+
+WEIGHTS_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
 
 def request_of(spec: str, options: FinetuneOptions) -> dict[str, Any]:
@@ -49,13 +60,21 @@ def request_differences(run: RunDir, spec: str, options: FinetuneOptions) -> lis
     asked = request_of(spec, options)
     source = run.origin.get("source")
     recorded = (run.task or {}).get("request") or {
-        "model": str(Path(source).resolve()) if source and run.origin.get("kind") != "scratch" else None,
+        "model": f"{Path(source).resolve()}#" if source and run.origin.get("kind") != "scratch" else None,
         "files": (run.task or {}).get("files"),
     }
     said = []
     for name, there in recorded.items():
-        if there is not None and asked.get(name) != there:
-            said.append(f"{name} {_shown(there)} there, {_shown(asked.get(name))} asked")
+        now = asked.get(name)
+        if name == "model" and there is not None and there.endswith("#"):  # recorded before weights were stamped
+            now = now.split("#")[0] + "#"
+        if there is None or now == there:
+            continue
+        if name == "model" and "#" in there and there.split("#")[0] == now.split("#")[0]:
+            said.append(f"the weights of {_shown(now.split('#')[0])} changed since these runs were made")
+        else:
+            said.append(f"{name} {_shown(there.split('#')[0] if name == 'model' else there)} there, "
+                        f"{_shown(now.split('#')[0] if name == 'model' else now)} asked")  # fmt: skip
     return said
 
 

@@ -6,7 +6,7 @@ tags (`entity_tags`): that decides the score that chooses a run's best checkpoin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -29,11 +29,12 @@ class ClassScore:
 class Scores:
     accuracy: float  # of the texts, or of the words (their first pieces)
     macro_f1: float
-    confusion: tuple[tuple[int, ...], ...]  # rows: true label, columns: predicted, in `per_class` order
+    confusion: tuple[tuple[int, ...], ...]  # rows: true label, columns: predicted, in `per_class` order (or ())
     per_class: tuple[ClassScore, ...]
     entity_precision: float | None = None  # tags that mark entities only
     entity_recall: float | None = None
     entity_f1: float | None = None
+    confusions: tuple[tuple[str, str, int], ...] = ()  # with too many labels for the matrix: the most frequent
 
 
 def entity_tags(labels: list[str] | tuple[str, ...]) -> bool:
@@ -76,13 +77,29 @@ def class_scores(true: np.ndarray, predicted: np.ndarray, labels: list[str]) -> 
     per_class = tuple(
         ClassScore(labels[i], float(precision[i]), float(recall[i]), float(f1[i]), int(support[i])) for i in ids
     )
-    confusion = confusion_matrix(true, predicted, labels=ids)
+    dense = len(labels) <= MATRIX_LABELS
     return Scores(
         accuracy=float((true == predicted).mean()) if len(true) else float("nan"),
         macro_f1=float(f1[present].mean()) if present.any() else float("nan"),
-        confusion=tuple(tuple(int(v) for v in row) for row in confusion),
+        confusion=tuple(tuple(int(v) for v in row) for row in confusion_matrix(true, predicted, labels=ids))
+        if dense
+        else (),
         per_class=per_class,
+        confusions=() if dense else top_confusions(true, predicted, labels),
     )
+
+
+MATRIX_LABELS = 50  # the most labels a confusion matrix is kept for (2,500 cells); past them, the top confusions
+TOP_CONFUSIONS = 100  # kept instead
+
+
+def top_confusions(true: np.ndarray, predicted: np.ndarray, labels: list[str]) -> tuple[tuple[str, str, int], ...]:
+    """The most frequent mistakes: (true label, predicted label, how often), most frequent first, ties in the
+    labels' order."""
+    wrong = true != predicted
+    pairs, counts = np.unique(np.stack([true[wrong], predicted[wrong]], axis=1), axis=0, return_counts=True)
+    order = np.lexsort((pairs[:, 1], pairs[:, 0], -counts))[:TOP_CONFUSIONS] if len(counts) else []
+    return tuple((labels[pairs[i, 0]], labels[pairs[i, 1]], int(counts[i])) for i in order)
 
 
 def tag_scores(true: list[list[str]], predicted: list[list[str]], labels: list[str]) -> Scores:
@@ -95,7 +112,7 @@ def tag_scores(true: list[list[str]], predicted: list[list[str]], labels: list[s
     if not entity_tags(labels):
         return words
     precision, recall, f1 = entity_scores(true, predicted)
-    return Scores(words.accuracy, words.macro_f1, words.confusion, words.per_class, precision, recall, f1)
+    return replace(words, entity_precision=precision, entity_recall=recall, entity_f1=f1)
 
 
 def entity_scores(true: list[list[str]], predicted: list[list[str]]) -> tuple[float, float, float]:

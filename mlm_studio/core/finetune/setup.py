@@ -60,6 +60,7 @@ from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights, re
 from mlm_studio.core.storage.run_folder import RunDir, resolve_checkpoint
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.device import resolve_device
+from mlm_studio.core.training.failures import refuse_nonfinite_resume
 from mlm_studio.core.training.runs import apply_resume, with_resolved_precision
 
 MAX_LENGTH = 512  # tokens a text is cut to by default (or fewer, if the model reads fewer)
@@ -155,6 +156,8 @@ def starting_model(spec: str) -> Source:
         )
         if run.task is not None:
             raise TaskError(f"{run.name} is a fine-tuning run already; fine-tune the model it started from")
+        if checkpoint is not None and not fresh:  # fresh weights take its shape alone
+            run.require_finite(checkpoint, "fine-tune it")
         trained = build_trained(run.config)
         if checkpoint is not None:
             load_weights(checkpoint, trained)
@@ -325,6 +328,7 @@ def prepare_finetuner(
         run = RunDir(path)
         if run.task is None:
             raise CheckpointError(f"{run.name} is a pre-training run, not a fine-tuning one")
+        refuse_nonfinite_resume(run)
         resolve_device((changes or {}).get("device") or run.config.training.device)
     changed = run.corpus_changes()
     if changed:

@@ -156,8 +156,8 @@ def require_readable(checkpoint: Path) -> None:
                 pass
         except (OSError, SafetensorError) as exc:
             raise CheckpointError(
-                f"{checkpoint.name}: {name} cannot be read ({exc}); delete this checkpoint folder to resume from the "
-                "one before it"
+                f"{checkpoint}: {name} cannot be read ({exc}); delete this checkpoint folder to resume from the one "
+                "before it"
             ) from exc
 
 

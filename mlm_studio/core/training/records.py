@@ -183,7 +183,7 @@ class TestRecord(Record):
     best_step: int
     labels: tuple[str, ...]
     per_class: tuple[tuple[str, float, float, float, int], ...]  # label, precision, recall, F1, support
-    confusion: tuple[tuple[int, ...], ...]
+    confusion: tuple[tuple[int, ...], ...]  # () past `MATRIX_LABELS` labels: then `confusions`
     entity_precision: float | None = metric("share", optional=True, tag="test/entity_precision")
     entity_recall: float | None = metric("share", optional=True, tag="test/entity_recall")
     entity_f1: float | None = metric("share", optional=True, tag="test/entity_f1")
@@ -192,6 +192,7 @@ class TestRecord(Record):
     has_answer_exact_match: float | None = metric("share", optional=True, tag="test/has_answer_exact_match")
     has_answer_f1: float | None = metric("share", optional=True, tag="test/has_answer_f1")
     no_answer_exact_match: float | None = metric("share", optional=True, tag="test/no_answer_exact_match")
+    confusions: tuple[tuple[str, str, int], ...] = ()  # the most frequent mistakes, when there is no matrix
 
     def describe(self) -> str:
         return f"Test, with the best checkpoint (step {self.best_step}) restored: {_scores(self)}"

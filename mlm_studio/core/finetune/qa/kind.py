@@ -13,7 +13,12 @@ from mlm_studio.core.finetune.label_kind import Evaluation
 from mlm_studio.core.finetune.qa.decoding import best_answers
 from mlm_studio.core.finetune.qa.metric import squad_scores
 
-NO_DETAILS = {"labels": (), "per_class": (), "confusion": ()}  # a test record's per-class fields, for answers
+NO_DETAILS = {
+    "labels": (),
+    "per_class": (),
+    "confusion": (),
+    "confusions": (),
+}  # a test record's per-class fields, for answers
 
 
 class AnswerKind:

@@ -31,6 +31,7 @@ from mlm_studio.ui.theme import blended, readable_on
 from mlm_studio.ui.widgets.elided_label import ElidedLabel
 
 CHIP_COLOURS = ("#f4a261", "#8ecae6", "#b5e48c", "#e9c46a", "#cdb4db", "#ffafcc", "#a3c4bc")
+MATRIX_TIP = "Rows: the true label; columns: the predicted one. Darker cells hold more examples."
 NO_RESULTS = "The test scores, the confusion matrix and the mistakes appear here when a fine-tuning ends."
 
 
@@ -61,7 +62,7 @@ class ResultsView(QTabWidget):
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.confusion = QTableWidget()
         self.confusion.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.confusion.setToolTip("Rows: the true label; columns: the predicted one. Darker cells hold more examples.")
+        self.confusion.setToolTip(MATRIX_TIP)
         self.per_class = read_only_table(["label", "precision", "recall", "F1", "support"])
         self.per_class.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.tables = tables = QSplitter(Qt.Orientation.Horizontal)
@@ -141,7 +142,7 @@ class ResultsView(QTabWidget):
             else f" · entities: precision {test.entity_precision:.1%}, recall {test.entity_recall:.1%}, "
             f"<b>F1 {test.entity_f1:.1%}</b>"
         )
-        examples = sum(map(sum, test.confusion))
+        examples = sum(support for *_, support in test.per_class)
         unit = "words" if tagging else "examples"
         self.summary.setText(
             f"Test ({examples:,} {unit}), with the best checkpoint (step {test.best_step}) restored: "
@@ -157,7 +158,11 @@ class ResultsView(QTabWidget):
     def _fill_confusion(self) -> None:
         """Each cell tinted by its count against the largest one, its text readable on the tint."""
         test = self._test
+        if not test.confusion:
+            self._fill_top_confusions()
+            return
         labels, counts = test.labels, test.confusion
+        self.confusion.setToolTip(MATRIX_TIP)
         self.confusion.setRowCount(len(labels))
         self.confusion.setColumnCount(len(labels))
         self.confusion.setHorizontalHeaderLabels([f"→ {label}" for label in labels])
@@ -173,6 +178,21 @@ class ResultsView(QTabWidget):
                 item.setForeground(readable_on(tint))
                 item.setToolTip(f"true {labels[r]}, predicted {labels[c]}: {count:,}")
                 self.confusion.setItem(r, c, item)
+        self.confusion.resizeColumnsToContents()
+
+    def _fill_top_confusions(self) -> None:
+        """Too many labels for a matrix: the most frequent mistakes, a row each."""
+        found = self._test.confusions
+        self.confusion.setToolTip(
+            f"{len(self._test.labels):,} labels are too many for a matrix: the {len(found):,} most frequent mistakes."
+        )
+        self.confusion.setRowCount(len(found))
+        self.confusion.setColumnCount(3)
+        self.confusion.setHorizontalHeaderLabels(["true", "predicted", "count"])
+        self.confusion.setVerticalHeaderLabels([""] * len(found))
+        for row, (true, predicted, count) in enumerate(found):
+            for column, value in enumerate((true, predicted, f"{count:,}")):
+                self.confusion.setItem(row, column, cell(value, column == 2))
         self.confusion.resizeColumnsToContents()
 
     def changeEvent(self, event) -> None:

@@ -1,0 +1,34 @@
+"""A task of many classes keeps its scores small: past `MATRIX_LABELS` labels no dense confusion matrix is kept
+(5,000 classes made a 75 MB line in metrics.jsonl), but the most frequent mistakes, counted exactly."""
+
+import json
+from collections import Counter
+
+import numpy as np
+
+from mlm_studio.core.finetune.scores import MATRIX_LABELS, TOP_CONFUSIONS, class_scores
+from mlm_studio.core.training.records import TestRecord
+
+
+def test_five_thousand_classes_keep_their_top_confusions_not_a_matrix():
+    rng = np.random.default_rng(0)
+    labels = [f"class {i}" for i in range(5_000)]
+    true = rng.integers(0, 5_000, 40_000)
+    predicted = np.where(rng.random(40_000) < 0.6, true, rng.integers(0, 50, 40_000))  # mistakes onto 50 classes
+    scores = class_scores(true, predicted, labels)
+    assert scores.confusion == () and len(scores.confusions) == TOP_CONFUSIONS
+    counted = Counter((int(t), int(p)) for t, p in zip(true, predicted, strict=True) if t != p)
+    expected = sorted(counted.items(), key=lambda item: (-item[1], item[0]))[:TOP_CONFUSIONS]  # ties: labels' order
+    assert list(scores.confusions) == [(labels[t], labels[p], n) for (t, p), n in expected]
+    record = TestRecord(1, tokens_seen=0, elapsed=0.0, epoch=1.0, loss=0.5, accuracy=scores.accuracy,
+                        macro_f1=scores.macro_f1, best_step=1, labels=tuple(labels), per_class=(),
+                        confusion=scores.confusion, confusions=scores.confusions)  # fmt: skip
+    assert len(json.dumps(record.to_dict())) < 300_000  # was 75 MB with the matrix
+
+
+def test_a_few_classes_keep_their_matrix():
+    labels = [f"c{i}" for i in range(MATRIX_LABELS)]
+    true = np.arange(200) % MATRIX_LABELS
+    scores = class_scores(true, (true + 1) % MATRIX_LABELS, labels)
+    assert len(scores.confusion) == MATRIX_LABELS and scores.confusions == ()
+    assert sum(map(sum, scores.confusion)) == 200
