@@ -12,7 +12,7 @@ Reported: test accuracy and macro-F1 of each, mean ± standard deviation over `-
 and, as the floor any of them should clear, TF-IDF of word pieces and pairs (the run's own tokens) with logistic
 regression on the same split.
 
-Run: python benchmarks/bench_domain.py [--steps 1500] [--seeds 3] [--per-label 400] [--lr 3e-5] [--epochs 3]
+Run: python benchmarks/bench_domain.py [--steps 1500] [--seeds 3] [--per-label 400] [--lr LR] [--epochs 10]
      [--init-from HF_FOLDER] [--keep DIR]
 """
 
@@ -120,7 +120,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1500, help="pre-training steps")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--per-label", type=int, default=400)
-    parser.add_argument("--lr", type=float, default=FinetuneOptions.learning_rate)
+    parser.add_argument("--lr", type=float, help="the learning rate (default: the engine's measured rule)")
     parser.add_argument("--epochs", type=float, default=FinetuneOptions.epochs)
     parser.add_argument("--init-from", help="a published encoder's Hugging Face folder to continue instead")
     parser.add_argument("--keep", type=Path, help="keep the data and runs in this folder")
@@ -136,10 +136,10 @@ def main() -> None:
             print(f"pre-trained {args.steps:,} steps in {seconds:.0f} s on {corpus.stat().st_size / 1e6:.1f} MB")
         options = FinetuneOptions("classification", task, learning_rate=args.lr, epochs=args.epochs, device="cpu")
         start = time.perf_counter()
-        runs = folder / f"compare-lr{args.lr:g}-epochs{args.epochs:g}"
+        runs = folder / f"compare-lr{args.lr or 'measured'}-epochs{args.epochs:g}"
         found = outcomes(compare(str(run), options, runs, args.seeds))
         print(f"fine-tuned {len(found)} models × {args.seeds} seeds in {time.perf_counter() - start:.0f} s")
-        print(f"task: {len(PARTS)} parts × {args.per_label} verses; lr {args.lr:g}, {args.epochs:g} epochs")
+        print(f"task: {len(PARTS)} parts × {args.per_label} verses; lr {args.lr or 'measured'}, {args.epochs:g} epochs")
         print(table(found, "macro-F1"))
         print(verdict(found, "macro-F1"))
         floor = bag_of_pieces(next(runs.iterdir()))

@@ -24,7 +24,15 @@ from mlm_studio.core.config.sections import (
 )
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
 from mlm_studio.core.finetune.pipeline_shapes import AGGREGATIONS
-from mlm_studio.core.finetune.tasks import COMPARE_SEEDS, FINETUNE_PRECISIONS, POOLINGS, TASKS
+from mlm_studio.core.finetune.tasks import (
+    COMPARE_SEEDS,
+    FINETUNE_PRECISIONS,
+    POOLINGS,
+    SEARCH_MAX_EPOCHS,
+    SEARCH_RATES,
+    SEARCH_SEEDS,
+    TASKS,
+)
 from mlm_studio.core.models.registry import family_titles
 from mlm_studio.core.shown import shown
 from mlm_studio.terminal import INTERRUPTED, reason
@@ -277,7 +285,8 @@ def _add_finetune(commands) -> None:
     tune = commands.add_parser(
         "finetune",
         help="fine-tune a model on labelled texts or tagged words",
-        epilog=f"{STOPPED} With --compare, rerunning the same command with the same --out continues the comparison.",
+        epilog=f"{STOPPED} With --compare or --search, rerunning the same command with the same --out continues the "
+        "comparison or the search.",
     )
     tune.set_defaults(run=_deferred("mlm_studio.finetune_command", "finetune"))
     tune.add_argument(
@@ -302,8 +311,13 @@ def _add_finetune(commands) -> None:
     tune.add_argument("--text-column", default="", help="the text (or tokens) column, if not a usual name")
     tune.add_argument("--label-column", default="", help="the label (or tags) column, if not a usual name")
     tune.add_argument("--pair-column", default="", help="a second text column, for text pairs")
-    tune.add_argument("--lr", type=float, help="peak learning rate (default 3e-5; 2e-5 to 5e-5 usual)")
-    tune.add_argument("--epochs", type=float, help="passes over the training examples (default 3)")
+    tune.add_argument(
+        "--lr",
+        type=float,
+        help="peak learning rate (default: measured, 3e-4 for a model under 10M parameters on fewer than 1,000 "
+        "training examples, else 1e-4; --search finds the best)",
+    )
+    tune.add_argument("--epochs", type=float, help="passes over the training examples at most (default 10)")
     tune.add_argument("--batch-size", type=int, help="examples per step (default 16)")
     tune.add_argument("--warmup", type=float, help="share of the steps warming up (default 0.06)")
     tune.add_argument("--weight-decay", type=float, help="AdamW weight decay (default 0.01)")
@@ -332,8 +346,29 @@ def _add_finetune(commands) -> None:
         action="store_true",
         help="also fine-tune the model MODEL started from (if imported) and the same shape from scratch, same seeds",
     )
-    tune.add_argument("--seeds", type=int, help=f"with --compare: seeds per model (default {COMPARE_SEEDS})")
+    tune.add_argument(
+        "--seeds",
+        type=int,
+        help=f"with --compare: seeds per model (default {COMPARE_SEEDS}); with --search: seeds "
+        f"the better half of the learning rates runs (default {SEARCH_SEEDS})",
+    )
+    tune.add_argument(
+        "--search",
+        action="store_true",
+        help="search the learning rate and epochs on the validation split: each of --lrs fine-tuned to --max-epochs "
+        "with early stopping, the better half on more seeds; prints the table and the chosen recipe",
+    )
+    tune.add_argument(
+        "--lrs", metavar="LR,LR,…", help=f"with --search: the learning rates tried (default {_rates(SEARCH_RATES)})"
+    )
+    tune.add_argument(
+        "--max-epochs", type=int, metavar="N", help=f"with --search: a run's most epochs (default {SEARCH_MAX_EPOCHS})"
+    )
     tune.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+
+def _rates(values) -> str:
+    return ",".join(f"{value:g}" for value in values)
 
 
 def _listed(names, default: str | None = None) -> str:

@@ -11,8 +11,10 @@ from mlm_studio.core.data.tokenizer import TokenizerError
 from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.finetune.compare import Said, compare, contenders, outcomes, score_name, table, verdict
 from mlm_studio.core.finetune.labelled import Columns
+from mlm_studio.core.finetune.recipe.result import read_search
+from mlm_studio.core.finetune.recipe.search import SearchPlan, search
 from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError, ResumeRefused, prepare_finetuner
-from mlm_studio.core.finetune.tasks import COMPARE_SEEDS
+from mlm_studio.core.finetune.tasks import COMPARE_SEEDS, SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.finetune.tuner import FineTuner
 from mlm_studio.core.shown import one_line
 from mlm_studio.core.storage.checkpoint import CheckpointError
@@ -48,6 +50,7 @@ FLAGS = {
     "max_answer_length": "--max-answer-length",
 }
 COLUMN_FLAGS = ("--text-column", "--label-column", "--pair-column")
+SEARCH_FLAGS = {"learning_rates": "--lrs", "max_epochs": "--max-epochs", "seeds": "--seeds"}  # SearchPlan's
 
 
 def finetune(args) -> int:
@@ -58,6 +61,8 @@ def finetune(args) -> int:
         return fail(*misused)
     if args.compare:
         return _compare(args)
+    if args.search:
+        return _search(args)
     try:
         options = None if args.resume else _options(args)
     except OptionError as exc:
@@ -86,8 +91,11 @@ def _misused(args) -> tuple[str, int] | None:
     """Why the options given cannot go together (the sentence and the exit status), or None."""
     if args.resume is None and (args.model is None or args.task is None):
         return "give MODEL and --task FILE to start, or --resume RUN to continue", 1
-    if args.seeds is not None and not args.compare:
-        return "--seeds needs --compare: a single fine-tuning run takes one --seed", MISUSED
+    if args.seeds is not None and not args.compare and not args.search:
+        return "--seeds needs --compare or --search: a single fine-tuning run takes one --seed", MISUSED
+    searching = _search_misused(args)
+    if searching is not None:
+        return searching
     if args.compare and args.resume is not None:
         return "--compare starts its own runs; give MODEL and --task (and --out to continue a comparison)", 1
     if args.resume is not None and args.out is not None:
@@ -163,6 +171,70 @@ def _compare(args) -> int:
     return 0 if complete else INTERRUPTED
 
 
+def _search_misused(args) -> tuple[str, int] | None:
+    """Why --search (or one of its options) cannot go with the options given, or None."""
+    given = [flag for flag in ("--lrs", "--max-epochs") if getattr(args, flag[2:].replace("-", "_")) is not None]
+    if given and not args.search:
+        return f"{given[0]} needs --search: it is the grid a recipe search tries", MISUSED
+    if not args.search:
+        return None
+    if args.compare or args.resume is not None:
+        other = "--compare" if args.compare else "--resume"
+        return f"--search starts its own runs and cannot go with {other}; rerun it with the same --out to continue", 1
+    chosen = [flag for flag, name in (("--lr", "lr"), ("--epochs", "epochs")) if getattr(args, name) is not None]
+    if chosen:
+        return f"--search chooses {chosen[0]} itself: give the grid with --lrs and --max-epochs", MISUSED
+    return None
+
+
+def _search(args) -> int:
+    """Search the learning rate (and epochs) on the validation split and print the table and the chosen recipe.
+    Stopped by Ctrl-C, the table holds the runs that finished and no recipe is chosen; the same command continues."""
+    try:
+        options = _options(args)
+        rates = SEARCH_RATES if args.lrs is None else _learning_rates(args.lrs)
+        epochs = SEARCH_MAX_EPOCHS if args.max_epochs is None else args.max_epochs
+        plan = SearchPlan(args.model, options, rates, epochs, SEARCH_SEEDS if args.seeds is None else args.seeds)
+    except OptionError as exc:
+        return fail(_said(exc))
+    root = args.out or new_run_path(default_runs_dir(), "search")
+    control = TrainingControl()
+    previous = signal.signal(signal.SIGINT, stop_on_interrupt(control))
+    tty = sys.stderr.isatty()
+    try:
+        with RunLock(root):
+            for tried in search(plan, root, control):
+                record = tried.record
+                if isinstance(record, FailedRecord):
+                    return fail(f"learning rate {tried.learning_rate:g}, seed {tried.seed}: {record.message}")
+                if isinstance(record, StepRecord) and not tty:
+                    continue
+                line = f"[lr {tried.learning_rate:g}, seed {tried.seed}, run {tried.run} of {tried.runs}] "
+                line += record.describe()
+                print(f"\r{line}\033[K" if tty else line, end="" if isinstance(record, StepRecord) else "\n",
+                      file=sys.stderr, flush=True)  # fmt: skip
+    except USER_ERRORS as exc:
+        return fail(_said(exc))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    found = read_search(root)
+    if args.json:
+        print(strict_json(found.to_json()), flush=True)
+    else:
+        partial = [] if found.complete else [f"Partial: {found.state}; to continue, run the same command again."]
+        print(*partial, found.table(), found.verdict, sep="\n", flush=True)
+    return 0 if found.complete else INTERRUPTED
+
+
+def _learning_rates(text: str) -> tuple[float, ...]:
+    """--lrs as numbers: learning rates separated by commas."""
+    try:
+        return tuple(float(value) for value in text.split(","))
+    except ValueError:
+        shown = text if len(text) <= 80 else text[:79] + "…"
+        raise OptionError("learning_rates", "learning rates separated by commas, such as 1e-5,1e-4", shown) from None
+
+
 def _finished(seen: list[Said]) -> set[tuple[str, int]]:
     """The (contender, seed) runs that ended by themselves: their test scores count; a stopped run's do not."""
     return {
@@ -223,5 +295,6 @@ LABEL_CHARS = 40  # of a label in the per-class table
 def _said(exc: Exception) -> str:
     """The error in a sentence; an option out of range or refused on resuming named as the user typed it."""
     if isinstance(exc, OptionError | ResumeRefused):
-        return exc.sentence(FLAGS.get(exc.field, "the columns" if exc.field == "columns" else exc.field))
+        flag = FLAGS.get(exc.field) or SEARCH_FLAGS.get(exc.field)
+        return exc.sentence(flag or ("the columns" if exc.field == "columns" else exc.field))
     return reason(exc)

@@ -335,7 +335,9 @@ def test_ctrl_c_during_fine_tuning_exits_130(pretrained, tmp_path):
 def test_options_that_do_not_go_together_are_refused_before_anything_is_written(pretrained, tmp_path, capsys):
     task = write_task(tmp_path / "task.csv", rows=30)
     assert main(["finetune", str(pretrained), "--task", str(task), "--out", str(tmp_path / "ft"), "--seeds", "5"]) == 2
-    assert capsys.readouterr().err == "mlm-studio: --seeds needs --compare: a single fine-tuning run takes one --seed\n"
+    assert capsys.readouterr().err == (
+        "mlm-studio: --seeds needs --compare or --search: a single fine-tuning run takes one --seed\n"
+    )
     assert not (tmp_path / "ft").exists()
 
 

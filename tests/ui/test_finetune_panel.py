@@ -21,7 +21,7 @@ def panel(finetune_panel):
 
 def test_fine_tune_read_the_confusion_matrix_and_mistakes_then_export(qtbot, panel, tmp_path, monkeypatch):
     assert (
-        panel.form.learning_rate.value() == 3e-5 and panel.form.batch_size.value() == 16
+        panel.form.learning_rate.text() == "measured" and panel.form.batch_size.value() == 16
     )  # the engine's defaults shown
     assert not panel.export_button.isEnabled()
     fill(panel, write_task(tmp_path / "task.csv"))

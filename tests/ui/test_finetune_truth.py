@@ -183,7 +183,7 @@ def test_compare_says_what_it_will_run_and_numbers_read_as_typed(qtbot, finetune
     panel.seeds.setValue(4)
     assert "2 contenders (your model, from scratch) × 4 seeds = 8 runs" in panel.compare_button.toolTip()
     epochs, rate = panel.form.epochs, panel.form.learning_rate
-    assert (epochs.text(), rate.text()) == ("3", "3e-05")  # not 3.00 and 0.0000300
+    assert (epochs.text(), rate.text(), rate.value()) == ("10", "measured", 0.0)  # the engine's rule, by default
     for typed, value in (("6", 6.0), ("0.5", 0.5)):
         epochs.lineEdit().selectAll()
         qtbot.keyClicks(epochs, typed)
@@ -192,7 +192,10 @@ def test_compare_says_what_it_will_run_and_numbers_read_as_typed(qtbot, finetune
     rate.lineEdit().selectAll()
     qtbot.keyClicks(rate, "5e-4")
     rate.interpretText()
-    assert rate.value() == pytest.approx(5e-4) and rate.text() == "0.0005"
+    assert rate.value() == pytest.approx(5e-4) and rate.text() == "0.0005"  # not 0.0005000
+    assert panel.form.options().learning_rate == pytest.approx(5e-4)
+    rate.setValue(0)
+    assert rate.text() == "measured" and panel.form.options().learning_rate is None
     assert panel.form.batch_size.text() == "16"
 
 

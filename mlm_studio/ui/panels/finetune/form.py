@@ -32,6 +32,7 @@ from mlm_studio.ui.widgets.model_choice import model_combo, model_entries, refil
 from mlm_studio.ui.workspace import Workspace
 
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(FinetuneOptions)}
+MEASURED = "measured"  # the learning rate box's lowest value: the engine's measured rule chooses it
 KIND_LABELS = {
     "classification": "classification (a label per text)",
     "tokens": "tokens (a tag per word: NER)",
@@ -103,9 +104,14 @@ class FinetuneForm(QWidget):
         for kind in TASKS:
             self.kind_combo.addItem(KIND_LABELS[kind], kind)
         self.epochs = self._number(NumberBox(1), "epochs", (0.1, 100), "Passes over the training examples")
-        rate = NumberBox(7)
-        rate.setSingleStep(1e-5)
-        self.learning_rate = self._number(rate, "learning_rate", (1e-7, 1.0), "AdamW's peak learning rate")
+        self.learning_rate = NumberBox(7)
+        self.learning_rate.setSingleStep(1e-5)
+        self.learning_rate.setRange(0.0, 1.0)
+        self.learning_rate.setSpecialValueText(MEASURED)  # at 0: the engine's rule chooses
+        self.learning_rate.setToolTip(
+            f"AdamW's peak learning rate; {MEASURED}: the engine's measured default, 3e-4 for a model under 10M "
+            "parameters on fewer than 1,000 training examples, else 1e-4 (Search recipe finds the best)"
+        )
         self.batch_size = self._number(QSpinBox(), "batch_size", (1, 4096), "Examples per step")
         self.freeze_layers = self._number(
             QSpinBox(), "freeze_layers", (0, 128), "The embeddings and this many first layers stay as they are"
@@ -213,7 +219,7 @@ class FinetuneForm(QWidget):
         return FinetuneOptions(
             task=self.kind_combo.currentData(),
             train=Path(self.task_edit.text().strip()),
-            learning_rate=self.learning_rate.value(),
+            learning_rate=self.learning_rate.value() or None,  # MEASURED: the engine's rule
             epochs=self.epochs.value(),
             batch_size=self.batch_size.value(),
             freeze_layers=self.freeze_layers.value(),

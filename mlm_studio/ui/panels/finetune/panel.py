@@ -2,7 +2,8 @@
 labelled file in the background, with live curves of the training loss and accuracy and the validation score, pause
 and stop; when it ends, the test scores, confusion matrix and mistakes (results.py), and the classifier exported.
 Compare fine-tunes the model against its starting model and the same from scratch over several seeds
-(comparison.py); the Runs tab lists the fine-tuning runs and comparisons, shows a run's results, reopens a
+(comparison.py); Search recipe tries several learning rates on the validation split and shows the recipe they
+choose (recipe.py); the Runs tab lists the fine-tuning runs and comparisons, shows a run's results, reopens a
 comparison and resumes a run (runs_list.py). Every tab names the run it shows (subjects.py)."""
 
 from __future__ import annotations
@@ -26,9 +27,13 @@ from PySide6.QtWidgets import (
 from mlm_studio.core.finetune.compare import Said, compare, contenders
 from mlm_studio.core.finetune.comparisons import Comparison, read_comparison
 from mlm_studio.core.finetune.mistakes import wrong_test_examples
+from mlm_studio.core.finetune.recipe.result import read_search
+from mlm_studio.core.finetune.recipe.search import SearchPlan, Tried, recipe_options, search
+from mlm_studio.core.finetune.request import SCRATCH
 from mlm_studio.core.finetune.runs import last_test
 from mlm_studio.core.finetune.scores import main_score, score_field
 from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+from mlm_studio.core.finetune.tasks import SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.run_folder import RunDir
@@ -44,6 +49,7 @@ from mlm_studio.core.training.runs import new_run_path
 from mlm_studio.ui.panels.finetune.comparison import ComparisonView
 from mlm_studio.ui.panels.finetune.form import FinetuneForm
 from mlm_studio.ui.panels.finetune.plots import FinetunePlots
+from mlm_studio.ui.panels.finetune.recipe import RecipeSearchView, search_plan_line, trial_subject
 from mlm_studio.ui.panels.finetune.results import ResultsView
 from mlm_studio.ui.panels.finetune.runs_list import FinetuneRunsList
 from mlm_studio.ui.panels.finetune.subjects import (
@@ -67,9 +73,10 @@ CURVES_HINT = (
     "The curves of a fine-tuning appear here while it trains: the training loss and accuracy, the validation score "
     "after each epoch, the learning rate, the gradient norm and the speed.\n\nChoose a model and a labelled task "
     "file above, then Start, or Compare to see whether pre-training helps: your model against the same architecture "
-    "from scratch, over several seeds."
+    "from scratch, over several seeds; Search recipe, on the Recipe tab, finds the learning rate and epochs."
 )
 UNREADABLE = (CheckpointError, OSError, TypeError, ValueError, KeyError)  # a damaged or half-written folder
+SERIES = (Said, Tried)  # a record of one of a comparison's or a recipe search's runs
 
 
 class FinetunePanel(QWidget):
@@ -89,6 +96,8 @@ class FinetunePanel(QWidget):
         self.test: TestRecord | None = None  # its test scores, when it is one run's to export
         self.compare_root: Path | None = None  # the comparison running or shown
         self.compare_runs, self.compare_started = 0, 0  # its runs, those begun
+        self.search_root: Path | None = None  # the recipe search running
+        self.search_grid = (SEARCH_RATES, SEARCH_MAX_EPOCHS, SEARCH_SEEDS)  # its learning rates, epochs and seeds
         self.controller = TrainingController(self)
         self.controller.state_changed.connect(self._update_controls)
         self.controller.progress.connect(self._on_preparing)
@@ -119,6 +128,10 @@ class FinetunePanel(QWidget):
         self.try_it = TryItView()  # the run the single-run tabs show, answering a text typed in
         self.results.addTab(self.try_it, "Try it")
         self.results.addTab(self.comparison, "Comparison")
+        self.recipe = RecipeSearchView()
+        self.recipe.train_chosen.connect(self.train_recipe)
+        self.recipe.use_chosen.connect(self._use_recipe)
+        self.results.addTab(self.recipe, "Recipe")
         self.results.addTab(self.runs, "Runs")
         self.results.setCurrentIndex(0)
         layout = QVBoxLayout(self)
@@ -129,6 +142,12 @@ class FinetunePanel(QWidget):
         self.form.models_changed.connect(self._update_plan)
         self.form.model_combo.currentIndexChanged.connect(self._update_plan)
         self.seeds.valueChanged.connect(self._update_plan)
+        for changed in (
+            self.form.model_combo.currentIndexChanged,
+            self.form.scratch_box.toggled,
+            self.form.task_edit.textChanged,
+        ):
+            changed.connect(self._mark_recipe_stale)  # fmt: skip
         self.form.refresh_models()
         self.runs.refresh()
         self._update_controls(IDLE)
@@ -139,6 +158,8 @@ class FinetunePanel(QWidget):
         self.start_button.clicked.connect(self.start)
         self.compare_button = QPushButton("Compare")
         self.compare_button.clicked.connect(self.start_comparison)
+        self.search_button = self.recipe.search_button  # on the Recipe tab: the row keeps the panel narrow
+        self.search_button.clicked.connect(self.start_search)
         self.seeds = QSpinBox()
         self.seeds.setRange(SEEDS, 20)
         self.seeds.setValue(SEEDS)
@@ -168,6 +189,7 @@ class FinetunePanel(QWidget):
     def _update_plan(self) -> None:
         """Compare's tooltip says what it will run: the contenders × seeds."""
         self.compare_button.setToolTip(comparison_plan(self.form.model_combo.currentData(), self.seeds.value()))
+        self.search_button.setToolTip(search_plan_line(self.form.model_combo.currentData(), *self.search_grid))
         self._update_controls(self.controller.state)
 
     # --- running ------------------------------------------------------------------------------------
@@ -207,6 +229,46 @@ class FinetunePanel(QWidget):
         self._launch(prepare, "Reading the task and preparing the first contender…", root)
         self.compare_runs, self.compare_started = len(contenders(spec)) * seeds, 0
 
+    def start_search(self) -> None:
+        """Search the learning rate and epochs for the chosen model and task (the rest of the recipe as the form
+        says), in a new folder under the runs folder; its table fills the Recipe tab as its runs end."""
+        spec, options = self._chosen()
+        if spec is None:
+            return
+        root = new_run_path(self.runs_root, "search")
+
+        def prepare(progress, control, held):
+            held.enter_context(RunLock(root))
+            return SimpleNamespace(run=partial(search, SearchPlan(spec, options, *self.search_grid), root, control))
+
+        self.recipe.clear()
+        self._launch(prepare, "Reading the task and preparing the first candidate…")
+        self.search_root = root
+
+    def train_recipe(self, found) -> None:
+        """Fine-tune the searched model on the searched task with the search's chosen recipe."""
+        chosen = found.chosen if found is not None else None
+        if chosen is None or self.controller.busy:
+            return
+        spec, options = recipe_options(found.plan, chosen.learning_rate, chosen.epochs)
+        path = new_run_path(self.runs_root, "finetune")
+
+        def prepare(progress, control, held):
+            held.enter_context(RunLock(path))
+            return prepare_finetuner(path, spec, options, control)
+
+        self._launch(prepare, f"Training the chosen recipe of {found.path.name}…")
+
+    def _use_recipe(self, learning_rate: float, epochs: int) -> None:
+        self.form.learning_rate.setValue(learning_rate)
+        self.form.epochs.setValue(epochs)
+
+    def _mark_recipe_stale(self) -> None:
+        model = self.form.model_combo.currentData()
+        spec = (SCRATCH if self.form.scratch_box.isChecked() else "") + model if model else None
+        task = self.form.task_edit.text().strip()
+        self.recipe.mark_stale(spec, str(Path(task).resolve()) if task else "")
+
     def resume(self, path: Path | None) -> None:
         """Continue a stopped or interrupted fine-tuning run exactly where its latest checkpoint left it."""
         if path is None:
@@ -237,7 +299,7 @@ class FinetunePanel(QWidget):
         self.results.clear()
         self.results.set_subject(subject)
         self.curves.setCurrentWidget(self.hint)
-        self.test, self.run_path, self.compare_root = None, None, None
+        self.test, self.run_path, self.compare_root, self.search_root = None, None, None, None
         self.try_it.set_run(None)
 
     def show_run(self, path: Path) -> None:
@@ -311,7 +373,7 @@ class FinetunePanel(QWidget):
         self._say(message)
 
     def _on_record(self, item) -> None:
-        record = item.record if isinstance(item, Said) else item
+        record = item.record if isinstance(item, SERIES) else item
         if self.curves.currentWidget() is self.hint:
             self.curves.setCurrentWidget(self.plots)
         if record.kind == "started":
@@ -339,11 +401,14 @@ class FinetunePanel(QWidget):
     def _on_started(self, item, record) -> None:
         """A run began (a comparison's next contender or seed): the single-run tabs are its from now on."""
         self.run_path, self.test = Path(record.run_dir), None
-        if isinstance(item, Said):
-            self.plots.clear()  # each contender's and seed's curves in turn
+        if isinstance(item, SERIES):
+            self.plots.clear()  # each contender's (or candidate's) and seed's curves in turn
             self.results.clear()
             self.compare_started += 1
         subject = contender_subject(item, self.run_path) if isinstance(item, Said) else run_subject(self.run_path)
+        subject = trial_subject(item, self.run_path) if isinstance(item, Tried) else subject
+        if isinstance(item, Tried):
+            self._refresh_search()  # with the runs before this one
         self.results.set_subject(subject)
         self.try_it.set_run(self.run_path)
         self.progress_bar.setRange(0, record.total_steps)
@@ -352,7 +417,7 @@ class FinetunePanel(QWidget):
     def _on_test(self, item, test: TestRecord) -> None:
         self.test = test
         self.results.show_test(test, self._tagging())
-        if not isinstance(item, Said):
+        if not isinstance(item, SERIES):
             self.results.setCurrentWidget(self.results.scores)
 
     def _say(self, text: str) -> None:
@@ -366,13 +431,15 @@ class FinetunePanel(QWidget):
 
     def _who(self, item) -> str:
         """`[contender, seed n, run i of N] ` for a comparison's record; nothing for a single run's."""
+        if isinstance(item, Tried):
+            return f"[lr {item.learning_rate:g}, seed {item.seed}, run {item.run} of {item.runs}] "
         if not isinstance(item, Said):
             return ""
         return f"[{item.contender.label}, seed {item.seed}, run {self.compare_started} of {self.compare_runs}] "
 
     def _on_failed(self, message: str) -> None:
         self.message_bar.show_message(message, "error")
-        if self.compare_root is not None:
+        if self.compare_root is not None or self.search_root is not None:
             self.controller.stop()  # a contender that fails leaves the comparison without its scores
 
     def _on_finished(self) -> None:
@@ -380,6 +447,10 @@ class FinetunePanel(QWidget):
         if self.compare_root is not None:
             self.test = None  # the comparison's runs are many: Export is for one run's
             self._finish_comparison()
+        elif self.search_root is not None:
+            self.test = None
+            self._refresh_search()
+            self.results.setCurrentWidget(self.recipe)
         else:
             self.progress_bar.setRange(0, 1)
             self.progress_bar.setValue(1 if self.test else 0)
@@ -401,6 +472,17 @@ class FinetunePanel(QWidget):
             self._show_comparison(comparison)
             self.results.setCurrentWidget(self.comparison)
 
+    def _refresh_search(self) -> None:
+        """The recipe search running, as its folder tells it now."""
+        try:
+            found = read_search(self.search_root)
+        except UNREADABLE:
+            return  # a run folder being written: the next run's end reads it again
+        if found is not None:
+            self.recipe.show_search(found)
+            self._mark_recipe_stale()
+            self._say(f"Recipe search {found.path.name}: {found.state}")
+
     def _on_mistakes(self, mistakes) -> None:
         self.results.show_mistakes(mistakes, self._tagging())
 
@@ -412,6 +494,8 @@ class FinetunePanel(QWidget):
         idle = state == IDLE
         self.start_button.setEnabled(idle and self.form.model_combo.count() > 0)
         self.compare_button.setEnabled(idle and self.form.model_combo.count() > 0)
+        self.search_button.setEnabled(idle and self.form.model_combo.count() > 0)
+        self.recipe.setEnabled(idle)
         self.seeds.setEnabled(idle)
         self.runs.set_idle(idle)
         self.pause_button.setEnabled(state in (RUNNING, PAUSED))

