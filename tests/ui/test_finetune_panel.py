@@ -64,7 +64,7 @@ def test_a_tagger_shows_true_and_predicted_entities_as_chips(qtbot, panel, tmp_p
     run_to_the_end(qtbot, panel)
     assert "entities:" in panel.results.summary.text()
     assert panel.plots.plots["validation"].getAxis("left").labelText == "validation entity F1"  # the score it chose by
-    assert [row[0] for row in cells(panel.results.per_class)] == ["O", "B-ARG", "B-EXC", "I-EXC"]
+    assert [row[0] for row in cells(panel.results.per_class)] == ["O", "B-ARG", "B-EXC", "I-EXC", "I-ARG"]
     assert not panel.results.spans.isHidden() and panel.results.mistakes.isHidden()
     shown = panel.results.spans.toPlainText()
     count = int(panel.results.mistakes_label.text().split()[0])
