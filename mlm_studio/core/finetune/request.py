@@ -10,6 +10,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mlm_studio.core.data.builtin_corpus import fingerprint
 from mlm_studio.core.interop.hf import model_folder
 from mlm_studio.core.storage.run_folder import RunDir, resolve_checkpoint
 
@@ -23,8 +24,8 @@ FREE = ("device", "precision", "split_seed", "validation", "test", "train", "col
 
 def model_identity(spec: str) -> str:
     """The model `spec` names as it resolves now: a run's checkpoint (its latest, unless one is named), a folder,
-    with `scratch:` before it for fresh weights of its shape; and after "#", a stamp of its weights files (their
-    names, sizes and times), so that other weights put in the same place are another model."""
+    with `scratch:` before it for fresh weights of its shape; and after "#", the start of its `model_fingerprint`,
+    so that other weights put in the same place are another model."""
     fresh = spec.startswith(SCRATCH)
     path = Path(spec.removeprefix(SCRATCH))
     if (path / "config.toml").is_file() or (path / "state.json").is_file():
@@ -32,16 +33,31 @@ def model_identity(spec: str) -> str:
         resolved = path if whole else resolve_checkpoint(path)[1]
     else:
         resolved = model_folder(str(path))
-    return f"{SCRATCH if fresh else ''}{resolved.resolve()}#{_stamp(resolved)}"
+    return f"{SCRATCH if fresh else ''}{resolved.resolve()}#{model_fingerprint(spec)[:16]}"
 
 
-def _stamp(folder: Path) -> str:
-    files = sorted(p for p in folder.iterdir() if p.suffix in WEIGHTS_SUFFIXES and p.is_file())
-    described = "|".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files)
-    return hashlib.sha256(described.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+def model_fingerprint(spec: str) -> str:
+    """The SHA-256 of the files that make the model `spec` names: a run's checkpoint (its latest, or the one
+    given) with the run's configuration and tokenizer, or a Hugging Face folder's weights, configuration and
+    tokenizer; `scratch:` before a run, its configuration and tokenizer alone."""
+    name = spec.removeprefix(SCRATCH)
+    path = Path(name)
+    if spec.startswith(SCRATCH) and (path / "config.toml").is_file():  # its shape and tokenizer alone
+        files = [path / "config.toml", path / "tokenizer.json"]
+    elif (path / "config.toml").is_file() or (path / "state.json").is_file():
+        run, folder = resolve_checkpoint(path)
+        files = [run.path / "config.toml", run.path / "tokenizer.json", *sorted(folder.iterdir())]
+    else:
+        folder = model_folder(name)
+        files = sorted(folder.iterdir()) if folder.is_dir() else []
+    digest = hashlib.sha256()
+    for file in files:
+        if file.is_file() and file.suffix in MODEL_FILES:
+            digest.update(f"{file.name}\0{fingerprint(file)}\n".encode())
+    return digest.hexdigest()
 
 
-WEIGHTS_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+MODEL_FILES = (".safetensors", ".bin", ".json", ".toml")  # the files of a model its fingerprint reads
 
 
 def request_of(spec: str, options: FinetuneOptions) -> dict[str, Any]:

@@ -12,7 +12,6 @@ refuses any other, before writing anything. `result.py` reads a search back and 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
@@ -23,17 +22,14 @@ from typing import NamedTuple
 from mlm_studio.core.data.builtin_corpus import fingerprint
 from mlm_studio.core.finetune.labelled import Columns, TaskError
 from mlm_studio.core.finetune.recipe.result import PLAN, better_half_size, ranked, read_search, trial_folder
-from mlm_studio.core.finetune.request import SCRATCH
+from mlm_studio.core.finetune.request import model_fingerprint
 from mlm_studio.core.finetune.runs import ENDED, finetune_run
 from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError, prepare_finetuner
 from mlm_studio.core.finetune.tasks import SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
-from mlm_studio.core.interop.hf import model_folder
 from mlm_studio.core.storage.files import atomic_write_json
-from mlm_studio.core.storage.run_folder import resolve_checkpoint
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import Record, WarningRecord
 
-WEIGHTS = (".safetensors", ".bin", ".json")  # a model folder's files its fingerprint reads
 SPLITS = ("train", "validation", "test")  # the task's files
 FIXED = ("batch_size", "warmup_share", "weight_decay", "freeze_layers", "patience", "eval_interval", "max_length",
          "pooling")  # fmt: skip
@@ -108,27 +104,6 @@ class SearchPlan:
             "held-out examples' seed": self.options.held_out_by,
             "fixed options": {name: getattr(self.options, name) for name in FIXED},
         }
-
-
-def model_fingerprint(spec: str) -> str:
-    """The SHA-256 of the files that make the model `spec` names: a run's checkpoint (its latest, or the one
-    given) with the run's configuration and tokenizer, or a Hugging Face folder's weights, configuration and
-    tokenizer; `scratch:` before a run, its configuration and tokenizer alone."""
-    name = spec.removeprefix(SCRATCH)
-    path = Path(name)
-    if spec.startswith(SCRATCH) and (path / "config.toml").is_file():  # its shape and tokenizer alone
-        files = [path / "config.toml", path / "tokenizer.json"]
-    elif (path / "config.toml").is_file() or (path / "state.json").is_file():
-        run, folder = resolve_checkpoint(path)
-        files = [run.path / "config.toml", run.path / "tokenizer.json", *sorted(folder.iterdir())]
-    else:
-        folder = model_folder(name)
-        files = sorted(folder.iterdir()) if folder.is_dir() else []
-    digest = hashlib.sha256()
-    for file in files:
-        if file.is_file() and file.suffix in (*WEIGHTS, ".toml"):
-            digest.update(f"{file.name}\0{fingerprint(file)}\n".encode())
-    return digest.hexdigest()
 
 
 def check_folder(root: Path, plan: SearchPlan) -> dict:
