@@ -4,6 +4,7 @@ the question-answering pipeline does, and refuses what cannot be a question-answ
 
 import json
 import random
+from dataclasses import replace
 
 import pytest
 import torch
@@ -88,6 +89,8 @@ def test_contexts_are_never_on_two_sides_of_the_split(tmp_path):
     assert [len(c) for c in contexts] == [40, 5, 5]
     with pytest.raises(TaskError, match="2 context"):
         context_split(examples[:6], seed=0)  # three questions on each of two contexts
+    retitled = [replace(e, title=f"article {i % 7}") for i, e in enumerate(examples)]  # one context, several titles
+    assert context_split(retitled, seed=4) == parts
 
 
 def test_squad_v2_reports_answered_and_unanswerable_questions_apart(trained_run, tmp_path):
@@ -98,6 +101,11 @@ def test_squad_v2_reports_answered_and_unanswerable_questions_apart(trained_run,
     assert "without one: exact" in test.describe()
     # every question is asked once with an answer and once without: the whole is their mean
     assert test.exact_match == pytest.approx((test.has_answer_exact_match + test.no_answer_exact_match) / 2)
+    model = FineTuned(RunDir(tmp_path / "ft"))  # answers as it was scored: "no answer" among its answers
+    asked = read_qa_file(task).examples[1]
+    assert asked.impossible and model.answer(asked.question, asked.context, top_k=3) == model.answer(
+        asked.question, asked.context, top_k=3, handle_impossible_answer=True
+    )
 
 
 def test_a_v2_file_of_unanswerable_questions_only_trains_and_says_so(trained_run, tmp_path):

@@ -84,12 +84,17 @@ class FineTuned:
         return tags
 
     @torch.no_grad()
-    def answer(self, question: str, context: str, top_k: int = 1, handle_impossible_answer: bool = False) -> list[dict]:
+    def answer(
+        self, question: str, context: str, top_k: int = 1, handle_impossible_answer: bool | None = None
+    ) -> list[dict]:
         """The `top_k` best answers to `question` in `context` as `transformers`' question-answering pipeline gives
         them ({"score", "start", "end", "answer"}, best first): the context read in windows overlapping by the
         run's document stride, answers of at most its longest answer's tokens widened to whole words; "no
-        answer" ("" at 0) among them with `handle_impossible_answer`."""
+        answer" ("" at 0) among them with `handle_impossible_answer`, by default when the run learned
+        unanswerable questions (SQuAD v2.0), as its scores were measured."""
         task = self.run.task
+        if handle_impossible_answer is None:
+            handle_impossible_answer = bool(task.get("unanswerable", False))
         if task["task"] != "qa":
             raise TaskError(f"{self.run.name} was fine-tuned for {task['task']}, not question answering")
         if not question.strip() or not context.strip():

@@ -235,7 +235,11 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions) -> RunDir:
         "patience": options.patience,
         "request": request_of(spec, options),
         **(
-            {"doc_stride": options.doc_stride, "max_answer_length": options.max_answer_length}
+            {
+                "doc_stride": options.doc_stride,
+                "max_answer_length": options.max_answer_length,
+                "unanswerable": any(f.has_impossible for f in qa_files),  # it learns to answer "no answer"
+            }
             if options.task == "qa"
             else {}
         ),

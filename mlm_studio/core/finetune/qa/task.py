@@ -63,10 +63,10 @@ def read_qa_task(train: Path, validation: Path | None, test: Path | None) -> lis
 
 def context_split(examples: list[QAExample], seed: int) -> tuple[list[int], list[int], list[int]]:
     """Indices of training, validation and test (`SPLIT_SHARES` of the contexts, seeded), every question on a
-    context on the same side as the context."""
-    by_context: dict[tuple[str, str], list[int]] = {}
+    context on the same side as the context, whatever the titles it comes under."""
+    by_context: dict[str, list[int]] = {}
     for index, example in enumerate(examples):
-        by_context.setdefault((example.title, example.context), []).append(index)
+        by_context.setdefault(example.context, []).append(index)
     groups = list(by_context.values())
     if len(groups) < 3:
         raise TaskError(
