@@ -157,3 +157,13 @@ def test_a_text_cleared_while_it_is_answered_never_shows_the_late_answer(qtbot, 
     qtbot.waitUntil(lambda: not view.runner.running, timeout=TIMEOUT_MS)
     assert view.hint.text() == "Type a text above: each label's probability appears here."
     assert view.bars.isHidden() and view.status.text() == ""
+
+
+def test_a_run_named_like_markup_is_shown_by_its_name(qtbot, panel, runs, tmp_path):
+    named = shutil.copytree(runs / "texts", tmp_path / "<h1>X&amp;Y")
+    view = panel.try_it
+    panel.show_run(named)
+    assert view.caption.text().startswith("Run <h1>X&amp;Y: ") and view.caption.textFormat().name == "PlainText"
+    with qtbot.waitSignal(view.runner.succeeded, timeout=TIMEOUT_MS):
+        view.text_edit.setPlainText("return the value")
+    assert view.status.text().startswith("Answered by &lt;h1&gt;X&amp;amp;Y / best in ")  # escaped: read as named

@@ -16,6 +16,7 @@ class ElidedLabel(QLabel):
     def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._whole = ""
+        self.setTextFormat(Qt.TextFormat.PlainText)  # a run's or a file's name shows as named, never as markup
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.setText(text)
 

@@ -226,7 +226,9 @@ class TryItView(QWidget):
         self._show_nothing()
         self.hint.hide()
         weights = Path(tried.key[1]).parent.name
-        self.status.setText(f"Answered by {tried.model.run.name} / {weights} in {tried.milliseconds:.1f} ms")
+        self.status.setText(
+            f"Answered by {html.escape(tried.model.run.name)} / {html.escape(weights)} in {tried.milliseconds:.1f} ms"
+        )
         self.status.show()
         if isinstance(tried.answer, Labelled):
             self._show_labels(tried.answer)
