@@ -100,6 +100,12 @@ def _misused(args) -> tuple[str, int] | None:
         return "--compare starts its own runs; give MODEL and --task (and --out to continue a comparison)", 1
     if args.resume is not None and args.out is not None:
         return f"--out names a new run's folder; the resumed run stays in {args.resume}", MISUSED
+    answering = [FLAGS[name] for name in ("doc_stride", "max_answer_length") if getattr(args, name) is not None]
+    if answering and args.resume is None and (args.kind or "classification") != "qa":
+        return (
+            f"{answering[0]} is question answering's (--kind qa); a {args.kind or 'classification'} task reads none",
+            MISUSED,
+        )
     return None
 
 

@@ -843,3 +843,12 @@ def test_the_per_class_table_keeps_a_line_per_class_however_long_or_broken_a_lab
     assert len(lines) == 3 and len({len(line) for line in lines}) == 1  # a header and a line per class, aligned
     assert lines[1].startswith("x" * (LABEL_CHARS - 1) + "…  ") and lines[2].startswith("two\\nlines ")
     assert lines[2].split()[1:] == ["100.0%", "100.0%", "100.0%", "12"]
+
+
+@pytest.mark.parametrize(("kind", "option"), [("tokens", "--doc-stride"), ("classification", "--max-answer-length")])
+def test_question_answerings_options_on_another_kind_are_refused(tmp_path, capsys, kind, option):
+    (tmp_path / "task.csv").write_text("text,label\na,b\nc,d\n")
+    assert main(["finetune", "model", "--task", str(tmp_path / "task.csv"), "--kind", kind, option, "10"]) == 2
+    assert capsys.readouterr().err == (
+        f"mlm-studio: {option} is question answering's (--kind qa); a {kind} task reads none\n"
+    )
