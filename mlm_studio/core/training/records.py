@@ -270,11 +270,9 @@ class FinishedRecord(Record):
 
     def describe(self) -> str:
         loss = f"{self.val_loss:.4f}" if self.val_loss is not None else "n/a"
-        accuracy = f"{self.val_accuracy:.1%}" if self.val_accuracy is not None else "n/a"
+        accuracy = f", accuracy {self.val_accuracy:.1%}" if self.val_accuracy is not None else ""  # none: answers
         at = f"at step {self.val_step}" if self.val_step is not None else "(its step not recorded)"
-        evaluation = (
-            f"validation loss {loss}, accuracy {accuracy} {at}" if self.val_loss is not None else "no evaluation"
-        )
+        evaluation = f"validation loss {loss}{accuracy} {at}" if self.val_loss is not None else "no evaluation"
         return f"Finished ({self.reason}) at step {self.step}: {evaluation}, run folder {Path(self.run_dir).resolve()}"
 
 
