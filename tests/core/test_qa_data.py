@@ -190,6 +190,9 @@ def test_empty_questions_and_contexts_are_refused_naming_the_question(tmp_path):
     assert refusal(tmp_path, squad_with(question="   ")) == (
         "bad.json, id c1: an empty question; give every example a question"
     )
+    assert refusal(tmp_path, squad_with(question=123)) == (
+        "bad.json, id c1: the question is 123, not text; give every example its question as text"
+    )
     document = json.loads(json.dumps(SQUAD_V2))
     document["data"][1]["paragraphs"][0]["context"] = " \n "
     document["data"][1]["paragraphs"][0]["qas"][0]["answers"] = []

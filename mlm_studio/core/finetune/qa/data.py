@@ -15,6 +15,7 @@ from mlm_studio.core.data.compressed import COMPRESSIONS, damage_errors, opened
 from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_KINDS, kind_of, read_decoded, records, sniff_encoding
 from mlm_studio.core.data.rows import LONE_SURROGATE, IssueLog, SourceSkipped, clipped
 from mlm_studio.core.finetune.labelled import ROW, TaskError, column_names
+from mlm_studio.core.shown import shown
 
 MAX_JSON_BYTES = 256 << 20  # a SQuAD JSON file is read whole: SQuAD v2.0's training file is 42 MB
 QA_FORMATS = f"SQuAD .json (also compressed), or a table with question, context and answers columns ({TABLE_FORMATS})"
@@ -223,7 +224,9 @@ def _answers(name: str, answers) -> tuple[tuple[str, int], ...]:
 
 
 def _question(name: str, question) -> str:
-    if not isinstance(question, str) or not question.strip():
+    if not isinstance(question, str):
+        raise TaskError(f"{name}: the question is {shown(question)}, not text; give every example its question as text")
+    if not question.strip():
         raise TaskError(f"{name}: an empty question; give every example a question")
     return question.strip()
 
