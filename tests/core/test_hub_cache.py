@@ -92,6 +92,8 @@ def test_a_dataset_name_the_hub_would_refuse_is_refused_before_any_file_is_read(
     with pytest.raises(CorpusError, match="is not a Hugging Face Hub name: write org/name") as refused:
         load_corpus([source])
     assert str(refused.value).startswith(f"No usable text in the corpus ({source!r}: ")  # the source as given
+    assert str(refused.value).endswith("Name a dataset of the local Hugging Face cache as hf:org/name, or give files "
+                                       "that contain text.")  # fmt: skip
 
 
 def test_the_refused_names_read_nothing_outside_the_cache(caches):

@@ -188,7 +188,12 @@ def load_corpus(
     corpus = Corpus(tuple(reports), options, np.frombuffer(lengths, dtype=np.uint32).copy(), sampler.items())
     if corpus.documents == 0:
         reasons = "; ".join(f"{r.name}: {r.reason}" for r in reports) or "no files were given"
-        raise CorpusError(f"No usable text in the corpus ({reasons}). Add files that contain text.")
+        advice = (
+            "Name a dataset of the local Hugging Face cache as hf:org/name, or give files that contain text"
+            if any(r.kind == "hub" for r in reports)
+            else "Add files that contain text"
+        )
+        raise CorpusError(f"No usable text in the corpus ({reasons}). {advice}.")
     return corpus
 
 
