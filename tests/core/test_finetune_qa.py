@@ -200,3 +200,23 @@ def test_predict_answers_a_question_about_a_text_as_the_pipeline_would(qa_run, s
     assert table[0] == "score  characters  answer" and table[1].endswith(f"  {expected[0]['answer']}")
     assert main(["predict", str(path), asked.context]) == 2
     assert capsys.readouterr().err.endswith("ft answers a question about TEXT: give the question with --question\n")
+
+
+def test_answering_a_long_context_stops_when_no_longer_wanted(qa_run):
+    from mlm_studio.core.progress import Cancelled, Progress
+
+    class Impatient(Progress):
+        def __init__(self):
+            super().__init__()
+            self.reports = []
+
+        def report(self, done, total, message=""):
+            self.reports.append((done, total, message))
+            if len(self.reports) == 2:
+                self.cancel()
+
+    context = " . ".join(["the list of a file is long", "the colour is blue"] * 400)
+    impatient = Impatient()
+    with pytest.raises(Cancelled):
+        FineTuned(RunDir(qa_run[0])).answer("what is the colour ?", context, progress=impatient)
+    assert [done for done, _, _ in impatient.reports] == [0, 16] and impatient.reports[0][1] > 32

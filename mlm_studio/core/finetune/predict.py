@@ -25,6 +25,7 @@ from mlm_studio.core.finetune.qa.decoding import best_answers
 from mlm_studio.core.finetune.qa.features import qa_features
 from mlm_studio.core.finetune.qa.task import question_room
 from mlm_studio.core.finetune.tuner import BEST
+from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights, weights_finite
 from mlm_studio.core.storage.run_folder import TASK, RunDir
 
@@ -85,7 +86,12 @@ class FineTuned:
 
     @torch.no_grad()
     def answer(
-        self, question: str, context: str, top_k: int = 1, handle_impossible_answer: bool | None = None
+        self,
+        question: str,
+        context: str,
+        top_k: int = 1,
+        handle_impossible_answer: bool | None = None,
+        progress: Progress | None = None,
     ) -> list[dict]:
         """The `top_k` best answers to `question` in `context` as `transformers`' question-answering pipeline gives
         them ({"score", "start", "end", "answer"}, best first): the context read in windows overlapping by the
@@ -103,6 +109,9 @@ class FineTuned:
         features = qa_features(self.tokenizer, [example], self.limit, task["doc_stride"], question_room(self.limit))
         starts, ends = [], []
         for first in range(0, len(features), ANSWER_BATCH):
+            if progress is not None:  # a long context: stopped between windows when no longer wanted
+                progress.check()
+                progress.report(first, len(features), "Reading the context")
             rows = range(first, min(first + ANSWER_BATCH, len(features)))
             length = max(len(features.ids[i]) for i in rows)
             ids = torch.full((len(rows), length), self.tokenizer.pad_id, dtype=torch.long)

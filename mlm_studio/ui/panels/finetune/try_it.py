@@ -78,7 +78,7 @@ def try_text(
     elif model.kind == "tokens":
         answer = model.tag_text(text)
     else:
-        answer = model.answer(question, text, top_k=1)
+        answer = model.answer(question, text, top_k=1, progress=progress)
     milliseconds = (time.perf_counter() - started) * 1000
     progress.check()
     return Tried(key, (text, pair, question), model, answer, milliseconds)
