@@ -17,6 +17,7 @@ import pytest
 import zstandard
 
 from mlm_studio.core.data.rows import MAX_VALUE_CHARS
+from mlm_studio.core.evaluation.vectors import MAX_TEXT_CHARS
 
 ROOT = Path(__file__).resolve().parents[2]
 CEILING = 1 << 30  # bytes of address space beyond the child's imports
@@ -164,5 +165,5 @@ out = dict(longest=max(map(len, task.texts)), shape=list(vectors.shape))
         path,
     )
     assert found["shape"] == [4, 32]
-    assert found["longest"] < 10_000  # kept up to what the model reads
+    assert found["longest"] <= MAX_TEXT_CHARS  # kept up to what the model reads at most (its windows)
     assert found["peak_mb"] < 1024

@@ -299,7 +299,7 @@ def test_every_series_the_schema_plots_is_drawn_and_every_plot_is_the_schemas(pl
     plotted = {f"{kind}_{name}": m for kind, cls in RECORDS.items() for name, m in metrics_of(cls).items() if m.plot}
     named = {m.plot for m in plotted.values()} | {metrics_of(ProbeResult)["rank"].plot}
     assert named == set(LivePlots.PLOTS)
-    assert len(plotted) == 16 and plots._shown == 6  # the detection plot waits for its values
+    assert len(plotted) == 17 and plots._shown == 6  # the detection plot waits for its values
     plots.load(schema_records())
     assert set(plots.series) == set(plotted) and plots._shown == 7
     for key, metric in plotted.items():

@@ -19,7 +19,8 @@ def mixed_runs(trained_runs, tmp_path_factory):
     for name in ("early", "late"):
         shutil.copytree(trained_runs / name, root / name)
     task = root.parent / "topics.csv"
-    rows = [("the value of the list is returned", "returns"), ("an error is raised", "errors")] * 12
+    rows = [row for i in range(12) for row in ((f"the value of list {i} is returned", "returns"),
+                                                (f"an error {i} is raised", "errors"))]  # fmt: skip
     task.write_text("text,label\n" + "\n".join(f"{t},{label}" for t, label in rows) + "\n", encoding="utf-8")
     options = FinetuneOptions("classification", task, epochs=1, batch_size=8, device="cpu")
     list(prepare_finetuner(root / "finetune-topics", str(root / "late"), options).run())

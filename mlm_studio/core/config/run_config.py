@@ -30,7 +30,7 @@ from mlm_studio.core.config.sections import (
     generator_config,
 )
 from mlm_studio.core.models.registry import FAMILIES
-from mlm_studio.core.shown import MAX_WHOLE_NUMBER, shown
+from mlm_studio.core.shown import MAX_WHOLE_NUMBER, one_line, shown
 from mlm_studio.core.storage.files import atomic_write_text
 
 if sys.version_info >= (3, 11):
@@ -150,7 +150,7 @@ class RunConfig:
             raise ConfigError(f"{source} must hold a table (a JSON object) with the sections of a configuration")
         unknown = _names(set(raw) - set(SECTIONS) - {"preset"})
         if unknown:
-            raise ConfigError(f"{source}: unknown section(s) {shown(', '.join(unknown))}")
+            raise ConfigError(f"{source}: unknown section(s) {one_line(', '.join(unknown))}")
         missing = [f"[{name}]" for name in SECTIONS if name not in raw]
         if complete and missing:
             raise ConfigError(f"{source} is incomplete: {', '.join(missing)} missing")
@@ -163,7 +163,7 @@ class RunConfig:
             known = kind.field_defaults()
             extra = _names(set(values) - set(known))
             if extra:
-                raise ConfigError(f"{source}: unknown field(s) in [{section}]: {shown(', '.join(extra))}")
+                raise ConfigError(f"{source}: unknown field(s) in [{section}]: {one_line(', '.join(extra))}")
             typed = {k: _coerce(v, type(known[k]), f"{section}.{k}", source) for k, v in values.items()}
             if start is not None:
                 typed = {**_preset_section(start, section, typed), **typed}
