@@ -22,11 +22,10 @@ from mlm_studio.core.finetune.recipe.result import (
 from mlm_studio.core.finetune.recipe.search import (
     SearchPlan,
     SearchRefused,
-    model_fingerprint,
     recipe_options,
     search,
 )
-from mlm_studio.core.finetune.request import SCRATCH
+from mlm_studio.core.finetune.request import SCRATCH, model_fingerprint
 from mlm_studio.core.finetune.runs import last_test
 from mlm_studio.core.finetune.scores import main_score
 from mlm_studio.core.finetune.setup import (
