@@ -148,11 +148,7 @@ def _compare(args) -> int:
                 seen.append(said)
                 if isinstance(record, FailedRecord):
                     return fail(f"{contender.label}, seed {seed}: {record.message}")
-                if isinstance(record, StepRecord) and not tty:
-                    continue
-                line = f"[{contender.label}, seed {seed}] {record.describe()}"
-                print(f"\r{line}\033[K" if tty else line, end="" if isinstance(record, StepRecord) else "\n",
-                      file=sys.stderr, flush=True)  # fmt: skip
+                _say_progress(tty, f"{contender.label}, seed {seed}", record)
     except USER_ERRORS as exc:
         return fail(_said(exc))
     finally:
@@ -213,12 +209,9 @@ def _search(args) -> int:
                 record = tried.record
                 if isinstance(record, FailedRecord):
                     return fail(f"learning rate {tried.learning_rate:g}, seed {tried.seed}: {record.message}")
-                if isinstance(record, StepRecord) and not tty:
-                    continue
-                line = f"[lr {tried.learning_rate:g}, seed {tried.seed}, run {tried.run} of {tried.runs}] "
-                line += record.describe()
-                print(f"\r{line}\033[K" if tty else line, end="" if isinstance(record, StepRecord) else "\n",
-                      file=sys.stderr, flush=True)  # fmt: skip
+                _say_progress(
+                    tty, f"lr {tried.learning_rate:g}, seed {tried.seed}, run {tried.run} of {tried.runs}", record
+                )
     except USER_ERRORS as exc:
         return fail(_said(exc))
     finally:
@@ -296,6 +289,16 @@ def _per_class_table(test: TestRecord) -> str:
 
 
 LABEL_CHARS = 40  # of a label in the per-class table
+
+
+def _say_progress(tty: bool, label: str, record) -> None:
+    """A record of one of several runs on stderr, `label` first: steps overwrite one line on a terminal and are
+    left out elsewhere."""
+    if isinstance(record, StepRecord) and not tty:
+        return
+    line = f"[{label}] {record.describe()}"
+    print(f"\r{line}\033[K" if tty else line, end="" if isinstance(record, StepRecord) else "\n",
+          file=sys.stderr, flush=True)  # fmt: skip
 
 
 def _said(exc: Exception) -> str:

@@ -45,8 +45,8 @@ def model_fingerprint(spec: str) -> str:
     if spec.startswith(SCRATCH) and (path / "config.toml").is_file():  # its shape and tokenizer alone
         files = [path / "config.toml", path / "tokenizer.json"]
     elif (path / "config.toml").is_file() or (path / "state.json").is_file():
-        run, folder = resolve_checkpoint(path)
-        files = [run.path / "config.toml", run.path / "tokenizer.json", *sorted(folder.iterdir())]
+        run, folder = resolve_checkpoint(path)  # its weights, not its optimizer's moments
+        files = [run.path / "config.toml", run.path / "tokenizer.json", folder / "model.safetensors"]
     else:
         folder = model_folder(name)
         files = sorted(folder.iterdir()) if folder.is_dir() else []
