@@ -81,8 +81,8 @@ def probe_task(
     progress=None,
 ) -> TaskResult:
     """Accuracy and macro-F1 of a logistic regression on the model's sentence vectors, and the two references,
-    on one stratified split of the distinct texts decided by `seed` (a repeated text is read once, under the label
-    of its first copy); and on the same split, recall@1, recall@5 and MRR of each held-out
+    on one stratified split of the distinct texts decided by `seed` (a repeated text, as the tokenizer reads it, is
+    read once, under the label of its first copy); and on the same split, recall@1, recall@5 and MRR of each held-out
     text's nearest training texts by the model's vectors and by the bag of words."""
     from sklearn.dummy import DummyClassifier
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -92,7 +92,7 @@ def probe_task(
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    texts, labels, repeated = distinct_texts(texts, labels)
+    texts, labels, repeated = distinct_texts(texts, labels, tokenizer.normalised)
     classes, held_out = len(set(labels)), int(np.ceil(len(texts) * test_fraction))
     if held_out < classes:
         raise TaskError(

@@ -8,6 +8,7 @@ longest of each)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -159,26 +160,36 @@ def _fit(lengths: list[int], room: int) -> list[int]:
     return [short, long] if lengths[0] <= lengths[1] else [long, short]
 
 
-def text_key(example: Example) -> tuple[str, ...]:
-    """What makes two examples copies of each other: their texts (or words), spacing aside."""
-    return tuple(" ".join(text.split()) for text in example.inputs)
+def as_written(text: str) -> str:
+    return text
 
 
-def copy_groups(examples: list[Example]) -> list[list[int]]:
+Normalise = Callable[[str], str]  # a text as the model reads it: `MLMTokenizer.normalised`, or `as_written`
+
+
+def text_key(example: Example, normalise: Normalise = as_written) -> tuple[str, ...]:
+    """What makes two examples copies of each other: their texts (or words) as `normalise` gives them (as the
+    model's tokenizer reads them: an uncased one's "The" is "the"), spacing aside."""
+    return tuple(" ".join(normalise(text).split()) for text in example.inputs)
+
+
+def copy_groups(examples: list[Example], normalise: Normalise = as_written) -> list[list[int]]:
     """The examples' indices grouped by text (`text_key`), each group in the order of its first member."""
     groups: dict[tuple[str, ...], list[int]] = {}
     for index, example in enumerate(examples):
-        groups.setdefault(text_key(example), []).append(index)
+        groups.setdefault(text_key(example, normalise), []).append(index)
     return list(groups.values())
 
 
-def stratified_split(examples: list[Example], seed: int, task: str) -> tuple[list[int], list[int], list[int]]:
+def stratified_split(
+    examples: list[Example], seed: int, task: str, normalise: Normalise = as_written
+) -> tuple[list[int], list[int], list[int]]:
     """Indices of training, validation and test (`SPLIT_SHARES`): for classification, each label in that
     proportion, at least one example of it in each part; for tokens, a seeded shuffle. Copies of a text stay
     together on one side (a test text that is also a training text would score what was learned by heart): the
-    shares are of distinct texts, each counted under the label of its first copy."""
+    shares are of distinct texts (`text_key` by `normalise`), each counted under the label of its first copy."""
     rng = np.random.default_rng(seed)
-    groups = copy_groups(examples)
+    groups = copy_groups(examples, normalise)
     if task == "tokens":
         if len(groups) < 3:
             raise TaskError(f"{len(groups)} distinct sentence(s) cannot be split into training, validation and test")
@@ -209,13 +220,18 @@ def stratified_split(examples: list[Example], seed: int, task: str) -> tuple[lis
     return _members(groups, parts[0]), _members(groups, parts[1]), _members(groups, parts[2])
 
 
-def copies_said(names: list[str], parts: tuple[list[Example], list[Example], list[Example]], split: bool) -> list[str]:
-    """What the task's repeated texts mean, in words: copies within the file that was `split` (kept on one side),
-    or, for files given apart (`names`: training, validation, test), validation and test texts that are also
-    training texts, whose scores are then measured on what the model trained on."""
+def copies_said(
+    names: list[str],
+    parts: tuple[list[Example], list[Example], list[Example]],
+    split: bool,
+    normalise: Normalise = as_written,
+) -> list[str]:
+    """What the task's repeated texts (`text_key` by `normalise`) mean, in words: copies within the file that was
+    `split` (kept on one side), or, for files given apart (`names`: training, validation, test), validation and
+    test texts that are also training texts, whose scores are then measured on what the model trained on."""
     if split:
         examples = [example for part in parts for example in part]
-        copies = len(examples) - len(copy_groups(examples))
+        copies = len(examples) - len(copy_groups(examples, normalise))
         if not copies:
             return []
         return [
@@ -224,7 +240,7 @@ def copies_said(names: list[str], parts: tuple[list[Example], list[Example], lis
         ]
     said = []
     for name, part, kind in zip(names[1:], parts[1:], ("validation", "test"), strict=True):
-        seen = seen_in_training(parts[0], part)
+        seen = seen_in_training(parts[0], part, normalise)
         if seen:
             said.append(
                 f"{name}: {seen:,} of its {len(part):,} {kind} examples have a text that is also in the training file "
@@ -233,10 +249,10 @@ def copies_said(names: list[str], parts: tuple[list[Example], list[Example], lis
     return said
 
 
-def seen_in_training(train: list[Example], part: list[Example]) -> int:
-    """How many examples of `part` have a text that is also a training text (`text_key`)."""
-    trained = {text_key(example) for example in train}
-    return sum(text_key(example) in trained for example in part)
+def seen_in_training(train: list[Example], part: list[Example], normalise: Normalise = as_written) -> int:
+    """How many examples of `part` have a text that is also a training text (`text_key` by `normalise`)."""
+    trained = {text_key(example, normalise) for example in train}
+    return sum(text_key(example, normalise) in trained for example in part)
 
 
 def _members(groups: list[list[int]], numbers: list[int]) -> list[int]:

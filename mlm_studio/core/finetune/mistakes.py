@@ -9,7 +9,7 @@ from pathlib import Path
 from mlm_studio.core.finetune.labelled import Columns
 from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.finetune.qa.mistakes import wrong_answers
-from mlm_studio.core.finetune.setup import files_split, read_task
+from mlm_studio.core.finetune.setup import copies_by, files_split, read_task
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.run_folder import RunDir
 
@@ -36,7 +36,7 @@ def wrong_test_examples(path: str | Path, progress: Progress | None = None, limi
     files = {name: Path(p) if p else None for name, p in task["files"].items()}
     columns = Columns(**task["columns"]) if task["columns"] else None
     read, _ = read_task(task["task"], files["train"], files["validation"], files["test"], columns)
-    test = files_split(read, task["split_seed"], task["task"])[2]
+    test = files_split(read, task["split_seed"], task["task"], copies_by(run))[2]
     found = []
     for done, example in enumerate(test):
         progress.check()

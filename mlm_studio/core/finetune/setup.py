@@ -32,6 +32,8 @@ from mlm_studio.core.config.sections import MAX_SEED, DataConfig, ModelConfig, T
 from mlm_studio.core.data.corpus import ReadOptions
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.finetune.examples import (
+    Normalise,
+    as_written,
     copies_said,
     encode_examples,
     seen_in_training,
@@ -198,7 +200,7 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions) -> RunDir:
         )
     else:
         files, labels = read_task(options.task, options.train, options.validation, options.test, options.columns)
-        n_train = len(files_split(files, options.held_out_by, options.task)[0])
+        n_train = len(files_split(files, options.held_out_by, options.task, source.tokenizer.normalised)[0])
     per_epoch = math.ceil(n_train / options.batch_size)
     total = max(1, math.ceil(options.epochs * n_train / options.batch_size))
     interval = options.eval_interval or per_epoch
@@ -230,6 +232,7 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions) -> RunDir:
         "files": {name: str(Path(p).resolve()) if p else None for name, p in _paths(options).items()},
         "columns": asdict(options.columns) if options.columns else None,
         "split_seed": options.held_out_by,
+        "copies_as_read": True,  # copies are texts the tokenizer reads alike (`copies_by`)
         "pooling": options.pooling,
         "freeze_layers": options.freeze_layers,
         "patience": options.patience,
@@ -267,13 +270,22 @@ def read_task(
     return files, sorted(known) if task == "classification" else with_inside_tags(known)
 
 
-def files_split(files: list[LabelledFile], seed: int, task: str) -> tuple[list, list, list]:
-    """The training, validation and test examples: the user's files, or a split of the one file."""
+def files_split(
+    files: list[LabelledFile], seed: int, task: str, normalise: Normalise = as_written
+) -> tuple[list, list, list]:
+    """The training, validation and test examples: the user's files, or a split of the one file (copies of a text,
+    as `normalise` reads it, on one side)."""
     if len(files) == 3:
         return files[0].examples, files[1].examples, files[2].examples
     examples = files[0].examples
-    parts = stratified_split(examples, seed, task)
+    parts = stratified_split(examples, seed, task, normalise)
     return tuple([examples[i] for i in part] for part in parts)
+
+
+def copies_by(run: RunDir) -> Normalise:
+    """How a run's split tells copies apart: as its tokenizer reads texts (an uncased one's "The" is "the"), or,
+    for a run begun before that, as they are written (its split stays the one it trained on)."""
+    return run.tokenizer.normalised if run.task.get("copies_as_read") else as_written
 
 
 def task_data(run: RunDir) -> TaskData:
@@ -287,13 +299,14 @@ def task_data(run: RunDir) -> TaskData:
     read = set(files[0].label_counts())  # a run made before inside tags were added has only these
     if set(task["labels"]) not in (set(labels), read):
         raise TaskError(f"the labels of {paths['train'].name} changed since the run began; start a new run")
-    parts = files_split(files, task["split_seed"], task["task"])
+    normalise = copies_by(run)
+    parts = files_split(files, task["split_seed"], task["task"], normalise)
     ids = {label: i for i, label in enumerate(task["labels"])}
     limit = run.config.data.max_seq_len
     tokenizer = run.tokenizer
     train, validation, test = (encode_examples(tokenizer, part, ids, task["task"], limit) for part in parts)
     notes = [f"{f.path.name}: rows left out: {f.skipped}" for f in files if f.skipped]
-    notes += copies_said([f.path.name for f in files] * (3 // len(files)), parts, split=len(files) == 1)
+    notes += copies_said([f.path.name for f in files] * (3 // len(files)), parts, len(files) == 1, normalise)
     named = zip(("training", "validation", "test"), (train, validation, test), files * 3 if len(files) == 1 else files)
     for name, part, file in named:
         if part.truncated:
@@ -302,7 +315,7 @@ def task_data(run: RunDir) -> TaskData:
                 f"are longer than the {limit} tokens the model reads and were cut, the first at row "
                 f"{part.truncated[0]} (words past the cut are not scored)"
             )
-    seen = seen_in_training(parts[0], parts[2])
+    seen = seen_in_training(parts[0], parts[2], normalise)
     return TaskData(task["labels"], train, validation, test, LabelKind(task["labels"]), tuple(notes), seen)
 
 
