@@ -18,9 +18,12 @@ from tokenizers import Encoding, processors
 from mlm_studio.core.data.masking import IGNORE_INDEX
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.finetune.labelled import Example, TaskError
+from mlm_studio.core.progress import Progress
 from mlm_studio.core.shown import shown
 
 SPLIT_SHARES = (0.8, 0.1, 0.1)  # training, validation, test
+ID_TYPE = np.int32  # a token id as an encoded example keeps it (vocabularies are far smaller than 2**31)
+REPORT_EXAMPLES = 1024  # examples encoded between two reports of progress
 BUCKET_BATCHES = 50  # batches sorted by length together (enough to pad little, few enough to stay random)
 
 
@@ -28,8 +31,8 @@ BUCKET_BATCHES = 50  # batches sorted by length together (enough to pad little, 
 class Encoded:
     """Examples as ids: each row's ids and labels (one label per example, or one per token)."""
 
-    ids: list[np.ndarray]
-    types: list[np.ndarray]  # each id's segment (0 for the first text, as the tokenizer says for a pair's second)
+    ids: list[np.ndarray]  # of `ID_TYPE`
+    types: list[np.ndarray]  # int8: each id's segment (0 for the first text, as the tokenizer says for a pair's second)
     labels: list[np.ndarray]  # what training learns: IGNORE_INDEX where nothing is to learn
     scored: list[np.ndarray]  # where each example is scored: its words' first pieces, or 0 for its one label
     rows: list[int]  # each example's row in its file
@@ -83,12 +86,29 @@ def with_inside_tags(labels: list[str]) -> list[str]:
 
 
 def encode_examples(
-    tokenizer: MLMTokenizer, examples: list[Example], label_ids: dict[str, int], task: str, limit: int
+    tokenizer: MLMTokenizer,
+    examples: list[Example],
+    label_ids: dict[str, int],
+    task: str,
+    limit: int,
+    progress: Progress | None = None,
 ) -> Encoded:
-    """Examples as ids of at most `limit` tokens, special tokens included (longer ones are cut: counted)."""
+    """Examples as ids of at most `limit` tokens, special tokens included (longer ones are cut: counted); the
+    encoding reported to `progress`. Kept compact, for tasks of millions of examples: ids as `ID_TYPE`, and what
+    many examples hold alike (a single text's segment ids, a label, the one place it is scored) one shared array."""
     ids, types, labels, scored, truncated = [], [], [], [], []
     budget = limit - 2
-    for example in examples:
+    single: dict[int, np.ndarray] = {}  # a single text's segment ids (zeros), by length
+    label_of = {i: np.asarray([i], dtype=np.int64) for i in label_ids.values()}  # shared, never written to
+    first_place = np.zeros(1, dtype=np.int64)
+    texts: list[list[Encoding]] = []  # the texts of the next `REPORT_EXAMPLES` examples, encoded together
+    for done, example in enumerate(examples):
+        if done % REPORT_EXAMPLES == 0:
+            if progress is not None:
+                progress.check()
+                progress.report(done, len(examples), f"Encoding {len(examples):,} examples")
+            if task != "tokens":
+                texts = _encoded_texts(tokenizer, examples[done : done + REPORT_EXAMPLES])
         if task == "tokens":
             pieces, word_of = word_pieces(tokenizer, example.inputs)
             first = first_pieces(word_of)[:budget]
@@ -105,13 +125,17 @@ def encode_examples(
             labels.append(np.asarray([IGNORE_INDEX, *targets, IGNORE_INDEX], dtype=np.int64))
             scored.append(np.flatnonzero(first) + 1)  # after [CLS]
         else:
-            row, segments, cut = encode_texts(tokenizer, example.inputs, limit)
+            encoding, cut = laid_out(tokenizer, texts[done % REPORT_EXAMPLES], limit)
+            row, segments = encoding.ids, encoding.type_ids
             if cut:
                 truncated.append(example.row)
-            labels.append(np.asarray([label_ids[example.labels[0]]], dtype=np.int64))
-            scored.append(np.zeros(1, dtype=np.int64))
-        ids.append(np.asarray(row, dtype=np.int64))
-        types.append(np.asarray(segments, dtype=np.int64))
+            labels.append(label_of[label_ids[example.labels[0]]])
+            scored.append(first_place)
+        ids.append(np.asarray(row, dtype=ID_TYPE))
+        if any(segments):
+            types.append(np.asarray(segments, dtype=np.int8))
+        else:
+            types.append(single.setdefault(len(segments), np.zeros(len(segments), dtype=np.int8)))
     return Encoded(ids, types, labels, scored, [e.row for e in examples], truncated, task == "tokens")
 
 
@@ -124,8 +148,25 @@ def encode_texts(tokenizer: MLMTokenizer, texts: tuple[str, ...], limit: int) ->
 
 def lay_out(tokenizer: MLMTokenizer, texts: tuple[str, ...], limit: int) -> tuple[Encoding, bool]:
     """As `encode_texts`, the whole encoding (offsets and special-token mask too) and whether a text was cut."""
+    return laid_out(tokenizer, [tokenizer.backend.encode(text, add_special_tokens=False) for text in texts], limit)
+
+
+def _encoded_texts(tokenizer: MLMTokenizer, examples: list[Example]) -> list[list[Encoding]]:
+    """Each example's texts encoded without special tokens, all in one call (which the `tokenizers` library
+    spreads over the processor's cores)."""
+    flat = tokenizer.backend.encode_batch(
+        [text for example in examples for text in example.inputs], add_special_tokens=False
+    )
+    encoded, at = [], 0
+    for example in examples:
+        encoded.append(flat[at : at + len(example.inputs)])
+        at += len(example.inputs)
+    return encoded
+
+
+def laid_out(tokenizer: MLMTokenizer, parts: list[Encoding], limit: int) -> tuple[Encoding, bool]:
+    """A text's encoding (or a pair's two), without special tokens, laid out as `lay_out` does (cut in place)."""
     processor = tokenizer.backend.post_processor or bert_layout(tokenizer)
-    parts = [tokenizer.backend.encode(text, add_special_tokens=False) for text in texts]
     room = limit - processor.num_special_tokens_to_add(len(parts) == 2)
     lengths = [len(part.ids) for part in parts]
     keep = _fit(lengths, room)
@@ -277,17 +318,17 @@ def collate(data: Encoded, indices: np.ndarray, pad_id: int, device: torch.devic
     """(ids, attention mask, segment ids, labels) of some examples, padded to the longest; token labels padded
     with IGNORE_INDEX."""
     length = max(len(data.ids[i]) for i in indices)
-    ids = torch.full((len(indices), length), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(indices), length), dtype=torch.long)
-    types = torch.zeros((len(indices), length), dtype=torch.long)
-    labels = torch.full((len(indices), length), IGNORE_INDEX, dtype=torch.long) if data.per_token else None
+    ids = np.full((len(indices), length), pad_id, dtype=np.int64)
+    mask = np.zeros((len(indices), length), dtype=np.int64)
+    types = np.zeros((len(indices), length), dtype=np.int64)
+    labels = np.full((len(indices), length), IGNORE_INDEX, dtype=np.int64) if data.per_token else None
     for row, i in enumerate(indices):
         n = len(data.ids[i])
-        ids[row, :n] = torch.from_numpy(data.ids[i])
+        ids[row, :n] = data.ids[i]
         mask[row, :n] = 1
-        types[row, :n] = torch.from_numpy(data.types[i])
+        types[row, :n] = data.types[i]
         if labels is not None:
-            labels[row, :n] = torch.from_numpy(data.labels[i])
+            labels[row, :n] = data.labels[i]
     if labels is None:
-        labels = torch.from_numpy(np.concatenate([data.labels[i] for i in indices]))
-    return ids.to(device), mask.to(device), types.to(device), labels.to(device)
+        labels = np.concatenate([data.labels[i] for i in indices])
+    return tuple(torch.from_numpy(array).to(device) for array in (ids, mask, types, labels))
