@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mlm_studio.core.models.registry import FAMILIES, family_fields
+from mlm_studio.core.config.families import FAMILIES, family_fields
 from mlm_studio.core.shown import MAX_WHOLE_NUMBER, shown
 
 SCHEDULES = ("linear", "cosine", "constant")
