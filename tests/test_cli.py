@@ -15,9 +15,9 @@ from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import OBJECTIVES, PRECISIONS, SCHEDULES, STRATEGIES
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
-from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import StepRecord
+from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import config_file, small_config
@@ -842,7 +842,7 @@ def test_a_negative_number_in_any_form_is_a_value_and_its_own_check_refuses_it(t
 def test_the_per_class_table_keeps_a_line_per_class_however_long_or_broken_a_label():
     from types import SimpleNamespace
 
-    from mlm_studio.finetune_command import LABEL_CHARS, _per_class_table
+    from mlm_studio.commands.finetune import LABEL_CHARS, _per_class_table
 
     long, broken = "x" * 5_000, "two\nlines"
     table = _per_class_table(SimpleNamespace(per_class=[(long, 0.5, 0.25, 1 / 3, 4), (broken, 1.0, 1.0, 1.0, 12)]))

@@ -3,8 +3,8 @@ validation or test texts are training texts are said to be scored on what the mo
 
 import pytest
 
+from mlm_studio.core.data.labelled import Example, TaskError
 from mlm_studio.core.finetune.examples import copies_said, copy_groups, seen_in_training, stratified_split, text_key
-from mlm_studio.core.finetune.labelled import Example, TaskError
 from mlm_studio.core.finetune.setup import files_split, read_task
 
 
@@ -76,7 +76,8 @@ def test_tagged_sentences_repeated_stay_on_one_side():
 
 
 def test_the_test_record_says_how_many_test_examples_are_training_texts(trained_run, tmp_path):
-    from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+    from mlm_studio.core.finetune.options import FinetuneOptions
+    from mlm_studio.core.finetune.setup import prepare_finetuner
     from mlm_studio.core.training.records import TestRecord
 
     rows = _copied_rows()
@@ -97,8 +98,9 @@ def test_the_test_record_says_how_many_test_examples_are_training_texts(trained_
 def test_a_tasks_files_are_known_by_their_contents_not_their_dates(trained_run, tmp_path):
     import os
 
-    from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
-    from mlm_studio.core.storage.run_folder import RunDir
+    from mlm_studio.core.finetune.options import FinetuneOptions
+    from mlm_studio.core.finetune.setup import prepare_finetuner
+    from mlm_studio.core.training.run_folder import RunDir
 
     task = _write(tmp_path / "task.csv", _copied_rows())
     options = FinetuneOptions("classification", task, learning_rate=5e-3, epochs=1, batch_size=8, device="cpu")
@@ -160,8 +162,9 @@ def test_a_run_splits_copies_as_its_tokenizer_reads_them_and_an_older_run_keeps_
     import json
 
     from mlm_studio.core.finetune.examples import as_written
-    from mlm_studio.core.finetune.setup import FinetuneOptions, copies_by, prepare_finetuner
-    from mlm_studio.core.storage.run_folder import RunDir
+    from mlm_studio.core.finetune.options import FinetuneOptions
+    from mlm_studio.core.finetune.setup import copies_by, prepare_finetuner
+    from mlm_studio.core.training.run_folder import RunDir
 
     task = _write(tmp_path / "task.csv", _case_variants())
     options = FinetuneOptions("classification", task, learning_rate=5e-3, epochs=1, batch_size=8, device="cpu")

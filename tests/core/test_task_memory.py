@@ -9,9 +9,9 @@ import tracemalloc
 
 import pytest
 
+from mlm_studio.core.data.labelled import Example, Sample
 from mlm_studio.core.evaluation import task_probe
 from mlm_studio.core.finetune.examples import encode_examples, encode_texts
-from mlm_studio.core.finetune.labelled import Example, Sample
 from mlm_studio.core.finetune.setup import read_task
 from mlm_studio.core.progress import Progress
 

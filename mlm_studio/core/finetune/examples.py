@@ -15,9 +15,9 @@ import numpy as np
 import torch
 from tokenizers import Encoding, processors
 
+from mlm_studio.core.data.labelled import Example, TaskError
 from mlm_studio.core.data.masking import IGNORE_INDEX
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.finetune.labelled import Example, TaskError
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.shown import shown
 

@@ -7,13 +7,15 @@ import signal
 import sys
 from pathlib import Path
 
+from mlm_studio.commands.terminal import INTERRUPTED, MISUSED, fail, reason, stop_on_interrupt, strict_json
+from mlm_studio.core.data.labelled import Columns
 from mlm_studio.core.data.tokenizer import TokenizerError
 from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.finetune.compare import Said, compare, contenders, outcomes, score_name, table, verdict
-from mlm_studio.core.finetune.labelled import Columns
+from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
 from mlm_studio.core.finetune.recipe.result import read_search
 from mlm_studio.core.finetune.recipe.search import SearchPlan, search
-from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError, ResumeRefused, prepare_finetuner
+from mlm_studio.core.finetune.setup import ResumeRefused, prepare_finetuner
 from mlm_studio.core.finetune.tasks import COMPARE_SEEDS, SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.finetune.tuner import FineTuner
 from mlm_studio.core.shown import one_line
@@ -23,7 +25,6 @@ from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import FailedRecord, FinishedRecord, StepRecord, TestRecord, ValidationRecord
 from mlm_studio.core.training.runs import new_run_path
-from mlm_studio.terminal import INTERRUPTED, MISUSED, fail, reason, stop_on_interrupt, strict_json
 
 USER_ERRORS = (ValueError, CheckpointError, TokenizerError, OSError)  # TaskError and ConfigError are ValueErrors
 # the option that sets each of FinetuneOptions' fields (and MODEL); its value is in args under the option's name
@@ -53,7 +54,7 @@ COLUMN_FLAGS = ("--text-column", "--label-column", "--pair-column")
 SEARCH_FLAGS = {"learning_rates": "--lrs", "max_epochs": "--max-epochs", "seeds": "--seeds"}  # SearchPlan's
 
 
-def finetune(args) -> int:
+def run(args) -> int:
     """Fine-tune MODEL on a labelled file (or resume a fine-tuning run, with the options it may change), printing
     progress; Ctrl-C stops after the current step with a checkpoint and exits INTERRUPTED."""
     misused = _misused(args)
