@@ -16,6 +16,7 @@ from mlm_studio.commands.values import (
     device,
     duration,
     listed,
+    meant,
     positive,
     preset_name,
     rates,
@@ -51,13 +52,30 @@ STOPPED = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, which names the option meant when given one it does not know (`meant`)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands: dict[str, argparse.ArgumentParser] = {}  # each command's parser, by name
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            command = self.commands.get(getattr(parsed, "command", None) or "", self)
+            known = [option for action in command._actions for option in action.option_strings]
+            self.error(f"unrecognized arguments: {' '.join(unknown)}{meant(unknown, known)}")
+        return parsed
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="mlm-studio",
         description="MLM Studio: a workbench for masked language modeling. With no command, opens the window.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    parser.commands = commands.choices
     gui = commands.add_parser("gui", help="open the workbench window (the default)")
     for p in (parser, gui):
         p.set_defaults(run=None)  # the window: the entry point opens it

@@ -5,6 +5,7 @@ numbers and lists of them."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
 
 from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
@@ -49,6 +50,38 @@ RUN_MLM_FIELDS = {
     "mlm_probability": ("masking.rate", float),
     "seed": ("training.seed", int),
 }
+
+
+# `transformers`' names (its Trainer's and example scripts') for what `finetune` names otherwise
+TRANSFORMERS_NAMES = {
+    "learning_rate": "lr",
+    "num_train_epochs": "epochs",
+    "per_device_train_batch_size": "batch_size",
+    "warmup_ratio": "warmup",
+    "output_dir": "out",
+    "max_seq_length": "max_length",
+    "train_file": "task",
+    "validation_file": "validation",
+    "test_file": "test",
+}
+
+
+def meant(unknown: list[str], known: list[str]) -> str:
+    """The option of `known` the first option of `unknown` stands for (`transformers`' name for it, or a close
+    spelling), as "; did you mean --lr?"; "" when none is close."""
+    options: dict[str, str] = {}
+    for option in known:
+        if option.startswith("--"):
+            options.setdefault(option[2:].replace("-", "_"), option)
+    for word in unknown:
+        if not word.startswith("--"):
+            continue
+        name = word[2:].split("=", 1)[0].replace("-", "_").lower()
+        close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.75)
+        found = TRANSFORMERS_NAMES.get(name) if TRANSFORMERS_NAMES.get(name) in options else next(iter(close), None)
+        if found is not None:
+            return f"; did you mean {options[found]}?"
+    return ""
 
 
 def rates(values) -> str:

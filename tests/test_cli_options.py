@@ -1,0 +1,35 @@
+"""An option the command line does not know is refused naming the one meant: `transformers`' name for it, or a
+close spelling."""
+
+import subprocess
+import sys
+
+import pytest
+
+from mlm_studio.cli import main
+
+
+def test_finetunes_learning_rate_under_its_transformers_name_is_refused_naming_lr(tmp_path):
+    command = [sys.executable, "-m", "mlm_studio", "finetune", "model", "--task", "t.csv", "--learning_rate", "1e-3"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == "" and list(tmp_path.iterdir()) == []
+    assert done.stderr.endswith("mlm-studio: error: unrecognized arguments: --learning_rate 1e-3; did you mean --lr?\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["finetune", "m", "--num-train-epochs", "2"], "--num-train-epochs 2; did you mean --epochs?"),
+        (["finetune", "m", "--per_device_train_batch_size", "8"], "8; did you mean --batch-size?"),
+        (["finetune", "m", "--output_dir", "x"], "--output_dir x; did you mean --out?"),
+        (["predict", "m", "a [MASK]", "--topk", "3"], "--topk 3; did you mean --top-k?"),
+        (["search", "m", "--qeury", "x"], "--qeury x; did you mean --query?"),
+        (["evaluate", "m", "--tsak", "t.csv"], "--tsak t.csv; did you mean --task?"),
+        (["finetune", "m", "--frobnicate", "1"], "--frobnicate 1\n"),
+    ],
+)
+def test_an_unknown_option_names_the_known_one_close_to_it(args, said, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.endswith(said if said.endswith("\n") else said + "\n"), err
