@@ -8,6 +8,7 @@ longest of each)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -214,11 +215,17 @@ def text_key(example: Example, normalise: Normalise = as_written) -> tuple[str, 
     return tuple(" ".join(normalise(text).split()) for text in example.inputs)
 
 
+def copy_key(example: Example, normalise: Normalise = as_written) -> bytes:
+    """`text_key` as 16 bytes of its hash: a task of millions of examples holds these, not a copy of each text."""
+    joined = "\0".join(text_key(example, normalise))
+    return hashlib.blake2b(joined.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 def copy_groups(examples: list[Example], normalise: Normalise = as_written) -> list[list[int]]:
-    """The examples' indices grouped by text (`text_key`), each group in the order of its first member."""
-    groups: dict[tuple[str, ...], list[int]] = {}
+    """The examples' indices grouped by text (`copy_key`), each group in the order of its first member."""
+    groups: dict[bytes, list[int]] = {}
     for index, example in enumerate(examples):
-        groups.setdefault(text_key(example, normalise), []).append(index)
+        groups.setdefault(copy_key(example, normalise), []).append(index)
     return list(groups.values())
 
 
@@ -292,8 +299,8 @@ def copies_said(
 
 def seen_in_training(train: list[Example], part: list[Example], normalise: Normalise = as_written) -> int:
     """How many examples of `part` have a text that is also a training text (`text_key` by `normalise`)."""
-    trained = {text_key(example, normalise) for example in train}
-    return sum(text_key(example, normalise) in trained for example in part)
+    trained = {copy_key(example, normalise) for example in train}
+    return sum(copy_key(example, normalise) in trained for example in part)
 
 
 def _members(groups: list[list[int]], numbers: list[int]) -> list[int]:
