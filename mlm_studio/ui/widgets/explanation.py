@@ -1,0 +1,117 @@
+"""Why a model predicted a word, in the window: the sentence shaded by each word's attribution (a method to
+choose) and the attention of every layer and head, computed off the GUI thread."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QTabWidget, QVBoxLayout, QWidget
+
+from mlm_studio.core.evaluation.explain.attention import AttentionMaps, attention_maps
+from mlm_studio.core.evaluation.explain.attributions import DEFAULT_METHOD, METHODS, Attribution, Explainer
+from mlm_studio.core.evaluation.predict import FillMask
+from mlm_studio.core.progress import Progress
+from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.widgets.attention_view import AttentionView
+from mlm_studio.ui.widgets.attribution_view import AttributionView
+
+
+@dataclass(frozen=True)
+class Question:
+    """A prediction to explain: the model's path, the text, which mask (0: the first) and the candidate's id."""
+
+    path: str
+    text: str
+    mask: int
+    candidate_id: int
+
+
+@dataclass(frozen=True)
+class Explanation:
+    question: Question
+    attribution: Attribution
+    attention: AttentionMaps
+
+
+def explain(question: Question, method: str, progress: Progress | None = None) -> Explanation:
+    """The attribution and the attention maps of `question`'s prediction, from the model's exact weights."""
+    explainer = Explainer.of(FillMask.from_path(question.path))
+    attribution = explainer.explain(question.text, question.candidate_id, question.mask, method)
+    if progress is not None:
+        progress.check()
+    maps = attention_maps(explainer.model, explainer.tokenizer, explainer.read(question.text))
+    return Explanation(question, attribution, maps)
+
+
+def why_button(clicked) -> QPushButton:
+    """The small button beside a prediction that asks why it was made."""
+    button = QPushButton("why?")
+    button.setFlat(True)
+    button.setToolTip("Which words carried this prediction, and what each layer attended to")
+    button.clicked.connect(lambda _=False: clicked())
+    return button
+
+
+class ExplanationView(QWidget):
+    """Asked a `Question`, computes its explanation in the background and shows it; a newer question replaces
+    the one running."""
+
+    explained = Signal(object)  # Explanation
+    failed = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.question: Question | None = None
+        self.explanation: Explanation | None = None
+        self.method_combo = QComboBox()
+        for name, (title, unit) in METHODS.items():
+            self.method_combo.addItem(title, name)
+            tooltip = f"Scores in {unit} units"
+            self.method_combo.setItemData(self.method_combo.count() - 1, tooltip, Qt.ItemDataRole.ToolTipRole)
+        self.method_combo.setCurrentIndex(self.method_combo.findData(DEFAULT_METHOD))
+        self.method_combo.currentIndexChanged.connect(self._again)
+        self.status = QLabel("Click “why?” beside a candidate to see which words carried it.")
+        self.status.setWordWrap(True)
+        self.attribution_view = AttributionView()
+        self.attention_view = AttentionView()
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.attribution_view, "Attribution")
+        self.tabs.addTab(self.attention_view, "Attention")
+        top = QHBoxLayout()
+        top.addWidget(QLabel("Method"))
+        top.addWidget(self.method_combo)
+        top.addWidget(self.status, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(top)
+        layout.addWidget(self.tabs, 1)
+        self.runner = TaskRunner(self)
+        self.runner.succeeded.connect(self._on_explained)
+        self.runner.failed.connect(self._on_failed)
+
+    @property
+    def method(self) -> str:
+        return self.method_combo.currentData()
+
+    def ask(self, question: Question) -> None:
+        self.question = question
+        self.status.setText("Explaining…")
+        method = self.method
+        self.runner.start(lambda progress: explain(question, method, progress))
+
+    def _again(self) -> None:
+        if self.question is not None:
+            self.ask(self.question)
+
+    def _on_explained(self, explanation: Explanation) -> None:
+        self.explanation = explanation
+        self.status.setText("")
+        self.attribution_view.show_attribution(explanation.attribution)
+        self.attention_view.show_maps(explanation.attention)
+        self.explained.emit(explanation)
+
+    def _on_failed(self, message: str) -> None:
+        self.status.setText(message)
+        self.attribution_view.clear()
+        self.failed.emit(message)
