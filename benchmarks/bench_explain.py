@@ -25,7 +25,8 @@ from common import alternate, machine, summary
 from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.evaluation.explain.attention import attention_maps
-from mlm_studio.core.evaluation.explain.attributions import DEFAULT_STEPS, Explainer
+from mlm_studio.core.evaluation.explain.attributions import Explainer
+from mlm_studio.core.evaluation.explain.choices import DEFAULT_STEPS
 from mlm_studio.core.evaluation.explain.methods import PATH_BATCH, word_embeddings
 from mlm_studio.core.evaluation.explain.sanity import (
     cascading_randomisation,

@@ -32,6 +32,7 @@ from mlm_studio.core.config.sections import (
     join_words,
 )
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
+from mlm_studio.core.evaluation.explain.choices import BASELINES, DEFAULT_METHOD, DEFAULT_STEPS, METHODS
 from mlm_studio.core.finetune.pipeline_shapes import AGGREGATIONS
 from mlm_studio.core.finetune.tasks import (
     COMPARE_SEEDS,
@@ -117,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument(
         "--device", type=device, default="cpu", help=f"where to predict: {listed(DEVICES)} (default cpu)"
     )
+    _add_explain(predict)
     predict.set_defaults(run=_deferred("predict"))
 
     evaluate = commands.add_parser(
@@ -345,3 +347,35 @@ def _deferred(command: str) -> Callable[[argparse.Namespace], int]:
     """The `run` of the command's own module, imported when it runs: the parser and the window start without
     torch."""
     return lambda args: importlib.import_module(f"mlm_studio.commands.{command}").run(args)
+
+
+def _add_explain(predict) -> None:
+    """`predict`'s options that explain a prediction instead of listing candidates."""
+    predict.add_argument(
+        "--explain",
+        nargs="?",
+        const=DEFAULT_METHOD,
+        choices=list(METHODS),
+        metavar="METHOD",
+        help=f"why the model predicts a word at a [MASK]: each word's attribution by {listed(METHODS)} "
+        f"(default {DEFAULT_METHOD}: {METHODS[DEFAULT_METHOD][0]}); with --json the method and each word's score",
+    )
+    predict.add_argument("--mask", type=int, default=1, metavar="N", help="with --explain, which [MASK] (default 1)")
+    predict.add_argument(
+        "--candidate",
+        metavar="TOKEN",
+        help="with --explain, the word explained as the vocabulary spells it (default the most likely)",
+    )
+    predict.add_argument(
+        "--steps",
+        type=int,
+        default=DEFAULT_STEPS,
+        metavar="N",
+        help=f"with --explain ig, the integration's steps (default {DEFAULT_STEPS})",
+    )
+    predict.add_argument(
+        "--baseline",
+        choices=BASELINES,
+        default=BASELINES[0],
+        help="with --explain ig, the text it integrates from: every word masked (mask, the default) or padding",
+    )

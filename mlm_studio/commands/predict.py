@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 
+from mlm_studio.commands.explain import explain_prediction
 from mlm_studio.commands.refusals import USER_ERRORS
 from mlm_studio.commands.terminal import (
     MISUSED,
@@ -34,13 +35,15 @@ def run(args) -> int:
         fine_tuned = fine_tuned_at(args.model)
     except USER_ERRORS as exc:
         return fail(reason(exc))
+    if fine_tuned is not None and args.explain is not None:
+        return fail(f"--explain explains a masked-LM's predictions; {fine_tuned.run.name} is fine-tuned", MISUSED)
     if fine_tuned is not None:
         return try_fine_tuned(fine_tuned, args)
     given = [option for option, value in FINE_TUNED_ONLY if getattr(args, value) is not None]
     if given:
         said = f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for a fine-tuned model"
         return fail(f"{said}; {args.model} fills masks", MISUSED)
-    return fill_masks(args)
+    return explain_prediction(args) if args.explain is not None else fill_masks(args)
 
 
 def try_fine_tuned(model: FineTuned, args) -> int:

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from mlm_studio.core.config.sections import ModelConfig
-from mlm_studio.core.evaluation.explain.attributions import DEFAULT_STEPS, Explainer, ExplainError
+from mlm_studio.core.evaluation.explain.attributions import Explainer, ExplainError
+from mlm_studio.core.evaluation.explain.choices import DEFAULT_STEPS
 from mlm_studio.core.evaluation.explain.methods import gradient_x_input
 from mlm_studio.core.evaluation.explain.sanity import cascading_randomisation, occlusion_agreement, rank_correlation
 from mlm_studio.core.evaluation.explain.words import words_of

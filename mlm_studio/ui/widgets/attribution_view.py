@@ -8,7 +8,8 @@ from PySide6.QtCore import QEvent
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from mlm_studio.core.evaluation.explain.attributions import METHODS, Attribution
+from mlm_studio.core.evaluation.explain.attributions import Attribution
+from mlm_studio.core.evaluation.explain.choices import METHODS
 from mlm_studio.ui.theme import PALETTE_CHANGES, blended
 from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
 

@@ -9,7 +9,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QTabWidget, QVBoxLayout, QWidget
 
 from mlm_studio.core.evaluation.explain.attention import AttentionMaps, attention_maps
-from mlm_studio.core.evaluation.explain.attributions import DEFAULT_METHOD, METHODS, Attribution, Explainer
+from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer
+from mlm_studio.core.evaluation.explain.choices import DEFAULT_METHOD, METHODS
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.progress import Progress
 from mlm_studio.ui.tasks import TaskRunner

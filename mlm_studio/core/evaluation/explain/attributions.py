@@ -9,22 +9,11 @@ import numpy as np
 import torch
 
 from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.evaluation.explain.choices import BASELINES, DEFAULT_METHOD, DEFAULT_STEPS, MAX_STEPS, METHODS
 from mlm_studio.core.evaluation.explain.methods import gradient_x_input, integrated_gradients, occlusion
 from mlm_studio.core.evaluation.explain.words import Words, words_of
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.shown import shown
-
-METHODS = {  # name: (what it is called, the unit of its scores)
-    "ig": ("integrated gradients", "logit"),
-    "gradxinput": ("gradient × input", "logit"),
-    "occlusion": ("leave-one-word-out occlusion", "probability"),
-}
-DEFAULT_METHOD = "ig"
-# Gauss–Legendre nodes: 32 keep completeness within 1% on the trained test models and the default preset
-# (docs/performance.md); Captum's default is 50.
-DEFAULT_STEPS = 32
-MAX_STEPS = 1024
-BASELINES = ("mask", "pad")  # every word's pieces replaced by the mask token, or by padding
 
 
 class ExplainError(ValueError):
