@@ -13,7 +13,7 @@ from mlm_studio.core.evaluation.explain.attributions import Explainer, ExplainEr
 from mlm_studio.core.evaluation.explain.choices import DEFAULT_STEPS
 from mlm_studio.core.evaluation.explain.methods import gradient_x_input
 from mlm_studio.core.evaluation.explain.sanity import cascading_randomisation, occlusion_agreement, rank_correlation
-from mlm_studio.core.evaluation.explain.words import words_of
+from mlm_studio.core.evaluation.explain.words import words_of, words_of_pieces
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.models.build import build_model, build_trained, masked_lm_of
 
@@ -168,3 +168,22 @@ def test_scores_are_per_word_and_their_display_is_normalised(explainer):
     assert [w["word"] for w in as_json["words"]] == list(explained.words)
     text = explained.text
     assert [text[w["start"] : w["end"]].strip() for w in as_json["words"]] == list(explained.words)
+
+
+def test_a_blocks_pieces_are_explained_at_any_position_in_words_they_make(explainer):
+    tokenizer = explainer.tokenizer
+    text = "the interpreter of [MASK] returns."  # lowercase: the words the pieces spell are the text's
+    ids = list(words_of(tokenizer, text).ids)
+    block = words_of_pieces(tokenizer, ids)
+    assert block.texts == words_of(tokenizer, text).texts  # WordPiece's continuations join their word
+    assert block.word_of[0] == block.word_of[-1] == -1
+    padded = ids + [tokenizer.pad_id] * 5
+    where = ids.index(tokenizer.mask_id)
+    from_text = explainer.explain(text, method="gradxinput")
+    from_block = explainer.explain_pieces(padded, where, method="gradxinput")
+    assert from_block.scores == pytest.approx(from_text.scores, abs=1e-9)
+    assert from_block.candidate_id == from_text.candidate_id
+    kept = explainer.explain_pieces(padded, 1, method="occlusion")  # a word that was not masked: its prediction
+    assert kept.scores[0] == 0.0 and len(kept.scores) == len(block.texts)
+    with pytest.raises(ExplainError, match="no piece 40 to explain"):
+        explainer.explain_pieces(padded, 40)

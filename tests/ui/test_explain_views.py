@@ -122,3 +122,25 @@ def test_the_attention_view_shows_a_head_the_mean_or_the_rollout(qtbot):
     assert not view.head_combo.isEnabled()
     heat = view.heat_map
     assert heat.cell_at(QPoint(heat._margin() + 1, heat._margin() + heat._cell() + 1)) == (1, 0)
+
+
+def test_clicking_an_answer_in_the_masked_samples_explains_it(qtbot, evaluation_panel, trained_runs):
+    panel = evaluation_panel
+    panel.model_combo.setCurrentIndex(panel.model_combo.findData(str(trained_runs / "late")))
+    with qtbot.waitSignal(panel.evaluated, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(panel.evaluate_button, Qt.MouseButton.LeftButton)
+    samples = panel.samples_view
+    sample = samples.samples[0]
+    wrong = next((a for a in sample.answers if not a.correct), sample.answers[0])
+    view = samples.views[0]
+    explanation = panel.explained_samples.explanation
+    with qtbot.assertNotEmitted(explanation.explained, wait=50):  # a token without an answer asks nothing
+        qtbot.mouseClick(view, Qt.MouseButton.LeftButton, pos=view.cell_rect(0).center())
+    with qtbot.waitSignal(explanation.explained, timeout=TIMEOUT_MS) as done:
+        qtbot.mouseClick(view, Qt.MouseButton.LeftButton, pos=view.cell_rect(wrong.position).center())
+    attribution = done.args[0].attribution
+    assert attribution.candidate_id == wrong.top[0]
+    assert attribution.probability == pytest.approx(wrong.probabilities[0], abs=1e-5)
+    expected = Explainer(panel.subject.model, panel.subject.tokenizer).explain_pieces(sample.shown, wrong.position)
+    assert attribution.scores == pytest.approx(expected.scores, abs=1e-6)
+    assert explanation.attention_view.maps.maps.shape[-1] == len(explanation.attention_view.maps.pieces)

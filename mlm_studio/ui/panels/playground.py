@@ -353,7 +353,7 @@ class PlaygroundPanel(QWidget):
     def explain(self, view: ResultsView, number: int, candidate: Candidate) -> None:
         """Why `view`'s model predicted `candidate` at mask `number` (0: the first) of the text as typed."""
         if view.subject is not None:
-            self.explanation.ask(Question(view.subject, self.text_edit.text(), number, candidate.token_id))
+            self.explanation.ask(Question(view.subject, number, candidate.token_id, text=self.text_edit.text()))
 
     # --- predictions --------------------------------------------------------------------------------
     def _on_compare(self, on: bool) -> None:

@@ -3,6 +3,7 @@ choose) and the attention of every layer and head, computed off the GUI thread."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, Signal
@@ -20,12 +21,16 @@ from mlm_studio.ui.widgets.attribution_view import AttributionView
 
 @dataclass(frozen=True)
 class Question:
-    """A prediction to explain: the model's path, the text, which mask (0: the first) and the candidate's id."""
+    """A prediction to explain: of the model at a path (read with its exact weights) or of the explainer a
+    function makes (called off the GUI thread), the candidate's id at the `mask`-th [MASK] of a text, or at piece
+    `position` of a block of pieces."""
 
-    path: str
-    text: str
+    model: str | Callable[[], Explainer]
     mask: int
     candidate_id: int
+    text: str = ""
+    pieces: tuple[int, ...] = ()
+    position: int = -1
 
 
 @dataclass(frozen=True)
@@ -36,13 +41,20 @@ class Explanation:
 
 
 def explain(question: Question, method: str, progress: Progress | None = None) -> Explanation:
-    """The attribution and the attention maps of `question`'s prediction, from the model's exact weights."""
-    explainer = Explainer.of(FillMask.from_path(question.path))
-    attribution = explainer.explain(question.text, question.candidate_id, question.mask, method)
+    """The attribution and the attention maps of `question`'s prediction."""
+    model = question.model
+    explainer = Explainer.of(FillMask.from_path(model)) if isinstance(model, str) else model()
+    if question.pieces:
+        attribution = explainer.explain_pieces(
+            question.pieces, question.position, question.candidate_id, method, mask=question.mask
+        )
+        words = explainer.read_pieces(question.pieces)
+    else:
+        attribution = explainer.explain(question.text, question.candidate_id, question.mask, method)
+        words = explainer.read(question.text)
     if progress is not None:
         progress.check()
-    maps = attention_maps(explainer.model, explainer.tokenizer, explainer.read(question.text))
-    return Explanation(question, attribution, maps)
+    return Explanation(question, attribution, attention_maps(explainer.model, explainer.tokenizer, words))
 
 
 def why_button(clicked) -> QPushButton:

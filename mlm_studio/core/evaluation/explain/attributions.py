@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -11,7 +12,7 @@ import torch
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.evaluation.explain.choices import BASELINES, DEFAULT_METHOD, DEFAULT_STEPS, MAX_STEPS, METHODS
 from mlm_studio.core.evaluation.explain.methods import gradient_x_input, integrated_gradients, occlusion
-from mlm_studio.core.evaluation.explain.words import Words, words_of
+from mlm_studio.core.evaluation.explain.words import Words, words_of, words_of_pieces
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.shown import shown
 
@@ -71,7 +72,7 @@ class Explainer:
                 f"{source or 'the model'}: its weights hold values that are not finite numbers (in "
                 f"{shown(broken[0])}); an explanation of its predictions would be meaningless"
             )
-        self.model = model
+        self.model = model.eval()  # dropout off: an explanation is of the model's prediction, not of a draw
         self.tokenizer = tokenizer
         self.source = source
         self.device = next(model.parameters()).device
@@ -115,7 +116,40 @@ class Explainer:
             raise ExplainError("The text has no [MASK]; write [MASK] where the word to explain is missing.")
         if not 0 <= mask < len(masks):
             raise ExplainError(f"The text has {len(masks)} [MASK]s; there is no mask number {mask + 1} to explain.")
-        where = masks[mask]
+        return self._attribute(words, masks[mask], mask, candidate, method, steps, baseline)
+
+    def explain_pieces(
+        self,
+        ids: Sequence[int],
+        position: int,
+        candidate: int | str | None = None,
+        method: str = DEFAULT_METHOD,
+        steps: int = DEFAULT_STEPS,
+        baseline: str = "mask",
+        mask: int = 0,
+    ) -> Attribution:
+        """The same for the prediction at piece `position` of a block of pieces ([CLS] … [SEP], padding after it
+        left out) as the model was shown it: a held-out block's [MASK], random or kept token; `mask` numbers it."""
+        _check_choices(method, steps, baseline)
+        words = self.read_pieces(ids)
+        if not 0 <= position < len(words.ids):
+            raise ExplainError(f"the block has {len(words.ids)} pieces; there is no piece {position} to explain")
+        return self._attribute(words, position, mask, candidate, method, steps, baseline)
+
+    def read_pieces(self, ids: Sequence[int]) -> Words:
+        """A block's pieces (the padding after them left out) and their words, refused when longer than the
+        model reads."""
+        pieces = [int(piece) for piece in ids]
+        while pieces and pieces[-1] == self.tokenizer.pad_id:
+            pieces.pop()
+        limit = self.model.config.max_tokens()
+        if len(pieces) > limit:
+            raise ExplainError(f"The block is {len(pieces)} tokens long; this model reads at most {limit}.")
+        return words_of_pieces(self.tokenizer, pieces)
+
+    def _attribute(
+        self, words: Words, where: int, mask: int, candidate: int | str | None, method: str, steps: int, baseline: str
+    ) -> Attribution:
         ids = words.tensor.to(self.device)
         with torch.no_grad():
             probabilities = self._outputs(ids, None, torch.tensor([where], device=self.device)).float().softmax(-1)[0]

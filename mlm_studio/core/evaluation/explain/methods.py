@@ -112,4 +112,8 @@ def occlusion(
             at = torch.full((len(batch),), where, device=ids.device)
             probabilities = outputs(ids.expand(len(batch), -1), visible, at).float().softmax(-1)[:, label]
             changes.append(whole - probabilities)
-    return torch.cat(changes).double().cpu().numpy() if changes else np.zeros(0)
+    if not changes:
+        return np.zeros(0)
+    out = torch.cat(changes).double().cpu().numpy()
+    out[[not group for group in groups]] = 0.0  # nothing removed: no change (not a rounding's)
+    return out

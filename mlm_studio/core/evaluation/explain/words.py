@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.data.tokenizer import TYPED_MASK, MLMTokenizer
 
 
 @dataclass(frozen=True)
@@ -76,3 +76,29 @@ def _without_blank_words(words: Words) -> Words:
         target[0], target[1] = min(target[0], start), max(target[1], end)
     texts = tuple(words.text[start:end].strip() for start, end in spans)
     return replace(words, word_of=word_of, texts=texts, spans=tuple((start, end) for start, end in spans))
+
+
+def words_of_pieces(tokenizer: MLMTokenizer, ids: list[int]) -> Words:
+    """The words of a block of pieces that has no text of its own (a held-out block): a piece that continues the
+    word before it (`##ing`, a byte-level piece without its space) joins it; the special tokens are no word. The
+    words are written one space apart, which is what `text` and `spans` hold."""
+    specials = set(tokenizer.special_ids) - {tokenizer.mask_id}
+    texts: list[str] = []
+    word_of = []
+    for piece in ids:
+        if piece in specials:
+            word_of.append(-1)
+            continue
+        written, continues = tokenizer.piece_text(piece)
+        if piece == tokenizer.mask_id:
+            written, continues = TYPED_MASK, False
+        if continues and texts and word_of and word_of[-1] >= 0:
+            texts[-1] += written
+        else:
+            texts.append(written)
+        word_of.append(len(texts) - 1)
+    spans, start = [], 0
+    for written in texts:
+        spans.append((start, start + len(written)))
+        start += len(written) + 1
+    return Words(" ".join(texts), tuple(ids), tuple(word_of), tuple(texts), tuple(spans))
