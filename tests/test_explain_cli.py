@@ -1,5 +1,6 @@
 """`mlm-studio predict … --explain`, as a user runs it: each word's attribution as signed bars, or as JSON with
-the method and the scores the engine gives; options that do not go with it refused with exit status 2."""
+the method and the scores the engine gives, for a fine-tuned classifier's label too; options that do not go with
+it refused with exit status 2."""
 
 import json
 import os
@@ -10,10 +11,14 @@ import pytest
 
 from mlm_studio.cli import main
 from mlm_studio.core.evaluation.explain.attributions import Explainer
+from mlm_studio.core.evaluation.explain.task_attributions import TaskExplainer
 from mlm_studio.core.evaluation.predict import FillMask
+from mlm_studio.core.finetune.predict import fine_tuned_at
+from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config
+from tests.core.test_finetune import write_task
 
 TEXT = "Return the [MASK] of the [MASK]."
 
@@ -70,3 +75,15 @@ def test_explain_refuses_in_a_sentence(run, capsys, options, status, message):
 def test_a_text_without_a_mask_is_refused(run, capsys):
     assert main(["predict", str(run), "Return the value.", "--explain", "gradxinput"]) == 1
     assert "no [MASK]" in capsys.readouterr().err
+
+
+def test_a_fine_tuned_classifiers_label_is_explained(tmp_path, run, capsys):
+    options = FinetuneOptions("classification", write_task(tmp_path / "task.csv", rows=40), epochs=1, device="cpu")
+    list(prepare_finetuner(tmp_path / "tuned", str(run), options).run())
+    assert main(["predict", str(tmp_path / "tuned"), "raise the error", "--explain", "occlusion", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    expected = TaskExplainer(fine_tuned_at(tmp_path / "tuned")).explain("raise the error", method="occlusion")
+    assert printed["candidate"] == expected.candidate and printed["unit"] == "probability"
+    assert [w["score"] for w in printed["words"]] == pytest.approx(expected.scores, abs=1e-9)
+    assert main(["predict", str(tmp_path / "tuned"), "raise the error", "--explain"]) == 0
+    assert capsys.readouterr().out.startswith(f"Why {expected.candidate} (")

@@ -1,5 +1,6 @@
-"""`mlm-studio predict … --explain [METHOD]`: why a masked-LM predicted a word at a [MASK], each word's
-attribution as a signed bar, or with --json the method, the prediction and each word's score."""
+"""`mlm-studio predict … --explain [METHOD]`: why a masked-LM predicted a word at a [MASK] (a fine-tuned run: its
+label of the text, or its tag of a word), each word's attribution as a signed bar, or with --json the method, the
+prediction and each word's score."""
 
 from __future__ import annotations
 
@@ -7,37 +8,46 @@ from mlm_studio.commands.refusals import USER_ERRORS
 from mlm_studio.commands.terminal import MISUSED, emit, fail, reason, strict_json, warn_untrained
 from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer
 from mlm_studio.core.evaluation.explain.choices import METHODS
+from mlm_studio.core.evaluation.explain.task_attributions import TaskExplainer
 from mlm_studio.core.evaluation.predict import FillMask
+from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.training.device import resolve_device
 
 BAR_WIDTH = 20  # characters of the largest score's bar
 
 
-def explain_prediction(args) -> int:
-    """Explain one prediction of `args.model` on `args.text` (exit 0), or say why it cannot (1; 2 for options
-    that do not go with --explain)."""
+def explain_prediction(args, tuned: FineTuned | None = None) -> int:
+    """Explain one prediction of `args.model` on `args.text` (a fine-tuned run's label, or with --mask its tag of
+    that word) (exit 0), or say why it cannot (1; 2 for options that do not go with --explain)."""
     if args.fill:
         return fail("--explain explains one mask's prediction as the text stands; leave out --fill", MISUSED)
     if args.mask < 1:
-        return fail(f"--mask counts the text's masks from 1, not {args.mask}", MISUSED)
+        return fail(f"--mask counts the text's masks (a tagger's words) from 1, not {args.mask}", MISUSED)
     try:
-        predictor = FillMask.from_path(args.model, str(resolve_device(args.device)))
-        explained = Explainer.of(predictor).explain(
-            args.text, args.candidate, args.mask - 1, args.explain, args.steps, args.baseline
-        )
+        if tuned is None:
+            predictor = FillMask.from_path(args.model, str(resolve_device(args.device)))
+            explainer, untrained = Explainer.of(predictor), predictor.untrained_head
+        else:
+            explainer, untrained = TaskExplainer(tuned), False
+        explained = explainer.explain(args.text, args.candidate, args.mask - 1, args.explain, args.steps, args.baseline)
     except USER_ERRORS as exc:
         return fail(reason(exc))
-    if predictor.untrained_head:
+    if untrained:
         warn_untrained(args.model, "this explains a random prediction")
-    return emit(strict_json(explained.as_json()) if args.json else table(explained))
+    if tuned is None:
+        where = f"at [MASK] {explained.mask + 1}"
+    else:
+        where = "of the text" if tuned.kind == "classification" else f"of word {explained.mask + 1}"
+    return emit(strict_json(explained.as_json()) if args.json else table(explained, where))
 
 
-def table(explained: Attribution) -> str:
-    """A line saying what is explained, then each word with its score and a bar (right: for, left: against)."""
+def table(explained: Attribution, where: str) -> str:
+    """A line saying what is explained (the prediction `where`), then each word with its score and a bar (right:
+    for, left: against)."""
     method, unit = METHODS[explained.method]
     lines = [
-        f"Why {explained.candidate} ({explained.probability:.3f}) at [MASK] {explained.mask + 1}: {method}, in "
-        f"{unit} units (+ for the prediction, - against)"
+        f"Why {explained.candidate} ({explained.probability:.3f}) {where}: {method}, in {unit} units (+ for the "
+        "prediction, - against)"
     ]
     if explained.gap is not None:
         lines.append(

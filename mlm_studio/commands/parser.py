@@ -360,7 +360,13 @@ def _add_explain(predict) -> None:
         help=f"why the model predicts a word at a [MASK]: each word's attribution by {listed(METHODS)} "
         f"(default {DEFAULT_METHOD}: {METHODS[DEFAULT_METHOD][0]}); with --json the method and each word's score",
     )
-    predict.add_argument("--mask", type=int, default=1, metavar="N", help="with --explain, which [MASK] (default 1)")
+    predict.add_argument(
+        "--mask",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --explain, which [MASK] (a fine-tuned tagger: which word's tag) (default 1)",
+    )
     predict.add_argument(
         "--candidate",
         metavar="TOKEN",

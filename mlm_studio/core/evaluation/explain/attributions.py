@@ -33,7 +33,7 @@ class Attribution:
     words: tuple[str, ...]
     spans: tuple[tuple[int, int], ...]
     scores: tuple[float, ...]
-    mask: int  # which [MASK] of the text, 0 for the first
+    mask: int  # which [MASK] of the text, 0 for the first (a tagger's: which word)
     candidate: str
     candidate_id: int
     probability: float  # the candidate's probability at that mask
@@ -156,7 +156,7 @@ class Explainer:
         label = int(probabilities.argmax()) if candidate is None else self._candidate_id(candidate)
         common = dict(
             text=words.text, words=words.texts, spans=words.spans, mask=mask, candidate_id=label,
-            candidate=self.tokenizer.id_to_token(label), probability=float(probabilities[label]), source=self.source,
+            candidate=self._label_name(label), probability=float(probabilities[label]), source=self.source,
         )  # fmt: skip
         name, unit = method, METHODS[method][1]
         if method == "gradxinput" and self.model.config.family == "modernbert":
@@ -183,6 +183,9 @@ class Explainer:
         keep = torch.zeros(ids.shape, dtype=torch.bool, device=ids.device)
         keep[torch.arange(len(ids), device=ids.device), where] = True
         return self.model.logits(self.model.hidden(ids, attention_mask, keep=keep))
+
+    def _label_name(self, label: int) -> str:
+        return self.tokenizer.id_to_token(label)
 
     def _candidate_id(self, candidate: int | str) -> int:
         if isinstance(candidate, str):
