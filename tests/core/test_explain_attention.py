@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 import torch
 
+from mlm_studio.core.config.families import FAMILIES
 from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.evaluation.explain.attention import AttentionMaps, attention_maps
 from mlm_studio.core.evaluation.explain.words import words_of
-from mlm_studio.core.interop.hf import import_model
 from mlm_studio.core.models.build import build_model
 from mlm_studio.core.models.encoder import recorded_attention
-from mlm_studio.core.models.registry import FAMILIES
+from mlm_studio.core.models.hf_folder import import_model
 from tests.core.family_folders import CASES, make_folder
 
 transformers = pytest.importorskip("transformers")

@@ -5,8 +5,9 @@ import pytest
 
 from mlm_studio.core.evaluation.explain.attributions import ExplainError
 from mlm_studio.core.evaluation.explain.task_attributions import TaskExplainer
+from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.predict import fine_tuned_at
-from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+from mlm_studio.core.finetune.setup import prepare_finetuner
 from tests.core.test_finetune import CLASS_WORDS, write_task
 from tests.core.test_finetune_export import write_pairs
 from tests.core.test_finetune_tokens import write_tagging
