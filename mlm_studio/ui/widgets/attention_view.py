@@ -11,10 +11,15 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QTool
 from mlm_studio.core.evaluation.explain.attention import AttentionMaps
 from mlm_studio.ui.theme import PALETTE_CHANGES
 
-INK = "#0072b2"  # attention's one hue (a sequential scale: more attention, deeper)
+INK = {"light": "#0072b2", "dark": "#56b4e9"}  # attention's one hue, Okabe and Ito's blue (lighter on a dark ground)
 ROLLOUT = "rollout"
 CELL = 14  # pixels of a cell of the large map
 SMALL = 40  # pixels of a small map in the overview
+
+
+def ink_on(base: QColor) -> QColor:
+    """The hue of attention over the background `base`: the more attention, the further from the background."""
+    return QColor(INK["dark" if base.lightnessF() < 0.5 else "light"])
 
 
 def shaded(values: np.ndarray, ink: QColor, base: QColor) -> QImage:
@@ -65,7 +70,8 @@ class HeatMap(QWidget):
     def paintEvent(self, event) -> None:
         painter = QPainter(self)
         palette = self.palette()
-        base, ink = palette.color(QPalette.ColorRole.Base), QColor(INK)
+        base = palette.color(QPalette.ColorRole.Base)
+        ink = ink_on(base)
         margin, cell = self._margin(), self._cell()
         if self.values.size:
             side = cell * len(self.labels)
@@ -122,7 +128,8 @@ class HeadGrid(QWidget):
     def paintEvent(self, event) -> None:
         painter = QPainter(self)
         palette = self.palette()
-        base, ink = palette.color(QPalette.ColorRole.Base), QColor(INK)
+        base = palette.color(QPalette.ColorRole.Base)
+        ink = ink_on(base)
         layers, heads = self.maps.shape[:2]
         for layer in range(layers):
             for head in range(heads):
@@ -217,6 +224,9 @@ class AttentionView(QWidget):
             return
         rollout = self.layer_combo.currentData() == ROLLOUT
         self.head_combo.setEnabled(not rollout)
+        if not rollout and self.head_combo.currentData() is not None:
+            self.grid.selected = (self.layer_combo.currentData(), self.head_combo.currentData())
+            self.grid.update()
         self.note.setText(
             "Rollout: how much each row's output draws on each column's piece through every layer, the residual "
             "connections counted (Abnar & Zuidema 2020)."

@@ -66,6 +66,7 @@ class AttributionView(QWidget):
         layout.addWidget(self.caption)
         layout.addWidget(self.words)
         layout.addWidget(self.legend)
+        layout.addStretch(1)
 
     def show_attribution(self, attribution: Attribution) -> None:
         self.attribution = attribution
