@@ -11,6 +11,7 @@ import torch
 from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.evaluation.explain.attributions import Explainer, ExplainError
 from mlm_studio.core.evaluation.explain.choices import DEFAULT_STEPS
+from mlm_studio.core.evaluation.explain.forming import attributions_over_checkpoints
 from mlm_studio.core.evaluation.explain.methods import gradient_x_input
 from mlm_studio.core.evaluation.explain.sanity import cascading_randomisation, occlusion_agreement, rank_correlation
 from mlm_studio.core.evaluation.explain.words import words_of, words_of_pieces
@@ -187,3 +188,14 @@ def test_a_blocks_pieces_are_explained_at_any_position_in_words_they_make(explai
     assert kept.scores[0] == 0.0 and len(kept.scores) == len(block.texts)
     with pytest.raises(ExplainError, match="no piece 40 to explain"):
         explainer.explain_pieces(padded, 40)
+
+
+def test_an_answer_is_explained_at_every_checkpoint_as_it_formed(trained_run, tmp_path):
+    text = "Return the [MASK] of the list."
+    final = Explainer.of(FillMask.from_path(trained_run.path)).explain(text, method="occlusion")
+    formed = attributions_over_checkpoints(trained_run.path, text, final.candidate_id, method="occlusion")
+    assert [f.step for f in formed] == [int(c.name.split("-")[1]) for c in trained_run.checkpoints()]
+    assert all(f.attribution.candidate_id == final.candidate_id for f in formed)
+    assert formed[-1].attribution.scores == pytest.approx(final.scores, abs=1e-9)
+    assert formed[0].attribution.scores != formed[-1].attribution.scores  # it changed as the model learned
+    assert formed[0].attribution.source.endswith(trained_run.checkpoints()[0].name)

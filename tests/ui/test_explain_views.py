@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QApplication, QPushButton
 from mlm_studio.core.evaluation.explain.attention import AttentionMaps
 from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer
 from mlm_studio.core.evaluation.predict import FillMask
+from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.ui.panels.playground import PlaygroundPanel
 from mlm_studio.ui.theme import apply_scheme
 from mlm_studio.ui.widgets.attention_view import AttentionView
@@ -144,3 +145,20 @@ def test_clicking_an_answer_in_the_masked_samples_explains_it(qtbot, evaluation_
     expected = Explainer(panel.subject.model, panel.subject.tokenizer).explain_pieces(sample.shown, wrong.position)
     assert attribution.scores == pytest.approx(expected.scores, abs=1e-6)
     assert explanation.attention_view.maps.maps.shape[-1] == len(explanation.attention_view.maps.pieces)
+    assert not explanation.every_button.isEnabled()  # a block of held-out text is not a run's question
+
+
+def test_every_checkpoint_shows_the_attribution_as_it_formed(qtbot, panel, trained_runs):
+    explanation = panel.explanation
+    assert not explanation.every_button.isEnabled()  # nothing asked yet
+    with qtbot.waitSignal(explanation.explained, timeout=TIMEOUT_MS) as done:
+        qtbot.mouseClick(why_buttons(panel.views[0])[0], Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(explanation.formed, timeout=TIMEOUT_MS) as formed:
+        qtbot.mouseClick(explanation.every_button, Qt.MouseButton.LeftButton)
+    steps = [int(c.name.split("-")[1]) for c in RunDir(trained_runs / "late").checkpoints()]
+    assert [f.step for f in formed.args[0]] == steps
+    assert len(explanation.forming_view.rows) == len(steps)
+    assert explanation.tabs.currentWidget() is explanation.forming_view
+    last = formed.args[0][-1].attribution
+    assert last.candidate_id == done.args[0].attribution.candidate_id
+    assert last.scores == pytest.approx(done.args[0].attribution.scores, abs=1e-6)

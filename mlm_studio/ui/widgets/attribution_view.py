@@ -4,12 +4,13 @@ numbers on hover."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from mlm_studio.core.evaluation.explain.attributions import Attribution
 from mlm_studio.core.evaluation.explain.choices import METHODS
+from mlm_studio.core.evaluation.explain.forming import Formed
 from mlm_studio.ui.theme import PALETTE_CHANGES, blended
 from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
 
@@ -27,11 +28,14 @@ def diverging(share: float, background: QColor) -> QColor:
     return blended(colour, min(abs(share), 1.0) * 0.85, background)
 
 
-def attribution_cells(attribution: Attribution, background: QColor) -> list[TokenCell]:
-    """Each word as a chip shaded by its normalised score, the raw score on hover."""
+def attribution_cells(attribution: Attribution, background: QColor, largest: float | None = None) -> list[TokenCell]:
+    """Each word as a chip shaded by its score over the largest magnitude (its own, or `largest` for several
+    attributions on one scale), the raw score on hover."""
     cells = []
     unit = attribution.unit
-    for word, score, share in zip(attribution.words, attribution.scores, attribution.normalised()):
+    largest = largest or max((abs(score) for score in attribution.scores), default=0.0) or 1.0
+    for word, score in zip(attribution.words, attribution.scores):
+        share = score / largest
         tooltip = f"{word}: {score:+.4f} {unit} ({share:+.0%} of the largest)"
         cells.append(TokenCell(word, diverging(share, background), tooltip))
     return cells
@@ -82,6 +86,49 @@ class AttributionView(QWidget):
         if self.attribution is not None:
             background = self.palette().color(QPalette.ColorRole.Base)
             self.words.set_cells(attribution_cells(self.attribution, background))
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in PALETTE_CHANGES:
+            self._paint()
+
+
+class FormingView(QScrollArea):
+    """One prediction's attribution at every checkpoint, a row per step on one scale: the evidence forming."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.formed: list[Formed] = []
+        self.rows: list[TokenView] = []
+        self.setWidget(QLabel("Press Every checkpoint to see this prediction's attribution at each step of its run."))
+
+    def show_formed(self, formed: list[Formed]) -> None:
+        self.formed = formed
+        self._paint()
+
+    def _paint(self) -> None:
+        if not self.formed:
+            return
+        background = self.palette().color(QPalette.ColorRole.Base)
+        scores = [abs(s) for f in self.formed if f.attribution is not None for s in f.attribution.scores]
+        largest = max(scores, default=0.0) or 1.0
+        body = QWidget()
+        grid = QGridLayout(body)
+        grid.setAlignment(Qt.AlignmentFlag.AlignTop)
+        grid.setColumnStretch(1, 1)
+        self.rows = []
+        for row, formed in enumerate(self.formed):
+            grid.addWidget(QLabel(f"step {formed.step:,}"), row, 0, Qt.AlignmentFlag.AlignTop)
+            view = TokenView()
+            if formed.attribution is None:
+                view.set_cells([TokenCell(formed.problem, None, "", muted=True)])
+            else:
+                view.set_cells(attribution_cells(formed.attribution, background, largest))
+                view.setToolTip(f"{formed.attribution.candidate}: {formed.attribution.probability:.1%} at this step")
+            grid.addWidget(view, row, 1)
+            self.rows.append(view)
+        self.setWidget(body)
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)

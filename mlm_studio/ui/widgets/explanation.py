@@ -12,11 +12,12 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QTabW
 from mlm_studio.core.evaluation.explain.attention import AttentionMaps, attention_maps
 from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer
 from mlm_studio.core.evaluation.explain.choices import DEFAULT_METHOD, METHODS
+from mlm_studio.core.evaluation.explain.forming import attributions_over_checkpoints
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.progress import Progress
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.attention_view import AttentionView
-from mlm_studio.ui.widgets.attribution_view import AttributionView
+from mlm_studio.ui.widgets.attribution_view import AttributionView, FormingView
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class ExplanationView(QWidget):
     the one running."""
 
     explained = Signal(object)  # Explanation
+    formed = Signal(object)  # list[Formed]: the attribution at every checkpoint
     failed = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -91,9 +93,16 @@ class ExplanationView(QWidget):
         self.tabs = QTabWidget()
         self.tabs.addTab(self.attribution_view, "Attribution")
         self.tabs.addTab(self.attention_view, "Attention")
+        self.forming_view = FormingView()
+        self.tabs.addTab(self.forming_view, "As it formed")
+        self.every_button = QPushButton("Every checkpoint")
+        self.every_button.setToolTip("This prediction's attribution at each checkpoint of its run, on one scale")
+        self.every_button.setEnabled(False)
+        self.every_button.clicked.connect(self.over_checkpoints)
         top = QHBoxLayout()
         top.addWidget(QLabel("Method"))
         top.addWidget(self.method_combo)
+        top.addWidget(self.every_button)
         top.addWidget(self.status, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -102,6 +111,9 @@ class ExplanationView(QWidget):
         self.runner = TaskRunner(self)
         self.runner.succeeded.connect(self._on_explained)
         self.runner.failed.connect(self._on_failed)
+        self.forming_runner = TaskRunner(self)
+        self.forming_runner.succeeded.connect(self._on_formed)
+        self.forming_runner.failed.connect(self.status.setText)
 
     @property
     def method(self) -> str:
@@ -109,9 +121,29 @@ class ExplanationView(QWidget):
 
     def ask(self, question: Question) -> None:
         self.question = question
+        self.every_button.setEnabled(isinstance(question.model, str) and bool(question.text))
+        self.forming_runner.cancel()
         self.status.setText("Explaining…")
         method = self.method
         self.runner.start(lambda progress: explain(question, method, progress))
+
+    def over_checkpoints(self) -> None:
+        """The question's attribution at every checkpoint of its model's run (a run's path, a text's mask)."""
+        question, method = self.question, self.method
+        if question is None or not isinstance(question.model, str):
+            return
+        self.status.setText("Explaining at every checkpoint…")
+        self.forming_runner.start(
+            lambda progress: attributions_over_checkpoints(
+                question.model, question.text, question.candidate_id, question.mask, method, progress
+            )
+        )
+
+    def _on_formed(self, formed: list) -> None:
+        self.status.setText("")
+        self.forming_view.show_formed(formed)
+        self.tabs.setCurrentWidget(self.forming_view)
+        self.formed.emit(formed)
 
     def _again(self) -> None:
         if self.question is not None:
