@@ -6,7 +6,17 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QImage, QPainter, QPalette
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSizePolicy,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
 
 from mlm_studio.core.evaluation.explain.attention import AttentionMaps
 from mlm_studio.ui.theme import PALETTE_CHANGES
@@ -112,7 +122,7 @@ class HeadGrid(QWidget):
 
     def set_maps(self, maps: np.ndarray) -> None:
         self.maps = maps
-        self.setMinimumSize(self.sizeHint())
+        self.resize(self.sizeHint())
         self.updateGeometry()
         self.update()
 
@@ -178,10 +188,12 @@ class AttentionView(QWidget):
         choice.addWidget(QLabel("head"))
         choice.addWidget(self.head_combo)
         choice.addStretch(1)
+        grid_area = QScrollArea()  # a deep model's grid scrolls rather than widen the window
+        grid_area.setWidget(self.grid)
+        grid_area.setFrameShape(QFrame.Shape.NoFrame)
         overview = QVBoxLayout()
         overview.addWidget(QLabel("Every head (a row per layer)"))
-        overview.addWidget(self.grid)
-        overview.addStretch(1)
+        overview.addWidget(grid_area, 1)
         body = QHBoxLayout()
         body.addWidget(self.heat_map, 1)
         body.addLayout(overview)
