@@ -47,7 +47,7 @@ def table(explained: Attribution, where: str) -> str:
     method, unit = METHODS[explained.method]
     lines = [
         f"Why {explained.candidate} ({explained.probability:.3f}) {where}: {method}, in {unit} units (+ for the "
-        "prediction, - against)"
+        f"prediction, - against); the model: {explained.source}"
     ]
     if explained.gap is not None:
         lines.append(
