@@ -45,6 +45,14 @@ def test_readme_is_a_front_page():
     assert lines <= README_LINES, f"README has {lines} lines; move reference text to a page of docs/"
 
 
+def test_readmes_test_commands_are_cis_and_the_quick_loop_leaves_out_a_declared_marker():
+    commands = fenced_lines(text(README).split("## Test it", 1)[1].split("\n## ", 1)[0])
+    ci = text(ROOT / ".ci" / "run").splitlines()
+    assert [line for line in commands if line in ci] == commands[:2], "README's test commands are not what CI runs"
+    quick = re.fullmatch(r'python -m pytest -m "not (\w+)"', commands[-1])
+    assert re.search(rf'^markers = \[[^]]*"{quick.group(1)}: ', text(ROOT / "pyproject.toml"), flags=re.M)
+
+
 def test_the_command_table_lists_every_command_and_each_its_own_options():
     parsers = commands()
     listed = set()
