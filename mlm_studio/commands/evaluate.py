@@ -3,6 +3,8 @@ labelled task, as a table or one JSON object."""
 
 from __future__ import annotations
 
+import sys
+
 from mlm_studio.commands.refusals import USER_ERRORS
 from mlm_studio.commands.terminal import (
     Status,
@@ -22,12 +24,14 @@ def run(args) -> int:
     from mlm_studio.core.data.labelled import TaskError
     from mlm_studio.core.evaluation.diagnosis import diagnose
     from mlm_studio.core.evaluation.subject import load_subject
-    from mlm_studio.core.evaluation.task_probe import probe_task, read_task
+    from mlm_studio.core.evaluation.task_probe import probe_task, read_task, sample_note
 
     try:
         task = read_task(args.task, args.text_column, args.label_column, Status()) if args.task is not None else None
         if task is not None and task.report.noteworthy:
             print_report(task.report)
+        if task is not None and task.sampled_from:
+            print(f"Note: {sample_note(task)}.", file=sys.stderr)
         corpus = load_corpus(list(args.corpus)) if args.corpus else None
         subject = load_subject(args.model, args.checkpoint, corpus)
         diagnosis = diagnose(subject.model, subject.tokenizer, subject.config, subject.validation)
@@ -38,7 +42,8 @@ def run(args) -> int:
             )
         result = {**diagnosis.to_json(), "untrained_head": subject.untrained_head}
         if task is not None:
-            result["task"] = probe_task(subject.encoder, subject.tokenizer, task.texts, task.labels).to_json()
+            probed = probe_task(subject.encoder, subject.tokenizer, task.texts, task.labels, progress=Status())
+            result["task"] = {**probed.to_json(), "sampled_from": task.sampled_from}
     except (*USER_ERRORS, TaskError) as exc:
         return fail(reason(exc))
     if subject.untrained_head:

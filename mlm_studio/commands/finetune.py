@@ -7,7 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
-from mlm_studio.commands.terminal import INTERRUPTED, MISUSED, fail, reason, stop_on_interrupt, strict_json
+from mlm_studio.commands.terminal import INTERRUPTED, MISUSED, Status, fail, reason, stop_on_interrupt, strict_json
 from mlm_studio.core.data.labelled import Columns
 from mlm_studio.core.data.tokenizer import TokenizerError
 from mlm_studio.core.durations import Eta, format_duration
@@ -72,11 +72,11 @@ def run(args) -> int:
     try:
         with RunLock(path):
             if args.resume:
-                tuner = prepare_finetuner(path, changes=_given(args))
+                tuner = prepare_finetuner(path, changes=_given(args), progress=Status())
                 if tuner.resumed_with:
                     print(f"{tuner.run_dir.name}: {tuner.resumed_with}", file=sys.stderr, flush=True)
             else:
-                tuner = prepare_finetuner(path, args.model, options)
+                tuner = prepare_finetuner(path, args.model, options, progress=Status())
             previous = signal.signal(signal.SIGINT, stop_on_interrupt(tuner.control))
             try:
                 return _report(tuner, args.json)

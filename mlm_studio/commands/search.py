@@ -11,7 +11,7 @@ from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.data.labelled import TaskError
 from mlm_studio.core.evaluation.search import build_index, distinct_texts, retrieval_scores
 from mlm_studio.core.evaluation.subject import load_reader
-from mlm_studio.core.evaluation.task_probe import read_task
+from mlm_studio.core.evaluation.task_probe import read_task, sample_note
 from mlm_studio.core.evaluation.vectors import sentence_vectors, tokens_read
 
 
@@ -56,12 +56,15 @@ def _retrieval(reader, args) -> dict:
     task = read_task(args.task, args.text_column, args.label_column, Status())
     if task.report.noteworthy:  # the rows left out, said as evaluate says them
         print_report(task.report)
-    texts, labels, repeated = distinct_texts(task.texts, task.labels)
+    if task.sampled_from:
+        print(f"Note: {sample_note(task)}.", file=sys.stderr)
+    texts, labels, repeated = distinct_texts(task.texts, task.labels, reader.tokenizer.normalised)
     if repeated:
         print(f"Note: {repeated:,} texts repeat another and were read once (a text is not its copy's neighbour).",
               file=sys.stderr)  # fmt: skip
     vectors = sentence_vectors(reader.encoder, reader.tokenizer, texts, args.layer, progress=Status())
-    return {**retrieval_scores(vectors, labels, min(args.k, len(texts) - 1)).to_json(), "repeated": repeated}
+    scores = retrieval_scores(vectors, labels, min(args.k, len(texts) - 1)).to_json()
+    return {**scores, "repeated": repeated, "sampled_from": task.sampled_from}
 
 
 def _for_people(result: dict) -> str:

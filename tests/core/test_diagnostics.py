@@ -143,6 +143,9 @@ def test_the_probe_reads_a_repeated_text_once_so_no_copy_is_on_both_sides(traine
     distinct, kept, repeated = distinct_texts(texts, labels)
     assert (distinct, kept, repeated) == (task.texts, task.labels, 160)
     subject = load_subject(trained_run.path)
+    texts = [text.upper() if i >= 160 else text for i, text in enumerate(texts)]  # the run's tokenizer is uncased
+    assert distinct_texts(texts, labels)[2] == 80
+    assert distinct_texts(texts, labels, subject.tokenizer.normalised) == (task.texts, task.labels, 160)
     result = probe_task(subject.model, subject.tokenizer, texts, labels)
     alone = probe_task(subject.model, subject.tokenizer, task.texts, task.labels)
     assert result == replace(alone, repeated=160)  # the same split and scores as the texts read once

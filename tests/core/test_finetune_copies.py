@@ -4,7 +4,7 @@ validation or test texts are training texts are said to be scored on what the mo
 import pytest
 
 from mlm_studio.core.data.labelled import Example, TaskError
-from mlm_studio.core.finetune.examples import copies_said, copy_groups, stratified_split, text_key
+from mlm_studio.core.finetune.examples import copies_said, copy_groups, seen_in_training, stratified_split, text_key
 from mlm_studio.core.finetune.setup import files_split, read_task
 
 
@@ -76,7 +76,6 @@ def test_tagged_sentences_repeated_stay_on_one_side():
 
 
 def test_the_test_record_says_how_many_test_examples_are_training_texts(trained_run, tmp_path):
-    from mlm_studio.core.finetune.examples import seen_in_training
     from mlm_studio.core.finetune.options import FinetuneOptions
     from mlm_studio.core.finetune.setup import prepare_finetuner
     from mlm_studio.core.training.records import TestRecord
@@ -114,3 +113,66 @@ def test_a_tasks_files_are_known_by_their_contents_not_their_dates(trained_run, 
     os.utime(task, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
     [change] = run.corpus_changes()
     assert change.startswith(f"{task.resolve()} has other contents (fingerprint ")
+
+
+def _wordpiece(tmp_path, lowercase):
+    from mlm_studio.core.data.tokenizer import MLMTokenizer
+    from mlm_studio.core.data.wordpiece import from_vocab_txt
+
+    vocab = tmp_path / f"vocab-{lowercase}.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "The", "river"]), encoding="utf-8")
+    return MLMTokenizer(from_vocab_txt(vocab, lowercase=lowercase))
+
+
+def _case_variants():
+    """12 texts of two labels, each written as typed, in capitals, and with its accents: 36 rows."""
+    rows = []
+    for i in range(12):
+        label = "river" if i % 2 else "money"
+        text = f"the café by the river, number {i}"
+        rows += [(text, label), (text.upper(), label), (text.replace("e", "é"), label)]
+    return [(f'"{text}"', label) for text, label in rows]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_texts_an_uncased_tokenizer_reads_alike_are_copies_for_the_split_and_the_count(tmp_path, seed):
+    uncased = _wordpiece(tmp_path, lowercase=True)
+    assert uncased.normalised("Thé  RIVER") == "the  river"
+    files, _ = read_task("classification", _write(tmp_path / "task.csv", _case_variants()), None, None, None)
+    parts = files_split(files, seed, "classification", uncased.normalised)
+    keys = [{text_key(example, uncased.normalised) for example in part} for part in parts]
+    assert not keys[0] & keys[1] and not keys[0] & keys[2] and not keys[1] & keys[2]
+    assert sum(len(k) for k in keys) == 12 and [len(part) % 3 for part in parts] == [0, 0, 0]
+    assert copies_said(["task.csv"] * 3, parts, True, uncased.normalised)[0].startswith(
+        "task.csv: 24 of its 36 examples repeat the text of another"
+    )
+
+
+def test_a_cased_tokenizer_keeps_the_and_the_capitalised_apart(tmp_path):
+    cased = _wordpiece(tmp_path, lowercase=False)
+    assert cased.normalised("The river") == "The river"
+    files, _ = read_task("classification", _write(tmp_path / "task.csv", _case_variants()), None, None, None)
+    assert len(copy_groups(files[0].examples, cased.normalised)) == 36
+    train = [Example(1, ("The river",), ("a",))]
+    assert seen_in_training(train, [Example(2, ("the river",), ("a",))], cased.normalised) == 0
+    assert seen_in_training(train, [Example(2, ("the  RIVER",), ("a",))], _wordpiece(tmp_path, True).normalised) == 1
+
+
+def test_a_run_splits_copies_as_its_tokenizer_reads_them_and_an_older_run_keeps_its_split(trained_run, tmp_path):
+    import json
+
+    from mlm_studio.core.finetune.examples import as_written
+    from mlm_studio.core.finetune.options import FinetuneOptions
+    from mlm_studio.core.finetune.setup import copies_by, prepare_finetuner
+    from mlm_studio.core.training.run_folder import RunDir
+
+    task = _write(tmp_path / "task.csv", _case_variants())
+    options = FinetuneOptions("classification", task, learning_rate=5e-3, epochs=1, batch_size=8, device="cpu")
+    tuner = prepare_finetuner(tmp_path / "ft", str(trained_run.path), options)
+    assert any(note.startswith("task.csv: 24 of its 36 examples repeat") for note in tuner.data.notes)
+    run = RunDir(tmp_path / "ft")
+    assert copies_by(run)("THÉ  River") == "the  river"
+    older = json.loads((run.path / "task.json").read_text())
+    del older["copies_as_read"]
+    (run.path / "task.json").write_text(json.dumps(older))
+    assert copies_by(RunDir(run.path)) is as_written

@@ -605,3 +605,20 @@ def test_an_electra_folder_whose_generator_is_another_family_names_the_generator
         f"model: its generator ({GENERATOR_FOLDER}/config.json) describes a BERT model, not an ELECTRA generator; "
         "import the two folders apart"
     )
+
+
+def test_train_init_from_an_electra_export_whose_generator_links_to_a_bert_folder_names_the_generator(
+    electra_run, exported, tmp_path, corpus_file
+):
+    out = export_model(electra_run.path, tmp_path / "model")
+    shutil.rmtree(out / GENERATOR_FOLDER)
+    (out / GENERATOR_FOLDER).symlink_to(exported, target_is_directory=True)
+    further = tmp_path / "further"
+    args = ["train", "--init-from", str(out), "--corpus", str(corpus_file), "--out", str(further), "--max-steps", "1"]
+    done = subprocess.run([sys.executable, "-m", "mlm_studio", *args], capture_output=True, text=True)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (
+        f"mlm-studio: model: its generator ({GENERATOR_FOLDER}/config.json) describes a BERT model, not an ELECTRA "
+        "generator; import the two folders apart\n"
+    )
+    assert not further.exists()

@@ -175,14 +175,19 @@ def test_an_upper_case_parquet_suffix_is_read_as_parquet(tmp_path):
 
 
 def test_labels_with_a_single_text_are_named_in_a_short_message(tmp_path):
-    rows = [{"text": f"text number {i}", "label": f"label-{i}"} for i in range(50_000)]
+    rows = [{"text": f"text number {i}", "label": f"label-{i}"} for i in range(15_000)]
     (tmp_path / "many.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     with pytest.raises(TaskError) as refused:
         read_task(tmp_path / "many.jsonl")
     assert str(refused.value) == (
-        "many.jsonl: 50,000 of its 50,000 labels have a single text (such as 'label-0', 'label-1', 'label-2'); give "
+        "many.jsonl: 15,000 of the 15,000 labels have a single text (such as 'label-0', 'label-1', 'label-2'); give "
         "each label at least two"
     )
+    rows = [{"text": f"text number {i}", "label": f"label-{i}"} for i in range(50_000)]
+    (tmp_path / "more.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    sampled = r"20,000 of the 20,000 labels in a sample of 20,000 of its 50,000 texts have a single text"
+    with pytest.raises(TaskError, match=rf"^more.jsonl: {sampled} \(such as 'label-\d+', 'label-\d+', 'label-\d+'\)"):
+        read_task(tmp_path / "more.jsonl")
 
 
 @pytest.fixture(scope="module")

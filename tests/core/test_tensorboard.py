@@ -12,6 +12,7 @@ pytest.importorskip("tensorboard")
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from mlm_studio.core.storage.owned import MANIFEST
+from mlm_studio.core.training.records import StartedRecord
 from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.tensorboard import EVENTS_FOLDER, TAGS, EventLog
 from tests.core.helpers import config_file
@@ -160,9 +161,13 @@ def test_a_linked_events_folder_is_refused_and_its_target_left_untouched(tmp_pat
     (run.path / EVENTS_FOLDER).symlink_to(elsewhere, target_is_directory=True)
     done = tensorboard_command(run.path)
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert f"{run.path / EVENTS_FOLDER} is a symbolic link" in done.stderr and "move the link away" in done.stderr
+    assert f"{run.path / EVENTS_FOLDER} is a symbolic link" in done.stderr and "never through a link" in done.stderr
     assert contents(elsewhere) == {"notes.txt": b"mine"}
     log = EventLog(run.path, run.read_metrics())  # while training: said once, training goes on
     [note] = log.take_notes()
-    assert "is a symbolic link" in note and "training goes on" in note
+    assert "is a symbolic link" in note and "training goes on" in note and note.count(str(run.path)) == 1
     assert contents(elsewhere) == {"notes.txt": b"mine"}
+    assert log.writing == ""  # what the start of training announces: no folder, the warning saying why
+    started = StartedRecord(0, str(run.path), 8, 0.0, "cpu", "fp32", 1, 32, 100, 10, log.writing, events_refused=True)
+    assert started.describe().endswith("; no TensorBoard events (the warning that follows says why)")
+    assert "tensorboard" not in started.describe().replace("TensorBoard", "")

@@ -6,6 +6,8 @@ unusable is one sentence naming the file and its row or line."""
 from __future__ import annotations
 
 import csv
+import hashlib
+import heapq
 import io
 import json
 import math
@@ -35,9 +37,10 @@ class TaskError(ValueError):
     """A labelled file (or the task made of it) cannot be used; the message says why."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Example:
-    """One labelled example: a text (and its pair) with one label, or words with one tag each."""
+    """One labelled example: a text (and its pair) with one label, or words with one tag each (a file's examples
+    share one string for each label: a large file holds its texts, not a copy of a label per row)."""
 
     row: int  # its line or row in the file (a CoNLL sentence: its first line)
     inputs: tuple[str, ...]
@@ -62,6 +65,7 @@ class LabelledFile:
     issues: IssueLog  # the rows left out
     encoding: str = ""
     encoding_note: str = ""  # why it was read in a fallback encoding ("" when it was not)
+    sampled_from: int = 0  # when `examples` are a `Sample` of the file's: how many usable rows it has, else 0
 
     def label_counts(self) -> Counter[str]:
         return Counter(label for example in self.examples for label in example.labels)
@@ -95,9 +99,11 @@ def read_labelled_file(
     columns: Columns | None = None,
     max_chars: int = MAX_VALUE_CHARS,
     progress: Progress | None = None,
+    sample: int = 0,
 ) -> LabelledFile:
     """The examples of a labelled file, each text kept up to `max_chars`; `columns` overrides the names found.
-    A table's reading is reported to `progress` (and stops when it is cancelled). TaskError says why it cannot
+    With `sample`, a table keeps at most that many distinct texts (a `Sample`), whatever the file's size. A
+    table's reading is reported to `progress` (and stops when it is cancelled). TaskError says why it cannot
     serve."""
     path = Path(path)
     if path.is_dir():
@@ -111,11 +117,13 @@ def read_labelled_file(
     kind = kind_of(path)
     try:
         if task == "tokens" and kind not in ("jsonl", "parquet", "arrow"):
-            (examples, encoding, note), issues = _conll(path), IssueLog()
-            found = None
+            (examples, encoding, note), issues = _conll(path, progress), IssueLog()
+            found, usable = None, 0
         elif kind in TABLE_KINDS:
             found = _columns(path, kind, task, columns)
-            (examples, issues), encoding, note = _table_examples(path, kind, task, found, max_chars, progress)
+            (examples, issues, usable), encoding, note = _table_examples(
+                path, kind, task, found, max_chars, progress, sample
+            )
         else:
             raise TaskError(f"{path.name}: a labelled file for classification is {TABLE_FORMATS}")
     except SourceSkipped as exc:
@@ -124,7 +132,37 @@ def read_labelled_file(
         raise TaskError(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
     if not examples:
         raise TaskError(f"{path.name} has no usable rows" + (f" ({issues.summary()})" if issues.count else ""))
-    return LabelledFile(path, task, examples, found, issues, encoding, note)
+    sampled_from = usable if usable > len(examples) else 0
+    return LabelledFile(path, task, examples, found, issues, encoding, note, sampled_from)
+
+
+class Sample:
+    """At most `size` distinct texts (spacing aside) of those offered, the same whatever their order: those whose
+    hash ranks lowest, each under its first copy's label; memory holds these alone, however many are offered."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.offered = size, 0
+        self._ranked: list[tuple[int, tuple[str, ...]]] = []  # a heap of (-rank, text): the highest rank first
+        self._kept: dict[tuple[str, ...], Example] = {}
+
+    def append(self, example: Example) -> None:
+        self.offered += 1
+        key = tuple(" ".join(text.split()) for text in example.inputs)
+        if key in self._kept:
+            return
+        digest = hashlib.blake2b("\0".join(key).encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        rank = int.from_bytes(digest, "big")
+        if len(self._ranked) < self.size:
+            heapq.heappush(self._ranked, (-rank, key))
+        elif rank < -self._ranked[0][0]:
+            del self._kept[heapq.heapreplace(self._ranked, (-rank, key))[1]]
+        else:
+            return
+        self._kept[key] = example
+
+    def examples(self) -> list[Example]:
+        """The texts kept, in the file's order."""
+        return sorted(self._kept.values(), key=lambda example: example.row)
 
 
 def _columns(path: Path, kind: str, task: str, given: Columns | None) -> Columns:
@@ -187,9 +225,16 @@ def _bounded_lines(text: io.TextIOBase) -> Iterator[str]:
 
 
 def _table_examples(
-    path: Path, kind: str, task: str, columns: Columns, max_chars: int, progress: Progress | None = None
-) -> tuple[tuple[list[Example], IssueLog], str, str]:
-    """The examples and the rows left out, the encoding read and why it fell back ("" when it did not)."""
+    path: Path,
+    kind: str,
+    task: str,
+    columns: Columns,
+    max_chars: int,
+    progress: Progress | None = None,
+    sample: int = 0,
+) -> tuple[tuple[list[Example], IssueLog, int], str, str]:
+    """The examples (a `Sample` of `sample` texts, when given), the rows left out and how many rows were usable;
+    the encoding read and why it fell back ("" when it did not)."""
     if task == "classification":
         types = {
             columns.text: (str,),
@@ -199,24 +244,25 @@ def _table_examples(
     else:
         types = {columns.text: (list,), columns.label: (list,)}
 
-    def read(encoding: str, strict: bool) -> tuple[list[Example], IssueLog]:
-        issues = IssueLog()
+    def read(encoding: str, strict: bool) -> tuple[list[Example], IssueLog, int]:
+        issues, shared = IssueLog(), {}
         rows = records(path, kind, encoding, types, issues, strict, nonempty=(columns.label,), number_as=ROW)
         if progress is not None:
             rows = _reported(rows, issues, path, progress)
         if task == "tokens":
-            return [_tagged(path, row[ROW], row[columns.text], row[columns.label]) for row in rows], issues
-        found = []
+            tagged = [_tagged(path, row[ROW], row[columns.text], row[columns.label], shared) for row in rows]
+            return tagged, issues, len(tagged)
+        found = Sample(sample) if sample else []
         for row in rows:
             texts = tuple(row[name][:max_chars].strip() for name in (columns.text, columns.pair) if name)
-            label = label_text(row[columns.label])
+            label = _shared(label_text(row[columns.label]), shared)
             if not all(texts):
                 issues.add(row[ROW], "an empty text")
             elif label is None:
                 issues.add(row[ROW], f"the label {row[columns.label]} is not a finite number")
             else:
                 found.append(Example(row[ROW], texts, (label,)))
-        return found, issues
+        return (found.examples(), issues, found.offered) if sample else (found, issues, len(found))
 
     return read_decoded(path, read)
 
@@ -234,15 +280,20 @@ def _reported(rows: Iterator[dict], issues: IssueLog, path: Path, progress: Prog
 REPORT_ROWS = 4096  # rows read between two reports of progress
 
 
-def _tagged(path: Path, row: int, words: list, tags: list) -> Example:
-    """Words with their tags, checked: as many of each, all strings."""
+def _shared(label: str | None, shared: dict[str, str]) -> str | None:
+    """`label` as the one string all its examples share (the first of its kind `shared` has seen)."""
+    return label if label is None else shared.setdefault(label, label)
+
+
+def _tagged(path: Path, row: int, words: list, tags: list, shared: dict[str, str]) -> Example:
+    """Words with their tags, checked: as many of each, all strings (each tag the one string `shared` keeps)."""
     if len(words) != len(tags):
         raise TaskError(
             f"{path.name}, row {row}: {len(words)} tokens but {len(tags)} tags; give every token exactly one tag"
         )
     if not words:
         raise TaskError(f"{path.name}, row {row}: no tokens; leave out empty sentences")
-    named = [label_text(t) if isinstance(t, (str, int, float)) else None for t in tags]
+    named = [_shared(label_text(t), shared) if isinstance(t, (str, int, float)) else None for t in tags]
     if not all(isinstance(w, str) and w.strip() for w in words) or None in named:
         raise TaskError(f"{path.name}, row {row}: every token must be a non-blank string and every tag a string")
     return Example(row, tuple(w.strip() for w in words), tuple(named))
@@ -260,9 +311,10 @@ def label_text(value: str | int | float) -> str | None:
     return str(value).strip()
 
 
-def _conll(path: Path) -> tuple[list[Example], str, str]:
+def _conll(path: Path, progress: Progress | None = None) -> tuple[list[Example], str, str]:
     """CoNLL-2003 columns: a word first and its tag last on each line, a blank line between sentences,
-    -DOCSTART- lines left out. A CSV file is refused: CoNLL columns are never comma-separated."""
+    -DOCSTART- lines left out; how far into the file reading is reported to `progress`. A CSV file is refused:
+    CoNLL columns are never comma-separated."""
     if kind_of(path) == "csv":
         raise TaskError(
             f"{path.name}: a tagging task reads JSON Lines {{tokens, tags}} or CoNLL columns; this is a table — use "
@@ -270,10 +322,14 @@ def _conll(path: Path) -> tuple[list[Example], str, str]:
         )
 
     def read(encoding: str, strict: bool) -> list[Example]:
-        examples, words, tags, start = [], [], [], 0
-        with opened(path) as (raw, _):
+        examples, words, tags, start, shared = [], [], [], 0, {}
+        with opened(path) as (raw, on_disk):
             text = io.TextIOWrapper(raw, encoding=encoding, errors="strict" if strict else "replace")
+            size = path.stat().st_size
             for number, line in enumerate(text, start=1):
+                if progress is not None and number % REPORT_ROWS == 0:
+                    progress.check()
+                    progress.report(min(on_disk.tell(), size), size, f"Reading {path.name}")
                 fields = line.split()
                 if fields and fields[0] != DOCSTART and len(fields) < 2:
                     raise TaskError(
@@ -283,7 +339,7 @@ def _conll(path: Path) -> tuple[list[Example], str, str]:
                 if fields and fields[0] != DOCSTART:
                     start = start or number
                     words.append(fields[0])
-                    tags.append(fields[-1])
+                    tags.append(_shared(fields[-1], shared))
                 elif words:
                     examples.append(Example(start, tuple(words), tuple(tags)))
                     words, tags, start = [], [], 0

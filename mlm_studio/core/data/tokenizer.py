@@ -112,6 +112,12 @@ class MLMTokenizer:
         declared = [i for i, token in self.backend.get_added_tokens_decoder().items() if token.special]
         return tuple(sorted({self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id, *declared}))
 
+    def normalised(self, text: str) -> str:
+        """`text` as the model reads it before cutting it into pieces: the tokenizer's normaliser applied (lower
+        case, accents stripped, as it is set); `text` itself when it has none."""
+        normalizer = self.backend.normalizer
+        return text if normalizer is None else normalizer.normalize_str(text)
+
     def special_mask(self) -> np.ndarray:
         """(vocab_size,) bool: True for the ids of special tokens, which masking never selects."""
         mask = np.zeros(self.vocab_size, dtype=bool)

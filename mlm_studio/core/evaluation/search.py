@@ -12,6 +12,7 @@ import torch
 
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.evaluation.vectors import sentence_vectors, tokens_read
+from mlm_studio.core.finetune.examples import Normalise, as_written
 from mlm_studio.core.models.encoder import layer_count
 from mlm_studio.core.progress import Progress
 
@@ -96,12 +97,15 @@ def build_index(
     return SearchIndex(tuple(distinct), tuple(positions), tuple(copies), vectors, model, tokenizer, layer, places)
 
 
-def distinct_texts(texts: list[str], labels: list[str]) -> tuple[list[str], list[str], int]:
-    """Each text once (spacing aside), under the label of its first copy, and how many repeats were left out: a
-    text whose copy is its neighbour, or on the other side of a split, would score what is not learned."""
+def distinct_texts(
+    texts: list[str], labels: list[str], normalise: Normalise = as_written
+) -> tuple[list[str], list[str], int]:
+    """Each text once (as `normalise` reads it, spacing aside: pass the tokenizer's `normalised` for texts the
+    model reads alike), under the label of its first copy, and how many repeats were left out: a text whose copy
+    is its neighbour, or on the other side of a split, would score what is not learned."""
     first: dict[str, int] = {}
     for place, text in enumerate(texts):
-        first.setdefault(" ".join(text.split()), place)
+        first.setdefault(" ".join(normalise(text).split()), place)
     kept = list(first.values())
     return [texts[i] for i in kept], [labels[i] for i in kept], len(texts) - len(kept)
 

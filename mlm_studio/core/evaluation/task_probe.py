@@ -7,7 +7,7 @@ of words. scikit-learn does the standard parts."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -53,21 +53,44 @@ class TaskResult:
         return dict(self.__dict__)
 
 
+PROBE_TEXTS = 20_000  # distinct texts a probe reads at most: a fixed sample of a larger file's
+
+
 def read_task(
     path: str | Path, text_column: str = "text", label_column: str = "label", progress: Progress | None = None
 ) -> LabelledFile:
     """A labelled file as the probe reads it, through fine-tuning's reader: each text up to `MAX_TEXT_CHARS` (as
-    much as the model reads), at least two labels and two texts of each (its stratified split needs them)."""
-    file = read_labelled_file(path, "classification", Columns(text_column, label_column), MAX_TEXT_CHARS, progress)
-    check_labels(file)
+    much as the model reads), of a larger file a fixed sample of `PROBE_TEXTS` distinct texts (memory and time
+    bounded whatever its size: `sample_note` says so), at least two labels and two texts of each (its stratified
+    split needs them; of a sample, the labels with a single text in it are left out)."""
+    columns = Columns(text_column, label_column)
+    file = read_labelled_file(path, "classification", columns, MAX_TEXT_CHARS, progress, PROBE_TEXTS)
     counts = file.label_counts()
     alone = [label for label, count in counts.items() if count == 1]
+    if alone and file.sampled_from and len(counts) - len(alone) >= 2:
+        left_out = set(alone)
+        file, alone = replace(file, examples=[e for e in file.examples if e.labels[0] not in left_out]), []
+    check_labels(file)
     if alone:
+        within = (
+            f" in a sample of {len(file.examples):,} of its {file.sampled_from:,} texts" if file.sampled_from else ""
+        )
         raise TaskError(
-            f"{file.path.name}: {len(alone):,} of its {len(counts):,} labels have a single text (such as "
+            f"{file.path.name}: {len(alone):,} of the {len(counts):,} labels{within} have a single text (such as "
             f"{clipped(', '.join(repr(clipped(label, 20)) for label in alone[:3]))}); give each label at least two"
         )
     return file
+
+
+def sample_note(file: LabelledFile) -> str:
+    """What of a sampled file the probe reads, in words ("" when it reads all of it)."""
+    if not file.sampled_from:
+        return ""
+    return (
+        f"{file.path.name}: probed a fixed sample of {len(file.examples):,} of its {file.sampled_from:,} labelled "
+        f"texts (distinct ones, at most {PROBE_TEXTS:,}, the same on every run; a label with a single text in it left "
+        "out), so that time and memory stay bounded"
+    )
 
 
 def probe_task(
@@ -81,8 +104,8 @@ def probe_task(
     progress=None,
 ) -> TaskResult:
     """Accuracy and macro-F1 of a logistic regression on the model's sentence vectors, and the two references,
-    on one stratified split of the distinct texts decided by `seed` (a repeated text is read once, under the label
-    of its first copy); and on the same split, recall@1, recall@5 and MRR of each held-out
+    on one stratified split of the distinct texts decided by `seed` (a repeated text, as the tokenizer reads it, is
+    read once, under the label of its first copy); and on the same split, recall@1, recall@5 and MRR of each held-out
     text's nearest training texts by the model's vectors and by the bag of words."""
     from sklearn.dummy import DummyClassifier
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -92,7 +115,7 @@ def probe_task(
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    texts, labels, repeated = distinct_texts(texts, labels)
+    texts, labels, repeated = distinct_texts(texts, labels, tokenizer.normalised)
     classes, held_out = len(set(labels)), int(np.ceil(len(texts) * test_fraction))
     if held_out < classes:
         raise TaskError(

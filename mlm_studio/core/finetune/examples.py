@@ -8,6 +8,7 @@ longest of each)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,9 +18,12 @@ from tokenizers import Encoding, processors
 from mlm_studio.core.data.labelled import Example, TaskError
 from mlm_studio.core.data.masking import IGNORE_INDEX
 from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.progress import Progress
 from mlm_studio.core.shown import shown
 
 SPLIT_SHARES = (0.8, 0.1, 0.1)  # training, validation, test
+ID_TYPE = np.int32  # a token id as an encoded example keeps it (vocabularies are far smaller than 2**31)
+REPORT_EXAMPLES = 1024  # examples encoded between two reports of progress
 BUCKET_BATCHES = 50  # batches sorted by length together (enough to pad little, few enough to stay random)
 
 
@@ -27,8 +31,8 @@ BUCKET_BATCHES = 50  # batches sorted by length together (enough to pad little, 
 class Encoded:
     """Examples as ids: each row's ids and labels (one label per example, or one per token)."""
 
-    ids: list[np.ndarray]
-    types: list[np.ndarray]  # each id's segment (0 for the first text, as the tokenizer says for a pair's second)
+    ids: list[np.ndarray]  # of `ID_TYPE`
+    types: list[np.ndarray]  # int8: each id's segment (0 for the first text, as the tokenizer says for a pair's second)
     labels: list[np.ndarray]  # what training learns: IGNORE_INDEX where nothing is to learn
     scored: list[np.ndarray]  # where each example is scored: its words' first pieces, or 0 for its one label
     rows: list[int]  # each example's row in its file
@@ -82,12 +86,29 @@ def with_inside_tags(labels: list[str]) -> list[str]:
 
 
 def encode_examples(
-    tokenizer: MLMTokenizer, examples: list[Example], label_ids: dict[str, int], task: str, limit: int
+    tokenizer: MLMTokenizer,
+    examples: list[Example],
+    label_ids: dict[str, int],
+    task: str,
+    limit: int,
+    progress: Progress | None = None,
 ) -> Encoded:
-    """Examples as ids of at most `limit` tokens, special tokens included (longer ones are cut: counted)."""
+    """Examples as ids of at most `limit` tokens, special tokens included (longer ones are cut: counted); the
+    encoding reported to `progress`. Kept compact, for tasks of millions of examples: ids as `ID_TYPE`, and what
+    many examples hold alike (a single text's segment ids, a label, the one place it is scored) one shared array."""
     ids, types, labels, scored, truncated = [], [], [], [], []
     budget = limit - 2
-    for example in examples:
+    single: dict[int, np.ndarray] = {}  # a single text's segment ids (zeros), by length
+    label_of = {i: np.asarray([i], dtype=np.int64) for i in label_ids.values()}  # shared, never written to
+    first_place = np.zeros(1, dtype=np.int64)
+    texts: list[list[Encoding]] = []  # the texts of the next `REPORT_EXAMPLES` examples, encoded together
+    for done, example in enumerate(examples):
+        if done % REPORT_EXAMPLES == 0:
+            if progress is not None:
+                progress.check()
+                progress.report(done, len(examples), f"Encoding {len(examples):,} examples")
+            if task != "tokens":
+                texts = _encoded_texts(tokenizer, examples[done : done + REPORT_EXAMPLES])
         if task == "tokens":
             pieces, word_of = word_pieces(tokenizer, example.inputs)
             first = first_pieces(word_of)[:budget]
@@ -104,13 +125,17 @@ def encode_examples(
             labels.append(np.asarray([IGNORE_INDEX, *targets, IGNORE_INDEX], dtype=np.int64))
             scored.append(np.flatnonzero(first) + 1)  # after [CLS]
         else:
-            row, segments, cut = encode_texts(tokenizer, example.inputs, limit)
+            encoding, cut = laid_out(tokenizer, texts[done % REPORT_EXAMPLES], limit)
+            row, segments = encoding.ids, encoding.type_ids
             if cut:
                 truncated.append(example.row)
-            labels.append(np.asarray([label_ids[example.labels[0]]], dtype=np.int64))
-            scored.append(np.zeros(1, dtype=np.int64))
-        ids.append(np.asarray(row, dtype=np.int64))
-        types.append(np.asarray(segments, dtype=np.int64))
+            labels.append(label_of[label_ids[example.labels[0]]])
+            scored.append(first_place)
+        ids.append(np.asarray(row, dtype=ID_TYPE))
+        if any(segments):
+            types.append(np.asarray(segments, dtype=np.int8))
+        else:
+            types.append(single.setdefault(len(segments), np.zeros(len(segments), dtype=np.int8)))
     return Encoded(ids, types, labels, scored, [e.row for e in examples], truncated, task == "tokens")
 
 
@@ -123,8 +148,25 @@ def encode_texts(tokenizer: MLMTokenizer, texts: tuple[str, ...], limit: int) ->
 
 def lay_out(tokenizer: MLMTokenizer, texts: tuple[str, ...], limit: int) -> tuple[Encoding, bool]:
     """As `encode_texts`, the whole encoding (offsets and special-token mask too) and whether a text was cut."""
+    return laid_out(tokenizer, [tokenizer.backend.encode(text, add_special_tokens=False) for text in texts], limit)
+
+
+def _encoded_texts(tokenizer: MLMTokenizer, examples: list[Example]) -> list[list[Encoding]]:
+    """Each example's texts encoded without special tokens, all in one call (which the `tokenizers` library
+    spreads over the processor's cores)."""
+    flat = tokenizer.backend.encode_batch(
+        [text for example in examples for text in example.inputs], add_special_tokens=False
+    )
+    encoded, at = [], 0
+    for example in examples:
+        encoded.append(flat[at : at + len(example.inputs)])
+        at += len(example.inputs)
+    return encoded
+
+
+def laid_out(tokenizer: MLMTokenizer, parts: list[Encoding], limit: int) -> tuple[Encoding, bool]:
+    """A text's encoding (or a pair's two), without special tokens, laid out as `lay_out` does (cut in place)."""
     processor = tokenizer.backend.post_processor or bert_layout(tokenizer)
-    parts = [tokenizer.backend.encode(text, add_special_tokens=False) for text in texts]
     room = limit - processor.num_special_tokens_to_add(len(parts) == 2)
     lengths = [len(part.ids) for part in parts]
     keep = _fit(lengths, room)
@@ -159,26 +201,36 @@ def _fit(lengths: list[int], room: int) -> list[int]:
     return [short, long] if lengths[0] <= lengths[1] else [long, short]
 
 
-def text_key(example: Example) -> tuple[str, ...]:
-    """What makes two examples copies of each other: their texts (or words), spacing aside."""
-    return tuple(" ".join(text.split()) for text in example.inputs)
+def as_written(text: str) -> str:
+    return text
 
 
-def copy_groups(examples: list[Example]) -> list[list[int]]:
+Normalise = Callable[[str], str]  # a text as the model reads it: `MLMTokenizer.normalised`, or `as_written`
+
+
+def text_key(example: Example, normalise: Normalise = as_written) -> tuple[str, ...]:
+    """What makes two examples copies of each other: their texts (or words) as `normalise` gives them (as the
+    model's tokenizer reads them: an uncased one's "The" is "the"), spacing aside."""
+    return tuple(" ".join(normalise(text).split()) for text in example.inputs)
+
+
+def copy_groups(examples: list[Example], normalise: Normalise = as_written) -> list[list[int]]:
     """The examples' indices grouped by text (`text_key`), each group in the order of its first member."""
     groups: dict[tuple[str, ...], list[int]] = {}
     for index, example in enumerate(examples):
-        groups.setdefault(text_key(example), []).append(index)
+        groups.setdefault(text_key(example, normalise), []).append(index)
     return list(groups.values())
 
 
-def stratified_split(examples: list[Example], seed: int, task: str) -> tuple[list[int], list[int], list[int]]:
+def stratified_split(
+    examples: list[Example], seed: int, task: str, normalise: Normalise = as_written
+) -> tuple[list[int], list[int], list[int]]:
     """Indices of training, validation and test (`SPLIT_SHARES`): for classification, each label in that
     proportion, at least one example of it in each part; for tokens, a seeded shuffle. Copies of a text stay
     together on one side (a test text that is also a training text would score what was learned by heart): the
-    shares are of distinct texts, each counted under the label of its first copy."""
+    shares are of distinct texts (`text_key` by `normalise`), each counted under the label of its first copy."""
     rng = np.random.default_rng(seed)
-    groups = copy_groups(examples)
+    groups = copy_groups(examples, normalise)
     if task == "tokens":
         if len(groups) < 3:
             raise TaskError(f"{len(groups)} distinct sentence(s) cannot be split into training, validation and test")
@@ -209,13 +261,18 @@ def stratified_split(examples: list[Example], seed: int, task: str) -> tuple[lis
     return _members(groups, parts[0]), _members(groups, parts[1]), _members(groups, parts[2])
 
 
-def copies_said(names: list[str], parts: tuple[list[Example], list[Example], list[Example]], split: bool) -> list[str]:
-    """What the task's repeated texts mean, in words: copies within the file that was `split` (kept on one side),
-    or, for files given apart (`names`: training, validation, test), validation and test texts that are also
-    training texts, whose scores are then measured on what the model trained on."""
+def copies_said(
+    names: list[str],
+    parts: tuple[list[Example], list[Example], list[Example]],
+    split: bool,
+    normalise: Normalise = as_written,
+) -> list[str]:
+    """What the task's repeated texts (`text_key` by `normalise`) mean, in words: copies within the file that was
+    `split` (kept on one side), or, for files given apart (`names`: training, validation, test), validation and
+    test texts that are also training texts, whose scores are then measured on what the model trained on."""
     if split:
         examples = [example for part in parts for example in part]
-        copies = len(examples) - len(copy_groups(examples))
+        copies = len(examples) - len(copy_groups(examples, normalise))
         if not copies:
             return []
         return [
@@ -224,7 +281,7 @@ def copies_said(names: list[str], parts: tuple[list[Example], list[Example], lis
         ]
     said = []
     for name, part, kind in zip(names[1:], parts[1:], ("validation", "test"), strict=True):
-        seen = seen_in_training(parts[0], part)
+        seen = seen_in_training(parts[0], part, normalise)
         if seen:
             said.append(
                 f"{name}: {seen:,} of its {len(part):,} {kind} examples have a text that is also in the training file "
@@ -233,10 +290,10 @@ def copies_said(names: list[str], parts: tuple[list[Example], list[Example], lis
     return said
 
 
-def seen_in_training(train: list[Example], part: list[Example]) -> int:
-    """How many examples of `part` have a text that is also a training text (`text_key`)."""
-    trained = {text_key(example) for example in train}
-    return sum(text_key(example) in trained for example in part)
+def seen_in_training(train: list[Example], part: list[Example], normalise: Normalise = as_written) -> int:
+    """How many examples of `part` have a text that is also a training text (`text_key` by `normalise`)."""
+    trained = {text_key(example, normalise) for example in train}
+    return sum(text_key(example, normalise) in trained for example in part)
 
 
 def _members(groups: list[list[int]], numbers: list[int]) -> list[int]:
@@ -261,17 +318,17 @@ def collate(data: Encoded, indices: np.ndarray, pad_id: int, device: torch.devic
     """(ids, attention mask, segment ids, labels) of some examples, padded to the longest; token labels padded
     with IGNORE_INDEX."""
     length = max(len(data.ids[i]) for i in indices)
-    ids = torch.full((len(indices), length), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(indices), length), dtype=torch.long)
-    types = torch.zeros((len(indices), length), dtype=torch.long)
-    labels = torch.full((len(indices), length), IGNORE_INDEX, dtype=torch.long) if data.per_token else None
+    ids = np.full((len(indices), length), pad_id, dtype=np.int64)
+    mask = np.zeros((len(indices), length), dtype=np.int64)
+    types = np.zeros((len(indices), length), dtype=np.int64)
+    labels = np.full((len(indices), length), IGNORE_INDEX, dtype=np.int64) if data.per_token else None
     for row, i in enumerate(indices):
         n = len(data.ids[i])
-        ids[row, :n] = torch.from_numpy(data.ids[i])
+        ids[row, :n] = data.ids[i]
         mask[row, :n] = 1
-        types[row, :n] = torch.from_numpy(data.types[i])
+        types[row, :n] = data.types[i]
         if labels is not None:
-            labels[row, :n] = torch.from_numpy(data.labels[i])
+            labels[row, :n] = data.labels[i]
     if labels is None:
-        labels = torch.from_numpy(np.concatenate([data.labels[i] for i in indices]))
-    return ids.to(device), mask.to(device), types.to(device), labels.to(device)
+        labels = np.concatenate([data.labels[i] for i in indices])
+    return tuple(torch.from_numpy(array).to(device) for array in (ids, mask, types, labels))

@@ -10,7 +10,7 @@ from mlm_studio.core.data.labelled import Columns
 from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.finetune.qa.metric import exact_match
 from mlm_studio.core.finetune.qa.task import qa_split, read_qa_task
-from mlm_studio.core.finetune.setup import files_split, read_task
+from mlm_studio.core.finetune.setup import copies_by, files_split, read_task
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.training.run_folder import RunDir
 
@@ -37,7 +37,7 @@ def wrong_test_examples(path: str | Path, progress: Progress | None = None, limi
     files = {name: Path(p) if p else None for name, p in task["files"].items()}
     columns = Columns(**task["columns"]) if task["columns"] else None
     read, _ = read_task(task["task"], files["train"], files["validation"], files["test"], columns)
-    test = files_split(read, task["split_seed"], task["task"])[2]
+    test = files_split(read, task["split_seed"], task["task"], copies_by(run))[2]
     found = []
     for done, example in enumerate(test):
         progress.check()

@@ -41,6 +41,8 @@ from mlm_studio.core.data.labelled import (
 )
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.finetune.examples import (
+    Normalise,
+    as_written,
     copies_said,
     encode_examples,
     seen_in_training,
@@ -60,6 +62,7 @@ from mlm_studio.core.finetune.request import SCRATCH, request_of
 from mlm_studio.core.finetune.tuner import FineTuner, TaskData
 from mlm_studio.core.models.build import build_trained, encoder_of
 from mlm_studio.core.models.hf_folder import import_model
+from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights, read_state, require_readable
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.device import resolve_device
@@ -115,8 +118,9 @@ def measured_learning_rate(parameters: int, training_examples: int) -> float:
     return 3e-4 if parameters < SMALL_MODEL and training_examples < SMALL_TASK else 1e-4
 
 
-def create_run(path: str | Path, spec: str, options: FinetuneOptions) -> RunDir:
-    """A new fine-tuning run folder for the model `spec` names on the task of `options` (checked first)."""
+def create_run(path: str | Path, spec: str, options: FinetuneOptions, progress: Progress | None = None) -> RunDir:
+    """A new fine-tuning run folder for the model `spec` names on the task of `options` (checked first; its
+    reading reported to `progress`)."""
     source = starting_model(spec)
     if options.freeze_layers > source.config.num_hidden_layers:
         rule = f"at most the number of layers the model has ({source.config.num_hidden_layers})"
@@ -128,8 +132,10 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions) -> RunDir:
             windows_of(source.tokenizer, qa_split(qa_files, options.held_out_by)[0], limit, options.doc_stride)
         )
     else:
-        files, labels = read_task(options.task, options.train, options.validation, options.test, options.columns)
-        n_train = len(files_split(files, options.held_out_by, options.task)[0])
+        files, labels = read_task(
+            options.task, options.train, options.validation, options.test, options.columns, progress
+        )
+        n_train = len(files_split(files, options.held_out_by, options.task, source.tokenizer.normalised)[0])
     per_epoch = math.ceil(n_train / options.batch_size)
     total = max(1, math.ceil(options.epochs * n_train / options.batch_size))
     interval = options.eval_interval or per_epoch
@@ -161,6 +167,7 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions) -> RunDir:
         "files": {name: str(Path(p).resolve()) if p else None for name, p in _paths(options).items()},
         "columns": asdict(options.columns) if options.columns else None,
         "split_seed": options.held_out_by,
+        "copies_as_read": True,  # copies are texts the tokenizer reads alike (`copies_by`)
         "pooling": options.pooling,
         "freeze_layers": options.freeze_layers,
         "patience": options.patience,
@@ -184,13 +191,20 @@ def _paths(options: FinetuneOptions) -> dict[str, Path | None]:
 
 
 def read_task(
-    task: str, train: Path, validation: Path | None, test: Path | None, columns: Columns | None
+    task: str,
+    train: Path,
+    validation: Path | None,
+    test: Path | None,
+    columns: Columns | None,
+    progress: Progress | None = None,
 ) -> tuple[list[LabelledFile], list[str]]:
-    """The labelled files read and checked (two labels at least; validation and test labels known in training),
-    and the labels in a fixed order (first seen in training; tags with the inside tags they lack added)."""
+    """The labelled files read (reported to `progress`) and checked (two labels at least; validation and test
+    labels known in training), and the labels in a fixed order (first seen in training; tags with the inside
+    tags they lack added)."""
     if (validation is None) != (test is None):
         raise TaskError("give both a validation and a test file, or neither (then the training file is split)")
-    files = [read_labelled_file(p, task, columns) for p in (train, validation, test) if p is not None]
+    paths = [p for p in (train, validation, test) if p is not None]
+    files = [read_labelled_file(p, task, columns, progress=progress) for p in paths]
     check_labels(files[0])
     known = list(files[0].label_counts())
     for other in files[1:]:
@@ -198,33 +212,44 @@ def read_task(
     return files, sorted(known) if task == "classification" else with_inside_tags(known)
 
 
-def files_split(files: list[LabelledFile], seed: int, task: str) -> tuple[list, list, list]:
-    """The training, validation and test examples: the user's files, or a split of the one file."""
+def files_split(
+    files: list[LabelledFile], seed: int, task: str, normalise: Normalise = as_written
+) -> tuple[list, list, list]:
+    """The training, validation and test examples: the user's files, or a split of the one file (copies of a text,
+    as `normalise` reads it, on one side)."""
     if len(files) == 3:
         return files[0].examples, files[1].examples, files[2].examples
     examples = files[0].examples
-    parts = stratified_split(examples, seed, task)
+    parts = stratified_split(examples, seed, task, normalise)
     return tuple([examples[i] for i in part] for part in parts)
 
 
-def task_data(run: RunDir) -> TaskData:
-    """A fine-tuning run's examples, read again from its files, split and encoded as when it began."""
+def copies_by(run: RunDir) -> Normalise:
+    """How a run's split tells copies apart: as its tokenizer reads texts (an uncased one's "The" is "the"), or,
+    for a run begun before that, as they are written (its split stays the one it trained on)."""
+    return run.tokenizer.normalised if run.task.get("copies_as_read") else as_written
+
+
+def task_data(run: RunDir, progress: Progress | None = None) -> TaskData:
+    """A fine-tuning run's examples, read again from its files, split and encoded as when it began (reported to
+    `progress`)."""
     task = run.task
     if task["task"] == "qa":
         return qa_task_data(run)
     paths = {name: Path(p) if p else None for name, p in task["files"].items()}
     columns = Columns(**task["columns"]) if task["columns"] else None
-    files, labels = read_task(task["task"], paths["train"], paths["validation"], paths["test"], columns)
+    files, labels = read_task(task["task"], paths["train"], paths["validation"], paths["test"], columns, progress)
     read = set(files[0].label_counts())  # a run made before inside tags were added has only these
     if set(task["labels"]) not in (set(labels), read):
         raise TaskError(f"the labels of {paths['train'].name} changed since the run began; start a new run")
-    parts = files_split(files, task["split_seed"], task["task"])
+    normalise = copies_by(run)
+    parts = files_split(files, task["split_seed"], task["task"], normalise)
     ids = {label: i for i, label in enumerate(task["labels"])}
     limit = run.config.data.max_seq_len
     tokenizer = run.tokenizer
-    train, validation, test = (encode_examples(tokenizer, part, ids, task["task"], limit) for part in parts)
+    train, validation, test = (encode_examples(tokenizer, part, ids, task["task"], limit, progress) for part in parts)
     notes = [f"{f.path.name}: rows left out: {f.skipped}" for f in files if f.skipped]
-    notes += copies_said([f.path.name for f in files] * (3 // len(files)), parts, split=len(files) == 1)
+    notes += copies_said([f.path.name for f in files] * (3 // len(files)), parts, len(files) == 1, normalise)
     named = zip(("training", "validation", "test"), (train, validation, test), files * 3 if len(files) == 1 else files)
     for name, part, file in named:
         if part.truncated:
@@ -233,7 +258,7 @@ def task_data(run: RunDir) -> TaskData:
                 f"are longer than the {limit} tokens the model reads and were cut, the first at row "
                 f"{part.truncated[0]} (words past the cut are not scored)"
             )
-    seen = seen_in_training(parts[0], parts[2])
+    seen = seen_in_training(parts[0], parts[2], normalise)
     return TaskData(task["labels"], train, validation, test, LabelKind(task["labels"]), tuple(notes), seen)
 
 
@@ -257,15 +282,16 @@ def prepare_finetuner(
     options: FinetuneOptions | None = None,
     control: TrainingControl | None = None,
     changes: dict[str, Any] | None = None,
+    progress: Progress | None = None,
 ) -> FineTuner:
     """A fine-tuner for a new run in `path` (with `spec` and `options`) or for the run there, resumed with
-    `changes` (see `resume_with`). A device this machine lacks is refused (ValueError) before anything is
-    written."""
+    `changes` (see `resume_with`); reading and encoding its examples reported to `progress`. A device this
+    machine lacks is refused (ValueError) before anything is written."""
     if spec is not None and options is not None:
         resolve_device(options.device)
         if (Path(path) / "config.toml").exists():
             raise CheckpointError(f"{path} already holds a run; resume it or choose another folder")
-        run = create_run(path, spec, options)
+        run = create_run(path, spec, options, progress)
     else:
         run = RunDir(path)
         if run.task is None:
@@ -275,7 +301,7 @@ def prepare_finetuner(
     changed = run.corpus_changes()
     if changed:
         raise TaskError(f"the task's files changed since the run began ({'; '.join(changed)}); start a new run")
-    data = task_data(run)
+    data = task_data(run, progress)
     said = resume_with(run, len(data.train), changes) if changes else ""
     return FineTuner(run, data, control, said)
 

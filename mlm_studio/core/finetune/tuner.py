@@ -152,7 +152,8 @@ class FineTuner:
             hidden_size=self.config.model.hidden_size,
             parameters=sum(p.numel() for p in self.model.parameters()),
             train_blocks=len(self.data.train),
-            events=str(self.events.folder) if self.events is not None else "",
+            events=self.events.writing if self.events is not None else "",
+            events_refused=self.events is not None and self.events.error is not None,
             score=main_score_name(self.task["task"], self.data.labels),
         )
 

@@ -1,4 +1,5 @@
-"""A run folder is trained by one process at a time: an operating-system lock, released on any exit."""
+"""A run folder is trained by one process at a time: an operating-system lock, released on any exit; and never
+through a symbolic link: a linked folder, or a link inside it, is refused before anything is written."""
 
 from __future__ import annotations
 
@@ -23,6 +24,12 @@ class RunLock:
         self._lock_was_there = False
 
     def __enter__(self) -> RunLock:
+        link = _link_on_the_way(self.folder)
+        if link is not None:
+            raise CheckpointError(
+                f"{link} is a symbolic link; a run is written only into folders of its own, never through a link: "
+                f"put the folder it points to in its place, or choose another folder"
+            )
         self._created = not self.folder.exists()
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -55,6 +62,17 @@ class RunLock:
                 self.folder.rmdir()
         os.close(self._fd)  # closing releases the lock
         self._fd = None
+
+
+def _link_on_the_way(folder: Path) -> Path | None:
+    """The folder itself when it is a symbolic link, else the first link directly inside it (a run's
+    `checkpoints/`, `tensorboard/`, `metrics.jsonl` linked elsewhere), else None."""
+    if folder.is_symlink():
+        return folder
+    try:
+        return next((entry for entry in sorted(folder.iterdir()) if entry.is_symlink()), None)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
 def _try_lock(fd: int) -> bool:

@@ -55,7 +55,8 @@ class StartedRecord(Record):
     hidden_size: int
     parameters: int
     train_blocks: int
-    events: str = ""  # the TensorBoard events folder; "" without the tensorboard package
+    events: str = ""  # the TensorBoard events folder; "" without the tensorboard package or when refused
+    events_refused: bool = False  # the events folder was refused (a warning that follows says why)
     score: str = ""  # fine-tuning: the validation score that chooses the best checkpoint (entity F1, macro-F1)
 
     def describe(self) -> str:
@@ -65,6 +66,8 @@ class StartedRecord(Record):
             else f"steps {self.step:,} → {self.total_steps:,}"
         )
         events = f"TensorBoard events in {self.events}" if self.events else f"no TensorBoard events ({INSTALL_HINT})"
+        if self.events_refused:
+            events = "no TensorBoard events (the warning that follows says why)"
         score = f"; the best checkpoint chosen by validation {self.score}" if self.score else ""
         return (
             f"Training {self.run_dir} on {self.device} in {self.precision}: {self.layers} layers × {self.hidden_size}, "

@@ -151,9 +151,14 @@ class EventLog:
             reason = str(exc)
         self.error = f"TensorBoard events {what} ({reason})"
         self._notes.append(
-            f"{self.error}; training goes on, and metrics.jsonl keeps every record: `mlm-studio tensorboard "
-            f"{self.folder.parent}` writes the events again later"
+            f"{self.error}; training goes on, and metrics.jsonl keeps every record: `mlm-studio tensorboard` on this "
+            "run writes the events again later"
         )
+
+    @property
+    def writing(self) -> str:
+        """The folder the events go to, "" once they are not written (`error` says why)."""
+        return str(self.folder) if self.error is None else ""
 
 
 def _new_event_file(folder: Path):

@@ -189,7 +189,8 @@ class Trainer:
             hidden_size=model.hidden_size,
             parameters=sum(p.numel() for p in self.model.parameters()),
             train_blocks=len(self.train_blocks),
-            events=str(self.events.folder) if self.events is not None else "",
+            events=self.events.writing if self.events is not None else "",
+            events_refused=self.events is not None and self.events.error is not None,
         )
 
     def no_validation(self) -> str:
