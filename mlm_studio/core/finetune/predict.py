@@ -1,6 +1,7 @@
 """A fine-tuned model answering: the label of each text with its probability, or the tag of each word (read on
 its first piece, as it is scored); and, for a text typed in, its answers in the shapes of `transformers`' pipelines
-(pipeline_shapes.py). It reads the run's best weights (its latest checkpoint before any evaluation)."""
+(pipeline_shapes.py), with how much of the text (or the question) it read. It reads the run's best weights (its
+latest checkpoint before any evaluation)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from mlm_studio.core.finetune.examples import encode_texts, first_pieces, lay_ou
 from mlm_studio.core.finetune.heads import TaskModel
 from mlm_studio.core.finetune.labelled import TaskError, pair_column
 from mlm_studio.core.finetune.pipeline_shapes import (
+    Answered,
     Labelled,
     Tagged,
     grouped_entities,
     label_scores,
+    question_reading,
     reading,
     tagged_tokens,
     word_tags,
@@ -84,7 +87,6 @@ class FineTuned:
                 tags[word] = self.labels[label]
         return tags
 
-    @torch.no_grad()
     def answer(
         self,
         question: str,
@@ -95,9 +97,22 @@ class FineTuned:
     ) -> list[dict]:
         """The `top_k` best answers to `question` in `context` as `transformers`' question-answering pipeline gives
         them ({"score", "start", "end", "answer"}, best first): the context read in windows overlapping by the
-        run's document stride, answers of at most its longest answer's tokens widened to whole words; "no
-        answer" ("" at 0) among them with `handle_impossible_answer`, by default when the run learned
-        unanswerable questions (SQuAD v2.0), as its scores were measured."""
+        run's document stride, answers of at most its longest answer's tokens widened to whole words, a span found
+        in two windows given once; "no answer" ("" at 0) among them with `handle_impossible_answer`, by default
+        when the run learned unanswerable questions (SQuAD v2.0), as its scores were measured."""
+        return self.answer_text(question, context, top_k, handle_impossible_answer, progress).answers
+
+    @torch.no_grad()
+    def answer_text(
+        self,
+        question: str,
+        context: str,
+        top_k: int = 1,
+        handle_impossible_answer: bool | None = None,
+        progress: Progress | None = None,
+    ) -> Answered:
+        """The answers of `answer`, and how much of the question the model read: at most the tokens it was
+        trained to read of one (a longer question is cut, as in training)."""
         task = self.run.task
         if handle_impossible_answer is None:
             handle_impossible_answer = bool(task.get("unanswerable", False))
@@ -106,7 +121,8 @@ class FineTuned:
         if not question.strip() or not context.strip():
             raise TaskError("give a question and the context its answer is in")
         example = QAExample("question", question.strip(), context, (), 0)
-        features = qa_features(self.tokenizer, [example], self.limit, task["doc_stride"], question_room(self.limit))
+        room = question_room(self.limit)
+        features = qa_features(self.tokenizer, [example], self.limit, task["doc_stride"], room)
         starts, ends = [], []
         for first in range(0, len(features), ANSWER_BATCH):
             if progress is not None:  # a long context: stopped between windows when no longer wanted
@@ -132,7 +148,8 @@ class FineTuned:
             allow_impossible=handle_impossible_answer,
             top_k=top_k,
         )[0]
-        return [answer.as_pipeline() for answer in found]
+        answers = [answer.as_pipeline() for answer in found]
+        return Answered(answers, question_reading(self.tokenizer, example.question, room))
 
     @property
     def kind(self) -> str:
