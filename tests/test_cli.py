@@ -842,7 +842,7 @@ def test_a_negative_number_in_any_form_is_a_value_and_its_own_check_refuses_it(t
 def test_the_per_class_table_keeps_a_line_per_class_however_long_or_broken_a_label():
     from types import SimpleNamespace
 
-    from mlm_studio.finetune_command import LABEL_CHARS, _per_class_table
+    from mlm_studio.commands.finetune import LABEL_CHARS, _per_class_table
 
     long, broken = "x" * 5_000, "two\nlines"
     table = _per_class_table(SimpleNamespace(per_class=[(long, 0.5, 0.25, 1 / 3, 4), (broken, 1.0, 1.0, 1.0, 12)]))

@@ -19,7 +19,7 @@ names = [m.name for m in pkgutil.walk_packages(core.__path__, "mlm_studio.core."
 for name in names:
     importlib.import_module(name)
 import mlm_studio.cli
-import mlm_studio.headless
+import mlm_studio.commands.parser
 leaked = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
 assert not leaked, leaked
 print(len(names))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mlm_studio.desktop import RECORD, exec_value
+from mlm_studio.commands.install_desktop import RECORD, exec_value
 from mlm_studio.resources import DESKTOP_ENTRY, ICON_SIZES, METAINFO, icon_png, icon_svg, resource
 
 SOURCES = Path(__file__).resolve().parent.parent / "resources"

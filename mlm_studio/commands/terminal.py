@@ -75,3 +75,14 @@ class Status(Progress):
 def print_report(report) -> None:
     """What happened to one file read (a corpus file's or a task file's `SourceReport`), indented, on stderr."""
     print("\n".join(f"  {line}" for line in report.describe()), file=sys.stderr, flush=True)
+
+
+def warn_untrained(model, consequence: str) -> None:
+    """Say, on stderr, that a folder's masked-LM head was made on import: it is warned of, not refused, because its
+    encoder is real (a --task probe measures it, the Playground compares it with a trained one) and a script reads
+    the JSON's `untrained_head` to decide for itself."""
+    print(
+        f"mlm-studio: warning: {model} holds an encoder without a masked-LM head, so the head is new and untrained "
+        f"and {consequence}; train it first with: mlm-studio train --init-from {model}",
+        file=sys.stderr,
+    )

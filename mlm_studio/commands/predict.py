@@ -1,4 +1,4 @@
-"""`mlm-studio predict` on a fine-tuning run (any other model's masks are filled by headless.py's `predict`): a
+"""`mlm-studio predict` on a fine-tuning run (any other model's masks are filled by `fill_masks`): a
 classifier's labels of a text (or a pair) with their probabilities,
 a tagger's entities and each word's tag, a question-answering model's answers; as a short table, or with --json
 as `transformers`' pipeline of its kind returns them. Options of another kind of model are refused in a sentence,
@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import sys
 
+from mlm_studio.commands.refusals import USER_ERRORS
+from mlm_studio.commands.terminal import (
+    MISUSED,
+    emit,
+    fail,
+    reason,
+    strict_json,
+    warn_untrained,
+)
+from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.finetune.predict import FineTuned, fine_tuned_at
 from mlm_studio.core.training.device import resolve_device
-from mlm_studio.headless import USER_ERRORS
-from mlm_studio.headless import predict as fill_masks
-from mlm_studio.terminal import MISUSED, emit, fail, reason, strict_json
 
 # the options only a fine-tuned model reads: (option, its name in the parsed arguments)
 FINE_TUNED_ONLY = (("--pair", "pair"), ("--question", "question"), ("--aggregation", "aggregation"))
@@ -20,7 +27,7 @@ KINDS = {"classification": "a text classifier", "tokens": "a token tagger", "qa"
 BAR_WIDTH = 24  # characters of a probability of 1
 
 
-def predict(args) -> int:
+def run(args) -> int:
     """A fine-tuning run's answers for `args.text`; any other model's masks filled, the options only a fine-tuned
     model reads refused."""
     try:
@@ -131,4 +138,44 @@ def _answers_table(answers: list[dict]) -> str:
     for answer in answers:
         span = f"{answer['start']}–{answer['end']}"
         lines.append(f"{answer['score']:.3f}  {span:<10}  {answer['answer']}")
+    return "\n".join(lines)
+
+
+FILL_MASK_TOP_K = 5  # candidates per mask unless told
+
+
+def fill_masks(args) -> int:
+    """Print the top-k candidates for each [MASK] (or the filled text with --fill), as text or JSON (a fine-tuning
+    run's answers are `try_fine_tuned`'s)."""
+    args.top_k = FILL_MASK_TOP_K if args.top_k is None else args.top_k
+    try:
+        predictor = FillMask.from_path(args.model, str(resolve_device(args.device)))
+        output = _predictions(predictor, args)
+    except USER_ERRORS as exc:
+        return fail(reason(exc))
+    if predictor.untrained_head:
+        warn_untrained(args.model, "these predictions are random")
+    return emit(output)
+
+
+def _predictions(predictor: FillMask, args) -> str:
+    """What `predict` prints: the pipeline's JSON (each candidate marked when the head is untrained), or with
+    --fill the text and each mask's candidates, or lines for people."""
+    if args.json and not args.fill:
+        rows = predictor.as_pipeline(args.text, args.top_k)
+        if predictor.untrained_head:
+            for candidate in rows if isinstance(rows[0], dict) else [c for row in rows for c in row]:
+                candidate["untrained_head"] = True
+        return strict_json(rows)
+    if args.fill:
+        filled = predictor.fill(args.text, args.top_k)
+        results, text = list(filled.candidates), filled.text
+    else:
+        results, text = predictor.predict(args.text, args.top_k), None
+    if args.json:
+        masks = [[{"score": c.score, "token": c.token_id, "token_str": c.token} for c in mask] for mask in results]
+        return strict_json({"text": text, "masks": masks, "untrained_head": predictor.untrained_head})
+    lines = [text] if text is not None else []
+    for number, candidates in enumerate(results, start=1):
+        lines.append(f"[MASK] {number}: " + "  ".join(f"{c.token} {c.score:.3f}" for c in candidates))
     return "\n".join(lines)

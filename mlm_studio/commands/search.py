@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import sys
 
+from mlm_studio.commands.refusals import USER_ERRORS
+from mlm_studio.commands.terminal import MISUSED, Status, emit, fail, print_report, reason, strict_json
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.evaluation.search import build_index, distinct_texts, retrieval_scores
 from mlm_studio.core.evaluation.subject import load_reader
 from mlm_studio.core.evaluation.task_probe import read_task
 from mlm_studio.core.evaluation.vectors import sentence_vectors, tokens_read
 from mlm_studio.core.finetune.labelled import TaskError
-from mlm_studio.headless import USER_ERRORS
-from mlm_studio.terminal import MISUSED, Status, emit, fail, print_report, reason, strict_json
 
 
-def search(args) -> int:
+def run(args) -> int:
     """Print the `--k` documents nearest each query (rank, cosine, text) or JSON; with --task, recall@k and MRR.
     A --k larger than there are documents (or other texts) is capped at their number, and said."""
     if not args.query and args.task is None:

@@ -7,6 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
+from mlm_studio.commands.terminal import INTERRUPTED, MISUSED, fail, reason, stop_on_interrupt, strict_json
 from mlm_studio.core.data.tokenizer import TokenizerError
 from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.finetune.compare import Said, compare, contenders, outcomes, score_name, table, verdict
@@ -23,7 +24,6 @@ from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import FailedRecord, FinishedRecord, StepRecord, TestRecord, ValidationRecord
 from mlm_studio.core.training.runs import new_run_path
-from mlm_studio.terminal import INTERRUPTED, MISUSED, fail, reason, stop_on_interrupt, strict_json
 
 USER_ERRORS = (ValueError, CheckpointError, TokenizerError, OSError)  # TaskError and ConfigError are ValueErrors
 # the option that sets each of FinetuneOptions' fields (and MODEL); its value is in args under the option's name
@@ -53,7 +53,7 @@ COLUMN_FLAGS = ("--text-column", "--label-column", "--pair-column")
 SEARCH_FLAGS = {"learning_rates": "--lrs", "max_epochs": "--max-epochs", "seeds": "--seeds"}  # SearchPlan's
 
 
-def finetune(args) -> int:
+def run(args) -> int:
     """Fine-tune MODEL on a labelled file (or resume a fine-tuning run, with the options it may change), printing
     progress; Ctrl-C stops after the current step with a checkpoint and exits INTERRUPTED."""
     misused = _misused(args)

@@ -1,0 +1,347 @@
+"""The `mlm-studio` command: the GUI by default, and subcommands for terminals, servers and clusters."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+
+from mlm_studio import __version__
+from mlm_studio.commands.terminal import INTERRUPTED
+from mlm_studio.commands.values import (
+    NEGATIVE_NUMBER,
+    RUN_MLM_FIELDS,
+    SetField,
+    device,
+    duration,
+    listed,
+    positive,
+    preset_name,
+    rates,
+    setting,
+    spellings,
+)
+from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
+from mlm_studio.core.config.sections import (
+    DEVICES,
+    OBJECTIVES,
+    PRECISIONS,
+    SCHEDULES,
+    STRATEGIES,
+    join_words,
+)
+from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
+from mlm_studio.core.finetune.pipeline_shapes import AGGREGATIONS
+from mlm_studio.core.finetune.tasks import (
+    COMPARE_SEEDS,
+    FINETUNE_PRECISIONS,
+    POOLINGS,
+    SEARCH_MAX_EPOCHS,
+    SEARCH_RATES,
+    SEARCH_SEEDS,
+    TASKS,
+)
+from mlm_studio.core.models.registry import family_titles
+
+# how `train` and `finetune` end when the user stops them (their --help says it)
+STOPPED = (
+    f"Ctrl-C stops after the current step, saves a checkpoint and exits {INTERRUPTED}, so that a script does not go "
+    "on with a half-trained model (a second Ctrl-C aborts at once); --resume continues the run."
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mlm-studio",
+        description="MLM Studio: a workbench for masked language modeling. With no command, opens the window.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    gui = commands.add_parser("gui", help="open the workbench window (the default)")
+    for p in (parser, gui):
+        p.set_defaults(run=None)  # the window: the entry point opens it
+        p.add_argument(
+            "--screenshot",
+            metavar="FILE.png",
+            type=Path,
+            help="render the window offscreen on the built-in corpus, save it as a PNG and exit",
+        )
+
+    _add_train(commands)
+    _add_finetune(commands)
+    _add_search(commands)
+
+    predict = commands.add_parser(
+        "predict",
+        help="fill the [MASK]s of a text with a trained model, or label or tag a text with a fine-tuned one",
+        epilog="On a fine-tuning run (its folder, its best/ or a checkpoint of it) TEXT is labelled (a classifier), "
+        "tagged (a tagger) or, with --question, is the context answered from; the options of the other kinds of "
+        "model are refused.",
+    )
+    predict.add_argument(
+        "model",
+        type=Path,
+        metavar="MODEL",
+        help="a run folder, one of its checkpoint folders, a Hugging Face folder, the Hub name of a model in the "
+        "local cache, or a fine-tuning run",
+    )
+    predict.add_argument(
+        "text",
+        metavar="TEXT",
+        help='a text with one or more [MASK], e.g. "Return the [MASK] of the list."; for a fine-tuned model, the '
+        "text to label or tag (the context, with --question)",
+    )
+    predict.add_argument(
+        "--top-k",
+        type=int,
+        metavar="K",
+        help="candidates per mask (default 5); a fine-tuned classifier's labels (default all); a question-answering "
+        "model's answers (default 1)",
+    )
+    predict.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON as pipeline('fill-mask') does (with --fill: the text and each mask's candidates); for a "
+        "fine-tuned model as pipeline('text-classification'), ('token-classification') or ('question-answering')",
+    )
+    predict.add_argument("--fill", action="store_true", help="fill masks one by one, most confident first")
+    predict.add_argument("--pair", metavar="TEXT2", help="the second text, for a classifier fine-tuned on pairs")
+    predict.add_argument("--question", metavar="Q", help="the question, for a question-answering model")
+    predict.add_argument(
+        "--aggregation",
+        choices=AGGREGATIONS,
+        help="a tagger's --json: its entities (simple, the default) or every tagged token (none), as the "
+        "pipeline's aggregation_strategy",
+    )
+    predict.add_argument(
+        "--device", type=device, default="cpu", help=f"where to predict: {listed(DEVICES)} (default cpu)"
+    )
+    predict.set_defaults(run=_deferred("predict"))
+
+    evaluate = commands.add_parser(
+        "evaluate", help="where a model is right and wrong on held-out text, and whether it helps a labelled task"
+    )
+    evaluate.add_argument("model", metavar="RUN_OR_FOLDER", help="a run, a checkpoint, or a Hugging Face model")
+    evaluate.add_argument("--checkpoint", type=int, metavar="STEP", help="the run's checkpoint of this step")
+    evaluate.add_argument(
+        "--corpus", nargs="+", metavar="PATH", help="text to score on (a Hugging Face model needs it)"
+    )
+    evaluate.add_argument("--task", type=Path, metavar="FILE", help=f"labelled texts: {TABLE_FORMATS}")
+    evaluate.add_argument("--text-column", default="text", help="the task file's text column (default text)")
+    evaluate.add_argument("--label-column", default="label", help="the task file's label column (default label)")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object")
+    evaluate.set_defaults(run=_deferred("evaluate"))
+
+    events = commands.add_parser(
+        "tensorboard", help="write TensorBoard events for runs made before (from their metrics.jsonl)"
+    )
+    events.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
+    events.set_defaults(run=_deferred("tensorboard"))
+
+    desktop = commands.add_parser(
+        "install-desktop", help="add MLM Studio to the system's launcher (XDG: entry, icons, metadata)"
+    )
+    desktop.add_argument("--uninstall", action="store_true", help="remove exactly the files it installed")
+    desktop.set_defaults(run=_deferred("install_desktop"))
+
+    export = commands.add_parser("export", help="write a run as a Hugging Face transformers folder")
+    export.add_argument("model", type=Path, metavar="RUN_OR_CHECKPOINT", help="a run folder or a checkpoint folder")
+    export.add_argument("out", type=Path, metavar="OUT_DIR", help="the folder to write (new or empty)")
+    export.add_argument("--best", action="store_true", help="the checkpoint with the lowest validation loss")
+    export.add_argument("--overwrite", action="store_true", help="replace an earlier export in OUT_DIR")
+    export.set_defaults(run=_deferred("export"))
+    for each in (parser, *commands.choices.values()):
+        each._negative_number_matcher = NEGATIVE_NUMBER
+    return parser
+
+
+def _add_train(commands) -> None:
+    """`train`: its own options, `--set`, and run_mlm.py's names."""
+    train = commands.add_parser(
+        "train",
+        help="train a model from the terminal (multi-GPU: torchrun --nproc_per_node=N -m mlm_studio train …)",
+        epilog=STOPPED,
+    )
+    train.set_defaults(run=_deferred("train"))
+    train.add_argument(
+        "--config", type=Path, metavar="FILE", help="a run configuration: TOML (as MLM Studio saves it) or JSON"
+    )
+    train.add_argument(
+        "--preset", type=preset_name, metavar="NAME", help=f"a preset: {listed(PRESETS, DEFAULT_PRESET)}"
+    )
+    train.add_argument(
+        *spellings("corpus", "train_file"),
+        type=Path,
+        nargs="+",
+        metavar="PATH",
+        help=f"files or folders: {FORMATS}; or hf:org/name, a Hub dataset already in the local Hugging Face "
+        "cache (default: the built-in corpus)",
+    )
+    train.add_argument(
+        "--tokenizer", type=Path, metavar="PATH", help="tokenizer.json or vocab.txt (default: train one)"
+    )
+    train.add_argument(
+        *spellings("out", "output_dir"),
+        type=Path,
+        metavar="RUN_DIR",
+        help="the run folder (default: <date>-<preset> in the window's runs folder, MLM_STUDIO_RUNS overrides it)",
+    )
+    train.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run from its latest checkpoint")
+    train.add_argument(
+        *spellings("init_from", "model_name_or_path"),
+        type=Path,
+        metavar="HF_DIR",
+        help=f"continue pre-training a Hugging Face folder of a {join_words(family_titles(), 'or')} model, or the "
+        "Hub name of one in the local cache (its architecture and tokenizer are kept)",
+    )
+    train.add_argument(*spellings("max_steps"), type=int, metavar="N", help="optimizer steps in total")
+    train.add_argument(
+        *spellings("time_budget"),
+        type=duration,
+        metavar="TIME",
+        help="train for this long (90s, 6m, 1h30m); the learning-rate schedule follows the clock",
+    )
+    train.add_argument(
+        "--objective",
+        choices=OBJECTIVES,
+        help=f"the training objective: {listed(OBJECTIVES)} (electra: replaced-token detection; the model becomes "
+        "an ELECTRA of its size)",
+    )
+    train.add_argument("--device", type=device, help=f"where to train: {listed(DEVICES)}")
+    train.add_argument("--precision", choices=PRECISIONS, help=f"the precision: {listed(PRECISIONS)}")
+    train.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        type=setting,
+        default=[],
+        metavar="SECTION.FIELD=VALUE",
+        help="any configuration field, repeatable: --set model.hidden_size=512 --set masking.strategy=span "
+        f"(masking.strategy: {listed(STRATEGIES)}; training.schedule: {listed(SCHEDULES)})",
+    )
+    aliases = train.add_argument_group("run_mlm.py's names (dashes or underscores), each the field it sets")
+    for name, (field, kind) in RUN_MLM_FIELDS.items():
+        aliases.add_argument(
+            *spellings(name), dest="settings", action=SetField, field=field, type=kind, metavar="V", help=field
+        )
+    for precision in ("bf16", "fp16"):
+        aliases.add_argument(
+            f"--{precision}",
+            dest="settings",
+            action=SetField,
+            field="training.precision",
+            const=precision,
+            nargs=0,
+            help=f"training.precision = {precision}",
+        )
+
+
+def _add_search(commands) -> None:
+    """`search`: a corpus's documents nearest a query, and same-label neighbours of a labelled file."""
+    search = commands.add_parser("search", help="find the documents of a corpus nearest a query, by a model's vectors")
+    search.add_argument("model", metavar="MODEL", help="a run, a checkpoint, or a Hugging Face model")
+    search.add_argument("--corpus", nargs="+", metavar="PATH", help=f"the documents --query searches: {FORMATS}")
+    search.add_argument("--query", action="append", metavar="TEXT", help="what to search for (repeatable)")
+    search.add_argument("--k", type=positive, default=10, help="documents per query, neighbours scored (default 10)")
+    search.add_argument("--layer", type=positive, metavar="N", help="the encoder layer read (default the last)")
+    search.add_argument("--task", type=Path, metavar="FILE", help=f"labelled texts scored by recall@k and MRR: "
+                        f"{TABLE_FORMATS}")  # fmt: skip
+    search.add_argument("--text-column", default="text", help="the task file's text column (default text)")
+    search.add_argument("--label-column", default="label", help="the task file's label column (default label)")
+    search.add_argument("--json", action="store_true", help="print one JSON object")
+    search.set_defaults(run=_deferred("search"))
+
+
+def _add_finetune(commands) -> None:
+    """`finetune`: a model fine-tuned on a labelled file, defaults from the published fine-tuning recipes (the
+    engine's: an option left out is None here, so that a resumed run can tell what was given)."""
+    tune = commands.add_parser(
+        "finetune",
+        help="fine-tune a model on labelled texts or tagged words",
+        epilog=f"{STOPPED} With --compare or --search, rerunning the same command with the same --out continues the "
+        "comparison or the search.",
+    )
+    tune.set_defaults(run=_deferred("finetune"))
+    tune.add_argument(
+        "model",
+        nargs="?",
+        metavar="MODEL",
+        help="a run folder or checkpoint, a Hugging Face folder or cached Hub model, or scratch:MODEL for the same "
+        "shape with fresh weights",
+    )
+    tune.add_argument(
+        "--task",
+        "--train",
+        type=Path,
+        metavar="FILE",
+        help=f"the labelled file: {TABLE_FORMATS}; for tokens also CoNLL; for qa SQuAD .json or a table",
+    )
+    tune.add_argument("--kind", choices=TASKS, help="what to predict (default classification)")
+    tune.add_argument("--validation", type=Path, metavar="FILE", help="your own validation file (with --test)")
+    tune.add_argument("--test", type=Path, metavar="FILE", help="your own test file (else an 80/10/10 split)")
+    tune.add_argument("--out", type=Path, metavar="RUN_DIR", help="the new run's folder (default: under the runs)")
+    tune.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a stopped fine-tuning run")
+    tune.add_argument("--text-column", default="", help="the text (or tokens) column, if not a usual name")
+    tune.add_argument("--label-column", default="", help="the label (or tags) column, if not a usual name")
+    tune.add_argument("--pair-column", default="", help="a second text column, for text pairs")
+    tune.add_argument(
+        "--lr",
+        type=float,
+        help="peak learning rate (default: measured, 3e-4 for a model under 10M parameters on fewer than 1,000 "
+        "training examples, else 1e-4; --search finds the best)",
+    )
+    tune.add_argument("--epochs", type=float, help="passes over the training examples at most (default 10)")
+    tune.add_argument("--batch-size", type=int, help="examples per step (default 16)")
+    tune.add_argument("--warmup", type=float, help="share of the steps warming up (default 0.06)")
+    tune.add_argument("--weight-decay", type=float, help="AdamW weight decay (default 0.01)")
+    tune.add_argument(
+        "--freeze-layers", type=int, metavar="N", help="leave the embeddings and N first layers untrained"
+    )
+    tune.add_argument("--patience", type=int, help="evaluations without improvement before stopping (default 2)")
+    tune.add_argument("--eval-every", type=int, metavar="STEPS", help="evaluate every STEPS (default: each epoch)")
+    tune.add_argument("--max-length", type=int, metavar="TOKENS", help="cut examples to this many tokens")
+    tune.add_argument("--pooling", choices=POOLINGS, help="ModernBERT's classifier: first token or mean")
+    tune.add_argument(
+        "--doc-stride", type=int, metavar="TOKENS", help="qa: tokens two windows of a long context share (default 128)"
+    )
+    tune.add_argument(
+        "--max-answer-length", type=int, metavar="TOKENS", help="qa: tokens of the longest answer (default 30)"
+    )
+    tune.add_argument("--seed", type=int, help="split, head and order seed (default 0)")
+    tune.add_argument("--device", type=device, help=f"where to train: {listed(DEVICES)} (default auto)")
+    tune.add_argument(
+        "--precision",
+        choices=FINETUNE_PRECISIONS,
+        help="auto (the default): bf16 where the processor computes it natively, else fp32; evaluation is in fp32",
+    )
+    tune.add_argument(
+        "--compare",
+        action="store_true",
+        help="also fine-tune the model MODEL started from (if imported) and the same shape from scratch, same seeds",
+    )
+    tune.add_argument(
+        "--seeds",
+        type=int,
+        help=f"with --compare: seeds per model (default {COMPARE_SEEDS}); with --search: seeds "
+        f"the better half of the learning rates runs (default {SEARCH_SEEDS})",
+    )
+    tune.add_argument(
+        "--search",
+        action="store_true",
+        help="search the learning rate and epochs on the validation split: each of --lrs fine-tuned to --max-epochs "
+        "with early stopping, the better half on more seeds; prints the table and the chosen recipe",
+    )
+    tune.add_argument(
+        "--lrs", metavar="LR,LR,…", help=f"with --search: the learning rates tried (default {rates(SEARCH_RATES)})"
+    )
+    tune.add_argument(
+        "--max-epochs", type=int, metavar="N", help=f"with --search: a run's most epochs (default {SEARCH_MAX_EPOCHS})"
+    )
+    tune.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+
+def _deferred(command: str) -> Callable[[argparse.Namespace], int]:
+    """The `run` of the command's own module, imported when it runs: the parser and the window start without
+    torch."""
+    return lambda args: importlib.import_module(f"mlm_studio.commands.{command}").run(args)

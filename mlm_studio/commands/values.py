@@ -1,0 +1,102 @@
+"""The values the command line's options take, each checked as it is parsed so that a wrong one is refused
+(exit 2) in a sentence that names the option, before any work: presets, devices, durations, --set settings,
+numbers and lists of them."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
+from mlm_studio.core.config.sections import (
+    DEVICES,
+    join_words,
+    valid_device,
+)
+from mlm_studio.core.shown import shown
+
+
+def preset_name(text: str) -> str:
+    if text not in PRESETS:
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a preset: choose {listed(PRESETS, DEFAULT_PRESET)}")
+    return text
+
+
+# What argparse takes for a negative number rather than an option: before Python 3.14 not "-1e-3", so `--lr -1e-3`
+# was refused as a missing value; every form of a number counts (the value's own check then says what is allowed).
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a whole number of at least 1")
+    return value
+
+
+# run_mlm.py's argument names and the field each means here.
+RUN_MLM_FIELDS = {
+    "learning_rate": ("training.learning_rate", float),
+    "num_train_epochs": ("training.epochs", float),
+    "per_device_train_batch_size": ("training.batch_size", int),
+    "gradient_accumulation_steps": ("training.grad_accumulation", int),
+    "warmup_steps": ("training.warmup_steps", int),
+    "weight_decay": ("training.weight_decay", float),
+    "max_seq_length": ("data.max_seq_len", int),
+    "mlm_probability": ("masking.rate", float),
+    "seed": ("training.seed", int),
+}
+
+
+def rates(values) -> str:
+    return ",".join(f"{value:g}" for value in values)
+
+
+def listed(names, default: str | None = None) -> str:
+    """The choices for people: "a, b or c", the default marked."""
+    return join_words([f"{name} (the default)" if name == default else name for name in names], "or")
+
+
+def spellings(*names: str) -> list[str]:
+    """--some-name and --some_name for each name."""
+    return list(dict.fromkeys("--" + name.replace("_", sep) for name in names for sep in ("-", "_")))
+
+
+class SetField(argparse.Action):
+    """Appends (field, value) to `settings`, as --set does."""
+
+    def __init__(self, option_strings, dest, field: str, **kwargs) -> None:
+        self.field = field
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        value = self.const if self.nargs == 0 else values
+        getattr(namespace, self.dest).append((self.field, value))
+
+
+def setting(text: str) -> tuple[str, object]:
+    """SECTION.FIELD=VALUE, the value read as TOML reads it (numbers, true/false), else as text."""
+    from mlm_studio.core.config.run_config import value_from_text
+
+    key, equals, value = text.partition("=")
+    if not equals or "." not in key:
+        raise argparse.ArgumentTypeError(f"{shown(text)}: write SECTION.FIELD=VALUE, e.g. training.learning_rate=1e-3")
+    return key.strip(), value_from_text(value.strip())
+
+
+def device(text: str) -> str:
+    if not valid_device(text):
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a device: write {listed(DEVICES)}")
+    return text
+
+
+def duration(text: str) -> float:
+    from mlm_studio.core.durations import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
