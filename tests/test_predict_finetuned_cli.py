@@ -13,18 +13,21 @@ from mlm_studio.cli import main
 from mlm_studio.core.finetune.predict import fine_tuned_at
 from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
 from tests.core.helpers import small_config
+from tests.core.qa_tasks import write_squad
 from tests.core.test_finetune import write_task
 from tests.core.test_finetune_export import write_pairs
 from tests.core.test_finetune_tokens import write_tagging
 
 
-def predict(*args):
+def predict(*args, stdin=None):
     done = subprocess.run(
         [sys.executable, "-m", "mlm_studio", "predict", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=300,
         env={**os.environ, "COLUMNS": "100"},
+        input=stdin,
+        encoding="utf-8",
     )
     return done.returncode, done.stdout, done.stderr
 
@@ -37,7 +40,7 @@ def same(printed, expected):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, small_corpus, small_tokenizer):
-    """A short pre-training run and three runs fine-tuned from it for one epoch: texts, pairs and tags."""
+    """A short pre-training run and four runs fine-tuned from it for one epoch: texts, pairs, tags and answers."""
     from mlm_studio.core.training.runs import start_run, training_blocks
     from mlm_studio.core.training.trainer import Trainer
 
@@ -48,9 +51,11 @@ def runs(tmp_path_factory, small_corpus, small_tokenizer):
         "texts": ("classification", write_task(root / "task.csv", rows=60)),
         "pairs": ("classification", write_pairs(root / "pairs.csv")),
         "tags": ("tokens", write_tagging(root / "tags.jsonl", sentences=40)),
+        "qa": ("qa", write_squad(root / "squad.json", contexts=30, facts=1)),
     }
     for name, (task, path) in tasks.items():
-        options = FinetuneOptions(task, path, learning_rate=5e-3, epochs=1, batch_size=8, device="cpu")
+        stride = {"doc_stride": 16} if task == "qa" else {}
+        options = FinetuneOptions(task, path, learning_rate=5e-3, epochs=1, batch_size=8, device="cpu", **stride)
         list(prepare_finetuner(root / name, str(run.path), options).run())
     return root
 
@@ -90,6 +95,7 @@ def test_a_tagger_prints_its_entities_and_a_long_text_is_said_to_be_cut(runs):
         ("texts", ["--aggregation", "none"], "--aggregation does not apply to texts: it is a text classifier"),
         ("texts", ["--pair", "b"], "texts was fine-tuned on single texts: --pair is for a classifier of pairs"),
         ("pairs", [], "pairs was fine-tuned on pairs of texts: give the second with --pair"),
+        ("pairs", ["--pair", " "], "pairs was fine-tuned on pairs of texts: give the second with --pair (it is empty)"),
         ("texts", ["--top-k", "0"], "--top-k is how many answers to print: 1 or more, not 0"),
         ("pre", ["--pair", "b"], "--pair is for a fine-tuned model; {runs}/pre fills masks"),
         ("pre", ["--question", "q", "--aggregation", "none"], "--question and --aggregation are for a fine-tuned"),
@@ -120,3 +126,70 @@ def test_a_fine_tuning_run_without_weights_or_with_a_damaged_task_is_refused(run
     (bare / "task.json").write_text('{"task": ', encoding="utf-8")  # cut short
     assert main(["predict", str(bare), "a text"]) == 1
     assert capsys.readouterr().err.startswith("mlm-studio: run bare: task.json is damaged (")
+
+
+CONTEXT = "and the path of the type . the list of a file is long . the port is return ."
+
+
+def test_a_question_longer_than_the_model_reads_is_said_on_stderr(runs):
+    question = "what is the port ? " + " ".join(["the list of a file"] * 20)
+    code, out, err = predict(runs / "qa", CONTEXT, "--question", question, "--json")
+    read = fine_tuned_at(runs / "qa").answer_text(question, CONTEXT).question
+    assert code == 0 and not read.whole
+    assert err == f"Note: {read.describe()}.\n" and err.startswith("Note: the model reads 16 tokens of a question: ")
+    same(json.loads(out), fine_tuned_at(runs / "qa").answer(question, CONTEXT))
+    code, out, err = predict(runs / "qa", CONTEXT, "--question", "what is the port ?")
+    assert (code, err) == (0, "") and out.startswith("score  characters  answer\n")
+
+
+def test_texts_one_a_line_from_stdin_or_a_file_are_answered_one_a_line(runs, tmp_path):
+    texts = ["return the value of a list", "the file is «open»", "an error"]
+    code, out, err = predict(runs / "texts", "-", "--json", stdin="\n".join(texts) + "\n")
+    assert (code, err) == (0, "")
+    model = fine_tuned_at(runs / "texts")
+    for line, text in zip(out.splitlines(), texts, strict=True):
+        same(json.loads(line), model.label_text(text).scores)
+    (tmp_path / "texts.txt").write_text("\r\n".join(texts), encoding="utf-8")  # Windows line ends, no last one
+    code, out, err = predict(runs / "texts", "--text-file", tmp_path / "texts.txt", "--top-k", 2)
+    assert (code, err) == (0, "")
+    for line, text in zip(out.splitlines(), texts, strict=True):
+        best = model.label_text(text).scores[:2]
+        assert line.split("\t")[::2] == [a["label"] for a in best]
+    contexts = f"{CONTEXT}\nthe port is open .\n"
+    code, out, err = predict(runs / "qa", "-", "--question", "what is the port ?", "--json", stdin=contexts)
+    assert code == 0 and len(out.splitlines()) == 2
+    same(json.loads(out.splitlines()[1]), fine_tuned_at(runs / "qa").answer("what is the port ?", "the port is open ."))
+    code, out, err = predict(runs / "pairs", "-", stdin="the error of\ta list\n")
+    assert code == 0 and out.split("\t")[0] in ("first", "second")
+    code, out, err = predict(runs / "tags", "-", stdin="the file of error value\n")
+    assert code == 0 and out.startswith("the/") and len(out.splitlines()) == 1
+    code, out, err = predict(runs / "pre", "-", "--json", stdin="the [MASK] of\nthe list [MASK]\n")
+    assert code == 0 and [len(json.loads(line)) for line in out.splitlines()] == [5, 5]
+
+
+@pytest.mark.parametrize(
+    ("run", "stdin", "options", "said"),
+    [
+        ("tags", "the file\n\nan error\n", [], "standard input, line 2: no text; give one text a line, none empty"),
+        ("pairs", "a\tb\nthe file\n", [], "standard input, line 2: a classifier of pairs reads each line as TEXT,"),
+        ("pairs", "a\tb\n", ["--pair", "c"], "--pair is one second text: give each line as TEXT, a tab, then TEXT2"),
+        ("pre", "the [MASK]\nthe file\n", [], "standard input, line 2: The text has no [MASK]"),
+        ("tags", None, [], "no TEXT: give TEXT, - to read texts one a line from standard input, or --text-file FILE"),
+        ("tags", None, ["a text", "--text-file", "x.txt"], "both TEXT and --text-file: give TEXT, -"),
+    ],
+)
+def test_lines_that_cannot_be_answered_are_refused_naming_the_line(runs, run, stdin, options, said):
+    code, out, err = predict(runs / run, *(["-"] if stdin is not None else []), *options, stdin=stdin)
+    assert code in (1, 2) and err.startswith(f"mlm-studio: {said}")
+    assert len(out.splitlines()) == (1 if "line 2" in said else 0)  # the lines before it are answered
+
+
+def test_a_text_file_not_utf8_or_missing_is_refused_naming_it(runs, tmp_path):
+    (tmp_path / "latin.txt").write_bytes("the file\ncafé\n".encode("latin-1"))
+    code, out, err = predict(runs / "tags", "--text-file", tmp_path / "latin.txt")
+    assert code == 1 and err == f"mlm-studio: {tmp_path / 'latin.txt'}, line 2: not UTF-8 text (byte 4 of the line)\n"
+    assert out == "the/" + out[4:] and len(out.splitlines()) == 1  # line 1 answered
+    code, out, err = predict(runs / "tags", "--text-file", tmp_path / "missing.txt")
+    assert code == 1 and err == f"mlm-studio: {tmp_path / 'missing.txt'}: cannot be read (No such file or directory)\n"
+    code, _, err = predict(runs / "tags", "--text-file", tmp_path)
+    assert code == 1 and err == f"mlm-studio: {tmp_path}: a folder, not a file of texts one a line\n"
