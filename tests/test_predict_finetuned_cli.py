@@ -2,6 +2,7 @@
 pipeline's JSON, a tagger's entities, a long text said to be cut; options of another kind of model refused in a
 sentence with exit status 2, and the fill-mask `predict` unchanged."""
 
+import io
 import json
 import os
 import subprocess
@@ -142,29 +143,33 @@ def test_a_question_longer_than_the_model_reads_is_said_on_stderr(runs):
     assert (code, err) == (0, "") and out.startswith("score  characters  answer\n")
 
 
-def test_texts_one_a_line_from_stdin_or_a_file_are_answered_one_a_line(runs, tmp_path):
+def test_texts_one_a_line_from_stdin_or_a_file_are_answered_one_a_line(runs, tmp_path, capsys, monkeypatch):
     texts = ["return the value of a list", "the file is «open»", "an error"]
-    code, out, err = predict(runs / "texts", "-", "--json", stdin="\n".join(texts) + "\n")
+    code, out, err = predict(runs / "texts", "-", "--json", stdin="\n".join(texts) + "\n")  # a real pipe
     assert (code, err) == (0, "")
     model = fine_tuned_at(runs / "texts")
     for line, text in zip(out.splitlines(), texts, strict=True):
         same(json.loads(line), model.label_text(text).scores)
     (tmp_path / "texts.txt").write_text("\r\n".join(texts), encoding="utf-8")  # Windows line ends, no last one
-    code, out, err = predict(runs / "texts", "--text-file", tmp_path / "texts.txt", "--top-k", 2)
-    assert (code, err) == (0, "")
+    assert main(["predict", str(runs / "texts"), "--text-file", str(tmp_path / "texts.txt"), "--top-k", "2"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
     for line, text in zip(out.splitlines(), texts, strict=True):
         best = model.label_text(text).scores[:2]
         assert line.split("\t")[::2] == [a["label"] for a in best]
-    contexts = f"{CONTEXT}\nthe port is open .\n"
-    code, out, err = predict(runs / "qa", "-", "--question", "what is the port ?", "--json", stdin=contexts)
-    assert code == 0 and len(out.splitlines()) == 2
-    same(json.loads(out.splitlines()[1]), fine_tuned_at(runs / "qa").answer("what is the port ?", "the port is open ."))
-    code, out, err = predict(runs / "pairs", "-", stdin="the error of\ta list\n")
-    assert code == 0 and out.split("\t")[0] in ("first", "second")
-    code, out, err = predict(runs / "tags", "-", stdin="the file of error value\n")
-    assert code == 0 and out.startswith("the/") and len(out.splitlines()) == 1
-    code, out, err = predict(runs / "pre", "-", "--json", stdin="the [MASK] of\nthe list [MASK]\n")
-    assert code == 0 and [len(json.loads(line)) for line in out.splitlines()] == [5, 5]
+
+    def answered(run, stdin, *options):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin.encode()), encoding="utf-8"))
+        assert main(["predict", str(runs / run), "-", *options]) == 0
+        return capsys.readouterr().out.splitlines()
+
+    lines = answered("qa", f"{CONTEXT}\nthe port is open .\n", "--question", "what is the port ?", "--json")
+    assert len(lines) == 2
+    same(json.loads(lines[1]), fine_tuned_at(runs / "qa").answer("what is the port ?", "the port is open ."))
+    assert answered("pairs", "the error of\ta list\n")[0].split("\t")[0] in ("first", "second")
+    [line] = answered("tags", "the file of error value\n")
+    assert line.startswith("the/")
+    assert [len(json.loads(line)) for line in answered("pre", "the [MASK] of\nthe list [MASK]\n", "--json")] == [5, 5]
 
 
 @pytest.mark.parametrize(
@@ -176,20 +181,29 @@ def test_texts_one_a_line_from_stdin_or_a_file_are_answered_one_a_line(runs, tmp
         ("pre", "the [MASK]\nthe file\n", [], "standard input, line 2: The text has no [MASK]"),
         ("tags", None, [], "no TEXT: give TEXT, - to read texts one a line from standard input, or --text-file FILE"),
         ("tags", None, ["a text", "--text-file", "x.txt"], "both TEXT and --text-file: give TEXT, -"),
+        ("texts", None, [" "], "TEXT is empty: give texts a text to label"),
+        ("tags", None, [""], "TEXT is empty: give tags a text to tag"),
     ],
 )
-def test_lines_that_cannot_be_answered_are_refused_naming_the_line(runs, run, stdin, options, said):
-    code, out, err = predict(runs / run, *(["-"] if stdin is not None else []), *options, stdin=stdin)
+def test_lines_that_cannot_be_answered_are_refused_naming_the_line(
+    runs, run, stdin, options, said, capsys, monkeypatch
+):
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin.encode()), encoding="utf-8"))
+    code = main(["predict", str(runs / run), *(["-"] if stdin is not None else []), *options])
+    out, err = capsys.readouterr()
     assert code in (1, 2) and err.startswith(f"mlm-studio: {said}")
     assert len(out.splitlines()) == (1 if "line 2" in said else 0)  # the lines before it are answered
 
 
-def test_a_text_file_not_utf8_or_missing_is_refused_naming_it(runs, tmp_path):
+def test_a_text_file_not_utf8_or_missing_is_refused_naming_it(runs, tmp_path, capsys):
     (tmp_path / "latin.txt").write_bytes("the file\ncafé\n".encode("latin-1"))
-    code, out, err = predict(runs / "tags", "--text-file", tmp_path / "latin.txt")
-    assert code == 1 and err == f"mlm-studio: {tmp_path / 'latin.txt'}, line 2: not UTF-8 text (byte 4 of the line)\n"
-    assert out == "the/" + out[4:] and len(out.splitlines()) == 1  # line 1 answered
-    code, out, err = predict(runs / "tags", "--text-file", tmp_path / "missing.txt")
-    assert code == 1 and err == f"mlm-studio: {tmp_path / 'missing.txt'}: cannot be read (No such file or directory)\n"
-    code, _, err = predict(runs / "tags", "--text-file", tmp_path)
-    assert code == 1 and err == f"mlm-studio: {tmp_path}: a folder, not a file of texts one a line\n"
+    assert main(["predict", str(runs / "tags"), "--text-file", str(tmp_path / "latin.txt")]) == 1
+    out, err = capsys.readouterr()
+    assert err == f"mlm-studio: {tmp_path / 'latin.txt'}, line 2: not UTF-8 text (byte 4 of the line)\n"
+    assert out.startswith("the/") and len(out.splitlines()) == 1  # line 1 answered
+    assert main(["predict", str(runs / "tags"), "--text-file", str(tmp_path / "missing.txt")]) == 1
+    missing = f"{tmp_path / 'missing.txt'}: cannot be read (No such file or directory)"
+    assert capsys.readouterr().err == f"mlm-studio: {missing}\n"
+    assert main(["predict", str(runs / "tags"), "--text-file", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == f"mlm-studio: {tmp_path}: a folder, not a file of texts one a line\n"

@@ -145,6 +145,8 @@ def misused_options(model: FineTuned, args) -> str:
         return f"{' and '.join(unfit)} {what} not apply to {name}: it is {KINDS.get(kind, kind)}"
     if args.top_k is not None and args.top_k < 1:
         return f"--top-k is how many answers to print: 1 or more, not {args.top_k}"
+    if kind != "qa" and not reads_lines(args.text, args.text_file) and not args.text.strip():
+        return f"TEXT is empty: give {name} a text to {'label' if kind == 'classification' else 'tag'}"
     if kind == "qa" and args.question is None:
         return f"{name} answers a question about TEXT: give the question with --question"
     if kind == "classification":

@@ -136,5 +136,7 @@ def test_a_question_answerers_test_scores_fill_the_top_of_their_tab_as_a_table(q
     assert table.geometry().bottom() < view.scores.height() // 2
     view.show_test(replace(test, has_answer_f1=None, has_answer_exact_match=None, no_answer_exact_match=None), False)
     assert table.rowCount() == 1
+    view.show_test(replace(test, has_answer_f1=float("nan"), has_answer_exact_match=float("nan")), False)
+    assert [table.item(r, 0).text() for r in range(table.rowCount())] == ["all", "without one"]  # none answered
     view.clear()
     assert table.isHidden() and table.rowCount() == 0

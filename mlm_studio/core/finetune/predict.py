@@ -29,6 +29,7 @@ from mlm_studio.core.finetune.qa.features import qa_features
 from mlm_studio.core.finetune.qa.task import question_room
 from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights, weights_finite
 from mlm_studio.core.storage.run_folder import TASK, RunDir
 
@@ -122,7 +123,14 @@ class FineTuned:
             raise TaskError("give a question and the context its answer is in")
         example = QAExample("question", question.strip(), context, (), 0)
         room = question_room(self.limit)
+        read = question_reading(self.tokenizer, example.question, room)
         features = qa_features(self.tokenizer, [example], self.limit, task["doc_stride"], room)
+        for what, text, tokens in (
+            ("question", question, read.tokens),
+            ("context", context, sum(int((spans[:, 0] >= 0).sum()) for spans in features.spans)),
+        ):
+            if not tokens:  # only characters the tokenizer drops, such as a zero-width space
+                raise TaskError(f"the {what} {shown(text)} holds no character the model reads; type words")
         starts, ends = [], []
         for first in range(0, len(features), ANSWER_BATCH):
             if progress is not None:  # a long context: stopped between windows when no longer wanted
@@ -149,7 +157,7 @@ class FineTuned:
             top_k=top_k,
         )[0]
         answers = [answer.as_pipeline() for answer in found]
-        return Answered(answers, question_reading(self.tokenizer, example.question, room))
+        return Answered(answers, read)
 
     @property
     def kind(self) -> str:

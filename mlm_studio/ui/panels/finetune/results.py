@@ -7,6 +7,7 @@ answering, exact match and F1 and each wrong answer marked in its context (`answ
 from __future__ import annotations
 
 import html
+import math
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
@@ -49,6 +50,10 @@ def cell(value: object, align_right: bool = False) -> QTableWidgetItem:
     if align_right:
         item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
     return item
+
+
+def _measured(share: float | None) -> bool:
+    return share is not None and not math.isnan(share)
 
 
 class ResultsView(QTabWidget):
@@ -174,9 +179,9 @@ class ResultsView(QTabWidget):
         """Exact match and F1 over every test question, and (SQuAD v2.0) those with an answer and those without
         (where F1 is exact match: the answer is none or not)."""
         rows = [("all", test.exact_match, test.f1)]
-        if test.has_answer_f1 is not None:
+        if _measured(test.has_answer_f1):  # none where no test question has an answer
             rows.append(("with an answer", test.has_answer_exact_match, test.has_answer_f1))
-        if test.no_answer_exact_match is not None:
+        if _measured(test.no_answer_exact_match):
             rows.append(("without one", test.no_answer_exact_match, test.no_answer_exact_match))
         table = self.answer_table
         table.setRowCount(len(rows))
