@@ -31,15 +31,15 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine
 
+from mlm_studio.core.config.families import FAMILIES
 from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
 from mlm_studio.core.config.run_config import value_from_text
 from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.evaluation.search import unit
 from mlm_studio.core.evaluation.vectors import sentence_vectors
-from mlm_studio.core.interop.hf import import_model
 from mlm_studio.core.models.build import encoder_of
-from mlm_studio.core.models.registry import FAMILIES
+from mlm_studio.core.models.hf_folder import import_model
 from mlm_studio.core.training.runs import NewRun, continuing, prepare_trainer
 
 # Sentences far from Python's documentation, written for this benchmark; the first five are compared pairwise.

@@ -37,11 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_domain import pretrain, write_data
 from common import machine
 
+from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.scores import class_scores
-from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.interop.export import export_model
-from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.records import TestRecord
+from mlm_studio.core.training.run_folder import RunDir
 
 GROUPED = ["random"]  # the Trainer's sampler: "group_by_length" with `--group-by-length`
 RECIPE = dict(epochs=3.0, batch_size=16, learning_rate=1e-4, warmup_share=0.06, weight_decay=0.01)

@@ -51,7 +51,7 @@ from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.data.corpus import Corpus, load_corpus
 from mlm_studio.core.data.tokenizer import train_tokenizer
 from mlm_studio.core.interop.export import export_model
-from mlm_studio.core.interop.hf import import_model
+from mlm_studio.core.models.hf_folder import import_model
 from mlm_studio.core.training.records import EvalRecord, StepRecord
 from mlm_studio.core.training.runs import NewRun, prepare_trainer
 from mlm_studio.core.training.schedule import learning_rate

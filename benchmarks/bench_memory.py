@@ -20,9 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine
 
+from mlm_studio.core.config.families import FAMILIES
 from mlm_studio.core.config.presets import PRESETS
-from mlm_studio.core.models.registry import FAMILIES
-from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.run_folder import RunDir
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = [*PRESETS, *(f"small:{family}" for family in FAMILIES if family != "bert")]

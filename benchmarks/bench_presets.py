@@ -18,11 +18,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine
 
+from mlm_studio.core.config.families import FAMILIES
 from mlm_studio.core.config.presets import preset
 from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.data.tokenizer import train_tokenizer
-from mlm_studio.core.models.registry import FAMILIES
 from mlm_studio.core.training.records import EvalRecord
 from mlm_studio.core.training.runs import NewRun, prepare_trainer
 

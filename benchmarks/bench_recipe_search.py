@@ -32,11 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_domain import pretrain, write_data
 from common import machine
 
+from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.recipe.result import read_search
 from mlm_studio.core.finetune.recipe.search import SearchPlan, search
-from mlm_studio.core.finetune.setup import FinetuneOptions, measured_learning_rate, starting_model
-from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.finetune.setup import measured_learning_rate, starting_model
 from mlm_studio.core.training.records import FinishedRecord
+from mlm_studio.core.training.run_folder import RunDir
 
 
 def published_minilm(folder: Path) -> Path:

@@ -30,6 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, peer_model, peer_tokenizer
 
+from mlm_studio.core.config.families import FAMILIES
 from mlm_studio.core.config.presets import preset
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import DataConfig, ModelConfig, TokenizerConfig, TrainConfig, generator_config
@@ -37,7 +38,6 @@ from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.data.tokenizer import MLMTokenizer, train_tokenizer
 from mlm_studio.core.models.electra import DISCRIMINATOR, GENERATOR
-from mlm_studio.core.models.registry import FAMILIES
 from mlm_studio.core.training.records import StepRecord
 from mlm_studio.core.training.runs import NewRun, prepare_trainer
 

@@ -54,7 +54,7 @@ def peer_model(config):
     config.json an export would write."""
     from transformers import AutoConfig, AutoModelForMaskedLM
 
-    from mlm_studio.core.models.registry import FAMILIES
+    from mlm_studio.core.config.families import FAMILIES
 
     values = FAMILIES[config.family].to_hf(config)
     return AutoModelForMaskedLM.from_config(AutoConfig.for_model(values.pop("model_type"), **values))

@@ -6,9 +6,9 @@ from typing import Any
 
 import torch
 
+from mlm_studio.core.config.families import SEGMENT_TYPES, Family, FamilyField, encoder_parameters
 from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.models import bert
-from mlm_studio.core.models.registry import SEGMENT_TYPES, Family, FamilyField, encoder_parameters
 
 SCALED_BERT = Family(
     "scaled-bert",

@@ -15,9 +15,9 @@ from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import OBJECTIVES, PRECISIONS, SCHEDULES, STRATEGIES
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
-from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import StepRecord
+from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import config_file, small_config

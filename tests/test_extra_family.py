@@ -7,13 +7,13 @@ import pytest
 import torch
 
 from mlm_studio.cli import main
+from mlm_studio.core.config.families import FAMILIES
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import ConfigError, ModelConfig
 from mlm_studio.core.interop.export import export_model
-from mlm_studio.core.interop.hf import import_model
 from mlm_studio.core.models.build import build_model
-from mlm_studio.core.models.registry import FAMILIES
-from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.models.hf_folder import import_model
+from mlm_studio.core.training.run_folder import RunDir
 from tests.core.helpers import config_file
 from tests.extra_family import SCALED_BERT
 

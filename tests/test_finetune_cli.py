@@ -189,7 +189,7 @@ def test_a_missing_model_is_one_sentence(tmp_path):
 def test_compare_fine_tunes_the_run_its_starting_model_and_scratch_with_the_same_seeds(
     small_corpus, hf_folder, tmp_path
 ):
-    from mlm_studio.core.interop.hf import import_model
+    from mlm_studio.core.models.hf_folder import import_model
     from mlm_studio.core.training.runs import start_run, training_blocks
     from mlm_studio.core.training.trainer import Trainer
 

@@ -11,8 +11,9 @@ import sys
 import pytest
 
 from mlm_studio.cli import main
+from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.predict import fine_tuned_at
-from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+from mlm_studio.core.finetune.setup import prepare_finetuner
 from tests.core.helpers import small_config
 from tests.core.qa_tasks import write_squad
 from tests.core.test_finetune import write_task

@@ -19,10 +19,10 @@ from mlm_studio.core.data.corpus import load_corpus
 def run(args) -> int:
     """Print the masked-token diagnosis of a model (and, with --task, the downstream probe) as a table or JSON;
     refused when the held-out text gave nothing to score."""
+    from mlm_studio.core.data.labelled import TaskError
     from mlm_studio.core.evaluation.diagnosis import diagnose
     from mlm_studio.core.evaluation.subject import load_subject
     from mlm_studio.core.evaluation.task_probe import probe_task, read_task
-    from mlm_studio.core.finetune.labelled import TaskError
 
     try:
         task = read_task(args.task, args.text_column, args.label_column, Status()) if args.task is not None else None

@@ -10,7 +10,7 @@ from mlm_studio.commands.refusals import USER_ERRORS
 from mlm_studio.commands.terminal import Status, fail, reason
 from mlm_studio.core.finetune.heads import CLASS_NAMES
 from mlm_studio.core.interop.export import export_choice, write_export
-from mlm_studio.core.interop.hf import GENERATOR_FOLDER
+from mlm_studio.core.models.hf_folder import GENERATOR_FOLDER
 
 
 def run(args) -> int:

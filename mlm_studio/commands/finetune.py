@@ -8,13 +8,14 @@ import sys
 from pathlib import Path
 
 from mlm_studio.commands.terminal import INTERRUPTED, MISUSED, fail, reason, stop_on_interrupt, strict_json
+from mlm_studio.core.data.labelled import Columns
 from mlm_studio.core.data.tokenizer import TokenizerError
 from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.finetune.compare import Said, compare, contenders, outcomes, score_name, table, verdict
-from mlm_studio.core.finetune.labelled import Columns
+from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
 from mlm_studio.core.finetune.recipe.result import read_search
 from mlm_studio.core.finetune.recipe.search import SearchPlan, search
-from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError, ResumeRefused, prepare_finetuner
+from mlm_studio.core.finetune.setup import ResumeRefused, prepare_finetuner
 from mlm_studio.core.finetune.tasks import COMPARE_SEEDS, SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.finetune.tuner import FineTuner
 from mlm_studio.core.shown import one_line

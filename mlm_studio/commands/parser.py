@@ -22,6 +22,7 @@ from mlm_studio.commands.values import (
     setting,
     spellings,
 )
+from mlm_studio.core.config.families import family_titles
 from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
 from mlm_studio.core.config.sections import (
     DEVICES,
@@ -42,7 +43,6 @@ from mlm_studio.core.finetune.tasks import (
     SEARCH_SEEDS,
     TASKS,
 )
-from mlm_studio.core.models.registry import family_titles
 
 # how `train` and `finetune` end when the user stops them (their --help says it)
 STOPPED = (

@@ -8,11 +8,11 @@ import sys
 from mlm_studio.commands.refusals import USER_ERRORS
 from mlm_studio.commands.terminal import MISUSED, Status, emit, fail, print_report, reason, strict_json
 from mlm_studio.core.data.corpus import load_corpus
+from mlm_studio.core.data.labelled import TaskError
 from mlm_studio.core.evaluation.search import build_index, distinct_texts, retrieval_scores
 from mlm_studio.core.evaluation.subject import load_reader
 from mlm_studio.core.evaluation.task_probe import read_task
 from mlm_studio.core.evaluation.vectors import sentence_vectors, tokens_read
-from mlm_studio.core.finetune.labelled import TaskError
 
 
 def run(args) -> int:

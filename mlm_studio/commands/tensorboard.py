@@ -5,12 +5,12 @@ from __future__ import annotations
 from mlm_studio.commands.terminal import fail, reason
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
-from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.run_folder import RunDir
 
 
 def run(args) -> int:
     """Write each run's TensorBoard events from its metrics.jsonl (refused while the run trains: it writes them)."""
-    from mlm_studio.core.storage.tensorboard import write_events
+    from mlm_studio.core.training.tensorboard import write_events
 
     for path in args.runs:
         try:

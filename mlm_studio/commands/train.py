@@ -17,13 +17,13 @@ from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.data.corpus import Corpus, load_corpus
 from mlm_studio.core.data.tokenizer import MLMTokenizer, train_tokenizer
 from mlm_studio.core.durations import Eta, format_duration
-from mlm_studio.core.interop.hf import import_model
-from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.models.hf_folder import import_model
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training import distributed
 from mlm_studio.core.training.device import autocast_dtype, resolve_device
 from mlm_studio.core.training.distributed import Distributed
 from mlm_studio.core.training.records import FailedRecord, FinishedRecord, StartedRecord, StepRecord
+from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import (
     NewRun,
     apply_resume,

@@ -257,7 +257,7 @@ class MainWindow(QMainWindow):
     def open_run(self, path: Path) -> None:
         """Show a run where its kind is shown: a pre-training run's curves in the Training panel, a fine-tuning
         run's curves and scores in the Fine-tune panel. The other panels keep their models, the Runs folder stays."""
-        from mlm_studio.core.storage.history import FINETUNING, run_kind  # the engine is loaded by now
+        from mlm_studio.core.training.history import FINETUNING, run_kind  # the engine is loaded by now
 
         if run_kind(path) == FINETUNING:
             self.finetune_panel.show_run(path)

@@ -12,19 +12,22 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings
-from PySide6.QtWidgets import QSplitter
+from PySide6.QtWidgets import QListWidget, QSplitter
 
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import ConfigError
 from mlm_studio.core.data.builtin_corpus import builtin_corpus_location
 from mlm_studio.core.data.corpus import ReadOptions
-from mlm_studio.core.evaluation.probes import Probe
+from mlm_studio.core.training.probes import Probe
 
 if TYPE_CHECKING:
-    from mlm_studio.ui.main_window import MainWindow
+    from mlm_studio.ui.panels.corpus import CorpusPanel
+    from mlm_studio.ui.panels.playground import PlaygroundPanel
+    from mlm_studio.ui.panels.training import TrainingPanel
+    from mlm_studio.ui.workspace import Workspace
 
 SPLITTERS = "splitters"
 PENDING = "splitter-state-pending"  # the name of a splitter's restorer until it is first shown
@@ -32,7 +35,22 @@ VERSION = 2  # of what is written here; 1 saved splitters by their index
 T = TypeVar("T")
 
 
-def restore(window: MainWindow, settings: QSettings | None) -> None:
+class Window(Protocol):
+    """What is remembered of the main window (its `MainWindow` restores and saves itself through this module)."""
+
+    workspace: Workspace
+    corpus_panel: CorpusPanel
+    training_panel: TrainingPanel
+    playground_panel: PlaygroundPanel
+    navigation: QListWidget
+    scheme: str  # "system", "light" or "dark"
+
+    def saveGeometry(self) -> QByteArray: ...
+    def restoreGeometry(self, geometry: QByteArray) -> bool: ...
+    def findChildren(self, kind: type[T]) -> list[T]: ...
+
+
+def restore(window: Window, settings: QSettings | None) -> None:
     """Reopen the last session, or the built-in corpus on first start. Each value is restored on its own: a bad
     one costs only itself."""
     paths = []
@@ -67,7 +85,7 @@ def _value(settings: QSettings, key: str, kind: type[T], default: T, valid: Call
     return raw if isinstance(raw, kind) and valid(raw) else default
 
 
-def _restore_options(window: MainWindow, settings: QSettings) -> None:
+def _restore_options(window: Window, settings: QSettings) -> None:
     window.corpus_panel.set_options(
         ReadOptions(
             text_unit=str(settings.value("corpus/text_unit", "paragraph")),
@@ -77,24 +95,24 @@ def _restore_options(window: MainWindow, settings: QSettings) -> None:
     )
 
 
-def _restore_config(window: MainWindow, settings: QSettings) -> None:
+def _restore_config(window: Window, settings: QSettings) -> None:
     config = _value(settings, "training/config", str, "")
     if config:
         window.workspace.set_config(RunConfig.from_toml(config, "saved settings"))
 
 
-def _restore_probes(window: MainWindow, settings: QSettings) -> None:
+def _restore_probes(window: Window, settings: QSettings) -> None:
     probes = _value(settings, "training/probes", str, "")
     if probes:
         window.training_panel.set_probes([Probe(**p) for p in json.loads(probes)])
 
 
-def _restore_playground(window: MainWindow, settings: QSettings) -> None:
+def _restore_playground(window: Window, settings: QSettings) -> None:
     exact = str(settings.value("playground/exact_weights", "false")).lower()
     window.playground_panel.exact_check.setChecked(exact == "true")
 
 
-def _restore_plots(window: MainWindow, settings: QSettings) -> None:
+def _restore_plots(window: Window, settings: QSettings) -> None:
     curves = window.training_panel.curves
     axis = curves.axis_combo.findData(_value(settings, "plots/axis", str, "step"))
     curves.axis_combo.setCurrentIndex(max(0, axis))
@@ -102,7 +120,7 @@ def _restore_plots(window: MainWindow, settings: QSettings) -> None:
     slider.setValue(bounded_int(settings, "plots/smoothing", slider.value(), slider.minimum(), slider.maximum()))
 
 
-def _restore_splitters(window: MainWindow, settings: QSettings) -> None:
+def _restore_splitters(window: Window, settings: QSettings) -> None:
     """Each named splitter's sizes, as saved by this version, once it is shown at its real size (sizes given to a
     splitter not yet laid out would be stretched on the way there); its orientation stays the layout's."""
     if bounded_int(settings, "session/version", 1, 1, VERSION) != VERSION:
@@ -140,16 +158,16 @@ class _RestoreWhenShown(QObject):
         return False
 
 
-def _restore_current_run(window: MainWindow, settings: QSettings) -> None:
+def _restore_current_run(window: Window, settings: QSettings) -> None:
     """The run the window last trained stays the current run, where it still is a pre-training run."""
-    from mlm_studio.core.storage.history import PRETRAINING, run_kind
+    from mlm_studio.core.training.history import PRETRAINING, run_kind
 
     path = _value(settings, "runs/current", str, "")
     if path and (Path(path) / "config.toml").is_file() and run_kind(path) == PRETRAINING:
         window.workspace.set_run(Path(path))
 
 
-def _restore_panel(window: MainWindow, settings: QSettings) -> None:
+def _restore_panel(window: Window, settings: QSettings) -> None:
     last = window.navigation.count() - 1
     window.navigation.setCurrentRow(bounded_int(settings, "window/panel", 0, 0, last))
 
@@ -166,12 +184,12 @@ _RESTORE_STEPS = (
 )
 
 
-def named_splitters(window: MainWindow) -> list[QSplitter]:
+def named_splitters(window: Window) -> list[QSplitter]:
     """The window's splitters that are remembered: those with a name."""
     return [splitter for splitter in window.findChildren(QSplitter) if splitter.objectName()]
 
 
-def save(window: MainWindow, settings: QSettings | None) -> None:
+def save(window: Window, settings: QSettings | None) -> None:
     if settings is None:
         return
     options = window.workspace.read_options

@@ -18,7 +18,7 @@ from mlm_studio.core.data.corpus import Corpus, ReadOptions
 
 if TYPE_CHECKING:
     from mlm_studio.core.data.tokenizer import MLMTokenizer
-    from mlm_studio.core.interop.hf import ImportedModel
+    from mlm_studio.core.models.hf_folder import ImportedModel
 
 
 class Workspace(QObject):

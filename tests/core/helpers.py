@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import DataConfig, ModelConfig, TrainConfig
-from mlm_studio.core.interop.hf import InteropError, import_model
+from mlm_studio.core.models.hf_folder import InteropError, import_model
 
 
 def small_config(**training) -> RunConfig:

@@ -10,7 +10,7 @@ from safetensors.torch import load_file, save_file
 
 from mlm_studio.core.models.build import build_trained
 from mlm_studio.core.storage.checkpoint import checkpoint_finite, load_weights, weights_finite
-from mlm_studio.core.storage.run_folder import RunDir, checkpoint_step
+from mlm_studio.core.training.run_folder import RunDir, checkpoint_step
 
 KILLED_WHILE_WRITING = """
 import sys
@@ -82,7 +82,7 @@ def test_a_checkpoint_folder_is_placed_in_its_run_wherever_the_run_keeps_it(tmp_
     """RUN/checkpoints/step-N, or a folder of the run's own (a fine-tuning run's best/); a checkpoint outside any
     run is named as given, not its parent folder."""
     from mlm_studio.core.storage.checkpoint import CheckpointError
-    from mlm_studio.core.storage.run_folder import resolve_checkpoint
+    from mlm_studio.core.training.run_folder import resolve_checkpoint
 
     run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
     latest = run.latest_checkpoint()

@@ -10,7 +10,7 @@ from mlm_studio.core.config.continuation import FIELDS, continuation_recipe, con
 from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
 from mlm_studio.core.config.run_config import RunConfig, written_fields
 from mlm_studio.core.config.sections import ModelConfig
-from mlm_studio.core.interop.hf import import_model
+from mlm_studio.core.models.hf_folder import import_model
 from mlm_studio.core.training.runs import NewRun, continuing, prepare_trainer
 from tests.core.family_folders import make_folder
 

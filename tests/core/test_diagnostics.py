@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import pytest
 
+from mlm_studio.core.data.labelled import TaskError
 from mlm_studio.core.evaluation.diagnosis import diagnose
 from mlm_studio.core.evaluation.subject import load_subject
 from mlm_studio.core.evaluation.task_probe import probe_task, read_task
-from mlm_studio.core.finetune.labelled import TaskError
 from mlm_studio.core.models.build import build_model
 
 

@@ -21,12 +21,12 @@ from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.evaluation.subject import load_subject
 from mlm_studio.core.evaluation.task_probe import probe_task
 from mlm_studio.core.interop.export import export_model
-from mlm_studio.core.interop.hf import import_model
 from mlm_studio.core.models.electra import ElectraForPreTraining
 from mlm_studio.core.models.encoder import MLMOutput
-from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.models.hf_folder import import_model
+from mlm_studio.core.models.replaced_tokens import ElectraOutput, ReplacedTokenDetection, auc_from_histogram
 from mlm_studio.core.training.records import EvalRecord, StepRecord
-from mlm_studio.core.training.replaced_tokens import ElectraOutput, ReplacedTokenDetection, auc_from_histogram
+from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.family_folders import save_tokenizer

@@ -11,12 +11,12 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mlm_studio.core.config.families import FAMILIES
 from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.interop.export import export_model
-from mlm_studio.core.interop.hf import InteropError, import_model
 from mlm_studio.core.models.build import build_model
-from mlm_studio.core.models.registry import FAMILIES
+from mlm_studio.core.models.hf_folder import InteropError, import_model
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.family_folders import CASES, make_folder

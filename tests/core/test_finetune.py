@@ -11,8 +11,9 @@ import torch
 from safetensors.torch import load_file
 
 from mlm_studio.core.config.run_config import RunConfig
-from mlm_studio.core.finetune.labelled import TaskError
-from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError, prepare_finetuner
+from mlm_studio.core.data.labelled import TaskError
+from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
+from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.interop.export import export_choice
 from mlm_studio.core.training.control import TrainingControl
@@ -179,7 +180,7 @@ def test_one_class_is_refused(trained_run, tmp_path):
 
 
 def test_unknown_columns_are_named_with_the_override(trained_run, tmp_path):
-    from mlm_studio.core.finetune.labelled import Columns
+    from mlm_studio.core.data.labelled import Columns
 
     path = _csv(tmp_path / "cols.csv", ["body", "kind"], [["a text", "x"], ["b text", "y"]] * 5)
     with pytest.raises(TaskError, match=r"cols.csv: no text column among its columns \(body, kind\); name it with"):
@@ -219,8 +220,8 @@ def test_tokens_and_tags_of_different_lengths_are_refused(trained_run, tmp_path)
 
 
 def test_stratified_split_keeps_every_label_in_each_part():
+    from mlm_studio.core.data.labelled import Example
     from mlm_studio.core.finetune.examples import stratified_split
-    from mlm_studio.core.finetune.labelled import Example
 
     examples = [Example(i, (f"text {i}",), ("abc"[i % 3] if i < 90 else "d",)) for i in range(95)]
     train, validation, test = stratified_split(examples, 0, "classification")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from mlm_studio.core.data.labelled import TaskError
 from mlm_studio.core.finetune.compare import MANIFEST, SCRATCH_LABEL, YOURS, compare, verdict
 from mlm_studio.core.finetune.comparisons import comparisons, read_comparison
-from mlm_studio.core.finetune.labelled import TaskError
 from mlm_studio.core.finetune.runs import finetune_runs, last_test
 from mlm_studio.core.finetune.scores import main_score
 from mlm_studio.core.training.control import TrainingControl

@@ -3,8 +3,8 @@ validation or test texts are training texts are said to be scored on what the mo
 
 import pytest
 
+from mlm_studio.core.data.labelled import Example, TaskError
 from mlm_studio.core.finetune.examples import copies_said, copy_groups, stratified_split, text_key
-from mlm_studio.core.finetune.labelled import Example, TaskError
 from mlm_studio.core.finetune.setup import files_split, read_task
 
 
@@ -77,7 +77,8 @@ def test_tagged_sentences_repeated_stay_on_one_side():
 
 def test_the_test_record_says_how_many_test_examples_are_training_texts(trained_run, tmp_path):
     from mlm_studio.core.finetune.examples import seen_in_training
-    from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+    from mlm_studio.core.finetune.options import FinetuneOptions
+    from mlm_studio.core.finetune.setup import prepare_finetuner
     from mlm_studio.core.training.records import TestRecord
 
     rows = _copied_rows()
@@ -98,8 +99,9 @@ def test_the_test_record_says_how_many_test_examples_are_training_texts(trained_
 def test_a_tasks_files_are_known_by_their_contents_not_their_dates(trained_run, tmp_path):
     import os
 
-    from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
-    from mlm_studio.core.storage.run_folder import RunDir
+    from mlm_studio.core.finetune.options import FinetuneOptions
+    from mlm_studio.core.finetune.setup import prepare_finetuner
+    from mlm_studio.core.training.run_folder import RunDir
 
     task = _write(tmp_path / "task.csv", _copied_rows())
     options = FinetuneOptions("classification", task, learning_rate=5e-3, epochs=1, batch_size=8, device="cpu")

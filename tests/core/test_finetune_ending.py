@@ -10,8 +10,8 @@ import pytest
 
 from mlm_studio.core.finetune.runs import finetune_runs
 from mlm_studio.core.finetune.setup import prepare_finetuner
-from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.records import FinishedRecord, ValidationRecord, WarningRecord
+from mlm_studio.core.training.run_folder import RunDir
 from tests.core.test_finetune import options, write_task
 
 

@@ -5,8 +5,8 @@ give the same logits."""
 import pytest
 import torch
 
+from mlm_studio.core.config.families import FAMILIES
 from mlm_studio.core.finetune.heads import TaskModel, architecture
-from mlm_studio.core.models.registry import FAMILIES
 
 transformers = pytest.importorskip("transformers")
 
@@ -88,7 +88,7 @@ def test_modernbert_mean_pooling_matches():
 
 
 def test_mean_pooling_is_refused_where_the_family_reads_the_first_token():
-    from mlm_studio.core.finetune.labelled import TaskError
+    from mlm_studio.core.data.labelled import TaskError
 
     with pytest.raises(TaskError, match="pooling 'cls' only"):
         TaskModel(FAMILIES["bert"].from_hf({**CONFIGS["bert"][1], "vocab_size": VOCAB}), "classification", 3, "mean")

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
+from mlm_studio.core.data.labelled import Columns, TaskError, read_labelled_file
 from mlm_studio.core.data.rows import MAX_VALUE_CHARS
-from mlm_studio.core.finetune.labelled import Columns, TaskError, read_labelled_file
-from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError
+from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
 
 
 def _rows(n):

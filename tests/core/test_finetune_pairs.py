@@ -8,10 +8,10 @@ import pytest
 import torch
 from tokenizers import processors
 
+from mlm_studio.core.data.labelled import Example
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.finetune.examples import collate, encode_examples
 from mlm_studio.core.finetune.heads import TaskModel
-from mlm_studio.core.finetune.labelled import Example
 from tests.core.family_folders import save_tokenizer
 from tests.core.helpers import small_config
 

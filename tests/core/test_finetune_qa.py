@@ -10,16 +10,17 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from mlm_studio.core.data.labelled import TaskError
 from mlm_studio.core.finetune.compare import compare
-from mlm_studio.core.finetune.labelled import TaskError
+from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.finetune.qa.data import read_qa_file
 from mlm_studio.core.finetune.qa.task import context_split
-from mlm_studio.core.finetune.setup import FinetuneOptions, ResumeRefused, prepare_finetuner
+from mlm_studio.core.finetune.setup import ResumeRefused, prepare_finetuner
 from mlm_studio.core.finetune.tuner import BEST
-from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import StartedRecord, StepRecord, TestRecord, ValidationRecord, WarningRecord
+from mlm_studio.core.training.run_folder import RunDir
 from tests.core.qa_tasks import squad_document, write_squad
 
 

@@ -11,11 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mlm_studio.core.data.labelled import Example, read_labelled_file
 from mlm_studio.core.data.masking import IGNORE_INDEX
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.finetune.compare import Contender, Said, outcomes, score_name
 from mlm_studio.core.finetune.examples import continuing, encode_examples, first_pieces, word_pieces
-from mlm_studio.core.finetune.labelled import Example, read_labelled_file
+from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.scores import (
     ENTITY_F1,
     MACRO_F1,
@@ -26,7 +27,7 @@ from mlm_studio.core.finetune.scores import (
     main_score_name,
     tag_scores,
 )
-from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.training.records import StartedRecord, TestRecord, ValidationRecord
 from tests.core.family_folders import save_tokenizer
 
@@ -94,7 +95,7 @@ def test_conll_files_are_read_as_written(tmp_path):
 
 
 def test_a_conll_line_without_a_tag_is_named(tmp_path):
-    from mlm_studio.core.finetune.labelled import TaskError
+    from mlm_studio.core.data.labelled import TaskError
 
     path = tmp_path / "bad.conll"
     path.write_text("EU B-ORG\nrejects\n")

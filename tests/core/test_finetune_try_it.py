@@ -7,9 +7,10 @@ import logging
 
 import pytest
 
+from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.pipeline_shapes import Reading
 from mlm_studio.core.finetune.predict import fine_tuned_at
-from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.interop.export import export_model
 from tests.core.test_finetune import write_task
 from tests.core.test_finetune_export import write_pairs

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from mlm_studio.core.data.corpus import CorpusError, load_corpus
-from mlm_studio.core.interop.hub_cache import cached_model
+from mlm_studio.core.storage.hub_cache import cached_model
 from tests.core.hub_layout import add_folder, add_snapshot, point_main_at, use_cache
 
 DOCS = ["A first document from the Hub cache.", "A second one, in another shard."]
@@ -167,7 +167,7 @@ def test_a_cached_model_is_found_where_and_at_the_revision_transformers_finds_it
     probe = (
         "import json\n"
         "from transformers.utils.hub import cached_file\n"
-        "from mlm_studio.core.interop.hub_cache import cached_model\n"
+        "from mlm_studio.core.storage.hub_cache import cached_model\n"
         "theirs = cached_file('org/name', 'config.json', local_files_only=True)\n"
         "print(json.dumps([str(cached_model('org/name')), theirs]))\n"
     )
@@ -187,7 +187,7 @@ def test_the_model_imported_is_the_revision_refs_main_names_not_the_newest(tmp_p
     probe = (
         "import json\n"
         "from transformers import AutoConfig\n"
-        "from mlm_studio.core.interop.hf import import_model\n"
+        "from mlm_studio.core.models.hf_folder import import_model\n"
         "model = import_model('org/name')\n"
         "theirs = AutoConfig.from_pretrained('org/name', local_files_only=True).model_type\n"
         "print(json.dumps([str(model.folder), model.config.family, theirs]))\n"

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlm_studio.core.finetune.labelled import TaskError
+from mlm_studio.core.data.labelled import TaskError
 from mlm_studio.core.finetune.qa import data
 from mlm_studio.core.finetune.qa.data import QAExample, read_qa_file
 from tests.core.helpers import ANY_JSON

@@ -8,11 +8,11 @@ import pytest
 import torch
 from torch import nn
 
+from mlm_studio.core.config.families import FAMILIES
 from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.evaluation.quantized import Int8Linear, int8_available, int8_copy
 from mlm_studio.core.models.build import build_model
-from mlm_studio.core.models.registry import FAMILIES
 
 # Measured on these random models (weights spread wide, 0.3): the largest logit difference is 5–9% of the largest
 # logit; a trained model is closer (its top-1 agrees on 99% of held-out masks, see docs/performance.md).

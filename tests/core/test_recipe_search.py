@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
 from mlm_studio.core.finetune.recipe.result import (
     PLAN,
     Candidate,
@@ -28,12 +29,7 @@ from mlm_studio.core.finetune.recipe.search import (
 from mlm_studio.core.finetune.request import SCRATCH, model_fingerprint
 from mlm_studio.core.finetune.runs import last_test
 from mlm_studio.core.finetune.scores import main_score
-from mlm_studio.core.finetune.setup import (
-    FinetuneOptions,
-    OptionError,
-    measured_learning_rate,
-    prepare_finetuner,
-)
+from mlm_studio.core.finetune.setup import measured_learning_rate, prepare_finetuner
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import FinishedRecord
 from tests.core.test_finetune import options, write_task

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from mlm_studio.core.config.sections import TrainConfig
 from mlm_studio.core.storage.checkpoint import CheckpointError
-from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.records import EvalRecord, StepRecord
+from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import (
     FOLDER_LABEL_LENGTH,
     RESUMABLE,

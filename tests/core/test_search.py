@@ -55,7 +55,7 @@ def test_a_document_is_its_own_nearest_and_the_scores_are_cosines_in_order(subje
 
 
 def test_a_chosen_layer_gives_other_vectors_and_a_layer_the_model_lacks_is_refused(documents, tmp_path):
-    from mlm_studio.core.interop.hf import import_model
+    from mlm_studio.core.models.hf_folder import import_model
     from tests.core.family_folders import make_folder
 
     imported = import_model(make_folder("bert", documents, tmp_path))  # three layers, as transformers made it

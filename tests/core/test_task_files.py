@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from mlm_studio.core.config.sections import ModelConfig, TokenizerConfig
 from mlm_studio.core.data.formats import TABLE_KINDS, TABLE_SUFFIXES, kind_of
+from mlm_studio.core.data.labelled import TaskError, read_labelled_file
 from mlm_studio.core.data.tokenizer import train_tokenizer
 from mlm_studio.core.evaluation.task_probe import probe_task, read_task
-from mlm_studio.core.finetune.labelled import TaskError, read_labelled_file
 from mlm_studio.core.models.build import build_model
 
 TEXTS = ["The river flows, muddy.", "Rates rise at the bank.", "Fish swim «upstream».", "Le prêt coûte cher."]
@@ -272,7 +272,7 @@ def test_same_label_neighbours_are_scored_beside_the_probe_high_when_separable_a
 @pytest.mark.parametrize("arrow_format", ["stream", "file"])
 def test_both_arrow_formats_are_read_alike_by_fine_tuning_the_probe_and_search(tmp_path, arrow_format):
     """`datasets.save_to_disk` writes Arrow's streaming format: fine-tuning (finding its columns) once refused it."""
-    from mlm_studio.core.finetune.labelled import read_labelled_file
+    from mlm_studio.core.data.labelled import read_labelled_file
 
     table = pa.table({"text": ["a river", "a bank", "the stream", "the loan"], "label": ["r", "m", "r", "m"]})
     path = tmp_path / "data.arrow"

@@ -12,8 +12,8 @@ pytest.importorskip("tensorboard")
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from mlm_studio.core.storage.owned import MANIFEST
-from mlm_studio.core.storage.run_folder import RunDir
-from mlm_studio.core.storage.tensorboard import EVENTS_FOLDER, TAGS, EventLog
+from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.training.tensorboard import EVENTS_FOLDER, TAGS, EventLog
 from tests.core.helpers import config_file
 
 

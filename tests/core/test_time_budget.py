@@ -8,7 +8,7 @@ import pytest
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import UNTIL_THE_BUDGET_IS_SPENT, ConfigError
 from mlm_studio.core.durations import format_duration, parse_duration
-from mlm_studio.core.storage import run_folder
+from mlm_studio.core.training import run_folder
 from mlm_studio.core.training import trainer as trainer_module
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import FinishedRecord, PausedRecord, StepRecord

@@ -247,7 +247,7 @@ def test_the_metrics_csv_holds_step_eval_and_probe_rows():
     import csv
     import io
 
-    from mlm_studio.core.storage.history import metrics_csv
+    from mlm_studio.core.training.history import metrics_csv
 
     records = [
         {"type": "step", "step": 1, "tokens_seen": 10, "elapsed": 0.1, "loss": 5.0},

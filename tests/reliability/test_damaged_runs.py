@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from mlm_studio.core.data.dataset import tokenize_corpus
-from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.run_folder import RunDir
 
 
 def mlm_studio(*args):

@@ -13,7 +13,7 @@ import pytest
 from mlm_studio.core.models.bert import BertForMaskedLM
 from mlm_studio.core.models.encoder import decay_groups
 from mlm_studio.core.storage.checkpoint import load_optimizer, load_weights, read_state
-from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.run_folder import RunDir
 from tests.core.helpers import config_file
 
 KILLS = 6

@@ -88,7 +88,7 @@ def test_out_of_memory_gives_advice_and_keeps_the_last_completed_step(tmp_path, 
 
 
 def test_out_of_memory_in_the_window_leaves_it_usable(qtbot, tmp_path, small_corpus, small_tokenizer, monkeypatch):
-    from mlm_studio.core.storage.run_folder import RunDir
+    from mlm_studio.core.training.run_folder import RunDir
     from mlm_studio.ui.panels.training import TrainingPanel
     from mlm_studio.ui.workspace import Workspace
 

@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from mlm_studio.core.storage.history import list_runs
+from mlm_studio.core.training.history import list_runs
 
 
 def mlm_studio(*args, env=None):

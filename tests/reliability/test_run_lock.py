@@ -10,7 +10,7 @@ import pytest
 
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
-from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.run_folder import RunDir
 from tests.core.helpers import config_file, small_config
 
 

@@ -6,8 +6,8 @@ import json
 import pytest
 from PySide6.QtWidgets import QFileDialog
 
-from mlm_studio.core.storage.run_folder import INITIAL
 from mlm_studio.core.training.records import FinishedRecord, StepRecord
+from mlm_studio.core.training.run_folder import INITIAL
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED
 from tests.core.test_finetune import write_task
 from tests.core.test_finetune_tokens import write_tagging

@@ -9,9 +9,9 @@ import re
 import pytest
 from PySide6.QtWidgets import QApplication
 
+from mlm_studio.core.finetune.mistakes import AnswerMistake, wrong_answers
 from mlm_studio.core.finetune.predict import FineTuned
-from mlm_studio.core.finetune.qa.mistakes import AnswerMistake, wrong_answers
-from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.ui.panels.finetune.answers import AnswerMistakesView
 from mlm_studio.ui.theme import SPANS, apply_scheme, readable_on, span_colour
 from tests.core.qa_tasks import write_squad

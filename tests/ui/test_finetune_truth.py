@@ -13,9 +13,10 @@ from PySide6.QtWidgets import QWidget
 from mlm_studio.core.finetune.compare import SCRATCH_LABEL, YOURS, Contender, Outcome, compare
 from mlm_studio.core.finetune.comparisons import read_comparison
 from mlm_studio.core.finetune.mistakes import Mistake
-from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
-from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.finetune.options import FinetuneOptions
+from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.training.records import StepRecord, TestRecord
+from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.ui.panels.finetune.comparison import ComparisonView
 from mlm_studio.ui.panels.finetune.plots import VALIDATION
 from mlm_studio.ui.panels.finetune.results import ResultsView

@@ -7,8 +7,9 @@ import shutil
 import pytest
 from PySide6.QtGui import QColor
 
+from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.predict import fine_tuned_at
-from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.ui.panels.finetune.results import CHIP_COLOURS
 from mlm_studio.ui.panels.finetune.try_it import NO_RUN, TYPE_THE_PAIR
 from mlm_studio.ui.theme import contrast, readable_on

@@ -9,8 +9,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from mlm_studio.core.evaluation.predict import FillMask
-from mlm_studio.core.interop.hf import is_hf_folder
-from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.models.hf_folder import is_hf_folder
+from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.ui.main_window import MainWindow
 from tests.core.helpers import with_training
 
@@ -130,7 +130,7 @@ def test_replacing_an_export_from_the_menu_asks_and_never_replaces_an_edited_car
 
 def test_a_new_tokenizer_ends_the_import(qtbot, window, tmp_path, trained_runs, small_tokenizer):
     from mlm_studio.core.interop.export import export_model
-    from mlm_studio.core.interop.hf import import_model
+    from mlm_studio.core.models.hf_folder import import_model
 
     imported = import_model(export_model(trained_runs / "late", tmp_path / "out"))
     window.workspace.set_initial_model(imported)

@@ -18,6 +18,7 @@ from typing import Any
 
 import tomli_w
 
+from mlm_studio.core.config.families import FAMILIES
 from mlm_studio.core.config.sections import (
     SECTIONS,
     UNTIL_THE_BUDGET_IS_SPENT,
@@ -29,7 +30,6 @@ from mlm_studio.core.config.sections import (
     TrainConfig,
     generator_config,
 )
-from mlm_studio.core.models.registry import FAMILIES
 from mlm_studio.core.shown import MAX_WHOLE_NUMBER, one_line, shown
 from mlm_studio.core.storage.files import atomic_write_text
 

@@ -1,7 +1,7 @@
 """The sections of a run's configuration (model, data, masking, tokenizer, training), each validated on creation.
 
 Every problem is a `ConfigError` that names the fields it concerns as `section.field`, so the window can outline
-them and speak its own words. Model families and their own fields come from `models.registry`. This module
+them and speak its own words. Model families and their own fields come from `families.py`. This module
 needs neither PyTorch nor `tokenizers`.
 """
 
@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mlm_studio.core.models.registry import FAMILIES, family_fields
+from mlm_studio.core.config.families import FAMILIES, family_fields
 from mlm_studio.core.shown import MAX_WHOLE_NUMBER, shown
 
 SCHEDULES = ("linear", "cosine", "constant")

@@ -18,9 +18,9 @@ import numpy as np
 
 from mlm_studio.core.data.formats import FORMATS, documents, kind_of, read_decoded
 from mlm_studio.core.data.rows import Issue, IssueLog, SourceSkipped
-from mlm_studio.core.interop.hub_cache import cached_files, is_hub_name
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.shown import shown
+from mlm_studio.core.storage.hub_cache import cached_files, is_hub_name
 
 SAMPLE_SIZE = 8
 SAMPLE_CHARS = 2000  # a sample keeps this much of its document

@@ -181,3 +181,15 @@ def _maskable_words(words: torch.Tensor) -> tuple[torch.Tensor, int]:
 
 
 _SPLIT = {"mask": MaskKind.MASK, "random": MaskKind.RANDOM, "keep": MaskKind.KEPT}
+
+
+def with_samples(
+    input_ids: torch.Tensor, labels: torch.Tensor, logits: torch.Tensor, sampler: torch.Generator | None = None
+) -> torch.Tensor:
+    """`input_ids` with each labelled position holding a token drawn from the generator's `logits` there (one row
+    per labelled position, in order): what the discriminator sees."""
+    corrupted = input_ids.clone()
+    if len(logits):
+        samples = torch.multinomial(logits.detach().float().softmax(-1), 1, generator=sampler)
+        corrupted[labels != IGNORE_INDEX] = samples[:, 0]
+    return corrupted

@@ -13,10 +13,9 @@ import numpy as np
 import torch
 
 from mlm_studio.core.data.dataset import BlockSet
-from mlm_studio.core.data.masking import Masker, MaskKind
+from mlm_studio.core.data.masking import Masker, MaskKind, with_samples
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.progress import Progress
-from mlm_studio.core.training.replaced_tokens import with_samples
 
 MEASURE_BATCH = 256
 

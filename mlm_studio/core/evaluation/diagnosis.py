@@ -18,9 +18,9 @@ from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.data.dataset import BlockSet
 from mlm_studio.core.data.masking import IGNORE_INDEX, Masker, MaskKind
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.evaluation.held_out import EVAL_SEED, mask_blocks
 from mlm_studio.core.evaluation.predict import check_vocabulary
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.training.held_out import EVAL_SEED, mask_blocks
 
 FREQUENCY_EDGES = (10, 100, 1_000, 10_000)  # corpus occurrences that separate the frequency buckets
 CALIBRATION_BINS = 10

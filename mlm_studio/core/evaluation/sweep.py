@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlm_studio.core.data.labelled import LabelledFile
 from mlm_studio.core.evaluation.diagnosis import Diagnosis, diagnose
 from mlm_studio.core.evaluation.subject import load_subject
 from mlm_studio.core.evaluation.task_probe import probe_task
-from mlm_studio.core.finetune.labelled import LabelledFile
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import load_weights
-from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.run_folder import RunDir
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from mlm_studio.core.data.labelled import Columns, LabelledFile, TaskError, check_labels, read_labelled_file
 from mlm_studio.core.data.rows import clipped
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.evaluation.search import RetrievalScores, distinct_texts, neighbour_ranks
 from mlm_studio.core.evaluation.vectors import MAX_TEXT_CHARS, sentence_vectors
-from mlm_studio.core.finetune.labelled import Columns, LabelledFile, TaskError, check_labels, read_labelled_file
 from mlm_studio.core.progress import Progress
 
 

@@ -14,9 +14,9 @@ import numpy as np
 import torch
 from tokenizers import Encoding, processors
 
+from mlm_studio.core.data.labelled import Example, TaskError
 from mlm_studio.core.data.masking import IGNORE_INDEX
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.finetune.labelled import Example, TaskError
 from mlm_studio.core.shown import shown
 
 SPLIT_SHARES = (0.8, 0.1, 0.1)  # training, validation, test

@@ -20,12 +20,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from mlm_studio.core.config.families import FAMILIES, SEGMENT_TYPES
 from mlm_studio.core.config.sections import ModelConfig
-from mlm_studio.core.finetune.labelled import TaskError
+from mlm_studio.core.data.labelled import TaskError
 from mlm_studio.core.models.build import build_model
 from mlm_studio.core.models.encoder import Dropout, init_like_bert
 from mlm_studio.core.models.modernbert import ModernBertPredictionHead
-from mlm_studio.core.models.registry import FAMILIES, SEGMENT_TYPES
 
 CLASS_NAMES = {
     "classification": "ForSequenceClassification",

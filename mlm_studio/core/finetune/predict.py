@@ -9,9 +9,9 @@ from pathlib import Path
 
 import torch
 
+from mlm_studio.core.data.labelled import TaskError, pair_column
 from mlm_studio.core.finetune.examples import encode_texts, first_pieces, lay_out, word_pieces
 from mlm_studio.core.finetune.heads import TaskModel
-from mlm_studio.core.finetune.labelled import TaskError, pair_column
 from mlm_studio.core.finetune.pipeline_shapes import (
     Answered,
     Labelled,
@@ -31,7 +31,7 @@ from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights, weights_finite
-from mlm_studio.core.storage.run_folder import TASK, RunDir
+from mlm_studio.core.training.run_folder import TASK, RunDir
 
 ANSWER_BATCH = 16  # windows of a long context read at once
 

@@ -8,14 +8,12 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mlm_studio.core.data.builtin_corpus import fingerprint
-from mlm_studio.core.interop.hf import model_folder
-from mlm_studio.core.storage.run_folder import RunDir, resolve_checkpoint
-
-if TYPE_CHECKING:
-    from mlm_studio.core.finetune.setup import FinetuneOptions
+from mlm_studio.core.finetune.options import FinetuneOptions
+from mlm_studio.core.models.hf_folder import model_folder
+from mlm_studio.core.training.run_folder import RunDir, resolve_checkpoint
 
 SCRATCH = "scratch:"  # MODEL written as scratch:SOURCE: SOURCE's shape and tokenizer, fresh weights
 # what a run may be asked differently and still answer the same question: where and how it computes

@@ -27,9 +27,18 @@ from typing import Any
 
 import torch
 
+from mlm_studio.core.config.families import FAMILIES
 from mlm_studio.core.config.run_config import RunConfig
-from mlm_studio.core.config.sections import MAX_SEED, DataConfig, ModelConfig, TrainConfig
+from mlm_studio.core.config.sections import DataConfig, ModelConfig, TrainConfig
 from mlm_studio.core.data.corpus import ReadOptions
+from mlm_studio.core.data.labelled import (
+    Columns,
+    LabelledFile,
+    TaskError,
+    check_known,
+    check_labels,
+    read_labelled_file,
+)
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.finetune.examples import (
     copies_said,
@@ -40,104 +49,26 @@ from mlm_studio.core.finetune.examples import (
 )
 from mlm_studio.core.finetune.heads import QA_LABELS, TaskModel
 from mlm_studio.core.finetune.label_kind import LabelKind
-from mlm_studio.core.finetune.labelled import (
-    Columns,
-    LabelledFile,
-    TaskError,
-    check_known,
-    check_labels,
-    read_labelled_file,
-)
+from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
 from mlm_studio.core.finetune.qa.task import (
-    DOC_STRIDE,
-    MAX_ANSWER_LENGTH,
     qa_split,
     qa_task_data,
     read_qa_task,
     windows_of,
 )
 from mlm_studio.core.finetune.request import SCRATCH, request_of
-from mlm_studio.core.finetune.tasks import FINETUNE_PRECISIONS
 from mlm_studio.core.finetune.tuner import FineTuner, TaskData
-from mlm_studio.core.interop.hf import import_model
 from mlm_studio.core.models.build import build_trained, encoder_of
-from mlm_studio.core.models.registry import FAMILIES
+from mlm_studio.core.models.hf_folder import import_model
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights, read_state, require_readable
-from mlm_studio.core.storage.run_folder import RunDir, resolve_checkpoint
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.device import resolve_device
 from mlm_studio.core.training.failures import refuse_nonfinite_resume
+from mlm_studio.core.training.run_folder import RunDir, resolve_checkpoint
 from mlm_studio.core.training.runs import apply_resume, with_resolved_precision
 
 MAX_LENGTH = 512  # tokens a text is cut to by default (or fewer, if the model reads fewer)
 SMALL_MODEL, SMALL_TASK = 10_000_000, 1_000  # parameters and training examples below which 3e-4 learns best
-
-
-class OptionError(TaskError):
-    """An option out of its range: `field` is its name among `FinetuneOptions`' fields; `sentence` says the
-    same with the name a front end shows for it (the CLI's `--lr`)."""
-
-    def __init__(self, field: str, rule: str, value: object) -> None:
-        self.field, self.rule, self.value = field, rule, value
-        super().__init__(self.sentence(field))
-
-    def sentence(self, name: str) -> str:
-        return f"{name} must be {self.rule}, not {self.value}"
-
-
-# each option's range: a test and the words for it
-RULES = {
-    "learning_rate": (lambda v: v is None or 0 < v < 1, "more than 0 and less than 1"),
-    "epochs": (lambda v: 0 < v <= 1_000_000, "more than 0 and at most 1,000,000"),
-    "batch_size": (lambda v: 1 <= v <= 65_536, "between 1 and 65,536"),
-    "warmup_share": (lambda v: 0 <= v <= 1, "a share of the steps between 0 and 1"),
-    "weight_decay": (lambda v: 0 <= v < 1, "at least 0 and less than 1"),
-    "freeze_layers": (lambda v: v >= 0, "0 or more"),
-    "patience": (lambda v: v >= 1, "at least 1"),
-    "eval_interval": (lambda v: 0 <= v, "0 (once an epoch) or more"),
-    "max_length": (lambda v: v == 0 or 8 <= v <= 8192, "0 (as many as the model reads) or between 8 and 8,192"),
-    "seed": (lambda v: 0 <= v <= MAX_SEED, f"between 0 and {MAX_SEED:,}"),
-    "split_seed": (lambda v: v is None or 0 <= v <= MAX_SEED, f"between 0 and {MAX_SEED:,}"),
-    "precision": (lambda v: v in FINETUNE_PRECISIONS, f"one of {', '.join(FINETUNE_PRECISIONS)}"),
-    "doc_stride": (lambda v: 1 <= v <= 8192, "between 1 and 8,192 tokens"),
-    "max_answer_length": (lambda v: 1 <= v <= 8192, "between 1 and 8,192 tokens"),
-}
-
-
-@dataclass(frozen=True)
-class FinetuneOptions:
-    """How to fine-tune; every value has a default, measured or from the published recipes (see the module)."""
-
-    task: str  # "classification" | "tokens" | "qa"
-    train: Path
-    validation: Path | None = None  # the user's own split; else a stratified 80/10/10 split of `train`
-    test: Path | None = None
-    columns: Columns | None = None
-    learning_rate: float | None = None  # None: the measured rule, by model and task size (`measured_learning_rate`)
-    epochs: float = 10.0
-    batch_size: int = 16
-    warmup_share: float = 0.06
-    weight_decay: float = 0.01
-    freeze_layers: int = 0  # the embeddings and this many first layers left untrained
-    patience: int = 2  # evaluations without a better validation score before stopping early
-    eval_interval: int = 0  # steps between evaluations; 0: once an epoch
-    max_length: int = 0  # tokens per example, special tokens included; 0: as many as the model reads, ≤ 512
-    pooling: str = "cls"  # "cls" or (ModernBERT) "mean"
-    seed: int = 0  # the head's fresh weights, the order of the examples, dropout
-    split_seed: int | None = None  # which examples are held out; None: `seed`
-    device: str = "auto"
-    precision: str = "auto"  # resolved when the run is created, as pre-training's (`with_resolved_precision`)
-    doc_stride: int = DOC_STRIDE  # question answering: tokens two windows of one context share
-    max_answer_length: int = MAX_ANSWER_LENGTH  # question answering: tokens of the longest answer
-
-    def __post_init__(self) -> None:
-        for field, (allowed, rule) in RULES.items():
-            if not allowed(getattr(self, field)):
-                raise OptionError(field, rule, getattr(self, field))
-
-    @property
-    def held_out_by(self) -> int:
-        return self.seed if self.split_seed is None else self.split_seed
 
 
 @dataclass(frozen=True)

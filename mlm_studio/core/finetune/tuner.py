@@ -26,8 +26,6 @@ from mlm_studio.core.finetune.scores import main_score_name
 from mlm_studio.core.models.encoder import layers_of
 from mlm_studio.core.storage.checkpoint import FORMAT_VERSION, load_optimizer, load_weights, read_state, save_weights
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
-from mlm_studio.core.storage.run_folder import RunDir, finite_or_none
-from mlm_studio.core.storage.tensorboard import open_event_log
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.device import adamw, autocast_dtype, resolve_device, resolved_precision
 from mlm_studio.core.training.records import (
@@ -41,8 +39,10 @@ from mlm_studio.core.training.records import (
     ValidationRecord,
     WarningRecord,
 )
+from mlm_studio.core.training.run_folder import RunDir, finite_or_none
 from mlm_studio.core.training.schedule import learning_rate
 from mlm_studio.core.training.step_sums import StepSums, Window
+from mlm_studio.core.training.tensorboard import open_event_log
 from mlm_studio.core.training.threads import governor_for
 
 BEST = "best"  # the run's folder of the best weights by validation score (and a state.json as a checkpoint's)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from torch import nn
 
+from mlm_studio.core.config.families import FAMILIES
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.models.encoder import MaskedLM
-from mlm_studio.core.models.registry import FAMILIES
-from mlm_studio.core.training.replaced_tokens import ReplacedTokenDetection
+from mlm_studio.core.models.replaced_tokens import ReplacedTokenDetection
 
 
 def build_model(config: ModelConfig) -> MaskedLM:

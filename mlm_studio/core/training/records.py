@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from mlm_studio.core.durations import format_duration
-from mlm_studio.core.evaluation.probes import ProbeResult
 from mlm_studio.core.metric_schema import metric, metrics_of
+from mlm_studio.core.training.probes import ProbeResult
 
 INSTALL_HINT = 'pip install "mlm-studio[tensorboard]"'  # what writes a run's TensorBoard events
 

@@ -18,14 +18,14 @@ from mlm_studio.core.data.builtin_corpus import restore_builtin_corpus
 from mlm_studio.core.data.corpus import Corpus, load_corpus
 from mlm_studio.core.data.dataset import BlockSet, split_blocks, tokenize_corpus
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.evaluation.probes import Probe, save_probes
-from mlm_studio.core.interop.hf import ImportedModel
+from mlm_studio.core.models.hf_folder import ImportedModel
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError, read_state
 from mlm_studio.core.storage.lock import RunLock
-from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.device import resolve_device, resolved_precision
 from mlm_studio.core.training.failures import refuse_nonfinite_resume
+from mlm_studio.core.training.probes import Probe, save_probes
+from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.trainer import Trainer
 
 FOLDER_LABEL_LENGTH = 40

@@ -21,12 +21,8 @@ import torch
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.data.dataset import BlockOrder, BlockSet
 from mlm_studio.core.data.masking import Masker
-from mlm_studio.core.evaluation.held_out import detection_scores, held_out_sums, mask_blocks
-from mlm_studio.core.evaluation.probes import load_probes, score_probes
 from mlm_studio.core.models.build import build_trained, masked_lm_of
 from mlm_studio.core.storage.checkpoint import load_optimizer, load_weights, read_state, weights_finite
-from mlm_studio.core.storage.run_folder import RunDir, finite_or_none
-from mlm_studio.core.storage.tensorboard import open_event_log
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.device import adamw, autocast_dtype, resolve_device, resolved_precision
 from mlm_studio.core.training.distributed import SINGLE, Distributed, any_rank, no_sync_unless, summed
@@ -39,6 +35,8 @@ from mlm_studio.core.training.failures import (
     refuse_nonfinite_resume,
     save_error_message,
 )
+from mlm_studio.core.training.held_out import detection_scores, held_out_sums, mask_blocks
+from mlm_studio.core.training.probes import load_probes, score_probes
 from mlm_studio.core.training.records import (
     CheckpointRecord,
     EvalRecord,
@@ -50,8 +48,10 @@ from mlm_studio.core.training.records import (
     StartedRecord,
     WarningRecord,
 )
+from mlm_studio.core.training.run_folder import RunDir, finite_or_none
 from mlm_studio.core.training.schedule import learning_rate
 from mlm_studio.core.training.step_sums import StepSums, Window
+from mlm_studio.core.training.tensorboard import open_event_log
 from mlm_studio.core.training.threads import governor_for
 
 log = logging.getLogger(__name__)

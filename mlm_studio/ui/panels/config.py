@@ -28,12 +28,12 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.config.continuation import continuation_recipe
+from mlm_studio.core.config.families import FAMILIES, family_titles
 from mlm_studio.core.config.presets import PRESETS, preset
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import PRECISIONS, ConfigError, ModelConfig, join_words
 from mlm_studio.core.durations import format_duration, parse_duration
-from mlm_studio.core.interop.hf import ImportedModel, import_model
-from mlm_studio.core.models.registry import FAMILIES, family_titles
+from mlm_studio.core.models.hf_folder import ImportedModel, import_model
 from mlm_studio.core.shown import shown
 from mlm_studio.ui.construction import Construction
 from mlm_studio.ui.panels.config_fields import GROUPS, KEPT_ACROSS_PRESETS, OBJECTIVE_FIELDS, form_fields

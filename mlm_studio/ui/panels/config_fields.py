@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from mlm_studio.core.config.families import FAMILIES, family_fields
 from mlm_studio.core.config.sections import OBJECTIVES, PRECISIONS, SCHEDULES, SECTIONS, STRATEGIES, ModelConfig
-from mlm_studio.core.models.registry import FAMILIES, family_fields
 
 # (section, field): (group, label, tooltip) of the fields every run has; a family's own fields and the family
 # chooser's words come from the registry (`form_fields`).

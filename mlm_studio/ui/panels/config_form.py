@@ -8,9 +8,9 @@ from collections.abc import Callable
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QCheckBox, QComboBox, QGridLayout, QGroupBox, QLineEdit, QScrollArea, QSpinBox, QWidget
 
+from mlm_studio.core.config.families import FAMILIES
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import ModelConfig
-from mlm_studio.core.models.registry import FAMILIES
 from mlm_studio.ui.panels.config_fields import CHOICE_TITLES, GROUPS, choices_of
 
 ARRANGEMENTS = {  # columns: each group's (row, column, rows spanned)

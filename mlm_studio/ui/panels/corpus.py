@@ -34,8 +34,8 @@ from PySide6.QtWidgets import (
 from mlm_studio.core.data.builtin_corpus import builtin_corpus_location, ensure_builtin_corpus
 from mlm_studio.core.data.corpus import Corpus, ReadOptions, SourceReport, load_corpus
 from mlm_studio.core.data.formats import SUFFIXES
-from mlm_studio.core.interop.hub_cache import PREFIX as HUB_PREFIX
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.storage.hub_cache import PREFIX as HUB_PREFIX
 from mlm_studio.ui.panels.tokenizer_section import TokenizerSection
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.message_bar import MessageBar

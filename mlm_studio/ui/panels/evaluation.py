@@ -22,8 +22,8 @@ from mlm_studio.core.evaluation.diagnosis import Diagnosis
 from mlm_studio.core.evaluation.subject import Subject
 from mlm_studio.core.evaluation.sweep import CheckpointScore
 from mlm_studio.core.evaluation.task_probe import TaskResult
-from mlm_studio.core.interop.hf import is_hf_folder
 from mlm_studio.core.models.encoder import layer_count
+from mlm_studio.core.models.hf_folder import is_hf_folder
 from mlm_studio.ui.construction import Construction
 from mlm_studio.ui.panels.evaluation_choice import Choice, EvaluationChoice
 from mlm_studio.ui.panels.evaluation_tasks import (

@@ -21,8 +21,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.interop.hf import is_hf_folder
-from mlm_studio.core.storage.run_folder import RunDir, checkpoint_step
+from mlm_studio.core.models.hf_folder import is_hf_folder
+from mlm_studio.core.training.run_folder import RunDir, checkpoint_step
 from mlm_studio.ui.widgets.model_choice import NO_MODEL, model_entries, refill
 from mlm_studio.ui.workspace import Workspace
 

@@ -12,8 +12,8 @@ from mlm_studio.core.evaluation.diagnosis import diagnose
 from mlm_studio.core.evaluation.subject import Subject, load_subject
 from mlm_studio.core.evaluation.sweep import over_checkpoints
 from mlm_studio.core.evaluation.task_probe import probe_task, read_task
-from mlm_studio.core.interop.hf import is_hf_folder
 from mlm_studio.core.models.encoder import layer_count
+from mlm_studio.core.models.hf_folder import is_hf_folder
 from mlm_studio.core.progress import Progress
 from mlm_studio.ui.panels.evaluation_choice import Choice
 from mlm_studio.ui.widgets.diagnosis_views import answered_blocks

@@ -19,10 +19,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.evaluation.probes import Probe, load_probes
 from mlm_studio.core.storage.checkpoint import CheckpointError
-from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.probes import Probe, load_probes
 from mlm_studio.core.training.records import CheckpointRecord, StartedRecord, StepRecord
+from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import NewRun, described, new_run_path, prepare_trainer, resume_differences
 from mlm_studio.core.training.trainer import Trainer
 from mlm_studio.ui.panels.plots_area import PlotsArea

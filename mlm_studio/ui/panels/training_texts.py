@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlm_studio.core.storage.history import evaluation_said
+from mlm_studio.core.training.history import evaluation_said
 from mlm_studio.core.training.records import EvalRecord, FinishedRecord
 
 NO_PROBES = (

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlm_studio.core.evaluation.probes import ProbeResult
 from mlm_studio.core.metric_schema import Metric, metrics_of
+from mlm_studio.core.training.probes import ProbeResult
 from mlm_studio.core.training.records import RECORDS, StepRecord
 
 MAX_POINTS = 4000  # per curve handed to pyqtgraph

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.evaluation.probes import Probe
+from mlm_studio.core.training.probes import Probe
 
 DEFAULT_PROBES = (
     Probe("Return a [MASK] of the list.", "copy"),

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from mlm_studio.core.data.compressed import COMPRESSIONS, damage_errors, opened
 from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_KINDS, kind_of, read_decoded, records, sniff_encoding
+from mlm_studio.core.data.labelled import ROW, TaskError, column_names
 from mlm_studio.core.data.rows import LONE_SURROGATE, IssueLog, SourceSkipped, clipped
-from mlm_studio.core.finetune.labelled import ROW, TaskError, column_names
 from mlm_studio.core.shown import shown
 
 MAX_JSON_BYTES = 256 << 20  # a SQuAD JSON file is read whole: SQuAD v2.0's training file is 42 MB

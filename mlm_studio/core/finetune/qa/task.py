@@ -10,15 +10,15 @@ from pathlib import Path
 
 import numpy as np
 
+from mlm_studio.core.data.labelled import TaskError
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.finetune.examples import SPLIT_SHARES
 from mlm_studio.core.finetune.heads import QA_LABELS
-from mlm_studio.core.finetune.labelled import TaskError
 from mlm_studio.core.finetune.qa.data import QAExample, QAFile, read_qa_file
 from mlm_studio.core.finetune.qa.features import QAFeatures, qa_features
 from mlm_studio.core.finetune.qa.kind import AnswerKind
 from mlm_studio.core.finetune.tuner import TaskData
-from mlm_studio.core.storage.run_folder import RunDir
+from mlm_studio.core.training.run_folder import RunDir
 
 DOC_STRIDE = 128  # tokens two windows of one context share (`transformers`' run_qa.py)
 MAX_ANSWER_LENGTH = 30  # tokens of the longest answer decoded (run_qa.py)

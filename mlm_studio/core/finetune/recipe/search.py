@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 from mlm_studio.core.data.builtin_corpus import fingerprint
-from mlm_studio.core.finetune.labelled import Columns, TaskError
+from mlm_studio.core.data.labelled import Columns, TaskError
+from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
 from mlm_studio.core.finetune.recipe.result import PLAN, better_half_size, ranked, read_search, trial_folder
 from mlm_studio.core.finetune.request import model_fingerprint
 from mlm_studio.core.finetune.runs import ENDED, finetune_run
-from mlm_studio.core.finetune.setup import FinetuneOptions, OptionError, prepare_finetuner
+from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.finetune.tasks import SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.storage.files import atomic_write_json
 from mlm_studio.core.training.control import TrainingControl

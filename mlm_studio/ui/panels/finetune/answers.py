@@ -9,7 +9,7 @@ import html
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
-from mlm_studio.core.finetune.qa.mistakes import AnswerMistake
+from mlm_studio.core.finetune.mistakes import AnswerMistake
 from mlm_studio.ui.theme import PALETTE_CHANGES, readable_on, span_colour
 
 AROUND = 160  # characters of context shown before and after the answers

@@ -27,16 +27,16 @@ from PySide6.QtWidgets import (
 from mlm_studio.core.finetune.compare import Said, compare, contenders
 from mlm_studio.core.finetune.comparisons import Comparison, read_comparison
 from mlm_studio.core.finetune.mistakes import wrong_test_examples
+from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.recipe.result import read_search
 from mlm_studio.core.finetune.recipe.search import SearchPlan, Tried, recipe_options, search
 from mlm_studio.core.finetune.request import SCRATCH
 from mlm_studio.core.finetune.runs import last_test
 from mlm_studio.core.finetune.scores import main_score, score_field
-from mlm_studio.core.finetune.setup import FinetuneOptions, prepare_finetuner
+from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.finetune.tasks import SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
-from mlm_studio.core.storage.run_folder import RunDir
 from mlm_studio.core.training.records import (
     CheckpointRecord,
     FinishedRecord,
@@ -45,6 +45,7 @@ from mlm_studio.core.training.records import (
     ValidationRecord,
     WarningRecord,
 )
+from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import new_run_path
 from mlm_studio.ui.panels.finetune.comparison import ComparisonView
 from mlm_studio.ui.panels.finetune.form import FinetuneForm

@@ -17,16 +17,16 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
+from mlm_studio.core.config.families import FAMILIES, Family, family_named, family_titles
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import ConfigError, ModelConfig, TrainConfig, generator_config
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError
-from mlm_studio.core.interop.hub_cache import cached_model, looks_like_hub_name
 from mlm_studio.core.models.build import build_model
 from mlm_studio.core.models.electra import DISCRIMINATOR
-from mlm_studio.core.models.registry import FAMILIES, Family, family_named, family_titles
+from mlm_studio.core.models.replaced_tokens import ReplacedTokenDetection
 from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.checkpoint import CheckpointError, aliases, listed, load_state
-from mlm_studio.core.training.replaced_tokens import ReplacedTokenDetection
+from mlm_studio.core.storage.hub_cache import cached_model, looks_like_hub_name
 
 GENERATOR_FOLDER = "generator"  # an ELECTRA export's generator, beside its discriminator
 

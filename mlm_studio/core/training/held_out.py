@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from mlm_studio.core.data.dataset import Batch, BlockSet
 from mlm_studio.core.data.masking import MaskedBatch, Masker
-from mlm_studio.core.training.replaced_tokens import (
+from mlm_studio.core.models.replaced_tokens import (
     AUC_BINS,
     DETECTION_SUMS,
     ReplacedTokenDetection,

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from mlm_studio.core.config.sections import ModelConfig, generator_config
-from mlm_studio.core.data.masking import IGNORE_INDEX
+from mlm_studio.core.data.masking import IGNORE_INDEX, with_samples
 from mlm_studio.core.models.electra import ElectraForMaskedLM, ElectraForPreTraining
 from mlm_studio.core.models.encoder import MLMOutput
 
@@ -90,18 +90,6 @@ class ReplacedTokenDetection(nn.Module):
 
 
 @torch.no_grad()
-def with_samples(
-    input_ids: torch.Tensor, labels: torch.Tensor, logits: torch.Tensor, sampler: torch.Generator | None = None
-) -> torch.Tensor:
-    """`input_ids` with each labelled position holding a token drawn from the generator's `logits` there (one row
-    per labelled position, in order): what the discriminator sees."""
-    corrupted = input_ids.clone()
-    if len(logits):
-        samples = torch.multinomial(logits.detach().float().softmax(-1), 1, generator=sampler)
-        corrupted[labels != IGNORE_INDEX] = samples[:, 0]
-    return corrupted
-
-
 def detection_metrics(sums: list[float] | tuple[float, ...]) -> dict[str, float]:
     """Mean loss, accuracy, precision and recall on replaced tokens from DETECTION_SUMS (NaN where undefined)."""
     loss_sum, positions, correct, replaced, flagged, caught = sums
