@@ -90,8 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument(
         "text",
         metavar="TEXT",
+        nargs="?",
         help='a text with one or more [MASK], e.g. "Return the [MASK] of the list."; for a fine-tuned model, the '
-        "text to label or tag (the context, with --question)",
+        "text to label or tag (the context, with --question); - reads texts one a line from standard input and "
+        "prints one answer a line (JSON lines with --json; a classifier of pairs reads TEXT, a tab, TEXT2)",
+    )
+    predict.add_argument(
+        "--text-file", type=Path, metavar="FILE", help="texts one a line (UTF-8), in place of TEXT, as - reads them"
     )
     predict.add_argument(
         "--top-k",
