@@ -88,3 +88,12 @@ def test_a_fine_tuned_classifiers_label_is_explained(tmp_path, run, capsys):
     assert [w["score"] for w in printed["words"]] == pytest.approx(expected.scores, abs=1e-9)
     assert main(["predict", str(tmp_path / "tuned"), "raise the error", "--explain"]) == 0
     assert capsys.readouterr().out.startswith(f"Why {expected.candidate} (")
+
+
+def test_explain_refuses_texts_read_one_a_line(run, tmp_path, capsys):
+    lines = tmp_path / "texts.txt"
+    lines.write_text("Return the [MASK].\n", encoding="utf-8")
+    assert main(["predict", str(run), "--text-file", str(lines), "--explain"]) == 2
+    assert "not texts read one a line" in capsys.readouterr().err
+    assert main(["predict", str(run), "-", "--explain"]) == 2
+    assert "not texts read one a line" in capsys.readouterr().err

@@ -21,6 +21,8 @@ def explain_prediction(args, tuned: FineTuned | None = None) -> int:
     that word) (exit 0), or say why it cannot (1; 2 for options that do not go with --explain)."""
     if args.fill:
         return fail("--explain explains one mask's prediction as the text stands; leave out --fill", MISUSED)
+    if args.text is None or args.text == "-":
+        return fail("--explain explains one TEXT given on the command line, not texts read one a line", MISUSED)
     if args.mask < 1:
         return fail(f"--mask counts the text's masks (a tagger's words) from 1, not {args.mask}", MISUSED)
     try:
