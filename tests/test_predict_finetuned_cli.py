@@ -2,6 +2,7 @@
 pipeline's JSON, a tagger's entities, a long text said to be cut; options of another kind of model refused in a
 sentence with exit status 2, and the fill-mask `predict` unchanged."""
 
+import io
 import json
 import os
 import subprocess
@@ -14,18 +15,21 @@ from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.predict import fine_tuned_at
 from mlm_studio.core.finetune.setup import prepare_finetuner
 from tests.core.helpers import small_config
+from tests.core.qa_tasks import write_squad
 from tests.core.test_finetune import write_task
 from tests.core.test_finetune_export import write_pairs
 from tests.core.test_finetune_tokens import write_tagging
 
 
-def predict(*args):
+def predict(*args, stdin=None):
     done = subprocess.run(
         [sys.executable, "-m", "mlm_studio", "predict", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=300,
         env={**os.environ, "COLUMNS": "100"},
+        input=stdin,
+        encoding="utf-8",
     )
     return done.returncode, done.stdout, done.stderr
 
@@ -38,7 +42,7 @@ def same(printed, expected):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, small_corpus, small_tokenizer):
-    """A short pre-training run and three runs fine-tuned from it for one epoch: texts, pairs and tags."""
+    """A short pre-training run and four runs fine-tuned from it for one epoch: texts, pairs, tags and answers."""
     from mlm_studio.core.training.runs import start_run, training_blocks
     from mlm_studio.core.training.trainer import Trainer
 
@@ -49,9 +53,11 @@ def runs(tmp_path_factory, small_corpus, small_tokenizer):
         "texts": ("classification", write_task(root / "task.csv", rows=60)),
         "pairs": ("classification", write_pairs(root / "pairs.csv")),
         "tags": ("tokens", write_tagging(root / "tags.jsonl", sentences=40)),
+        "qa": ("qa", write_squad(root / "squad.json", contexts=30, facts=1)),
     }
     for name, (task, path) in tasks.items():
-        options = FinetuneOptions(task, path, learning_rate=5e-3, epochs=1, batch_size=8, device="cpu")
+        stride = {"doc_stride": 16} if task == "qa" else {}
+        options = FinetuneOptions(task, path, learning_rate=5e-3, epochs=1, batch_size=8, device="cpu", **stride)
         list(prepare_finetuner(root / name, str(run.path), options).run())
     return root
 
@@ -91,6 +97,7 @@ def test_a_tagger_prints_its_entities_and_a_long_text_is_said_to_be_cut(runs):
         ("texts", ["--aggregation", "none"], "--aggregation does not apply to texts: it is a text classifier"),
         ("texts", ["--pair", "b"], "texts was fine-tuned on single texts: --pair is for a classifier of pairs"),
         ("pairs", [], "pairs was fine-tuned on pairs of texts: give the second with --pair"),
+        ("pairs", ["--pair", " "], "pairs was fine-tuned on pairs of texts: give the second with --pair (it is empty)"),
         ("texts", ["--top-k", "0"], "--top-k is how many answers to print: 1 or more, not 0"),
         ("pre", ["--pair", "b"], "--pair is for a fine-tuned model; {runs}/pre fills masks"),
         ("pre", ["--question", "q", "--aggregation", "none"], "--question and --aggregation are for a fine-tuned"),
@@ -121,3 +128,83 @@ def test_a_fine_tuning_run_without_weights_or_with_a_damaged_task_is_refused(run
     (bare / "task.json").write_text('{"task": ', encoding="utf-8")  # cut short
     assert main(["predict", str(bare), "a text"]) == 1
     assert capsys.readouterr().err.startswith("mlm-studio: run bare: task.json is damaged (")
+
+
+CONTEXT = "and the path of the type . the list of a file is long . the port is return ."
+
+
+def test_a_question_longer_than_the_model_reads_is_said_on_stderr(runs):
+    question = "what is the port ? " + " ".join(["the list of a file"] * 20)
+    code, out, err = predict(runs / "qa", CONTEXT, "--question", question, "--json")
+    read = fine_tuned_at(runs / "qa").answer_text(question, CONTEXT).question
+    assert code == 0 and not read.whole
+    assert err == f"Note: {read.describe()}.\n" and err.startswith("Note: the model reads 16 tokens of a question: ")
+    same(json.loads(out), fine_tuned_at(runs / "qa").answer(question, CONTEXT))
+    code, out, err = predict(runs / "qa", CONTEXT, "--question", "what is the port ?")
+    assert (code, err) == (0, "") and out.startswith("score  characters  answer\n")
+
+
+def test_texts_one_a_line_from_stdin_or_a_file_are_answered_one_a_line(runs, tmp_path, capsys, monkeypatch):
+    texts = ["return the value of a list", "the file is «open»", "an error"]
+    code, out, err = predict(runs / "texts", "-", "--json", stdin="\n".join(texts) + "\n")  # a real pipe
+    assert (code, err) == (0, "")
+    model = fine_tuned_at(runs / "texts")
+    for line, text in zip(out.splitlines(), texts, strict=True):
+        same(json.loads(line), model.label_text(text).scores)
+    (tmp_path / "texts.txt").write_text("\r\n".join(texts), encoding="utf-8")  # Windows line ends, no last one
+    assert main(["predict", str(runs / "texts"), "--text-file", str(tmp_path / "texts.txt"), "--top-k", "2"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    for line, text in zip(out.splitlines(), texts, strict=True):
+        best = model.label_text(text).scores[:2]
+        assert line.split("\t")[::2] == [a["label"] for a in best]
+
+    def answered(run, stdin, *options):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin.encode()), encoding="utf-8"))
+        assert main(["predict", str(runs / run), "-", *options]) == 0
+        return capsys.readouterr().out.splitlines()
+
+    lines = answered("qa", f"{CONTEXT}\nthe port is open .\n", "--question", "what is the port ?", "--json")
+    assert len(lines) == 2
+    same(json.loads(lines[1]), fine_tuned_at(runs / "qa").answer("what is the port ?", "the port is open ."))
+    assert answered("pairs", "the error of\ta list\n")[0].split("\t")[0] in ("first", "second")
+    [line] = answered("tags", "the file of error value\n")
+    assert line.startswith("the/")
+    assert [len(json.loads(line)) for line in answered("pre", "the [MASK] of\nthe list [MASK]\n", "--json")] == [5, 5]
+
+
+@pytest.mark.parametrize(
+    ("run", "stdin", "options", "said"),
+    [
+        ("tags", "the file\n\nan error\n", [], "standard input, line 2: no text; give one text a line, none empty"),
+        ("pairs", "a\tb\nthe file\n", [], "standard input, line 2: a classifier of pairs reads each line as TEXT,"),
+        ("pairs", "a\tb\n", ["--pair", "c"], "--pair is one second text: give each line as TEXT, a tab, then TEXT2"),
+        ("pre", "the [MASK]\nthe file\n", [], "standard input, line 2: The text has no [MASK]"),
+        ("tags", None, [], "no TEXT: give TEXT, - to read texts one a line from standard input, or --text-file FILE"),
+        ("tags", None, ["a text", "--text-file", "x.txt"], "both TEXT and --text-file: give TEXT, -"),
+        ("texts", None, [" "], "TEXT is empty: give texts a text to label"),
+        ("tags", None, [""], "TEXT is empty: give tags a text to tag"),
+    ],
+)
+def test_lines_that_cannot_be_answered_are_refused_naming_the_line(
+    runs, run, stdin, options, said, capsys, monkeypatch
+):
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin.encode()), encoding="utf-8"))
+    code = main(["predict", str(runs / run), *(["-"] if stdin is not None else []), *options])
+    out, err = capsys.readouterr()
+    assert code in (1, 2) and err.startswith(f"mlm-studio: {said}")
+    assert len(out.splitlines()) == (1 if "line 2" in said else 0)  # the lines before it are answered
+
+
+def test_a_text_file_not_utf8_or_missing_is_refused_naming_it(runs, tmp_path, capsys):
+    (tmp_path / "latin.txt").write_bytes("the file\ncafé\n".encode("latin-1"))
+    assert main(["predict", str(runs / "tags"), "--text-file", str(tmp_path / "latin.txt")]) == 1
+    out, err = capsys.readouterr()
+    assert err == f"mlm-studio: {tmp_path / 'latin.txt'}, line 2: not UTF-8 text (byte 4 of the line)\n"
+    assert out.startswith("the/") and len(out.splitlines()) == 1  # line 1 answered
+    assert main(["predict", str(runs / "tags"), "--text-file", str(tmp_path / "missing.txt")]) == 1
+    missing = f"{tmp_path / 'missing.txt'}: cannot be read (No such file or directory)"
+    assert capsys.readouterr().err == f"mlm-studio: {missing}\n"
+    assert main(["predict", str(runs / "tags"), "--text-file", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == f"mlm-studio: {tmp_path}: a folder, not a file of texts one a line\n"

@@ -34,6 +34,7 @@ from mlm_studio.core.config.sections import (
     join_words,
 )
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
+from mlm_studio.core.evaluation.explain.choices import BASELINES, DEFAULT_METHOD, DEFAULT_STEPS, METHODS
 from mlm_studio.core.finetune.pipeline_shapes import AGGREGATIONS
 from mlm_studio.core.finetune.tasks import (
     COMPARE_SEEDS,
@@ -107,8 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument(
         "text",
         metavar="TEXT",
+        nargs="?",
         help='a text with one or more [MASK], e.g. "Return the [MASK] of the list."; for a fine-tuned model, the '
-        "text to label or tag (the context, with --question)",
+        "text to label or tag (the context, with --question); - reads texts one a line from standard input and "
+        "prints one answer a line (JSON lines with --json; a classifier of pairs reads TEXT, a tab, TEXT2)",
+    )
+    predict.add_argument(
+        "--text-file", type=Path, metavar="FILE", help="texts one a line (UTF-8), in place of TEXT, as - reads them"
     )
     predict.add_argument(
         "--top-k",
@@ -135,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument(
         "--device", type=device, default="cpu", help=f"where to predict: {listed(DEVICES)} (default cpu)"
     )
+    _add_explain(predict)
     predict.set_defaults(run=_deferred("predict"))
 
     evaluate = commands.add_parser(
@@ -363,3 +370,41 @@ def _deferred(command: str) -> Callable[[argparse.Namespace], int]:
     """The `run` of the command's own module, imported when it runs: the parser and the window start without
     torch."""
     return lambda args: importlib.import_module(f"mlm_studio.commands.{command}").run(args)
+
+
+def _add_explain(predict) -> None:
+    """`predict`'s options that explain a prediction instead of listing candidates."""
+    predict.add_argument(
+        "--explain",
+        nargs="?",
+        const=DEFAULT_METHOD,
+        choices=list(METHODS),
+        metavar="METHOD",
+        help=f"why the model predicts a word at a [MASK]: each word's attribution by {listed(METHODS)} "
+        f"(default {DEFAULT_METHOD}: {METHODS[DEFAULT_METHOD][0]}); with --json the method and each word's score",
+    )
+    predict.add_argument(
+        "--mask",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --explain, which [MASK] (a fine-tuned tagger: which word's tag) (default 1)",
+    )
+    predict.add_argument(
+        "--candidate",
+        metavar="TOKEN",
+        help="with --explain, the word explained as the vocabulary spells it (default the most likely)",
+    )
+    predict.add_argument(
+        "--steps",
+        type=int,
+        default=DEFAULT_STEPS,
+        metavar="N",
+        help=f"with --explain ig, the integration's steps (default {DEFAULT_STEPS})",
+    )
+    predict.add_argument(
+        "--baseline",
+        choices=BASELINES,
+        default=BASELINES[0],
+        help="with --explain ig, the text it integrates from: every word masked (mask, the default) or padding",
+    )

@@ -46,21 +46,21 @@ class _TaskThread(QThread):
         except Cancelled:
             self.outcome.emit(self, "cancelled", None)
         except Exception as exc:  # every failure reaches the user as a message
-            if not _expected(exc):
+            if not expected_error(exc):
                 log.exception("background task failed")
             self.outcome.emit(self, "failed", user_message(exc))
         else:
             self.outcome.emit(self, "ok", result)
 
 
-def _expected(exc: BaseException) -> bool:
+def expected_error(exc: BaseException) -> bool:
     """Errors the engine raises for the user (bad files, bad settings), as opposed to bugs."""
     return isinstance(exc, (ValueError, OSError)) or type(exc).__module__.startswith("mlm_studio")
 
 
 def user_message(exc: BaseException) -> str:
     """A message for the user: the engine's own words, or the kind of error for unexpected ones."""
-    if _expected(exc) or isinstance(exc, RuntimeError):
+    if expected_error(exc) or isinstance(exc, RuntimeError):
         return str(exc)
     return f"Unexpected error ({type(exc).__name__}): {exc}"
 

@@ -13,7 +13,7 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 from mlm_studio.core.progress import Cancelled, Progress
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import FailedRecord, PausedRecord, StartedRecord
-from mlm_studio.ui.tasks import user_message
+from mlm_studio.ui.tasks import expected_error, user_message
 
 if TYPE_CHECKING:
     from mlm_studio.core.training.trainer import Trainer
@@ -76,8 +76,9 @@ class TrainingWorker(QObject):
                 self.record.emit(item)
         except Cancelled:
             pass
-        except Exception as exc:  # every failure reaches the user as a message
-            log.exception("training failed")
+        except Exception as exc:  # every failure reaches the user as a message; only a bug's is logged
+            if not expected_error(exc):
+                log.exception("training failed")
             self.failed.emit(user_message(exc))
         finally:
             self.done.emit()

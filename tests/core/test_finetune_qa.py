@@ -71,6 +71,27 @@ def test_an_answer_is_what_the_pipeline_returns(qa_run):
     assert [(a["start"], a["end"]) for a in with_none if a["answer"] == ""] == [(0, 0)]
 
 
+def test_a_question_longer_than_the_model_reads_is_cut_and_said_and_one_of_nothing_refused(qa_run):
+    model = FineTuned(RunDir(qa_run[0]))
+    context = "a value to return . the colour is blue . this is an error"
+    short = model.answer_text("what is the colour ?", context)
+    assert short.question.whole and short.question.describe() == ""
+    assert short.as_pipeline() == model.answer("what is the colour ?", context)
+    question = "what is the colour ? " + " ".join(["the list of a file"] * 20)
+    long = model.answer_text(question, context, top_k=2)
+    pieces = model.tokenizer.backend.encode(question, add_special_tokens=False).ids
+    read = long.question.read
+    assert len(model.tokenizer.backend.encode(question[:read], add_special_tokens=False).ids) == 16
+    assert long.question.describe() == (
+        f"the model reads 16 tokens of a question: it read the first 16 of its {len(pieces)} tokens (the first "
+        f"{read} of {len(question)} characters)"
+    )
+    assert long.answers == model.answer(question[:read], context, top_k=2)  # what it read is what it answered
+    for asked, about, what in (("\u200b", context, "question"), ("what is the colour ?", "\u200b \u200b", "context")):
+        with pytest.raises(TaskError, match=rf"^the {what} '.*' holds no character the model reads; type words$"):
+            model.answer(asked, about)  # a zero-width space alone: nothing to ask, or nothing to answer from
+
+
 @pytest.mark.slow  # thousands of windows
 def test_a_context_of_a_megabyte_is_read_in_windows(qa_run):
     rng = random.Random(0)

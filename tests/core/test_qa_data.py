@@ -1,8 +1,8 @@
 """Question-answering files: SQuAD v1.1 and v2.0 JSON and flat tables in every table format give the same
 examples; an answer not where it says, outside its context, an empty question or context, damaged or non-SQuAD
-JSON, a file without questions are each refused in one sentence naming the file and the question; unanswerable
-questions alone are read; a linked file is read and never written; encodings are read as the labelled reader
-reads them; any JSON value is read or refused clearly."""
+JSON, a file without questions, an is_impossible not true or false, two questions of one id are each refused in
+one sentence naming the file and the question; unanswerable questions alone are read; a linked file is read and
+never written; encodings are read as the labelled reader reads them; any JSON value is read or refused clearly."""
 
 import codecs
 import csv
@@ -337,6 +337,7 @@ def test_any_json_document_is_read_or_refused_clearly(tmp_path_factory, document
     except TaskError as exc:
         assert str(exc).startswith("squad.json") and len(str(exc)) < 400
     else:
+        assert len({example.id for example in read.examples}) == len(read.examples)
         for example in read.examples:
             assert example.question.strip() and example.context.strip()
             assert all(example.context[s : s + len(t)] == t and t for t, s in example.answers)
@@ -352,3 +353,31 @@ def test_a_parquet_value_too_long_inside_the_answers_is_its_rows_problem(tmp_pat
     read = read_qa_file(tmp_path / "qa.parquet")
     assert [e.id for e in read.examples] == ["c2", "p1"]
     assert read.skipped.startswith("1 problem lines, first: row 1: the 'answers' value is longer than")
+
+
+@pytest.mark.parametrize("value", ["yes", 1, 0, None, [], "true"])
+def test_an_is_impossible_not_true_or_false_is_refused_naming_the_question(tmp_path, value):
+    assert refusal(tmp_path, squad_with(is_impossible=value)) == (
+        f"bad.json, id c1: is_impossible is {value!r}, not true or false; write true for a question with no "
+        "answer, false (or nothing) for one with an answer"
+    )
+
+
+def test_two_questions_of_one_id_are_refused_naming_both(tmp_path):
+    document = json.loads(json.dumps(SQUAD_V2))
+    document["data"][1]["paragraphs"][0]["qas"][0]["id"] = "c1"
+    assert refusal(tmp_path, document) == (
+        "bad.json: the id c1 is given to two questions (questions 1 and 3); give each its own id, or their answers "
+        "are scored as one question's"
+    )
+    rows = flat_rows()
+    rows[2]["id"] = "c2"
+    assert refusal(tmp_path, jsonl_bytes(rows).decode(), "qa.jsonl") == (
+        "qa.jsonl: the id c2 is given to two questions (rows 2 and 3); give each its own id, or their answers are "
+        "scored as one question's"
+    )
+    rows[2]["id"] = "x" * 300
+    rows[1]["id"] = "x" * 300
+    assert "the id " + "x" * 80 + "… is given to two questions" in refusal(
+        tmp_path, jsonl_bytes(rows).decode(), "qa.jsonl"
+    )

@@ -1,7 +1,8 @@
 """Decoded answers: given the same logits, the same answers, characters and scores (within 1e-6) as the
 `transformers` question-answering pipeline's post-processing (its `select_starts_ends` with the pipeline's
 merging of windows, "no answer" score and word alignment, restated) for every tokenizer kind, with and without
-unanswerable questions; a hand-worked window; padding ignored; a validation set's worth decoded quickly."""
+unanswerable questions, but a span found twice given once; a hand-worked window; padding ignored; a validation
+set's worth decoded quickly."""
 
 import time
 
@@ -37,13 +38,14 @@ def pipeline_answers(reference, question, context, max_length, stride, start_log
         return_token_type_ids=True,
     )
     top_k, impossible = options["top_k"], options["handle_impossible_answer"]
+    every_span = max(len(ids) for ids in encoded["input_ids"]) ** 2
     min_null_score, answers = 1000000, []
     for i, ids in enumerate(encoded["input_ids"]):
         p_mask = np.asarray([s != 1 for s in encoded.sequence_ids(i)], dtype=int)
         p_mask[np.asarray(ids) == reference.cls_token_id] = 0
         starts, ends, scores, min_null_score = select_starts_ends(
             start_logits[i][None], end_logits[i][None], p_mask, np.ones((1, len(ids)), dtype=int), min_null_score,
-            top_k, impossible, options["max_answer_len"],
+            every_span, impossible, options["max_answer_len"],
         )  # fmt: skip
         encoding = encoded.encodings[i]
         for s, e, score in zip(starts, ends, scores):
@@ -55,6 +57,10 @@ def pipeline_answers(reference, question, context, max_length, stride, start_log
             except Exception:
                 begin, end = encoding.offsets[s][0], encoding.offsets[e][1]
             answers.append({"score": score.item(), "start": begin, "end": end, "answer": context[begin:end]})
+    # MLM Studio's one change: a span found twice (in two windows' overlap, or two spans of one word) is listed
+    # once, at its best score, and the next best in its place (the pipeline reads each window's top k)
+    answers = sorted(answers, key=lambda answer: answer["score"], reverse=True)
+    answers = list({(answer["start"], answer["end"]): answer for answer in reversed(answers)}.values())[::-1]
     if impossible:
         answers.append({"score": min_null_score, "start": 0, "end": 0, "answer": ""})
     return sorted(answers, key=lambda answer: answer["score"], reverse=True)[:top_k]
@@ -146,6 +152,21 @@ def test_no_answer_wins_when_the_first_token_is_likeliest_in_every_window():
     assert span.text == "three"  # the second window's span outscores the first's
 
 
+def test_a_span_two_windows_find_is_given_once_at_its_best_score():
+    context = "one two three"
+    spans = [(0, 3), (4, 7), (8, 13)]
+    features = features_of([window(spans[:2]), window(spans[1:])], [0, 0])  # both windows hold "two"
+    starts = [np.asarray([0.0, 0, 0, 0, 4, 0]), np.asarray([0.0, 0, 0, 3, 1, 0])]
+    ends = [np.asarray([0.0, 0, 0, 0, 4, 0]), np.asarray([0.0, 0, 0, 3, 1, 0])]
+    example = QAExample("q", "Which?", context, (), 1)
+    answers = best_answers([example], features, starts, ends, top_k=3)[0]
+    assert [(a.text, a.start, a.end) for a in answers] == [("two", 4, 7), ("two three", 4, 13), ("one two", 0, 7)]
+    first = np.exp(4.0) / (np.exp(4.0) + 2)
+    assert answers[0].score == pytest.approx(first**2)  # the first window's, the better of the two
+    with_none = best_answers([example], features, starts, ends, top_k=10, allow_impossible=True)[0]
+    assert len({(a.start, a.end) for a in with_none}) == len(with_none) == 6  # five spans and no answer
+
+
 def test_spans_widen_to_whole_words_unless_told_not_to():
     context = "unbelievable"
     features = features_of([window([(0, 2), (2, 8), (8, 12)], words=[0, 0, 0])], [0])
@@ -154,6 +175,14 @@ def test_spans_widen_to_whole_words_unless_told_not_to():
     example = QAExample("q", "Which?", context, (), 1)
     assert best_answers([example], features, [start], [end])[0][0].text == "unbelievable"
     assert best_answers([example], features, [start], [end], align_to_words=False)[0][0].text == "believ"
+    assert [a.text for a in best_answers([example], features, [start], [end], top_k=5)[0]] == ["unbelievable"]
+    two_words = features_of([window([(0, 2), (2, 8), (8, 12), (13, 16)], words=[0, 0, 0, 1])], [0])
+    start = np.asarray([0.0, -9, -9, 2, 5, 2, -20, -9])  # [CLS] q [SEP] un believ able fox [SEP]
+    end = np.asarray([0.0, -9, -9, 2, 5, 2, -4, -9])
+    context = "unbelievable fox"  # the best six spans are all "unbelievable": the seventh is read too
+    answers = best_answers([QAExample("q", "Which?", context, (), 1)], two_words, [start], [end], top_k=2)[0]
+    assert [a.text for a in answers] == ["unbelievable", "unbelievable fox"]
+    assert answers[1].score == pytest.approx(np.exp(5 - 4) / (1 + 2 * np.exp(2) + np.exp(5)) ** 2, rel=0.01)
 
 
 def test_padding_after_a_window_is_ignored_and_mismatches_are_refused():

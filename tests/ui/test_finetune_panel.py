@@ -124,6 +124,29 @@ def test_a_file_of_one_class_is_said_in_the_message_bar(qtbot, panel, tmp_path):
     assert not panel.export_button.isEnabled()
 
 
+def test_a_failed_start_says_its_reason_in_the_status_without_a_traceback(qtbot, panel, tmp_path, caplog):
+    panel.status_label.setText("Finished (completed) at step 40 of 40")  # a run's line before
+    task = tmp_path / "squad.json"
+    document = {"data": [{"paragraphs": [{"context": "the colour is blue", "qas": [
+        {"id": "q1", "question": "what colour?", "answers": [{"text": "blue", "answer_start": 14}]},
+        {"id": "q1", "question": "what is it?", "answers": [{"text": "blue", "answer_start": 14}]}]}]}]}  # fmt: skip
+    task.write_text(json.dumps(document), encoding="utf-8")
+    fill(panel, task, kind="qa")
+    panel.start_button.click()
+    qtbot.waitUntil(lambda: panel.controller.state == IDLE, timeout=TIMEOUT_MS)
+    reason = (
+        "squad.json: the id q1 is given to two questions (questions 1 and 2); give each its own id, or their "
+        "answers are scored as one question's"
+    )
+    assert panel.message_bar.level == "error" and panel.message_bar.text == reason
+    assert panel.status_label.text() == f"Could not start: {reason}"
+    assert "Traceback" not in caplog.text and not [r for r in caplog.records if r.exc_info]
+    assert panel.form.isEnabled() and panel.start_button.isEnabled() and panel.progress_bar.isHidden()
+    panel.start_button.click()  # the same refusal again, said again
+    qtbot.waitUntil(lambda: panel.controller.state == IDLE, timeout=TIMEOUT_MS)
+    assert panel.status_label.text() == f"Could not start: {reason}" and panel.form.isEnabled()
+
+
 def test_from_scratch_starts_from_the_models_shape_with_fresh_weights(qtbot, panel, tmp_path, trained_runs):
     fill(panel, write_task(tmp_path / "task.csv"), epochs=1.0)
     panel.form.scratch_box.setChecked(True)

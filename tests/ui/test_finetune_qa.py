@@ -106,3 +106,37 @@ def test_an_unanswerable_question_or_a_no_answer_is_said_in_words(qtbot, predict
     view.show_mistakes([AnswerMistake(1, "q1", "what is the size ?", context, gold, guess)])
     said = view.toPlainText()
     assert ("gold: no answer · predicted: “red”" if predicted[0] else "gold: “red” · predicted: no answer") in said
+
+
+def test_a_question_answerers_test_scores_fill_the_top_of_their_tab_as_a_table(qtbot):
+    from dataclasses import replace
+
+    from PySide6.QtWidgets import QWidget
+
+    from mlm_studio.core.training.records import TestRecord
+    from mlm_studio.ui.panels.finetune.results import ResultsView
+
+    view = ResultsView(QWidget())
+    qtbot.addWidget(view)
+    view.resize(1000, 700)
+    view.show()
+    view.setCurrentWidget(view.scores)
+    test = TestRecord(9, tokens_seen=0, elapsed=0.0, epoch=1.0, loss=0.5, accuracy=None, macro_f1=None, best_step=9,
+                      labels=(), per_class=(), confusion=(), exact_match=0.5, f1=0.625, has_answer_exact_match=0.25,
+                      has_answer_f1=0.5, no_answer_exact_match=0.75)  # fmt: skip
+    view.set_subject("Run qa: late on squad.json (qa)")
+    view.show_test(test, tagging=False)
+    table = view.answer_table
+    rows = [[table.item(r, c).text() for c in range(3)] for r in range(table.rowCount())]
+    assert rows == [["all", "50.0%", "62.5%"], ["with an answer", "25.0%", "50.0%"], ["without one", "75.0%", "75.0%"]]
+    assert table.isVisible() and view.tables.isHidden()
+    qtbot.waitUntil(lambda: view.summary.y() < 80)  # laid out: the summary and the table at the top of the tab
+    assert view.summary.height() < 3 * view.summary.fontMetrics().lineSpacing()  # not stretched over the tab
+    assert table.geometry().top() >= view.summary.geometry().bottom()
+    assert table.geometry().bottom() < view.scores.height() // 2
+    view.show_test(replace(test, has_answer_f1=None, has_answer_exact_match=None, no_answer_exact_match=None), False)
+    assert table.rowCount() == 1
+    view.show_test(replace(test, has_answer_f1=float("nan"), has_answer_exact_match=float("nan")), False)
+    assert [table.item(r, 0).text() for r in range(table.rowCount())] == ["all", "without one"]  # none answered
+    view.clear()
+    assert table.isHidden() and table.rowCount() == 0

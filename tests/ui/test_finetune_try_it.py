@@ -11,8 +11,9 @@ from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.predict import fine_tuned_at
 from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.ui.panels.finetune.results import CHIP_COLOURS
-from mlm_studio.ui.panels.finetune.try_it import NO_RUN
+from mlm_studio.ui.panels.finetune.try_it import NO_RUN, TYPE_THE_PAIR
 from mlm_studio.ui.theme import contrast, readable_on
+from tests.core.qa_tasks import write_squad
 from tests.core.test_finetune import write_task
 from tests.core.test_finetune_export import write_pairs
 from tests.core.test_finetune_tokens import write_tagging
@@ -22,15 +23,18 @@ TIMEOUT_MS = 30_000
 
 @pytest.fixture(scope="module")
 def runs(trained_runs, tmp_path_factory):
-    """A runs folder of three fine-tuning runs of the `late` run (texts, pairs, tags) and one with no weights yet."""
+    """A runs folder of four fine-tuning runs of the `late` run (texts, pairs, tags, answers) and one with no weights
+    yet."""
     root = tmp_path_factory.mktemp("try-it")
     tasks = {
         "texts": ("classification", write_task(root / "task.csv", rows=60), 1),
         "pairs": ("classification", write_pairs(root / "pairs.csv"), 1),
         "tags": ("tokens", write_tagging(root / "tags.jsonl", sentences=80), 4),
+        "qa": ("qa", write_squad(root / "squad.json", contexts=30, facts=1), 1),
     }
     for name, (task, path, epochs) in tasks.items():
-        options = FinetuneOptions(task, path, learning_rate=5e-3, epochs=epochs, batch_size=8, device="cpu")
+        stride = {"doc_stride": 16} if task == "qa" else {}
+        options = FinetuneOptions(task, path, learning_rate=5e-3, epochs=epochs, batch_size=8, device="cpu", **stride)
         list(prepare_finetuner(root / name, str(trained_runs / "late"), options).run())
     shutil.copytree(root / "texts", root / "bare", ignore=shutil.ignore_patterns("best", "checkpoints"))
     return root
@@ -94,6 +98,32 @@ def test_a_pair_classifier_takes_a_second_text(qtbot, panel, runs):
     expected = fine_tuned_at(runs / "pairs").label_text("the error of", "a list").scores
     assert [row[0] for row in bars(view)] == [a["label"] for a in expected]
     assert [row[1] for row in bars(view)] == [round(a["score"] * 1000) for a in expected]
+
+
+def test_a_pair_classifier_asks_for_the_second_text_rather_than_read_half_a_pair(qtbot, panel, runs):
+    view = panel.try_it
+    panel.show_run(runs / "pairs")
+    answered(qtbot, view, "the error of", "a list")
+    view.pair_edit.setPlainText("  ")
+    view.try_now()
+    assert view.hint.isVisible() and view.hint.text() == TYPE_THE_PAIR
+    assert view.bars.isHidden() and view.status.isHidden()
+    answered(qtbot, view, "the error of", "a list")  # typed again: answered again
+    assert view.bars.isVisible()
+
+
+def test_a_question_longer_than_the_model_reads_says_how_much_it_read(qtbot, panel, runs):
+    view = panel.try_it
+    panel.show_run(runs / "qa")
+    context = "and the path of the type . the list of a file is long . the port is return ."
+    question = "what is the port ? " + " ".join(["the list of a file"] * 20)
+    view.question_edit.setText(question)
+    answered(qtbot, view, context)
+    read = fine_tuned_at(runs / "qa").answer_text(question, context).question
+    assert not read.whole and view.read_note.isVisible() and view.read_note.text() == f"Cut: {read.describe()}."
+    with qtbot.waitSignal(view.runner.succeeded, timeout=TIMEOUT_MS):
+        view.question_edit.setText("what is the port ?")
+    assert view.read_note.isHidden() and "answer" in view.status.text()
 
 
 def test_a_tagger_shows_its_entities_as_chips_and_each_words_tag_on_hover(qtbot, panel, runs):

@@ -22,7 +22,7 @@ def _preset_model(layers: int, hidden: int) -> ModelConfig:
     )
 
 
-# quickstart: chosen by measurement on the built-in corpus (2-core CPU, 6 minutes; see README): a small model
+# quickstart: chosen by measurement on the built-in corpus (2-core CPU, 6 minutes; docs/performance.md): a small model
 # that takes many steps beats a larger one that takes few, and without dropout it learns faster.
 QUICKSTART = RunConfig(
     model=replace(_preset_model(2, 128), hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),

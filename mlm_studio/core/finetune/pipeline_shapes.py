@@ -46,6 +46,37 @@ class Reading:
         return f"the model reads {self.limit:,} tokens: it read {said} characters"
 
 
+@dataclass(frozen=True)
+class QuestionReading:
+    """How much of a question the model read: a question-answering model reads at most `limit` of its tokens."""
+
+    limit: int  # the most tokens of a question the model reads
+    tokens: int  # the question's tokens
+    read: int  # the characters read of it: up to the end of its last token read
+    length: int  # its characters
+
+    @property
+    def whole(self) -> bool:
+        return self.tokens <= self.limit
+
+    def describe(self) -> str:
+        """ "" when the whole question was read, else what was: "the model reads 16 tokens of a question: it read
+        the first 16 of its 40 tokens (the first 52 of 131 characters)"."""
+        if self.whole:
+            return ""
+        return (
+            f"the model reads {self.limit:,} tokens of a question: it read the first {self.limit:,} of its "
+            f"{self.tokens:,} tokens (the first {self.read:,} of {self.length:,} characters)"
+        )
+
+
+def question_reading(tokenizer: MLMTokenizer, question: str, limit: int) -> QuestionReading:
+    """What a model reading at most `limit` tokens of a question reads of `question`."""
+    encoding = tokenizer.backend.encode(question, add_special_tokens=False)
+    read = encoding.offsets[limit - 1][1] if len(encoding.ids) > limit else len(question)
+    return QuestionReading(limit, len(encoding.ids), read, len(question))
+
+
 def reading(encoding: Encoding, texts: Sequence[str], cut: bool, limit: int) -> Reading:
     """What `encoding` (laid out from `texts`, cut or not to `limit` tokens) read of each text."""
     lengths = tuple(len(text) for text in texts)
@@ -177,6 +208,18 @@ class Labelled:
     def as_pipeline(self, top_k: int | None = None) -> list[dict]:
         """What `pipeline("text-classification", top_k=top_k)` returns (every label for None)."""
         return self.scores if top_k is None else self.scores[:top_k]
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A question's answers in a context, the best first, and how much of the question was read."""
+
+    answers: list[dict]  # {"score", "start", "end", "answer"}
+    question: QuestionReading
+
+    def as_pipeline(self) -> list[dict]:
+        """What the question-answering pipeline returns, for its `top_k` answers."""
+        return self.answers
 
 
 @dataclass(frozen=True)

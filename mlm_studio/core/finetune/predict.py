@@ -1,6 +1,7 @@
 """A fine-tuned model answering: the label of each text with its probability, or the tag of each word (read on
 its first piece, as it is scored); and, for a text typed in, its answers in the shapes of `transformers`' pipelines
-(pipeline_shapes.py). It reads the run's best weights (its latest checkpoint before any evaluation)."""
+(pipeline_shapes.py), with how much of the text (or the question) it read. It reads the run's best weights (its
+latest checkpoint before any evaluation)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from mlm_studio.core.data.labelled import TaskError, pair_column
 from mlm_studio.core.finetune.examples import encode_texts, first_pieces, lay_out, word_pieces
 from mlm_studio.core.finetune.heads import TaskModel
 from mlm_studio.core.finetune.pipeline_shapes import (
+    Answered,
     Labelled,
     Tagged,
     grouped_entities,
     label_scores,
+    question_reading,
     reading,
     tagged_tokens,
     word_tags,
@@ -26,6 +29,7 @@ from mlm_studio.core.finetune.qa.features import qa_features
 from mlm_studio.core.finetune.qa.task import question_room
 from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights, weights_finite
 from mlm_studio.core.training.run_folder import TASK, RunDir
 
@@ -84,7 +88,6 @@ class FineTuned:
                 tags[word] = self.labels[label]
         return tags
 
-    @torch.no_grad()
     def answer(
         self,
         question: str,
@@ -95,9 +98,22 @@ class FineTuned:
     ) -> list[dict]:
         """The `top_k` best answers to `question` in `context` as `transformers`' question-answering pipeline gives
         them ({"score", "start", "end", "answer"}, best first): the context read in windows overlapping by the
-        run's document stride, answers of at most its longest answer's tokens widened to whole words; "no
-        answer" ("" at 0) among them with `handle_impossible_answer`, by default when the run learned
-        unanswerable questions (SQuAD v2.0), as its scores were measured."""
+        run's document stride, answers of at most its longest answer's tokens widened to whole words, a span found
+        in two windows given once; "no answer" ("" at 0) among them with `handle_impossible_answer`, by default
+        when the run learned unanswerable questions (SQuAD v2.0), as its scores were measured."""
+        return self.answer_text(question, context, top_k, handle_impossible_answer, progress).answers
+
+    @torch.no_grad()
+    def answer_text(
+        self,
+        question: str,
+        context: str,
+        top_k: int = 1,
+        handle_impossible_answer: bool | None = None,
+        progress: Progress | None = None,
+    ) -> Answered:
+        """The answers of `answer`, and how much of the question the model read: at most the tokens it was
+        trained to read of one (a longer question is cut, as in training)."""
         task = self.run.task
         if handle_impossible_answer is None:
             handle_impossible_answer = bool(task.get("unanswerable", False))
@@ -106,7 +122,15 @@ class FineTuned:
         if not question.strip() or not context.strip():
             raise TaskError("give a question and the context its answer is in")
         example = QAExample("question", question.strip(), context, (), 0)
-        features = qa_features(self.tokenizer, [example], self.limit, task["doc_stride"], question_room(self.limit))
+        room = question_room(self.limit)
+        read = question_reading(self.tokenizer, example.question, room)
+        features = qa_features(self.tokenizer, [example], self.limit, task["doc_stride"], room)
+        for what, text, tokens in (
+            ("question", question, read.tokens),
+            ("context", context, sum(int((spans[:, 0] >= 0).sum()) for spans in features.spans)),
+        ):
+            if not tokens:  # only characters the tokenizer drops, such as a zero-width space
+                raise TaskError(f"the {what} {shown(text)} holds no character the model reads; type words")
         starts, ends = [], []
         for first in range(0, len(features), ANSWER_BATCH):
             if progress is not None:  # a long context: stopped between windows when no longer wanted
@@ -132,7 +156,8 @@ class FineTuned:
             allow_impossible=handle_impossible_answer,
             top_k=top_k,
         )[0]
-        return [answer.as_pipeline() for answer in found]
+        answers = [answer.as_pipeline() for answer in found]
+        return Answered(answers, read)
 
     @property
     def kind(self) -> str:

@@ -10,6 +10,7 @@ same loss as the dense head.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -85,14 +86,34 @@ def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     return x * keep.to(x.dtype).mul_(65536 / (65536 - threshold))
 
 
+_RECORDING = threading.local()  # `maps`: the list this thread's attention probabilities are appended to
+
+
+@contextmanager
+def recorded_attention() -> Iterator[list[torch.Tensor]]:
+    """While open, every attention layer this thread runs appends its (B, nh, L, L) probabilities (detached) to
+    the list it yields, in layer order. They are computed the eager way, which costs nothing when not recording."""
+    maps: list[torch.Tensor] = []
+    outer = getattr(_RECORDING, "maps", None)
+    _RECORDING.maps = maps
+    try:
+        yield maps
+    finally:
+        _RECORDING.maps = outer
+
+
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, p: float) -> torch.Tensor:
     """Scaled dot-product attention of (B, nh, L, hs) heads, `mask` True where a query may look; dropout `p` on
     the weights (with the faster dropout on the CPU, where SDPA would sample it slowly)."""
-    if p > 0 and q.device.type == "cpu":
+    recording = getattr(_RECORDING, "maps", None)
+    if recording is not None or (p > 0 and q.device.type == "cpu"):
         scores = (q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1)  # (B, nh, L, L); scaling q is cheaper
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
-        return dropout(scores.softmax(-1), p, True) @ v
+        probabilities = scores.softmax(-1)
+        if recording is not None:
+            recording.append(probabilities.detach())
+        return dropout(probabilities, p, True) @ v
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
 
 

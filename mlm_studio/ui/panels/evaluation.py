@@ -35,6 +35,7 @@ from mlm_studio.ui.panels.evaluation_tasks import (
     scoring,
     tracking,
 )
+from mlm_studio.ui.panels.explained_samples import ExplainedSamples
 from mlm_studio.ui.panels.search_view import SearchView
 from mlm_studio.ui.tasks import TaskRunner, show_progress
 from mlm_studio.ui.widgets.context_view import ContextView
@@ -104,7 +105,8 @@ class EvaluationPanel(QWidget):
         self.choice.refresh()
         yield
         self.samples_view = SamplesView()
-        self.tabs.addTab(self.samples_view, "Masked samples")
+        self.explained_samples = ExplainedSamples(self.samples_view, lambda: self.subject)
+        self.tabs.addTab(self.explained_samples, "Masked samples")
         yield
         self.failures_view = FailuresView()
         self.tabs.addTab(self.failures_view, "Where it fails")

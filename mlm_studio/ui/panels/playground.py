@@ -32,6 +32,7 @@ from mlm_studio.core.evaluation.predict import Candidate, FillMask, PredictError
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.theme import PALETTE_CHANGES, blended
 from mlm_studio.ui.widgets.candidate_label import written_form
+from mlm_studio.ui.widgets.explanation import ExplanationView, Question, why_button
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.model_choice import model_combo, model_entries, refill
 from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
@@ -86,6 +87,7 @@ class ResultsView(QGroupBox):
     """One model's candidates: per mask, buttons with probability bars."""
 
     candidate_clicked = Signal(int, object)  # mask number, Candidate
+    why_clicked = Signal(int, object)  # mask number, Candidate: explain it
 
     def __init__(self, title: str) -> None:
         super().__init__(title)
@@ -97,7 +99,7 @@ class ResultsView(QGroupBox):
         self.body = QWidget()
         self.grid = QGridLayout(self.body)
         self.grid.setAlignment(Qt.AlignmentFlag.AlignTop)
-        self.grid.setColumnStretch(3, 1)  # the candidates keep to the left; the space left over stays empty
+        self.grid.setColumnStretch(4, 1)  # the candidates keep to the left; the space left over stays empty
         self.filled = QLabel()
         self.filled.setWordWrap(True)
         self.detector_label = QLabel("<b>Replaced?</b> the discriminator's view of each token (darker: more likely "
@@ -149,6 +151,7 @@ class ResultsView(QGroupBox):
                 self.grid.addWidget(button, row, 0)
                 self.grid.addWidget(bar, row, 1)
                 self.grid.addWidget(share, row, 2)
+                self.grid.addWidget(why_button(lambda n=number, c=candidate: self.why_clicked.emit(n, c)), row, 3)
                 buttons.append(button)
                 row += 1
             self.buttons.append(buttons)
@@ -267,11 +270,15 @@ class PlaygroundPanel(QWidget):
             view.model_combo.currentIndexChanged.connect(lambda _index, v=view: self._remember_choice(v))
             results.addWidget(view)
         self.views[1].hide()
+        self.explanation = ExplanationView()
+        for view in self.views:
+            view.why_clicked.connect(lambda number, candidate, v=view: self.explain(v, number, candidate))
         layout = QVBoxLayout(self)
         layout.addLayout(controls)
         layout.addLayout(row)
         layout.addWidget(self.message_bar)
         layout.addLayout(results, 1)
+        layout.addWidget(self.explanation, 1)
 
     # --- models -------------------------------------------------------------------------------------
     @property
@@ -342,6 +349,11 @@ class PlaygroundPanel(QWidget):
         before = MASK.join(parts[: number + 1])
         before = before.rstrip(" ") if candidate.continues else before
         self.text_edit.setText(before + candidate.text + MASK.join(parts[number + 1 :]))
+
+    def explain(self, view: ResultsView, number: int, candidate: Candidate) -> None:
+        """Why `view`'s model predicted `candidate` at mask `number` (0: the first) of the text as typed."""
+        if view.subject is not None:
+            self.explanation.ask(Question(view.subject, number, candidate.token_id, text=self.text_edit.text()))
 
     # --- predictions --------------------------------------------------------------------------------
     def _on_compare(self, on: bool) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -85,6 +85,8 @@ def answered_blocks(title: str, samples: tuple[Sample, ...], tokenizer: MLMToken
 class SamplesView(QWidget):
     """Held-out blocks with the model's answers, filtered and sorted as asked; with a model compared, its answers
     in a second column, block beside block."""
+
+    answer_clicked = Signal(int, int)  # a block's number and the position of the token clicked in it
 
     def __init__(self) -> None:
         super().__init__()
@@ -179,6 +181,8 @@ class SamplesView(QWidget):
                 if number < len(blocks.samples):
                     view.set_cells(blocks.cells[show][number])
                     view.setToolTip(f"{blocks.title}: block loss {blocks.samples[number].loss:.3f}")
+                if column == 0:
+                    view.clicked.connect(lambda position, n=number: self.answer_clicked.emit(n, position))
                 pair.addWidget(view, 1)
                 (self.views if column == 0 else self.compared_views).append(view)
         layout.addStretch(1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt
+from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
@@ -29,6 +29,8 @@ class TokenCell:
 class TokenView(QWidget):
     """Lays out token chips left to right, wrapping at the widget's width. Each chip's width is measured once (a
     layout asks the height for many widths: a window of samples would measure thousands of texts each time)."""
+
+    clicked = Signal(int)  # the index of the chip clicked
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -117,6 +119,12 @@ class TokenView(QWidget):
                 role = QPalette.ColorRole.PlaceholderText if cell.muted else QPalette.ColorRole.Text
                 painter.setPen(palette.color(role))
             painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, cell.text)
+
+    def mousePressEvent(self, event) -> None:
+        index = self.cell_at(event.position().toPoint())
+        if index >= 0:
+            self.clicked.emit(index)
+        super().mousePressEvent(event)
 
     def event(self, event: QEvent) -> bool:
         if event.type() == QEvent.Type.ToolTip:

@@ -2,7 +2,8 @@
 tables (JSON Lines, CSV, TSV, Parquet, Arrow) with `question`, `context` and `answers` in the `datasets` layout
 (`{"text": [...], "answer_start": [...]}`, a JSON string in CSV), `id` and `title` if they are there. Every
 answer is checked against its context (`context[start:start + len(text)] == text`); a file whose answer is not
-where it says is refused, naming the question, never shifted silently. Tables are read by the corpus reader
+where it says, whose `is_impossible` is not true or false, or where two questions share an id (their answers would
+be scored as one) is refused, naming the question, never mended silently. Tables are read by the corpus reader
 (streaming, every value bounded); a SQuAD JSON file is one document, read whole up to `MAX_JSON_BYTES`."""
 
 from __future__ import annotations
@@ -82,8 +83,21 @@ def read_qa_file(path: str | Path) -> QAFile:
         raise TaskError(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
     if not examples:
         raise TaskError(f"{path.name} has no questions" + (f" ({issues.summary()})" if issues.count else ""))
+    _check_ids_unique(path, examples, "question" if is_squad_json(path) else "row")
     has_impossible = any(example.impossible for example in examples)
     return QAFile(path, examples, has_impossible, issues.summary(), encoding, note)
+
+
+def _check_ids_unique(path: Path, examples: list[QAExample], counted: str) -> None:
+    """TaskError naming the first id two questions share: their predictions would be scored as one question's."""
+    first_with: dict[str, QAExample] = {}
+    for example in examples:
+        earlier = first_with.setdefault(example.id, example)
+        if earlier is not example:
+            raise TaskError(
+                f"{path.name}: the id {clipped(example.id)} is given to two questions ({counted}s {earlier.row} and "
+                f"{example.row}); give each its own id, or their answers are scored as one question's"
+            )
 
 
 def _squad(path: Path) -> tuple[list[QAExample], str, str]:
@@ -146,15 +160,22 @@ def _squad_examples(path: Path, document) -> list[QAExample]:
                     raise TaskError(f"{path.name}, {where}: question {row} is not an object; not SQuAD JSON")
                 identifier = _text(qa.get("id", f"row {row}"))
                 name = f"{path.name}, id {clipped(identifier)}"
-                impossible = qa.get("is_impossible", False)
                 answers = _answers(name, qa.get("answers", []))
-                if impossible is True and answers:
-                    raise TaskError(
-                        f"{name}: marked is_impossible but with answers; leave its answers empty, or unmark it"
-                    )
+                _check_impossible(name, qa.get("is_impossible", False), answers)
                 example = QAExample(identifier, _question(name, qa.get("question")), context, answers, row, title)
                 examples.append(_checked(name, example))
     return examples
+
+
+def _check_impossible(name: str, impossible, answers: tuple) -> None:
+    """TaskError unless a question's `is_impossible` is true or false, and true only for one without answers."""
+    if not isinstance(impossible, bool):
+        raise TaskError(
+            f"{name}: is_impossible is {shown(impossible)}, not true or false; write true for a question with no "
+            "answer, false (or nothing) for one with an answer"
+        )
+    if impossible and answers:
+        raise TaskError(f"{name}: marked is_impossible but with answers; leave its answers empty, or unmark it")
 
 
 def _table(path: Path) -> tuple[tuple[list[QAExample], IssueLog], str, str]:

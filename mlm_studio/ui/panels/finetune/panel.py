@@ -64,7 +64,7 @@ from mlm_studio.ui.panels.finetune.subjects import (
 from mlm_studio.ui.panels.finetune.try_it import TryItView
 from mlm_studio.ui.run_export import RunExporter
 from mlm_studio.ui.tasks import TaskRunner
-from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING, TrainingController
+from mlm_studio.ui.trainer_thread import IDLE, PAUSED, PREPARING, RUNNING, TrainingController
 from mlm_studio.ui.widgets.elided_label import ElidedLabel
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.workspace import Workspace
@@ -440,6 +440,8 @@ class FinetunePanel(QWidget):
 
     def _on_failed(self, message: str) -> None:
         self.message_bar.show_message(message, "error")
+        if self.controller.state == PREPARING:  # no run began: the status line says why, not what it was doing
+            self._say(f"Could not start: {message}")
         if self.compare_root is not None or self.search_root is not None:
             self.controller.stop()  # a contender that fails leaves the comparison without its scores
 

@@ -7,6 +7,7 @@ answering, exact match and F1 and each wrong answer marked in its context (`answ
 from __future__ import annotations
 
 import html
+import math
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
@@ -14,6 +15,7 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
     QLabel,
+    QSizePolicy,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -50,6 +52,10 @@ def cell(value: object, align_right: bool = False) -> QTableWidgetItem:
     return item
 
 
+def _measured(share: float | None) -> bool:
+    return share is not None and not math.isnan(share)
+
+
 class ResultsView(QTabWidget):
     """One run's curves, scores (with the confusion matrix and per-class table) and mistakes, as three tabs, each
     headed by the run it shows (`set_subject`)."""
@@ -69,6 +75,11 @@ class ResultsView(QTabWidget):
         tables.setObjectName("finetune-confusion-per-class")
         tables.addWidget(self.confusion)
         tables.addWidget(self.per_class)
+        self.answer_table = read_only_table(["questions", "exact match", "F1"])  # question answering's scores
+        self.answer_table.setObjectName("finetune-answer-scores")
+        self.answer_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.answer_table.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        self.answer_table.hide()
         self.mistakes = read_only_table(["row", "text", "true", "predicted"])
         header = self.mistakes.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
@@ -83,7 +94,8 @@ class ResultsView(QTabWidget):
         self.answers = AnswerMistakesView()
         self.answers.hide()
         self.curves = self._add_page("Curves", curves)
-        self.scores = self._add_page("Test scores", self.summary, (tables, 1))
+        self.scores = self._add_page("Test scores", self.summary, self.answer_table, (tables, 1))
+        self.scores.layout().addStretch()  # the scores at the top when there are no tables to fill the tab
         self.mistakes_page = self._add_page(
             "Mistakes", self.mistakes_label, (self.mistakes, 1), (self.spans, 1), (self.answers, 1)
         )
@@ -123,6 +135,8 @@ class ResultsView(QTabWidget):
         for table in (self.confusion, self.per_class, self.mistakes):
             table.setRowCount(0)
         self.confusion.setColumnCount(0)
+        self.answer_table.setRowCount(0)
+        self.answer_table.hide()
         self.spans.clear()
         self.answers.show_mistakes([])
         self.mistakes_label.setText("No mistakes to show yet.")
@@ -131,10 +145,11 @@ class ResultsView(QTabWidget):
     def show_test(self, test: TestRecord, tagging: bool) -> None:
         self._test = test
         self.tables.setVisible(test.f1 is None)
-        if test.f1 is not None:  # question answering: no labels to tabulate
+        if test.f1 is not None:  # question answering: no labels to tabulate, its scores instead
             self.summary.setText(
                 f"Test, with the best checkpoint (step {test.best_step}) restored: {answer_scores(test, bold=True)}"
             )
+            self._fill_answer_scores(test)
             return
         entity = (
             ""
@@ -159,6 +174,26 @@ class ResultsView(QTabWidget):
             values = [label, f"{precision:.1%}", f"{recall:.1%}", f"{f1:.1%}", f"{support:,}"]
             for column, value in enumerate(values):
                 self.per_class.setItem(row, column, cell(value, column > 0))
+
+    def _fill_answer_scores(self, test: TestRecord) -> None:
+        """Exact match and F1 over every test question, and (SQuAD v2.0) those with an answer and those without
+        (where F1 is exact match: the answer is none or not)."""
+        rows = [("all", test.exact_match, test.f1)]
+        if _measured(test.has_answer_f1):  # none where no test question has an answer
+            rows.append(("with an answer", test.has_answer_exact_match, test.has_answer_f1))
+        if _measured(test.no_answer_exact_match):
+            rows.append(("without one", test.no_answer_exact_match, test.no_answer_exact_match))
+        table = self.answer_table
+        table.setRowCount(len(rows))
+        for row, (name, exact, f1) in enumerate(rows):
+            for column, value in enumerate((name, f"{exact:.1%}", f"{f1:.1%}")):
+                table.setItem(row, column, cell(value, column > 0))
+        table.resizeRowsToContents()
+        rows_height = sum(table.rowHeight(row) for row in range(len(rows)))
+        table.setFixedHeight(rows_height + table.horizontalHeader().height() + 2 * table.frameWidth())
+        columns_width = sum(table.columnWidth(column) for column in range(table.columnCount()))
+        table.setFixedWidth(columns_width + 2 * table.frameWidth())
+        table.show()
 
     def _fill_confusion(self) -> None:
         """Each cell tinted by its count against the largest one, its text readable on the tint."""

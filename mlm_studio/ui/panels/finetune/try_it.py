@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.finetune.pipeline_shapes import Labelled, Tagged
+from mlm_studio.core.finetune.pipeline_shapes import Answered, Labelled, Tagged
 from mlm_studio.core.finetune.predict import FineTuned, reads_pairs
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import CheckpointError
@@ -47,6 +47,7 @@ TYPE_SOMETHING = {
     "tokens": "Type a text above: the entities the model finds appear here, each word's tag in its tooltip.",
     "qa": "Type a question and the context to answer it from: the answer appears here, highlighted.",
 }
+TYPE_THE_PAIR = "Type the second text too: the model was fine-tuned on pairs of texts and reads both."
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class Tried:
     key: tuple  # the run, its weights and their time: a change reads the model again
     asked: tuple[str, str, str]  # the text, the second text and the question it answers
     model: FineTuned
-    answer: Labelled | Tagged | list[dict]
+    answer: Labelled | Tagged | Answered
     milliseconds: float
 
 
@@ -78,7 +79,7 @@ def try_text(
     elif model.kind == "tokens":
         answer = model.tag_text(text)
     else:
-        answer = model.answer(question, text, top_k=1, progress=progress)
+        answer = model.answer_text(question, text, top_k=1, progress=progress)
     milliseconds = (time.perf_counter() - started) * 1000
     progress.check()
     return Tried(key, (text, pair, question), model, answer, milliseconds)
@@ -91,6 +92,7 @@ class TryItView(QWidget):
         super().__init__(parent)
         self.path: Path | None = None
         self.kind = ""
+        self.pairs: bool | None = False  # whether the run's classifier reads pairs (None: cannot tell)
         self._kept: Tried | None = None  # the last answer, with its model
         self.caption = ElidedLabel()
         bold = self.caption.font()
@@ -171,9 +173,9 @@ class TryItView(QWidget):
             part.setVisible(self.kind == "qa")
         self.text_label.setText("Context" if self.kind == "qa" else "Text")
         self.text_edit.setPlaceholderText("The context to answer from" if self.kind == "qa" else "A text to try")
-        pairs = reads_pairs(RunDir(self.path)) if self.kind == "classification" else False  # its file's header
+        self.pairs = reads_pairs(RunDir(self.path)) if self.kind == "classification" else False  # its file's header
         for part in (self.pair_label, self.pair_edit):
-            part.setVisible(pairs is not False)  # also when its training file is gone: it may read pairs
+            part.setVisible(self.pairs is not False)  # also when its training file is gone: it may read pairs
         self.refresh()
 
     def refresh(self) -> None:
@@ -211,6 +213,10 @@ class TryItView(QWidget):
         if not text.strip() or (self.kind == "qa" and not question.strip()):
             self.runner.cancel()
             self._say_instead(TYPE_SOMETHING.get(self.kind, ""))
+            return
+        if self.pairs and not pair.strip():  # an empty second text is none: the model would read half a pair
+            self.runner.cancel()
+            self._say_instead(TYPE_THE_PAIR)
             return
         kept = self._kept.model if self._kept is not None and self._kept.key == key else None
         path = self.path
@@ -313,9 +319,11 @@ class TryItView(QWidget):
     def _plain_cell(tagged: Tagged, start: int, stop: int) -> TokenCell:
         return TokenCell(tagged.text[start:stop], None, "\n".join(_word_lines(tagged, start, stop)))
 
-    def _show_answer(self, answers: list[dict]) -> None:
-        """The context with the best answer's characters highlighted, and its score."""
-        context = self.text_edit.toPlainText()
+    def _show_answer(self, answered: Answered) -> None:
+        """The context with the best answer's characters highlighted, and its score; how much of a long question
+        was read."""
+        self._say_what_was_read(answered.question.describe())
+        answers, context = answered.answers, self.text_edit.toPlainText()
         if not answers or not answers[0].get("answer"):
             self.status.setText(self.status.text() + " · no answer found in the context")
             self.context.setPlainText(context)

@@ -1,0 +1,55 @@
+"""One prediction's attribution at every checkpoint of a run, oldest first: which words carried the answer as it
+formed (a probe's expected word, or any candidate of a text)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer
+from mlm_studio.core.evaluation.explain.choices import DEFAULT_METHOD
+from mlm_studio.core.evaluation.subject import refuse_fine_tuned
+from mlm_studio.core.models.build import build_trained, masked_lm_of
+from mlm_studio.core.progress import Progress
+from mlm_studio.core.storage.checkpoint import checkpoint_finite, load_weights
+from mlm_studio.core.training.run_folder import resolve_checkpoint
+
+
+@dataclass(frozen=True)
+class Formed:
+    """A checkpoint's attribution, or why it has none (its weights are not finite numbers)."""
+
+    step: int
+    attribution: Attribution | None
+    problem: str = ""
+
+
+def attributions_over_checkpoints(
+    source: str | Path,
+    text: str,
+    candidate: int | str,
+    mask: int = 0,
+    method: str = DEFAULT_METHOD,
+    progress: Progress | None = None,
+) -> list[Formed]:
+    """The attribution of `candidate` at the `mask`-th [MASK] of `text` at each checkpoint of the run at `source`
+    (a run folder or one of its checkpoints), oldest first."""
+    progress = progress or Progress()
+    run, _ = resolve_checkpoint(source)
+    refuse_fine_tuned(run)
+    trained = build_trained(run.config)
+    model = masked_lm_of(trained)
+    checkpoints = run.checkpoints()
+    formed = []
+    for number, checkpoint in enumerate(checkpoints):
+        progress.check()
+        progress.report(number, len(checkpoints), f"Explaining at {checkpoint.name}")
+        step = int(checkpoint.name.split("-")[1])
+        if not checkpoint_finite(checkpoint):
+            formed.append(Formed(step, None, "its weights are not finite numbers"))
+            continue
+        load_weights(checkpoint, trained)
+        explainer = Explainer(model, run.tokenizer, f"{run.name} / {checkpoint.name}")
+        formed.append(Formed(step, explainer.explain(text, candidate, mask, method)))
+    progress.report(len(checkpoints), len(checkpoints), "Explained at every checkpoint")
+    return formed

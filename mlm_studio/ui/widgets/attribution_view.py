@@ -1,0 +1,136 @@
+"""A sentence shaded by each word's attribution to one prediction, on a diverging blue–orange scale that
+colour-blind readers tell apart (orange: the word supported the prediction, blue: it argued against it), the
+numbers on hover."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
+
+from mlm_studio.core.evaluation.explain.attributions import Attribution
+from mlm_studio.core.evaluation.explain.choices import METHODS
+from mlm_studio.core.evaluation.explain.forming import Formed
+from mlm_studio.ui.theme import PALETTE_CHANGES, blended
+from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
+
+SUPPORTS = "#e66101"  # orange
+OPPOSES = "#0072b2"  # Okabe and Ito's blue: told from the orange with any of the common colour-vision deficiencies
+LEGEND = (
+    f"<span style='color:{SUPPORTS}'>■</span> for the prediction · <span style='color:{OPPOSES}'>■</span> against "
+    "it · the deeper, the stronger. Hover a word for its score."
+)
+
+
+def diverging(share: float, background: QColor) -> QColor:
+    """A share in [-1, 1] as a tint over `background`: orange for positive, blue for negative, none at 0."""
+    colour = QColor(SUPPORTS if share >= 0 else OPPOSES)
+    return blended(colour, min(abs(share), 1.0) * 0.85, background)
+
+
+def attribution_cells(attribution: Attribution, background: QColor, largest: float | None = None) -> list[TokenCell]:
+    """Each word as a chip shaded by its score over the largest magnitude (its own, or `largest` for several
+    attributions on one scale), the raw score on hover."""
+    cells = []
+    unit = attribution.unit
+    largest = largest or max((abs(score) for score in attribution.scores), default=0.0) or 1.0
+    for word, score in zip(attribution.words, attribution.scores):
+        share = score / largest
+        tooltip = f"{word}: {score:+.4f} {unit} ({share:+.0%} of the largest)"
+        cells.append(TokenCell(word, diverging(share, background), tooltip))
+    return cells
+
+
+def caption(attribution: Attribution) -> str:
+    """What is shown: which word, where, by which method, in which unit."""
+    method = METHODS[attribution.method][0]
+    what = f"<b>{attribution.candidate}</b> ({attribution.probability:.1%}) at [MASK] {attribution.mask + 1}"
+    line = f"Why {what}: {method}, in {attribution.unit} units"
+    if attribution.gap is not None:
+        line += (
+            f"; {attribution.steps} steps from a {attribution.baseline} baseline, the words sum to "
+            f"{attribution.total:+.3f} of the logit's {attribution.gap:+.3f} change"
+        )
+    return line + (f" · {attribution.source}" if attribution.source else "")
+
+
+class AttributionView(QWidget):
+    """The words of one explained prediction, shaded; recoloured when the colour scheme changes."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.attribution: Attribution | None = None
+        self.caption = QLabel()
+        self.caption.setWordWrap(True)
+        self.words = TokenView()
+        self.legend = QLabel(LEGEND)
+        self.legend.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.caption)
+        layout.addWidget(self.words)
+        layout.addWidget(self.legend)
+        layout.addStretch(1)
+
+    def show_attribution(self, attribution: Attribution) -> None:
+        self.attribution = attribution
+        self.caption.setText(caption(attribution))
+        self._paint()
+
+    def clear(self) -> None:
+        self.attribution = None
+        self.caption.setText("")
+        self.words.set_cells([])
+
+    def _paint(self) -> None:
+        if self.attribution is not None:
+            background = self.palette().color(QPalette.ColorRole.Base)
+            self.words.set_cells(attribution_cells(self.attribution, background))
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in PALETTE_CHANGES:
+            self._paint()
+
+
+class FormingView(QScrollArea):
+    """One prediction's attribution at every checkpoint, a row per step on one scale: the evidence forming."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.formed: list[Formed] = []
+        self.rows: list[TokenView] = []
+        self.setWidget(QLabel("Press Every checkpoint to see this prediction's attribution at each step of its run."))
+
+    def show_formed(self, formed: list[Formed]) -> None:
+        self.formed = formed
+        self._paint()
+
+    def _paint(self) -> None:
+        if not self.formed:
+            return
+        background = self.palette().color(QPalette.ColorRole.Base)
+        scores = [abs(s) for f in self.formed if f.attribution is not None for s in f.attribution.scores]
+        largest = max(scores, default=0.0) or 1.0
+        body = QWidget()
+        grid = QGridLayout(body)
+        grid.setAlignment(Qt.AlignmentFlag.AlignTop)
+        grid.setColumnStretch(1, 1)
+        self.rows = []
+        for row, formed in enumerate(self.formed):
+            grid.addWidget(QLabel(f"step {formed.step:,}"), row, 0, Qt.AlignmentFlag.AlignTop)
+            view = TokenView()
+            if formed.attribution is None:
+                view.set_cells([TokenCell(formed.problem, None, "", muted=True)])
+            else:
+                view.set_cells(attribution_cells(formed.attribution, background, largest))
+                view.setToolTip(f"{formed.attribution.candidate}: {formed.attribution.probability:.1%} at this step")
+            grid.addWidget(view, row, 1)
+            self.rows.append(view)
+        self.setWidget(body)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in PALETTE_CHANGES:
+            self._paint()

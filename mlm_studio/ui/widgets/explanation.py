@@ -1,0 +1,162 @@
+"""Why a model predicted a word, in the window: the sentence shaded by each word's attribution (a method to
+choose) and the attention of every layer and head, computed off the GUI thread."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QTabWidget, QVBoxLayout, QWidget
+
+from mlm_studio.core.evaluation.explain.attention import AttentionMaps, attention_maps
+from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer
+from mlm_studio.core.evaluation.explain.choices import DEFAULT_METHOD, METHODS
+from mlm_studio.core.evaluation.explain.forming import attributions_over_checkpoints
+from mlm_studio.core.evaluation.predict import FillMask
+from mlm_studio.core.progress import Progress
+from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.widgets.attention_view import AttentionView
+from mlm_studio.ui.widgets.attribution_view import AttributionView, FormingView
+
+
+@dataclass(frozen=True)
+class Question:
+    """A prediction to explain: of the model at a path (read with its exact weights) or of the explainer a
+    function makes (called off the GUI thread), the candidate's id at the `mask`-th [MASK] of a text, or at piece
+    `position` of a block of pieces."""
+
+    model: str | Callable[[], Explainer]
+    mask: int
+    candidate_id: int
+    text: str = ""
+    pieces: tuple[int, ...] = ()
+    position: int = -1
+
+
+@dataclass(frozen=True)
+class Explanation:
+    question: Question
+    attribution: Attribution
+    attention: AttentionMaps
+
+
+def explain(question: Question, method: str, progress: Progress | None = None) -> Explanation:
+    """The attribution and the attention maps of `question`'s prediction."""
+    model = question.model
+    explainer = Explainer.of(FillMask.from_path(model)) if isinstance(model, str) else model()
+    if question.pieces:
+        attribution = explainer.explain_pieces(
+            question.pieces, question.position, question.candidate_id, method, mask=question.mask
+        )
+        words = explainer.read_pieces(question.pieces)
+    else:
+        attribution = explainer.explain(question.text, question.candidate_id, question.mask, method)
+        words = explainer.read(question.text)
+    if progress is not None:
+        progress.check()
+    return Explanation(question, attribution, attention_maps(explainer.model, explainer.tokenizer, words))
+
+
+def why_button(clicked) -> QPushButton:
+    """The small button beside a prediction that asks why it was made."""
+    button = QPushButton("why?")
+    button.setFlat(True)
+    button.setToolTip("Which words carried this prediction, and what each layer attended to")
+    button.clicked.connect(lambda _=False: clicked())
+    return button
+
+
+class ExplanationView(QWidget):
+    """Asked a `Question`, computes its explanation in the background and shows it; a newer question replaces
+    the one running."""
+
+    explained = Signal(object)  # Explanation
+    formed = Signal(object)  # list[Formed]: the attribution at every checkpoint
+    failed = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.question: Question | None = None
+        self.explanation: Explanation | None = None
+        self.method_combo = QComboBox()
+        for name, (title, unit) in METHODS.items():
+            self.method_combo.addItem(title, name)
+            tooltip = f"Scores in {unit} units"
+            self.method_combo.setItemData(self.method_combo.count() - 1, tooltip, Qt.ItemDataRole.ToolTipRole)
+        self.method_combo.setCurrentIndex(self.method_combo.findData(DEFAULT_METHOD))
+        self.method_combo.currentIndexChanged.connect(self._again)
+        self.status = QLabel("Click “why?” beside a candidate to see which words carried it.")
+        self.status.setWordWrap(True)
+        self.attribution_view = AttributionView()
+        self.attention_view = AttentionView()
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.attribution_view, "Attribution")
+        self.tabs.addTab(self.attention_view, "Attention")
+        self.forming_view = FormingView()
+        self.tabs.addTab(self.forming_view, "As it formed")
+        self.every_button = QPushButton("Every checkpoint")
+        self.every_button.setToolTip("This prediction's attribution at each checkpoint of its run, on one scale")
+        self.every_button.setEnabled(False)
+        self.every_button.clicked.connect(self.over_checkpoints)
+        top = QHBoxLayout()
+        top.addWidget(QLabel("Method"))
+        top.addWidget(self.method_combo)
+        top.addWidget(self.every_button)
+        top.addWidget(self.status, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(top)
+        layout.addWidget(self.tabs, 1)
+        self.runner = TaskRunner(self)
+        self.runner.succeeded.connect(self._on_explained)
+        self.runner.failed.connect(self._on_failed)
+        self.forming_runner = TaskRunner(self)
+        self.forming_runner.succeeded.connect(self._on_formed)
+        self.forming_runner.failed.connect(self.status.setText)
+
+    @property
+    def method(self) -> str:
+        return self.method_combo.currentData()
+
+    def ask(self, question: Question) -> None:
+        self.question = question
+        self.every_button.setEnabled(isinstance(question.model, str) and bool(question.text))
+        self.forming_runner.cancel()
+        self.status.setText("Explaining…")
+        method = self.method
+        self.runner.start(lambda progress: explain(question, method, progress))
+
+    def over_checkpoints(self) -> None:
+        """The question's attribution at every checkpoint of its model's run (a run's path, a text's mask)."""
+        question, method = self.question, self.method
+        if question is None or not isinstance(question.model, str):
+            return
+        self.status.setText("Explaining at every checkpoint…")
+        self.forming_runner.start(
+            lambda progress: attributions_over_checkpoints(
+                question.model, question.text, question.candidate_id, question.mask, method, progress
+            )
+        )
+
+    def _on_formed(self, formed: list) -> None:
+        self.status.setText("")
+        self.forming_view.show_formed(formed)
+        self.tabs.setCurrentWidget(self.forming_view)
+        self.formed.emit(formed)
+
+    def _again(self) -> None:
+        if self.question is not None:
+            self.ask(self.question)
+
+    def _on_explained(self, explanation: Explanation) -> None:
+        self.explanation = explanation
+        self.status.setText("")
+        self.attribution_view.show_attribution(explanation.attribution)
+        self.attention_view.show_maps(explanation.attention)
+        self.explained.emit(explanation)
+
+    def _on_failed(self, message: str) -> None:
+        self.status.setText(message)
+        self.attribution_view.clear()
+        self.failed.emit(message)

@@ -1,0 +1,99 @@
+"""`mlm-studio predict … --explain`, as a user runs it: each word's attribution as signed bars, or as JSON with
+the method and the scores the engine gives, for a fine-tuned classifier's label too; options that do not go with
+it refused with exit status 2."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mlm_studio.cli import main
+from mlm_studio.core.evaluation.explain.attributions import Explainer
+from mlm_studio.core.evaluation.explain.task_attributions import TaskExplainer
+from mlm_studio.core.evaluation.predict import FillMask
+from mlm_studio.core.finetune.options import FinetuneOptions
+from mlm_studio.core.finetune.predict import fine_tuned_at
+from mlm_studio.core.finetune.setup import prepare_finetuner
+from mlm_studio.core.training.runs import start_run, training_blocks
+from mlm_studio.core.training.trainer import Trainer
+from tests.core.helpers import small_config
+from tests.core.test_finetune import write_task
+
+TEXT = "Return the [MASK] of the [MASK]."
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, small_corpus, small_tokenizer):
+    folder = start_run(tmp_path_factory.mktemp("explain") / "run", small_config(max_steps=4), small_corpus,
+                       small_tokenizer)  # fmt: skip
+    list(Trainer(folder, *training_blocks(folder, small_corpus)).run())
+    return folder.path
+
+
+def test_explain_as_json_in_a_subprocess_gives_the_engines_scores(run):
+    done = subprocess.run(
+        [sys.executable, "-m", "mlm_studio", "predict", str(run), TEXT, "--explain", "occlusion", "--mask", "2",
+         "--json"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "100"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    expected = Explainer.of(FillMask.from_path(run)).explain(TEXT, mask=1, method="occlusion")
+    assert (printed["method"], printed["unit"], printed["mask"]) == ("occlusion", "probability", 1)
+    assert printed["candidate_id"] == expected.candidate_id
+    assert [w["word"] for w in printed["words"]] == list(expected.words)
+    assert [w["score"] for w in printed["words"]] == pytest.approx(expected.scores, abs=1e-6)
+
+
+def test_explain_prints_each_word_with_a_signed_bar(run, capsys):
+    assert main(["predict", str(run), TEXT, "--explain"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("Why ") and "at [MASK] 1: integrated gradients, in logit units" in lines[0]
+    assert "32 steps from a mask baseline; the words sum to" in lines[1]
+    words = Explainer.of(FillMask.from_path(run)).explain(TEXT).words
+    assert [line.split()[0] for line in lines[2:]] == list(words)
+    assert all("|" in line for line in lines[2:])
+
+
+@pytest.mark.parametrize(
+    ("options", "status", "message"),
+    [
+        (["--explain", "--fill"], 2, "leave out --fill"),
+        (["--explain", "--mask", "0"], 2, "from 1, not 0"),
+        (["--explain", "--mask", "3"], 1, "there is no mask number 3"),
+        (["--explain", "--candidate", "zzzz-not-a-piece"], 1, "is not a piece of this model's vocabulary"),
+        (["--explain", "--steps", "0"], 1, "1 to 1024 steps, not 0"),
+    ],
+)
+def test_explain_refuses_in_a_sentence(run, capsys, options, status, message):
+    assert main(["predict", str(run), TEXT, *options]) == status
+    error = capsys.readouterr().err
+    assert message in error and len(error.strip().splitlines()) == 1
+
+
+def test_a_text_without_a_mask_is_refused(run, capsys):
+    assert main(["predict", str(run), "Return the value.", "--explain", "gradxinput"]) == 1
+    assert "no [MASK]" in capsys.readouterr().err
+
+
+def test_a_fine_tuned_classifiers_label_is_explained(tmp_path, run, capsys):
+    options = FinetuneOptions("classification", write_task(tmp_path / "task.csv", rows=40), epochs=1, device="cpu")
+    list(prepare_finetuner(tmp_path / "tuned", str(run), options).run())
+    assert main(["predict", str(tmp_path / "tuned"), "raise the error", "--explain", "occlusion", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    expected = TaskExplainer(fine_tuned_at(tmp_path / "tuned")).explain("raise the error", method="occlusion")
+    assert printed["candidate"] == expected.candidate and printed["unit"] == "probability"
+    assert [w["score"] for w in printed["words"]] == pytest.approx(expected.scores, abs=1e-9)
+    assert main(["predict", str(tmp_path / "tuned"), "raise the error", "--explain"]) == 0
+    assert capsys.readouterr().out.startswith(f"Why {expected.candidate} (")
+
+
+def test_explain_refuses_texts_read_one_a_line(run, tmp_path, capsys):
+    lines = tmp_path / "texts.txt"
+    lines.write_text("Return the [MASK].\n", encoding="utf-8")
+    assert main(["predict", str(run), "--text-file", str(lines), "--explain"]) == 2
+    assert "not texts read one a line" in capsys.readouterr().err
+    assert main(["predict", str(run), "-", "--explain"]) == 2
+    assert "not texts read one a line" in capsys.readouterr().err

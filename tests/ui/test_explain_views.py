@@ -1,0 +1,164 @@
+"""The Playground explains a candidate when asked: the sentence shaded by each word's attribution (both schemes,
+the numbers on hover) and every layer's and head's attention, computed off the GUI thread."""
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QApplication, QPushButton
+
+from mlm_studio.core.evaluation.explain.attention import AttentionMaps
+from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer
+from mlm_studio.core.evaluation.predict import FillMask
+from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.ui.panels.playground import PlaygroundPanel
+from mlm_studio.ui.theme import apply_scheme
+from mlm_studio.ui.widgets.attention_view import AttentionView
+from mlm_studio.ui.widgets.attribution_view import OPPOSES, SUPPORTS, AttributionView, diverging
+from mlm_studio.ui.workspace import Workspace
+
+TIMEOUT_MS = 60_000
+TEXT = "Return the [MASK] of the [MASK]."
+
+
+@pytest.fixture
+def panel(qtbot, trained_runs):
+    widget = PlaygroundPanel(Workspace(), trained_runs)
+    qtbot.addWidget(widget)
+    widget.resize(1100, 800)
+    widget.show()
+    combo = widget.views[0].model_combo
+    combo.setCurrentIndex(next(i for i in range(combo.count()) if combo.itemText(i) == "late"))
+    with qtbot.waitSignal(widget.predicted, timeout=TIMEOUT_MS):
+        widget.text_edit.setText(TEXT)
+    return widget
+
+
+def why_buttons(view):
+    return [b for b in view.body.findChildren(QPushButton) if b.text() == "why?"]
+
+
+def test_why_explains_that_candidate_at_that_mask(qtbot, panel, trained_runs):
+    view = panel.views[0]
+    assert len(why_buttons(view)) == sum(len(buttons) for buttons in view.buttons)
+    candidate = view.buttons[1][2]  # the second mask's third candidate
+    expected_id = FillMask.from_path(trained_runs / "late", int8=True).predict(TEXT)[1][2].token_id
+    with qtbot.waitSignal(panel.explanation.explained, timeout=TIMEOUT_MS) as done:
+        qtbot.mouseClick(why_buttons(view)[len(view.buttons[0]) + 2], Qt.MouseButton.LeftButton)
+    explanation = done.args[0]
+    attribution = explanation.attribution
+    assert (attribution.mask, attribution.candidate_id, attribution.method) == (1, expected_id, "ig")
+    assert candidate.isVisible()
+    exact = Explainer.of(FillMask.from_path(trained_runs / "late")).explain(TEXT, expected_id, mask=1)
+    assert attribution.scores == pytest.approx(exact.scores, abs=1e-6)
+    words = panel.explanation.attribution_view.words
+    assert [cell.text for cell in words.cells] == list(attribution.words)
+    assert all(f"{score:+.4f} logit" in cell.tooltip for cell, score in zip(words.cells, attribution.scores))
+    assert "[MASK] 2" in panel.explanation.attribution_view.caption.text()
+    maps = panel.explanation.attention_view.maps
+    assert maps.maps.shape[:2] == (1, 2) and maps.pieces[0] == "[CLS]"
+
+
+def test_another_method_explains_the_same_question_again(qtbot, panel):
+    with qtbot.waitSignal(panel.explanation.explained, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(why_buttons(panel.views[0])[0], Qt.MouseButton.LeftButton)
+    combo = panel.explanation.method_combo
+    with qtbot.waitSignal(panel.explanation.explained, timeout=TIMEOUT_MS) as done:
+        combo.setCurrentIndex(combo.findData("occlusion"))
+    assert done.args[0].attribution.method == "occlusion"
+    assert "probability units" in panel.explanation.attribution_view.caption.text()
+
+
+def test_an_explanation_that_fails_says_why(qtbot, panel):
+    with qtbot.waitSignal(panel.explanation.failed, timeout=TIMEOUT_MS) as failed:
+        panel.text_edit.blockSignals(True)
+        panel.text_edit.setText("No mask any more.")
+        qtbot.mouseClick(why_buttons(panel.views[0])[0], Qt.MouseButton.LeftButton)
+    assert "no [MASK]" in failed.args[0] and "no [MASK]" in panel.explanation.status.text()
+
+
+def _attribution(scores):
+    words = tuple(f"w{n}" for n in range(len(scores)))
+    spans = tuple((3 * n, 3 * n + 2) for n in range(len(scores)))
+    return Attribution("ig", "logit", " ".join(words), words, spans, tuple(scores), 0, "x", 7, 0.5)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_shades_diverge_in_either_scheme(qtbot, scheme):
+    app = QApplication.instance()
+    apply_scheme(app, scheme)
+    try:
+        view = AttributionView()
+        qtbot.addWidget(view)
+        view.show_attribution(_attribution([2.0, -1.0, 0.0]))
+        base = view.palette().color(view.palette().ColorRole.Base)
+        supports, opposes, neutral = (cell.background for cell in view.words.cells)
+        assert neutral == diverging(0.0, base) and neutral.name() == base.name()
+        assert _closer(supports, QColor(SUPPORTS), base) and _closer(opposes, QColor(OPPOSES), base)
+        assert view.words.cells[1].tooltip == "w1: -1.0000 logit (-50% of the largest)"
+    finally:
+        apply_scheme(app, "light")
+
+
+def _closer(colour, target, base):
+    distance = lambda a, b: sum((x - y) ** 2 for x, y in zip(a.getRgbF()[:3], b.getRgbF()[:3]))  # noqa: E731
+    return distance(colour, target) < distance(base, target)
+
+
+def test_the_attention_view_shows_a_head_the_mean_or_the_rollout(qtbot):
+    rng = np.random.default_rng(0)
+    raw = rng.random((2, 3, 4, 4)).astype(np.float32)
+    maps = AttentionMaps(("[CLS]", "a", "b", "[SEP]"), raw / raw.sum(-1, keepdims=True))
+    view = AttentionView()
+    qtbot.addWidget(view)
+    view.resize(700, 400)
+    view.show()
+    view.show_maps(maps)
+    np.testing.assert_allclose(view.shown(), maps.maps[0].mean(0))
+    grid = view.grid
+    qtbot.mouseClick(grid, Qt.MouseButton.LeftButton, pos=QPoint(2 * 44 + 5, 44 + 5))  # layer 2, head 3
+    np.testing.assert_allclose(view.shown(), maps.maps[1, 2])
+    view.layer_combo.setCurrentIndex(view.layer_combo.findData("rollout"))
+    np.testing.assert_allclose(view.shown(), maps.rollout())
+    assert not view.head_combo.isEnabled()
+    heat = view.heat_map
+    assert heat.cell_at(QPoint(heat._margin() + 1, heat._margin() + heat._cell() + 1)) == (1, 0)
+
+
+def test_clicking_an_answer_in_the_masked_samples_explains_it(qtbot, evaluation_panel, trained_runs):
+    panel = evaluation_panel
+    panel.model_combo.setCurrentIndex(panel.model_combo.findData(str(trained_runs / "late")))
+    with qtbot.waitSignal(panel.evaluated, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(panel.evaluate_button, Qt.MouseButton.LeftButton)
+    samples = panel.samples_view
+    sample = samples.samples[0]
+    wrong = next((a for a in sample.answers if not a.correct), sample.answers[0])
+    view = samples.views[0]
+    explanation = panel.explained_samples.explanation
+    with qtbot.assertNotEmitted(explanation.explained, wait=50):  # a token without an answer asks nothing
+        qtbot.mouseClick(view, Qt.MouseButton.LeftButton, pos=view.cell_rect(0).center())
+    with qtbot.waitSignal(explanation.explained, timeout=TIMEOUT_MS) as done:
+        qtbot.mouseClick(view, Qt.MouseButton.LeftButton, pos=view.cell_rect(wrong.position).center())
+    attribution = done.args[0].attribution
+    assert attribution.candidate_id == wrong.top[0]
+    assert attribution.probability == pytest.approx(wrong.probabilities[0], abs=1e-5)
+    expected = Explainer(panel.subject.model, panel.subject.tokenizer).explain_pieces(sample.shown, wrong.position)
+    assert attribution.scores == pytest.approx(expected.scores, abs=1e-6)
+    assert explanation.attention_view.maps.maps.shape[-1] == len(explanation.attention_view.maps.pieces)
+    assert not explanation.every_button.isEnabled()  # a block of held-out text is not a run's question
+
+
+def test_every_checkpoint_shows_the_attribution_as_it_formed(qtbot, panel, trained_runs):
+    explanation = panel.explanation
+    assert not explanation.every_button.isEnabled()  # nothing asked yet
+    with qtbot.waitSignal(explanation.explained, timeout=TIMEOUT_MS) as done:
+        qtbot.mouseClick(why_buttons(panel.views[0])[0], Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(explanation.formed, timeout=TIMEOUT_MS) as formed:
+        qtbot.mouseClick(explanation.every_button, Qt.MouseButton.LeftButton)
+    steps = [int(c.name.split("-")[1]) for c in RunDir(trained_runs / "late").checkpoints()]
+    assert [f.step for f in formed.args[0]] == steps
+    assert len(explanation.forming_view.rows) == len(steps)
+    assert explanation.tabs.currentWidget() is explanation.forming_view
+    last = formed.args[0][-1].attribution
+    assert last.candidate_id == done.args[0].attribution.candidate_id
+    assert last.scores == pytest.approx(done.args[0].attribution.scores, abs=1e-6)
