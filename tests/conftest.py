@@ -10,8 +10,14 @@ os.environ["MLM_STUDIO_CACHE"] = tempfile.mkdtemp(prefix="mlm-studio-test-cache-
 os.environ["MLM_STUDIO_RUNS"] = tempfile.mkdtemp(prefix="mlm-studio-test-runs-")
 # a pinned thread count: training never resizes it to the load, so runs repeat byte for byte (and the CLI's too);
 # with pytest-xdist's workers (`-n`), the cores shared among them
-_workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-os.environ.setdefault("OMP_NUM_THREADS", str(max(1, getattr(os, "process_cpu_count", os.cpu_count)() // _workers)))
+os.environ.setdefault(
+    "OMP_NUM_THREADS",
+    str(
+        max(
+            1, getattr(os, "process_cpu_count", os.cpu_count)() // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        )
+    ),
+)
 
 import pytest
 from hypothesis import settings

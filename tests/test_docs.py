@@ -49,7 +49,7 @@ def test_readmes_test_commands_are_cis_and_the_quick_loop_leaves_out_a_declared_
     commands = fenced_lines(text(README).split("## Test it", 1)[1].split("\n## ", 1)[0])
     ci = text(ROOT / ".ci" / "run").splitlines()
     assert [line for line in commands if line in ci] == commands[:2], "README's test commands are not what CI runs"
-    quick = re.fullmatch(r'python -m pytest -m "not (\w+)"', commands[-1])
+    quick = re.fullmatch(r'python -m pytest -m "not (\w+)"( -n auto)?', commands[-1])
     assert re.search(rf'^markers = \[[^]]*"{quick.group(1)}: ', text(ROOT / "pyproject.toml"), flags=re.M)
 
 
