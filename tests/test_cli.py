@@ -102,6 +102,8 @@ def test_a_time_budget_ends_training_by_the_clock(tmp_path, corpus_file, capsys)
 def test_errors_are_one_readable_line(tmp_path, corpus_file, capsys):
     assert main(["predict", str(tmp_path), "a [MASK]"]) == 1
     assert capsys.readouterr().err.strip() == f"mlm-studio: {tmp_path} is not a run folder (it has no config.toml)"
+    assert main(["tensorboard", str(tmp_path / "gone")]) == 1  # a name that is nothing: said so, not "no config.toml"
+    assert capsys.readouterr().err.strip() == f"mlm-studio: {tmp_path / 'gone'} does not exist"
     empty = tmp_path / "empty.txt"
     empty.write_text(" ")
     assert main(["train", "--corpus", str(empty), "--out", str(tmp_path / "r")]) == 1
@@ -842,7 +844,8 @@ def test_a_negative_number_in_any_form_is_a_value_and_its_own_check_refuses_it(t
 def test_the_per_class_table_keeps_a_line_per_class_however_long_or_broken_a_label():
     from types import SimpleNamespace
 
-    from mlm_studio.commands.finetune import LABEL_CHARS, _per_class_table
+    from mlm_studio.commands.finetune import _per_class_table
+    from mlm_studio.commands.terminal import LABEL_CHARS
 
     long, broken = "x" * 5_000, "two\nlines"
     table = _per_class_table(SimpleNamespace(per_class=[(long, 0.5, 0.25, 1 / 3, 4), (broken, 1.0, 1.0, 1.0, 12)]))
@@ -850,6 +853,24 @@ def test_the_per_class_table_keeps_a_line_per_class_however_long_or_broken_a_lab
     assert len(lines) == 3 and len({len(line) for line in lines}) == 1  # a header and a line per class, aligned
     assert lines[1].startswith("x" * (LABEL_CHARS - 1) + "…  ") and lines[2].startswith("two\\nlines ")
     assert lines[2].split()[1:] == ["100.0%", "100.0%", "100.0%", "12"]
+
+
+def test_predicts_tables_keep_a_line_per_label_however_long_or_broken_or_coloured():
+    from types import SimpleNamespace
+
+    from mlm_studio.commands.predict import _labels_table, _tags_table
+    from mlm_studio.commands.terminal import LABEL_CHARS
+
+    long, broken, coloured = "Q" * 5_000, "mon\ney", "sp\x1b[31mRED\x1b[0m"
+    rows = [{"label": long, "score": 0.5}, {"label": broken, "score": 0.3}, {"label": coloured, "score": 0.2}]
+    lines = _labels_table(SimpleNamespace(as_pipeline=lambda top_k: rows), None).splitlines()
+    assert len(lines) == 4 and "\x1b" not in "".join(lines)
+    assert lines[1].startswith("Q" * (LABEL_CHARS - 1) + "…  ") and lines[2].startswith("mon\\ney ")
+    entity = {"entity_group": long, "score": 0.9, "start": 0, "end": 3, "word": "Ada"}
+    tagged = SimpleNamespace(words=[{"word": "Ada", "entity": f"B-{coloured}"}], word_entities=[entity])
+    words, header, row = _tags_table(tagged).splitlines()
+    assert header.startswith("entity")
+    assert "\x1b" not in words and row.startswith("Q" * (LABEL_CHARS - 1) + "…  0.900")
 
 
 @pytest.mark.parametrize(("kind", "option"), [("tokens", "--doc-stride"), ("classification", "--max-answer-length")])

@@ -7,7 +7,16 @@ import signal
 import sys
 from pathlib import Path
 
-from mlm_studio.commands.terminal import INTERRUPTED, MISUSED, Status, fail, reason, stop_on_interrupt, strict_json
+from mlm_studio.commands.terminal import (
+    INTERRUPTED,
+    LABEL_CHARS,
+    MISUSED,
+    Status,
+    fail,
+    reason,
+    stop_on_interrupt,
+    strict_json,
+)
 from mlm_studio.core.data.labelled import Columns
 from mlm_studio.core.data.tokenizer import TokenizerError
 from mlm_studio.core.durations import Eta, format_duration
@@ -287,9 +296,6 @@ def _per_class_table(test: TestRecord) -> str:
     for name, (_, precision, recall, f1, support) in zip(names, test.per_class, strict=True):
         lines.append(f"{name:<{width}}  {precision:>9.1%}  {recall:>6.1%}  {f1:>6.1%}  {support:>7,}")
     return "\n".join(lines)
-
-
-LABEL_CHARS = 40  # of a label in the per-class table
 
 
 def _say_progress(tty: bool, label: str, record) -> None:

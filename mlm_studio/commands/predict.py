@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from mlm_studio.commands.explain import explain_prediction
 from mlm_studio.commands.refusals import USER_ERRORS
 from mlm_studio.commands.terminal import (
+    LABEL_CHARS,
     MISUSED,
     emit,
     fail,
@@ -23,6 +24,7 @@ from mlm_studio.commands.terminal import (
 from mlm_studio.commands.text_lines import TextLinesError, reads_lines, source_name, text_lines
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.finetune.predict import FineTuned, fine_tuned_at
+from mlm_studio.core.shown import one_line
 from mlm_studio.core.training.device import resolve_device
 
 # the options only a fine-tuned model reads: (option, its name in the parsed arguments)
@@ -171,27 +173,29 @@ def _say_what_was_read(reading: str) -> None:
 
 def _labels_table(labelled, top_k: int | None) -> str:
     rows = labelled.as_pipeline(top_k)
-    width = max(len("label"), *(len(row["label"]) for row in rows))
+    names = [one_line(row["label"], LABEL_CHARS) for row in rows]
+    width = max(len("label"), *(len(name) for name in names))
     lines = [f"{'label':<{width}}  probability"]
-    for row in rows:
+    for name, row in zip(names, rows, strict=True):
         bar = "█" * round(row["score"] * BAR_WIDTH)
-        lines.append(f"{row['label']:<{width}}  {row['score']:11.3f}  {bar}")
+        lines.append(f"{name:<{width}}  {row['score']:11.3f}  {bar}")
     return "\n".join(lines)
 
 
 def _tags_table(tagged) -> str:
     """Each word's tag, then the entities of those tags (each word read on its first piece, as the model is
     scored; --json gives the pipeline's grouping of the pieces)."""
-    words = " ".join(f"{w['word']}/{w['entity']}" for w in tagged.words)
+    words = " ".join(f"{w['word']}/{one_line(w['entity'], LABEL_CHARS)}" for w in tagged.words)
     lines = [f"words: {words}" if words else "words: none"]
     found = tagged.word_entities
     if not found:
         return "\n".join([*lines, "entities: none"])
-    width = max(len("entity"), *(len(e["entity_group"]) for e in found))
+    names = [one_line(entity["entity_group"], LABEL_CHARS) for entity in found]
+    width = max(len("entity"), *(len(name) for name in names))
     lines.append(f"{'entity':<{width}}  score  characters  text")
-    for entity in found:
+    for name, entity in zip(names, found, strict=True):
         span = f"{entity['start']}–{entity['end']}"
-        lines.append(f"{entity['entity_group']:<{width}}  {entity['score']:.3f}  {span:<10}  {entity['word']}")
+        lines.append(f"{name:<{width}}  {entity['score']:.3f}  {span:<10}  {entity['word']}")
     return "\n".join(lines)
 
 

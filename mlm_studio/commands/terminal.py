@@ -28,6 +28,7 @@ def reason(exc: Exception) -> str:
     return str(exc)
 
 
+LABEL_CHARS = 40  # of a class label in a table: each label on one line, escaped (`one_line`)
 PATH_CHARS = 300  # of a file name a message repeats (a name the system refused as too long can be any length)
 
 

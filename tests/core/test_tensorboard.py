@@ -14,7 +14,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from mlm_studio.core.storage.owned import MANIFEST
 from mlm_studio.core.training.records import StartedRecord
 from mlm_studio.core.training.run_folder import RunDir
-from mlm_studio.core.training.tensorboard import EVENTS_FOLDER, TAGS, EventLog
+from mlm_studio.core.training.tensorboard import EVENTS_FOLDER, TAGS, EventLog, write_events
 from tests.core.helpers import config_file
 
 
@@ -171,3 +171,17 @@ def test_a_linked_events_folder_is_refused_and_its_target_left_untouched(tmp_pat
     started = StartedRecord(0, str(run.path), 8, 0.0, "cpu", "fp32", 1, 32, 100, 10, log.writing, events_refused=True)
     assert started.describe().endswith("; no TensorBoard events (the warning that follows says why)")
     assert "tensorboard" not in started.describe().replace("TensorBoard", "")
+
+
+def test_an_earlier_event_file_made_a_link_is_kept_and_named_once(tmp_path, trained_run):
+    run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
+    folder = run.path / EVENTS_FOLDER
+    [earlier] = ours(folder)
+    target = tmp_path / "elsewhere.tfevents"
+    target.write_bytes(b"the user's own")
+    (folder / earlier).unlink()
+    (folder / earlier).symlink_to(target)
+    _, notes = write_events(run.path, run.read_metrics())
+    [note] = notes
+    assert note.count(str(folder / earlier)) == 1 and "symbolic link" in note
+    assert target.read_bytes() == b"the user's own" and (folder / earlier).is_symlink()

@@ -50,6 +50,8 @@ class RunDir:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         if not (self.path / "config.toml").is_file():
+            if not self.path.exists():
+                raise CheckpointError(f"{self.path} does not exist")
             raise CheckpointError(f"{self.path} is not a run folder (it has no config.toml)")
 
     @classmethod

@@ -91,8 +91,10 @@ class EventLog:
             raise
         _, kept = self._owned.remove(earlier)
         self._owned.save()
-        beside = sorted(
-            p.name for p in self.folder.iterdir() if "tfevents" in p.name and p.name not in self._owned.files
+        beside = sorted(  # event files never listed as ours (those listed were judged by `remove`, and said)
+            p.name
+            for p in self.folder.iterdir()
+            if "tfevents" in p.name and p.name not in self._owned.files and p.name not in earlier
         )
         kept += [f"{self.folder / name} was not written by MLM Studio" for name in beside]
         if kept:
