@@ -33,3 +33,13 @@ def test_an_unknown_option_names_the_known_one_close_to_it(args, said, capsys):
         main(args)
     err = capsys.readouterr().err
     assert exited.value.code == 2 and err.endswith(said if said.endswith("\n") else said + "\n"), err
+
+
+def test_a_value_that_begins_with_a_dash_is_refused_saying_how_to_write_it(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["search", "m", "--corpus", "c.txt", "--query", "-cat"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert err.endswith(
+        "argument --query: expected one argument (a value that begins with '-' is written --query=VALUE)\n"
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -67,6 +68,14 @@ class Parser(argparse.ArgumentParser):
             known = [option for action in command._actions for option in action.option_strings]
             self.error(f"unrecognized arguments: {' '.join(unknown)}{meant(unknown, known)}")
         return parsed
+
+    def error(self, message: str):
+        """Refuse (exit 2), and where an option's value was taken for an option (`--query -cat`), say how to
+        write it."""
+        option = re.fullmatch(r"argument (--[\w-]+)(?:/-\w)?: expected one argument", message)
+        if option:
+            message += f" (a value that begins with '-' is written {option.group(1)}=VALUE)"
+        super().error(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
