@@ -185,3 +185,15 @@ def test_an_earlier_event_file_made_a_link_is_kept_and_named_once(tmp_path, trai
     [note] = notes
     assert note.count(str(folder / earlier)) == 1 and "symbolic link" in note
     assert target.read_bytes() == b"the user's own" and (folder / earlier).is_symlink()
+
+
+def test_a_run_refused_among_several_is_said_and_the_others_are_still_written(tmp_path, trained_run, capsys):
+    from mlm_studio.cli import main
+
+    first, last = (RunDir(shutil.copytree(trained_run.path, tmp_path / name)) for name in ("first", "last"))
+    for run in (first, last):
+        shutil.rmtree(run.path / EVENTS_FOLDER)
+    assert main(["tensorboard", str(first.path), str(tmp_path / "gone"), str(last.path)]) == 1
+    out, err = capsys.readouterr()
+    assert err == f"mlm-studio: {tmp_path / 'gone'} does not exist\n"
+    assert out.count("TensorBoard events of") == 2 and ours(last.path / EVENTS_FOLDER)
