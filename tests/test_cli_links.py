@@ -48,8 +48,8 @@ def test_train_out_a_link_is_refused_writing_nothing_through_it(tmp_path, corpus
     )
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.endswith(
-        f"mlm-studio: {link} is a symbolic link; a run is written only into folders of its own, never through a link: "
-        "put the folder it points to in its place, or choose another folder\n"
+        f"mlm-studio: {link} is a symbolic link to {elsewhere}; a run is written only into folders of its own, never "
+        "through a link: put the folder it points to in its place, or choose another folder\n"
     )
     assert _contents(elsewhere) == ["notes.txt"]
 
@@ -58,7 +58,10 @@ def test_finetune_out_a_link_is_refused_writing_nothing_through_it(tmp_path, pre
     link = tmp_path / "ft"
     link.symlink_to(elsewhere, target_is_directory=True)
     done = _command("finetune", pretrained, "--task", write_task(tmp_path / "task.csv"), "--out", link, *FAST)
-    assert done.returncode == 1 and f"mlm-studio: {link} is a symbolic link; a run is written only" in done.stderr
+    assert (
+        done.returncode == 1
+        and f"mlm-studio: {link} is a symbolic link to {elsewhere}; a run is written only" in done.stderr
+    )
     assert _contents(elsewhere) == ["notes.txt"]
 
 

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from mlm_studio.commands.terminal import PATH_CHARS
 from mlm_studio.core.shown import one_line
 
 STDIN = "-"  # the text that says: read the texts from standard input
@@ -24,7 +25,7 @@ def reads_lines(text: str | None, text_file: Path | None) -> bool:
 
 def source_name(text_file: Path | None) -> str:
     """How messages name where the texts come from."""
-    return "standard input" if text_file is None else one_line(str(text_file))
+    return "standard input" if text_file is None else one_line(str(text_file), PATH_CHARS)
 
 
 def text_lines(text_file: Path | None) -> Iterator[tuple[int, str]]:

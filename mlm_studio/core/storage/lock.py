@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from mlm_studio.core.shown import one_line
 from mlm_studio.core.storage.checkpoint import CheckpointError
+
+TARGET_CHARS = 200  # of where a refused link points, as the refusal names it
 
 LOCK_FILE = ".lock"
 
@@ -27,8 +30,8 @@ class RunLock:
         link = _link_on_the_way(self.folder)
         if link is not None:
             raise CheckpointError(
-                f"{link} is a symbolic link; a run is written only into folders of its own, never through a link: "
-                f"put the folder it points to in its place, or choose another folder"
+                f"{link} is a symbolic link{_pointing(link)}; a run is written only into folders of its own, never "
+                "through a link: put the folder it points to in its place, or choose another folder"
             )
         self._created = not self.folder.exists()
         try:
@@ -62,6 +65,12 @@ class RunLock:
                 self.folder.rmdir()
         os.close(self._fd)  # closing releases the lock
         self._fd = None
+
+
+def _pointing(link: Path) -> str:
+    """Where `link` points, as a message says it: a dangling link's missing target named."""
+    target = Path(os.readlink(link))
+    return f" to {one_line(str(target), TARGET_CHARS)}" + ("" if link.exists() else ", which does not exist")
 
 
 def _link_on_the_way(folder: Path) -> Path | None:

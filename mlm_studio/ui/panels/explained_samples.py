@@ -21,6 +21,7 @@ class ExplainedSamples(QSplitter):
 
     def __init__(self, samples: SamplesView, subject: Callable[[], Subject | None]) -> None:
         super().__init__(Qt.Orientation.Vertical)
+        self.setObjectName("evaluation-samples-explanation")  # remembered between starts, as every splitter
         self.samples = samples
         self.subject = subject
         self.explanation = ExplanationView()
