@@ -16,6 +16,7 @@ STALL_LIMIT_S = 0.5  # the benchmark measures the real figure (README); this bou
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # its stalls are wall-clock time: another test beside it would take the cores
 def test_training_pausing_and_predicting_for_a_while_stays_within_bounds(
     qtbot, tmp_path, small_corpus, small_tokenizer
 ):
