@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QTabWidget, QVBoxLayout, QWidget
@@ -33,10 +34,19 @@ class Question:
     pieces: tuple[int, ...] = ()
     position: int = -1
 
+    def explain(self, method: str, progress: Progress | None = None) -> Explanation:
+        return explain(self, method, progress)
+
+
+class Asked(Protocol):
+    """Anything the view can explain (a `Question`, a fine-tuned run's prediction): computed off the GUI thread."""
+
+    def explain(self, method: str, progress: Progress | None = None) -> Explanation: ...
+
 
 @dataclass(frozen=True)
 class Explanation:
-    question: Question
+    question: Asked
     attribution: Attribution
     attention: AttentionMaps
 
@@ -77,7 +87,7 @@ class ExplanationView(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.question: Question | None = None
+        self.question: Asked | None = None
         self.explanation: Explanation | None = None
         self.method_combo = QComboBox()
         for name, (title, unit) in METHODS.items():
@@ -119,18 +129,19 @@ class ExplanationView(QWidget):
     def method(self) -> str:
         return self.method_combo.currentData()
 
-    def ask(self, question: Question) -> None:
+    def ask(self, question: Asked) -> None:
         self.question = question
-        self.every_button.setEnabled(isinstance(question.model, str) and bool(question.text))
+        over_runs = isinstance(question, Question) and isinstance(question.model, str) and bool(question.text)
+        self.every_button.setEnabled(over_runs)
         self.forming_runner.cancel()
         self.status.setText("Explaining…")
         method = self.method
-        self.runner.start(lambda progress: explain(question, method, progress))
+        self.runner.start(lambda progress: question.explain(method, progress))
 
     def over_checkpoints(self) -> None:
         """The question's attribution at every checkpoint of its model's run (a run's path, a text's mask)."""
         question, method = self.question, self.method
-        if question is None or not isinstance(question.model, str):
+        if not isinstance(question, Question) or not isinstance(question.model, str):
             return
         self.status.setText("Explaining at every checkpoint…")
         self.forming_runner.start(

@@ -11,7 +11,7 @@ the pipeline kept, its lowest)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -28,6 +28,20 @@ from mlm_studio.core.finetune.qa.task import question_room
 from mlm_studio.core.shown import shown
 
 QA_NAMES = ("question", "context")
+
+
+@dataclass(frozen=True)
+class AnswerWindow:
+    """An answer and the window of the context it came from: the question's and the window's words, the answer's
+    first and last token there (the first token twice for no answer), which tokens are the context's, and which
+    window it is, in words."""
+
+    answer: dict  # as the pipeline gives it: {"score", "start", "end", "answer"}
+    words: TwoTexts
+    first: int
+    last: int
+    context: np.ndarray  # (L,) bool
+    window: str
 
 
 class AnswerExplainer(Explainer):
@@ -49,16 +63,38 @@ class AnswerExplainer(Explainer):
     ) -> TwoTextAttribution:
         """Attribute the run's best answer to `question` in `context` to the words of both (see the module)."""
         check_choices(method, steps, baseline)
+        return self.explain_window(self.answer_window(question, context), method, steps, baseline)
+
+    def answer_window(self, question: str, context: str) -> AnswerWindow:
+        """The run's best answer to `question` in `context`, and the window of the context it came from."""
         answer = self.tuned.answer_text(question, context, top_k=1).answers[0]
         task = self.tuned.run.task
-        room = question_room(self.tuned.limit)
         example = QAExample("question", question.strip(), context, (), 0)
-        features = qa_features(self.tokenizer, [example], self.tuned.limit, task["doc_stride"], room)
+        features = qa_features(
+            self.tokenizer, [example], self.tuned.limit, task["doc_stride"], question_room(self.tuned.limit)
+        )
         window, first, last = self._window_of(features, answer)
         words = self._window_words(features, window, example.question, context)
+        spans = features.spans[window]
+        inside = spans[spans[:, 0] >= 0]
+        said = f"window {window + 1} of {len(features)}"
+        if len(inside):
+            said += f" (context characters {int(inside[:, 0].min())}–{int(inside[:, 1].max())})"
+        return AnswerWindow(dict(answer), words, first, last, spans[:, 0] >= 0, said)
+
+    def explain_window(
+        self,
+        read: AnswerWindow,
+        method: str = DEFAULT_METHOD,
+        steps: int = DEFAULT_STEPS,
+        baseline: str = "mask",
+    ) -> TwoTextAttribution:
+        """Attribute the answer of a window read by `answer_window` to the words of the question and the window."""
+        check_choices(method, steps, baseline)
+        words, first, last, answer = read.words, read.first, read.last, read.answer
         types = words.type_tensor.to(self.device)
         if method == "occlusion":
-            outputs = _span_probability(self.model, types, first, last, features.spans[window][:, 0] >= 0)
+            outputs = _span_probability(self.model, types, first, last, read.context)
         else:
             outputs = _span_logits(self.model, types, first, last)
         explained = self._attribute(words, 0, 0, 0, method, steps, baseline, outputs)
@@ -73,19 +109,11 @@ class AnswerExplainer(Explainer):
             target, scored = "no answer", f"the start and end logits at the first token {shown(pieces[0])}"
         if method == "occlusion":
             scored = "its score (start probability × end probability)"
-        starts = features.spans[window][:, 0]
-        read = starts[starts >= 0]
-        ends = features.spans[window][:, 1][starts >= 0]
-        said = (
-            f"window {window + 1} of {len(features)} (context characters {int(read.min())}–{int(ends.max())})"
-            if len(read)
-            else f"window {window + 1} of {len(features)}"
-        )
         explained = replace(
             explained, candidate=answer["answer"], candidate_id=0, probability=float(answer["score"]),
             target=f"{target}: {scored}",
         )  # fmt: skip
-        return over_two_texts(explained, words, QA_NAMES, answer=dict(answer), window=said)
+        return over_two_texts(explained, words, QA_NAMES, answer=answer, window=read.window)
 
     def _window_of(self, features: QAFeatures, answer: dict) -> tuple[int, int, int]:
         """The window the answer came from and its first and last token there (the first token twice for no
