@@ -59,6 +59,8 @@ def test_why_shows_a_pairs_two_texts_apart(qtbot, panel, runs):
     assert pieces.count("[SEP]") == 2 and len(pieces) == len(
         explainer.read_pair("the value of a list", "a error path").ids
     )
+    view.pair_edit.setPlainText("")  # half a pair: the tab asks for the second text, and nothing is to be explained
+    qtbot.waitUntil(lambda: view.hint.isVisible() and view.why.isHidden(), timeout=TIMEOUT_MS)
 
 
 def test_why_explains_a_taggers_tag_of_the_word_chosen(qtbot, panel, runs):

@@ -81,7 +81,7 @@ class ExplainedTryIt(TryItView):
         self.explanation = ExplanationView()
         self.explanation.status.setText(HINT)
         self.layout().addLayout(row)
-        self.layout().addWidget(self.explanation, 1)
+        self.layout().addWidget(self.explanation, 2)  # the words and maps need more room than the answer
         self._show_nothing()
 
     def explain_answer(self) -> None:
