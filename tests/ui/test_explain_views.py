@@ -145,7 +145,12 @@ def test_clicking_an_answer_in_the_masked_samples_explains_it(qtbot, evaluation_
     expected = Explainer(panel.subject.model, panel.subject.tokenizer).explain_pieces(sample.shown, wrong.position)
     assert attribution.scores == pytest.approx(expected.scores, abs=1e-6)
     assert explanation.attention_view.maps.maps.shape[-1] == len(explanation.attention_view.maps.pieces)
-    assert not explanation.every_button.isEnabled()  # a block of held-out text is not a run's question
+    with qtbot.waitSignal(explanation.formed, timeout=TIMEOUT_MS) as formed:  # the answer as it formed
+        qtbot.mouseClick(explanation.every_button, Qt.MouseButton.LeftButton)
+    steps = [int(c.name.split("-")[1]) for c in RunDir(trained_runs / "late").checkpoints()]
+    assert [f.step for f in formed.args[0]] == steps and len(explanation.forming_view.rows) == len(steps)
+    last = formed.args[0][-1].attribution  # the latest checkpoint: the weights the samples were scored with
+    assert last.candidate_id == attribution.candidate_id and last.scores == pytest.approx(attribution.scores, abs=1e-6)
 
 
 def test_every_checkpoint_shows_the_attribution_as_it_formed(qtbot, panel, trained_runs):

@@ -33,6 +33,14 @@ class Question:
     text: str = ""
     pieces: tuple[int, ...] = ()
     position: int = -1
+    run: str = ""  # the run whose checkpoints "Every checkpoint" reads, when `model` is no path
+
+    @property
+    def checkpoints_of(self) -> str:
+        """The run (or checkpoint) whose every checkpoint can explain this prediction ("" when none)."""
+        if isinstance(self.model, str) and self.text:
+            return self.model
+        return self.run if self.pieces else ""
 
     def explain(self, method: str, progress: Progress | None = None) -> Explanation:
         return explain(self, method, progress)
@@ -131,22 +139,24 @@ class ExplanationView(QWidget):
 
     def ask(self, question: Asked) -> None:
         self.question = question
-        over_runs = isinstance(question, Question) and isinstance(question.model, str) and bool(question.text)
-        self.every_button.setEnabled(over_runs)
+        self.every_button.setEnabled(isinstance(question, Question) and bool(question.checkpoints_of))
         self.forming_runner.cancel()
         self.status.setText("Explaining…")
         method = self.method
         self.runner.start(lambda progress: question.explain(method, progress))
 
     def over_checkpoints(self) -> None:
-        """The question's attribution at every checkpoint of its model's run (a run's path, a text's mask)."""
+        """The question's attribution at every checkpoint of its model's run (a text's mask, or a held-out block's
+        piece)."""
         question, method = self.question, self.method
-        if not isinstance(question, Question) or not isinstance(question.model, str):
+        if not isinstance(question, Question) or not question.checkpoints_of:
             return
         self.status.setText("Explaining at every checkpoint…")
+        source, text, candidate, mask = question.checkpoints_of, question.text, question.candidate_id, question.mask
+        pieces, position = question.pieces, question.position
         self.forming_runner.start(
             lambda progress: attributions_over_checkpoints(
-                question.model, question.text, question.candidate_id, question.mask, method, progress
+                source, text, candidate, mask, method, progress, pieces=pieces, position=position
             )
         )
 
