@@ -80,6 +80,7 @@ def test_an_answer_is_printed_with_each_text_under_its_name(tuned, capsys):
     [
         ("qa", [CONTEXT, "--explain"], 2, "give the question with --question"),
         ("qa", [CONTEXT, "--question", QUESTION, "--explain", "--candidate", "red"], 2, "--candidate does not apply"),
+        ("qa", [CONTEXT, "--question", QUESTION, "--pair", "x", "--explain"], 2, "--pair does not apply to qa"),
         ("qa", ["", "--question", QUESTION, "--explain"], 1, "give a question and the context its answer is in"),
         ("pairs", ["the value", "--pair", "", "--explain"], 1, "text2 '' is empty; a classifier of pairs reads two"),
         ("pairs", ["the value", "--explain"], 1, "reads pairs of texts; give the second text of the pair too"),

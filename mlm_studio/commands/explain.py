@@ -31,6 +31,8 @@ def explain_prediction(args, tuned: FineTuned | None = None) -> int:
         return fail(f"--mask counts the text's masks (a tagger's words) from 1, not {args.mask}", MISUSED)
     if tuned is not None and tuned.kind == "qa" and args.question is None:
         return fail(f"{tuned.run.name} answers a question about TEXT: give the question with --question", MISUSED)
+    if tuned is not None and tuned.kind == "qa" and args.pair is not None:
+        return fail(f"--pair does not apply to {tuned.run.name}: it answers --question from TEXT", MISUSED)
     if tuned is not None and tuned.kind == "qa" and args.candidate is not None:
         return fail("--candidate does not apply to a question-answering model: its best answer is explained", MISUSED)
     try:

@@ -152,6 +152,8 @@ def test_what_cannot_be_explained_is_said(tuned):
     pairs = TaskExplainer(fine_tuned_at(tuned / "pairs"))
     with pytest.raises(ExplainError, match="text2 '' is empty; a classifier of pairs reads two texts"):
         pairs.explain_pair("the value", "")
+    with pytest.raises(ExplainError, match=r"The pair is \d+ tokens long; this model reads at most \d+"):
+        pairs.explain_pair("the value " * 300, "a list")  # no window: a label reads the pair whole, or not at all
     with pytest.raises(ExplainError, match="reads pairs of texts; give the second text"):
         pairs.explain("the value")
     with pytest.raises(ExplainError, match="fine-tuned on single texts"):
