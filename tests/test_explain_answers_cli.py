@@ -64,7 +64,7 @@ def test_an_answer_and_a_pair_explained_as_json_in_a_subprocess(tuned):
     assert printed["total"] == pytest.approx(printed["gap"], rel=0.01)
     printed = explained(tuned / "pairs", "the value of a list", "--pair", "a error path")
     assert [w["in"] for w in printed["words"]] == ["text"] * 5 + ["text2"] * 3
-    assert printed["text2"] == "a error path" and printed["target"] == "of the pair"
+    assert printed["text2"] == "a error path" and printed["target"] == "of the pair" and "answer" not in printed
 
 
 def test_an_answer_is_printed_with_each_text_under_its_name(tuned, capsys):

@@ -61,11 +61,17 @@ def test_why_shows_a_pairs_two_texts_apart(qtbot, panel, runs):
     )
     view.pair_edit.setPlainText("")  # half a pair: the tab asks for the second text, and nothing is to be explained
     qtbot.waitUntil(lambda: view.hint.isVisible() and view.why.isHidden(), timeout=TIMEOUT_MS)
+    assert view.explanation.isHidden()  # the explanation of the whole pair is put away with its answer
 
 
 def test_why_explains_a_taggers_tag_of_the_word_chosen(qtbot, panel, runs):
     view = panel.try_it
-    panel.show_run(runs / "tags")
+    panel.show_run(runs / "texts")
+    answered(qtbot, view, "the error value of the file")
+    why(qtbot, view)
+    assert view.explanation.isVisible()
+    panel.show_run(runs / "tags")  # another run: the label explained is not its answer
+    assert view.explanation.isHidden()
     answered(qtbot, view, "the error value of the file")
     assert view.word_combo.isVisible() and view.word_combo.count() == 6
     view.word_combo.setCurrentIndex(2)

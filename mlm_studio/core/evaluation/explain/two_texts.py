@@ -74,12 +74,15 @@ class TwoTextAttribution(Attribution):
     window: str = ""
 
     def as_json(self) -> dict:
-        """As an attribution's, each word saying which text it is in ("in": one of `names`)."""
+        """As an attribution's, each word saying which text it is in ("in": one of `names`); `answer` and `window`
+        only for a question's answer."""
         values = super().as_json()
         for word, part in zip(values["words"], self.parts):
             word["in"] = self.names[part]
         values["names"] = list(self.names)
         del values["parts"]
+        if self.answer is None:  # not a question's answer
+            del values["answer"], values["window"]
         return values
 
 

@@ -80,9 +80,12 @@ class ExplainedTryIt(TryItView):
         row.addStretch(1)
         self.explanation = ExplanationView()
         self.explanation.status.setText(HINT)
+        self.explanation.explained.connect(self._on_explained)
+        self.explained_for: Tried | None = None  # the answer explained (or being explained), None for none
         self.layout().addLayout(row)
         self.layout().addWidget(self.explanation, 2)  # the words and maps need more room than the answer
         self._show_nothing()
+        self._forget_explanation()
 
     def explain_answer(self) -> None:
         """Explain the answer shown (of the text, the pair and the question it answered) in the background."""
@@ -91,12 +94,34 @@ class ExplainedTryIt(TryItView):
             return
         text, pair, question = tried.asked
         start = self.word_combo.currentData() if tried.model.kind == "tokens" else 0
+        self.explained_for = tried
+        self.explanation.show()
         self.explanation.ask(TaskPrediction(tried.model, text, pair, question, start or 0))
+
+    def set_run(self, path) -> None:
+        """As the tab's, an explanation of another run's answer put away."""
+        if self.why is not None and path != self.path:
+            self._forget_explanation()
+        super().set_run(path)
+
+    def _forget_explanation(self) -> None:
+        """Hide the explanation: what it explained is no longer shown (another run, another text, none)."""
+        self.explained_for = None
+        self.explanation.runner.cancel()
+        self.explanation.forming_runner.cancel()
+        self.explanation.hide()
+
+    def _on_explained(self, _explanation) -> None:
+        if self.explained_for is None:  # finished after what it explained was put away
+            self.explanation.hide()
 
     def _on_tried(self, tried: Tried) -> None:
         super()._on_tried(tried)
         if self._kept is not tried or self.why is None:
             return  # an answer to what is no longer typed
+        explained = self.explained_for
+        if explained is not None and (explained.asked, explained.key) != (tried.asked, tried.key):
+            self._forget_explanation()  # it explained an answer to another text, or of other weights
         self.why.show()
         tags = isinstance(tried.answer, Tagged)
         self.word_combo.clear()
@@ -105,6 +130,11 @@ class ExplainedTryIt(TryItView):
                 self.word_combo.addItem(f"{number}: {word['word']} ({word['entity']})", word["start"])
         for part in (self.word_label, self.word_combo):
             part.setVisible(tags and self.word_combo.count() > 0)
+
+    def _say_instead(self, message: str) -> None:
+        super()._say_instead(message)
+        if self.why is not None:
+            self._forget_explanation()
 
     def _show_nothing(self) -> None:
         super()._show_nothing()
