@@ -40,21 +40,17 @@ def tuned(tmp_path_factory, small_corpus, small_tokenizer):
     return root
 
 
-def test_an_answer_and_a_pair_explained_as_json_in_a_subprocess(tuned):
-    def explained(*arguments):
-        done = subprocess.run(
-            [sys.executable, "-m", "mlm_studio", "predict", *map(str, arguments), "--explain", "--json"],
-            capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "100"},
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)
-
-    printed = explained(tuned / "qa", CONTEXT, "--question", QUESTION)
+def test_an_answer_explained_as_json_in_a_subprocess(tuned):
+    done = subprocess.run(
+        [sys.executable, "-m", "mlm_studio", "predict", str(tuned / "qa"), CONTEXT, "--question", QUESTION,
+         "--explain", "--json"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "100"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
     expected = AnswerExplainer(fine_tuned_at(tuned / "qa")).explain_answer(QUESTION, CONTEXT)
-    assert (
-        printed["answer"] == expected.answer
-        and printed["window"] == f"window 1 of 1 (context characters 0–{len(CONTEXT)})"
-    )
+    assert printed["answer"] == expected.answer
+    assert printed["window"] == f"window 1 of 1 (context characters 0–{len(CONTEXT)})"
     assert printed["target"] == expected.target and "plus the end logit at its last" in printed["target"]
     assert [(w["word"], w["in"]) for w in printed["words"]] == [
         *((word, "question") for word in QUESTION.split()),
@@ -62,9 +58,17 @@ def test_an_answer_and_a_pair_explained_as_json_in_a_subprocess(tuned):
     ]
     assert [w["score"] for w in printed["words"]] == pytest.approx(expected.scores, abs=1e-6)
     assert printed["total"] == pytest.approx(printed["gap"], rel=0.01)
-    printed = explained(tuned / "pairs", "the value of a list", "--pair", "a error path")
+
+
+def test_a_pairs_label_explained_as_json_names_each_words_text(tuned, capsys):
+    arguments = ["predict", str(tuned / "pairs"), "the value of a list", "--pair", "a error path", "--explain"]
+    assert main([*arguments, "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
     assert [w["in"] for w in printed["words"]] == ["text"] * 5 + ["text2"] * 3
     assert printed["text2"] == "a error path" and printed["target"] == "of the pair" and "answer" not in printed
+    assert main(arguments) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert " of the pair: integrated gradients" in lines[0] and lines[2] == "text:" and lines[8] == "text2:"
 
 
 def test_an_answer_is_printed_with_each_text_under_its_name(tuned, capsys):
