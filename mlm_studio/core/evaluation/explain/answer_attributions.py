@@ -28,6 +28,7 @@ from mlm_studio.core.finetune.qa.task import question_room
 from mlm_studio.core.shown import shown
 
 QA_NAMES = ("question", "context")
+WINDOWS_AT_ONCE = 16  # windows of a long context read together to find the answer's
 
 
 @dataclass(frozen=True)
@@ -142,16 +143,29 @@ class AnswerExplainer(Explainer):
 
     @torch.no_grad()
     def _probabilities(self, features: QAFeatures) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Each window's start and end probabilities over its context tokens and the first token."""
-        starts, ends = [], []
-        for ids, types, spans in zip(features.ids, features.types, features.spans):
-            ids, types = (torch.from_numpy(values)[None].to(self.device) for values in (ids, types))
-            logits = self.model(ids, None, types)
-            visible = torch.from_numpy(spans[:, 0] >= 0).to(self.device)
-            visible[NO_ANSWER] = True
-            probabilities = logits[0].float().masked_fill(~visible[:, None], float("-inf")).softmax(0).cpu().numpy()
-            starts.append(probabilities[:, 0])
-            ends.append(probabilities[:, 1])
+        """Each window's start and end probabilities over its context tokens and the first token (windows of one
+        length read together, some at a time)."""
+        starts: list[np.ndarray] = [np.empty(0)] * len(features)
+        ends = list(starts)
+        by_length: dict[int, list[int]] = {}
+        for number, ids in enumerate(features.ids):
+            by_length.setdefault(len(ids), []).append(number)
+        for numbers in by_length.values():
+            for first in range(0, len(numbers), WINDOWS_AT_ONCE):
+                rows = numbers[first : first + WINDOWS_AT_ONCE]
+                ids, types, context = (
+                    torch.from_numpy(np.stack(values)).to(self.device)
+                    for values in (
+                        [features.ids[row] for row in rows],
+                        [features.types[row] for row in rows],
+                        [features.spans[row][:, 0] >= 0 for row in rows],
+                    )
+                )
+                context[:, NO_ANSWER] = True
+                logits = self.model(ids, None, types).float().masked_fill(~context[..., None], float("-inf"))
+                probabilities = logits.softmax(1).cpu().numpy()  # (B, L, 2)
+                for row, number in enumerate(rows):
+                    starts[number], ends[number] = probabilities[row, :, 0], probabilities[row, :, 1]
         return starts, ends
 
     def _window_words(self, features: QAFeatures, window: int, question: str, context: str) -> TwoTexts:
