@@ -149,8 +149,8 @@ def test_a_resume_of_a_run_that_trained_its_length_is_refused_in_the_same_words(
     cli, said = through_the_command_line(["--resume", run], resolutions, capsys)
     window, shown = through_the_window(qtbot, panel, resumed(run), resolutions)
     sentence = (
-        "cannot resume early: step-0000004 has already trained its 4 steps (training.max_steps), so nothing is "
-        "left to train. Give it a longer length to continue"
+        "cannot resume early: its latest checkpoint, step-0000004, is at step 4, and training.max_steps is 4, so "
+        "nothing is left to train; give it more steps to continue"
     )
     assert cli == window == sentence and said == f"mlm-studio: {sentence}\n" and shown == sentence
     assert [p.name for p in RunDir(run).checkpoints()][-1] == "step-0000004"

@@ -15,6 +15,7 @@ from mlm_studio.core.config.sections import SECTIONS
 from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.data.corpus import Corpus, load_corpus
 from mlm_studio.core.data.tokenizer import MLMTokenizer, train_tokenizer
+from mlm_studio.core.durations import format_duration
 from mlm_studio.core.models.hf_folder import ImportedModel, import_model
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import read_state
@@ -167,15 +168,14 @@ def _refuse_nothing_left(run: RunDir, config: RunConfig) -> None:
         return
     state = read_state(latest)
     if training.time_budget > 0 and state["elapsed"] >= training.time_budget:
-        length = f"its time budget ({training.time_budget:g} s)"
+        reached = f"has trained {format_duration(state['elapsed'])}, and its time budget is "
+        more = f"{format_duration(training.time_budget)}, so nothing is left to train; give it more time to continue"
     elif training.time_budget == 0 and state["step"] >= training.max_steps:
-        length = f"its {training.max_steps:,} steps (training.max_steps)"
+        reached = f"is at step {state['step']:,}, and training.max_steps is "
+        more = f"{training.max_steps:,}, so nothing is left to train; give it more steps to continue"
     else:
         return
-    raise TrainingRefused(
-        f"cannot resume {run.name}: {latest.name} has already trained {length}, so nothing is left to train. "
-        "Give it a longer length to continue"
-    )
+    raise TrainingRefused(f"cannot resume {run.name}: its latest checkpoint, {latest.name}, {reached}{more}")
 
 
 def _unused(run: RunDir, form: RunConfig, config: RunConfig) -> list[Note]:
