@@ -18,9 +18,9 @@ from mlm_studio.core.data.tokenizer import MLMTokenizer, train_tokenizer
 from mlm_studio.core.durations import format_duration
 from mlm_studio.core.models.hf_folder import ImportedModel, import_model
 from mlm_studio.core.progress import Progress
-from mlm_studio.core.storage.checkpoint import read_state
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training.device import autocast_dtype, resolve_device
+from mlm_studio.core.training.history import nothing_left, summarize
 from mlm_studio.core.training.probes import Probe
 from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import (
@@ -108,7 +108,7 @@ def configured(request: TrainingRequest, base: RunConfig | None = None) -> RunCo
     """The configuration asked for: given whole, else `base` (a resumed run's own) or the default preset; then
     the objective, the settings, the length, the device and the precision. A device this machine lacks and a
     precision it cannot train in are refused here, before any work."""
-    config = request.config or base or preset(DEFAULT_PRESET)
+    config = request.config if request.config is not None else base if base is not None else preset(DEFAULT_PRESET)
     if request.objective is not None:
         config = config.with_objective(request.objective)
     if request.settings:
@@ -161,21 +161,23 @@ def _resumed(request: TrainingRequest, run: RunDir, progress: Progress | None) -
 
 
 def _refuse_nothing_left(run: RunDir, config: RunConfig) -> None:
-    """Refuse a resume whose length its latest checkpoint has already trained (a run counted in epochs is measured
-    once its blocks are read, and is not refused here)."""
-    latest, training = run.latest_checkpoint(), config.training
-    if latest is None or (training.epochs > 0 and training.time_budget == 0):
+    """Refuse a resume whose length the run has already trained (the rule the Runs table's Resume follows)."""
+    summary, training = summarize(run), config.training
+    if not nothing_left(run, summary, training):
         return
-    state = read_state(latest)
-    if training.time_budget > 0 and state["elapsed"] >= training.time_budget:
-        reached = f"has trained {format_duration(state['elapsed'])}, and its time budget is "
+    if training.time_budget > 0:
+        reached = f"it has trained {format_duration(summary.elapsed)}, and its time budget is "
         more = f"{format_duration(training.time_budget)}, so nothing is left to train; give it more time to continue"
-    elif training.time_budget == 0 and state["step"] >= training.max_steps:
-        reached = f"is at step {state['step']:,}, and training.max_steps is "
-        more = f"{training.max_steps:,}, so nothing is left to train; give it more steps to continue"
     else:
-        return
-    raise TrainingRefused(f"cannot resume {run.name}: its latest checkpoint, {latest.name}, {reached}{more}")
+        latest = run.latest_checkpoint()
+        at = f"its latest checkpoint, {latest.name if latest else 'none'}, is at step {summary.checkpoint_step:,}"
+        if training.epochs > 0:
+            reached = f"{at}, the last of its {training.epochs:g} epoch(s), so nothing is left to train; "
+            more = "give it more epochs to continue"
+        else:
+            reached = f"{at}, and training.max_steps is {training.max_steps:,}, so nothing is left to train; "
+            more = "give it more steps to continue"
+    raise TrainingRefused(f"cannot resume {run.name}: {reached}{more}")
 
 
 def _unused(run: RunDir, form: RunConfig, config: RunConfig) -> list[Note]:
