@@ -168,9 +168,9 @@ class TrainingPanel(QWidget):
         except ValueError as exc:
             self.message_bar.show_message(f"Fix the probes first: {exc}.", "error")
             return
-        self._launch(self.new_request(probes), "Starting", len(probes))
+        self._launch(self._new_request(probes), "Starting", len(probes))
 
-    def new_request(self, probes: list[Probe] | None = None) -> TrainingRequest:
+    def _new_request(self, probes: list[Probe]) -> TrainingRequest:
         """A new run as the workspace asks for it: its corpus, tokenizer and configuration, the imported model it
         continues (if any), under the runs folder."""
         workspace = self.workspace
@@ -180,7 +180,7 @@ class TrainingPanel(QWidget):
             corpus=workspace.corpus,
             tokenizer=None if workspace.initial_model else workspace.tokenizer,
             init_from=workspace.initial_model,
-            probes=tuple(probes or ()),
+            probes=tuple(probes),
         )
 
     def resume_run(self, path: Path) -> None:
