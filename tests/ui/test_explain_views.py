@@ -162,3 +162,26 @@ def test_every_checkpoint_shows_the_attribution_as_it_formed(qtbot, panel, train
     last = formed.args[0][-1].attribution
     assert last.candidate_id == done.args[0].attribution.candidate_id
     assert last.scores == pytest.approx(done.args[0].attribution.scores, abs=1e-6)
+
+
+def test_why_in_iterative_mode_explains_the_context_the_candidate_came_from(qtbot, panel):
+    """A mask filled after another was predicted with that one holding its first candidate: that is what why?
+    explains, so the probability explained is the one shown."""
+    panel.exact_check.setChecked(True)
+    with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
+        panel.mode_combo.setCurrentIndex(panel.mode_combo.findData(True))
+    view = panel.views[0]
+    contexts = view.prediction.contexts
+    later = next(number for number, context in enumerate(contexts) if context.filled_before)
+    earlier = contexts[later].filled_before[0]
+    shown = view.prediction.masks[later][0]
+    with qtbot.waitSignal(panel.explanation.explained, timeout=TIMEOUT_MS) as done:
+        qtbot.mouseClick(why_buttons(view)[sum(len(b) for b in view.buttons[:later])], Qt.MouseButton.LeftButton)
+    attribution = done.args[0].attribution
+    assert attribution.candidate_id == shown.token_id
+    assert attribution.probability == pytest.approx(shown.score, abs=1e-5)
+    assert f"({shown.score:.1%})" in panel.explanation.attribution_view.caption.text()
+    filled_word = view.prediction.masks[earlier][0].token
+    assert filled_word in attribution.words and attribution.words.count("[MASK]") == 1
+    caption = panel.explanation.attribution_view.caption.text()
+    assert f"at [MASK] {later + 1}, after filling [MASK] {earlier + 1} as" in caption

@@ -41,10 +41,12 @@ def attribution_cells(attribution: Attribution, background: QColor, largest: flo
     return cells
 
 
-def caption(attribution: Attribution) -> str:
-    """What is shown: which word, where, by which method, in which unit."""
+def caption(attribution: Attribution, where: str = "") -> str:
+    """What is shown: which word, where (`where`, by default its [MASK]'s number), by which method, in which
+    unit."""
     method = METHODS[attribution.method][0]
-    what = f"<b>{attribution.candidate}</b> ({attribution.probability:.1%}) at [MASK] {attribution.mask + 1}"
+    where = where or f"at [MASK] {attribution.mask + 1}"
+    what = f"<b>{attribution.candidate}</b> ({attribution.probability:.1%}) {where}"
     line = f"Why {what}: {method}, in {attribution.unit} units"
     if attribution.gap is not None:
         line += (
@@ -72,9 +74,10 @@ class AttributionView(QWidget):
         layout.addWidget(self.legend)
         layout.addStretch(1)
 
-    def show_attribution(self, attribution: Attribution) -> None:
+    def show_attribution(self, attribution: Attribution, where: str = "") -> None:
+        """`attribution`, its caption saying `where` the prediction was made (by default, at its [MASK])."""
         self.attribution = attribution
-        self.caption.setText(caption(attribution))
+        self.caption.setText(caption(attribution, where))
         self._paint()
 
     def clear(self) -> None:

@@ -24,7 +24,7 @@ from mlm_studio.ui.widgets.attribution_view import AttributionView, FormingView
 class Question:
     """A prediction to explain: of the model at a path (read with its exact weights) or of the explainer a
     function makes (called off the GUI thread), the candidate's id at the `mask`-th [MASK] of a text, or at piece
-    `position` of a block of pieces."""
+    `position` of a block of pieces; `where` says where, for the caption (by default, at its [MASK])."""
 
     model: str | Callable[[], Explainer]
     mask: int
@@ -32,6 +32,7 @@ class Question:
     text: str = ""
     pieces: tuple[int, ...] = ()
     position: int = -1
+    where: str = ""
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ class ExplanationView(QWidget):
     def _on_explained(self, explanation: Explanation) -> None:
         self.explanation = explanation
         self.status.setText("")
-        self.attribution_view.show_attribution(explanation.attribution)
+        self.attribution_view.show_attribution(explanation.attribution, explanation.question.where)
         self.attention_view.show_maps(explanation.attention)
         self.explained.emit(explanation)
 
