@@ -15,6 +15,7 @@ from mlm_studio.ui.panels.playground import PlaygroundPanel
 from mlm_studio.ui.theme import apply_scheme
 from mlm_studio.ui.widgets.attention_view import AttentionView
 from mlm_studio.ui.widgets.attribution_view import OPPOSES, SUPPORTS, AttributionView, diverging
+from mlm_studio.ui.widgets.explanation import Question
 from mlm_studio.ui.workspace import Workspace
 
 TIMEOUT_MS = 60_000
@@ -69,12 +70,25 @@ def test_another_method_explains_the_same_question_again(qtbot, panel):
     assert "probability units" in panel.explanation.attribution_view.caption.text()
 
 
-def test_an_explanation_that_fails_says_why(qtbot, panel):
+def test_an_explanation_that_fails_says_why(qtbot, panel, trained_runs):
     with qtbot.waitSignal(panel.explanation.failed, timeout=TIMEOUT_MS) as failed:
-        panel.text_edit.blockSignals(True)
-        panel.text_edit.setText("No mask any more.")
-        qtbot.mouseClick(why_buttons(panel.views[0])[0], Qt.MouseButton.LeftButton)
+        panel.explanation.ask(Question(str(trained_runs / "late"), 0, 5, text="No mask any more."))
     assert "no [MASK]" in failed.args[0] and "no [MASK]" in panel.explanation.status.text()
+
+
+def test_why_on_candidates_of_an_edited_text_explains_the_text_they_came_from(qtbot, panel):
+    """Between an edit and the next predictions, the candidates shown are still the old text's: why? explains
+    them there, not at whichever mask of the new text has their number."""
+    view = panel.views[0]
+    first = view.prediction.masks[0][0]
+    panel.text_edit.setText("The [MASK] said: " + TEXT)  # the predictions wait for the typing to pause
+    with qtbot.waitSignal(panel.explanation.explained, timeout=TIMEOUT_MS) as done:
+        qtbot.mouseClick(why_buttons(view)[0], Qt.MouseButton.LeftButton)
+    attribution = done.args[0].attribution
+    assert attribution.text == TEXT and attribution.candidate_id == first.token_id
+    assert attribution.words[:2] == ("Return", "the")
+    with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
+        pass  # the new text's predictions arrive
 
 
 def _attribution(scores):

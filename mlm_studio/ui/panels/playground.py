@@ -74,6 +74,7 @@ class Prediction:
     replaced: tuple[tuple[str, float], ...] = ()  # an ELECTRA model's: each token, P(replaced)
     int8: bool = False  # scored with int8 weights, not the exact ones
     contexts: tuple[Context, ...] = ()  # iterative mode: per mask, what its candidates were predicted from
+    text: str = ""  # the text predicted from
 
 
 def predict(path: str, text: str, top_k: int, iterative: bool, int8: bool = False) -> Prediction:
@@ -87,14 +88,14 @@ def predict(path: str, text: str, top_k: int, iterative: bool, int8: bool = Fals
     replaced = tuple(model.replaced(text)) if model.detector is not None else ()
     contexts: tuple[Context, ...] = ()
     if MASK not in text:
-        masks, text = (), None
+        masks, filled_text = (), None
     elif iterative:
         filled = model.fill(text, top_k)
-        masks, contexts, text = filled.candidates, contexts_of(model, text, filled), filled.text
+        masks, contexts, filled_text = filled.candidates, contexts_of(model, text, filled), filled.text
     else:
-        masks, text = tuple(model.predict(text, top_k)), None
+        masks, filled_text = tuple(model.predict(text, top_k)), None
     milliseconds = (time.perf_counter() - start) * 1000
-    return Prediction(model.source, masks, text, milliseconds, replaced, model.int8, contexts)
+    return Prediction(model.source, masks, filled_text, milliseconds, replaced, model.int8, contexts, text)
 
 
 def contexts_of(model: FillMask, text: str, filled: Filled) -> tuple[Context, ...]:
@@ -381,12 +382,13 @@ class PlaygroundPanel(QWidget):
 
     def explain(self, view: ResultsView, number: int, candidate: Candidate) -> None:
         """Why `view`'s model predicted `candidate` at mask `number` (0: the first) of the text it was predicted
-        from; in iterative mode, with the masks filled before it holding the candidates chosen there."""
+        from (not the text as edited since); in iterative mode, with the masks filled before it holding the
+        candidates chosen there."""
         prediction = view.prediction
         if view.subject is None or prediction is None:
             return
         if not prediction.contexts:
-            self.explanation.ask(Question(view.subject, number, candidate.token_id, text=self.text_edit.text()))
+            self.explanation.ask(Question(view.subject, number, candidate.token_id, text=prediction.text))
             return
         context = prediction.contexts[number]
         filled = ", ".join(
