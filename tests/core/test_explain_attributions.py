@@ -85,6 +85,16 @@ def test_each_mask_of_a_text_is_explained_apart(explainer):
         explainer.explain(text, mask=2)
 
 
+def test_a_word_read_as_the_unknown_piece_is_attributed_like_any_other(explainer):
+    text = "Return the [MASK] of the ☃ list."
+    words = explainer.read(text)
+    assert explainer.tokenizer.unk_id in words.ids
+    for baseline in ("mask", "pad"):
+        explained = explainer.explain(text, method="ig", baseline=baseline)
+        assert explained.scores[explained.words.index("☃")] != 0.0
+        assert abs(explained.total - explained.gap) <= 0.01 * abs(explained.gap) + 1e-4
+
+
 def test_a_text_without_a_mask_is_refused_with_what_to_write(explainer):
     with pytest.raises(ExplainError, match="no \\[MASK\\]"):
         explainer.explain("Return the value of the list.")

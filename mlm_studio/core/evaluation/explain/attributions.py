@@ -198,10 +198,11 @@ class Explainer:
         return int(candidate)
 
     def _baseline_ids(self, words: Words, baseline: str) -> torch.Tensor:
-        """The text with every word's pieces replaced by the mask token (or padding); special tokens and other
-        masks are kept, so they get no attribution."""
+        """The text with every word's pieces replaced by the mask token (or padding), a word read as the unknown
+        piece too; the other special tokens (typed [CLS], [SEP] or [PAD] among them) and the masks are kept, so
+        they get no attribution."""
         replacement = self.tokenizer.mask_id if baseline == "mask" else self.tokenizer.pad_id
-        specials = set(self.tokenizer.special_ids)
+        specials = set(self.tokenizer.special_ids) - {self.tokenizer.unk_id}
         return torch.tensor([[piece if piece in specials else replacement for piece in words.ids]])
 
 
