@@ -7,10 +7,13 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication, QPushButton
 
+from mlm_studio.core.data.masking import MaskKind
+from mlm_studio.core.evaluation.diagnosis import Answer
 from mlm_studio.core.evaluation.explain.attention import AttentionMaps
 from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.ui.panels.explained_samples import MASKING_DID, where_answered
 from mlm_studio.ui.panels.playground import PlaygroundPanel
 from mlm_studio.ui.theme import apply_scheme
 from mlm_studio.ui.widgets.attention_view import AttentionView
@@ -160,6 +163,18 @@ def test_clicking_an_answer_in_the_masked_samples_explains_it(qtbot, evaluation_
     assert attribution.scores == pytest.approx(expected.scores, abs=1e-6)
     assert explanation.attention_view.maps.maps.shape[-1] == len(explanation.attention_view.maps.pieces)
     assert not explanation.every_button.isEnabled()  # a block of held-out text is not a run's question
+    caption = explanation.attribution_view.caption.text()
+    assert f"at position {wrong.position}, {MASKING_DID[MaskKind(wrong.kind)].split(' ')[0]}" in caption
+    assert "[MASK]" not in caption or wrong.kind == MaskKind.MASK
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [(MaskKind.MASK, "at position 17, masked"), (MaskKind.RANDOM, "at position 17, randomly replaced by cat"),
+     (MaskKind.KEPT, "at position 17, kept as it was")],
+)  # fmt: skip
+def test_an_answer_is_placed_by_its_position_and_what_masking_did_there(kind, said):
+    assert where_answered(Answer(17, 5, kind, (5,), (0.5,)), "cat") == said
 
 
 def test_every_checkpoint_shows_the_attribution_as_it_formed(qtbot, panel, trained_runs):
