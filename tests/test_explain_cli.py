@@ -41,7 +41,7 @@ def test_explain_as_json_in_a_subprocess_gives_the_engines_scores(run):
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)
     expected = Explainer.of(FillMask.from_path(run)).explain(TEXT, mask=1, method="occlusion")
-    assert (printed["method"], printed["unit"], printed["mask"]) == ("occlusion", "probability", 1)
+    assert (printed["method"], printed["unit"], printed["mask"]) == ("occlusion", "probability", 2)  # as --mask
     assert printed["candidate_id"] == expected.candidate_id
     assert [w["word"] for w in printed["words"]] == list(expected.words)
     assert [w["score"] for w in printed["words"]] == pytest.approx(expected.scores, abs=1e-6)
@@ -88,6 +88,9 @@ def test_a_fine_tuned_classifiers_label_is_explained(tmp_path, run, capsys):
     assert [w["score"] for w in printed["words"]] == pytest.approx(expected.scores, abs=1e-9)
     assert main(["predict", str(tmp_path / "tuned"), "raise the error", "--explain"]) == 0
     assert capsys.readouterr().out.startswith(f"Why {expected.candidate} (")
+    assert printed["mask"] is None  # a label of the whole text, at no mask
+    assert main(["predict", str(tmp_path / "tuned"), "raise the error", "--explain", "--mask", "2"]) == 2
+    assert "a classifier labels the whole text" in capsys.readouterr().err
 
 
 def test_explain_refuses_texts_read_one_a_line(run, tmp_path, capsys):

@@ -23,15 +23,18 @@ def explain_prediction(args, tuned: FineTuned | None = None) -> int:
         return fail("--explain explains one mask's prediction as the text stands; leave out --fill", MISUSED)
     if args.text is None or args.text == "-":
         return fail("--explain explains one TEXT given on the command line, not texts read one a line", MISUSED)
-    if args.mask < 1:
-        return fail(f"--mask counts the text's masks (a tagger's words) from 1, not {args.mask}", MISUSED)
+    mask, whole_text = 1 if args.mask is None else args.mask, tuned is not None and tuned.kind == "classification"
+    if mask < 1:
+        return fail(f"--mask counts the text's masks (a tagger's words) from 1, not {mask}", MISUSED)
+    if args.mask is not None and whole_text:
+        return fail("--mask picks a [MASK] or a tagger's word; a classifier labels the whole text", MISUSED)
     try:
         if tuned is None:
             predictor = FillMask.from_path(args.model, str(resolve_device(args.device)))
             explainer, untrained = Explainer.of(predictor), predictor.untrained_head
         else:
             explainer, untrained = TaskExplainer(tuned), False
-        explained = explainer.explain(args.text, args.candidate, args.mask - 1, args.explain, args.steps, args.baseline)
+        explained = explainer.explain(args.text, args.candidate, mask - 1, args.explain, args.steps, args.baseline)
     except USER_ERRORS as exc:
         return fail(reason(exc))
     if untrained:
@@ -40,7 +43,8 @@ def explain_prediction(args, tuned: FineTuned | None = None) -> int:
         where = f"at [MASK] {explained.mask + 1}"
     else:
         where = "of the text" if tuned.kind == "classification" else f"of word {explained.mask + 1}"
-    return emit(strict_json(explained.as_json()) if args.json else table(explained, where))
+    printed = {**explained.as_json(), "mask": None if whole_text else explained.mask + 1}  # as --mask
+    return emit(strict_json(printed) if args.json else table(explained, where))
 
 
 def table(explained: Attribution, where: str) -> str:

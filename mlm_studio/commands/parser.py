@@ -395,7 +395,6 @@ def _add_explain(predict) -> None:
     predict.add_argument(
         "--mask",
         type=int,
-        default=1,
         metavar="N",
         help="with --explain, which [MASK] (a fine-tuned tagger: which word's tag) (default 1)",
     )
