@@ -65,6 +65,8 @@ def test_explain_prints_each_word_with_a_signed_bar(run, capsys):
         (["--explain", "--mask", "3"], 1, "there is no mask number 3"),
         (["--explain", "--candidate", "zzzz-not-a-piece"], 1, "is not a piece of this model's vocabulary"),
         (["--explain", "--steps", "0"], 1, "1 to 1024 steps, not 0"),
+        (["--explain", "occlusion", "--steps", "0"], 2, "occlusion takes none"),
+        (["--explain", "gradxinput", "--steps", "64"], 2, "--steps sets integrated gradients' steps"),
     ],
 )
 def test_explain_refuses_in_a_sentence(run, capsys, options, status, message):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from mlm_studio.commands.refusals import USER_ERRORS
 from mlm_studio.commands.terminal import MISUSED, emit, fail, reason, strict_json, warn_untrained
 from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer
-from mlm_studio.core.evaluation.explain.choices import METHODS
+from mlm_studio.core.evaluation.explain.choices import DEFAULT_STEPS, METHODS
 from mlm_studio.core.evaluation.explain.task_attributions import TaskExplainer
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.finetune.predict import FineTuned
@@ -24,17 +24,20 @@ def explain_prediction(args, tuned: FineTuned | None = None) -> int:
     if args.text is None or args.text == "-":
         return fail("--explain explains one TEXT given on the command line, not texts read one a line", MISUSED)
     mask, whole_text = 1 if args.mask is None else args.mask, tuned is not None and tuned.kind == "classification"
+    steps = DEFAULT_STEPS if args.steps is None else args.steps
     if mask < 1:
         return fail(f"--mask counts the text's masks (a tagger's words) from 1, not {mask}", MISUSED)
     if args.mask is not None and whole_text:
         return fail("--mask picks a [MASK] or a tagger's word; a classifier labels the whole text", MISUSED)
+    if args.steps is not None and args.explain != "ig":
+        return fail(f"--steps sets integrated gradients' steps (--explain ig); {args.explain} takes none", MISUSED)
     try:
         if tuned is None:
             predictor = FillMask.from_path(args.model, str(resolve_device(args.device)))
             explainer, untrained = Explainer.of(predictor), predictor.untrained_head
         else:
             explainer, untrained = TaskExplainer(tuned), False
-        explained = explainer.explain(args.text, args.candidate, mask - 1, args.explain, args.steps, args.baseline)
+        explained = explainer.explain(args.text, args.candidate, mask - 1, args.explain, steps, args.baseline)
     except USER_ERRORS as exc:
         return fail(reason(exc))
     if untrained:

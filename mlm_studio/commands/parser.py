@@ -406,7 +406,6 @@ def _add_explain(predict) -> None:
     predict.add_argument(
         "--steps",
         type=int,
-        default=DEFAULT_STEPS,
         metavar="N",
         help=f"with --explain ig, the integration's steps (default {DEFAULT_STEPS})",
     )
