@@ -6,11 +6,13 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
 from mlm_studio.cli import main
-from mlm_studio.core.evaluation.explain.attributions import Explainer
+from mlm_studio.commands.explain import table
+from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer
 from mlm_studio.core.evaluation.explain.task_attributions import TaskExplainer
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.finetune.options import FinetuneOptions
@@ -55,6 +57,24 @@ def test_explain_prints_each_word_with_a_signed_bar(run, capsys):
     words = Explainer.of(FillMask.from_path(run)).explain(TEXT).words
     assert [line.split()[0] for line in lines[2:]] == list(words)
     assert all("|" in line for line in lines[2:])
+
+
+def test_integrated_gradients_that_miss_completeness_say_so_and_suggest_more_steps(run, capsys):
+    assert main(["predict", str(run), TEXT, "--explain", "ig", "--steps", "1", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    missed = abs(sum(w["score"] for w in printed["words"]) - printed["gap"]) / max(abs(printed["gap"]), 1e-2)
+    assert printed["completeness_error"] == pytest.approx(missed, rel=1e-6)
+    assert main(["predict", str(run), TEXT, "--explain", "occlusion", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["completeness_error"] is None
+    words = ("Return", "the", "[MASK]")
+    close = Attribution("ig", "logit", "Return the [MASK]", words, ((0, 6), (7, 10), (11, 17)), (0.5, 0.49, 0.0), 0,
+                        "value", 7, 0.5, steps=32, baseline="pad", total=0.995, gap=1.0)  # fmt: skip
+    assert "misses" not in table(close, "at [MASK] 1")
+    missing = table(replace(close, total=0.978), "at [MASK] 1").splitlines()[2]
+    assert (
+        missing
+        == "the sum misses the logit's change by 2.2% (more than 1%): more steps (--steps 128) bring them together"
+    )
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from mlm_studio.commands.refusals import USER_ERRORS
 from mlm_studio.commands.terminal import MISUSED, emit, fail, reason, strict_json, warn_untrained
-from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer
-from mlm_studio.core.evaluation.explain.choices import DEFAULT_STEPS, METHODS
+from mlm_studio.core.evaluation.explain.attributions import COMPLETE_WITHIN, Attribution, Explainer
+from mlm_studio.core.evaluation.explain.choices import DEFAULT_STEPS, MAX_STEPS, METHODS
 from mlm_studio.core.evaluation.explain.task_attributions import TaskExplainer
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.finetune.predict import FineTuned
@@ -47,6 +47,7 @@ def explain_prediction(args, tuned: FineTuned | None = None) -> int:
     else:
         where = "of the text" if tuned.kind == "classification" else f"of word {explained.mask + 1}"
     printed = {**explained.as_json(), "mask": None if whole_text else explained.mask + 1}  # as --mask
+    printed["completeness_error"] = explained.completeness_error()  # integrated gradients' sum against the logit
     return emit(strict_json(printed) if args.json else table(explained, where))
 
 
@@ -63,6 +64,12 @@ def table(explained: Attribution, where: str) -> str:
             f"{explained.steps} steps from a {explained.baseline} baseline; the words sum to {explained.total:+.4f}, "
             f"the logit changed by {explained.gap:+.4f}"
         )
+        if explained.completeness_error() > COMPLETE_WITHIN:
+            more = min(4 * explained.steps, MAX_STEPS)
+            lines.append(
+                f"the sum misses the logit's change by {explained.completeness_error():.1%} (more than "
+                f"{COMPLETE_WITHIN:.0%}): more steps (--steps {more}) bring them together"
+            )
     width = max((len(word) for word in explained.words), default=4)
     for word, score, share in zip(explained.words, explained.scores, explained.normalised()):
         bar = "█" * round(abs(share) * BAR_WIDTH)

@@ -1,6 +1,8 @@
 """The Playground explains a candidate when asked: the sentence shaded by each word's attribution (both schemes,
 the numbers on hover) and every layer's and head's attention, computed off the GUI thread."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, Qt
@@ -98,6 +100,17 @@ def _attribution(scores):
     words = tuple(f"w{n}" for n in range(len(scores)))
     spans = tuple((3 * n, 3 * n + 2) for n in range(len(scores)))
     return Attribution("ig", "logit", " ".join(words), words, spans, tuple(scores), 0, "x", 7, 0.5)
+
+
+def test_a_caption_says_when_the_words_miss_the_logits_change(qtbot):
+    view = AttributionView()
+    qtbot.addWidget(view)
+    close = replace(_attribution([0.5, 0.49]), steps=32, baseline="pad", total=0.995, gap=1.0)
+    view.show_attribution(close)
+    assert "the words sum to +0.995 of the logit's +1.000 change" in view.caption.text()
+    assert "missing" not in view.caption.text()
+    view.show_attribution(replace(close, total=0.978))
+    assert "missing it by 2.2%</b> (more steps" in view.caption.text()
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

@@ -16,6 +16,9 @@ from mlm_studio.core.evaluation.explain.words import Words, words_of, words_of_p
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.shown import shown
 
+COMPLETE_WITHIN = 0.01  # a sum of attributions further than this share from the logit's change is said to miss it
+TINY_GAP = 1e-2  # logits: a smaller change is compared as this much (float32 cannot resolve a share of it)
+
 
 class ExplainError(ValueError):
     """A prediction cannot be explained as asked (no [MASK], too long, an unknown candidate…); says what to do."""
@@ -42,6 +45,13 @@ class Attribution:
     baseline: str | None = None
     total: float | None = None
     gap: float | None = None
+
+    def completeness_error(self) -> float | None:
+        """How far the scores' sum misses the logit's change, as a share of that change (integrated gradients
+        alone; None for the other methods)."""
+        if self.total is None or self.gap is None:
+            return None
+        return abs(self.total - self.gap) / max(abs(self.gap), TINY_GAP)
 
     def normalised(self) -> tuple[float, ...]:
         """The scores divided by the largest magnitude among them: in [-1, 1], all 0 when every score is."""
