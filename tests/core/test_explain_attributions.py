@@ -17,6 +17,9 @@ from mlm_studio.core.evaluation.explain.sanity import cascading_randomisation, o
 from mlm_studio.core.evaluation.explain.words import words_of, words_of_pieces
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.models.build import build_model, build_trained, masked_lm_of
+from mlm_studio.core.training.runs import start_run, training_blocks
+from mlm_studio.core.training.trainer import Trainer
+from tests.core.helpers import small_config
 
 MASKS = 10  # masks of the held-out set each check reads
 
@@ -209,3 +212,11 @@ def test_an_answer_is_explained_at_every_checkpoint_as_it_formed(trained_run, tm
     assert formed[-1].attribution.scores == pytest.approx(final.scores, abs=1e-9)
     assert formed[0].attribution.scores != formed[-1].attribution.scores  # it changed as the model learned
     assert formed[0].attribution.source.endswith(trained_run.checkpoints()[0].name)
+
+
+def test_an_electra_run_forms_its_generators_answer(small_corpus, small_tokenizer, tmp_path):
+    config = small_config(max_steps=2, eval_interval=2, checkpoint_interval=2).with_objective("electra")
+    run = start_run(tmp_path / "run", config, small_corpus, small_tokenizer)
+    list(Trainer(run, *training_blocks(run, small_corpus)).run())
+    formed = attributions_over_checkpoints(run.path, "Return the [MASK] of the list.", 5, method="occlusion")
+    assert formed and all(f.attribution.source.endswith("step-0000002, its generator") for f in formed)

@@ -49,7 +49,10 @@ def attributions_over_checkpoints(
             formed.append(Formed(step, None, "its weights are not finite numbers"))
             continue
         load_weights(checkpoint, trained)
-        explainer = Explainer(model, run.tokenizer, f"{run.name} / {checkpoint.name}")
+        generator = (
+            ", its generator" if model is not trained else ""
+        )  # an ELECTRA run's: its discriminator predicts no word
+        explainer = Explainer(model, run.tokenizer, f"{run.name} / {checkpoint.name}{generator}")
         formed.append(Formed(step, explainer.explain(text, candidate, mask, method)))
     progress.report(len(checkpoints), len(checkpoints), "Explained at every checkpoint")
     return formed
