@@ -12,11 +12,12 @@ from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.evaluation.explain.attributions import Explainer, ExplainError
 from mlm_studio.core.evaluation.explain.choices import DEFAULT_STEPS
 from mlm_studio.core.evaluation.explain.forming import attributions_over_checkpoints
-from mlm_studio.core.evaluation.explain.methods import gradient_x_input
+from mlm_studio.core.evaluation.explain.methods import PATH_BATCH, gradient_x_input
 from mlm_studio.core.evaluation.explain.sanity import cascading_randomisation, occlusion_agreement, rank_correlation
 from mlm_studio.core.evaluation.explain.words import words_of, words_of_pieces
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.models.build import build_model, build_trained, masked_lm_of
+from mlm_studio.core.progress import Cancelled
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config
@@ -96,6 +97,21 @@ def test_a_word_read_as_the_unknown_piece_is_attributed_like_any_other(explainer
         explained = explainer.explain(text, method="ig", baseline=baseline)
         assert explained.scores[explained.words.index("☃")] != 0.0
         assert abs(explained.total - explained.gap) <= 0.01 * abs(explained.gap) + 1e-4
+
+
+def test_integrated_gradients_stop_between_batches_when_no_longer_wanted(trained_run):
+    explainer = Explainer.of(FillMask.from_path(trained_run.path))
+    checked = []
+
+    def check():
+        checked.append(len(checked))
+        if len(checked) == 2:
+            raise Cancelled("superseded")
+
+    explainer.check = check
+    with pytest.raises(Cancelled):
+        explainer.explain("Return the [MASK] of the list.", steps=4 * PATH_BATCH)
+    assert checked == [0, 1]  # the second of four batches never ran
 
 
 def test_a_text_without_a_mask_is_refused_with_what_to_write(explainer):

@@ -46,6 +46,8 @@ def explain(question: Question, method: str, progress: Progress | None = None) -
     """The attribution and the attention maps of `question`'s prediction."""
     model = question.model
     explainer = Explainer.of(FillMask.from_path(model)) if isinstance(model, str) else model()
+    if progress is not None:
+        explainer.check = progress.check  # a newer question stops this one between integrated gradients' batches
     if question.pieces:
         attribution = explainer.explain_pieces(
             question.pieces, question.position, question.candidate_id, method, mask=question.mask

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -86,6 +86,7 @@ class Explainer:
         self.tokenizer = tokenizer
         self.source = source
         self.device = next(model.parameters()).device
+        self.check: Callable[[], None] = lambda: None  # called between integrated gradients' batches: raises to stop
 
     @classmethod
     def of(cls, predictor: FillMask) -> Explainer:
@@ -179,7 +180,7 @@ class Explainer:
             return Attribution(name, unit, scores=_floats(words.per_word(pieces)), **common)
         if method == "ig":
             start = self._baseline_ids(words, baseline).to(self.device)
-            pieces, gap = integrated_gradients(self.model, self._outputs, ids, start, where, label, steps)
+            pieces, gap = integrated_gradients(self.model, self._outputs, ids, start, where, label, steps, self.check)
             scores, total = _floats(words.per_word(pieces)), float(pieces.sum())
             return Attribution(name, unit, scores=scores, steps=steps, baseline=baseline, total=total, gap=gap,
                                **common)  # fmt: skip
