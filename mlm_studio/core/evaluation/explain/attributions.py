@@ -73,7 +73,8 @@ class Attribution:
 
 
 class Explainer:
-    """A masked-LM and its tokenizer, ready to explain its predictions (it never changes the model)."""
+    """A masked-LM and its tokenizer, ready to explain its predictions. It puts the model in eval mode (dropout
+    off), and leaves it there; it never changes its weights."""
 
     def __init__(self, model: torch.nn.Module, tokenizer: MLMTokenizer, source: str = "") -> None:
         broken = [name for name, value in model.named_parameters() if not torch.isfinite(value).all()]
