@@ -26,7 +26,7 @@ MASKING_DID = {
 
 def where_answered(answer: Answer, shown: str) -> str:
     """Where in its block an answer was given and what masking did there (`shown`: the piece the model saw)."""
-    did = MASKING_DID.get(MaskKind(answer.kind), "left as it was").format(shown=shown)
+    did = MASKING_DID[MaskKind(answer.kind)].format(shown=shown)
     return f"at position {answer.position}, {did}"
 
 
