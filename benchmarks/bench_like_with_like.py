@@ -47,6 +47,7 @@ from common import machine
 
 from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
 from mlm_studio.core.config.run_config import RunConfig, value_from_text
+from mlm_studio.core.config.schedule import learning_rate
 from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.data.corpus import Corpus, load_corpus
 from mlm_studio.core.data.tokenizer import train_tokenizer
@@ -54,7 +55,6 @@ from mlm_studio.core.interop.export import export_model
 from mlm_studio.core.models.hf_folder import import_model
 from mlm_studio.core.training.records import EvalRecord, StepRecord
 from mlm_studio.core.training.runs import NewRun, prepare_trainer
-from mlm_studio.core.training.schedule import learning_rate
 
 UNTIL_THE_CLOCK = 10_000_000  # the peer's step budget: its deadline ends it first
 

@@ -112,7 +112,7 @@ def test_a_fine_tuned_classifiers_label_is_explained(tmp_path, run, capsys):
     assert capsys.readouterr().out.startswith(f"Why {expected.candidate} (")
     assert printed["mask"] is None  # a label of the whole text, at no mask
     assert main(["predict", str(tmp_path / "tuned"), "raise the error", "--explain", "--mask", "2"]) == 2
-    assert "a classifier labels the whole text" in capsys.readouterr().err
+    assert "answer is of the whole text" in capsys.readouterr().err
 
 
 def test_explain_refuses_texts_read_one_a_line(run, tmp_path, capsys):

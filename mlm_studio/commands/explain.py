@@ -1,14 +1,17 @@
 """`mlm-studio predict … --explain [METHOD]`: why a masked-LM predicted a word at a [MASK] (a fine-tuned run: its
-label of the text, or its tag of a word), each word's attribution as a signed bar, or with --json the method, the
-prediction and each word's score."""
+label of the text or of a pair of texts, its tag of a word, or its answer to a question), each word's attribution
+as a signed bar (a pair's or a question's words under their own text), or with --json the method, the prediction
+and each word's score (and which text each word is in)."""
 
 from __future__ import annotations
 
 from mlm_studio.commands.refusals import USER_ERRORS
 from mlm_studio.commands.terminal import MISUSED, emit, fail, reason, strict_json, warn_untrained
+from mlm_studio.core.evaluation.explain.answer_attributions import AnswerExplainer
 from mlm_studio.core.evaluation.explain.attributions import COMPLETE_WITHIN, Attribution, Explainer
 from mlm_studio.core.evaluation.explain.choices import DEFAULT_STEPS, MAX_STEPS, METHODS
 from mlm_studio.core.evaluation.explain.task_attributions import TaskExplainer
+from mlm_studio.core.evaluation.explain.two_texts import TwoTextAttribution
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.training.device import resolve_device
@@ -17,48 +20,70 @@ BAR_WIDTH = 20  # characters of the largest score's bar
 
 
 def explain_prediction(args, tuned: FineTuned | None = None) -> int:
-    """Explain one prediction of `args.model` on `args.text` (a fine-tuned run's label, or with --mask its tag of
-    that word) (exit 0), or say why it cannot (1; 2 for options that do not go with --explain)."""
+    """Explain one prediction of `args.model` on `args.text` (a fine-tuned run's label, of the pair with --pair; with
+    --mask a tagger's tag of that word; with --question the answer found in the text) (exit 0), or say why it
+    cannot (1; 2 for options that do not go with --explain)."""
     if args.fill:
         return fail("--explain explains one mask's prediction as the text stands; leave out --fill", MISUSED)
     if args.text is None or args.text == "-":
         return fail("--explain explains one TEXT given on the command line, not texts read one a line", MISUSED)
-    mask, whole_text = 1 if args.mask is None else args.mask, tuned is not None and tuned.kind == "classification"
-    steps = DEFAULT_STEPS if args.steps is None else args.steps
-    if mask < 1:
-        return fail(f"--mask counts the text's masks (a tagger's words) from 1, not {mask}", MISUSED)
-    if args.mask is not None and whole_text:
-        return fail("--mask picks a [MASK] or a tagger's word; a classifier labels the whole text", MISUSED)
-    if args.steps is not None and args.explain != "ig":
-        return fail(f"--steps sets integrated gradients' steps (--explain ig); {args.explain} takes none", MISUSED)
+    misused = _misused_number(args, tuned)
+    if misused:
+        return fail(misused, MISUSED)
+    if tuned is not None and tuned.kind == "qa" and args.question is None:
+        return fail(f"{tuned.run.name} answers a question about TEXT: give the question with --question", MISUSED)
+    if tuned is not None and tuned.kind == "qa" and args.pair is not None:
+        return fail(f"--pair does not apply to {tuned.run.name}: it answers --question from TEXT", MISUSED)
+    if tuned is not None and tuned.kind == "qa" and args.candidate is not None:
+        return fail("--candidate does not apply to a question-answering model: its best answer is explained", MISUSED)
     try:
-        if tuned is None:
-            predictor = FillMask.from_path(args.model, str(resolve_device(args.device)))
-            explainer, untrained = Explainer.of(predictor), predictor.untrained_head
-        else:
-            explainer, untrained = TaskExplainer(tuned), False
-        explained = explainer.explain(args.text, args.candidate, mask - 1, args.explain, steps, args.baseline)
+        explained, untrained = _explained(args, tuned)
     except USER_ERRORS as exc:
         return fail(reason(exc))
     if untrained:
         warn_untrained(args.model, "this explains a random prediction")
-    if tuned is None:
-        where = f"at [MASK] {explained.mask + 1}"
-    else:
-        where = "of the text" if tuned.kind == "classification" else f"of word {explained.mask + 1}"
-    printed = {**explained.as_json(), "mask": None if whole_text else explained.mask + 1}  # as --mask
+    printed = explained.as_json()
+    numbered = tuned is None or tuned.kind not in ("classification", "qa")
+    printed["mask"] = explained.mask + 1 if numbered else None  # as --mask counts
     printed["completeness_error"] = explained.completeness_error()  # integrated gradients' sum against the logit
-    return emit(strict_json(printed) if args.json else table(explained, where))
+    return emit(strict_json(printed) if args.json else table(explained, explained.target))
+
+
+def _misused_number(args, tuned: FineTuned | None) -> str:
+    """Why --mask or --steps does not apply as given ("" when it does)."""
+    if args.mask is not None and args.mask < 1:
+        return f"--mask counts the text's masks (a tagger's words) from 1, not {args.mask}"
+    if args.mask is not None and tuned is not None and tuned.kind in ("classification", "qa"):
+        return "--mask picks a [MASK] or a tagger's word; this model's answer is of the whole text"
+    if args.steps is not None and args.explain != "ig":
+        return f"--steps sets integrated gradients' steps (--explain ig); {args.explain} takes none"
+    return ""
+
+
+def _explained(args, tuned: FineTuned | None) -> tuple[Attribution, bool]:
+    """The attribution asked for, and whether the model's head is untrained."""
+    method, baseline = args.explain, args.baseline
+    steps, mask = DEFAULT_STEPS if args.steps is None else args.steps, 0 if args.mask is None else args.mask - 1
+    if tuned is None:
+        predictor = FillMask.from_path(args.model, str(resolve_device(args.device)))
+        explainer = Explainer.of(predictor)
+        return explainer.explain(args.text, args.candidate, mask, method, steps, baseline), predictor.untrained_head
+    if tuned.kind == "qa":
+        return AnswerExplainer(tuned).explain_answer(args.question, args.text, method, steps, baseline), False
+    explainer = TaskExplainer(tuned)
+    if args.pair is not None:
+        return explainer.explain_pair(args.text, args.pair, args.candidate, method, steps, baseline), False
+    return explainer.explain(args.text, args.candidate, mask, method, steps, baseline), False
 
 
 def table(explained: Attribution, where: str) -> str:
     """A line saying what is explained (the prediction `where`), then each word with its score and a bar (right:
     for, left: against)."""
     method, unit = METHODS[explained.method]
-    lines = [
-        f"Why {explained.candidate} ({explained.probability:.3f}) {where}: {method}, in {unit} units (+ for the "
-        f"prediction, - against); the model: {explained.source}"
-    ]
+    what = f"{explained.candidate} ({explained.probability:.3f}) {where}"
+    if isinstance(explained, TwoTextAttribution) and explained.answer is not None:
+        what = f"{where} (score {explained.probability:.3f}), read in {explained.window}"
+    lines = [f"Why {what}: {method}, in {unit} units (+ for the prediction, - against); the model: {explained.source}"]
     if explained.gap is not None:
         lines.append(
             f"{explained.steps} steps from a {explained.baseline} baseline; the words sum to {explained.total:+.4f}, "
@@ -71,7 +96,10 @@ def table(explained: Attribution, where: str) -> str:
                 f"{COMPLETE_WITHIN:.0%}): more steps (--steps {more}) bring them together"
             )
     width = max((len(word) for word in explained.words), default=4)
-    for word, score, share in zip(explained.words, explained.scores, explained.normalised()):
+    parts = explained.parts if isinstance(explained, TwoTextAttribution) else (0,) * len(explained.words)
+    for number, (word, score, share) in enumerate(zip(explained.words, explained.scores, explained.normalised())):
+        if isinstance(explained, TwoTextAttribution) and (number == 0 or parts[number] != parts[number - 1]):
+            lines.append(f"{explained.names[parts[number]]}:")
         bar = "█" * round(abs(share) * BAR_WIDTH)
         drawn = f"{bar:>{BAR_WIDTH}}|" if share < 0 else f"{'':>{BAR_WIDTH}}|{bar}"
         lines.append(f"{word:<{width}}  {score:+.4f}  {drawn}")

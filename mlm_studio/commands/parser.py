@@ -219,7 +219,8 @@ def _add_train(commands) -> None:
         *spellings("out", "output_dir"),
         type=Path,
         metavar="RUN_DIR",
-        help="the run folder (default: <date>-<preset> in the window's runs folder, MLM_STUDIO_RUNS overrides it)",
+        help="the run folder (default: <date>-<preset>, or -continued for --init-from, in the window's runs folder; "
+        "MLM_STUDIO_RUNS overrides it)",
     )
     train.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run from its latest checkpoint")
     train.add_argument(

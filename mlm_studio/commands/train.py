@@ -6,65 +6,44 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
-from dataclasses import replace
 
 from mlm_studio.commands.refusals import USER_ERRORS
 from mlm_studio.commands.terminal import INTERRUPTED, Status, fail, print_report, reason, stop_on_interrupt
-from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
+from mlm_studio.core.config.presets import preset
 from mlm_studio.core.config.run_config import RunConfig, written_fields
-from mlm_studio.core.config.sections import ConfigError
-from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
-from mlm_studio.core.data.corpus import Corpus, load_corpus
-from mlm_studio.core.data.tokenizer import MLMTokenizer, train_tokenizer
 from mlm_studio.core.durations import Eta, format_duration
-from mlm_studio.core.models.hf_folder import import_model
-from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training import distributed
-from mlm_studio.core.training.device import autocast_dtype, resolve_device
 from mlm_studio.core.training.distributed import Distributed
 from mlm_studio.core.training.records import FailedRecord, FinishedRecord, StartedRecord, StepRecord
+from mlm_studio.core.training.request import Note, ResolvedTraining, TrainingRequest, prepare
 from mlm_studio.core.training.run_folder import RunDir
-from mlm_studio.core.training.runs import (
-    NewRun,
-    apply_resume,
-    check_corpus_unchanged,
-    check_resume,
-    continuing,
-    new_run_path,
-    prepare_trainer,
-)
+from mlm_studio.core.training.runs import prepare_trainer
 from mlm_studio.core.training.trainer import Trainer
 
 
-def _config(args, base: RunConfig | None = None) -> RunConfig:
-    """The configuration the options give: a file, a preset or `base` (a resumed run's own), then --objective,
-    --set, the length, the device and the precision."""
+def request(args) -> TrainingRequest:
+    """The training the options ask for."""
+    config = None
     if args.config is not None:
         config = RunConfig.load(args.config, presets=preset)
-    elif args.preset is not None or base is None:
-        config = preset(args.preset or DEFAULT_PRESET)
-    else:
-        config = base
-    if args.objective is not None:
-        config = config.with_objective(args.objective)
-    config = config.with_values(dict(args.settings))  # --set and run_mlm.py's names, checked like a file
-    training = _with_length(config.training, args)
-    if args.device is not None:
-        training = replace(training, device=args.device)
-    if args.precision is not None:
-        training = replace(training, precision=args.precision)
-    # refused before any work: a device this machine lacks, a precision it cannot train in
-    autocast_dtype(training.precision, resolve_device(training.device))
-    return replace(config, training=training)
-
-
-def _with_length(training, args):
-    """--max-steps and --time-budget, when given, decide how long the run trains."""
-    if args.max_steps is not None:
-        training = replace(training, max_steps=args.max_steps, epochs=0.0, time_budget=0.0)
-    if args.time_budget is not None:
-        training = replace(training, time_budget=args.time_budget)
-    return training
+    elif args.preset is not None:
+        config = preset(args.preset)
+    chosen = {name for name, _ in args.settings} | (written_fields(args.config) if args.config else set())
+    return TrainingRequest(
+        resume=args.resume,
+        out=args.out,
+        config=config,
+        objective=args.objective,
+        settings=tuple(args.settings),
+        max_steps=args.max_steps,
+        time_budget=args.time_budget,
+        device=args.device,
+        precision=args.precision,
+        corpus=tuple(args.corpus) if args.corpus else None,
+        tokenizer=args.tokenizer,
+        init_from=args.init_from,
+        chosen=frozenset(chosen),
+    )
 
 
 def run(args) -> int:
@@ -89,11 +68,10 @@ def _train(args, held: contextlib.ExitStack) -> int:
 
     try:
         if dist.main:
-            path, begin, check = _plan(args)
-            trainer = prepare_trainer(
-                path,
-                begin=begin,
-                check=check,
+            trainer = prepare(
+                request(args),
+                say=_say,
+                resolved=_print_corpus_report,
                 ready=ready,
                 held=held,
                 progress=Status(),
@@ -120,54 +98,18 @@ def _train(args, held: contextlib.ExitStack) -> int:
     return code
 
 
-def _plan(args):
-    """(run folder, how to begin it or None, how to check it before resuming or None), all from the options;
-    what can be refused without reading anything is refused here."""
-    if args.resume is not None:
-        if args.init_from is not None:
-            raise ConfigError("--init-from starts a new run; it cannot be combined with --resume")
-        return args.resume, None, lambda run: _check_resume(run, args)
-    if args.init_from is not None and args.tokenizer is not None:
-        raise ConfigError("--init-from brings the model's own tokenizer; leave out --tokenizer")
-    config = _config(args)
-    return args.out or new_run_path(default_runs_dir(), config.preset), lambda: _begin(config, args), None
+def _say(note: Note) -> None:
+    if sys.stderr.isatty():
+        print("\r\033[K", end="", file=sys.stderr)
+    print(note.text, file=sys.stderr, flush=True)
 
 
-def _check_resume(run: RunDir, args) -> None:
-    """Refuse another tokenizer, another corpus or settings a resume cannot change; then (only now is anything
-    written) apply and say the changes it may make."""
-    resumed = check_resume(
-        run, _config(args, run.config), MLMTokenizer.load(args.tokenizer) if args.tokenizer else None
-    )
-    check_corpus_unchanged(run, load_corpus(args.corpus) if args.corpus else None, Status())
-    message = apply_resume(run, resumed)
-    if message:
-        print(message, file=sys.stderr, flush=True)
-
-
-def _begin(config: RunConfig, args) -> NewRun:
-    """Read the corpus (the built-in one unless given) and get the tokenizer: the model's, a file, or trained."""
-    initial = None
-    if args.init_from is not None:
-        initial = import_model(args.init_from)
-        print(initial.summary(), file=sys.stderr, flush=True)
-        given = {name for name, _ in args.settings} | (written_fields(args.config) if args.config else set())
-        config, recipe = continuing(config, initial, given)
-        if recipe:
-            print(recipe, file=sys.stderr, flush=True)
-    corpus = load_corpus(args.corpus or [ensure_builtin_corpus()], progress=Status())
-    _print_corpus_report(corpus)
-    if initial is not None:
-        tokenizer = initial.tokenizer
-    elif args.tokenizer is not None:
-        tokenizer = MLMTokenizer.load(args.tokenizer)
-    else:
-        tokenizer = train_tokenizer(corpus.iter_documents(), config.tokenizer, corpus.documents, Status())
-    return NewRun(config, corpus, tokenizer, initial)
-
-
-def _print_corpus_report(corpus: Corpus) -> None:
-    """The corpus report the window shows: totals, then every file skipped, read as cp1252 or with bad lines."""
+def _print_corpus_report(resolved: ResolvedTraining) -> None:
+    """A new run's corpus report, as the window shows it: totals, then every file skipped, read as cp1252 or with
+    bad lines."""
+    if resolved.new is None:
+        return
+    corpus = resolved.new.corpus
     if sys.stderr.isatty():
         print("\r\033[K", end="", file=sys.stderr)
     skipped = sum(not s.loaded for s in corpus.sources)

@@ -2,8 +2,8 @@
 
 import pytest
 
+from mlm_studio.core.config.schedule import learning_rate
 from mlm_studio.core.config.sections import TrainConfig
-from mlm_studio.core.training.schedule import learning_rate
 
 STEPS = TrainConfig(learning_rate=1e-3, warmup_steps=10, max_steps=110, schedule="linear")
 

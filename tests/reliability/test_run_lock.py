@@ -47,9 +47,11 @@ def test_a_second_process_is_refused_with_the_holders_pid_and_a_kill_releases_th
         first.wait()
     # a temporary checkpoint folder as a kill mid-write leaves it
     checkpoints = run / "checkpoints"
-    shutil.copytree(RunDir(run).latest_checkpoint(), checkpoints / f".step-9999999.tmp{first.pid}")
+    latest = RunDir(run).latest_checkpoint()
+    shutil.copytree(latest, checkpoints / f".step-9999999.tmp{first.pid}")
+    more = str(int(latest.name.split("-")[1]) + 1)  # one step: a resume with nothing left to train is refused
     resumed = subprocess.run(
-        [sys.executable, "-m", "mlm_studio", "train", "--resume", str(run), "--max-steps", "1"],
+        [sys.executable, "-m", "mlm_studio", "train", "--resume", str(run), "--max-steps", more],
         capture_output=True,
         text=True,
         timeout=120,

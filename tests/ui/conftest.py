@@ -50,6 +50,34 @@ def trained_runs(small_corpus, small_tokenizer, tmp_path_factory):
     return root
 
 
+@pytest.fixture(scope="session")
+def try_it_runs(trained_runs, tmp_path_factory):
+    """A runs folder of four fine-tuning runs of the `late` run (texts, pairs, tags, answers) and one with no weights
+    yet: the Try it tab's and its *why?*'s."""
+    import shutil
+
+    from mlm_studio.core.finetune.options import FinetuneOptions
+    from mlm_studio.core.finetune.setup import prepare_finetuner
+    from tests.core.qa_tasks import write_squad
+    from tests.core.test_finetune import write_task
+    from tests.core.test_finetune_export import write_pairs
+    from tests.core.test_finetune_tokens import write_tagging
+
+    root = tmp_path_factory.mktemp("try-it")
+    tasks = {
+        "texts": ("classification", write_task(root / "task.csv", rows=60), 1),
+        "pairs": ("classification", write_pairs(root / "pairs.csv"), 1),
+        "tags": ("tokens", write_tagging(root / "tags.jsonl", sentences=80), 4),
+        "qa": ("qa", write_squad(root / "squad.json", contexts=30, facts=1), 1),
+    }
+    for name, (task, path, epochs) in tasks.items():
+        stride = {"doc_stride": 16} if task == "qa" else {}
+        options = FinetuneOptions(task, path, learning_rate=5e-3, epochs=epochs, batch_size=8, device="cpu", **stride)
+        list(prepare_finetuner(root / name, str(trained_runs / "late"), options).run())
+    shutil.copytree(root / "texts", root / "bare", ignore=shutil.ignore_patterns("best", "checkpoints"))
+    return root
+
+
 @pytest.fixture
 def finetune_panel(qtbot, trained_runs, tmp_path):
     """The Fine-tune panel on its own runs folder, the `late` run added as a model."""

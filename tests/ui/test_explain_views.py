@@ -175,10 +175,15 @@ def test_clicking_an_answer_in_the_masked_samples_explains_it(qtbot, evaluation_
     expected = Explainer(panel.subject.model, panel.subject.tokenizer).explain_pieces(sample.shown, wrong.position)
     assert attribution.scores == pytest.approx(expected.scores, abs=1e-6)
     assert explanation.attention_view.maps.maps.shape[-1] == len(explanation.attention_view.maps.pieces)
-    assert not explanation.every_button.isEnabled()  # a block of held-out text is not a run's question
     caption = explanation.attribution_view.caption.text()
     assert f"at position {wrong.position}, {MASKING_DID[MaskKind(wrong.kind)].split(' ')[0]}" in caption
     assert "[MASK]" not in caption or wrong.kind == MaskKind.MASK
+    with qtbot.waitSignal(explanation.formed, timeout=TIMEOUT_MS) as formed:  # the answer as it formed
+        qtbot.mouseClick(explanation.every_button, Qt.MouseButton.LeftButton)
+    steps = [int(c.name.split("-")[1]) for c in RunDir(trained_runs / "late").checkpoints()]
+    assert [f.step for f in formed.args[0]] == steps and len(explanation.forming_view.rows) == len(steps)
+    last = formed.args[0][-1].attribution  # the latest checkpoint: the weights the samples were scored with
+    assert last.candidate_id == attribution.candidate_id and last.scores == pytest.approx(attribution.scores, abs=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -226,3 +231,4 @@ def test_why_in_iterative_mode_explains_the_context_the_candidate_came_from(qtbo
     assert attribution.words.count("[MASK]") == len(contexts) - len(contexts[later].filled_before)  # filled ones read
     caption = panel.explanation.attribution_view.caption.text()
     assert f"at [MASK] {later + 1}, after filling [MASK] {earlier + 1} as" in caption
+    assert panel.explanation.every_button.isEnabled()  # the same context at each checkpoint of the run

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from mlm_studio.core.config.schedule import learning_rate
 from mlm_studio.core.finetune.examples import batch_order
 from mlm_studio.core.finetune.heads import TaskModel
 from mlm_studio.core.finetune.label_kind import Evaluation
@@ -40,7 +41,6 @@ from mlm_studio.core.training.records import (
     WarningRecord,
 )
 from mlm_studio.core.training.run_folder import RunDir, finite_or_none
-from mlm_studio.core.training.schedule import learning_rate
 from mlm_studio.core.training.step_sums import StepSums, Window
 from mlm_studio.core.training.tensorboard import open_event_log
 from mlm_studio.core.training.threads import governor_for

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mlm_studio.core.config.sections import TrainConfig
 from mlm_studio.core.durations import format_duration
 from mlm_studio.core.metric_schema import csv_columns, metrics_of
 from mlm_studio.core.storage.checkpoint import CheckpointError
@@ -97,17 +98,19 @@ def summarize(run: RunDir) -> RunSummary:
     )
 
 
-def nothing_left(run: RunDir, summary: RunSummary) -> bool:
-    """Whether resuming `run` would train nothing: its latest checkpoint is at the end its settings give (settings
-    since given more steps or time leave more)."""
+def nothing_left(run: RunDir, summary: RunSummary, training: TrainConfig | None = None) -> bool:
+    """Whether resuming `run` with `training` (its own settings unless given) would train nothing: its latest
+    checkpoint is at the end those settings give."""
     try:
-        training = run.config.training
+        own = run.config.training
     except CheckpointError:
         return False
+    training = training or own
     if training.time_budget > 0:
         return summary.state == "completed" and summary.elapsed >= training.time_budget
     if training.epochs > 0:  # its steps depend on the corpus's blocks: as its last start counted them
-        return summary.total_steps > 0 and summary.checkpoint_step >= summary.total_steps
+        counted = training.epochs == own.epochs and summary.total_steps > 0
+        return counted and summary.checkpoint_step >= summary.total_steps
     return summary.checkpoint_step >= training.max_steps
 
 

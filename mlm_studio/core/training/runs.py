@@ -31,6 +31,11 @@ from mlm_studio.core.training.trainer import Trainer
 FOLDER_LABEL_LENGTH = 40
 
 
+class TrainingRefused(CheckpointError):
+    """A training refused as asked (a resume that would not continue the same run, options that do not go
+    together): its message is the sentence the user sees."""
+
+
 @dataclass(frozen=True)
 class NewRun:
     """What a new run starts from. With `initial`, it continues pre-training an imported model (whose
@@ -101,14 +106,21 @@ def start_run(
     """Create the run folder for a new run on `corpus` with `tokenizer` (its size sets the vocabulary). With
     `initial`, the run continues pre-training an imported model: its architecture and tokenizer are used."""
     if initial is not None:
-        config = with_architecture(config, initial)
         tokenizer = initial.tokenizer
-    else:
-        config = config.with_vocabulary(tokenizer.vocab_size, tokenizer.pad_id)
-    config = with_resolved_precision(config)
+    config = new_run_config(config, tokenizer, initial)
     sources = [s.path for s in corpus.loaded_sources]
     weights = (initial.build_model(), initial.origin()) if initial is not None else None
     return RunDir.create(path, config, tokenizer, sources, corpus.options, weights)
+
+
+def new_run_config(config: RunConfig, tokenizer: MLMTokenizer, initial: ImportedModel | None = None) -> RunConfig:
+    """The configuration a new run records: `initial`'s architecture, or the vocabulary of `tokenizer`; and the
+    precision resolved."""
+    if initial is not None:
+        config = with_architecture(config, initial)
+    else:
+        config = config.with_vocabulary(tokenizer.vocab_size, tokenizer.pad_id)
+    return with_resolved_precision(config)
 
 
 def with_resolved_precision(config: RunConfig) -> RunConfig:
@@ -208,7 +220,10 @@ def resume_differences(run: RunDir, given: RunConfig) -> tuple[dict[str, tuple[A
 def check_resume(run: RunDir, config: RunConfig | None, tokenizer: MLMTokenizer | None) -> RunConfig:
     """The run's configuration with what `config` changes that a resume may change (RESUMABLE); another tokenizer
     or any other difference is refused, each named with the run's value and the given one."""
-    refuse_nonfinite_resume(run)
+    try:
+        refuse_nonfinite_resume(run)
+    except CheckpointError as exc:
+        raise TrainingRefused(str(exc)) from exc
     problems, resumed = [], run.config
     if config is not None:
         applied, refused = resume_differences(run, config)
@@ -221,7 +236,7 @@ def check_resume(run: RunDir, config: RunConfig | None, tokenizer: MLMTokenizer 
             f"{tokenizer.vocab_size:,} pieces ({tokenizer.fingerprint()})"
         )
     if problems:
-        raise CheckpointError(
+        raise TrainingRefused(
             f"cannot resume {run.name}: these settings differ from the run's (run → given): {'; '.join(problems)}. "
             "A resumed run may change only its length, learning rate, intervals and hardware; start a new run "
             "for the others"
@@ -250,7 +265,7 @@ def check_corpus_unchanged(run: RunDir, given: Corpus | None = None, progress: P
         recorded, _ = run.corpus_sources()
         now = [s.path.resolve() for s in given.loaded_sources]
         if sorted(map(str, now)) != sorted(map(str, recorded)):
-            raise CheckpointError(
+            raise TrainingRefused(
                 f"cannot resume {run.name} on another corpus: it was trained on "
                 f"{', '.join(p.name for p in recorded[:5])}, not {', '.join(p.name for p in now[:5])}. "
                 "Leave out --corpus to resume, or start a new run"
@@ -259,7 +274,7 @@ def check_corpus_unchanged(run: RunDir, given: Corpus | None = None, progress: P
         restore_builtin_corpus(source, progress)
     changes = run.corpus_changes()
     if changes:
-        raise CheckpointError(
+        raise TrainingRefused(
             f"cannot resume {run.name}: its corpus changed since the run started ({'; '.join(changes[:5])}); "
             "resuming would continue on other text. Restore the files or start a new run"
         )

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.schedule import learning_rate
 from mlm_studio.core.data.dataset import BlockOrder, BlockSet
 from mlm_studio.core.data.masking import Masker
 from mlm_studio.core.models.build import build_trained, masked_lm_of
@@ -49,7 +50,6 @@ from mlm_studio.core.training.records import (
     WarningRecord,
 )
 from mlm_studio.core.training.run_folder import RunDir, finite_or_none
-from mlm_studio.core.training.schedule import learning_rate
 from mlm_studio.core.training.step_sums import StepSums, Window
 from mlm_studio.core.training.tensorboard import open_event_log
 from mlm_studio.core.training.threads import governor_for

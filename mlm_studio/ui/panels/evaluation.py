@@ -105,7 +105,7 @@ class EvaluationPanel(QWidget):
         self.choice.refresh()
         yield
         self.samples_view = SamplesView()
-        self.explained_samples = ExplainedSamples(self.samples_view, lambda: self.subject)
+        self.explained_samples = ExplainedSamples(self.samples_view, lambda: self.subject, lambda: self.shown)
         self.tabs.addTab(self.explained_samples, "Masked samples")
         yield
         self.failures_view = FailuresView()

@@ -1,10 +1,10 @@
 """The Evaluation panel's masked samples with the question "why?": clicking any answer (right or wrong) explains
-the model's first candidate there, the sentence shaded by attribution and the attention of every layer beside."""
+the model's first candidate there, the sentence shaded by attribution and the attention of every layer beside,
+and (Every checkpoint) that answer's attribution at each checkpoint of the run, as it formed."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from html import escape
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter
@@ -13,6 +13,8 @@ from mlm_studio.core.data.masking import MaskKind
 from mlm_studio.core.evaluation.diagnosis import Answer
 from mlm_studio.core.evaluation.explain.attributions import Explainer
 from mlm_studio.core.evaluation.subject import Subject
+from mlm_studio.core.models.hf_folder import is_hf_folder
+from mlm_studio.ui.panels.evaluation_choice import Choice
 from mlm_studio.ui.widgets.diagnosis_views import SamplesView
 from mlm_studio.ui.widgets.explanation import ExplanationView, Question
 
@@ -33,11 +35,19 @@ def where_answered(answer: Answer, shown: str) -> str:
 class ExplainedSamples(QSplitter):
     """The samples above, the explanation of the answer last clicked below."""
 
-    def __init__(self, samples: SamplesView, subject: Callable[[], Subject | None]) -> None:
+    def __init__(
+        self,
+        samples: SamplesView,
+        subject: Callable[[], Subject | None],
+        shown: Callable[[], Choice | None] = lambda: None,
+    ) -> None:
+        """`shown`: the model chosen when the samples were scored (a run's checkpoints explain an answer as it
+        formed)."""
         super().__init__(Qt.Orientation.Vertical)
         self.setObjectName("evaluation-samples-explanation")  # remembered between starts, as every splitter
         self.samples = samples
         self.subject = subject
+        self.shown = shown
         self.explanation = ExplanationView()
         self.explanation.status.setText(HINT)
         self.addWidget(samples)
@@ -60,6 +70,11 @@ class ExplainedSamples(QSplitter):
         source = subject.title + (", its generator" if subject.model is not subject.trained else "")
         self.explanation.ask(
             Question(lambda: Explainer(subject.model, subject.tokenizer, source), numbers[position], answer.top[0],
-                     pieces=sample.shown, position=position,
-                     where=where_answered(answer, escape(subject.tokenizer.id_to_token(sample.shown[position]))))
+                     pieces=sample.shown, position=position, run=self._run(),
+                     where=where_answered(answer, subject.tokenizer.id_to_token(sample.shown[position])))
         )  # fmt: skip
+
+    def _run(self) -> str:
+        """The folder of the run the samples were scored with ("" for a Hugging Face model: no checkpoints)."""
+        shown = self.shown()
+        return "" if shown is None or shown.path is None or is_hf_folder(shown.path) else str(shown.path)

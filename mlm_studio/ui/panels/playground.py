@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
@@ -392,12 +391,12 @@ class PlaygroundPanel(QWidget):
             return
         context = prediction.contexts[number]
         filled = ", ".join(
-            f"[MASK] {earlier + 1} as {escape(prediction.masks[earlier][0].text)}" for earlier in context.filled_before
+            f"[MASK] {earlier + 1} as {prediction.masks[earlier][0].text}" for earlier in context.filled_before
         )
         where = f"at [MASK] {number + 1}" + (f", after filling {filled}" if filled else "")
         self.explanation.ask(
             Question(view.subject, number, candidate.token_id, pieces=context.pieces, position=context.position,
-                     where=where)
+                     run=view.subject, where=where)
         )  # fmt: skip
 
     # --- predictions --------------------------------------------------------------------------------

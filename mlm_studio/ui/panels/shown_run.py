@@ -246,6 +246,7 @@ class ShownRun(QObject):
         self.started = self._last_step = self._preparation = None
         self.table.set_live(None)
         if same_run(self.workspace.shown_run, training) and not (training / "config.toml").is_file():
+            self._message_run = None  # why it was never made stays said
             self._show(None)
         else:
             self.update_header()

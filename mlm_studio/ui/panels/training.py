@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.training.probes import Probe, load_probes
 from mlm_studio.core.training.records import CheckpointRecord, StartedRecord, StepRecord
+from mlm_studio.core.training.request import Note, TrainingRequest, prepare, run_folder
 from mlm_studio.core.training.run_folder import RunDir
-from mlm_studio.core.training.runs import NewRun, described, new_run_path, prepare_trainer, resume_differences
 from mlm_studio.core.training.trainer import Trainer
 from mlm_studio.ui.panels.plots_area import PlotsArea
 from mlm_studio.ui.panels.run_header import RunHeader
@@ -51,7 +51,7 @@ class TrainingPanel(QWidget):
         super().__init__(parent)
         self.workspace = workspace
         self.config_error = ""
-        self.resume_notes: list[tuple[str, str]] = []  # what a resume says once the run has started (short, full)
+        self.start_notes: list[Note] = []  # what the resolution says, shown once the run has started
         self.controller = TrainingController(self)
         self.controller.state_changed.connect(self._on_state)
         self.controller.prepared.connect(self._on_prepared)
@@ -168,48 +168,54 @@ class TrainingPanel(QWidget):
         except ValueError as exc:
             self.message_bar.show_message(f"Fix the probes first: {exc}.", "error")
             return
-        corpus, tokenizer, config = self.workspace.corpus, self.workspace.tokenizer, self.workspace.config
-        initial = self.workspace.initial_model
-        path = new_run_path(self.runs_root, "continued" if initial else config.preset)
+        self._launch(self._new_request(probes), "Starting", len(probes))
 
-        def prepare(progress, control, held) -> Trainer:
-            new = NewRun(config, corpus, tokenizer, initial, tuple(probes))
-            return prepare_trainer(
-                path, begin=lambda: new, held=held, progress=progress, control=control, pause_on_save_error=True
-            )
-
-        self._launch(prepare, f"Starting {path.name}", path, len(probes))
+    def _new_request(self, probes: list[Probe]) -> TrainingRequest:
+        """A new run as the workspace asks for it: its corpus, tokenizer and configuration, the imported model it
+        continues (if any), under the runs folder."""
+        workspace = self.workspace
+        return TrainingRequest(
+            runs_root=self.runs_root,
+            config=workspace.config,
+            corpus=workspace.corpus,
+            tokenizer=None if workspace.initial_model else workspace.tokenizer,
+            init_from=workspace.initial_model,
+            probes=tuple(probes),
+        )
 
     def resume_run(self, path: Path) -> None:
         """Continue a run from its latest checkpoint, on the corpus recorded in it, with its own settings; where
         the Configuration panel's differ, say that they are not used."""
-        config, notes = self.workspace.config, self.resume_notes
-        notes.clear()
-
-        def check(run: RunDir) -> None:  # in the training thread, before the trainer says it started
-            applied, refused = resume_differences(run, config)
-            differences = {**applied, **refused}
-            if differences:
-                names = list(differences)
-                more = f" and {len(names) - 4} more" if len(names) > 4 else ""
-                said = f"{run.name} resumes with its own settings; the Configuration panel's differ and are not used"
-                full = f"{said}: {described(differences)} (run → panel)"
-                notes.append((f"{said} ({', '.join(names[:4])}{more}).", full))
-
-        def prepare(progress, control, held) -> Trainer:
-            return prepare_trainer(
-                path, check=check, held=held, progress=progress, control=control, pause_on_save_error=True
-            )
-
         try:
             probes = len(load_probes(path))
         except ValueError:
             probes = 0
-        self._launch(prepare, f"Resuming {path.name}", path, probes)
+        self._launch(TrainingRequest(resume=path, form=self.workspace.config), "Resuming", probes)
 
-    def _launch(self, prepare, message: str, path: Path, probes: int) -> None:
+    def _launch(self, request: TrainingRequest, verb: str, probes: int) -> None:
+        """Resolve and train `request` on the controller's thread (nothing here reads a file); what the resolution
+        says is shown once the run has started."""
+        try:
+            path = run_folder(request)
+        except (ValueError, CheckpointError) as exc:
+            self.message_bar.show_message(str(exc), "error")
+            return
+        notes = self.start_notes
+        notes.clear()
+
+        def prepare_request(progress, control, held) -> Trainer:
+            return prepare(
+                request,
+                say=notes.append,
+                held=held,
+                progress=progress,
+                control=control,
+                pause_on_save_error=True,
+            )
+
+        message = f"{verb} {path.name}"
         self._log(message)
-        self.controller.start(prepare)
+        self.controller.start(prepare_request)
         self.shown.launch(path, message, probes)
         self.training_run_changed.emit(path)
 
@@ -305,10 +311,10 @@ class TrainingPanel(QWidget):
         run = self.shown.prepared(started)
         self.workspace.set_run(run)
         self._log(started.describe())
-        for short, full in self.resume_notes:
-            self._log(full)
-            self.shown.tell(short, "info", run)
-        self.resume_notes.clear()
+        for note in self.start_notes:
+            self._log(note.text)
+            self.shown.tell(note.short, "info", run)
+        self.start_notes.clear()
         self.refresh_runs()
 
     def _on_record(self, record) -> None:

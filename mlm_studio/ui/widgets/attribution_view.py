@@ -4,6 +4,8 @@ numbers on hover."""
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
@@ -11,6 +13,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWi
 from mlm_studio.core.evaluation.explain.attributions import COMPLETE_WITHIN, Attribution
 from mlm_studio.core.evaluation.explain.choices import METHODS
 from mlm_studio.core.evaluation.explain.forming import Formed
+from mlm_studio.core.evaluation.explain.two_texts import TwoTextAttribution
 from mlm_studio.ui.theme import PALETTE_CHANGES, blended
 from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
 
@@ -20,6 +23,8 @@ LEGEND = (
     f"<span style='color:{SUPPORTS}'>■</span> for the prediction · <span style='color:{OPPOSES}'>■</span> against "
     "it · the deeper, the stronger. Hover a word for its score."
 )
+
+TEXT_NAMES = {"text": "Text", "text2": "Second text", "question": "Question", "context": "Context"}
 
 
 def diverging(share: float, background: QColor) -> QColor:
@@ -41,12 +46,13 @@ def attribution_cells(attribution: Attribution, background: QColor, largest: flo
     return cells
 
 
-def caption(attribution: Attribution, where: str = "") -> str:
-    """What is shown: which word, where (`where`, by default its [MASK]'s number), by which method, in which
-    unit."""
+def caption(attribution: Attribution) -> str:
+    """What is shown: which word, label or answer, where, by which method, in which unit."""
     method = METHODS[attribution.method][0]
-    where = where or f"at [MASK] {attribution.mask + 1}"
-    what = f"<b>{attribution.candidate}</b> ({attribution.probability:.1%}) {where}"
+    where = html.escape(attribution.target or f"at [MASK] {attribution.mask + 1}", quote=False)
+    what = f"<b>{html.escape(attribution.candidate, quote=False)}</b> ({attribution.probability:.1%}) {where}"
+    if isinstance(attribution, TwoTextAttribution) and attribution.answer is not None:
+        what = f"{where} (score {attribution.probability:.1%}), read in {html.escape(attribution.window, quote=False)}"
     line = f"Why {what}: {method}, in {attribution.unit} units"
     if attribution.gap is not None:
         line += (
@@ -58,11 +64,12 @@ def caption(attribution: Attribution, where: str = "") -> str:
                 f", <b>missing it by {attribution.completeness_error():.1%}</b> (more steps, as the CLI's --steps "
                 "gives, would close it)"
             )
-    return line + (f" · {attribution.source}" if attribution.source else "")
+    return line + (f" · {html.escape(attribution.source, quote=False)}" if attribution.source else "")
 
 
 class AttributionView(QWidget):
-    """The words of one explained prediction, shaded; recoloured when the colour scheme changes."""
+    """The words of one explained prediction, shaded (a pair's or a question's two texts apart, each under its
+    name, on one scale); recoloured when the colour scheme changes."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -70,30 +77,53 @@ class AttributionView(QWidget):
         self.caption = QLabel()
         self.caption.setWordWrap(True)
         self.words = TokenView()
+        self.first_name, self.second_name = QLabel(), QLabel()
+        self.second_words = TokenView()  # the second text's words, when there are two texts
         self.legend = QLabel(LEGEND)
         self.legend.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.caption)
+        layout.addWidget(self.first_name)
         layout.addWidget(self.words)
+        layout.addWidget(self.second_name)
+        layout.addWidget(self.second_words)
         layout.addWidget(self.legend)
+        self._show_two(False)
         layout.addStretch(1)
 
-    def show_attribution(self, attribution: Attribution, where: str = "") -> None:
-        """`attribution`, its caption saying `where` the prediction was made (by default, at its [MASK])."""
+    def show_attribution(self, attribution: Attribution) -> None:
         self.attribution = attribution
-        self.caption.setText(caption(attribution, where))
+        self.caption.setText(caption(attribution))
         self._paint()
 
     def clear(self) -> None:
         self.attribution = None
         self.caption.setText("")
         self.words.set_cells([])
+        self.second_words.set_cells([])
+        self._show_two(False)
+
+    def _show_two(self, two: bool) -> None:
+        for part in (self.first_name, self.second_name, self.second_words):
+            part.setVisible(two)
 
     def _paint(self) -> None:
-        if self.attribution is not None:
-            background = self.palette().color(QPalette.ColorRole.Base)
-            self.words.set_cells(attribution_cells(self.attribution, background))
+        if self.attribution is None:
+            return
+        background = self.palette().color(QPalette.ColorRole.Base)
+        cells = attribution_cells(self.attribution, background)
+        two = isinstance(self.attribution, TwoTextAttribution)
+        self._show_two(two)
+        if not two:
+            self.words.set_cells(cells)
+            return
+        parts = self.attribution.parts
+        self.words.set_cells([cell for cell, part in zip(cells, parts) if part == 0])
+        self.second_words.set_cells([cell for cell, part in zip(cells, parts) if part == 1])
+        first, second = (TEXT_NAMES.get(name, name) for name in self.attribution.names)
+        self.first_name.setText(f"<b>{html.escape(first, quote=False)}</b>")
+        self.second_name.setText(f"<b>{html.escape(second, quote=False)}</b>")
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)

@@ -4,7 +4,8 @@ choose) and the attention of every layer and head, computed off the GUI thread."
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Protocol
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QTabWidget, QVBoxLayout, QWidget
@@ -32,12 +33,29 @@ class Question:
     text: str = ""
     pieces: tuple[int, ...] = ()
     position: int = -1
-    where: str = ""
+    where: str = ""  # where the prediction was made, for the caption (by default, at its [MASK])
+    run: str = ""  # the run whose checkpoints "Every checkpoint" reads, when `model` is no path
+
+    @property
+    def checkpoints_of(self) -> str:
+        """The run (or checkpoint) whose every checkpoint can explain this prediction ("" when none)."""
+        if isinstance(self.model, str) and self.text:
+            return self.model
+        return self.run if self.pieces else ""
+
+    def explain(self, method: str, progress: Progress | None = None) -> Explanation:
+        return explain(self, method, progress)
+
+
+class Asked(Protocol):
+    """Anything the view can explain (a `Question`, a fine-tuned run's prediction): computed off the GUI thread."""
+
+    def explain(self, method: str, progress: Progress | None = None) -> Explanation: ...
 
 
 @dataclass(frozen=True)
 class Explanation:
-    question: Question
+    question: Asked
     attribution: Attribution
     attention: AttentionMaps
 
@@ -58,6 +76,8 @@ def explain(question: Question, method: str, progress: Progress | None = None) -
         words = explainer.read(question.text)
     if progress is not None:
         progress.check()
+    if question.where:
+        attribution = replace(attribution, target=question.where)
     return Explanation(question, attribution, attention_maps(explainer.model, explainer.tokenizer, words))
 
 
@@ -80,7 +100,7 @@ class ExplanationView(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.question: Question | None = None
+        self.question: Asked | None = None
         self.explanation: Explanation | None = None
         self.method_combo = QComboBox()
         for name, (title, unit) in METHODS.items():
@@ -122,23 +142,26 @@ class ExplanationView(QWidget):
     def method(self) -> str:
         return self.method_combo.currentData()
 
-    def ask(self, question: Question) -> None:
+    def ask(self, question: Asked) -> None:
         self.question = question
-        self.every_button.setEnabled(isinstance(question.model, str) and bool(question.text))
+        self.every_button.setEnabled(isinstance(question, Question) and bool(question.checkpoints_of))
         self.forming_runner.cancel()
         self.status.setText("Explaining…")
         method = self.method
-        self.runner.start(lambda progress: explain(question, method, progress))
+        self.runner.start(lambda progress: question.explain(method, progress))
 
     def over_checkpoints(self) -> None:
-        """The question's attribution at every checkpoint of its model's run (a run's path, a text's mask)."""
+        """The question's attribution at every checkpoint of its model's run (a text's mask, or a held-out block's
+        piece)."""
         question, method = self.question, self.method
-        if question is None or not isinstance(question.model, str):
+        if not isinstance(question, Question) or not question.checkpoints_of:
             return
         self.status.setText("Explaining at every checkpoint…")
+        source, text, candidate, mask = question.checkpoints_of, question.text, question.candidate_id, question.mask
+        pieces, position = question.pieces, question.position
         self.forming_runner.start(
             lambda progress: attributions_over_checkpoints(
-                question.model, question.text, question.candidate_id, question.mask, method, progress
+                source, text, candidate, mask, method, progress, pieces=pieces, position=position
             )
         )
 
@@ -155,7 +178,7 @@ class ExplanationView(QWidget):
     def _on_explained(self, explanation: Explanation) -> None:
         self.explanation = explanation
         self.status.setText("")
-        self.attribution_view.show_attribution(explanation.attribution, explanation.question.where)
+        self.attribution_view.show_attribution(explanation.attribution)
         self.attention_view.show_maps(explanation.attention)
         self.explained.emit(explanation)
 

@@ -48,3 +48,15 @@ def attention_maps(model: torch.nn.Module, tokenizer: MLMTokenizer, words: Words
         model.hidden(words.tensor.to(device))
     maps = torch.cat(recorded).float().cpu().numpy()  # (layers, heads, L, L): one text, batch size 1
     return AttentionMaps(tuple(tokenizer.convert_ids(words.ids)), maps)
+
+
+def task_attention_maps(model: torch.nn.Module, tokenizer: MLMTokenizer, words: Words) -> AttentionMaps:
+    """The same for a fine-tuned model (`TaskModel`), read with the segments of a pair or a question and its
+    context where `words` has them."""
+    device = next(model.parameters()).device
+    types = getattr(words, "types", ())
+    segments = torch.tensor([types], device=device) if types else None
+    with torch.no_grad(), recorded_attention() as recorded:
+        model(words.tensor.to(device), None, segments)
+    maps = torch.cat(recorded).float().cpu().numpy()
+    return AttentionMaps(tuple(tokenizer.convert_ids(words.ids)), maps)

@@ -11,7 +11,7 @@ import torch
 
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.evaluation.explain.choices import BASELINES, DEFAULT_METHOD, DEFAULT_STEPS, MAX_STEPS, METHODS
-from mlm_studio.core.evaluation.explain.methods import gradient_x_input, integrated_gradients, occlusion
+from mlm_studio.core.evaluation.explain.methods import Outputs, gradient_x_input, integrated_gradients, occlusion
 from mlm_studio.core.evaluation.explain.words import Words, words_of, words_of_pieces
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.shown import shown
@@ -45,6 +45,7 @@ class Attribution:
     baseline: str | None = None
     total: float | None = None
     gap: float | None = None
+    target: str = ""  # what was explained, in words ("at [MASK] 1", "of the text", "the answer …")
 
     def completeness_error(self) -> float | None:
         """How far the scores' sum misses the logit's change, as a share of that change (integrated gradients
@@ -121,7 +122,7 @@ class Explainer:
         """Attribute the prediction of `candidate` (a piece's id or its spelling in the vocabulary; by default the
         most likely) at the `mask`-th [MASK] of `text` (0: the first) to the text's words. The other masks stay
         masks; they are words like the others."""
-        _check_choices(method, steps, baseline)
+        check_choices(method, steps, baseline)
         words = self.read(text)
         masks = self.mask_positions(words)
         if not masks:
@@ -142,7 +143,7 @@ class Explainer:
     ) -> Attribution:
         """The same for the prediction at piece `position` of a block of pieces ([CLS] … [SEP], padding after it
         left out) as the model was shown it: a held-out block's [MASK], random or kept token; `mask` numbers it."""
-        _check_choices(method, steps, baseline)
+        check_choices(method, steps, baseline)
         words = self.read_pieces(ids)
         if not 0 <= position < len(words.ids):
             raise ExplainError(f"the block has {len(words.ids)} pieces; there is no piece {position} to explain")
@@ -160,15 +161,26 @@ class Explainer:
         return words_of_pieces(self.tokenizer, pieces)
 
     def _attribute(
-        self, words: Words, where: int, mask: int, candidate: int | str | None, method: str, steps: int, baseline: str
+        self,
+        words: Words,
+        where: int,
+        mask: int,
+        candidate: int | str | None,
+        method: str,
+        steps: int,
+        baseline: str,
+        outputs: Outputs | None = None,
     ) -> Attribution:
+        """`outputs`: how the model's logits are read (by default `_outputs`)."""
+        outputs = outputs or self._outputs
         ids = words.tensor.to(self.device)
         with torch.no_grad():
-            probabilities = self._outputs(ids, None, torch.tensor([where], device=self.device)).float().softmax(-1)[0]
+            probabilities = outputs(ids, None, torch.tensor([where], device=self.device)).float().softmax(-1)[0]
         label = int(probabilities.argmax()) if candidate is None else self._candidate_id(candidate)
         common = dict(
             text=words.text, words=words.texts, spans=words.spans, mask=mask, candidate_id=label,
             candidate=self._label_name(label), probability=float(probabilities[label]), source=self.source,
+            target=self._target(words, mask),
         )  # fmt: skip
         name, unit = method, METHODS[method][1]
         if method == "gradxinput" and self.model.config.family == "modernbert":
@@ -177,17 +189,17 @@ class Explainer:
                 "alone, which ignores its scale); use ig or occlusion"
             )
         if method == "gradxinput":
-            pieces = gradient_x_input(self.model, self._outputs, ids, where, label)
+            pieces = gradient_x_input(self.model, outputs, ids, where, label)
             return Attribution(name, unit, scores=_floats(words.per_word(pieces)), **common)
         if method == "ig":
             start = self._baseline_ids(words, baseline).to(self.device)
-            pieces, gap = integrated_gradients(self.model, self._outputs, ids, start, where, label, steps, self.check)
+            pieces, gap = integrated_gradients(self.model, outputs, ids, start, where, label, steps, self.check)
             scores, total = _floats(words.per_word(pieces)), float(pieces.sum())
             return Attribution(name, unit, scores=scores, steps=steps, baseline=baseline, total=total, gap=gap,
                                **common)  # fmt: skip
         own = words.word_of[where]
         groups = [words.pieces_of(word) if word != own else [] for word in range(len(words.texts))]
-        changes = occlusion(self._outputs, ids, groups, where, label)
+        changes = occlusion(outputs, ids, groups, where, label)
         return Attribution(name, unit, scores=_floats(changes), **common)
 
     def _outputs(self, ids: torch.Tensor, attention_mask: torch.Tensor | None, where: torch.Tensor) -> torch.Tensor:
@@ -195,6 +207,9 @@ class Explainer:
         keep = torch.zeros(ids.shape, dtype=torch.bool, device=ids.device)
         keep[torch.arange(len(ids), device=ids.device), where] = True
         return self.model.logits(self.model.hidden(ids, attention_mask, keep=keep))
+
+    def _target(self, words: Words, mask: int) -> str:
+        return f"at [MASK] {mask + 1}"
 
     def _label_name(self, label: int) -> str:
         return self.tokenizer.id_to_token(label)
@@ -218,7 +233,7 @@ class Explainer:
         return torch.tensor([[piece if piece in specials else replacement for piece in words.ids]])
 
 
-def _check_choices(method: str, steps: int, baseline: str) -> None:
+def check_choices(method: str, steps: int, baseline: str) -> None:
     if method not in METHODS:
         raise ExplainError(f"unknown method {shown(method)}; choose one of {', '.join(METHODS)}")
     if not 1 <= steps <= MAX_STEPS:

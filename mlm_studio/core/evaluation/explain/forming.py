@@ -3,6 +3,7 @@ formed (a probe's expected word, or any candidate of a text)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,9 +32,12 @@ def attributions_over_checkpoints(
     mask: int = 0,
     method: str = DEFAULT_METHOD,
     progress: Progress | None = None,
+    pieces: Sequence[int] = (),
+    position: int = -1,
 ) -> list[Formed]:
-    """The attribution of `candidate` at the `mask`-th [MASK] of `text` at each checkpoint of the run at `source`
-    (a run folder or one of its checkpoints), oldest first."""
+    """The attribution of `candidate` at the `mask`-th [MASK] of `text` (or, given `pieces`, at piece `position`
+    of that block, a held-out block as the model was shown it) at each checkpoint of the run at `source` (a run
+    folder or one of its checkpoints), oldest first."""
     progress = progress or Progress()
     run, _ = resolve_checkpoint(source)
     refuse_fine_tuned(run)
@@ -49,10 +53,12 @@ def attributions_over_checkpoints(
             formed.append(Formed(step, None, "its weights are not finite numbers"))
             continue
         load_weights(checkpoint, trained)
-        generator = (
-            ", its generator" if model is not trained else ""
-        )  # an ELECTRA run's: its discriminator predicts no word
+        # an ELECTRA run's answers are its generator's: its discriminator predicts no word
+        generator = ", its generator" if model is not trained else ""
         explainer = Explainer(model, run.tokenizer, f"{run.name} / {checkpoint.name}{generator}")
-        formed.append(Formed(step, explainer.explain(text, candidate, mask, method)))
+        if pieces:
+            formed.append(Formed(step, explainer.explain_pieces(pieces, position, candidate, method, mask=mask)))
+        else:
+            formed.append(Formed(step, explainer.explain(text, candidate, mask, method)))
     progress.report(len(checkpoints), len(checkpoints), "Explained at every checkpoint")
     return formed

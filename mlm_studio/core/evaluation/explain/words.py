@@ -3,6 +3,7 @@ they make up, so that what is computed per piece can be shown per word (a word's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -43,19 +44,26 @@ def words_of(tokenizer: MLMTokenizer, text: str) -> Words:
     """The pieces and words of `text`, as the tokenizer's pre-tokenizer cuts words (a mask token is a word)."""
     text = tokenizer.with_mask_token(text)
     encoding = tokenizer.backend.encode(text, add_special_tokens=False)
+    inner = words_of_encoding(text, encoding.ids, encoding.word_ids, encoding.offsets)
+    return replace(inner, ids=(tokenizer.cls_id, *inner.ids, tokenizer.sep_id), word_of=(-1, *inner.word_of, -1))
+
+
+def words_of_encoding(
+    text: str, ids: Sequence[int], word_ids: Sequence[int | None], offsets: Sequence[Sequence[int]]
+) -> Words:
+    """The words of some of `text`'s pieces (no special token among them): each piece's word as the
+    pre-tokenizer numbered it (`word_ids`), its characters in `text` (`offsets`)."""
     spans: list[tuple[int, int]] = []
-    word_of = [-1]
+    word_of = []
     last = None
-    for word, (start, end) in zip(encoding.word_ids, encoding.offsets):
+    for word, (start, end) in zip(word_ids, offsets):
         if word is None or word != last or not spans:
-            spans.append((start, end))
+            spans.append((int(start), int(end)))
         else:
-            spans[-1] = (spans[-1][0], end)
+            spans[-1] = (spans[-1][0], int(end))
         last = word
         word_of.append(len(spans) - 1)
-    word_of.append(-1)
-    return _without_blank_words(Words(text, (tokenizer.cls_id, *encoding.ids, tokenizer.sep_id), tuple(word_of),
-                                      (), tuple(spans)))  # fmt: skip
+    return _without_blank_words(Words(text, tuple(int(i) for i in ids), tuple(word_of), (), tuple(spans)))
 
 
 def _without_blank_words(words: Words) -> Words:

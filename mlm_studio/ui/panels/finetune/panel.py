@@ -48,6 +48,7 @@ from mlm_studio.core.training.records import (
 from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import new_run_path
 from mlm_studio.ui.panels.finetune.comparison import ComparisonView
+from mlm_studio.ui.panels.finetune.explained_try_it import ExplainedTryIt
 from mlm_studio.ui.panels.finetune.form import FinetuneForm
 from mlm_studio.ui.panels.finetune.plots import FinetunePlots
 from mlm_studio.ui.panels.finetune.recipe import RecipeSearchView, search_plan_line, trial_subject
@@ -61,7 +62,6 @@ from mlm_studio.ui.panels.finetune.subjects import (
     run_subject,
     shown_run_line,
 )
-from mlm_studio.ui.panels.finetune.try_it import TryItView
 from mlm_studio.ui.run_export import RunExporter
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, PREPARING, RUNNING, TrainingController
@@ -126,7 +126,7 @@ class FinetunePanel(QWidget):
         self.runs.resume_button.clicked.connect(lambda: self.resume(self.runs.selected()))
         # one tab area under the form: the curves take all its height while training, the results after
         self.results = ResultsView(self.curves)
-        self.try_it = TryItView()  # the run the single-run tabs show, answering a text typed in
+        self.try_it = ExplainedTryIt()  # the run the single-run tabs show, answering a text typed in (and why)
         self.results.addTab(self.try_it, "Try it")
         self.results.addTab(self.comparison, "Comparison")
         self.recipe = RecipeSearchView()
