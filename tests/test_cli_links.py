@@ -74,3 +74,15 @@ def test_resuming_a_run_whose_checkpoints_folder_is_a_link_writes_nothing(tmp_pa
     done = _command("train", "--resume", run, "--max-steps", 6)
     assert done.returncode == 1 and f"mlm-studio: {run / 'checkpoints'} is a symbolic link" in done.stderr
     assert _contents(elsewhere) == before and (run / "metrics.jsonl").read_bytes() == metrics
+
+
+def test_predict_on_a_dangling_link_names_where_it_points(tmp_path, monkeypatch, capsys):
+    from mlm_studio.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "gone").symlink_to(tmp_path / "runs" / "moved-away")
+    assert main(["predict", "runs/gone", "a [MASK] b"]) == 1
+    error = capsys.readouterr().err
+    assert f"runs/gone is a link to {tmp_path / 'runs' / 'moved-away'}, which does not exist" in error
+    assert "Hugging Face" not in error

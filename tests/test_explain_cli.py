@@ -6,11 +6,13 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
 from mlm_studio.cli import main
-from mlm_studio.core.evaluation.explain.attributions import Explainer
+from mlm_studio.commands.explain import table
+from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer
 from mlm_studio.core.evaluation.explain.task_attributions import TaskExplainer
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.finetune.options import FinetuneOptions
@@ -41,7 +43,7 @@ def test_explain_as_json_in_a_subprocess_gives_the_engines_scores(run):
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)
     expected = Explainer.of(FillMask.from_path(run)).explain(TEXT, mask=1, method="occlusion")
-    assert (printed["method"], printed["unit"], printed["mask"]) == ("occlusion", "probability", 1)
+    assert (printed["method"], printed["unit"], printed["mask"]) == ("occlusion", "probability", 2)  # as --mask
     assert printed["candidate_id"] == expected.candidate_id
     assert [w["word"] for w in printed["words"]] == list(expected.words)
     assert [w["score"] for w in printed["words"]] == pytest.approx(expected.scores, abs=1e-6)
@@ -57,6 +59,24 @@ def test_explain_prints_each_word_with_a_signed_bar(run, capsys):
     assert all("|" in line for line in lines[2:])
 
 
+def test_integrated_gradients_that_miss_completeness_say_so_and_suggest_more_steps(run, capsys):
+    assert main(["predict", str(run), TEXT, "--explain", "ig", "--steps", "1", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    missed = abs(sum(w["score"] for w in printed["words"]) - printed["gap"]) / max(abs(printed["gap"]), 1e-2)
+    assert printed["completeness_error"] == pytest.approx(missed, rel=1e-6)
+    assert main(["predict", str(run), TEXT, "--explain", "occlusion", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["completeness_error"] is None
+    words = ("Return", "the", "[MASK]")
+    close = Attribution("ig", "logit", "Return the [MASK]", words, ((0, 6), (7, 10), (11, 17)), (0.5, 0.49, 0.0), 0,
+                        "value", 7, 0.5, steps=32, baseline="pad", total=0.995, gap=1.0)  # fmt: skip
+    assert "misses" not in table(close, "at [MASK] 1")
+    missing = table(replace(close, total=0.978), "at [MASK] 1").splitlines()[2]
+    assert (
+        missing
+        == "the sum misses the logit's change by 2.2% (more than 1%): more steps (--steps 128) bring them together"
+    )
+
+
 @pytest.mark.parametrize(
     ("options", "status", "message"),
     [
@@ -65,6 +85,8 @@ def test_explain_prints_each_word_with_a_signed_bar(run, capsys):
         (["--explain", "--mask", "3"], 1, "there is no mask number 3"),
         (["--explain", "--candidate", "zzzz-not-a-piece"], 1, "is not a piece of this model's vocabulary"),
         (["--explain", "--steps", "0"], 1, "1 to 1024 steps, not 0"),
+        (["--explain", "occlusion", "--steps", "0"], 2, "occlusion takes none"),
+        (["--explain", "gradxinput", "--steps", "64"], 2, "--steps sets integrated gradients' steps"),
     ],
 )
 def test_explain_refuses_in_a_sentence(run, capsys, options, status, message):
@@ -88,6 +110,9 @@ def test_a_fine_tuned_classifiers_label_is_explained(tmp_path, run, capsys):
     assert [w["score"] for w in printed["words"]] == pytest.approx(expected.scores, abs=1e-9)
     assert main(["predict", str(tmp_path / "tuned"), "raise the error", "--explain"]) == 0
     assert capsys.readouterr().out.startswith(f"Why {expected.candidate} (")
+    assert printed["mask"] is None  # a label of the whole text, at no mask
+    assert main(["predict", str(tmp_path / "tuned"), "raise the error", "--explain", "--mask", "2"]) == 2
+    assert "answer is of the whole text" in capsys.readouterr().err
 
 
 def test_explain_refuses_texts_read_one_a_line(run, tmp_path, capsys):

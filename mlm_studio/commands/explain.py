@@ -8,8 +8,8 @@ from __future__ import annotations
 from mlm_studio.commands.refusals import USER_ERRORS
 from mlm_studio.commands.terminal import MISUSED, emit, fail, reason, strict_json, warn_untrained
 from mlm_studio.core.evaluation.explain.answer_attributions import AnswerExplainer
-from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer
-from mlm_studio.core.evaluation.explain.choices import METHODS
+from mlm_studio.core.evaluation.explain.attributions import COMPLETE_WITHIN, Attribution, Explainer
+from mlm_studio.core.evaluation.explain.choices import DEFAULT_STEPS, MAX_STEPS, METHODS
 from mlm_studio.core.evaluation.explain.task_attributions import TaskExplainer
 from mlm_studio.core.evaluation.explain.two_texts import TwoTextAttribution
 from mlm_studio.core.evaluation.predict import FillMask
@@ -27,8 +27,9 @@ def explain_prediction(args, tuned: FineTuned | None = None) -> int:
         return fail("--explain explains one mask's prediction as the text stands; leave out --fill", MISUSED)
     if args.text is None or args.text == "-":
         return fail("--explain explains one TEXT given on the command line, not texts read one a line", MISUSED)
-    if args.mask < 1:
-        return fail(f"--mask counts the text's masks (a tagger's words) from 1, not {args.mask}", MISUSED)
+    misused = _misused_number(args, tuned)
+    if misused:
+        return fail(misused, MISUSED)
     if tuned is not None and tuned.kind == "qa" and args.question is None:
         return fail(f"{tuned.run.name} answers a question about TEXT: give the question with --question", MISUSED)
     if tuned is not None and tuned.kind == "qa" and args.pair is not None:
@@ -41,24 +42,38 @@ def explain_prediction(args, tuned: FineTuned | None = None) -> int:
         return fail(reason(exc))
     if untrained:
         warn_untrained(args.model, "this explains a random prediction")
-    return emit(strict_json(explained.as_json()) if args.json else table(explained, explained.target))
+    printed = explained.as_json()
+    numbered = tuned is None or tuned.kind not in ("classification", "qa")
+    printed["mask"] = explained.mask + 1 if numbered else None  # as --mask counts
+    printed["completeness_error"] = explained.completeness_error()  # integrated gradients' sum against the logit
+    return emit(strict_json(printed) if args.json else table(explained, explained.target))
+
+
+def _misused_number(args, tuned: FineTuned | None) -> str:
+    """Why --mask or --steps does not apply as given ("" when it does)."""
+    if args.mask is not None and args.mask < 1:
+        return f"--mask counts the text's masks (a tagger's words) from 1, not {args.mask}"
+    if args.mask is not None and tuned is not None and tuned.kind in ("classification", "qa"):
+        return "--mask picks a [MASK] or a tagger's word; this model's answer is of the whole text"
+    if args.steps is not None and args.explain != "ig":
+        return f"--steps sets integrated gradients' steps (--explain ig); {args.explain} takes none"
+    return ""
 
 
 def _explained(args, tuned: FineTuned | None) -> tuple[Attribution, bool]:
     """The attribution asked for, and whether the model's head is untrained."""
-    method, steps, baseline = args.explain, args.steps, args.baseline
+    method, baseline = args.explain, args.baseline
+    steps, mask = DEFAULT_STEPS if args.steps is None else args.steps, 0 if args.mask is None else args.mask - 1
     if tuned is None:
         predictor = FillMask.from_path(args.model, str(resolve_device(args.device)))
         explainer = Explainer.of(predictor)
-        return explainer.explain(
-            args.text, args.candidate, args.mask - 1, method, steps, baseline
-        ), predictor.untrained_head
+        return explainer.explain(args.text, args.candidate, mask, method, steps, baseline), predictor.untrained_head
     if tuned.kind == "qa":
         return AnswerExplainer(tuned).explain_answer(args.question, args.text, method, steps, baseline), False
     explainer = TaskExplainer(tuned)
     if args.pair is not None:
         return explainer.explain_pair(args.text, args.pair, args.candidate, method, steps, baseline), False
-    return explainer.explain(args.text, args.candidate, args.mask - 1, method, steps, baseline), False
+    return explainer.explain(args.text, args.candidate, mask, method, steps, baseline), False
 
 
 def table(explained: Attribution, where: str) -> str:
@@ -74,6 +89,12 @@ def table(explained: Attribution, where: str) -> str:
             f"{explained.steps} steps from a {explained.baseline} baseline; the words sum to {explained.total:+.4f}, "
             f"the logit changed by {explained.gap:+.4f}"
         )
+        if explained.completeness_error() > COMPLETE_WITHIN:
+            more = min(4 * explained.steps, MAX_STEPS)
+            lines.append(
+                f"the sum misses the logit's change by {explained.completeness_error():.1%} (more than "
+                f"{COMPLETE_WITHIN:.0%}): more steps (--steps {more}) bring them together"
+            )
     width = max((len(word) for word in explained.words), default=4)
     parts = explained.parts if isinstance(explained, TwoTextAttribution) else (0,) * len(explained.words)
     for number, (word, score, share) in enumerate(zip(explained.words, explained.scores, explained.normalised())):

@@ -396,7 +396,6 @@ def _add_explain(predict) -> None:
     predict.add_argument(
         "--mask",
         type=int,
-        default=1,
         metavar="N",
         help="with --explain, which [MASK] (a fine-tuned tagger: which word's tag) (default 1)",
     )
@@ -408,7 +407,6 @@ def _add_explain(predict) -> None:
     predict.add_argument(
         "--steps",
         type=int,
-        default=DEFAULT_STEPS,
         metavar="N",
         help=f"with --explain ig, the integration's steps (default {DEFAULT_STEPS})",
     )

@@ -12,11 +12,15 @@ from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.evaluation.explain.attributions import Explainer, ExplainError
 from mlm_studio.core.evaluation.explain.choices import DEFAULT_STEPS
 from mlm_studio.core.evaluation.explain.forming import attributions_over_checkpoints
-from mlm_studio.core.evaluation.explain.methods import gradient_x_input
+from mlm_studio.core.evaluation.explain.methods import PATH_BATCH, gradient_x_input
 from mlm_studio.core.evaluation.explain.sanity import cascading_randomisation, occlusion_agreement, rank_correlation
 from mlm_studio.core.evaluation.explain.words import words_of, words_of_pieces
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.models.build import build_model, build_trained, masked_lm_of
+from mlm_studio.core.progress import Cancelled
+from mlm_studio.core.training.runs import start_run, training_blocks
+from mlm_studio.core.training.trainer import Trainer
+from tests.core.helpers import small_config
 
 MASKS = 10  # masks of the held-out set each check reads
 
@@ -83,6 +87,31 @@ def test_each_mask_of_a_text_is_explained_apart(explainer):
     assert first.scores != second.scores
     with pytest.raises(ExplainError, match="2 \\[MASK\\]s; there is no mask number 3"):
         explainer.explain(text, mask=2)
+
+
+def test_a_word_read_as_the_unknown_piece_is_attributed_like_any_other(explainer):
+    text = "Return the [MASK] of the ☃ list."
+    words = explainer.read(text)
+    assert explainer.tokenizer.unk_id in words.ids
+    for baseline in ("mask", "pad"):
+        explained = explainer.explain(text, method="ig", baseline=baseline)
+        assert explained.scores[explained.words.index("☃")] != 0.0
+        assert abs(explained.total - explained.gap) <= 0.01 * abs(explained.gap) + 1e-4
+
+
+def test_integrated_gradients_stop_between_batches_when_no_longer_wanted(trained_run):
+    explainer = Explainer.of(FillMask.from_path(trained_run.path))
+    checked = []
+
+    def check():
+        checked.append(len(checked))
+        if len(checked) == 2:
+            raise Cancelled("superseded")
+
+    explainer.check = check
+    with pytest.raises(Cancelled):
+        explainer.explain("Return the [MASK] of the list.", steps=4 * PATH_BATCH)
+    assert checked == [0, 1]  # the second of four batches never ran
 
 
 def test_a_text_without_a_mask_is_refused_with_what_to_write(explainer):
@@ -199,3 +228,11 @@ def test_an_answer_is_explained_at_every_checkpoint_as_it_formed(trained_run, tm
     assert formed[-1].attribution.scores == pytest.approx(final.scores, abs=1e-9)
     assert formed[0].attribution.scores != formed[-1].attribution.scores  # it changed as the model learned
     assert formed[0].attribution.source.endswith(trained_run.checkpoints()[0].name)
+
+
+def test_an_electra_run_forms_its_generators_answer(small_corpus, small_tokenizer, tmp_path):
+    config = small_config(max_steps=2, eval_interval=2, checkpoint_interval=2).with_objective("electra")
+    run = start_run(tmp_path / "run", config, small_corpus, small_tokenizer)
+    list(Trainer(run, *training_blocks(run, small_corpus)).run())
+    formed = attributions_over_checkpoints(run.path, "Return the [MASK] of the list.", 5, method="occlusion")
+    assert formed and all(f.attribution.source.endswith("step-0000002, its generator") for f in formed)

@@ -1,20 +1,26 @@
 """The Playground explains a candidate when asked: the sentence shaded by each word's attribution (both schemes,
 the numbers on hover) and every layer's and head's attention, computed off the GUI thread."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication, QPushButton
 
+from mlm_studio.core.data.masking import MaskKind
+from mlm_studio.core.evaluation.diagnosis import Answer
 from mlm_studio.core.evaluation.explain.attention import AttentionMaps
 from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.ui.panels.explained_samples import MASKING_DID, where_answered
 from mlm_studio.ui.panels.playground import PlaygroundPanel
 from mlm_studio.ui.theme import apply_scheme
 from mlm_studio.ui.widgets.attention_view import AttentionView
 from mlm_studio.ui.widgets.attribution_view import OPPOSES, SUPPORTS, AttributionView, diverging
+from mlm_studio.ui.widgets.explanation import Question
 from mlm_studio.ui.workspace import Workspace
 
 TIMEOUT_MS = 60_000
@@ -69,18 +75,42 @@ def test_another_method_explains_the_same_question_again(qtbot, panel):
     assert "probability units" in panel.explanation.attribution_view.caption.text()
 
 
-def test_an_explanation_that_fails_says_why(qtbot, panel):
+def test_an_explanation_that_fails_says_why(qtbot, panel, trained_runs):
     with qtbot.waitSignal(panel.explanation.failed, timeout=TIMEOUT_MS) as failed:
-        panel.text_edit.blockSignals(True)
-        panel.text_edit.setText("No mask any more.")
-        qtbot.mouseClick(why_buttons(panel.views[0])[0], Qt.MouseButton.LeftButton)
+        panel.explanation.ask(Question(str(trained_runs / "late"), 0, 5, text="No mask any more."))
     assert "no [MASK]" in failed.args[0] and "no [MASK]" in panel.explanation.status.text()
+
+
+def test_why_on_candidates_of_an_edited_text_explains_the_text_they_came_from(qtbot, panel):
+    """Between an edit and the next predictions, the candidates shown are still the old text's: why? explains
+    them there, not at whichever mask of the new text has their number."""
+    view = panel.views[0]
+    first = view.prediction.masks[0][0]
+    panel.text_edit.setText("The [MASK] said: " + TEXT)  # the predictions wait for the typing to pause
+    with qtbot.waitSignal(panel.explanation.explained, timeout=TIMEOUT_MS) as done:
+        qtbot.mouseClick(why_buttons(view)[0], Qt.MouseButton.LeftButton)
+    attribution = done.args[0].attribution
+    assert attribution.text == TEXT and attribution.candidate_id == first.token_id
+    assert attribution.words[:2] == ("Return", "the")
+    with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
+        pass  # the new text's predictions arrive
 
 
 def _attribution(scores):
     words = tuple(f"w{n}" for n in range(len(scores)))
     spans = tuple((3 * n, 3 * n + 2) for n in range(len(scores)))
     return Attribution("ig", "logit", " ".join(words), words, spans, tuple(scores), 0, "x", 7, 0.5)
+
+
+def test_a_caption_says_when_the_words_miss_the_logits_change(qtbot):
+    view = AttributionView()
+    qtbot.addWidget(view)
+    close = replace(_attribution([0.5, 0.49]), steps=32, baseline="pad", total=0.995, gap=1.0)
+    view.show_attribution(close)
+    assert "the words sum to +0.995 of the logit's +1.000 change" in view.caption.text()
+    assert "missing" not in view.caption.text()
+    view.show_attribution(replace(close, total=0.978))
+    assert "missing it by 2.2%</b> (more steps" in view.caption.text()
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -145,12 +175,24 @@ def test_clicking_an_answer_in_the_masked_samples_explains_it(qtbot, evaluation_
     expected = Explainer(panel.subject.model, panel.subject.tokenizer).explain_pieces(sample.shown, wrong.position)
     assert attribution.scores == pytest.approx(expected.scores, abs=1e-6)
     assert explanation.attention_view.maps.maps.shape[-1] == len(explanation.attention_view.maps.pieces)
+    caption = explanation.attribution_view.caption.text()
+    assert f"at position {wrong.position}, {MASKING_DID[MaskKind(wrong.kind)].split(' ')[0]}" in caption
+    assert "[MASK]" not in caption or wrong.kind == MaskKind.MASK
     with qtbot.waitSignal(explanation.formed, timeout=TIMEOUT_MS) as formed:  # the answer as it formed
         qtbot.mouseClick(explanation.every_button, Qt.MouseButton.LeftButton)
     steps = [int(c.name.split("-")[1]) for c in RunDir(trained_runs / "late").checkpoints()]
     assert [f.step for f in formed.args[0]] == steps and len(explanation.forming_view.rows) == len(steps)
     last = formed.args[0][-1].attribution  # the latest checkpoint: the weights the samples were scored with
     assert last.candidate_id == attribution.candidate_id and last.scores == pytest.approx(attribution.scores, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [(MaskKind.MASK, "at position 17, masked"), (MaskKind.RANDOM, "at position 17, randomly replaced by cat"),
+     (MaskKind.KEPT, "at position 17, kept as it was")],
+)  # fmt: skip
+def test_an_answer_is_placed_by_its_position_and_what_masking_did_there(kind, said):
+    assert where_answered(Answer(17, 5, kind, (5,), (0.5,)), "cat") == said
 
 
 def test_every_checkpoint_shows_the_attribution_as_it_formed(qtbot, panel, trained_runs):
@@ -167,3 +209,26 @@ def test_every_checkpoint_shows_the_attribution_as_it_formed(qtbot, panel, train
     last = formed.args[0][-1].attribution
     assert last.candidate_id == done.args[0].attribution.candidate_id
     assert last.scores == pytest.approx(done.args[0].attribution.scores, abs=1e-6)
+
+
+def test_why_in_iterative_mode_explains_the_context_the_candidate_came_from(qtbot, panel):
+    """A mask filled after another was predicted with that one holding its first candidate: that is what why?
+    explains, so the probability explained is the one shown."""
+    panel.exact_check.setChecked(True)
+    with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
+        panel.mode_combo.setCurrentIndex(panel.mode_combo.findData(True))
+    view = panel.views[0]
+    contexts = view.prediction.contexts
+    later = next(number for number, context in enumerate(contexts) if context.filled_before)
+    earlier = contexts[later].filled_before[0]
+    shown = view.prediction.masks[later][0]
+    with qtbot.waitSignal(panel.explanation.explained, timeout=TIMEOUT_MS) as done:
+        qtbot.mouseClick(why_buttons(view)[sum(len(b) for b in view.buttons[:later])], Qt.MouseButton.LeftButton)
+    attribution = done.args[0].attribution
+    assert attribution.candidate_id == shown.token_id
+    assert attribution.probability == pytest.approx(shown.score, abs=1e-5)
+    assert f"({shown.score:.1%})" in panel.explanation.attribution_view.caption.text()
+    assert attribution.words.count("[MASK]") == len(contexts) - len(contexts[later].filled_before)  # filled ones read
+    caption = panel.explanation.attribution_view.caption.text()
+    assert f"at [MASK] {later + 1}, after filling [MASK] {earlier + 1} as" in caption
+    assert panel.explanation.every_button.isEnabled()  # the same context at each checkpoint of the run

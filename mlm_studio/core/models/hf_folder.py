@@ -27,6 +27,7 @@ from mlm_studio.core.models.replaced_tokens import ReplacedTokenDetection
 from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.checkpoint import CheckpointError, aliases, listed, load_state
 from mlm_studio.core.storage.hub_cache import cached_model, looks_like_hub_name
+from mlm_studio.core.storage.lock import pointing
 
 GENERATOR_FOLDER = "generator"  # an ELECTRA export's generator, beside its discriminator
 
@@ -110,6 +111,8 @@ def model_folder(source: str | Path) -> Path:
     """A model's folder: `source` itself, or a Hub name (`roberta-base`, `org/name`) already in the local Hugging
     Face cache."""
     folder = Path(source)
+    if folder.is_symlink() and not folder.exists():
+        raise InteropError(f"{source} is a link{pointing(folder)}; give the model's folder itself")
     if folder.is_dir() or folder.exists() or not looks_like_hub_name(source):
         return folder
     try:

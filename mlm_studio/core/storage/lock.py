@@ -30,7 +30,7 @@ class RunLock:
         link = _link_on_the_way(self.folder)
         if link is not None:
             raise CheckpointError(
-                f"{link} is a symbolic link{_pointing(link)}; a run is written only into folders of its own, never "
+                f"{link} is a symbolic link{pointing(link)}; a run is written only into folders of its own, never "
                 "through a link: put the folder it points to in its place, or choose another folder"
             )
         self._created = not self.folder.exists()
@@ -67,7 +67,7 @@ class RunLock:
         self._fd = None
 
 
-def _pointing(link: Path) -> str:
+def pointing(link: Path) -> str:
     """Where `link` points, as a message says it: a dangling link's missing target named."""
     target = Path(os.readlink(link))
     return f" to {one_line(str(target), TARGET_CHARS)}" + ("" if link.exists() else ", which does not exist")

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter
 
+from mlm_studio.core.data.masking import MaskKind
+from mlm_studio.core.evaluation.diagnosis import Answer
 from mlm_studio.core.evaluation.explain.attributions import Explainer
 from mlm_studio.core.evaluation.subject import Subject
 from mlm_studio.core.models.hf_folder import is_hf_folder
@@ -17,6 +19,17 @@ from mlm_studio.ui.widgets.diagnosis_views import SamplesView
 from mlm_studio.ui.widgets.explanation import ExplanationView, Question
 
 HINT = "Click a coloured token of a block to see which words carried the model's answer there."
+MASKING_DID = {
+    MaskKind.MASK: "masked",
+    MaskKind.RANDOM: "randomly replaced by {shown}",
+    MaskKind.KEPT: "kept as it was",
+}
+
+
+def where_answered(answer: Answer, shown: str) -> str:
+    """Where in its block an answer was given and what masking did there (`shown`: the piece the model saw)."""
+    did = MASKING_DID[MaskKind(answer.kind)].format(shown=shown)
+    return f"at position {answer.position}, {did}"
 
 
 class ExplainedSamples(QSplitter):
@@ -57,7 +70,8 @@ class ExplainedSamples(QSplitter):
         source = subject.title + (", its generator" if subject.model is not subject.trained else "")
         self.explanation.ask(
             Question(lambda: Explainer(subject.model, subject.tokenizer, source), numbers[position], answer.top[0],
-                     pieces=sample.shown, position=position, run=self._run())
+                     pieces=sample.shown, position=position, run=self._run(),
+                     where=where_answered(answer, subject.tokenizer.id_to_token(sample.shown[position])))
         )  # fmt: skip
 
     def _run(self) -> str:

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.evaluation.predict import Candidate, FillMask, PredictError
+from mlm_studio.core.evaluation.predict import Candidate, Filled, FillMask, PredictError
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.theme import PALETTE_CHANGES, blended
 from mlm_studio.ui.widgets.candidate_label import written_form
@@ -55,6 +55,16 @@ WEIGHTS_TOOLTIP = {
 
 
 @dataclass(frozen=True)
+class Context:
+    """What one mask's candidates were predicted from in iterative mode: the pieces, the masks filled before it
+    holding their first candidate, and the mask's position among them."""
+
+    pieces: tuple[int, ...]
+    position: int
+    filled_before: tuple[int, ...]  # the masks (0: the first) filled before this one, in the order filled
+
+
+@dataclass(frozen=True)
 class Prediction:
     source: str
     masks: tuple[tuple[Candidate, ...], ...]
@@ -62,6 +72,8 @@ class Prediction:
     milliseconds: float
     replaced: tuple[tuple[str, float], ...] = ()  # an ELECTRA model's: each token, P(replaced)
     int8: bool = False  # scored with int8 weights, not the exact ones
+    contexts: tuple[Context, ...] = ()  # iterative mode: per mask, what its candidates were predicted from
+    text: str = ""  # the text predicted from
 
 
 def predict(path: str, text: str, top_k: int, iterative: bool, int8: bool = False) -> Prediction:
@@ -73,14 +85,30 @@ def predict(path: str, text: str, top_k: int, iterative: bool, int8: bool = Fals
         raise PredictError("Write [MASK] where a word is missing (or select a word and press Ctrl+M).")
     start = time.perf_counter()
     replaced = tuple(model.replaced(text)) if model.detector is not None else ()
+    contexts: tuple[Context, ...] = ()
     if MASK not in text:
-        masks, text = (), None
+        masks, filled_text = (), None
     elif iterative:
         filled = model.fill(text, top_k)
-        masks, text = filled.candidates, filled.text
+        masks, contexts, filled_text = filled.candidates, contexts_of(model, text, filled), filled.text
     else:
-        masks, text = tuple(model.predict(text, top_k)), None
-    return Prediction(model.source, masks, text, (time.perf_counter() - start) * 1000, replaced, model.int8)
+        masks, filled_text = tuple(model.predict(text, top_k)), None
+    milliseconds = (time.perf_counter() - start) * 1000
+    return Prediction(model.source, masks, filled_text, milliseconds, replaced, model.int8, contexts, text)
+
+
+def contexts_of(model: FillMask, text: str, filled: Filled) -> tuple[Context, ...]:
+    """Per mask of `text` (in its order), the pieces `filled`'s candidates there were predicted from."""
+    pieces = model.encode(model.tokenizer.with_mask_token(text))[0].tolist()
+    positions = [position for position, piece in enumerate(pieces) if piece == model.tokenizer.mask_id]
+    contexts = []
+    for number, position in enumerate(positions):
+        before = filled.order[: filled.order.index(number)]
+        context = list(pieces)
+        for earlier in before:
+            context[positions[earlier]] = filled.candidates[earlier][0].token_id
+        contexts.append(Context(tuple(context), position, before))
+    return tuple(contexts)
 
 
 class ResultsView(QGroupBox):
@@ -93,6 +121,7 @@ class ResultsView(QGroupBox):
         super().__init__(title)
         self.default_title = title
         self.subject: str | None = None  # the model whose candidates are shown, None while none are
+        self.prediction: Prediction | None = None  # the candidates shown, None while none are
         self._replaced: tuple[tuple[str, float], ...] = ()
         self.model_combo = model_combo("The model: the current run's latest checkpoint, a saved run, or a folder")
         self.latency = QLabel()
@@ -124,7 +153,7 @@ class ResultsView(QGroupBox):
     def show_prediction(self, prediction: Prediction, subject: str) -> None:
         """`prediction`'s candidates, made by the model at `subject`."""
         self._clear()
-        self.subject = subject
+        self.subject, self.prediction = subject, prediction
         self.latency.setText(f"{prediction.milliseconds:.1f} ms · {'int8' if prediction.int8 else 'exact'} weights")
         self.latency.setToolTip(WEIGHTS_TOOLTIP[prediction.int8])
         self.filled.setText(f"Filled: <b>{prediction.filled}</b>" if prediction.filled else "")
@@ -176,7 +205,7 @@ class ResultsView(QGroupBox):
     def show_message(self, text: str) -> None:
         """`text` instead of candidates, under the view's own title (no model answered)."""
         self._clear()
-        self.subject = None
+        self.subject, self.prediction = None, None
         self.setTitle(self.default_title)
         self._show_detector(())
         self.latency.setText("")
@@ -351,9 +380,24 @@ class PlaygroundPanel(QWidget):
         self.text_edit.setText(before + candidate.text + MASK.join(parts[number + 1 :]))
 
     def explain(self, view: ResultsView, number: int, candidate: Candidate) -> None:
-        """Why `view`'s model predicted `candidate` at mask `number` (0: the first) of the text as typed."""
-        if view.subject is not None:
-            self.explanation.ask(Question(view.subject, number, candidate.token_id, text=self.text_edit.text()))
+        """Why `view`'s model predicted `candidate` at mask `number` (0: the first) of the text it was predicted
+        from (not the text as edited since); in iterative mode, with the masks filled before it holding the
+        candidates chosen there."""
+        prediction = view.prediction
+        if view.subject is None or prediction is None:
+            return
+        if not prediction.contexts:
+            self.explanation.ask(Question(view.subject, number, candidate.token_id, text=prediction.text))
+            return
+        context = prediction.contexts[number]
+        filled = ", ".join(
+            f"[MASK] {earlier + 1} as {prediction.masks[earlier][0].text}" for earlier in context.filled_before
+        )
+        where = f"at [MASK] {number + 1}" + (f", after filling {filled}" if filled else "")
+        self.explanation.ask(
+            Question(view.subject, number, candidate.token_id, pieces=context.pieces, position=context.position,
+                     run=view.subject, where=where)
+        )  # fmt: skip
 
     # --- predictions --------------------------------------------------------------------------------
     def _on_compare(self, on: bool) -> None:

@@ -10,7 +10,7 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
-from mlm_studio.core.evaluation.explain.attributions import Attribution
+from mlm_studio.core.evaluation.explain.attributions import COMPLETE_WITHIN, Attribution
 from mlm_studio.core.evaluation.explain.choices import METHODS
 from mlm_studio.core.evaluation.explain.forming import Formed
 from mlm_studio.core.evaluation.explain.two_texts import TwoTextAttribution
@@ -59,6 +59,11 @@ def caption(attribution: Attribution) -> str:
             f"; {attribution.steps} steps from a {attribution.baseline} baseline, the words sum to "
             f"{attribution.total:+.3f} of the logit's {attribution.gap:+.3f} change"
         )
+        if attribution.completeness_error() > COMPLETE_WITHIN:
+            line += (
+                f", <b>missing it by {attribution.completeness_error():.1%}</b> (more steps, as the CLI's --steps "
+                "gives, would close it)"
+            )
     return line + (f" · {html.escape(attribution.source, quote=False)}" if attribution.source else "")
 
 

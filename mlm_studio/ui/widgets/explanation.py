@@ -4,7 +4,7 @@ choose) and the attention of every layer and head, computed off the GUI thread."
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from PySide6.QtCore import Qt, Signal
@@ -25,7 +25,7 @@ from mlm_studio.ui.widgets.attribution_view import AttributionView, FormingView
 class Question:
     """A prediction to explain: of the model at a path (read with its exact weights) or of the explainer a
     function makes (called off the GUI thread), the candidate's id at the `mask`-th [MASK] of a text, or at piece
-    `position` of a block of pieces."""
+    `position` of a block of pieces; `where` says where, for the caption (by default, at its [MASK])."""
 
     model: str | Callable[[], Explainer]
     mask: int
@@ -33,6 +33,7 @@ class Question:
     text: str = ""
     pieces: tuple[int, ...] = ()
     position: int = -1
+    where: str = ""  # where the prediction was made, for the caption (by default, at its [MASK])
     run: str = ""  # the run whose checkpoints "Every checkpoint" reads, when `model` is no path
 
     @property
@@ -63,6 +64,8 @@ def explain(question: Question, method: str, progress: Progress | None = None) -
     """The attribution and the attention maps of `question`'s prediction."""
     model = question.model
     explainer = Explainer.of(FillMask.from_path(model)) if isinstance(model, str) else model()
+    if progress is not None:
+        explainer.check = progress.check  # a newer question stops this one between integrated gradients' batches
     if question.pieces:
         attribution = explainer.explain_pieces(
             question.pieces, question.position, question.candidate_id, method, mask=question.mask
@@ -73,6 +76,8 @@ def explain(question: Question, method: str, progress: Progress | None = None) -
         words = explainer.read(question.text)
     if progress is not None:
         progress.check()
+    if question.where:
+        attribution = replace(attribution, target=question.where)
     return Explanation(question, attribution, attention_maps(explainer.model, explainer.tokenizer, words))
 
 

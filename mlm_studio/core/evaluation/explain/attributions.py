@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -15,6 +15,9 @@ from mlm_studio.core.evaluation.explain.methods import Outputs, gradient_x_input
 from mlm_studio.core.evaluation.explain.words import Words, words_of, words_of_pieces
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.shown import shown
+
+COMPLETE_WITHIN = 0.01  # a sum of attributions further than this share from the logit's change is said to miss it
+TINY_GAP = 1e-2  # logits: a smaller change is compared as this much (float32 cannot resolve a share of it)
 
 
 class ExplainError(ValueError):
@@ -44,6 +47,13 @@ class Attribution:
     gap: float | None = None
     target: str = ""  # what was explained, in words ("at [MASK] 1", "of the text", "the answer …")
 
+    def completeness_error(self) -> float | None:
+        """How far the scores' sum misses the logit's change, as a share of that change (integrated gradients
+        alone; None for the other methods)."""
+        if self.total is None or self.gap is None:
+            return None
+        return abs(self.total - self.gap) / max(abs(self.gap), TINY_GAP)
+
     def normalised(self) -> tuple[float, ...]:
         """The scores divided by the largest magnitude among them: in [-1, 1], all 0 when every score is."""
         largest = max((abs(s) for s in self.scores), default=0.0)
@@ -64,7 +74,8 @@ class Attribution:
 
 
 class Explainer:
-    """A masked-LM and its tokenizer, ready to explain its predictions (it never changes the model)."""
+    """A masked-LM and its tokenizer, ready to explain its predictions. It puts the model in eval mode (dropout
+    off), and leaves it there; it never changes its weights."""
 
     def __init__(self, model: torch.nn.Module, tokenizer: MLMTokenizer, source: str = "") -> None:
         broken = [name for name, value in model.named_parameters() if not torch.isfinite(value).all()]
@@ -77,6 +88,7 @@ class Explainer:
         self.tokenizer = tokenizer
         self.source = source
         self.device = next(model.parameters()).device
+        self.check: Callable[[], None] = lambda: None  # called between integrated gradients' batches: raises to stop
 
     @classmethod
     def of(cls, predictor: FillMask) -> Explainer:
@@ -181,7 +193,7 @@ class Explainer:
             return Attribution(name, unit, scores=_floats(words.per_word(pieces)), **common)
         if method == "ig":
             start = self._baseline_ids(words, baseline).to(self.device)
-            pieces, gap = integrated_gradients(self.model, outputs, ids, start, where, label, steps)
+            pieces, gap = integrated_gradients(self.model, outputs, ids, start, where, label, steps, self.check)
             scores, total = _floats(words.per_word(pieces)), float(pieces.sum())
             return Attribution(name, unit, scores=scores, steps=steps, baseline=baseline, total=total, gap=gap,
                                **common)  # fmt: skip
@@ -213,10 +225,11 @@ class Explainer:
         return int(candidate)
 
     def _baseline_ids(self, words: Words, baseline: str) -> torch.Tensor:
-        """The text with every word's pieces replaced by the mask token (or padding); special tokens and other
-        masks are kept, so they get no attribution."""
+        """The text with every word's pieces replaced by the mask token (or padding), a word read as the unknown
+        piece too; the other special tokens (typed [CLS], [SEP] or [PAD] among them) and the masks are kept, so
+        they get no attribution."""
         replacement = self.tokenizer.mask_id if baseline == "mask" else self.tokenizer.pad_id
-        specials = set(self.tokenizer.special_ids)
+        specials = set(self.tokenizer.special_ids) - {self.tokenizer.unk_id}
         return torch.tensor([[piece if piece in specials else replacement for piece in words.ids]])
 
 

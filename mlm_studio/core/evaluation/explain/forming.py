@@ -53,7 +53,9 @@ def attributions_over_checkpoints(
             formed.append(Formed(step, None, "its weights are not finite numbers"))
             continue
         load_weights(checkpoint, trained)
-        explainer = Explainer(model, run.tokenizer, f"{run.name} / {checkpoint.name}")
+        # an ELECTRA run's answers are its generator's: its discriminator predicts no word
+        generator = ", its generator" if model is not trained else ""
+        explainer = Explainer(model, run.tokenizer, f"{run.name} / {checkpoint.name}{generator}")
         if pieces:
             formed.append(Formed(step, explainer.explain_pieces(pieces, position, candidate, method, mask=mask)))
         else:

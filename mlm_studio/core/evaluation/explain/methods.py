@@ -71,16 +71,25 @@ def path_nodes(steps: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def integrated_gradients(
-    model: nn.Module, outputs: Outputs, ids: torch.Tensor, baseline: torch.Tensor, where: int, label: int, steps: int
+    model: nn.Module,
+    outputs: Outputs,
+    ids: torch.Tensor,
+    baseline: torch.Tensor,
+    where: int,
+    label: int,
+    steps: int,
+    check: Callable[[], None] = lambda: None,
 ) -> tuple[np.ndarray, float]:
     """(1, L) ids and baseline ids → (L,) attributions to the logit of `label` at piece `where`, and that logit
-    at the input minus at the baseline (what the attributions sum to)."""
+    at the input minus at the baseline (what the attributions sum to). `check` is called before each batch of the
+    path: an explanation no longer wanted raises there to stop."""
     table = word_embeddings(model)
     with torch.inference_mode(False), torch.enable_grad():
         start, end = table(baseline).detach(), table(ids).detach()  # (1, L, E)
         nodes, weights = (torch.tensor(v, dtype=start.dtype, device=ids.device) for v in path_nodes(steps))
         gradient = torch.zeros_like(end[0])  # (L, E): the weighted sum along the path
         for first in range(0, steps, PATH_BATCH):
+            check()
             alphas = nodes[first : first + PATH_BATCH, None, None]  # (S, 1, 1)
             path = (start + alphas * (end - start)).requires_grad_()  # (S, L, E)
             count = len(alphas)
