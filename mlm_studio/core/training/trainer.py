@@ -104,6 +104,7 @@ class Trainer:
         self.warmup_ended_at: float | None = None  # training time when warm-up ended (the decay starts there)
         self.best_val_loss = math.inf
         self.last_eval: EvalRecord | None = None
+        self.restarted = False  # resumed without a checkpoint: the recorded steps are trained again from 0
         self._unwritten: list[dict] = []  # metrics a full disk refused, written with the next ones
         if distributed.main:
             run.remove_leftovers()
@@ -126,6 +127,10 @@ class Trainer:
             initial = self.run_dir.initial_weights
             if initial is not None:
                 load_weights(initial, self.model)
+            # steps recorded without a checkpoint to continue them: the run begins again, and says so
+            self.restarted = any(record.get("step", 0) > 0 for record in self.run_dir.read_metrics())
+            if self.restarted and self.dist.main:
+                self.run_dir.truncate_metrics_after(0)
             return
         refuse_nonfinite_resume(self.run_dir)
         state = read_state(checkpoint)
@@ -154,6 +159,8 @@ class Trainer:
         what began, last how it ended."""
         try:
             opening = [self._logged(self.started())]
+            if self.restarted:
+                opening.append(self._logged(WarningRecord(0, self.restart_message())))
             if len(self.validation) == 0:
                 opening.append(self._logged(WarningRecord(self.step, self.no_validation())))
             for record in itertools.chain(opening, self._run()):
@@ -191,6 +198,14 @@ class Trainer:
             train_blocks=len(self.train_blocks),
             events=self.events.writing if self.events is not None else "",
             events_refused=self.events is not None and self.events.error is not None,
+        )
+
+    def restart_message(self) -> str:
+        """Why a resumed run begins again at step 0."""
+        start = "its initial weights" if self.run_dir.initial_weights is not None else "new weights"
+        return (
+            f"{self.run_dir.name} has no checkpoint to continue from, so training restarts at step 0 from {start}; "
+            "the records of its earlier steps are dropped"
         )
 
     def no_validation(self) -> str:
