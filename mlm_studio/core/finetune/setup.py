@@ -58,7 +58,7 @@ from mlm_studio.core.finetune.qa.task import (
     read_qa_task,
     windows_of,
 )
-from mlm_studio.core.finetune.request import SCRATCH, request_of
+from mlm_studio.core.finetune.request import SCRATCH, own_value, request_of
 from mlm_studio.core.finetune.tuner import FineTuner, TaskData
 from mlm_studio.core.models.build import build_trained, encoder_of
 from mlm_studio.core.models.hf_folder import import_model
@@ -337,7 +337,8 @@ class ResumeRefused(TaskError):
 def resume_with(run: RunDir, train_examples: int, changes: dict[str, Any]) -> str:
     """Apply `changes` ({FinetuneOptions field: value} a user gave to resume `run`; "model" for a starting model)
     to the run's config.toml, or refuse the first a resume cannot make (ResumeRefused) before writing anything.
-    The sentence that says what changed ("" when nothing did)."""
+    The sentence that says what changed ("" when nothing did); a value that is the run's own is no change."""
+    changes = {field: value for field, value in changes.items() if not own_value(run, field, value)}
     for field in changes:
         if field not in RESUMABLE:
             what, home = FIXED_IN.get(field, ("recipe", "config.toml"))
