@@ -906,3 +906,14 @@ def test_question_answerings_options_on_another_kind_are_refused(tmp_path, capsy
     assert capsys.readouterr().err == (
         f"mlm-studio: {option} is question answering's (--kind qa); a {kind} task reads none\n"
     )
+
+
+def test_a_resume_to_the_length_a_run_has_says_so_and_ends_on_its_evaluation(tmp_path, small_run, capsys):
+    import shutil
+
+    run = RunDir(shutil.copytree(small_run, tmp_path / "run"))
+    assert main(["train", "--resume", str(run.path), "--max-steps", "4"]) == 0
+    out, err = capsys.readouterr()
+    said = "run has trained 4 steps already, and 4 were asked: nothing more to train. To train on, give a length past"
+    assert said in err and "no evaluation" not in out
+    assert "Finished (completed) at step 4: validation loss " in out and " at step 4, run folder" in out
