@@ -43,6 +43,7 @@ from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.finetune.examples import (
     Normalise,
     as_written,
+    begin_inside,
     copies_said,
     encode_examples,
     seen_in_training,
@@ -59,6 +60,7 @@ from mlm_studio.core.finetune.qa.task import (
     windows_of,
 )
 from mlm_studio.core.finetune.request import SCRATCH, own_value, request_of
+from mlm_studio.core.finetune.scores import entity_tags
 from mlm_studio.core.finetune.tuner import FineTuner, TaskData
 from mlm_studio.core.models.build import build_trained, encoder_of
 from mlm_studio.core.models.hf_folder import import_model
@@ -209,7 +211,11 @@ def read_task(
     known = list(files[0].label_counts())
     for other in files[1:]:
         check_known(other, set(known), files[0].path.name)
-    return files, sorted(known) if task == "classification" else with_inside_tags(known)
+    if task == "classification":
+        return files, sorted(known)
+    if entity_tags(known):
+        files = begin_inside(files)
+    return files, with_inside_tags(list(files[0].label_counts()))
 
 
 def files_split(
