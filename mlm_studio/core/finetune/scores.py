@@ -156,3 +156,23 @@ def _parts(tag: str) -> tuple[str, str]:
     if dash and prefix in ("B", "I", "E", "S"):
         return prefix, kind
     return "I", tag
+
+
+def per_class_rows(test) -> list[tuple[str, str, str, str, str]]:
+    """A test record's scores by class as the tables write them: (label, precision, recall, F1, support). A label
+    the test data lacks (support 0, as an inside tag added for later pieces) has no recall or F1 ("—"), and a
+    precision only where the model predicted it (then 0.0%, its every prediction wrong)."""
+    if test.confusion:
+        predicted = [sum(column) for column in zip(*test.confusion, strict=True)]
+    else:
+        counts = {label: 0 for label in test.labels}
+        for _, guess, count in test.confusions:
+            counts[guess] = counts.get(guess, 0) + count
+        predicted = [counts.get(label, 0) for label, *_ in test.per_class]
+    rows = []
+    for (label, precision, recall, f1, support), guessed in zip(test.per_class, predicted, strict=True):
+        if support:
+            rows.append((label, f"{precision:.1%}", f"{recall:.1%}", f"{f1:.1%}", f"{support:,}"))
+        else:
+            rows.append((label, f"{precision:.1%}" if guessed else "—", "—", "—", "0 (absent)"))
+    return rows
