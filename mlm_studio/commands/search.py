@@ -56,12 +56,13 @@ def _retrieval(reader, args) -> dict:
     task = read_task(args.task, args.text_column, args.label_column, Status())
     if task.report.noteworthy:  # the rows left out, said as evaluate says them
         print_report(task.report)
-    if task.sampled_from:
+    if sample_note(task):
         print(f"Note: {sample_note(task)}.", file=sys.stderr)
     texts, labels, repeated = distinct_texts(task.texts, task.labels, reader.tokenizer.normalised)
     if repeated:
-        print(f"Note: {repeated:,} texts repeat another and were read once (a text is not its copy's neighbour).",
-              file=sys.stderr)  # fmt: skip
+        more = " more" if task.repeats is not None and task.repeats.rows else ""
+        print(f"Note: {repeated:,}{more} repeated texts (as the model's tokenizer reads them) counted once: a text "
+              "is not its copy's neighbour.", file=sys.stderr)  # fmt: skip
     vectors = sentence_vectors(reader.encoder, reader.tokenizer, texts, args.layer, progress=Status())
     scores = retrieval_scores(vectors, labels, min(args.k, len(texts) - 1)).to_json()
     return {**scores, "repeated": repeated, "sampled_from": task.sampled_from}
