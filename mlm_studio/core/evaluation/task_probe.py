@@ -137,9 +137,12 @@ def probe_task(
         raise TaskError(f"the labelled texts cannot be split ({clipped(str(exc), 200)})") from None
     y = np.asarray(labels)
     vectors = sentence_vectors(model, tokenizer, texts, layer, progress=progress)
+    stage = _stages(progress)  # what follows the reading takes a minute on 20,000 texts: each step is said
+    stage("Fitting a logistic regression on the model's vectors")
     linear = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
     predicted = linear.fit(vectors[train], y[train]).predict(vectors[test])
     majority = DummyClassifier(strategy="most_frequent").fit(vectors[train], y[train]).predict(vectors[test])
+    stage("Fitting the bag-of-words reference")
     words = make_pipeline(TfidfVectorizer(), LogisticRegression(max_iter=2000))
     try:
         words.fit([texts[i] for i in train], y[train])
@@ -152,6 +155,7 @@ def probe_task(
         ) from None
     bag = words.predict([texts[i] for i in test])
     counts = words[0].transform(texts)  # each text's TF-IDF, of the training texts' words
+    stage("Ranking the held-out texts' neighbours")
     return TaskResult(
         len(texts),
         float(accuracy_score(y[test], predicted)),
@@ -162,6 +166,21 @@ def probe_task(
         *_neighbours(counts, y, train, test),
         repeated,
     )
+
+
+PROBE_STAGES = 3  # the steps after the reading: the probe, the bag of words, the neighbours
+
+
+def _stages(progress):
+    """A function that says the next of the `PROBE_STAGES` steps (and stops there when the work is cancelled)."""
+    done = iter(range(PROBE_STAGES))
+
+    def stage(message: str) -> None:
+        if progress is not None:
+            progress.check()
+            progress.report(next(done), PROBE_STAGES, message)
+
+    return stage
 
 
 def _neighbours(vectors, labels: np.ndarray, train: np.ndarray, test: np.ndarray) -> tuple[float, float, float]:
