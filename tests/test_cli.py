@@ -789,8 +789,34 @@ def test_a_resume_from_a_checkpoint_cut_short_is_refused_before_anything_is_writ
     written = {file: (run.path / file).read_bytes() for file in ("config.toml", "metrics.jsonl")}
     code, _, err = cli("train", "--resume", str(run.path), "--max-steps", "8")
     assert code == 1 and "Traceback" not in err and "resumed with" not in err
-    assert f"{latest.name}: {name} cannot be read (" in err and "delete this checkpoint folder to resume" in err
+    assert f"{latest.name}: {name} cannot be read (" in err and "delete this checkpoint" not in err
+    assert "no complete checkpoint comes before it, so its run cannot continue: start a new run" in err
     assert {file: (run.path / file).read_bytes() for file in written} == written
+
+
+def test_a_damaged_checkpoint_names_the_one_before_it_and_moved_aside_that_one_is_resumed(tmp_path, small_run):
+    import shutil
+
+    run = RunDir(shutil.copytree(small_run, tmp_path / "run"))
+    assert main(["train", "--resume", str(run.path), "--max-steps", "8"]) == 0
+    earlier, latest = run.checkpoints()
+    (latest / "model.safetensors").write_bytes(b"cut")
+    code, _, err = cli("train", "--resume", str(run.path), "--max-steps", "8")
+    assert code == 1 and f"move this checkpoint folder out of {latest.parent} to use {earlier.name}" in err
+    shutil.move(latest, tmp_path / latest.name)
+    code, out, err = cli("train", "--resume", str(run.path), "--max-steps", "8")
+    assert code == 0 and "steps 4 → 8" in out and "restarts" not in err
+
+
+def test_a_resume_without_any_checkpoint_says_it_restarts_at_step_0(tmp_path, small_run):
+    import shutil
+
+    run = RunDir(shutil.copytree(small_run, tmp_path / "run"))
+    shutil.rmtree(run.path / "checkpoints")
+    code, out, err = cli("train", "--resume", str(run.path), "--max-steps", "4")
+    assert code == 0 and "steps 0 → 4" in out
+    assert "run has no checkpoint to continue from, so training restarts at step 0 from new weights" in err
+    assert [r["step"] for r in run.read_metrics() if r["type"] == "step"] == [1, 2, 3, 4]  # once, not twice
 
 
 @pytest.mark.parametrize(
@@ -880,3 +906,14 @@ def test_question_answerings_options_on_another_kind_are_refused(tmp_path, capsy
     assert capsys.readouterr().err == (
         f"mlm-studio: {option} is question answering's (--kind qa); a {kind} task reads none\n"
     )
+
+
+def test_a_resume_to_the_length_a_run_has_says_so_and_ends_on_its_evaluation(tmp_path, small_run, capsys):
+    import shutil
+
+    run = RunDir(shutil.copytree(small_run, tmp_path / "run"))
+    assert main(["train", "--resume", str(run.path), "--max-steps", "4"]) == 0
+    out, err = capsys.readouterr()
+    said = "run has trained 4 steps already, and 4 were asked: nothing more to train. To train on, give a length past"
+    assert said in err and "no evaluation" not in out
+    assert "Finished (completed) at step 4: validation loss " in out and " at step 4, run folder" in out

@@ -26,6 +26,13 @@ def test_finetunes_learning_rate_under_its_transformers_name_is_refused_naming_l
         (["search", "m", "--qeury", "x"], "--qeury x; did you mean --query?"),
         (["evaluate", "m", "--tsak", "t.csv"], "--tsak t.csv; did you mean --task?"),
         (["finetune", "m", "--frobnicate", "1"], "--frobnicate 1\n"),
+        (["train", "--lr", "1e-3"], "--lr 1e-3; did you mean --learning-rate?"),  # finetune's names on train
+        (["train", "--batch-size", "8"], "--batch-size 8; did you mean --per-device-train-batch-size?"),
+        (["train", "--epochs", "2"], "--epochs 2; did you mean --num-train-epochs?"),
+        (
+            ["train", "--set", "per_device_train_batch_size=8"],  # run_mlm.py's name as a setting: its option named
+            "'per_device_train_batch_size=8': write --per-device-train-batch-size 8 or --set training.batch_size=VALUE",
+        ),
     ],
 )
 def test_an_unknown_option_names_the_known_one_close_to_it(args, said, capsys):

@@ -101,3 +101,22 @@ def test_rows_of_a_task_file_left_out_are_said_as_evaluate_says_them(run, tmp_pa
     assert done.returncode == 0, done.stderr
     assert "line 5: field 'label' is not a string or a number" in done.stderr
     assert "(19 texts)" in done.stdout
+
+
+def test_repeated_texts_are_counted_once_and_said_not_called_a_sample(run, tmp_path, capsys):
+    """A small file whose texts repeat: its repeats said (those with two labels named with their rows), no
+    'sample'; a label whose other text is a copy of another label's is left out and said, in search and evaluate."""
+    import csv
+
+    rows = [(f"text {i} about {'rivers' if i % 2 else 'money'}", "ab"[i % 2]) for i in range(20)]
+    rows += [*rows[:5], (rows[6][0], "b"), (rows[8][0], "rare"), ("a text of its own", "rare")]
+    task = tmp_path / "repeats.csv"
+    with open(task, "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([("text", "label"), *rows])
+    for command in (["search", str(run), "--task", str(task)], ["evaluate", str(run), "--task", str(task)]):
+        assert main(command) == 0
+        err = capsys.readouterr().err
+        assert "sample" not in err
+        assert "repeats.csv: 7 repeated texts counted once, 2 of them with two labels, read under the first: " in err
+        assert "'text 6 about money' (rows 8 and 27); 'text 8 about money' (rows 10 and 28)" in err
+        assert "row 29: its label 'rare' has no other text once repeated texts are read once" in err

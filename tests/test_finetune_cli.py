@@ -119,7 +119,7 @@ FIXED = "cannot change when resuming: the run's"
     [
         (["--kind", "tokens"], f"--kind {FIXED} task is fixed in {{run}}/task.json; start a new run"),
         (["--text-column", "body"], f"the columns {FIXED} task is fixed in {{run}}/task.json; start a new run"),
-        (["MODEL"], f"MODEL {FIXED} starting model is fixed in {{run}}/init; start a new run"),
+        (["scratch:MODEL"], f"MODEL {FIXED} starting model is fixed in {{run}}/init; start a new run"),
         (["--epochs", "1"], "--epochs 1 would end the run at step 15, but it is at step 30 already; give more epochs"),
         (["--out", "elsewhere"], "--out names a new run's folder; the resumed run stays in {run}"),
     ],
@@ -128,10 +128,24 @@ def test_resume_refuses_each_option_it_cannot_take(finetuned, pretrained, tmp_pa
     """In this process (the command line's own entry point): each refusal, named as typed, exit 2, nothing written."""
     run = copied(finetuned[3], tmp_path)
     before = snapshot(run)
-    given = [str(pretrained) if o == "MODEL" else o for o in option]
+    given = [o.replace("MODEL", str(pretrained)) for o in option]
     assert main(["finetune", *given, "--resume", str(run), "--device", "cpu"]) == 2
     assert capsys.readouterr() == ("", f"mlm-studio: {message.format(run=run)}\n")
     assert snapshot(run) == before and not (tmp_path / "elsewhere").exists()
+
+
+def test_resume_takes_the_runs_own_values_as_no_change(finetuned, pretrained, tmp_path, capsys):
+    """The command that made the run, given again with --resume: every value is the run's own, nothing changes."""
+    run = copied(finetuned[3], tmp_path)
+    before = snapshot(run)
+    task = finetuned[3].parent / "task.csv"
+    again = [str(pretrained), "--task", str(task), "--kind", "classification", *FAST, "--patience", "3", "--seed", "0"]
+    assert main(["finetune", *again, "--lr", "0.005", "--resume", str(run)]) == 0
+    out, err = capsys.readouterr()
+    assert "cannot change" not in err and "resumed with" not in err
+    assert "this run has finished already" in out + err and "Test, with the best checkpoint" in out
+    settings = ("config.toml", "task.json", "metrics.jsonl")
+    assert {name: (run / name).read_bytes() for name in settings} == {name: before[Path(name)] for name in settings}
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ def run(args) -> int:
         task = read_task(args.task, args.text_column, args.label_column, Status()) if args.task is not None else None
         if task is not None and task.report.noteworthy:
             print_report(task.report)
-        if task is not None and task.sampled_from:
+        if task is not None and sample_note(task):
             print(f"Note: {sample_note(task)}.", file=sys.stderr)
         corpus = load_corpus(list(args.corpus)) if args.corpus else None
         subject = load_subject(args.model, args.checkpoint, corpus)

@@ -24,6 +24,7 @@ from mlm_studio.core.finetune.compare import Said, compare, contenders, outcomes
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
 from mlm_studio.core.finetune.recipe.result import read_search
 from mlm_studio.core.finetune.recipe.search import SearchPlan, search
+from mlm_studio.core.finetune.scores import per_class_rows
 from mlm_studio.core.finetune.setup import ResumeRefused, prepare_finetuner
 from mlm_studio.core.finetune.tasks import COMPARE_SEEDS, SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.finetune.tuner import FineTuner
@@ -290,11 +291,12 @@ def _report(tuner: FineTuner, as_json: bool) -> int:
 
 def _per_class_table(test: TestRecord) -> str:
     """Each class's scores, a line each: a label shown on one line and in at most `LABEL_CHARS` characters."""
-    names = [one_line(label, LABEL_CHARS) for label, *_ in test.per_class]
+    rows = per_class_rows(test)  # a label the test data lacks: "—", not 0.0%
+    names = [one_line(label, LABEL_CHARS) for label, *_ in rows]
     width = max(len("label"), *(len(name) for name in names))
     lines = [f"{'label':<{width}}  {'precision':>9}  {'recall':>6}  {'F1':>6}  {'support':>7}"]
-    for name, (_, precision, recall, f1, support) in zip(names, test.per_class, strict=True):
-        lines.append(f"{name:<{width}}  {precision:>9.1%}  {recall:>6.1%}  {f1:>6.1%}  {support:>7,}")
+    for name, (_, precision, recall, f1, support) in zip(names, rows, strict=True):
+        lines.append(f"{name:<{width}}  {precision:>9}  {recall:>6}  {f1:>6}  {support:>7}")
     return "\n".join(lines)
 
 

@@ -13,6 +13,7 @@ from mlm_studio.core.evaluation.search import build_index, distinct_texts, retri
 from mlm_studio.core.evaluation.subject import load_reader
 from mlm_studio.core.evaluation.task_probe import read_task, sample_note
 from mlm_studio.core.evaluation.vectors import sentence_vectors, tokens_read
+from mlm_studio.core.shown import one_line, shown
 
 
 def run(args) -> int:
@@ -48,7 +49,18 @@ def _nearest(reader, args, result: dict) -> list[dict]:
     if index.cut:
         result["documents_cut"] = {"count": len(index.cut), "tokens_read": tokens_read(reader.encoder)}
         print(f"Note: {index.cut_note}.", file=sys.stderr)
-    return [{"query": query, "k": k, "hits": [hit.__dict__ for hit in index.nearest(query, k)]} for query in args.query]
+    found = []
+    for query in args.query:
+        read = index.query_read(query)
+        if read < len(query):  # said, as a document cut is: where it ends
+            end = one_line(query[max(0, read - 30) : read], 30)
+            limit = tokens_read(reader.encoder)
+            print(f"Note: the query {shown(query)} is longer than the {limit:,} tokens read of it: it was read up to "
+                  f"character {read:,} of {len(query):,} ('…{end}')", file=sys.stderr)  # fmt: skip
+        found.append(
+            {"query": query, "k": k, "characters_read": read, "hits": [h.__dict__ for h in index.nearest(query, k)]}
+        )
+    return found
 
 
 def _retrieval(reader, args) -> dict:
@@ -56,12 +68,13 @@ def _retrieval(reader, args) -> dict:
     task = read_task(args.task, args.text_column, args.label_column, Status())
     if task.report.noteworthy:  # the rows left out, said as evaluate says them
         print_report(task.report)
-    if task.sampled_from:
+    if sample_note(task):
         print(f"Note: {sample_note(task)}.", file=sys.stderr)
     texts, labels, repeated = distinct_texts(task.texts, task.labels, reader.tokenizer.normalised)
     if repeated:
-        print(f"Note: {repeated:,} texts repeat another and were read once (a text is not its copy's neighbour).",
-              file=sys.stderr)  # fmt: skip
+        more = " more" if task.repeats is not None and task.repeats.rows else ""
+        print(f"Note: {repeated:,}{more} repeated texts (as the model's tokenizer reads them) counted once: a text "
+              "is not its copy's neighbour.", file=sys.stderr)  # fmt: skip
     vectors = sentence_vectors(reader.encoder, reader.tokenizer, texts, args.layer, progress=Status())
     scores = retrieval_scores(vectors, labels, min(args.k, len(texts) - 1)).to_json()
     return {**scores, "repeated": repeated, "sampled_from": task.sampled_from}
@@ -71,7 +84,7 @@ def _for_people(result: dict) -> str:
     asked_k, lines = result["k_asked"], []
     for asked in result.get("queries", []):
         capped = f" (the {asked['k']:,} documents there are, of --k {asked_k:,})" if asked["k"] < asked_k else ""
-        lines += [f"{result['model']}: nearest to {asked['query']!r}{capped}"]
+        lines += [f"{result['model']}: nearest to {shown(asked['query'])}{capped}"]
         for rank, hit in enumerate(asked["hits"], start=1):
             text = " ".join(hit["text"].split())
             lines.append(f"{rank:>4}  {hit['score']:.3f}  {text[:100]}{'…' if len(text) > 100 else ''}")

@@ -78,7 +78,10 @@ def meant(unknown: list[str], known: list[str]) -> str:
             continue
         name = word[2:].split("=", 1)[0].replace("-", "_").lower()
         close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.75)
-        found = TRANSFORMERS_NAMES.get(name) if TRANSFORMERS_NAMES.get(name) in options else next(iter(close), None)
+        # `transformers`' name for a finetune option, or (on train, which takes run_mlm.py's) finetune's for it
+        theirs = next((them for them, ours in TRANSFORMERS_NAMES.items() if ours == name and them in options), None)
+        found = TRANSFORMERS_NAMES.get(name) if TRANSFORMERS_NAMES.get(name) in options else theirs
+        found = found or next(iter(close), None)
         if found is not None:
             return f"; did you mean {options[found]}?"
     return ""
@@ -115,6 +118,12 @@ def setting(text: str) -> tuple[str, object]:
     from mlm_studio.core.config.run_config import value_from_text
 
     key, equals, value = text.partition("=")
+    named = RUN_MLM_FIELDS.get(key.strip().lstrip("-").replace("-", "_").lower())
+    if equals and named is not None:  # run_mlm.py's name for a field: its own option says it
+        option = spellings(key.strip().lstrip("-").replace("-", "_").lower())[0]
+        raise argparse.ArgumentTypeError(
+            f"{shown(text)}: write {option} {shown(value)[1:-1]} or --set {named[0]}=VALUE"
+        )
     if not equals or "." not in key:
         raise argparse.ArgumentTypeError(f"{shown(text)}: write SECTION.FIELD=VALUE, e.g. training.learning_rate=1e-3")
     return key.strip(), value_from_text(value.strip())

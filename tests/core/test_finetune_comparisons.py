@@ -112,7 +112,7 @@ def test_a_comparison_run_again_for_another_question_is_refused_and_nothing_writ
         earlier, latest = sorted((tmp_path / "model" / "checkpoints").iterdir())[-2:]
         (latest / "model.safetensors").write_bytes((earlier / "model.safetensors").read_bytes())  # other weights
     with pytest.raises(TaskError) as refused:
-        list(compare(spec, options(task_file, **values), folder, 2))
+        list(compare(spec, options(task_file, **values), folder, 1 if asked == "weights" else 2))  # its seeds
     said = str(refused.value)
     assert said.startswith(f"{folder} holds a comparison of something else (your-model-seed0: ")
     expected = {"learning rate": "learning_rate 0.005 there, 0.001 asked", "epochs": "epochs 1 there, 2 asked",
@@ -136,3 +136,28 @@ def test_a_run_folder_of_a_comparison_that_is_a_link_is_refused(compared, task, 
     with pytest.raises(TaskError, match="your-model-seed0 is a symbolic link; a comparison writes its runs only into"):
         list(compare(str(trained_run.path), options(task, epochs=1), folder, 1))
     assert list(outside.iterdir()) == []
+
+
+def test_a_comparison_into_a_folder_of_other_files_or_for_other_seeds_is_refused_and_nothing_written(
+    compared, task, tmp_path
+):
+    root, trained_run = compared
+    spec = str(trained_run.path)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("my notes")
+    with pytest.raises(
+        TaskError, match=r"mine already holds notes\.txt and no comparison; a comparison goes into a new"
+    ):
+        list(compare(spec, options(task, epochs=1), mine, 1))
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+    folder = Path(shutil.copytree(root / "compare", tmp_path / "compare"))
+    before = _contents(folder)
+    for seed, seeds, differ in [(5, 2, "first_seed 0 there, 5 asked"), (0, 3, "seeds 2 there, 3 asked")]:
+        with pytest.raises(TaskError) as refused:
+            list(compare(spec, options(task, epochs=1, seed=seed), folder, seeds))
+        assert str(refused.value) == (
+            f"{folder} holds a comparison of other seeds ({differ}); nothing was changed. Give the same --seed and "
+            "--seeds to continue it, or another --out to start a new one"
+        )
+        assert _contents(folder) == before

@@ -125,22 +125,43 @@ def test_an_exported_tagger_predicts_as_mlm_studio(source, tmp_path, caplog):
         assert predicted == ours.tag(words)
 
 
-def _held_out_sentences(tmp_path, inside=True):
+def _held_out_sentences(tmp_path, inside=True, bioes=False):
     count = 20 if inside else 40  # one-word entities: as many names in twice the sentences
-    held = write_piece_tagging(tmp_path / "held.jsonl", count, seed=1, inside=inside).read_text().splitlines()
-    return [json.loads(line)["tokens"] for line in held]
+    held = write_piece_tagging(tmp_path / "held.jsonl", count, seed=1, inside=inside)
+    return [json.loads(line)["tokens"] for line in (_as_bioes(held) if bioes else held).read_text().splitlines()]
 
 
-@pytest.mark.parametrize("inside", [True, False], ids=["B-and-I-tags", "B-tags-only"])
-def test_an_exported_tagger_finds_mlm_studios_entities(trained_run, tmp_path, caplog, inside):
+def _as_bioes(path):
+    """A B-/I- tagged file rewritten BIOES: an entity's last word E-; each LOC entity cut to its first word, S-."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for row in rows:
+        kept = [i for i, tag in enumerate(row["tags"]) if tag != "I-LOC"]
+        row["tokens"], row["tags"] = [row["tokens"][i] for i in kept], [row["tags"][i] for i in kept]
+        tags = row["tags"]
+        for i, tag in enumerate(tags):
+            ends = i + 1 == len(tags) or not tags[i + 1].startswith("I-")
+            if ends and tag != "O":
+                tags[i] = ("S-" if tag.startswith("B-") else "E-") + tag[2:]
+    path.write_text("\n".join(json.dumps(row) for row in rows), encoding="utf-8")
+    assert {"S-LOC", "E-PER"} <= {tag for row in rows for tag in row["tags"]}
+    return path
+
+
+@pytest.mark.parametrize(
+    ("inside", "bioes"), [(True, False), (False, False), (True, True)], ids=["B-and-I-tags", "B-tags-only", "BIOES"]
+)
+def test_an_exported_tagger_finds_mlm_studios_entities(trained_run, tmp_path, caplog, inside, bioes):
     """Entities of made-up words that the model's vocabulary splits into several pieces: `transformers`' "simple"
     aggregation (pieces grouped by their own tags) finds exactly the entities MLM Studio finds, word and type;
-    also for a task whose types have B- tags only (their I- tags are added for the later pieces to learn)."""
+    also for a task whose types have B- tags only (their I- tags are added for the later pieces to learn), and for
+    one tagged BIOES (learned as the B-/I- tags of the same entities, which the pipeline groups)."""
     task = write_piece_tagging(tmp_path / "tags.jsonl", inside=inside)
+    if bioes:
+        _as_bioes(task)
     ours, out, test = _fine_tuned(str(trained_run.path), "tokens", task, tmp_path, epochs=8, eval_interval=10_000)
     assert {"I-PER", "I-LOC"} <= set(ours.labels)
     assert test.accuracy >= 0.95 and test.entity_f1 >= 0.9, (test.accuracy, test.entity_f1)
-    sentences = _held_out_sentences(tmp_path, inside)
+    sentences = _held_out_sentences(tmp_path, inside, bioes)
     named = {word for parts in ENTITY_WORDS.values() for words in parts for word in words}
     pieces = [word_pieces(ours.tokenizer, tuple(words))[1] for words in sentences]
     split = [w for words, of in zip(sentences, pieces) for i, w in enumerate(words) if w in named and of.count(i) > 1]
@@ -151,6 +172,9 @@ def test_an_exported_tagger_finds_mlm_studios_entities(trained_run, tmp_path, ca
         theirs = [(text[g["start"] : g["end"]].strip(), g["entity_group"]) for g in grouped(text)]
         mine = [(" ".join(words[first : last + 1]), kind) for kind, first, last in entities(ours.tag(words))]
         assert theirs == mine
+        tagged = ours.tag_text(text)  # predict's table (the words' entities) and its --json (the pipeline's)
+        assert [(e["word"], e["entity_group"]) for e in tagged.word_entities] == mine
+        assert [(text[e["start"] : e["end"]].strip(), e["entity_group"]) for e in tagged.as_pipeline()] == mine
 
 
 def _transformers_answer(model, tokenizer, question, context, max_length, stride, max_answer_length):

@@ -242,3 +242,22 @@ def test_answering_a_long_context_stops_when_no_longer_wanted(qa_run):
     with pytest.raises(Cancelled):
         FineTuned(RunDir(qa_run[0])).answer("what is the colour ?", context, progress=impatient)
     assert [done for done, _, _ in impatient.reports] == [0, 16] and impatient.reports[0][1] > 32
+
+
+def test_own_validation_and_test_files_whose_contexts_repeat_from_training_are_said(trained_run, tmp_path):
+    train = write_squad(tmp_path / "train.json", contexts=20)
+    document = squad_document(contexts=10, seed=1)
+    document["data"][0]["paragraphs"][:3] = squad_document(contexts=20)["data"][0]["paragraphs"][:3]  # 3 from train
+    validation = tmp_path / "validation.json"
+    validation.write_text(json.dumps(document), encoding="utf-8")
+    test = write_squad(tmp_path / "test.json", contexts=10, seed=2)
+    options = qa_options(train, epochs=1, validation=validation, test=test)
+    records = list(prepare_finetuner(tmp_path / "ft", str(trained_run.path), options).run())
+    notes = [r.message for r in records if isinstance(r, WarningRecord)]
+    asked = sum(len(p["qas"]) for p in document["data"][0]["paragraphs"][:3])
+    total = sum(len(p["qas"]) for article in document["data"] for p in article["paragraphs"])
+    assert (
+        f"validation.json: {asked} of its {total} validation questions are asked of a context that is also in the "
+        "training file (train.json): their validation scores are measured on contexts the model trained on" in notes[0]
+    )
+    assert not any("test.json" in note for note in notes)

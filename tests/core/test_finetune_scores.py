@@ -6,7 +6,7 @@ from collections import Counter
 
 import numpy as np
 
-from mlm_studio.core.finetune.scores import MATRIX_LABELS, TOP_CONFUSIONS, class_scores
+from mlm_studio.core.finetune.scores import MATRIX_LABELS, TOP_CONFUSIONS, class_scores, per_class_rows
 from mlm_studio.core.training.records import TestRecord
 
 
@@ -32,3 +32,27 @@ def test_a_few_classes_keep_their_matrix():
     scores = class_scores(true, (true + 1) % MATRIX_LABELS, labels)
     assert len(scores.confusion) == MATRIX_LABELS and scores.confusions == ()
     assert sum(map(sum, scores.confusion)) == 200
+
+
+def _record(scores, labels):
+    per_class = tuple((c.label, c.precision, c.recall, c.f1, c.support) for c in scores.per_class)
+    return TestRecord(1, tokens_seen=0, elapsed=0.0, epoch=1.0, loss=0.5, accuracy=scores.accuracy,
+                      macro_f1=scores.macro_f1, best_step=1, labels=tuple(labels), per_class=per_class,
+                      confusion=scores.confusion, confusions=scores.confusions)  # fmt: skip
+
+
+def test_an_inside_tag_the_test_words_lack_is_shown_absent_not_as_a_failure():
+    """A tagger trained on B- tags only: the I- tag added for later pieces has no test word (support 0)."""
+    from mlm_studio.commands.finetune import _per_class_table
+
+    labels = ["O", "B-PER", "I-PER"]
+    true = np.array([0, 1, 0, 1, 0])
+    never = _record(class_scores(true, np.array([0, 1, 0, 0, 0]), labels), labels)
+    assert per_class_rows(never)[2] == ("I-PER", "—", "—", "—", "0 (absent)")
+    assert _per_class_table(never).splitlines()[3].split() == ["I-PER", "—", "—", "—", "0", "(absent)"]
+    guessed = _record(class_scores(true, np.array([0, 1, 2, 1, 0]), labels), labels)  # predicted once, wrongly
+    assert per_class_rows(guessed)[2] == ("I-PER", "0.0%", "—", "—", "0 (absent)")
+    many = [f"c{i}" for i in range(MATRIX_LABELS + 1)]  # no matrix: the top confusions tell what was predicted
+    wide = _record(class_scores(np.array([0, 1]), np.array([0, MATRIX_LABELS]), many), many)
+    assert per_class_rows(wide)[MATRIX_LABELS][1] == "0.0%" and per_class_rows(wide)[2][1] == "—"
+    assert per_class_rows(wide)[0] == ("c0", "100.0%", "100.0%", "100.0%", "1")

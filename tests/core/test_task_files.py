@@ -315,3 +315,26 @@ def test_reading_a_big_task_file_reports_how_far_it_is_and_stops_when_cancelled(
     assert {(total, message) for _, total, message in recorded.reports} == {(size, "Reading big.csv")}
     with pytest.raises(Cancelled):
         read_task(path, progress=Recorded(cancel_at=2))
+
+
+def test_the_probe_says_each_step_after_reading_the_texts(tiny):
+    """What follows the reading (a minute on 20,000 texts) is said step by step, not a silence after 99.8%."""
+    from mlm_studio.core.progress import Progress
+
+    class Recorded(Progress):
+        def __init__(self):
+            super().__init__()
+            self.said = []
+
+        def report(self, done, total, message=""):
+            self.said.append((message, done, total))
+
+    model, tokenizer = tiny
+    recorded = Recorded()
+    probe_task(model, tokenizer, [f"text {i} about words" for i in range(40)], ["a", "b"] * 20, progress=recorded)
+    assert recorded.said[0][0] == "Reading the texts with the model"
+    assert [said for said in recorded.said if said[0] != "Reading the texts with the model"] == [
+        ("Fitting a logistic regression on the model's vectors", 0, 3),
+        ("Fitting the bag-of-words reference", 1, 3),
+        ("Ranking the held-out texts' neighbours", 2, 3),
+    ]

@@ -29,7 +29,7 @@ def test_stray_lines_and_bytes_in_metrics_are_skipped_and_the_run_resumes(run_co
 @pytest.mark.parametrize(
     ("state", "words"),
     [
-        ([1, 2, 3], "state.json is not a JSON object; delete this checkpoint folder"),
+        ([1, 2, 3], "state.json is not a JSON object; move this checkpoint folder out of"),
         ({"format": 99, "step": 8, "tokens_seen": 1, "elapsed": 1.0}, "format 99, newer than this MLM Studio"),
         ({"format": 1, "step": "eight", "tokens_seen": 1, "elapsed": 1.0}, "step is 'eight'"),
         ({"format": 1, "step": 8}, "missing tokens_seen, elapsed"),

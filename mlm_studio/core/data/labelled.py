@@ -13,7 +13,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlm_studio.core.data.columnar import schema_names
@@ -66,6 +66,7 @@ class LabelledFile:
     encoding: str = ""
     encoding_note: str = ""  # why it was read in a fallback encoding ("" when it was not)
     sampled_from: int = 0  # when `examples` are a `Sample` of the file's: how many usable rows it has, else 0
+    repeats: Repeats | None = None  # of a table read as a `Sample`: the rows whose text was read before
 
     def label_counts(self) -> Counter[str]:
         return Counter(label for example in self.examples for label in example.labels)
@@ -132,8 +133,33 @@ def read_labelled_file(
         raise TaskError(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
     if not examples:
         raise TaskError(f"{path.name} has no usable rows" + (f" ({issues.summary()})" if issues.count else ""))
-    sampled_from = usable if usable > len(examples) else 0
-    return LabelledFile(path, task, examples, found, issues, encoding, note, sampled_from)
+    repeats = examples.repeats if isinstance(examples, Sample) else None
+    sampled_from = usable if repeats is not None and repeats.overflowed else 0
+    kept = examples.examples() if isinstance(examples, Sample) else examples
+    return LabelledFile(path, task, kept, found, issues, encoding, note, sampled_from, repeats)
+
+
+@dataclass
+class Repeats:
+    """The rows of a table whose text (spacing aside) was read before: read once, under the first copy's label."""
+
+    rows: int = 0
+    two_labels: int = 0  # texts a later copy gives another label
+    named: list[tuple[str, int, int]] = field(default_factory=list)  # the first of those: (text, first row, row)
+    overflowed: bool = False  # distinct texts were left out of the sample: it is a sample, not the whole file
+
+    def note(self, name: str) -> str:
+        """These repeats in words ("" for none)."""
+        if not self.rows:
+            return ""
+        said = f"{name}: {self.rows:,} repeated texts counted once"
+        if self.two_labels:
+            shown = "; ".join(f"'{clipped(text, 40)}' (rows {first} and {row})" for text, first, row in self.named)
+            said += f", {self.two_labels:,} of them with two labels, read under the first: {shown}"
+        return said
+
+
+NAMED_REPEATS = 3  # texts with two labels named
 
 
 class Sample:
@@ -141,15 +167,24 @@ class Sample:
     hash ranks lowest, each under its first copy's label; memory holds these alone, however many are offered."""
 
     def __init__(self, size: int) -> None:
-        self.size, self.offered = size, 0
+        self.size, self.offered, self.repeats = size, 0, Repeats()
         self._ranked: list[tuple[int, tuple[str, ...]]] = []  # a heap of (-rank, text): the highest rank first
         self._kept: dict[tuple[str, ...], Example] = {}
+        self._two_labels: set[tuple[str, ...]] = set()
 
     def append(self, example: Example) -> None:
         self.offered += 1
         key = tuple(" ".join(text.split()) for text in example.inputs)
-        if key in self._kept:
+        first = self._kept.get(key)
+        if first is not None:
+            self.repeats.rows += 1
+            if first.labels != example.labels and key not in self._two_labels:
+                self._two_labels.add(key)
+                self.repeats.two_labels += 1
+                if len(self.repeats.named) < NAMED_REPEATS:
+                    self.repeats.named.append((" | ".join(key), first.row, example.row))
             return
+        self.repeats.overflowed |= len(self._ranked) >= self.size
         digest = hashlib.blake2b("\0".join(key).encode("utf-8", "surrogatepass"), digest_size=8).digest()
         rank = int.from_bytes(digest, "big")
         if len(self._ranked) < self.size:
@@ -232,7 +267,7 @@ def _table_examples(
     max_chars: int,
     progress: Progress | None = None,
     sample: int = 0,
-) -> tuple[tuple[list[Example], IssueLog, int], str, str]:
+) -> tuple[tuple[list[Example] | Sample, IssueLog, int], str, str]:
     """The examples (a `Sample` of `sample` texts, when given), the rows left out and how many rows were usable;
     the encoding read and why it fell back ("" when it did not)."""
     if task == "classification":
@@ -244,7 +279,7 @@ def _table_examples(
     else:
         types = {columns.text: (list,), columns.label: (list,)}
 
-    def read(encoding: str, strict: bool) -> tuple[list[Example], IssueLog, int]:
+    def read(encoding: str, strict: bool) -> tuple[list[Example] | Sample, IssueLog, int]:
         issues, shared = IssueLog(), {}
         rows = records(path, kind, encoding, types, issues, strict, nonempty=(columns.label,), number_as=ROW)
         if progress is not None:
@@ -262,7 +297,7 @@ def _table_examples(
                 issues.add(row[ROW], f"the label {row[columns.label]} is not a finite number")
             else:
                 found.append(Example(row[ROW], texts, (label,)))
-        return (found.examples(), issues, found.offered) if sample else (found, issues, len(found))
+        return (found, issues, found.offered) if sample else (found, issues, len(found))
 
     return read_decoded(path, read)
 

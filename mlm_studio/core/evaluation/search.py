@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.evaluation.vectors import sentence_vectors, tokens_read
+from mlm_studio.core.evaluation.vectors import MAX_TEXT_CHARS, sentence_vectors, tokens_read
 from mlm_studio.core.finetune.examples import Normalise, as_written
 from mlm_studio.core.models.encoder import layer_count
 from mlm_studio.core.progress import Progress
@@ -56,6 +56,14 @@ class SearchIndex:
     def documents(self) -> int:
         """How many documents were read, repeated ones counted each time."""
         return sum(self.copies)
+
+    def query_read(self, query: str) -> int:
+        """How many characters of `query` are read: all of it, or, past `tokens_read`, up to the last token read."""
+        limit = tokens_read(self.model)
+        ids, spans = self.tokenizer.encode_text(query[:MAX_TEXT_CHARS])
+        if len(ids) <= limit and len(query) <= MAX_TEXT_CHARS:
+            return len(query)
+        return spans[limit - 1][1]
 
     def nearest(self, query: str, k: int = 10) -> list[Hit]:
         """The `k` documents nearest `query` by cosine, the nearest first."""

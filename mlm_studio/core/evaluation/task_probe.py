@@ -67,8 +67,13 @@ def read_task(
     file = read_labelled_file(path, "classification", columns, MAX_TEXT_CHARS, progress, PROBE_TEXTS)
     counts = file.label_counts()
     alone = [label for label, count in counts.items() if count == 1]
-    if alone and file.sampled_from and len(counts) - len(alone) >= 2:
+    read_once = file.sampled_from or (file.repeats is not None and file.repeats.rows)
+    if alone and read_once and len(counts) - len(alone) >= 2:  # its other texts left out as copies or unsampled
         left_out = set(alone)
+        for example in file.examples:
+            if example.labels[0] in left_out:
+                file.issues.add(example.row, f"its label '{clipped(example.labels[0], 40)}' has no other text "
+                                "once repeated texts are read once", "row")  # fmt: skip
         file, alone = replace(file, examples=[e for e in file.examples if e.labels[0] not in left_out]), []
     check_labels(file)
     if alone:
@@ -83,14 +88,16 @@ def read_task(
 
 
 def sample_note(file: LabelledFile) -> str:
-    """What of a sampled file the probe reads, in words ("" when it reads all of it)."""
-    if not file.sampled_from:
-        return ""
-    return (
-        f"{file.path.name}: probed a fixed sample of {len(file.examples):,} of its {file.sampled_from:,} labelled "
-        f"texts (distinct ones, at most {PROBE_TEXTS:,}, the same on every run; a label with a single text in it left "
-        "out), so that time and memory stay bounded"
-    )
+    """What of a file the probe reads, in words: its repeated texts, read once (those with two labels named), and
+    the sample of a large file ("" when it reads every row once)."""
+    notes = [file.repeats.note(file.path.name)] if file.repeats is not None and file.repeats.rows else []
+    if file.sampled_from:
+        notes.append(
+            f"{file.path.name}: probed a fixed sample of {len(file.examples):,} of its {file.sampled_from:,} labelled "
+            f"texts (distinct ones, at most {PROBE_TEXTS:,}, the same on every run; a label with a single text in it "
+            "left out), so that time and memory stay bounded"
+        )
+    return ". ".join(notes)
 
 
 def probe_task(
@@ -130,9 +137,12 @@ def probe_task(
         raise TaskError(f"the labelled texts cannot be split ({clipped(str(exc), 200)})") from None
     y = np.asarray(labels)
     vectors = sentence_vectors(model, tokenizer, texts, layer, progress=progress)
+    stage = _stages(progress)  # what follows the reading takes a minute on 20,000 texts: each step is said
+    stage("Fitting a logistic regression on the model's vectors")
     linear = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
     predicted = linear.fit(vectors[train], y[train]).predict(vectors[test])
     majority = DummyClassifier(strategy="most_frequent").fit(vectors[train], y[train]).predict(vectors[test])
+    stage("Fitting the bag-of-words reference")
     words = make_pipeline(TfidfVectorizer(), LogisticRegression(max_iter=2000))
     try:
         words.fit([texts[i] for i in train], y[train])
@@ -145,6 +155,7 @@ def probe_task(
         ) from None
     bag = words.predict([texts[i] for i in test])
     counts = words[0].transform(texts)  # each text's TF-IDF, of the training texts' words
+    stage("Ranking the held-out texts' neighbours")
     return TaskResult(
         len(texts),
         float(accuracy_score(y[test], predicted)),
@@ -155,6 +166,21 @@ def probe_task(
         *_neighbours(counts, y, train, test),
         repeated,
     )
+
+
+PROBE_STAGES = 3  # the steps after the reading: the probe, the bag of words, the neighbours
+
+
+def _stages(progress):
+    """A function that says the next of the `PROBE_STAGES` steps (and stops there when the work is cancelled)."""
+    done = iter(range(PROBE_STAGES))
+
+    def stage(message: str) -> None:
+        if progress is not None:
+            progress.check()
+            progress.report(next(done), PROBE_STAGES, message)
+
+    return stage
 
 
 def _neighbours(vectors, labels: np.ndarray, train: np.ndarray, test: np.ndarray) -> tuple[float, float, float]:

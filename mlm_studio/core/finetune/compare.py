@@ -5,6 +5,7 @@ scores of each over several seeds, with their spread. Its folder holds one run f
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 from collections.abc import Iterable, Iterator
@@ -17,6 +18,7 @@ from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.request import SCRATCH, request_differences
 from mlm_studio.core.finetune.scores import ENTITY_F1, MACRO_F1, main_score
 from mlm_studio.core.finetune.setup import prepare_finetuner
+from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.files import atomic_write_json
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import Record, TestRecord
@@ -79,6 +81,8 @@ def compare(
     if options.task == "qa":
         raise TaskError("a comparison weighs classifiers and taggers; fine-tune a question answerer on its own")
     everyone = contenders(spec)
+    own = {run_folder_name(c.label, seed) for c in everyone for seed in range(options.seed, options.seed + seeds)}
+    refuse_another_folder(Path(root), options.seed, seeds, own)
     for seed in range(options.seed, options.seed + seeds):
         for contender in everyone:
             path = root / run_folder_name(contender.label, seed)
@@ -97,6 +101,34 @@ def compare(
                 yield Said(contender, seed, record)
             if tuner.control.stop_requested:
                 return
+
+
+def refuse_another_folder(root: Path, first_seed: int, seeds: int, own: set[str]) -> None:
+    """A comparison goes into a new or empty folder (or one holding only its `own` run folders, made before a stop),
+    or continues the one in `root` only with its model and seeds: else a TaskError naming what is there, before
+    anything is written (its comparison.json is never rewritten for another question)."""
+    manifest = root / MANIFEST
+    if not manifest.is_file():
+        held = sorted(p.name for p in root.iterdir() if p.name[0] != "." and p.name not in own) if root.is_dir() else []
+        if held:
+            raise TaskError(
+                f"{root} already holds {shown(held[0])[1:-1]}{' and more' if len(held) > 1 else ''} and no "
+                "comparison; a comparison goes into a new or empty folder: choose another"
+            )
+        return
+    try:
+        before = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TaskError(f"{manifest} cannot be read ({exc}); start the comparison in another folder") from None
+    before = before if isinstance(before, dict) else {}
+    asked = {"first_seed": first_seed, "seeds": seeds}  # its model and recipe: each run's own (see below)
+    differ = [f"{name} {shown(before.get(name))} there, {shown(value)} asked" for name, value in asked.items()
+              if before.get(name) != value]  # fmt: skip
+    if differ:
+        raise TaskError(
+            f"{root} holds a comparison of other seeds ({'; '.join(differ)}); nothing was changed. Give the same "
+            "--seed and --seeds to continue it, or another --out to start a new one"
+        )
 
 
 def refuse_another_question(root: Path, run: RunDir, spec: str, options: FinetuneOptions) -> None:

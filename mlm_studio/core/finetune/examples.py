@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 from tokenizers import Encoding, processors
 
-from mlm_studio.core.data.labelled import Example, TaskError
+from mlm_studio.core.data.labelled import Example, LabelledFile, TaskError
 from mlm_studio.core.data.masking import IGNORE_INDEX
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.progress import Progress
@@ -84,6 +84,28 @@ def with_inside_tags(labels: list[str]) -> list[str]:
     if not scheme:
         return labels
     return labels + [f"I-{tag[2:]}" for tag in labels if tag.startswith("B-") and f"I-{tag[2:]}" not in labels]
+
+
+def begin_inside(files: list[LabelledFile]) -> list[LabelledFile]:
+    """Entity tags written BIOES (`E-X` ends an entity, `S-X` is one alone) as the B-/I- tags of the same entities
+    (`S-X` as `B-X`, `E-X` as `I-X`): the tags a pipeline's "simple" aggregation groups as MLM Studio does, so
+    that the tables, `--json` and an exported model find the same entities. Other tags are kept."""
+    renamed = {"S": "B", "E": "I"}
+
+    def tag(label: str) -> str:
+        prefix, dash, kind = label.partition("-")
+        return f"{renamed[prefix]}-{kind}" if dash and kind and prefix in renamed else label
+
+    if not any(tag(label) != label for file in files for label in file.label_counts()):
+        return files
+    shared: dict[str, str] = {}
+    return [
+        replace(file, examples=[
+            replace(example, labels=tuple(shared.setdefault(tag(t), tag(t)) for t in example.labels))
+            for example in file.examples
+        ])
+        for file in files
+    ]  # fmt: skip
 
 
 def encode_examples(

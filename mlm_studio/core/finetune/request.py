@@ -13,6 +13,7 @@ from typing import Any
 from mlm_studio.core.data.builtin_corpus import fingerprint
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.models.hf_folder import model_folder
+from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.training.run_folder import RunDir, resolve_checkpoint
 
 SCRATCH = "scratch:"  # MODEL written as scratch:SOURCE: SOURCE's shape and tokenizer, fresh weights
@@ -90,6 +91,24 @@ def request_differences(run: RunDir, spec: str, options: FinetuneOptions) -> lis
             said.append(f"{name} {_shown(there.split('#')[0] if name == 'model' else there)} there, "
                         f"{_shown(now.split('#')[0] if name == 'model' else now)} asked")  # fmt: skip
     return said
+
+
+def own_value(run: RunDir, field: str, value: Any) -> bool:
+    """Whether `value`, given for the FinetuneOptions `field` (or "model") on resuming `run`, is the run's own: what
+    it was asked (task.json), or the value it trains with (config.toml), so that a resume need not change it."""
+    task = run.task or {}
+    recorded = task.get("request") or {}
+    if field == "model":
+        try:
+            return recorded.get("model") == model_identity(value)
+        except (OSError, ValueError, CheckpointError):  # a model that cannot be read is not the run's
+            return False
+    if field in ("train", "validation", "test"):
+        return value is not None and (task.get("files") or {}).get(field) == str(Path(value).resolve())
+    if field == "columns":
+        return task.get("columns") == asdict(value)
+    own = [recorded.get(field), task.get(field), run.config.training.values().get(field)]
+    return any(there is not None and there == value for there in own)
 
 
 def _files(options: FinetuneOptions) -> dict[str, Path | None]:

@@ -156,3 +156,25 @@ def _parts(tag: str) -> tuple[str, str]:
     if dash and prefix in ("B", "I", "E", "S"):
         return prefix, kind
     return "I", tag
+
+
+def per_class_rows(test) -> list[tuple[str, str, str, str, str]]:
+    """A test record's scores by class as the tables write them: (label, precision, recall, F1, support). A label
+    the test data lacks (support 0, as an inside tag added for later pieces) has no recall or F1 ("—"), and a
+    precision only where the model predicted it (then 0.0%, its every prediction wrong)."""
+    rows = []
+    for label, precision, recall, f1, support in test.per_class:
+        if support:
+            rows.append((label, f"{precision:.1%}", f"{recall:.1%}", f"{f1:.1%}", f"{support:,}"))
+        else:
+            rows.append((label, f"{precision:.1%}" if _predicted(test, label) else "—", "—", "—", "0 (absent)"))
+    return rows
+
+
+def _predicted(test, label: str) -> int:
+    """How often the model predicted `label` on the test data: its column of the confusion matrix, or without
+    one, its count among the most frequent mistakes (every prediction of an absent label is one)."""
+    if test.confusion:
+        column = [name for name, *_ in test.per_class].index(label)  # the matrix is in the classes' order
+        return sum(row[column] for row in test.confusion)
+    return sum(count for _, guess, count in test.confusions if guess == label)

@@ -43,6 +43,7 @@ from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.finetune.examples import (
     Normalise,
     as_written,
+    begin_inside,
     copies_said,
     encode_examples,
     seen_in_training,
@@ -58,7 +59,8 @@ from mlm_studio.core.finetune.qa.task import (
     read_qa_task,
     windows_of,
 )
-from mlm_studio.core.finetune.request import SCRATCH, request_of
+from mlm_studio.core.finetune.request import SCRATCH, own_value, request_of
+from mlm_studio.core.finetune.scores import entity_tags
 from mlm_studio.core.finetune.tuner import FineTuner, TaskData
 from mlm_studio.core.models.build import build_trained, encoder_of
 from mlm_studio.core.models.hf_folder import import_model
@@ -209,7 +211,11 @@ def read_task(
     known = list(files[0].label_counts())
     for other in files[1:]:
         check_known(other, set(known), files[0].path.name)
-    return files, sorted(known) if task == "classification" else with_inside_tags(known)
+    if task == "classification":
+        return files, sorted(known)
+    if entity_tags(known):
+        files = begin_inside(files)
+    return files, with_inside_tags(list(files[0].label_counts()))
 
 
 def files_split(
@@ -337,7 +343,8 @@ class ResumeRefused(TaskError):
 def resume_with(run: RunDir, train_examples: int, changes: dict[str, Any]) -> str:
     """Apply `changes` ({FinetuneOptions field: value} a user gave to resume `run`; "model" for a starting model)
     to the run's config.toml, or refuse the first a resume cannot make (ResumeRefused) before writing anything.
-    The sentence that says what changed ("" when nothing did)."""
+    The sentence that says what changed ("" when nothing did); a value that is the run's own is no change."""
+    changes = {field: value for field, value in changes.items() if not own_value(run, field, value)}
     for field in changes:
         if field not in RESUMABLE:
             what, home = FIXED_IN.get(field, ("recipe", "config.toml"))

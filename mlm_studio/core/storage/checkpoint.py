@@ -69,7 +69,7 @@ def read_state(checkpoint: Path) -> dict[str, Any]:
         state = json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise CheckpointError(f"{checkpoint.name}: state.json is missing or damaged ({exc})") from exc
-    advice = "delete this checkpoint folder to use the one before it"
+    advice = without_it(checkpoint)
     if not isinstance(state, dict):
         raise CheckpointError(f"{checkpoint.name}: state.json is not a JSON object; {advice}")
     version = state.get("format", FORMAT_VERSION)
@@ -89,6 +89,30 @@ def read_state(checkpoint: Path) -> dict[str, Any]:
         problems += [f"{name} is {shown(state[name])}" for name in wrong]
         raise CheckpointError(f"{checkpoint.name}: state.json is damaged ({'; '.join(problems)}); {advice}")
     return state
+
+
+def without_it(checkpoint: Path) -> str:
+    """What to do about a damaged checkpoint: move it aside to use the complete one before it, or, with none
+    before it, start a new run (a resume without any checkpoint begins again at step 0)."""
+    step = _step(checkpoint.name)
+    earlier = [
+        path
+        for path in checkpoint.parent.glob("step-*")
+        if (path / "state.json").is_file() and -1 < _step(path.name) < step
+    ]
+    if earlier:
+        before = max(earlier, key=lambda path: _step(path.name))
+        return f"move this checkpoint folder out of {checkpoint.parent} to use {before.name}, the one before it"
+    return (
+        "no complete checkpoint comes before it, so its run cannot continue: start a new run with the same "
+        "settings (its config.toml); moved aside, it would leave a resume to begin again at step 0"
+    )
+
+
+def _step(name: str) -> int:
+    """The step of a checkpoint folder's name (`step-0000200`), -1 for another name."""
+    found = re.fullmatch(r"step-(\d+)", name)
+    return int(found.group(1)) if found else -1
 
 
 _STATE_FIELDS = {
@@ -155,10 +179,7 @@ def require_readable(checkpoint: Path) -> None:
             with safe_open(str(checkpoint / name), "pt"):
                 pass
         except (OSError, SafetensorError) as exc:
-            raise CheckpointError(
-                f"{checkpoint}: {name} cannot be read ({exc}); delete this checkpoint folder to resume from the one "
-                "before it"
-            ) from exc
+            raise CheckpointError(f"{checkpoint}: {name} cannot be read ({exc}); {without_it(checkpoint)}") from exc
 
 
 def load_optimizer(checkpoint: Path, optimizer: torch.optim.Optimizer) -> None:

@@ -13,6 +13,7 @@ import logging
 import math
 import time
 from collections.abc import Iterator
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -104,6 +105,7 @@ class Trainer:
         self.warmup_ended_at: float | None = None  # training time when warm-up ended (the decay starts there)
         self.best_val_loss = math.inf
         self.last_eval: EvalRecord | None = None
+        self.restarted = False  # resumed without a checkpoint: the recorded steps are trained again from 0
         self._unwritten: list[dict] = []  # metrics a full disk refused, written with the next ones
         if distributed.main:
             run.remove_leftovers()
@@ -126,6 +128,10 @@ class Trainer:
             initial = self.run_dir.initial_weights
             if initial is not None:
                 load_weights(initial, self.model)
+            # steps recorded without a checkpoint to continue them: the run begins again, and says so
+            self.restarted = any(record.get("step", 0) > 0 for record in self.run_dir.read_metrics())
+            if self.restarted and self.dist.main:
+                self.run_dir.truncate_metrics_after(0)
             return
         refuse_nonfinite_resume(self.run_dir)
         state = read_state(checkpoint)
@@ -142,6 +148,9 @@ class Trainer:
             self.scaler.load_state_dict(state["scaler"])
         if self.dist.main:
             self.run_dir.truncate_metrics_after(self.step)
+        evaluations = [r for r in self.run_dir.read_metrics() if r.get("type") == "eval"]
+        if evaluations:  # the evaluation a run resumed with nothing left to train ends on
+            self.last_eval = EvalRecord(**{f.name: evaluations[-1].get(f.name) for f in fields(EvalRecord)})
 
     # --- schedule and data ----------------------------------------------------------------------------
     def _micro_batch(self, blocks: BlockSet, indices: np.ndarray, seed: int):
@@ -154,6 +163,10 @@ class Trainer:
         what began, last how it ended."""
         try:
             opening = [self._logged(self.started())]
+            if self.restarted:
+                opening.append(self._logged(WarningRecord(0, self.restart_message())))
+            if 0 < self.total_steps <= self.step and self.config.training.time_budget == 0:
+                opening.append(self._logged(WarningRecord(self.step, self.long_enough_message())))
             if len(self.validation) == 0:
                 opening.append(self._logged(WarningRecord(self.step, self.no_validation())))
             for record in itertools.chain(opening, self._run()):
@@ -191,6 +204,21 @@ class Trainer:
             train_blocks=len(self.train_blocks),
             events=self.events.writing if self.events is not None else "",
             events_refused=self.events is not None and self.events.error is not None,
+        )
+
+    def restart_message(self) -> str:
+        """Why a resumed run begins again at step 0."""
+        start = "its initial weights" if self.run_dir.initial_weights is not None else "new weights"
+        return (
+            f"{self.run_dir.name} has no checkpoint to continue from, so training restarts at step 0 from {start}; "
+            "the records of its earlier steps are dropped"
+        )
+
+    def long_enough_message(self) -> str:
+        """A resume asked for no more steps than the run has trained."""
+        return (
+            f"{self.run_dir.name} has trained {self.step:,} steps already, and {self.total_steps:,} were asked: "
+            f"nothing more to train. To train on, give a length past step {self.step:,} (--max-steps N)"
         )
 
     def no_validation(self) -> str:

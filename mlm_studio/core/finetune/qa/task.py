@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mlm_studio.core.data.labelled import TaskError
+from mlm_studio.core.data.labelled import Example, TaskError
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.finetune.examples import SPLIT_SHARES
+from mlm_studio.core.finetune.examples import SPLIT_SHARES, Normalise, copy_key
 from mlm_studio.core.finetune.heads import QA_LABELS
 from mlm_studio.core.finetune.qa.data import QAExample, QAFile, read_qa_file
 from mlm_studio.core.finetune.qa.features import QAFeatures, qa_features
@@ -108,5 +108,28 @@ def qa_task_data(run: RunDir) -> TaskData:
             f"{len(long):,} question(s) are longer than the {room} tokens the model reads of one and were cut, "
             f"the first at row {long[0]}"
         )
+    if len(files) == 3:
+        notes += contexts_seen_in_training([f.path.name for f in files], files, run.tokenizer.normalised)
     kind = AnswerKind(task["max_answer_length"], any(f.has_impossible for f in files))
     return TaskData(list(QA_LABELS), *parts, kind, tuple(notes))
+
+
+def contexts_seen_in_training(names: list[str], files: list[QAFile], normalise: Normalise) -> list[str]:
+    """For files given apart (training, validation, test): the validation and test questions asked of a context
+    that is also a training context (as the tokenizer reads it, spacing aside), in words, as `copies_said` says a
+    classification's."""
+
+    def key(example: QAExample) -> bytes:
+        return copy_key(Example(example.row, (example.context,), ()), normalise)
+
+    trained = {key(example) for example in files[0].examples}
+    said = []
+    for name, file, kind in zip(names[1:], files[1:], ("validation", "test"), strict=True):
+        seen = sum(key(example) in trained for example in file.examples)
+        if seen:
+            said.append(
+                f"{name}: {seen:,} of its {len(file.examples):,} {kind} questions are asked of a context that is also "
+                f"in the training file ({names[0]}): their {kind} scores are measured on contexts the model trained "
+                "on, not on unseen ones"
+            )
+    return said

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.finetune.mistakes import Mistake
-from mlm_studio.core.finetune.scores import entities
+from mlm_studio.core.finetune.scores import entities, per_class_rows
 from mlm_studio.core.training.records import TestRecord, answer_scores
 from mlm_studio.ui.panels.finetune.answers import AnswerMistakesView
 from mlm_studio.ui.theme import blended, readable_on
@@ -170,8 +170,7 @@ class ResultsView(QTabWidget):
         )
         self._fill_confusion()
         self.per_class.setRowCount(len(test.per_class))
-        for row, (label, precision, recall, f1, support) in enumerate(test.per_class):
-            values = [label, f"{precision:.1%}", f"{recall:.1%}", f"{f1:.1%}", f"{support:,}"]
+        for row, values in enumerate(per_class_rows(test)):  # a label the test data lacks: "—", not 0.0%
             for column, value in enumerate(values):
                 self.per_class.setItem(row, column, cell(value, column > 0))
 
