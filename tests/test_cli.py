@@ -908,12 +908,12 @@ def test_question_answerings_options_on_another_kind_are_refused(tmp_path, capsy
     )
 
 
-def test_a_resume_to_the_length_a_run_has_says_so_and_ends_on_its_evaluation(tmp_path, small_run, capsys):
+def test_a_resume_to_the_length_a_run_has_is_refused_saying_how_far_it_got(tmp_path, small_run, capsys):
     import shutil
 
     run = RunDir(shutil.copytree(small_run, tmp_path / "run"))
-    assert main(["train", "--resume", str(run.path), "--max-steps", "4"]) == 0
-    out, err = capsys.readouterr()
-    said = "run has trained 4 steps already, and 4 were asked: nothing more to train. To train on, give a length past"
-    assert said in err and "no evaluation" not in out
-    assert "Finished (completed) at step 4: validation loss " in out and " at step 4, run folder" in out
+    before = (run.path / "metrics.jsonl").read_bytes()
+    assert main(["train", "--resume", str(run.path), "--max-steps", "4"]) == 1
+    err = capsys.readouterr().err
+    assert "is at step 4, and training.max_steps is 4, so nothing is left to train" in err and "more steps" in err
+    assert (run.path / "metrics.jsonl").read_bytes() == before

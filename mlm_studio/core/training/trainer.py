@@ -149,7 +149,7 @@ class Trainer:
         if self.dist.main:
             self.run_dir.truncate_metrics_after(self.step)
         evaluations = [r for r in self.run_dir.read_metrics() if r.get("type") == "eval"]
-        if evaluations:  # the evaluation a run resumed with nothing left to train ends on
+        if evaluations:  # what a resume that evaluates no more ends on
             self.last_eval = EvalRecord(**{f.name: evaluations[-1].get(f.name) for f in fields(EvalRecord)})
 
     # --- schedule and data ----------------------------------------------------------------------------
@@ -165,8 +165,6 @@ class Trainer:
             opening = [self._logged(self.started())]
             if self.restarted:
                 opening.append(self._logged(WarningRecord(0, self.restart_message())))
-            if 0 < self.total_steps <= self.step and self.config.training.time_budget == 0:
-                opening.append(self._logged(WarningRecord(self.step, self.long_enough_message())))
             if len(self.validation) == 0:
                 opening.append(self._logged(WarningRecord(self.step, self.no_validation())))
             for record in itertools.chain(opening, self._run()):
@@ -212,13 +210,6 @@ class Trainer:
         return (
             f"{self.run_dir.name} has no checkpoint to continue from, so training restarts at step 0 from {start}; "
             "the records of its earlier steps are dropped"
-        )
-
-    def long_enough_message(self) -> str:
-        """A resume asked for no more steps than the run has trained."""
-        return (
-            f"{self.run_dir.name} has trained {self.step:,} steps already, and {self.total_steps:,} were asked: "
-            f"nothing more to train. To train on, give a length past step {self.step:,} (--max-steps N)"
         )
 
     def no_validation(self) -> str:
