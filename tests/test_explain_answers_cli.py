@@ -86,8 +86,15 @@ def test_an_answer_is_printed_with_each_text_under_its_name(tuned, capsys):
         ("qa", [CONTEXT, "--question", QUESTION, "--explain", "--candidate", "red"], 2, "--candidate does not apply"),
         ("qa", [CONTEXT, "--question", QUESTION, "--pair", "x", "--explain"], 2, "--pair does not apply to qa"),
         ("qa", ["", "--question", QUESTION, "--explain"], 1, "give a question and the context its answer is in"),
-        ("pairs", ["the value", "--pair", "", "--explain"], 1, "text2 '' is empty; a classifier of pairs reads two"),
-        ("pairs", ["the value", "--explain"], 1, "reads pairs of texts; give the second text of the pair too"),
+        ("pairs", ["the value", "--pair", "", "--explain"], 2, "give the second with --pair (it is empty)"),
+        ("pairs", ["the value", "--explain"], 2, "pairs was fine-tuned on pairs of texts: give the second"),
+        ("pairs", ["the value", "--pair", "a path", "--question", "x", "--explain"], 2, "--question does not apply"),
+        ("pairs", ["the value", "--pair", "a path", "--aggregation", "simple", "--explain"], 2, "--aggregation"),
+        ("pairs", ["the value", "--pair", "a path", "--top-k", "2", "--explain"], 2, "best one (another label:"),
+        ("pairs", ["the value", "--pair", "a path", "--mask", "1", "--explain"], 2, "--mask picks a [MASK]"),
+        ("qa", [CONTEXT, "--question", QUESTION, "--top-k", "2", "--explain"], 2, "explains the best one"),
+        ("qa", [CONTEXT, "--question", QUESTION, "--aggregation", "simple", "--explain"], 2, "--aggregation does"),
+        ("qa", [CONTEXT, "--question", QUESTION, "--mask", "1", "--explain"], 2, "--mask picks a [MASK]"),
     ],
 )
 def test_what_cannot_be_explained_is_said_in_a_sentence(tuned, capsys, run, options, status, message):

@@ -50,11 +50,14 @@ def explain_prediction(args, tuned: FineTuned | None = None) -> int:
 
 
 def _misused_number(args, tuned: FineTuned | None) -> str:
-    """Why --mask or --steps does not apply as given ("" when it does)."""
+    """Why --mask, --steps or --top-k does not apply as given ("" when it does)."""
     if args.mask is not None and args.mask < 1:
         return f"--mask counts the text's masks (a tagger's words) from 1, not {args.mask}"
     if args.mask is not None and tuned is not None and tuned.kind in ("classification", "qa"):
         return "--mask picks a [MASK] or a tagger's word; this model's answer is of the whole text"
+    if args.top_k is not None and tuned is not None:
+        other = "" if tuned.kind == "qa" else " (another label: --candidate)"
+        return f"--top-k lists more answers; --explain explains the best one{other}"
     if args.steps is not None and args.explain != "ig":
         return f"--steps sets integrated gradients' steps (--explain ig); {args.explain} takes none"
     return ""

@@ -44,7 +44,8 @@ def run(args) -> int:
     except USER_ERRORS as exc:
         return fail(reason(exc))
     if fine_tuned is not None and args.explain is not None:
-        return explain_prediction(args, fine_tuned)
+        refused = misused_options(fine_tuned, args)
+        return fail(refused, MISUSED) if refused else explain_prediction(args, fine_tuned)
     if fine_tuned is not None:
         return try_fine_tuned(fine_tuned, args)
     given = [option for option, value in FINE_TUNED_ONLY if getattr(args, value) is not None]
