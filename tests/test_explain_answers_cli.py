@@ -95,6 +95,7 @@ def test_an_answer_is_printed_with_each_text_under_its_name(tuned, capsys):
         ("qa", [CONTEXT, "--question", QUESTION, "--top-k", "2", "--explain"], 2, "explains the best one"),
         ("qa", [CONTEXT, "--question", QUESTION, "--aggregation", "simple", "--explain"], 2, "--aggregation does"),
         ("qa", [CONTEXT, "--question", QUESTION, "--mask", "1", "--explain"], 2, "--mask picks a [MASK]"),
+        ("qa", [CONTEXT, "--question", QUESTION, "--device", "cuda:99", "--explain"], 1, "device cuda:99"),
     ],
 )
 def test_what_cannot_be_explained_is_said_in_a_sentence(tuned, capsys, run, options, status, message):

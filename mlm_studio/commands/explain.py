@@ -71,6 +71,7 @@ def _explained(args, tuned: FineTuned | None) -> tuple[Attribution, bool]:
         predictor = FillMask.from_path(args.model, str(resolve_device(args.device)))
         explainer = Explainer.of(predictor)
         return explainer.explain(args.text, args.candidate, mask, method, steps, baseline), predictor.untrained_head
+    tuned.model.to(resolve_device(args.device))
     if tuned.kind == "qa":
         return AnswerExplainer(tuned).explain_answer(args.question, args.text, method, steps, baseline), False
     explainer = TaskExplainer(tuned)
