@@ -142,6 +142,10 @@ def test_a_text_longer_than_the_model_reads_says_how_much_it_read(classifier, ta
     pair = pair_classifier[0].label_text("a list", long).reading
     assert pair.read[0] == len("a list") and pair.read[1] < len(long)
     assert pair.describe().endswith(f"{pair.read[1]:,} of {len(long):,} (second text) characters")
+    first = pair_classifier[0].label_text(long, "a list").reading
+    assert 0 < first.read[0] < len(long) and long[: first.read[0]].endswith(("the", "value", "of", "a", "list"))
+    assert first.read[1] == len("a list")
+    assert f"first {first.read[0]:,} of {len(long):,} (first text)" in first.describe()
     assert Reading(128, (5,), (5,)).describe() == ""
 
 

@@ -78,14 +78,17 @@ def question_reading(tokenizer: MLMTokenizer, question: str, limit: int) -> Ques
 
 
 def reading(encoding: Encoding, texts: Sequence[str], cut: bool, limit: int) -> Reading:
-    """What `encoding` (laid out from `texts`, cut or not to `limit` tokens) read of each text."""
+    """What `encoding` (laid out from `texts`, cut or not to `limit` tokens) read of each text. A pair's first
+    text, once cut, comes out of the `tokenizers` layout with no sequence number: its words are the unnumbered
+    ones."""
     lengths = tuple(len(text) for text in texts)
     if not cut:
         return Reading(limit, lengths, lengths)
     ends = [0] * len(texts)
     for sequence, (_, end), special in zip(encoding.sequence_ids, encoding.offsets, encoding.special_tokens_mask):
-        if sequence is not None and not special:
-            ends[sequence] = max(ends[sequence], end)
+        if not special:
+            text = 0 if sequence is None else sequence
+            ends[text] = max(ends[text], end)
     return Reading(limit, lengths, tuple(ends))
 
 
