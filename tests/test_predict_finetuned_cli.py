@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from mlm_studio.cli import main
+from mlm_studio.commands.predict import _answers_table
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.predict import fine_tuned_at
 from mlm_studio.core.finetune.setup import prepare_finetuner
@@ -208,3 +209,11 @@ def test_a_text_file_not_utf8_or_missing_is_refused_naming_it(runs, tmp_path, ca
     assert capsys.readouterr().err == f"mlm-studio: {missing}\n"
     assert main(["predict", str(runs / "tags"), "--text-file", str(tmp_path)]) == 1
     assert capsys.readouterr().err == f"mlm-studio: {tmp_path}: a folder, not a file of texts one a line\n"
+
+
+def test_a_no_answer_is_printed_as_no_answer_not_a_blank_span():
+    answers = [
+        {"score": 0.023, "start": 0, "end": 0, "answer": ""},
+        {"score": 0.01, "start": 4, "end": 8, "answer": "Rome"},
+    ]
+    assert _answers_table(answers).splitlines()[1:] == ["0.023  –           (no answer)", "0.010  4–8         Rome"]

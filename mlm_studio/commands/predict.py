@@ -205,8 +205,9 @@ def _answers_table(answers: list[dict]) -> str:
         return "no answer found"
     lines = ["score  characters  answer"]
     for answer in answers:
-        span = f"{answer['start']}–{answer['end']}"
-        lines.append(f"{answer['score']:.3f}  {span:<10}  {answer['answer']}")
+        none = answer["answer"] == "" and answer["start"] == answer["end"]  # a SQuAD v2 model's "no answer"
+        span, said = ("–", "(no answer)") if none else (f"{answer['start']}–{answer['end']}", answer["answer"])
+        lines.append(f"{answer['score']:.3f}  {span:<10}  {said}")
     return "\n".join(lines)
 
 
