@@ -217,3 +217,11 @@ def test_a_no_answer_is_printed_as_no_answer_not_a_blank_span():
         {"score": 0.01, "start": 4, "end": 8, "answer": "Rome"},
     ]
     assert _answers_table(answers).splitlines()[1:] == ["0.023  –           (no answer)", "0.010  4–8         Rome"]
+
+
+def test_a_question_to_an_exported_question_answering_folder_says_to_give_the_run(tmp_path, capsys):
+    (tmp_path / "config.json").write_text('{"architectures": ["BertForQuestionAnswering"]}', encoding="utf-8")
+    assert main(["predict", str(tmp_path), "Bob lives in Rome.", "--question", "Where?"]) == 2
+    error = capsys.readouterr().err
+    assert f"{tmp_path} is a question-answering model exported for transformers (BertForQuestionAnswering)" in error
+    assert "give predict its run's folder" in error and "fills masks" not in error

@@ -23,7 +23,9 @@ from mlm_studio.commands.terminal import (
 )
 from mlm_studio.commands.text_lines import TextLinesError, reads_lines, source_name, text_lines
 from mlm_studio.core.evaluation.predict import FillMask
+from mlm_studio.core.finetune.heads import CLASS_NAMES
 from mlm_studio.core.finetune.predict import FineTuned, fine_tuned_at
+from mlm_studio.core.models.hf_folder import architectures
 from mlm_studio.core.shown import one_line
 from mlm_studio.core.training.device import resolve_device
 
@@ -51,8 +53,17 @@ def run(args) -> int:
     given = [option for option, value in FINE_TUNED_ONLY if getattr(args, value) is not None]
     if given:
         said = f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for a fine-tuned model"
-        return fail(f"{said}; {args.model} fills masks", MISUSED)
+        return fail(f"{said}; {_what_fills_masks(args.model)}", MISUSED)
     return explain_prediction(args) if args.explain is not None else fill_masks(args)
+
+
+def _what_fills_masks(model: str) -> str:
+    """`model` said to fill masks, or, for a fine-tuned model exported for `transformers`, to be read from its run."""
+    for name in architectures(model):
+        for task, suffix in CLASS_NAMES.items():
+            if name.endswith(suffix):
+                return f"{model} is {KINDS[task]} exported for transformers ({name}): give predict its run's folder"
+    return f"{model} fills masks"
 
 
 def try_fine_tuned(model: FineTuned, args) -> int:

@@ -42,6 +42,15 @@ def is_hf_folder(path: str | Path) -> bool:
     return (path / "config.json").is_file() and not (path / "config.toml").is_file()
 
 
+def architectures(path: str | Path) -> tuple[str, ...]:
+    """The classes a folder's config.json names (BertForQuestionAnswering), none when it cannot be read."""
+    try:
+        named = _raw_config(Path(path)).get("architectures")
+    except InteropError:
+        return ()
+    return tuple(name for name in named if isinstance(name, str)) if isinstance(named, list) else ()
+
+
 def has_known_family(path: str | Path) -> bool:
     """True for a folder whose config.json names a family MLM Studio has (a GPT-2 in the Hub cache has none)."""
     try:
