@@ -111,3 +111,14 @@ def test_a_long_context_names_the_window_explained(tuned, capsys):
     windows = int(printed["window"].split(" of ")[1].split()[0])
     assert windows > 3 and printed["answer"] == fine_tuned_at(tuned / "qa").answer(QUESTION, context)[0]
     assert len([w for w in printed["words"] if w["in"] == "context"]) < len(context.split())
+
+
+@pytest.mark.parametrize(
+    ("run", "options"),
+    [("qa", ["the port is בוב red .", "--question", QUESTION]), ("pairs", ["the value בוב", "--pair", "a path"])],
+)
+def test_a_word_read_as_the_unknown_piece_is_attributed_like_any_other(tuned, capsys, run, options):
+    assert main(["predict", str(tuned / run), *options, "--explain", "ig", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    unknown = next(w for w in printed["words"] if w["word"] == "בוב")
+    assert unknown["score"] != 0 and printed["total"] == pytest.approx(printed["gap"], rel=0.01)
