@@ -76,9 +76,18 @@ def test_another_method_explains_the_same_question_again(qtbot, panel):
 
 
 def test_an_explanation_that_fails_says_why(qtbot, panel, trained_runs):
-    with qtbot.waitSignal(panel.explanation.failed, timeout=TIMEOUT_MS) as failed:
-        panel.explanation.ask(Question(str(trained_runs / "late"), 0, 5, text="No mask any more."))
-    assert "no [MASK]" in failed.args[0] and "no [MASK]" in panel.explanation.status.text()
+    explanation = panel.explanation
+    with qtbot.waitSignal(explanation.explained, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(why_buttons(panel.views[0])[0], Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(explanation.formed, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(explanation.every_button, Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(explanation.failed, timeout=TIMEOUT_MS) as failed:
+        explanation.ask(Question(str(trained_runs / "late"), 0, 5, text="No mask any more."))
+    assert "no [MASK]" in failed.args[0] and "no [MASK]" in explanation.status.text()
+    # nothing of the explanation before stays beside the error
+    assert explanation.attribution_view.caption.text() == "" and explanation.attribution_view.words.cells == []
+    assert explanation.attention_view.maps is None and explanation.attention_view.heat_map.labels == ()
+    assert explanation.attention_view.layer_combo.count() == 0 and explanation.forming_view.rows == []
 
 
 def test_why_on_candidates_of_an_edited_text_explains_the_text_they_came_from(qtbot, panel):
