@@ -119,3 +119,18 @@ def test_a_new_why_shows_nothing_of_the_run_explained_before(qtbot, panel, runs)
         assert explanation.attention_view.maps is None and explanation.attention_view.heat_map.labels == ()
     assert "texts / best" in explanation.attribution_view.caption.text()
 
+
+def test_another_word_chosen_puts_the_tag_explained_away(qtbot, panel, runs):
+    view = panel.try_it
+    panel.show_run(runs / "tags")
+    answered(qtbot, view, "the error value of the file")
+    view.word_combo.setCurrentIndex(2)
+    why(qtbot, view)
+    view.word_combo.setCurrentIndex(4)  # word 5 chosen, not explained
+    assert view.explanation.isHidden()
+    combo = view.explanation.method_combo
+    with qtbot.assertNotEmitted(view.explanation.explained, wait=200):  # nothing explains word 3 again
+        combo.setCurrentIndex(combo.findData("occlusion"))
+    attribution = why(qtbot, view)
+    assert attribution.mask == 4 and attribution.method == "occlusion"
+    assert "of word 5 ('the')" in view.explanation.attribution_view.caption.text()
