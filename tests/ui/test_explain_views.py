@@ -195,6 +195,25 @@ def test_clicking_an_answer_in_the_masked_samples_explains_it(qtbot, evaluation_
     assert last.candidate_id == attribution.candidate_id and last.scores == pytest.approx(attribution.scores, abs=1e-6)
 
 
+def test_another_model_chosen_puts_the_explained_answer_away(qtbot, evaluation_panel, trained_runs):
+    panel = evaluation_panel
+    panel.model_combo.setCurrentIndex(panel.model_combo.findData(str(trained_runs / "late")))
+    with qtbot.waitSignal(panel.evaluated, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(panel.evaluate_button, Qt.MouseButton.LeftButton)
+    explanation = panel.explained_samples.explanation
+    view, answer = panel.samples_view.views[0], panel.samples_view.samples[0].answers[0]
+    with qtbot.waitSignal(explanation.explained, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(view, Qt.MouseButton.LeftButton, pos=view.cell_rect(answer.position).center())
+    with qtbot.waitSignal(explanation.formed, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(explanation.every_button, Qt.MouseButton.LeftButton)
+    panel.model_combo.setCurrentIndex(panel.model_combo.findData(str(trained_runs / "early")))
+    assert "cleared — press Evaluate for early" in panel.subject_label.text()
+    assert not explanation.every_button.isEnabled() and explanation.question is None
+    assert explanation.attribution_view.caption.text() == "" and explanation.attribution_view.words.cells == []
+    assert explanation.attention_view.maps is None and explanation.forming_view.rows == []
+    assert explanation.status.text().startswith("Click a coloured token")
+
+
 @pytest.mark.parametrize(
     ("kind", "said"),
     [(MaskKind.MASK, "at position 17, masked"), (MaskKind.RANDOM, "at position 17, randomly replaced by cat"),
