@@ -1,12 +1,15 @@
 """Attributions that can be trusted: integrated gradients complete, maps that change when the model's weights are
 re-initialised (Adebayo et al. 2018), occlusion agreeing with integrated gradients, and the hostile cases."""
 
+import shutil
 from dataclasses import replace
 from itertools import islice
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.evaluation.explain.attributions import Explainer, ExplainError
@@ -18,6 +21,8 @@ from mlm_studio.core.evaluation.explain.words import words_of, words_of_pieces
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.models.build import build_model, build_trained, masked_lm_of
 from mlm_studio.core.progress import Cancelled
+from mlm_studio.core.storage.checkpoint import write_safetensors
+from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config
@@ -228,6 +233,24 @@ def test_an_answer_is_explained_at_every_checkpoint_as_it_formed(trained_run, tm
     assert formed[-1].attribution.scores == pytest.approx(final.scores, abs=1e-9)
     assert formed[0].attribution.scores != formed[-1].attribution.scores  # it changed as the model learned
     assert formed[0].attribution.source.endswith(trained_run.checkpoints()[0].name)
+
+
+def test_a_checkpoint_cut_short_is_told_apart_from_one_not_finite(trained_run, tmp_path):
+    run = Path(shutil.copytree(trained_run.path, tmp_path / "run"))
+    first, second, *_ = RunDir(run).checkpoints()
+    weights = first / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])  # being written, or damaged
+    tensors = load_file(str(second / "model.safetensors"))
+    write_safetensors(
+        {name: torch.full_like(t, float("nan")) for name, t in tensors.items()}, second / "model.safetensors"
+    )
+    formed = attributions_over_checkpoints(run, "Return the [MASK] of the list.", 5, method="occlusion")
+    assert (
+        formed[0].attribution is None
+        and formed[0].problem == "its weights file cannot be read (being written, or damaged)"
+    )
+    assert formed[1].attribution is None and formed[1].problem == "its weights are not finite numbers"
+    assert all(f.attribution is not None for f in formed[2:])
 
 
 def test_an_electra_run_forms_its_generators_answer(small_corpus, small_tokenizer, tmp_path):

@@ -100,3 +100,37 @@ def test_why_explains_an_answer_over_the_question_and_its_context(qtbot, panel, 
     assert "start logit at its first token" in caption and "window 1 of 1" in caption and "qa / best" in caption
     signs = [cell.tooltip.split(": ")[1][0] for cell in shown.second_words.cells]
     assert signs == ["+" if score >= 0 else "-" for score, part in zip(expected.scores, expected.parts) if part]
+
+
+def test_a_new_why_shows_nothing_of_the_run_explained_before(qtbot, panel, runs):
+    view = panel.try_it
+    panel.show_run(runs / "qa")
+    view.question_edit.setText("what is the port ?")
+    answered(qtbot, view, "the port is red .")
+    why(qtbot, view)
+    panel.show_run(runs / "texts")
+    answered(qtbot, view, "return the error of a list")
+    explanation = view.explanation
+    qtbot.waitUntil(view.why.isVisible, timeout=TIMEOUT_MS)  # the text typed answered, not the one before
+    with qtbot.waitSignal(explanation.explained, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(view.why, Qt.MouseButton.LeftButton)
+        assert explanation.status.text() == "Explaining…"  # until it arrives, nothing of the qa run's answer
+        assert explanation.attribution_view.caption.text() == "" and explanation.attribution_view.words.cells == []
+        assert explanation.attention_view.maps is None and explanation.attention_view.heat_map.labels == ()
+    assert "texts / best" in explanation.attribution_view.caption.text()
+
+
+def test_another_word_chosen_puts_the_tag_explained_away(qtbot, panel, runs):
+    view = panel.try_it
+    panel.show_run(runs / "tags")
+    answered(qtbot, view, "the error value of the file")
+    view.word_combo.setCurrentIndex(2)
+    why(qtbot, view)
+    view.word_combo.setCurrentIndex(4)  # word 5 chosen, not explained
+    assert view.explanation.isHidden()
+    combo = view.explanation.method_combo
+    with qtbot.assertNotEmitted(view.explanation.explained, wait=200):  # nothing explains word 3 again
+        combo.setCurrentIndex(combo.findData("occlusion"))
+    attribution = why(qtbot, view)
+    assert attribution.mask == 4 and attribution.method == "occlusion"
+    assert "of word 5 ('the')" in view.explanation.attribution_view.caption.text()

@@ -76,9 +76,18 @@ def test_another_method_explains_the_same_question_again(qtbot, panel):
 
 
 def test_an_explanation_that_fails_says_why(qtbot, panel, trained_runs):
-    with qtbot.waitSignal(panel.explanation.failed, timeout=TIMEOUT_MS) as failed:
-        panel.explanation.ask(Question(str(trained_runs / "late"), 0, 5, text="No mask any more."))
-    assert "no [MASK]" in failed.args[0] and "no [MASK]" in panel.explanation.status.text()
+    explanation = panel.explanation
+    with qtbot.waitSignal(explanation.explained, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(why_buttons(panel.views[0])[0], Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(explanation.formed, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(explanation.every_button, Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(explanation.failed, timeout=TIMEOUT_MS) as failed:
+        explanation.ask(Question(str(trained_runs / "late"), 0, 5, text="No mask any more."))
+    assert "no [MASK]" in failed.args[0] and "no [MASK]" in explanation.status.text()
+    # nothing of the explanation before stays beside the error
+    assert explanation.attribution_view.caption.text() == "" and explanation.attribution_view.words.cells == []
+    assert explanation.attention_view.maps is None and explanation.attention_view.heat_map.labels == ()
+    assert explanation.attention_view.layer_combo.count() == 0 and explanation.forming_view.rows == []
 
 
 def test_why_on_candidates_of_an_edited_text_explains_the_text_they_came_from(qtbot, panel):
@@ -184,6 +193,25 @@ def test_clicking_an_answer_in_the_masked_samples_explains_it(qtbot, evaluation_
     assert [f.step for f in formed.args[0]] == steps and len(explanation.forming_view.rows) == len(steps)
     last = formed.args[0][-1].attribution  # the latest checkpoint: the weights the samples were scored with
     assert last.candidate_id == attribution.candidate_id and last.scores == pytest.approx(attribution.scores, abs=1e-6)
+
+
+def test_another_model_chosen_puts_the_explained_answer_away(qtbot, evaluation_panel, trained_runs):
+    panel = evaluation_panel
+    panel.model_combo.setCurrentIndex(panel.model_combo.findData(str(trained_runs / "late")))
+    with qtbot.waitSignal(panel.evaluated, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(panel.evaluate_button, Qt.MouseButton.LeftButton)
+    explanation = panel.explained_samples.explanation
+    view, answer = panel.samples_view.views[0], panel.samples_view.samples[0].answers[0]
+    with qtbot.waitSignal(explanation.explained, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(view, Qt.MouseButton.LeftButton, pos=view.cell_rect(answer.position).center())
+    with qtbot.waitSignal(explanation.formed, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(explanation.every_button, Qt.MouseButton.LeftButton)
+    panel.model_combo.setCurrentIndex(panel.model_combo.findData(str(trained_runs / "early")))
+    assert "cleared — press Evaluate for early" in panel.subject_label.text()
+    assert not explanation.every_button.isEnabled() and explanation.question is None
+    assert explanation.attribution_view.caption.text() == "" and explanation.attribution_view.words.cells == []
+    assert explanation.attention_view.maps is None and explanation.forming_view.rows == []
+    assert explanation.status.text().startswith("Click a coloured token")
 
 
 @pytest.mark.parametrize(

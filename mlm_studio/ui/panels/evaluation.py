@@ -212,6 +212,7 @@ class EvaluationPanel(QWidget):
         self.subject = self.diagnosis = self.blocks = self.other = self.other_diagnosis = self.shown = None
         self.forgotten, self.task_results = names, []
         self.samples_view.clear()
+        self.explained_samples.put_away()
         self.failures_view.clear()
         self.context_view.clear()
         self.task_view.clear()

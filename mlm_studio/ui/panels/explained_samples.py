@@ -74,6 +74,10 @@ class ExplainedSamples(QSplitter):
                      where=where_answered(answer, subject.tokenizer.id_to_token(sample.shown[position])))
         )  # fmt: skip
 
+    def put_away(self) -> None:
+        """The samples have gone: so has the explanation of one of their answers."""
+        self.explanation.put_away(HINT)
+
     def _run(self) -> str:
         """The folder of the run the samples were scored with ("" for a Hugging Face model: no checkpoints)."""
         shown = self.shown()

@@ -219,6 +219,17 @@ class AttentionView(QWidget):
         self.grid.set_maps(maps.maps)
         self._show()
 
+    def clear(self) -> None:
+        """No map: the explanation they belonged to has gone."""
+        self.maps = None
+        for combo in (self.layer_combo, self.head_combo):
+            combo.blockSignals(True)
+            combo.clear()
+            combo.blockSignals(False)
+        self.note.setText("")
+        self.heat_map.set_map(np.zeros((0, 0)), ())
+        self.grid.set_maps(np.zeros((0, 0, 0, 0)))
+
     def choose(self, layer: int, head: int) -> None:
         """Show `layer`'s `head` (0 for the first)."""
         self.layer_combo.setCurrentIndex(self.layer_combo.findData(layer))

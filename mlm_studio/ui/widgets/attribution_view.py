@@ -139,6 +139,10 @@ class FormingView(QScrollArea):
         self.setWidgetResizable(True)
         self.formed: list[Formed] = []
         self.rows: list[TokenView] = []
+        self.clear()
+
+    def clear(self) -> None:
+        self.formed, self.rows = [], []
         self.setWidget(QLabel("Press Every checkpoint to see this prediction's attribution at each step of its run."))
 
     def show_formed(self, formed: list[Formed]) -> None:

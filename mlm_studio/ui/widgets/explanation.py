@@ -146,9 +146,25 @@ class ExplanationView(QWidget):
         self.question = question
         self.every_button.setEnabled(isinstance(question, Question) and bool(question.checkpoints_of))
         self.forming_runner.cancel()
+        self._clear_views()  # the explanation before answered another question
         self.status.setText("Explaining…")
         method = self.method
         self.runner.start(lambda progress: question.explain(method, progress))
+
+    def put_away(self, status: str) -> None:
+        """Nothing explained any more (what was asked has gone): `status` says what to do next."""
+        self.runner.cancel()
+        self.forming_runner.cancel()
+        self.question = None
+        self.every_button.setEnabled(False)
+        self._clear_views()
+        self.status.setText(status)
+
+    def _clear_views(self) -> None:
+        self.explanation = None
+        self.attribution_view.clear()
+        self.attention_view.clear()
+        self.forming_view.clear()
 
     def over_checkpoints(self) -> None:
         """The question's attribution at every checkpoint of its model's run (a text's mask, or a held-out block's
@@ -160,12 +176,18 @@ class ExplanationView(QWidget):
         source, text, candidate, mask = question.checkpoints_of, question.text, question.candidate_id, question.mask
         pieces, position = question.pieces, question.position
         self.forming_runner.start(
-            lambda progress: attributions_over_checkpoints(
-                source, text, candidate, mask, method, progress, pieces=pieces, position=position
+            lambda progress: (
+                question,
+                attributions_over_checkpoints(
+                    source, text, candidate, mask, method, progress, pieces=pieces, position=position
+                ),
             )
         )
 
-    def _on_formed(self, formed: list) -> None:
+    def _on_formed(self, answered: tuple[Question, list]) -> None:
+        question, formed = answered
+        if question is not self.question:  # put away, or another question asked, before it stopped
+            return
         self.status.setText("")
         self.forming_view.show_formed(formed)
         self.tabs.setCurrentWidget(self.forming_view)
@@ -176,6 +198,8 @@ class ExplanationView(QWidget):
             self.ask(self.question)
 
     def _on_explained(self, explanation: Explanation) -> None:
+        if explanation.question is not self.question:  # put away before it stopped
+            return
         self.explanation = explanation
         self.status.setText("")
         self.attribution_view.show_attribution(explanation.attribution)
@@ -184,5 +208,5 @@ class ExplanationView(QWidget):
 
     def _on_failed(self, message: str) -> None:
         self.status.setText(message)
-        self.attribution_view.clear()
+        self._clear_views()
         self.failed.emit(message)

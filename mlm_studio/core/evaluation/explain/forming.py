@@ -12,13 +12,13 @@ from mlm_studio.core.evaluation.explain.choices import DEFAULT_METHOD
 from mlm_studio.core.evaluation.subject import refuse_fine_tuned
 from mlm_studio.core.models.build import build_trained, masked_lm_of
 from mlm_studio.core.progress import Progress
-from mlm_studio.core.storage.checkpoint import checkpoint_finite, load_weights
+from mlm_studio.core.storage.checkpoint import CheckpointError, checkpoint_finite, load_weights
 from mlm_studio.core.training.run_folder import resolve_checkpoint
 
 
 @dataclass(frozen=True)
 class Formed:
-    """A checkpoint's attribution, or why it has none (its weights are not finite numbers)."""
+    """A checkpoint's attribution, or why it has none (its weights unreadable, or not finite numbers)."""
 
     step: int
     attribution: Attribution | None
@@ -49,10 +49,14 @@ def attributions_over_checkpoints(
         progress.check()
         progress.report(number, len(checkpoints), f"Explaining at {checkpoint.name}")
         step = int(checkpoint.name.split("-")[1])
-        if not checkpoint_finite(checkpoint):
+        if not checkpoint_finite(checkpoint, unreadable=True):
             formed.append(Formed(step, None, "its weights are not finite numbers"))
             continue
-        load_weights(checkpoint, trained)
+        try:
+            load_weights(checkpoint, trained)
+        except CheckpointError:
+            formed.append(Formed(step, None, "its weights file cannot be read (being written, or damaged)"))
+            continue
         # an ELECTRA run's answers are its generator's: its discriminator predicts no word
         generator = ", its generator" if model is not trained else ""
         explainer = Explainer(model, run.tokenizer, f"{run.name} / {checkpoint.name}{generator}")

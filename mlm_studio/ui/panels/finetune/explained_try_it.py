@@ -72,6 +72,7 @@ class ExplainedTryIt(TryItView):
         super().__init__(parent)
         self.word_combo = QComboBox()
         self.word_combo.setToolTip("The word whose tag is explained")
+        self.word_combo.currentIndexChanged.connect(self._on_word_chosen)
         self.word_label = QLabel("the tag of")
         self.why = why_button(self.explain_answer)
         row = QHBoxLayout()
@@ -82,6 +83,7 @@ class ExplainedTryIt(TryItView):
         self.explanation.status.setText(HINT)
         self.explanation.explained.connect(self._on_explained)
         self.explained_for: Tried | None = None  # the answer explained (or being explained), None for none
+        self.explained_word: int | None = None  # where the word whose tag is explained begins
         self.layout().addLayout(row)
         self.layout().addWidget(self.explanation, 2)  # the words and maps need more room than the answer
         self._show_nothing()
@@ -94,7 +96,7 @@ class ExplainedTryIt(TryItView):
             return
         text, pair, question = tried.asked
         start = self.word_combo.currentData() if tried.model.kind == "tokens" else 0
-        self.explained_for = tried
+        self.explained_for, self.explained_word = tried, start
         self.explanation.show()
         self.explanation.ask(TaskPrediction(tried.model, text, pair, question, start or 0))
 
@@ -106,10 +108,15 @@ class ExplainedTryIt(TryItView):
 
     def _forget_explanation(self) -> None:
         """Hide the explanation: what it explained is no longer shown (another run, another text, none)."""
-        self.explained_for = None
-        self.explanation.runner.cancel()
-        self.explanation.forming_runner.cancel()
+        self.explained_for = self.explained_word = None
+        self.explanation.put_away(HINT)
         self.explanation.hide()
+
+    def _on_word_chosen(self) -> None:
+        """Another word chosen: the explanation of the one before is put away (a method chosen next would
+        explain a word the chooser no longer shows)."""
+        if self.explained_for is not None and self.word_combo.currentData() != self.explained_word:
+            self._forget_explanation()
 
     def _on_explained(self, _explanation) -> None:
         if self.explained_for is None:  # finished after what it explained was put away
@@ -124,10 +131,13 @@ class ExplainedTryIt(TryItView):
             self._forget_explanation()  # it explained an answer to another text, or of other weights
         self.why.show()
         tags = isinstance(tried.answer, Tagged)
+        self.word_combo.blockSignals(True)  # the same answer again keeps the word explained chosen
         self.word_combo.clear()
         if tags:
             for number, word in enumerate(tried.answer.words, start=1):
                 self.word_combo.addItem(f"{number}: {word['word']} ({word['entity']})", word["start"])
+            self.word_combo.setCurrentIndex(max(self.word_combo.findData(self.explained_word), 0))
+        self.word_combo.blockSignals(False)
         for part in (self.word_label, self.word_combo):
             part.setVisible(tags and self.word_combo.count() > 0)
 
