@@ -60,14 +60,18 @@ def test_an_electra_run_is_configured_trained_plotted_previewed_and_played_with(
     playground = window.playground_panel
     view = playground.views[0]
     assert view.model_combo.currentData() == str(run.path)
-    with qtbot.waitSignal(playground.predicted, timeout=TIMEOUT_MS):
-        playground.text_edit.setText("return a sorted list of the keys")  # no [MASK]: the detector alone
+
+    def shown(text):  # this text's prediction, not an earlier text's arriving late
+        return view.prediction is not None and view.prediction.text == text
+
+    playground.text_edit.setText("return a sorted list of the keys")  # no [MASK]: the detector alone
+    qtbot.waitUntil(lambda: shown("return a sorted list of the keys"), timeout=TIMEOUT_MS)
     expected = FillMask.from_path(run.path).replaced("return a sorted list of the keys")
     assert [cell.text for cell in view.detector.cells] == [piece for piece, _ in expected]
     assert view.detector.cells[0].text == "return" and not view.detector.isHidden()
     assert [c.tooltip for c in view.detector.cells] == [
         f"{piece}: replaced with probability {p:.1%}" for piece, p in expected
     ]
-    with qtbot.waitSignal(playground.predicted, timeout=TIMEOUT_MS):
-        playground.text_edit.setText("return a [MASK] list")  # fill-mask through the generator
+    playground.text_edit.setText("return a [MASK] list")  # fill-mask through the generator
+    qtbot.waitUntil(lambda: shown("return a [MASK] list"), timeout=TIMEOUT_MS)
     assert view.buttons and len(view.buttons[0]) == 5 and not view.detector.isHidden()
