@@ -69,7 +69,7 @@ def test_cli_help_lists_the_commands():
 def test_screenshot_command_writes_the_window_image(tmp_path):
     out = tmp_path / "shot.png"
     result = subprocess.run(
-        [sys.executable, "-m", "mlm_studio", "--screenshot", str(out)], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "mlm_studio", "--screenshot", str(out)], capture_output=True, text=True, timeout=600
     )
     assert result.returncode == 0, result.stderr
     image = QImage(str(out))
