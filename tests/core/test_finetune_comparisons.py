@@ -161,3 +161,19 @@ def test_a_comparison_into_a_folder_of_other_files_or_for_other_seeds_is_refused
             "--seeds to continue it, or another --out to start a new one"
         )
         assert _contents(folder) == before
+
+
+def test_a_comparison_made_at_the_recipes_learning_rate_is_not_continued_at_another(compared, task, tmp_path):
+    """Runs made with the learning rate left to the recipe (recorded as null) answer no other rate."""
+    trained_run, folder = compared[1], tmp_path / "compare"
+    list(compare(str(trained_run.path), options(task, epochs=1, learning_rate=None), folder, 1))
+    before = _contents(folder)
+    for asked, said in ((1e-3, "learning_rate the default there, 0.001 asked"), (None, None)):
+        if said is None:  # the same question again: continued, its runs' scores read back
+            again = list(compare(str(trained_run.path), options(task, epochs=1, learning_rate=asked), folder, 1))
+            assert sum(isinstance(s.record, TestRecord) for s in again) == 2
+            continue
+        with pytest.raises(TaskError) as refused:
+            list(compare(str(trained_run.path), options(task, epochs=1, learning_rate=asked), folder, 1))
+        assert said in str(refused.value)
+        assert _contents(folder) == before

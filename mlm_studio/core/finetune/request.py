@@ -74,7 +74,8 @@ def request_differences(run: RunDir, spec: str, options: FinetuneOptions) -> lis
     made before requests were recorded is compared by its model and files alone."""
     asked = request_of(spec, options)
     source = run.origin.get("source")
-    recorded = (run.task or {}).get("request") or {
+    request = (run.task or {}).get("request")
+    recorded = request or {
         "model": f"{Path(source).resolve()}#" if source and run.origin.get("kind") != "scratch" else None,
         "files": (run.task or {}).get("files"),
     }
@@ -83,13 +84,13 @@ def request_differences(run: RunDir, spec: str, options: FinetuneOptions) -> lis
         now = asked.get(name)
         if name == "model" and there is not None and there.endswith("#"):  # recorded before weights were stamped
             now = now.split("#")[0] + "#"
-        if there is None or now == there:
+        if now == there or (there is None and not request):  # None recorded in a request: the default was asked
             continue
-        if name == "model" and "#" in there and there.split("#")[0] == now.split("#")[0]:
+        if name == "model" and there and now and "#" in there and there.split("#")[0] == now.split("#")[0]:
             said.append(f"the weights of {_shown(now.split('#')[0])} changed since these runs were made")
         else:
-            said.append(f"{name} {_shown(there.split('#')[0] if name == 'model' else there)} there, "
-                        f"{_shown(now.split('#')[0] if name == 'model' else now)} asked")  # fmt: skip
+            said.append(f"{name} {_asked(there.split('#')[0] if name == 'model' and there else there)} there, "
+                        f"{_asked(now.split('#')[0] if name == 'model' and now else now)} asked")  # fmt: skip
     return said
 
 
@@ -113,6 +114,11 @@ def own_value(run: RunDir, field: str, value: Any) -> bool:
 
 def _files(options: FinetuneOptions) -> dict[str, Path | None]:
     return {"train": options.train, "validation": options.validation, "test": options.test}
+
+
+def _asked(value: Any) -> str:
+    """A value asked, as said: "the default" for one left to the recipe (None)."""
+    return "the default" if value is None else _shown(value)
 
 
 def _shown(value: Any) -> str:
