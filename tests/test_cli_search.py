@@ -120,3 +120,8 @@ def test_repeated_texts_are_counted_once_and_said_not_called_a_sample(run, tmp_p
         assert "repeats.csv: 7 repeated texts counted once, 2 of them with two labels, read under the first: " in err
         assert "'text 6 about money' (rows 8 and 27); 'text 8 about money' (rows 10 and 28)" in err
         assert "row 29: its label 'rare' has no other text once repeated texts are read once" in err
+    for command in (["search", str(run), "--task", str(task)], ["evaluate", str(run), "--task", str(task)]):
+        assert main([*command, "--json"]) == 0
+        payload = json.loads(capsys.readouterr().out)
+        found = payload["retrieval"] if command[0] == "search" else payload["task"]
+        assert found["repeated"] == 7, payload  # the repeats said, not only those the model's reading adds

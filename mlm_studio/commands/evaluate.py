@@ -42,7 +42,9 @@ def run(args) -> int:
             )
         result = {**diagnosis.to_json(), "untrained_head": subject.untrained_head}
         if task is not None:
-            probed = probe_task(subject.encoder, subject.tokenizer, task.texts, task.labels, progress=Status())
+            probed = probe_task(
+                subject.encoder, subject.tokenizer, task.texts, task.labels, progress=Status(), read_once=task.read_once
+            )
             result["task"] = {**probed.to_json(), "sampled_from": task.sampled_from}
     except (*USER_ERRORS, TaskError) as exc:
         return fail(reason(exc))

@@ -77,7 +77,7 @@ def _retrieval(reader, args) -> dict:
               "is not its copy's neighbour.", file=sys.stderr)  # fmt: skip
     vectors = sentence_vectors(reader.encoder, reader.tokenizer, texts, args.layer, progress=Status())
     scores = retrieval_scores(vectors, labels, min(args.k, len(texts) - 1)).to_json()
-    return {**scores, "repeated": repeated, "sampled_from": task.sampled_from}
+    return {**scores, "repeated": repeated + task.read_once, "sampled_from": task.sampled_from}
 
 
 def _for_people(result: dict) -> str:

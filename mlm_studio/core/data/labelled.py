@@ -72,6 +72,11 @@ class LabelledFile:
         return Counter(label for example in self.examples for label in example.labels)
 
     @property
+    def read_once(self) -> int:
+        """The rows whose text was read before, read once (0 when the file was read whole)."""
+        return self.repeats.rows if self.repeats is not None else 0
+
+    @property
     def skipped(self) -> str:
         """The rows left out, in words ("" for none)."""
         return self.issues.summary()
@@ -131,11 +136,11 @@ def read_labelled_file(
         raise TaskError(f"{path.name}: {exc}") from None
     except OSError as exc:
         raise TaskError(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
-    if not examples:
+    kept = examples.examples() if isinstance(examples, Sample) else examples
+    if not kept:
         raise TaskError(f"{path.name} has no usable rows" + (f" ({issues.summary()})" if issues.count else ""))
     repeats = examples.repeats if isinstance(examples, Sample) else None
     sampled_from = usable if repeats is not None and repeats.overflowed else 0
-    kept = examples.examples() if isinstance(examples, Sample) else examples
     return LabelledFile(path, task, kept, found, issues, encoding, note, sampled_from, repeats)
 
 

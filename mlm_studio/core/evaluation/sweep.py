@@ -38,7 +38,11 @@ def over_checkpoints(
         progress.report(number, len(checkpoints), f"Scoring {checkpoint.name}")
         load_weights(checkpoint, subject.trained)
         diagnosis = diagnose(subject.model, subject.tokenizer, subject.config, subject.validation, samples=0)
-        result = probe_task(subject.encoder, subject.tokenizer, task.texts, task.labels) if task is not None else None
+        result = (
+            probe_task(subject.encoder, subject.tokenizer, task.texts, task.labels, read_once=task.read_once)
+            if task is not None
+            else None
+        )
         scores.append(CheckpointScore(int(checkpoint.name.split("-")[1]), diagnosis, result))
     progress.report(len(checkpoints), len(checkpoints), "Scored every checkpoint")
     return scores

@@ -109,11 +109,13 @@ def probe_task(
     seed: int = 0,
     test_fraction: float = 0.25,
     progress=None,
+    read_once: int = 0,
 ) -> TaskResult:
     """Accuracy and macro-F1 of a logistic regression on the model's sentence vectors, and the two references,
     on one stratified split of the distinct texts decided by `seed` (a repeated text, as the tokenizer reads it, is
     read once, under the label of its first copy); and on the same split, recall@1, recall@5 and MRR of each held-out
-    text's nearest training texts by the model's vectors and by the bag of words."""
+    text's nearest training texts by the model's vectors and by the bag of words. `read_once`: the repeated texts the
+    file's reader already read once, counted with those found here."""
     from sklearn.dummy import DummyClassifier
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
@@ -164,7 +166,7 @@ def probe_task(
         float(accuracy_score(y[test], bag)),
         *_neighbours(vectors, y, train, test),
         *_neighbours(counts, y, train, test),
-        repeated,
+        repeated + read_once,
     )
 
 

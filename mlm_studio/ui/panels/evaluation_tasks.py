@@ -71,7 +71,7 @@ def probing(subjects: list[Subject], path: str, columns: list[str], layer: int |
         for subject in subjects:
             at = layer and min(layer, layer_count(subject.encoder))
             results.append((subject.title, probe_task(subject.encoder, subject.tokenizer, task.texts, task.labels,
-                                                      at, progress=progress)))  # fmt: skip
+                                                      at, progress=progress, read_once=task.read_once)))  # fmt: skip
         return results, task.report
 
     return work
