@@ -275,6 +275,7 @@ def gui_time(action) -> float:
     return time.thread_time() - start
 
 
+@pytest.mark.alone  # the GUI thread's processor time grows when another test shares its core
 def test_evaluate_and_showing_its_result_keep_the_gui_thread_under_a_tenth_of_a_second(
     qtbot, builtin_run, builtin_corpus
 ):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPalette
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from mlm_studio.ui.theme import readable_on
@@ -14,6 +14,9 @@ PADDING_X = 4
 PADDING_Y = 2
 GAP = 3
 LINE_GAP = 4
+ADVANCES_KEPT = 65_536  # texts whose measured widths are remembered, across views, before the memory starts over
+
+_advances: dict[str, dict[str, int]] = {}  # font → text → width in pixels: pieces repeat across views
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,22 @@ class TokenCell:
     background: QColor | None = None
     tooltip: str = ""
     muted: bool = False
+
+
+def text_widths(font: QFont, texts: list[str]) -> list[int]:
+    """Each text's width in `font`, measured once per font and text (a window of samples shows the same pieces
+    thousands of times, and measuring is most of what showing them costs)."""
+    known = _advances.setdefault(font.key(), {})
+    if len(known) > ADVANCES_KEPT:
+        known.clear()
+    metrics, widths = None, []
+    for text in texts:
+        width = known.get(text)
+        if width is None:
+            metrics = metrics or QFontMetrics(font)
+            width = known[text] = metrics.horizontalAdvance(text)
+        widths.append(width)
+    return widths
 
 
 class TokenView(QWidget):
@@ -50,8 +69,7 @@ class TokenView(QWidget):
 
     # --- geometry -----------------------------------------------------------------------------------
     def _measure(self) -> None:
-        metrics = QFontMetrics(self.font())
-        self._widths = [metrics.horizontalAdvance(cell.text) + 2 * PADDING_X for cell in self.cells]
+        self._widths = [width + 2 * PADDING_X for width in text_widths(self.font(), [cell.text for cell in self.cells])]
         self._heights.clear()
         self._rects_width = -1
 
@@ -72,12 +90,22 @@ class TokenView(QWidget):
             x += w + GAP
         return places
 
+    def _line_count(self, width: int) -> int:
+        """How many lines the chips take at `width` (as `_places` wraps them, without placing each)."""
+        x = lines = 0
+        for w in self._widths:
+            if x > 0 and x + w > width:
+                x = 0
+                lines += 1
+            x += w + GAP
+        return lines + 1 if self._widths else 0
+
     def hasHeightForWidth(self) -> bool:
         return True
 
     def heightForWidth(self, width: int) -> int:
         if width not in self._heights:
-            lines = self._places(max(width, 1))[-1][1] + 1 if self._widths else 0
+            lines = self._line_count(max(width, 1))
             height = QFontMetrics(self.font()).height() + 2 * PADDING_Y
             self._heights[width] = lines * height + max(0, lines - 1) * LINE_GAP
         return self._heights[width]
