@@ -90,22 +90,12 @@ class TokenView(QWidget):
             x += w + GAP
         return places
 
-    def _line_count(self, width: int) -> int:
-        """How many lines the chips take at `width` (as `_places` wraps them, without placing each)."""
-        x = lines = 0
-        for w in self._widths:
-            if x > 0 and x + w > width:
-                x = 0
-                lines += 1
-            x += w + GAP
-        return lines + 1 if self._widths else 0
-
     def hasHeightForWidth(self) -> bool:
         return True
 
     def heightForWidth(self, width: int) -> int:
         if width not in self._heights:
-            lines = self._line_count(max(width, 1))
+            lines = self._places(max(width, 1))[-1][1] + 1 if self._widths else 0
             height = QFontMetrics(self.font()).height() + 2 * PADDING_Y
             self._heights[width] = lines * height + max(0, lines - 1) * LINE_GAP
         return self._heights[width]
