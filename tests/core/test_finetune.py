@@ -220,8 +220,8 @@ def test_tokens_and_tags_of_different_lengths_are_refused(trained_run, tmp_path)
 
 
 def test_stratified_split_keeps_every_label_in_each_part():
+    from mlm_studio.core.data.copies import stratified_split
     from mlm_studio.core.data.labelled import Example
-    from mlm_studio.core.finetune.examples import stratified_split
 
     examples = [Example(i, (f"text {i}",), ("abc"[i % 3] if i < 90 else "d",)) for i in range(95)]
     train, validation, test = stratified_split(examples, 0, "classification")

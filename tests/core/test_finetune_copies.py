@@ -3,8 +3,16 @@ validation or test texts are training texts are said to be scored on what the mo
 
 import pytest
 
+from mlm_studio.core.data.copies import (
+    Copies,
+    Split,
+    copies_said,
+    copy_keys,
+    seen_in_training,
+    stratified_split,
+    text_key,
+)
 from mlm_studio.core.data.labelled import Example, TaskError
-from mlm_studio.core.finetune.examples import copies_said, copy_groups, seen_in_training, stratified_split, text_key
 from mlm_studio.core.finetune.setup import files_split, read_task
 
 
@@ -31,7 +39,7 @@ def test_a_split_keeps_every_texts_copies_on_one_side_and_says_so(tmp_path, seed
     assert sum(len(part) for part in parts) == 73 and sum(len(k) for k in keys) == 30
     for part in parts[1:]:  # each label held out: 10% of its 15 distinct texts, rounded, at least one
         assert {example.labels[0] for example in part} == {"river", "money"}
-    assert copies_said(["task.csv"] * 3, parts, split=True) == [
+    assert copies_said(["task.csv"] * 3, parts) == [
         "task.csv: 43 of its 73 examples repeat the text of another; the split keeps each text's copies on one "
         "side, so no validation or test text is a training text"
     ]
@@ -39,9 +47,9 @@ def test_a_split_keeps_every_texts_copies_on_one_side_and_says_so(tmp_path, seed
 
 def test_without_copies_the_split_is_the_split_of_single_examples():
     examples = [Example(i, (f"text {i}",), ("a" if i % 3 else "b",)) for i in range(40)]
-    assert [len(group) for group in copy_groups(examples)] == [1] * 40
-    parts = tuple([examples[i] for i in part] for part in stratified_split(examples, 0, "classification"))
-    assert copies_said(["t.csv"] * 3, parts, split=True) == []
+    assert len(Copies.of(copy_keys(examples))) == 40
+    split = Split.of(examples, 0, "classification", copy_keys(examples))
+    assert [len(part) for part in split] == [32, 4, 4] and copies_said(["t.csv"] * 3, split) == []
 
 
 def test_test_texts_that_are_training_texts_are_said_to_be_scored_on_training_data(tmp_path):
@@ -52,7 +60,7 @@ def test_test_texts_that_are_training_texts_are_said_to_be_scored_on_training_da
     test = _write(tmp_path / "test.csv", [*seen, ("unseen", "money")])
     files, _ = read_task("classification", train, validation, test, None)
     parts = files_split(files, 0, "classification")
-    assert copies_said(["train.csv", "validation.csv", "test.csv"], parts, split=False) == [
+    assert copies_said(["train.csv", "validation.csv", "test.csv"], parts) == [
         "validation.csv: 1 of its 2 validation examples have a text that is also in the training file (train.csv): "
         "their validation scores are measured on texts the model trained on, not on unseen ones",
         "test.csv: 29 of its 30 test examples have a text that is also in the training file (train.csv): their test "
@@ -85,7 +93,7 @@ def test_the_test_record_says_how_many_test_examples_are_training_texts(trained_
     validation = _write(tmp_path / "validation.csv", [("new text one", "money"), ("new text two", "river")])
     test = _write(tmp_path / "test.csv", [*rows[:9], ("unseen", "money")])
     files, _ = read_task("classification", train, validation, test, None)
-    assert seen_in_training(*files_split(files, 0, "classification")[::2]) == 9
+    assert files_split(files, 0, "classification").seen_in_training() == 9
     options = FinetuneOptions(
         "classification", train, validation, test, learning_rate=5e-3, epochs=1, batch_size=8, device="cpu"
     )
@@ -143,7 +151,7 @@ def test_texts_an_uncased_tokenizer_reads_alike_are_copies_for_the_split_and_the
     keys = [{text_key(example, uncased.normalised) for example in part} for part in parts]
     assert not keys[0] & keys[1] and not keys[0] & keys[2] and not keys[1] & keys[2]
     assert sum(len(k) for k in keys) == 12 and [len(part) % 3 for part in parts] == [0, 0, 0]
-    assert copies_said(["task.csv"] * 3, parts, True, uncased.normalised)[0].startswith(
+    assert copies_said(["task.csv"] * 3, parts)[0].startswith(
         "task.csv: 24 of its 36 examples repeat the text of another"
     )
 
@@ -152,16 +160,17 @@ def test_a_cased_tokenizer_keeps_the_and_the_capitalised_apart(tmp_path):
     cased = _wordpiece(tmp_path, lowercase=False)
     assert cased.normalised("The river") == "The river"
     files, _ = read_task("classification", _write(tmp_path / "task.csv", _case_variants()), None, None, None)
-    assert len(copy_groups(files[0].examples, cased.normalised)) == 36
-    train = [Example(1, ("The river",), ("a",))]
-    assert seen_in_training(train, [Example(2, ("the river",), ("a",))], cased.normalised) == 0
-    assert seen_in_training(train, [Example(2, ("the  RIVER",), ("a",))], _wordpiece(tmp_path, True).normalised) == 1
+    assert len(Copies.of(copy_keys(files[0].examples, cased.normalised))) == 36
+    train, uncased = [Example(1, ("The river",), ("a",))], _wordpiece(tmp_path, True).normalised
+    lower, spaced = [Example(2, ("the river",), ("a",))], [Example(2, ("the  RIVER",), ("a",))]
+    assert seen_in_training(copy_keys(train, cased.normalised), copy_keys(lower, cased.normalised)) == 0
+    assert seen_in_training(copy_keys(train, uncased), copy_keys(spaced, uncased)) == 1
 
 
 def test_a_run_splits_copies_as_its_tokenizer_reads_them_and_an_older_run_keeps_its_split(trained_run, tmp_path):
     import json
 
-    from mlm_studio.core.finetune.examples import as_written
+    from mlm_studio.core.data.copies import as_written
     from mlm_studio.core.finetune.options import FinetuneOptions
     from mlm_studio.core.finetune.setup import copies_by, prepare_finetuner
     from mlm_studio.core.training.run_folder import RunDir

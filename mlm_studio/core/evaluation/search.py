@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from mlm_studio.core.data.copies import Normalise, as_written
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.evaluation.vectors import MAX_TEXT_CHARS, sentence_vectors, tokens_read
-from mlm_studio.core.finetune.examples import Normalise, as_written
 from mlm_studio.core.models.encoder import layer_count
 from mlm_studio.core.progress import Progress
 

@@ -3,45 +3,76 @@ post-processor (BERT's `[CLS] A [SEP] B [SEP]` with segments 0 and 1, RoBERTa's 
 longer text of a pair cut first to the model's length; for token classification each word's tag on its first
 piece and its continuing form on the word's later pieces (as `transformers`' token-classification recipe trains
 them, so that a pipeline grouping pieces finds whole words), the word scored and read on its first piece,
-whatever the tokenizer's kind. Also the stratified split and the batches (of similar lengths, padded only to the
-longest of each)."""
+whatever the tokenizer's kind; kept in flat arrays (`Ragged`), a few bytes a token. Also the batches (of similar
+lengths, padded only to the longest of each)."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable
+from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 from tokenizers import Encoding, processors
 
-from mlm_studio.core.data.labelled import Example, LabelledFile, TaskError
+from mlm_studio.core.data.labelled import Example, LabelledFile
 from mlm_studio.core.data.masking import IGNORE_INDEX
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.progress import Progress
-from mlm_studio.core.shown import shown
 
-SPLIT_SHARES = (0.8, 0.1, 0.1)  # training, validation, test
-ID_TYPE = np.int32  # a token id as an encoded example keeps it (vocabularies are far smaller than 2**31)
+ID_TYPES = {"H": np.uint16, "i": np.int32}  # a token id as kept: 2 bytes where the vocabulary fits, else 4
 REPORT_EXAMPLES = 1024  # examples encoded between two reports of progress
 BUCKET_BATCHES = 50  # batches sorted by length together (enough to pad little, few enough to stay random)
 
 
 @dataclass(frozen=True)
-class Encoded:
-    """Examples as ids: each row's ids and labels (one label per example, or one per token)."""
+class Ragged:
+    """Rows of different lengths in one flat array: row `i` is `flat[starts[i]:starts[i + 1]]` (a view)."""
 
-    ids: list[np.ndarray]  # of `ID_TYPE`
-    types: list[np.ndarray]  # int8: each id's segment (0 for the first text, as the tokenizer says for a pair's second)
-    labels: list[np.ndarray]  # what training learns: IGNORE_INDEX where nothing is to learn
-    scored: list[np.ndarray]  # where each example is scored: its words' first pieces, or 0 for its one label
-    rows: list[int]  # each example's row in its file
+    flat: np.ndarray
+    starts: np.ndarray  # int64, one more than the rows
+
+    @classmethod
+    def of(cls, flat: array, lengths: array, dtype: type) -> Ragged:
+        """From the rows' values written one after another (`flat`) and each row's length."""
+        starts = np.zeros(len(lengths) + 1, dtype=np.int64)
+        if len(lengths):
+            np.cumsum(np.frombuffer(lengths, dtype=np.int32), out=starts[1:])
+        return cls(np.frombuffer(flat, dtype=dtype) if len(flat) else np.zeros(0, dtype=dtype), starts)
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
+
+    def __getitem__(self, row: int) -> np.ndarray:
+        return self.flat[self.starts[row] : self.starts[row + 1]]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return (self[row] for row in range(len(self)))
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.starts)
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """Examples as ids: each row's ids and labels (one label per example, or one per token), kept in flat arrays
+    (a few bytes a token), for tasks of millions of examples."""
+
+    ids: Ragged  # of `ID_TYPES`
+    types: Ragged | None  # int8: each id's segment (None: all 0, a single text each)
+    labels: Ragged  # int64, what training learns: IGNORE_INDEX where nothing is to learn
+    scored: Ragged  # int64, where each example is scored: its words' first pieces, or 0 for its one label
+    rows: np.ndarray  # each example's row in its file
     truncated: list[int]  # the rows of the examples cut to the model's length
     per_token: bool  # labels per token (token classification), else one per example
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def lengths(self) -> np.ndarray:
+        """Each example's length in tokens."""
+        return self.ids.lengths()
 
 
 def word_pieces(tokenizer: MLMTokenizer, words: tuple[str, ...]) -> tuple[list[int], list[int]]:
@@ -117,13 +148,12 @@ def encode_examples(
     progress: Progress | None = None,
 ) -> Encoded:
     """Examples as ids of at most `limit` tokens, special tokens included (longer ones are cut: counted); the
-    encoding reported to `progress`. Kept compact, for tasks of millions of examples: ids as `ID_TYPE`, and what
-    many examples hold alike (a single text's segment ids, a label, the one place it is scored) one shared array."""
-    ids, types, labels, scored, truncated = [], [], [], [], []
+    encoding reported to `progress`."""
+    kind = "H" if tokenizer.vocab_size <= np.iinfo(np.uint16).max + 1 else "i"
+    ids, types, labels, scored = array(kind), array("b"), array("q"), array("q")  # as `Encoded` keeps them
+    lengths, label_lengths, scored_lengths, truncated = array("i"), array("i"), array("i"), []
+    paired = False  # whether a segment id other than 0 was met
     budget = limit - 2
-    single: dict[int, np.ndarray] = {}  # a single text's segment ids (zeros), by length
-    label_of = {i: np.asarray([i], dtype=np.int64) for i in label_ids.values()}  # shared, never written to
-    first_place = np.zeros(1, dtype=np.int64)
     texts: list[list[Encoding]] = []  # the texts of the next `REPORT_EXAMPLES` examples, encoded together
     for done, example in enumerate(examples):
         if done % REPORT_EXAMPLES == 0:
@@ -133,33 +163,54 @@ def encode_examples(
             if task != "tokens":
                 texts = _encoded_texts(tokenizer, examples[done : done + REPORT_EXAMPLES])
         if task == "tokens":
-            pieces, word_of = word_pieces(tokenizer, example.inputs)
-            first = first_pieces(word_of)[:budget]
-            tags = [label_ids[tag] for tag in example.labels]
-            later = [label_ids[continuing(tag, label_ids)] for tag in example.labels]
-            targets = [
-                IGNORE_INDEX if w < 0 else tags[w] if f else later[w]
-                for w, f in zip(word_of[:budget], first, strict=True)
-            ]
-            if len(pieces) > budget:
-                truncated.append(example.row)
-            row = [tokenizer.cls_id, *pieces[:budget], tokenizer.sep_id]
-            segments = [0] * len(row)
-            labels.append(np.asarray([IGNORE_INDEX, *targets, IGNORE_INDEX], dtype=np.int64))
-            scored.append(np.flatnonzero(first) + 1)  # after [CLS]
+            row, targets, places, cut = tagged(tokenizer, example, label_ids, budget)
+            segments: list[int] = []
+            labels.extend(targets)
+            scored.extend(places)
+            label_lengths.append(len(row))
+            scored_lengths.append(len(places))
         else:
             encoding, cut = laid_out(tokenizer, texts[done % REPORT_EXAMPLES], limit)
             row, segments = encoding.ids, encoding.type_ids
-            if cut:
-                truncated.append(example.row)
-            labels.append(label_of[label_ids[example.labels[0]]])
-            scored.append(first_place)
-        ids.append(np.asarray(row, dtype=ID_TYPE))
-        if any(segments):
-            types.append(np.asarray(segments, dtype=np.int8))
-        else:
-            types.append(single.setdefault(len(segments), np.zeros(len(segments), dtype=np.int8)))
-    return Encoded(ids, types, labels, scored, [e.row for e in examples], truncated, task == "tokens")
+            labels.append(label_ids[example.labels[0]])
+            scored.append(0)
+        if cut:
+            truncated.append(example.row)
+        if not paired and any(segments):  # the first second text: the examples before it all segment 0
+            paired = True
+            types.frombytes(bytes(len(ids)))
+        if paired:
+            types.extend(segments)
+        ids.extend(row)
+        lengths.append(len(row))
+    if task != "tokens":
+        label_lengths = scored_lengths = array("i", [1]) * len(examples)
+    return Encoded(
+        Ragged.of(ids, lengths, ID_TYPES[kind]),
+        Ragged.of(types, lengths, np.int8) if paired else None,
+        Ragged.of(labels, label_lengths, np.int64),
+        Ragged.of(scored, scored_lengths, np.int64),
+        np.asarray([example.row for example in examples], dtype=np.int64),
+        truncated,
+        task == "tokens",
+    )
+
+
+def tagged(
+    tokenizer: MLMTokenizer, example: Example, label_ids: dict[str, int], budget: int
+) -> tuple[list[int], list[int], list[int], bool]:
+    """Tagged words as ids with at most `budget` pieces between `[CLS]` and `[SEP]`: (ids, what each id learns,
+    the places its words are scored, whether it was cut)."""
+    pieces, word_of = word_pieces(tokenizer, example.inputs)
+    first = first_pieces(word_of)[:budget]
+    tags = [label_ids[tag] for tag in example.labels]
+    later = [label_ids[continuing(tag, label_ids)] for tag in example.labels]
+    targets = [
+        IGNORE_INDEX if w < 0 else tags[w] if f else later[w] for w, f in zip(word_of[:budget], first, strict=True)
+    ]
+    places = [place + 1 for place, f in enumerate(first) if f]  # after [CLS]
+    row = [tokenizer.cls_id, *pieces[:budget], tokenizer.sep_id]
+    return row, [IGNORE_INDEX, *targets, IGNORE_INDEX], places, len(pieces) > budget
 
 
 def encode_texts(tokenizer: MLMTokenizer, texts: tuple[str, ...], limit: int) -> tuple[list[int], list[int], bool]:
@@ -224,121 +275,16 @@ def _fit(lengths: list[int], room: int) -> list[int]:
     return [short, long] if lengths[0] <= lengths[1] else [long, short]
 
 
-def as_written(text: str) -> str:
-    return text
-
-
-Normalise = Callable[[str], str]  # a text as the model reads it: `MLMTokenizer.normalised`, or `as_written`
-
-
-def text_key(example: Example, normalise: Normalise = as_written) -> tuple[str, ...]:
-    """What makes two examples copies of each other: their texts (or words) as `normalise` gives them (as the
-    model's tokenizer reads them: an uncased one's "The" is "the"), spacing aside."""
-    return tuple(" ".join(normalise(text).split()) for text in example.inputs)
-
-
-def copy_key(example: Example, normalise: Normalise = as_written) -> bytes:
-    """`text_key` as 16 bytes of its hash: a task of millions of examples holds these, not a copy of each text."""
-    joined = "\0".join(text_key(example, normalise))
-    return hashlib.blake2b(joined.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
-def copy_groups(examples: list[Example], normalise: Normalise = as_written) -> list[list[int]]:
-    """The examples' indices grouped by text (`copy_key`), each group in the order of its first member."""
-    groups: dict[bytes, list[int]] = {}
-    for index, example in enumerate(examples):
-        groups.setdefault(copy_key(example, normalise), []).append(index)
-    return list(groups.values())
-
-
-def stratified_split(
-    examples: list[Example], seed: int, task: str, normalise: Normalise = as_written
-) -> tuple[list[int], list[int], list[int]]:
-    """Indices of training, validation and test (`SPLIT_SHARES`): for classification, each label in that
-    proportion, at least one example of it in each part; for tokens, a seeded shuffle. Copies of a text stay
-    together on one side (a test text that is also a training text would score what was learned by heart): the
-    shares are of distinct texts (`text_key` by `normalise`), each counted under the label of its first copy."""
-    rng = np.random.default_rng(seed)
-    groups = copy_groups(examples, normalise)
-    if task == "tokens":
-        if len(groups) < 3:
-            raise TaskError(f"{len(groups)} distinct sentence(s) cannot be split into training, validation and test")
-        order = rng.permutation(len(groups)).tolist()
-        held = max(1, round(len(groups) * SPLIT_SHARES[1]))
-        return (
-            _members(groups, order[2 * held :]),
-            _members(groups, order[:held]),
-            _members(groups, order[held : 2 * held]),
-        )
-    by_label: dict[str, list[int]] = {}
-    for number, group in enumerate(groups):
-        by_label.setdefault(examples[group[0]].labels[0], []).append(number)
-    parts: tuple[list[int], list[int], list[int]] = ([], [], [])
-    for label in sorted(by_label):
-        members = by_label[label]
-        if len(members) < 3:
-            distinct = " distinct" if len(groups) < len(examples) else ""
-            raise TaskError(
-                f"the label {shown(label)} has only {len(members)}{distinct} example(s); a split into training, "
-                "validation and test needs at least 3 of each (or give your own validation and test files)"
-            )
-        shuffled = [members[i] for i in rng.permutation(len(members))]
-        held = max(1, round(len(members) * SPLIT_SHARES[1]))
-        parts[1].extend(shuffled[:held])
-        parts[2].extend(shuffled[held : 2 * held])
-        parts[0].extend(shuffled[2 * held :])
-    return _members(groups, parts[0]), _members(groups, parts[1]), _members(groups, parts[2])
-
-
-def copies_said(
-    names: list[str],
-    parts: tuple[list[Example], list[Example], list[Example]],
-    split: bool,
-    normalise: Normalise = as_written,
-) -> list[str]:
-    """What the task's repeated texts (`text_key` by `normalise`) mean, in words: copies within the file that was
-    `split` (kept on one side), or, for files given apart (`names`: training, validation, test), validation and
-    test texts that are also training texts, whose scores are then measured on what the model trained on."""
-    if split:
-        examples = [example for part in parts for example in part]
-        copies = len(examples) - len(copy_groups(examples, normalise))
-        if not copies:
-            return []
-        return [
-            f"{names[0]}: {copies:,} of its {len(examples):,} examples repeat the text of another; the split keeps "
-            "each text's copies on one side, so no validation or test text is a training text"
-        ]
-    said = []
-    for name, part, kind in zip(names[1:], parts[1:], ("validation", "test"), strict=True):
-        seen = seen_in_training(parts[0], part, normalise)
-        if seen:
-            said.append(
-                f"{name}: {seen:,} of its {len(part):,} {kind} examples have a text that is also in the training file "
-                f"({names[0]}): their {kind} scores are measured on texts the model trained on, not on unseen ones"
-            )
-    return said
-
-
-def seen_in_training(train: list[Example], part: list[Example], normalise: Normalise = as_written) -> int:
-    """How many examples of `part` have a text that is also a training text (`text_key` by `normalise`)."""
-    trained = {copy_key(example, normalise) for example in train}
-    return sum(copy_key(example, normalise) in trained for example in part)
-
-
-def _members(groups: list[list[int]], numbers: list[int]) -> list[int]:
-    return sorted(index for number in numbers for index in groups[number])
-
-
-def batch_order(lengths: list[int], batch_size: int, seed: int) -> list[np.ndarray]:
+def batch_order(lengths: np.ndarray, batch_size: int, seed: int) -> list[np.ndarray]:
     """One epoch's batches: a seeded shuffle, then within each group of `BUCKET_BATCHES` batches the examples
     sorted by length (so a batch pads little), the batches themselves shuffled."""
-    rng = np.random.default_rng(seed)
+    rng, lengths = np.random.default_rng(seed), np.asarray(lengths)
     order = rng.permutation(len(lengths))
     size = batch_size * BUCKET_BATCHES
     batches = []
     for start in range(0, len(order), size):
         group = order[start : start + size]
-        group = group[np.argsort([lengths[i] for i in group], kind="stable")]
+        group = group[np.argsort(lengths[group], kind="stable")]
         batches += [group[i : i + batch_size] for i in range(0, len(group), batch_size)]
     return [batches[i] for i in rng.permutation(len(batches))]
 
@@ -355,7 +301,8 @@ def collate(data: Encoded, indices: np.ndarray, pad_id: int, device: torch.devic
         n = len(data.ids[i])
         ids[row, :n] = data.ids[i]
         mask[row, :n] = 1
-        types[row, :n] = data.types[i]
+        if data.types is not None:
+            types[row, :n] = data.types[i]
         if labels is not None:
             labels[row, :n] = data.labels[i]
     if labels is None:

@@ -50,7 +50,7 @@ class LabelKind:
         scores count texts, or words read on their first pieces."""
         loss_sum, counted = 0.0, 0
         predicted: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * len(part)
-        order = np.argsort([len(ids) for ids in part.ids], kind="stable")
+        order = np.argsort(part.lengths(), kind="stable")
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
             ids, mask, types, labels = collate(part, batch, pad_id, device)

@@ -37,7 +37,7 @@ def wrong_test_examples(path: str | Path, progress: Progress | None = None, limi
     files = {name: Path(p) if p else None for name, p in task["files"].items()}
     columns = Columns(**task["columns"]) if task["columns"] else None
     read, _ = read_task(task["task"], files["train"], files["validation"], files["test"], columns)
-    test = files_split(read, task["split_seed"], task["task"], copies_by(run))[2]
+    test = files_split(read, task["split_seed"], task["task"], copies_by(run), progress)[2]
     found = []
     for done, example in enumerate(test):
         progress.check()

@@ -30,6 +30,7 @@ import torch
 from mlm_studio.core.config.families import FAMILIES
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import DataConfig, ModelConfig, TrainConfig
+from mlm_studio.core.data.copies import Normalise, Split, as_written, copies_said, copy_keys
 from mlm_studio.core.data.corpus import ReadOptions
 from mlm_studio.core.data.labelled import (
     Columns,
@@ -40,16 +41,7 @@ from mlm_studio.core.data.labelled import (
     read_labelled_file,
 )
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.finetune.examples import (
-    Normalise,
-    as_written,
-    begin_inside,
-    copies_said,
-    encode_examples,
-    seen_in_training,
-    stratified_split,
-    with_inside_tags,
-)
+from mlm_studio.core.finetune.examples import begin_inside, encode_examples, with_inside_tags
 from mlm_studio.core.finetune.heads import QA_LABELS, TaskModel
 from mlm_studio.core.finetune.label_kind import LabelKind
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
@@ -137,7 +129,8 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions, progress: 
         files, labels = read_task(
             options.task, options.train, options.validation, options.test, options.columns, progress
         )
-        n_train = len(files_split(files, options.held_out_by, options.task, source.tokenizer.normalised)[0])
+        split = files_split(files, options.held_out_by, options.task, source.tokenizer.normalised, progress)
+        n_train = len(split[0])
     per_epoch = math.ceil(n_train / options.batch_size)
     total = max(1, math.ceil(options.epochs * n_train / options.batch_size))
     interval = options.eval_interval or per_epoch
@@ -219,15 +212,18 @@ def read_task(
 
 
 def files_split(
-    files: list[LabelledFile], seed: int, task: str, normalise: Normalise = as_written
-) -> tuple[list, list, list]:
+    files: list[LabelledFile],
+    seed: int,
+    task: str,
+    normalise: Normalise = as_written,
+    progress: Progress | None = None,
+) -> Split:
     """The training, validation and test examples: the user's files, or a split of the one file (copies of a text,
-    as `normalise` reads it, on one side)."""
+    as `normalise` reads it, on one side); their texts' hashing reported to `progress`."""
+    keys = [copy_keys(file.examples, normalise, progress) for file in files]
     if len(files) == 3:
-        return files[0].examples, files[1].examples, files[2].examples
-    examples = files[0].examples
-    parts = stratified_split(examples, seed, task, normalise)
-    return tuple([examples[i] for i in part] for part in parts)
+        return Split(tuple(file.examples for file in files), tuple(keys), False)
+    return Split.of(files[0].examples, seed, task, keys[0])
 
 
 def copies_by(run: RunDir) -> Normalise:
@@ -249,13 +245,13 @@ def task_data(run: RunDir, progress: Progress | None = None) -> TaskData:
     if set(task["labels"]) not in (set(labels), read):
         raise TaskError(f"the labels of {paths['train'].name} changed since the run began; start a new run")
     normalise = copies_by(run)
-    parts = files_split(files, task["split_seed"], task["task"], normalise)
+    parts = files_split(files, task["split_seed"], task["task"], normalise, progress)
     ids = {label: i for i, label in enumerate(task["labels"])}
     limit = run.config.data.max_seq_len
     tokenizer = run.tokenizer
     train, validation, test = (encode_examples(tokenizer, part, ids, task["task"], limit, progress) for part in parts)
     notes = [f"{f.path.name}: rows left out: {f.skipped}" for f in files if f.skipped]
-    notes += copies_said([f.path.name for f in files] * (3 // len(files)), parts, len(files) == 1, normalise)
+    notes += copies_said([f.path.name for f in files] * (3 // len(files)), parts)
     named = zip(("training", "validation", "test"), (train, validation, test), files * 3 if len(files) == 1 else files)
     for name, part, file in named:
         if part.truncated:
@@ -264,7 +260,7 @@ def task_data(run: RunDir, progress: Progress | None = None) -> TaskData:
                 f"are longer than the {limit} tokens the model reads and were cut, the first at row "
                 f"{part.truncated[0]} (words past the cut are not scored)"
             )
-    seen = seen_in_training(parts[0], parts[2], normalise)
+    seen = parts.seen_in_training()
     return TaskData(task["labels"], train, validation, test, LabelKind(task["labels"]), tuple(notes), seen)
 
 

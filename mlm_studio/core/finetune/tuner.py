@@ -221,7 +221,7 @@ class FineTuner:
     def _batch(self, step: int) -> np.ndarray:
         epoch, position = divmod(step, self.steps_per_epoch)
         if self._order[0] != epoch:
-            lengths = [len(ids) for ids in self.data.train.ids]
+            lengths = self.data.train.lengths()
             seed = self.config.training.seed * 7_000_003 + epoch
             self._order = (epoch, batch_order(lengths, self.config.training.batch_size, seed))
         return self._order[1][position]

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
+from mlm_studio.core.data.copies import SPLIT_SHARES, Normalise, copy_key
 from mlm_studio.core.data.labelled import Example, TaskError
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.core.finetune.examples import SPLIT_SHARES, Normalise, copy_key
 from mlm_studio.core.finetune.heads import QA_LABELS
 from mlm_studio.core.finetune.qa.data import QAExample, QAFile, read_qa_file
 from mlm_studio.core.finetune.qa.features import QAFeatures, qa_features
@@ -38,6 +38,10 @@ class QAPart:
 
     def __len__(self) -> int:
         return len(self.features)
+
+    def lengths(self) -> np.ndarray:
+        """Each window's length in tokens."""
+        return np.asarray([len(ids) for ids in self.features.ids], dtype=np.int64)
 
 
 def question_room(limit: int) -> int:
