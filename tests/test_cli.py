@@ -794,11 +794,88 @@ def test_a_resume_from_a_checkpoint_cut_short_is_refused_before_anything_is_writ
     assert {file: (run.path / file).read_bytes() for file in written} == written
 
 
-def test_a_damaged_checkpoint_names_the_one_before_it_and_moved_aside_that_one_is_resumed(tmp_path, small_run):
+@pytest.fixture(scope="module")
+def two_checkpoints(small_run, tmp_path_factory):
+    """`small_run` resumed to step 8: checkpoints at steps 4 and 8 (copy it before damaging it)."""
+    import shutil
+
+    run = shutil.copytree(small_run, tmp_path_factory.mktemp("two-checkpoints") / "run")
+    assert main(["train", "--resume", str(run), "--max-steps", "8"]) == 0
+    return run
+
+
+def run_files(folder):
+    """Every file of a run folder with its bytes, but the lock (where each process that takes it writes its PID)."""
+    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
+
+
+def cut(path, size):
+    with open(path, "r+b") as f:
+        f.truncate(size)
+
+
+def both_cut_short(earlier, latest):
+    cut(latest / "model.safetensors", 1000)
+    cut(earlier / "optimizer.safetensors", 500)
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (  # the one before it damaged too: none is whole
+            both_cut_short,
+            "{latest}: model.safetensors cannot be read (Error while deserializing header: invalid header length); "
+            "no complete checkpoint comes before it, so its run cannot continue: start a new run with the same "
+            "settings (its config.toml); {earlier.name}, before it, is damaged too",
+        ),
+        (
+            lambda earlier, latest: (latest / "state.json").write_text('{"step": 8\n'),
+            "{latest}: state.json is damaged (Expecting ',' delimiter: line 2 column 1 (char 11)); "
+            "move this checkpoint folder out of {latest.parent} to use {earlier.name}, the one before it",
+        ),
+        (
+            lambda earlier, latest: (latest / "state.json").unlink(),
+            "{latest}: state.json is missing; "
+            "move this checkpoint folder out of {latest.parent} to use {earlier.name}, the one before it",
+        ),
+    ],
+    ids=["both cut short", "state.json cut short", "state.json deleted"],
+)
+def test_a_resume_from_a_damaged_checkpoint_names_the_run_and_the_newest_whole_one_and_writes_nothing(
+    tmp_path, two_checkpoints, capsys, damage, said
+):
+    import shutil
+
+    run = RunDir(shutil.copytree(two_checkpoints, tmp_path / "run"))
+    earlier, latest = run.checkpoints()
+    damage(earlier, latest)
+    before = run_files(run.path)
+    assert main(["train", "--resume", str(run.path), "--max-steps", "12"]) == 1
+    assert capsys.readouterr().err == f"mlm-studio: {said.format(earlier=earlier, latest=latest)}\n"
+    assert run_files(run.path) == before
+
+
+def test_a_resume_whose_only_checkpoint_lost_its_state_is_refused_and_keeps_the_runs_records(
+    tmp_path, small_run, capsys
+):
     import shutil
 
     run = RunDir(shutil.copytree(small_run, tmp_path / "run"))
-    assert main(["train", "--resume", str(run.path), "--max-steps", "8"]) == 0
+    (latest := run.latest_checkpoint()).joinpath("state.json").unlink()
+    before = run_files(run.path)
+    assert main(["train", "--resume", str(run.path), "--max-steps", "8"]) == 1
+    assert capsys.readouterr().err == (
+        f"mlm-studio: {latest}: state.json is missing; no complete checkpoint comes before it, so its run cannot "
+        "continue: start a new run with the same settings (its config.toml); moved aside, it would leave a resume to "
+        "begin again at step 0\n"
+    )
+    assert run_files(run.path) == before
+
+
+def test_a_damaged_checkpoint_names_the_one_before_it_and_moved_aside_that_one_is_resumed(tmp_path, two_checkpoints):
+    import shutil
+
+    run = RunDir(shutil.copytree(two_checkpoints, tmp_path / "run"))
     earlier, latest = run.checkpoints()
     (latest / "model.safetensors").write_bytes(b"cut")
     code, _, err = cli("train", "--resume", str(run.path), "--max-steps", "8")
@@ -809,10 +886,12 @@ def test_a_damaged_checkpoint_names_the_one_before_it_and_moved_aside_that_one_i
 
 
 def test_a_resume_without_any_checkpoint_says_it_restarts_at_step_0(tmp_path, small_run):
+    """No checkpoint: an empty step folder (never written to) is none."""
     import shutil
 
     run = RunDir(shutil.copytree(small_run, tmp_path / "run"))
-    shutil.rmtree(run.path / "checkpoints")
+    shutil.rmtree(run.latest_checkpoint())
+    (run.path / "checkpoints" / "step-0000004").mkdir()
     code, out, err = cli("train", "--resume", str(run.path), "--max-steps", "4")
     assert code == 0 and "steps 0 → 4" in out
     assert "run has no checkpoint to continue from, so training restarts at step 0 from new weights" in err

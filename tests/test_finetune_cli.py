@@ -111,6 +111,22 @@ def test_resume_refuses_a_new_learning_rate_and_writes_nothing(finetuned, tmp_pa
     assert snapshot(run) == before
 
 
+def test_resume_refuses_a_checkpoint_without_its_state_and_writes_nothing(finetuned, tmp_path, capsys):
+    """A checkpoint folder whose state.json is gone is damaged, as one cut short: its only one, it is refused (start
+    a new run), not taken for no checkpoint and the run restarted from its starting weights over its records."""
+    run = copied(finetuned[3], tmp_path)
+    [latest] = (run / "checkpoints").iterdir()
+    (latest / "state.json").unlink()
+    before = snapshot(run)
+    assert main(["finetune", "--resume", str(run), "--epochs", "3", "--device", "cpu"]) == 1
+    assert capsys.readouterr().err == (
+        f"mlm-studio: {latest}: state.json is missing; no complete checkpoint comes before it, so its run cannot "
+        "continue: start a new run with the same settings (its config.toml); moved aside, it would leave a resume to "
+        "begin again at step 0\n"
+    )
+    assert snapshot(run) == before
+
+
 FIXED = "cannot change when resuming: the run's"
 
 

@@ -63,20 +63,74 @@ def write_safetensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
         raise OSError(code, os.strerror(code), str(path)) from exc
 
 
+CHECKPOINT_FILES = ("model.safetensors", "optimizer.safetensors", "state.json")
+
+
+def checkpoint_folders(folder: Path) -> list[Path]:
+    """The checkpoints in `folder` (a run's `checkpoints/`), oldest first, whole or damaged: each `step-N` folder
+    holding any of a checkpoint's files (an empty one holds no checkpoint and is ignored)."""
+    if not folder.is_dir():
+        return []
+    found = [p for p in folder.iterdir() if _step(p.name) >= 0 and any((p / n).exists() for n in CHECKPOINT_FILES)]
+    return sorted(found, key=lambda path: _step(path.name))
+
+
+class _Unusable(Exception):
+    """What keeps a checkpoint from being used (`problem`), and what to do when it is not to set it aside."""
+
+    def __init__(self, problem: str, remedy: str | None = None) -> None:
+        super().__init__(problem)
+        self.problem, self.remedy = problem, remedy
+
+
 def read_state(checkpoint: Path) -> dict[str, Any]:
-    """A checkpoint's `state.json`, checked: a damaged or newer file is named with what to do."""
+    """A checkpoint's `state.json`, checked: a missing, damaged or newer file is named with what to do."""
+    try:
+        return _checked_state(checkpoint)
+    except _Unusable as exc:
+        raise CheckpointError(f"{checkpoint.name}: {exc.problem}; {exc.remedy or without_it(checkpoint)}") from exc
+
+
+def require_readable(checkpoint: Path) -> None:
+    """Refuse (CheckpointError) a checkpoint a resume could not load, naming its run and what to do: its state.json
+    missing or damaged, or a weights file missing or cut short (see `_check_whole`)."""
+    try:
+        _check_whole(checkpoint)
+    except _Unusable as exc:
+        raise CheckpointError(f"{checkpoint}: {exc.problem}; {exc.remedy or without_it(checkpoint)}") from exc
+
+
+def _check_whole(checkpoint: Path) -> None:
+    """Raise `_Unusable` unless every file of `checkpoint` reads: its state.json (checked), and the headers and
+    sizes of its weights and optimizer moments (the tensors are not read)."""
+    _checked_state(checkpoint)
+    for name in ("model.safetensors", "optimizer.safetensors"):
+        try:
+            with safe_open(str(checkpoint / name), "pt"):
+                pass
+        except FileNotFoundError as exc:
+            raise _Unusable(f"{name} is missing") from exc
+        except (OSError, SafetensorError) as exc:
+            raise _Unusable(f"{name} cannot be read ({exc})") from exc
+
+
+def _checked_state(checkpoint: Path) -> dict[str, Any]:
+    """A checkpoint's `state.json`, or `_Unusable` saying what is wrong with it."""
     try:
         state = json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise CheckpointError(f"{checkpoint.name}: state.json is missing or damaged ({exc})") from exc
-    advice = without_it(checkpoint)
+    except FileNotFoundError as exc:
+        raise _Unusable("state.json is missing") from exc
+    except OSError as exc:
+        raise _Unusable(f"state.json cannot be read ({exc})") from exc
+    except ValueError as exc:
+        raise _Unusable(f"state.json is damaged ({exc})") from exc
     if not isinstance(state, dict):
-        raise CheckpointError(f"{checkpoint.name}: state.json is not a JSON object; {advice}")
+        raise _Unusable("state.json is not a JSON object")
     version = state.get("format", FORMAT_VERSION)
     if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise CheckpointError(
-            f"{checkpoint.name}: state.json has format {shown(version)}, newer than this MLM Studio reads "
-            f"({FORMAT_VERSION}); update MLM Studio"
+        raise _Unusable(
+            f"state.json has format {shown(version)}, newer than this MLM Studio reads ({FORMAT_VERSION})",
+            "update MLM Studio",
         )
     wrong = [
         name
@@ -87,26 +141,36 @@ def read_state(checkpoint: Path) -> dict[str, Any]:
     if wrong or missing:
         problems = [f"missing {', '.join(missing)}"] if missing else []
         problems += [f"{name} is {shown(state[name])}" for name in wrong]
-        raise CheckpointError(f"{checkpoint.name}: state.json is damaged ({'; '.join(problems)}); {advice}")
+        raise _Unusable(f"state.json is damaged ({'; '.join(problems)})")
     return state
 
 
 def without_it(checkpoint: Path) -> str:
-    """What to do about a damaged checkpoint: move it aside to use the complete one before it, or, with none
-    before it, start a new run (a resume without any checkpoint begins again at step 0)."""
+    """What to do about a damaged checkpoint: move it aside (with any damaged ones between) to use the newest whole
+    one before it, or, with none, start a new run (a resume without any checkpoint begins again at step 0)."""
     step = _step(checkpoint.name)
-    earlier = [
-        path
-        for path in checkpoint.parent.glob("step-*")
-        if (path / "state.json").is_file() and -1 < _step(path.name) < step
-    ]
-    if earlier:
-        before = max(earlier, key=lambda path: _step(path.name))
-        return f"move this checkpoint folder out of {checkpoint.parent} to use {before.name}, the one before it"
-    return (
+    damaged = []
+    for path in reversed(checkpoint_folders(checkpoint.parent)):
+        if not -1 < _step(path.name) < step:
+            continue
+        try:
+            _check_whole(path)
+        except _Unusable:
+            damaged.append(path.name)
+            continue
+        if not damaged:
+            return f"move this checkpoint folder out of {checkpoint.parent} to use {path.name}, the one before it"
+        return (
+            f"move this checkpoint folder and {', '.join(damaged)} (damaged too) out of {checkpoint.parent} to use "
+            f"{path.name}, the newest whole checkpoint before it"
+        )
+    cannot = (
         "no complete checkpoint comes before it, so its run cannot continue: start a new run with the same "
-        "settings (its config.toml); moved aside, it would leave a resume to begin again at step 0"
+        "settings (its config.toml)"
     )
+    if damaged:
+        return f"{cannot}; {', '.join(damaged)}, before it, {'is' if len(damaged) == 1 else 'are'} damaged too"
+    return f"{cannot}; moved aside, it would leave a resume to begin again at step 0"
 
 
 def _step(name: str) -> int:
@@ -168,18 +232,6 @@ def load_state(tensors: dict[str, torch.Tensor], model: torch.nn.Module, source:
 def listed(names: list[str], limit: int = 8) -> str:
     shown = ", ".join(names[:limit])
     return shown if len(names) <= limit else f"{shown} and {len(names) - limit} more"
-
-
-def require_readable(checkpoint: Path) -> None:
-    """Refuse (CheckpointError) a checkpoint a resume could not load: its state.json damaged, or a weights file
-    missing or cut short (the headers and sizes are checked; the tensors are not read)."""
-    read_state(checkpoint)
-    for name in ("model.safetensors", "optimizer.safetensors"):
-        try:
-            with safe_open(str(checkpoint / name), "pt"):
-                pass
-        except (OSError, SafetensorError) as exc:
-            raise CheckpointError(f"{checkpoint}: {name} cannot be read ({exc}); {without_it(checkpoint)}") from exc
 
 
 def load_optimizer(checkpoint: Path, optimizer: torch.optim.Optimizer) -> None:

@@ -6,7 +6,8 @@ A run folder holds `config.toml`, `tokenizer.json`, `corpus.json` (where the tex
 and `checkpoints/step-NNNNNNN/`, each with the
 weights (`model.safetensors`), the optimizer moments (`optimizer.safetensors`) and plain values
 (`state.json`; written and read by `checkpoint`). A checkpoint is written under a temporary name and renamed when
-complete, so a crash never leaves a broken latest checkpoint; only folders with a `state.json` count.
+complete, so a crash never leaves a broken latest checkpoint; a `step-` folder holding any of these files is a
+checkpoint, one without all of them whole is damaged and a resume refuses it (an empty folder is ignored).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from mlm_studio.core.storage.checkpoint import (
     FORMAT_VERSION,
     CheckpointError,
     checkpoint_finite,
+    checkpoint_folders,
     listed,
     optimizer_tensors,
     read_state,
@@ -216,12 +218,8 @@ class RunDir:
 
     # --- checkpoints --------------------------------------------------------------------------------
     def checkpoints(self) -> list[Path]:
-        """Complete checkpoints, oldest first."""
-        folder = self.path / CHECKPOINTS
-        if not folder.is_dir():
-            return []
-        found = [p for p in folder.iterdir() if p.name.startswith("step-") and (p / "state.json").is_file()]
-        return sorted(found, key=checkpoint_step)
+        """The checkpoints with a `state.json`, oldest first (their other files unchecked)."""
+        return [path for path in checkpoint_folders(self.path / CHECKPOINTS) if (path / "state.json").is_file()]
 
     def remove_leftovers(self) -> None:
         """Remove the hidden temporary folders a killed process left while writing a checkpoint."""
@@ -231,7 +229,9 @@ class RunDir:
                     shutil.rmtree(leftover, ignore_errors=True)
 
     def latest_checkpoint(self) -> Path | None:
-        found = self.checkpoints()
+        """The newest checkpoint, whole or damaged (any of its files missing or cut short: `require_readable`
+        refuses it, saying what to do); None when the run has none (a resume then begins again at step 0)."""
+        found = checkpoint_folders(self.path / CHECKPOINTS)
         return found[-1] if found else None
 
     def newest_finite_checkpoint(self) -> Path | None:
