@@ -972,7 +972,8 @@ def test_predicts_tables_keep_a_line_per_label_however_long_or_broken_or_coloure
     assert len(lines) == 4 and "\x1b" not in "".join(lines)
     assert lines[1].startswith("Q" * (LABEL_CHARS - 1) + "…  ") and lines[2].startswith("mon\\ney ")
     entity = {"entity_group": long, "score": 0.9, "start": 0, "end": 3, "word": "Ada"}
-    tagged = SimpleNamespace(words=[{"word": "Ada", "entity": f"B-{coloured}"}], word_entities=[entity])
+    word = {"word": "Ada", "entity": f"B-{coloured}", "pieces_differ": False}
+    tagged = SimpleNamespace(text="Ada", words=[word], entities=[entity])
     words, header, row = _tags_table(tagged).splitlines()
     assert header.startswith("entity")
     assert "\x1b" not in words and row.startswith("Q" * (LABEL_CHARS - 1) + "…  0.900")

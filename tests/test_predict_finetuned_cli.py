@@ -89,6 +89,49 @@ def test_a_tagger_prints_its_entities_and_a_long_text_is_said_to_be_cut(runs):
     assert err.endswith(f" of {len(long):,} characters.\n")
 
 
+UNSEEN = [  # names the tagger never saw, split into pieces its vocabulary has
+    "Bob works at Globex in Lagos .",
+    "Kwame Nkrumah works at Initech in Lagos .",
+    "the path of Rio de Janeiro is an error value",
+    "Zyxwv Qqrtz , the file of Hjklmn",
+    "an error value in Vbnmzx to Wqerty Plokij",
+    "Fjordgate and Brixton list the file",
+]
+
+
+def _table_entities(out):
+    """The entity rows of predict's table: (type, score, characters, text)."""
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith(("entity ", "entities: none")))
+    rows = [line.split(maxsplit=3) for line in lines[header + 1 :] if not line.startswith("* ")]
+    return [(kind, float(score), span, text) for kind, score, span, text in rows]
+
+
+def _span(text, entity):
+    """An entity's characters, as the table writes them, and their text."""
+    start, end = entity["start"], entity["end"]
+    return f"{start}–{end}", text[start:end]
+
+
+def test_a_taggers_table_names_the_entities_and_scores_of_its_json_on_unseen_words(runs, capsys):
+    """One answer: the table's entities are --json's (the exported model's pipeline's), type, score, characters
+    and text, also where the model tags a word's later pieces otherwise than its first (marked * in the words)."""
+    tables, answers, found, marked = [], [], 0, 0
+    for text in UNSEEN:
+        assert main(["predict", str(runs / "tags"), text, "--json"]) == 0
+        printed = json.loads(capsys.readouterr().out)
+        assert main(["predict", str(runs / "tags"), text]) == 0
+        table = capsys.readouterr().out
+        tables.append(_table_entities(table))
+        answers.append([(e["entity_group"], round(e["score"], 3), *_span(text, e)) for e in printed])
+        differ = [w for w in fine_tuned_at(runs / "tags").tag_text(text).words if w.get("pieces_differ")]
+        assert table.splitlines()[0].count("*") == len(differ)
+        assert table.rstrip().endswith("exported model's pipeline do") == bool(differ)
+        found, marked = found + len(printed), marked + len(differ)
+    assert tables == answers
+    assert found >= 5 and marked >= 1  # the case at hand: entities, and words whose pieces the model reads apart
+
+
 @pytest.mark.parametrize(
     ("run", "options", "said"),
     [

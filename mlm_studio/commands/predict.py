@@ -194,20 +194,32 @@ def _labels_table(labelled, top_k: int | None) -> str:
     return "\n".join(lines)
 
 
+PIECES_DIFFER = (
+    "* its later pieces are tagged otherwise: a word's tag is its first piece's, as the test scores read it; the "
+    "entities group every piece, as --json and the exported model's pipeline do"
+)
+
+
 def _tags_table(tagged) -> str:
-    """Each word's tag, then the entities of those tags (each word read on its first piece, as the model is
-    scored; --json gives the pipeline's grouping of the pieces)."""
-    words = " ".join(f"{w['word']}/{one_line(w['entity'], LABEL_CHARS)}" for w in tagged.words)
+    """Each word's tag (its first piece's, as the model is scored; marked * where its later pieces are tagged
+    otherwise), then the entities: the pieces grouped as the pipeline groups them, the very entities and scores of
+    --json (and of the exported model's pipeline), each with its characters as written."""
+    words = " ".join(
+        f"{w['word']}/{one_line(w['entity'], LABEL_CHARS)}{'*' if w.get('pieces_differ') else ''}" for w in tagged.words
+    )
     lines = [f"words: {words}" if words else "words: none"]
-    found = tagged.word_entities
+    found = tagged.entities
     if not found:
-        return "\n".join([*lines, "entities: none"])
-    names = [one_line(entity["entity_group"], LABEL_CHARS) for entity in found]
-    width = max(len("entity"), *(len(name) for name in names))
-    lines.append(f"{'entity':<{width}}  score  characters  text")
-    for name, entity in zip(names, found, strict=True):
-        span = f"{entity['start']}–{entity['end']}"
-        lines.append(f"{name:<{width}}  {entity['score']:.3f}  {span:<10}  {entity['word']}")
+        lines.append("entities: none")
+    else:
+        names = [one_line(entity["entity_group"], LABEL_CHARS) for entity in found]
+        width = max(len("entity"), *(len(name) for name in names))
+        lines.append(f"{'entity':<{width}}  score  characters  text")
+        for name, entity in zip(names, found, strict=True):
+            span, written = f"{entity['start']}–{entity['end']}", tagged.text[entity["start"] : entity["end"]]
+            lines.append(f"{name:<{width}}  {entity['score']:.3f}  {span:<10}  {one_line(written)}")
+    if any(w.get("pieces_differ") for w in tagged.words):
+        lines.append(PIECES_DIFFER)
     return "\n".join(lines)
 
 

@@ -9,7 +9,7 @@ from PySide6.QtGui import QColor
 
 from mlm_studio.core.finetune.predict import fine_tuned_at
 from mlm_studio.ui.panels.finetune.results import CHIP_COLOURS
-from mlm_studio.ui.panels.finetune.try_it import NO_RUN, TYPE_THE_PAIR
+from mlm_studio.ui.panels.finetune.try_it import NO_RUN, PIECES_DIFFER, TYPE_THE_PAIR
 from mlm_studio.ui.theme import contrast, readable_on
 
 TIMEOUT_MS = 30_000
@@ -113,13 +113,14 @@ def test_a_tagger_shows_its_entities_as_chips_and_each_words_tag_on_hover(qtbot,
     answered(qtbot, view, text)
     tagged = fine_tuned_at(runs / "tags").tag_text(text)
     chips = [cell for cell in view.chips.cells if cell.background is not None]
-    entities = tagged.word_entities  # each word read on its first piece, as the model is scored
+    entities = tagged.entities  # the pieces grouped as the pipeline groups them: predict's (table and --json)
     assert [c.text for c in chips] == [f"{text[e['start'] : e['end']]} · {e['entity_group']}" for e in entities]
     assert len(chips) >= 2  # four epochs find the arguments and the exceptions
     shown = "".join(cell.text.split(" · ")[0] for cell in view.chips.cells)
     assert shown.replace(" ", "") == text.replace(" ", "")  # the whole text, in order, as chips and plain words
     for word in tagged.words:  # every word's tag and score is in the tooltip of the chip that holds it
         line = f"{word['word']}: {word['entity']} {word['score']:.1%}"
+        line += f" ({PIECES_DIFFER})" if word["pieces_differ"] else ""
         assert sum(line in cell.tooltip.splitlines() for cell in view.chips.cells) == 1, line
     assert view.bars.isHidden() and view.pair_edit.isHidden()
     # the chips' text is near-black or white, whichever reads on the chip: 4.5:1 at least in either scheme

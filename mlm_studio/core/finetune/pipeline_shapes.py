@@ -2,8 +2,9 @@
 and writes as JSON is what the exported model gives there: `text-classification`'s labels with their scores, best
 first; `token-classification`'s tagged tokens (`aggregation_strategy="none"`) and its entities grouped as
 `"simple"` groups them (neighbouring tokens of one type, a `B-` tag starting a new one), with character offsets
-into the text. Also each word's tag as the model is trained to read it, on the word's first piece, and the entities
-of those tags as MLM Studio scores them (what the window and the command line's table show)."""
+into the text: the one list of entities the window, the command line's table and its --json show. Also each word's tag
+as the model is trained to read it and is scored, on the word's first piece, marked where its later pieces are
+tagged otherwise (there the entities, grouped from every piece, can differ from the words' tags)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-
-from mlm_studio.core.finetune.scores import entities
 
 if TYPE_CHECKING:  # the command line's parser reads AGGREGATIONS without loading the tokenizer
     from tokenizers import Encoding
@@ -168,8 +167,9 @@ def _prefix_and_type(tag: str) -> tuple[str, str]:
 
 def word_tags(text: str, encoding: Encoding, tokens: list[dict]) -> list[dict]:
     """Each word of `text` (as the tokenizer's pre-tokenizer splits it, white space left out) with the tag and score
-    of its first piece (where the model was trained to tag it): `{"entity", "score", "word", "start", "end"}`, "O"
-    ones included."""
+    of its first piece (where the model was trained to tag it): `{"entity", "score", "word", "start", "end",
+    "pieces_differ"}`, "O" ones included; `pieces_differ` when a later piece is not tagged as the model learned a
+    word's later pieces (the first piece's type, not begun again: B-X then I-X, O then O)."""
     by_index = {token["index"]: token for token in tokens}
     words: dict[int, dict] = {}
     for index, word in enumerate(encoding.word_ids):
@@ -178,8 +178,18 @@ def word_tags(text: str, encoding: Encoding, tokens: list[dict]) -> list[dict]:
             continue
         if word not in words:
             words[word] = {"entity": token["entity"], "score": token["score"], "word": "", "start": token["start"]}
+            words[word]["pieces_differ"] = False
+        elif not _continues(words[word]["entity"], token["entity"]):
+            words[word]["pieces_differ"] = True
         words[word]["end"] = token["end"]
     return [_trimmed(text, found) for found in words.values() if text[found["start"] : found["end"]].strip()]
+
+
+def _continues(first: str, later: str) -> bool:
+    """Whether a word's later piece tagged `later` goes on with its first piece's `first`, as the pieces are trained
+    and as the pipeline groups them: the same type, not begun again."""
+    begins, kind = _prefix_and_type(later)
+    return begins != "B" and kind == _prefix_and_type(first)[1]
 
 
 def _trimmed(text: str, word: dict) -> dict:
@@ -188,17 +198,6 @@ def _trimmed(text: str, word: dict) -> dict:
     start += len(text[start:end]) - len(text[start:end].lstrip())
     end -= len(text[start:end]) - len(text[start:end].rstrip())
     return {**word, "word": text[start:end], "start": start, "end": end}
-
-
-def word_entities(text: str, words: list[dict]) -> list[dict]:
-    """The entities of the words' tags as the entity scores read them (`scores.entities`): `{"entity_group",
-    "score", "word", "start", "end"}`, the words' mean score, from the first word's start to the last one's end."""
-    found = []
-    for kind, first, last in entities([word["entity"] for word in words]):
-        start, end = words[first]["start"], words[last]["end"]
-        score = float(np.mean([word["score"] for word in words[first : last + 1]]))
-        found.append({"entity_group": kind, "score": score, "word": text[start:end], "start": start, "end": end})
-    return found
 
 
 @dataclass(frozen=True)
@@ -227,19 +226,14 @@ class Answered:
 
 @dataclass(frozen=True)
 class Tagged:
-    """A text's tags: every token's (with "O"), every word's, the entities grouped (of the pieces, as the pipeline
-    groups them, and of the words, as MLM Studio scores them), and how much was read."""
+    """A text's tags: every token's (with "O"), every word's (on its first piece), the entities (the pieces grouped
+    as the pipeline groups them: what every view of them shows) and how much was read."""
 
     text: str
     tokens: list[dict]  # {"entity", "score", "index", "word", "start", "end"}
-    words: list[dict]  # {"entity", "score", "word", "start", "end"}
+    words: list[dict]  # {"entity", "score", "word", "start", "end", "pieces_differ"}
     entities: list[dict]  # {"entity_group", "score", "word", "start", "end"}: the pipeline's "simple"
     reading: Reading
-
-    @property
-    def word_entities(self) -> list[dict]:
-        """The entities of the words' tags (each word read on its first piece), in the pipeline's shape."""
-        return word_entities(self.text, self.words)
 
     def as_pipeline(self, aggregation: str = "simple") -> list[dict]:
         """What `pipeline("token-classification", aggregation_strategy=aggregation)` returns, for "none" (the

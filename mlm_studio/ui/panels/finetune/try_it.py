@@ -1,8 +1,8 @@
 """The Fine-tune panel's *Try it* tab: a text typed in, answered by the fine-tuning run the panel shows (its best
 weights, read again when they change): a classifier's labels as probability bars (a second text for a classifier of
-pairs), a tagger's entities as coloured chips over the text (each word's tag and score in its tooltip), a
-question-answering model's answer highlighted in its context with its score. The model reads in the background;
-a text longer than it reads says how much it read."""
+pairs), a tagger's entities as coloured chips over the text (those `predict` prints; each word's tag and score in
+its tooltip), a question-answering model's answer highlighted in its context with its score. The model reads in the
+background; a text longer than it reads says how much it read."""
 
 from __future__ import annotations
 
@@ -41,6 +41,8 @@ DEBOUNCE_MS = 250
 BAR_WIDTH = 220  # a label's probability bar
 MOST_LABELS = 30  # bars shown; the rest are counted
 TEXT_LINES = 3  # the height of each text box, in lines
+# after a word's tag in a tooltip, where an entity (grouped from every piece) can begin or end within the word
+PIECES_DIFFER = "its later pieces are tagged otherwise; the entities group every piece"
 NO_RUN = "No fine-tuning run is shown. Fine-tune one, or choose one in the Runs tab, to try it on a text of your own."
 TYPE_SOMETHING = {
     "classification": "Type a text above: each label's probability appears here.",
@@ -289,10 +291,10 @@ class TryItView(QWidget):
         self._say_what_was_read(labelled.reading.describe())
 
     def _show_tags(self, tagged: Tagged) -> None:
-        """The text as chips: each entity (of the words' tags, each word read on its first piece, as the model is
-        scored) coloured by its type, the words between plain; every chip's tooltip names its words' tags and
-        scores."""
-        found = tagged.word_entities
+        """The text as chips: each entity (the pieces grouped as the pipeline groups them: the entities and scores
+        `predict` prints, and the exported model finds) coloured by its type, the words between plain; every chip's
+        tooltip names its words' tags and scores (each word's first piece's, as the model is scored)."""
+        found = tagged.entities
         kinds = sorted({entity["entity_group"] for entity in found})
         colours = {kind: QColor(CHIP_COLOURS[i % len(CHIP_COLOURS)]) for i, kind in enumerate(kinds)}
         cells, position = [], 0
@@ -366,9 +368,11 @@ def _words_between(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 
 def _word_lines(tagged: Tagged, start: int, stop: int) -> list[str]:
-    """ "zyxxy: B-PER 98.1%" for each word the model tagged that begins within `start`–`stop`."""
+    """ "zyxxy: B-PER 98.1%" for each word the model tagged that begins within `start`–`stop` (its first piece's
+    tag; said when its later pieces are tagged otherwise, where an entity can begin or end within it)."""
     return [
         f"{word['word']}: {word['entity']} {word['score']:.1%}"
+        + (f" ({PIECES_DIFFER})" if word.get("pieces_differ") else "")
         for word in tagged.words
         if start <= word["start"] < stop
     ]
