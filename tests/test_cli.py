@@ -997,3 +997,17 @@ def test_a_resume_to_the_length_a_run_has_is_refused_saying_how_far_it_got(tmp_p
     err = capsys.readouterr().err
     assert "is at step 4, and training.max_steps is 4, so nothing is left to train" in err and "more steps" in err
     assert (run.path / "metrics.jsonl").read_bytes() == before
+
+
+def test_a_slow_phase_is_said_once_where_stderr_is_not_a_terminal(capsys, monkeypatch):
+    from mlm_studio.commands import terminal
+
+    clock = iter([0.0, 1.0, 4.9, 5.0, 9.0, 9.5, 20.0])
+    monkeypatch.setattr(terminal.time, "monotonic", lambda: next(clock))
+    status = terminal.Status()
+    for done, message in [(0, "Reading a.csv"), (1, "Reading a.csv"), (0, "Encoding 9 examples")] + [
+        (n, "Scoring 9 examples") for n in range(4)
+    ]:
+        status.report(done, 9, message)
+    # a phase said once, when it has lasted 5 s (Scoring: begun at 5.0 s, said at 20.0 s), a short one never
+    assert capsys.readouterr().err == "Scoring 9 examples…\n"

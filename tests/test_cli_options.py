@@ -29,6 +29,10 @@ def test_finetunes_learning_rate_under_its_transformers_name_is_refused_naming_l
         (["train", "--lr", "1e-3"], "--lr 1e-3; did you mean --learning-rate?"),  # finetune's names on train
         (["train", "--batch-size", "8"], "--batch-size 8; did you mean --per-device-train-batch-size?"),
         (["train", "--epochs", "2"], "--epochs 2; did you mean --num-train-epochs?"),
+        (["train", "--steps", "20"], "--steps 20; did you mean --max-steps?"),  # the other command's names
+        (["finetune", "m", "--max-steps", "10"], "--max-steps 10; did you mean --epochs?"),
+        (["finetune", "m", "--set", "training.learning_rate=1e-4"], "did you mean --lr?"),  # a field: its option
+        (["train", "--set", "max_steps=5"], "'max_steps=5': write SECTION.FIELD=VALUE, e.g. training.max_steps=5"),
         (
             ["train", "--set", "per_device_train_batch_size=8"],  # run_mlm.py's name as a setting: its option named
             "'per_device_train_batch_size=8': write --per-device-train-batch-size 8 or --set training.batch_size=VALUE",
@@ -50,3 +54,13 @@ def test_a_value_that_begins_with_a_dash_is_refused_saying_how_to_write_it(capsy
     assert err.endswith(
         "argument --query: expected one argument (a value that begins with '-' is written --query=VALUE)\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("setting", "meant"),
+    [("training.lr=1e-4", "training.learning_rate"), ("training.learning-rate=1e-4", "training.learning_rate")],
+)
+def test_an_unknown_field_names_the_field_close_to_it(setting, meant, capsys, tmp_path):
+    assert main(["train", "--set", setting, "--out", str(tmp_path / "r")]) == 1
+    err = capsys.readouterr().err
+    assert f"[training]; did you mean {meant}?" in err and not (tmp_path / "r").exists(), err

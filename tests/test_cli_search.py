@@ -104,12 +104,13 @@ def test_rows_of_a_task_file_left_out_are_said_as_evaluate_says_them(run, tmp_pa
 
 
 def test_repeated_texts_are_counted_once_and_said_not_called_a_sample(run, tmp_path, capsys):
-    """A small file whose texts repeat: its repeats said (those with two labels named with their rows), no
+    """A small file whose texts repeat: its repeats said (those with more than one label named with their rows), no
     'sample'; a label whose other text is a copy of another label's is left out and said, in search and evaluate."""
     import csv
 
     rows = [(f"text {i} about {'rivers' if i % 2 else 'money'}", "ab"[i % 2]) for i in range(20)]
     rows += [*rows[:5], (rows[6][0], "b"), (rows[8][0], "rare"), ("a text of its own", "rare")]
+    rows += [(rows[6][0], "rare"), (rows[6][0], "b")]  # text 6's third label, then its second again
     task = tmp_path / "repeats.csv"
     with open(task, "w", newline="", encoding="utf-8") as f:
         csv.writer(f).writerows([("text", "label"), *rows])
@@ -117,11 +118,12 @@ def test_repeated_texts_are_counted_once_and_said_not_called_a_sample(run, tmp_p
         assert main(command) == 0
         err = capsys.readouterr().err
         assert "sample" not in err
-        assert "repeats.csv: 7 repeated texts counted once, 2 of them with two labels, read under the first: " in err
-        assert "'text 6 about money' (rows 8 and 27); 'text 8 about money' (rows 10 and 28)" in err
+        said = "repeats.csv: 9 repeated texts counted once, 2 of them with more than one label, read under the first: "
+        assert said in err
+        assert "'text 6 about money' (rows 8, 27 and 30: 3 labels); 'text 8 about money' (rows 10 and 28)" in err
         assert "row 29: its label 'rare' has no other text once repeated texts are read once" in err
     for command in (["search", str(run), "--task", str(task)], ["evaluate", str(run), "--task", str(task)]):
         assert main([*command, "--json"]) == 0
         payload = json.loads(capsys.readouterr().out)
         found = payload["retrieval"] if command[0] == "search" else payload["task"]
-        assert found["repeated"] == 7, payload  # the repeats said, not only those the model's reading adds
+        assert found["repeated"] == 9, payload  # the repeats said, not only those the model's reading adds

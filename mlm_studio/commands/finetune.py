@@ -26,7 +26,7 @@ from mlm_studio.core.finetune.recipe.result import read_search
 from mlm_studio.core.finetune.recipe.search import SearchPlan, search
 from mlm_studio.core.finetune.scores import per_class_rows
 from mlm_studio.core.finetune.setup import ResumeRefused, prepare_finetuner
-from mlm_studio.core.finetune.tasks import COMPARE_SEEDS, SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
+from mlm_studio.core.finetune.tasks import COMPARE_SEEDS, MAX_SEEDS, SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.finetune.tuner import FineTuner
 from mlm_studio.core.shown import one_line
 from mlm_studio.core.storage.checkpoint import CheckpointError
@@ -146,8 +146,8 @@ def _compare(args) -> int:
     except OptionError as exc:
         return fail(_said(exc))
     seeds = COMPARE_SEEDS if args.seeds is None else args.seeds
-    if seeds < 1:
-        return fail(f"--seeds must be at least 1, not {seeds}")
+    if not 1 <= seeds <= MAX_SEEDS:
+        return fail(f"--seeds must be between 1 and {MAX_SEEDS}, not {one_line(str(seeds))}")
     root = args.out or new_run_path(default_runs_dir(), "compare")
     control = TrainingControl()
     previous = signal.signal(signal.SIGINT, stop_on_interrupt(control))

@@ -76,7 +76,7 @@ def _retrieval(reader, args) -> dict:
         print(f"Note: {repeated:,}{more} repeated texts (as the model's tokenizer reads them) counted once: a text "
               "is not its copy's neighbour.", file=sys.stderr)  # fmt: skip
     vectors = sentence_vectors(reader.encoder, reader.tokenizer, texts, args.layer, progress=Status())
-    scores = retrieval_scores(vectors, labels, min(args.k, len(texts) - 1)).to_json()
+    scores = retrieval_scores(vectors, labels, min(args.k, len(texts) - 1), progress=Status()).to_json()
     return {**scores, "repeated": repeated + task.read_once, "sampled_from": task.sampled_from}
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import time
 
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.shown import one_line
 
 INTERRUPTED = 128 + signal.SIGINT  # 130: the exit status of a command the user stopped with Ctrl-C, as shells give
+SLOW_SECONDS = 5.0  # a phase of data preparation this long is said where no progress line is drawn
 MISUSED = 2  # the exit status of an option misused, as argparse gives (options that do not go together, too)
 
 
@@ -66,11 +68,25 @@ def emit(text: str) -> int:
 
 
 class Status(Progress):
-    """Progress of data preparation on stderr, when it is a terminal."""
+    """Progress of data preparation on stderr: on a terminal, one line rewritten with the share done; elsewhere (a
+    log, a pipe), a phase that lasts `SLOW_SECONDS` said once, so that a slow step is never silent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._phase, self._since, self._said = "", 0.0, ""
 
     def report(self, done: int, total: int, message: str = "") -> None:
-        if sys.stderr.isatty() and total:
+        if not total:
+            return
+        if sys.stderr.isatty():
             print(f"\r{message}: {100 * done / total:5.1f}%\033[K", end="", file=sys.stderr, flush=True)
+            return
+        now = time.monotonic()
+        if message != self._phase:
+            self._phase, self._since = message, now
+        elif message != self._said and now - self._since >= SLOW_SECONDS:
+            self._said = message
+            print(f"{message}…", file=sys.stderr, flush=True)
 
 
 def print_report(report) -> None:

@@ -66,17 +66,28 @@ TRANSFORMERS_NAMES = {
 }
 
 
+# what one command calls an option that the other names otherwise: candidates, the first the command has wins
+OTHER_NAMES = {"steps": ("max_steps", "epochs"), "max_steps": ("epochs",)}
+
+
 def meant(unknown: list[str], known: list[str]) -> str:
-    """The option of `known` the first option of `unknown` stands for (`transformers`' name for it, or a close
-    spelling), as "; did you mean --lr?"; "" when none is close."""
+    """The option of `known` the first option of `unknown` stands for (`transformers`' name for it, the other
+    command's, a close spelling, or for `--set SECTION.FIELD=…` where there is none, the field's own option), as
+    "; did you mean --lr?"; "" when none is close."""
     options: dict[str, str] = {}
     for option in known:
         if option.startswith("--"):
             options.setdefault(option[2:].replace("-", "_"), option)
-    for word in unknown:
+    for at, word in enumerate(unknown):
         if not word.startswith("--"):
             continue
         name = word[2:].split("=", 1)[0].replace("-", "_").lower()
+        if name == "set" and "set" not in options:  # the field's own option: --set training.learning_rate=…
+            given = word.partition("=")[2] or (unknown[at + 1] if at + 1 < len(unknown) else "")
+            name = given.partition("=")[0].rpartition(".")[2].replace("-", "_").lower()
+        other = next((ours for ours in OTHER_NAMES.get(name, ()) if ours in options), None)
+        if other is not None:
+            return f"; did you mean {options[other]}?"
         close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.75)
         # `transformers`' name for a finetune option, or (on train, which takes run_mlm.py's) finetune's for it
         theirs = next((them for them, ours in TRANSFORMERS_NAMES.items() if ours == name and them in options), None)
@@ -125,7 +136,11 @@ def setting(text: str) -> tuple[str, object]:
             f"{shown(text)}: write {option} {shown(value)[1:-1]} or --set {named[0]}=VALUE"
         )
     if not equals or "." not in key:
-        raise argparse.ArgumentTypeError(f"{shown(text)}: write SECTION.FIELD=VALUE, e.g. training.learning_rate=1e-3")
+        from mlm_studio.core.config.run_config import setting_meant
+
+        field = setting_meant(key.strip().lstrip("-"))
+        example = f"{field}={value.strip() or 'VALUE'}" if field else "training.learning_rate=1e-3"
+        raise argparse.ArgumentTypeError(f"{shown(text)}: write SECTION.FIELD=VALUE, e.g. {shown(example)[1:-1]}")
     return key.strip(), value_from_text(value.strip())
 
 

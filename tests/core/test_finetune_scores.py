@@ -3,6 +3,7 @@
 
 import json
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 
@@ -56,3 +57,16 @@ def test_an_inside_tag_the_test_words_lack_is_shown_absent_not_as_a_failure():
     wide = _record(class_scores(np.array([0, 1]), np.array([0, MATRIX_LABELS]), many), many)
     assert per_class_rows(wide)[MATRIX_LABELS][1] == "0.0%" and per_class_rows(wide)[2][1] == "—"
     assert per_class_rows(wide)[0] == ("c0", "100.0%", "100.0%", "100.0%", "1")
+
+
+def test_a_label_the_test_data_lacks_has_no_recall_or_f1_in_the_json_either():
+    labels = ["neg", "mid", "pos"]
+    true = np.array([0, 2, 0, 2])
+    never = _record(class_scores(true, np.array([0, 2, 2, 2]), labels), labels)
+    guessed = _record(class_scores(true, np.array([0, 1, 0, 2]), labels), labels)
+    assert json.loads(json.dumps(never.to_dict()))["per_class"][1] == ["mid", None, None, None, 0]
+    assert json.loads(json.dumps(guessed.to_dict()))["per_class"][1] == ["mid", 0.0, None, None, 0]
+    assert never.per_class[0] == ("neg", 1.0, 0.5, 2 / 3, 2)  # a label present: its scores as before
+    older = (("neg", 1.0, 0.5, 2 / 3, 2), ("mid", 0.0, 0.0, 0.0, 0), ("pos", 2 / 3, 1.0, 0.8, 2))
+    written_before = replace(never, per_class=older)
+    assert per_class_rows(written_before)[1] == ("mid", "—", "—", "—", "0 (absent)")  # a record of an older run

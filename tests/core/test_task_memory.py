@@ -112,3 +112,16 @@ def test_reading_and_encoding_a_task_report_their_progress(tmp_path, small_token
     progress.cancel()
     with pytest.raises(Exception, match="cancelled by the user"):
         read_task("classification", tmp_path / "task.csv", None, None, None, progress)
+
+
+def test_scoring_the_validation_and_test_examples_reports_its_progress(tmp_path, trained_run):
+    from mlm_studio.core.finetune.options import FinetuneOptions
+    from mlm_studio.core.finetune.setup import prepare_finetuner
+
+    progress = Recorded()
+    task = _task(tmp_path / "task.csv", 400)
+    options = FinetuneOptions("classification", task, epochs=1, batch_size=8, device="cpu")
+    records = list(prepare_finetuner(tmp_path / "ft", str(trained_run.path), options, progress=progress).run())
+    assert records[-1].reason == "completed"
+    said = [m for m in progress.messages if not m.startswith(("Reading", "Encoding", "Finding"))]
+    assert said == ["Scoring the 40 validation examples"] * 5 + ["Testing the best weights on 40 test examples"] * 5

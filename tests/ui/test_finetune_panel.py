@@ -26,8 +26,15 @@ def test_fine_tune_read_the_confusion_matrix_and_mistakes_then_export(qtbot, pan
     assert not panel.export_button.isEnabled()
     fill(panel, write_task(tmp_path / "task.csv"))
     narrowest = panel.minimumSizeHint().width()
+    told = []
+    panel.controller.progress.connect(lambda done, total, message: told.append(message))
     run_to_the_end(qtbot, panel)
     assert panel.message_bar.level == ""
+    # reading, encoding and each scoring said as they go; the steps counted again after each scoring
+    assert {"Reading task.csv", "Encoding 120 examples", "Scoring the 15 validation examples"} <= set(told)
+    assert told[-1] == "Testing the best weights on 15 test examples"
+    steps = json.loads((panel.run_path / "metrics.jsonl").read_text().splitlines()[0])["total_steps"]
+    assert f" of {steps}: test macro-F1" in panel.status_label.text()
     assert panel.minimumSizeHint().width() == narrowest  # what it says while and after training never widens it
     assert "macro-F1" in panel.results.summary.text()
     labels = ["errors", "files", "returns"]

@@ -7,6 +7,7 @@ be exported and imported by renaming nothing.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
@@ -194,7 +195,9 @@ class RunConfig:
                     f"{shown(key)} is not a setting; write section.field, e.g. training.learning_rate", (), source
                 )
             if name not in SECTIONS[section].field_defaults():
-                raise ConfigError(f"unknown field {shown(name)} in [{section}]", (), source)
+                close = setting_meant(name, section)
+                said = f"; did you mean {close}?" if close else ""
+                raise ConfigError(f"unknown field {shown(name)} in [{section}]{said}", (), source)
             raw[section][name] = value
         return RunConfig.from_dict(raw, source, complete=True)
 
@@ -208,6 +211,24 @@ class RunConfig:
     ) -> RunConfig:
         """A configuration from a TOML file, or a JSON file with the same sections (`presets` as `from_dict`)."""
         return cls.from_dict(_file_table(Path(path)), Path(path).name, complete, presets)
+
+
+SHORT_NAMES = {"lr": "learning_rate", "steps": "max_steps", "bs": "batch_size"}  # written for a field's name
+
+
+def setting_meant(name: str, section: str = "") -> str:
+    """The setting ("training.max_steps") a field name stands for (in `section`, else in any): itself, a short
+    name for it, or a close spelling ("-" for "_" too); "" when none is close."""
+    name = name.replace("-", "_").lower()
+    name = SHORT_NAMES.get(name, name)
+    fields = {
+        f"{part}.{known}": known for part, kind in SECTIONS.items() if part == section or not section
+        for known in kind.field_defaults()
+    }  # fmt: skip
+    exact = [setting for setting, known in fields.items() if known == name]
+    close = difflib.get_close_matches(name, list(fields.values()), n=1, cutoff=0.75)
+    found = exact or [setting for setting, known in fields.items() if known in close]
+    return found[0] if found else ""
 
 
 def written_fields(path: str | Path) -> frozenset[str]:

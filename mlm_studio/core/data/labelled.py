@@ -149,8 +149,8 @@ class Repeats:
     """The rows of a table whose text (spacing aside) was read before: read once, under the first copy's label."""
 
     rows: int = 0
-    two_labels: int = 0  # texts a later copy gives another label
-    named: list[tuple[str, int, int]] = field(default_factory=list)  # the first of those: (text, first row, row)
+    mixed: int = 0  # texts a later copy gives another label
+    named: dict[str, list[tuple[int, str]]] = field(default_factory=dict)  # the first of those: (row, label) each
     overflowed: bool = False  # distinct texts were left out of the sample: it is a sample, not the whole file
 
     def note(self, name: str) -> str:
@@ -158,13 +158,32 @@ class Repeats:
         if not self.rows:
             return ""
         said = f"{name}: {self.rows:,} repeated texts counted once"
-        if self.two_labels:
-            shown = "; ".join(f"'{clipped(text, 40)}' (rows {first} and {row})" for text, first, row in self.named)
-            said += f", {self.two_labels:,} of them with two labels, read under the first: {shown}"
+        if self.mixed:
+            shown = "; ".join(f"'{clipped(text, 40)}' ({_labels_in(rows)})" for text, rows in self.named.items())
+            said += f", {self.mixed:,} of them with more than one label, read under the first: {shown}"
         return said
 
+    def mixed_copy(self, text: str, first: Example, example: Example, again: bool) -> None:
+        """A copy of `first`'s text under another label (`again`: not the text's first such copy): counted once per
+        text, the first such texts' labels named with the row of each label's first copy."""
+        if not again:
+            self.mixed += 1
+            if len(self.named) < NAMED_REPEATS:
+                self.named[text] = [(first.row, first.labels[0])]
+        rows = self.named.get(text)
+        if rows is not None and all(label != example.labels[0] for _, label in rows):
+            rows.append((example.row, example.labels[0]))
 
-NAMED_REPEATS = 3  # texts with two labels named
+
+def _labels_in(rows: list[tuple[int, str]]) -> str:
+    """'rows 3 and 9' for two labels, 'rows 3, 9 and 12: 3 labels' for more (the rows of each label's first copy)."""
+    numbers = [str(row) for row, _ in rows[:MAX_ROWS_NAMED]]
+    listed = f"{', '.join(numbers[:-1])} and {numbers[-1]}" + (", …" if len(rows) > MAX_ROWS_NAMED else "")
+    return f"rows {listed}" + (f": {len(rows)} labels" if len(rows) > 2 else "")
+
+
+NAMED_REPEATS = 3  # texts with more than one label named
+MAX_ROWS_NAMED = 5  # rows named of one such text
 
 
 class Sample:
@@ -175,7 +194,7 @@ class Sample:
         self.size, self.offered, self.repeats = size, 0, Repeats()
         self._ranked: list[tuple[int, tuple[str, ...]]] = []  # a heap of (-rank, text): the highest rank first
         self._kept: dict[tuple[str, ...], Example] = {}
-        self._two_labels: set[tuple[str, ...]] = set()
+        self._mixed: set[tuple[str, ...]] = set()  # texts of more than one label
 
     def append(self, example: Example) -> None:
         self.offered += 1
@@ -183,11 +202,9 @@ class Sample:
         first = self._kept.get(key)
         if first is not None:
             self.repeats.rows += 1
-            if first.labels != example.labels and key not in self._two_labels:
-                self._two_labels.add(key)
-                self.repeats.two_labels += 1
-                if len(self.repeats.named) < NAMED_REPEATS:
-                    self.repeats.named.append((" | ".join(key), first.row, example.row))
+            if first.labels != example.labels:
+                self.repeats.mixed_copy(" | ".join(key), first, example, again=key in self._mixed)
+                self._mixed.add(key)
             return
         self.repeats.overflowed |= len(self._ranked) >= self.size
         digest = hashlib.blake2b("\0".join(key).encode("utf-8", "surrogatepass"), digest_size=8).digest()
@@ -225,6 +242,14 @@ def _columns(path: Path, kind: str, task: str, given: Columns | None) -> Columns
             f"name it with {option}"
         )
     return Columns(text, label, pair)
+
+
+def columns_of(path: Path, task: str) -> Columns:
+    """The columns a table's header gives by their usual names, as a run that was given none read them."""
+    try:
+        return _columns(path, kind_of(path), task, None)
+    except SourceSkipped as exc:
+        raise TaskError(f"{path.name}: {exc}") from None
 
 
 def pair_column(path: Path, columns: dict | None = None) -> str:

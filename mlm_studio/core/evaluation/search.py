@@ -144,15 +144,18 @@ class RetrievalScores:
         return dict(self.__dict__)
 
 
-def retrieval_scores(vectors, labels: list[str], k: int = 10, among: tuple | None = None) -> RetrievalScores:
+def retrieval_scores(
+    vectors, labels: list[str], k: int = 10, among: tuple | None = None, progress: Progress | None = None
+) -> RetrievalScores:
     """Recall@k and MRR of same-label neighbours by cosine (see `neighbour_ranks`)."""
-    return RetrievalScores.of(neighbour_ranks(vectors, labels, among), k)
+    return RetrievalScores.of(neighbour_ranks(vectors, labels, among, progress), k)
 
 
-def neighbour_ranks(vectors, labels, among: tuple | None = None) -> np.ndarray:
+def neighbour_ranks(vectors, labels, among: tuple | None = None, progress: Progress | None = None) -> np.ndarray:
     """For each text asking, the 0-based rank by cosine of its nearest neighbour of the same label: each text a
     query against the others (leave one out), or with `among` (vectors and labels) against those. A text whose
-    label no neighbour has does not ask. Vectors are rows of an array or of a sparse matrix (TF-IDF)."""
+    label no neighbour has does not ask. Vectors are rows of an array or of a sparse matrix (TF-IDF). The
+    queries' batches are reported to `progress`."""
     from sklearn.preprocessing import normalize
     from sklearn.utils.extmath import safe_sparse_dot
 
@@ -170,10 +173,21 @@ def neighbour_ranks(vectors, labels, among: tuple | None = None) -> np.ndarray:
         raise ValueError("no label is shared by two texts (a query and a neighbour), so no neighbour can share one")
     ranks = []
     for start in range(0, len(asking), 256):
+        if progress is not None:
+            progress.check()
+            progress.report(start, len(asking), f"Finding the nearest neighbours of {len(asking):,} texts")
         rows = asking[start : start + 256]
         scores = safe_sparse_dot(queries[rows], candidates.T, dense_output=True)
         if among is None:
             scores[np.arange(len(rows)), rows] = -np.inf  # a text is not its own neighbour
-        order = np.argsort(-scores, axis=1, kind="stable")
-        ranks.append((theirs[order] == mine[rows][:, None]).argmax(axis=1))
+        ranks.append(_first_same_rank(scores, theirs[None, :] == mine[rows][:, None]))
     return np.concatenate(ranks)
+
+
+def _first_same_rank(scores: np.ndarray, same: np.ndarray) -> np.ndarray:
+    """Per row, the 0-based place of the best-scoring `same` column in the row sorted by score, highest first, ties
+    in column order (a stable sort's), counted without sorting: the columns above it and those tied before it."""
+    best = np.where(same, scores, -np.inf).max(axis=1, keepdims=True)
+    tied = scores == best
+    first = (same & tied).argmax(axis=1)[:, None]
+    return (scores > best).sum(axis=1) + (tied & (np.arange(scores.shape[1])[None, :] < first)).sum(axis=1)

@@ -88,8 +88,8 @@ def read_task(
 
 
 def sample_note(file: LabelledFile) -> str:
-    """What of a file the probe reads, in words: its repeated texts, read once (those with two labels named), and
-    the sample of a large file ("" when it reads every row once)."""
+    """What of a file the probe reads, in words: its repeated texts, read once (those with more than one label
+    named), and the sample of a large file ("" when it reads every row once)."""
     notes = [file.repeats.note(file.path.name)] if file.repeats is not None and file.repeats.rows else []
     if file.sampled_from:
         notes.append(

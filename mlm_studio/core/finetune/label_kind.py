@@ -4,6 +4,7 @@ first pieces. The fine-tuner asks its task's kind (this one, or `qa/kind.py`'s) 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,6 +14,8 @@ import torch.nn.functional as F
 from mlm_studio.core.data.masking import IGNORE_INDEX
 from mlm_studio.core.finetune.examples import Encoded, collate
 from mlm_studio.core.finetune.scores import class_scores, main_score, tag_scores
+
+Scoring = Callable[[int, int], None] | None  # told (done, total) as a part's batches are scored
 
 
 @dataclass(frozen=True)
@@ -45,13 +48,17 @@ class LabelKind:
         return loss, correct, int(counted.sum())
 
     @torch.no_grad()
-    def evaluate(self, model: torch.nn.Module, part: Encoded, batch_size: int, pad_id: int, device) -> Evaluation:
-        """The model's loss and scores on `part`. The loss counts what training learns (a word's every piece); the
-        scores count texts, or words read on their first pieces."""
+    def evaluate(
+        self, model: torch.nn.Module, part: Encoded, batch_size: int, pad_id: int, device, progress: Scoring = None
+    ) -> Evaluation:
+        """The model's loss and scores on `part` (its batches reported to `progress`). The loss counts what training
+        learns (a word's every piece); the scores count texts, or words read on their first pieces."""
         loss_sum, counted = 0.0, 0
         predicted: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * len(part)
         order = np.argsort(part.lengths(), kind="stable")
         for start in range(0, len(order), batch_size):
+            if progress is not None:
+                progress(start, len(order))
             batch = order[start : start + batch_size]
             ids, mask, types, labels = collate(part, batch, pad_id, device)
             logits = model(ids, mask, types).float()

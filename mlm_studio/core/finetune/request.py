@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mlm_studio.core.data.builtin_corpus import fingerprint
+from mlm_studio.core.data.labelled import Columns, TaskError, columns_of
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.models.hf_folder import model_folder
 from mlm_studio.core.storage.checkpoint import CheckpointError
@@ -107,9 +108,21 @@ def own_value(run: RunDir, field: str, value: Any) -> bool:
     if field in ("train", "validation", "test"):
         return value is not None and (task.get("files") or {}).get(field) == str(Path(value).resolve())
     if field == "columns":
-        return task.get("columns") == asdict(value)
+        return _own_columns(task, value)
     own = [recorded.get(field), task.get(field), run.config.training.values().get(field)]
     return any(there is not None and there == value for there in own)
+
+
+def _own_columns(task: dict, given: Columns) -> bool:
+    """Whether each column `given` (those named) is the one the run reads: as it was given, or, for a run given
+    none, as the training file's header names it."""
+    read = task.get("columns")
+    if read is None:
+        try:
+            read = asdict(columns_of(Path(task["files"]["train"]), task["task"]))
+        except (KeyError, TypeError, OSError, TaskError):  # a run without a table, or its file gone
+            return False
+    return all(not name or name == read.get(column) for column, name in asdict(given).items())
 
 
 def _files(options: FinetuneOptions) -> dict[str, Path | None]:

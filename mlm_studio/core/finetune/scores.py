@@ -18,10 +18,13 @@ ENTITY_F1, MACRO_F1, ANSWER_F1 = "entity F1", "macro-F1", "answer F1"
 
 @dataclass(frozen=True)
 class ClassScore:
+    """A label's scores. A label the test data lacks (support 0, as an inside tag added for later pieces) has no
+    recall or F1 (None), and a precision only where the model predicted it (then 0.0, its every prediction wrong)."""
+
     label: str
-    precision: float
-    recall: float
-    f1: float
+    precision: float | None
+    recall: float | None
+    f1: float | None
     support: int
 
 
@@ -73,9 +76,12 @@ def class_scores(true: np.ndarray, predicted: np.ndarray, labels: list[str]) -> 
 
     ids = list(range(len(labels)))
     precision, recall, f1, support = precision_recall_fscore_support(true, predicted, labels=ids, zero_division=0.0)
-    present = support > 0
+    present, guessed = support > 0, np.bincount(predicted, minlength=len(labels)) > 0
     per_class = tuple(
-        ClassScore(labels[i], float(precision[i]), float(recall[i]), float(f1[i]), int(support[i])) for i in ids
+        ClassScore(labels[i], float(precision[i]), float(recall[i]), float(f1[i]), int(support[i]))
+        if present[i]
+        else ClassScore(labels[i], 0.0 if guessed[i] else None, None, None, 0)
+        for i in ids
     )
     dense = len(labels) <= MATRIX_LABELS
     return Scores(
@@ -159,16 +165,19 @@ def _parts(tag: str) -> tuple[str, str]:
 
 
 def per_class_rows(test) -> list[tuple[str, str, str, str, str]]:
-    """A test record's scores by class as the tables write them: (label, precision, recall, F1, support). A label
-    the test data lacks (support 0, as an inside tag added for later pieces) has no recall or F1 ("—"), and a
-    precision only where the model predicted it (then 0.0%, its every prediction wrong)."""
+    """A test record's scores by class as the tables write them: (label, precision, recall, F1, support), a score
+    that has no value (`ClassScore`) as "—" and the support of a label the test data lacks as "0 (absent)"."""
     rows = []
-    for label, precision, recall, f1, support in test.per_class:
-        if support:
-            rows.append((label, f"{precision:.1%}", f"{recall:.1%}", f"{f1:.1%}", f"{support:,}"))
-        else:
-            rows.append((label, f"{precision:.1%}" if _predicted(test, label) else "—", "—", "—", "0 (absent)"))
+    for label, *measures, support in test.per_class:
+        shown = ["—" if value is None else f"{value:.1%}" for value in _written(test, label, measures, support)]
+        rows.append((label, *shown, f"{support:,}" if support else "0 (absent)"))
     return rows
+
+
+def _written(test, label: str, measures: list, support: int) -> list:
+    """A label's measures as `ClassScore` has them, also from a record written before an absent label's were None
+    (then 0.0 each)."""
+    return measures if support else [measures[0] if _predicted(test, label) else None, None, None]
 
 
 def _predicted(test, label: str) -> int:

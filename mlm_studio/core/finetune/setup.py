@@ -305,7 +305,7 @@ def prepare_finetuner(
         raise TaskError(f"the task's files changed since the run began ({'; '.join(changed)}); start a new run")
     data = task_data(run, progress)
     said = resume_with(run, len(data.train), changes) if changes else ""
-    return FineTuner(run, data, control, said)
+    return FineTuner(run, data, control, said, progress)
 
 
 # What a resumed run may change and stay one run: how long it trains (its schedule stretches or shrinks to the new

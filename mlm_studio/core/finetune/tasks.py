@@ -4,6 +4,7 @@ TASKS = ("classification", "tokens", "qa")  # a label per text (or text pair); a
 POOLINGS = ("cls", "mean")  # the first token's state, or the mean of the tokens' (ModernBERT's classifier)
 # auto: bf16 where the device computes it natively, else fp32 (no fp16: fine-tuning does no loss scaling)
 FINETUNE_PRECISIONS = ("auto", "fp32", "bf16")
+MAX_SEEDS = 100  # the most seeds a comparison or a search runs each model or candidate with
 COMPARE_SEEDS = 3  # seeds per model a comparison fine-tunes unless told: the fewest that give a spread
 # a recipe search unless told: learning rates a factor of about 3 apart around the measured defaults, the most
 # epochs a run trains (early stopping ends it sooner), and seeds: the fewest that give the better half a spread

@@ -25,6 +25,7 @@ from mlm_studio.core.finetune.heads import TaskModel
 from mlm_studio.core.finetune.label_kind import Evaluation
 from mlm_studio.core.finetune.scores import main_score_name
 from mlm_studio.core.models.encoder import layers_of
+from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.checkpoint import FORMAT_VERSION, load_optimizer, load_weights, read_state, save_weights
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
 from mlm_studio.core.training.control import TrainingControl
@@ -67,10 +68,16 @@ class FineTuner:
     """Fine-tunes the run's task model (from its `init/` weights or its latest checkpoint) on `data`."""
 
     def __init__(
-        self, run: RunDir, data: TaskData, control: TrainingControl | None = None, resumed_with: str = ""
+        self,
+        run: RunDir,
+        data: TaskData,
+        control: TrainingControl | None = None,
+        resumed_with: str = "",
+        progress: Progress | None = None,
     ) -> None:
-        """`resumed_with`: what a resume changed in the run's settings, in words (see `setup.resume_with`)."""
-        self.run_dir, self.data, self.resumed_with = run, data, resumed_with
+        """`resumed_with`: what a resume changed in the run's settings, in words (see `setup.resume_with`);
+        `progress`: told how far each scoring of the validation or test examples is."""
+        self.run_dir, self.data, self.resumed_with, self.progress = run, data, resumed_with, progress
         self.task = run.task
         self.config = run.config
         self.control = control or TrainingControl()
@@ -91,7 +98,7 @@ class FineTuner:
         self._order: tuple[int, list[np.ndarray]] = (-1, [])
         self._resume()
         run.remove_leftovers()
-        self.events = open_event_log(run.path, run.read_metrics())
+        self.events = None  # opened when it trains: a run that has ended is read, not written
 
     def _resume(self) -> None:
         checkpoint = self.run_dir.latest_checkpoint()
@@ -117,6 +124,7 @@ class FineTuner:
                 yield WarningRecord(self.step, "this run has finished already; these are the test scores it wrote then")
                 yield from ended
                 return
+            self.events = open_event_log(self.run_dir.path, self.run_dir.read_metrics())
             yield self._logged(self.started())
             for note in self.data.notes:
                 yield self._logged(WarningRecord(self.step, note))
@@ -227,16 +235,22 @@ class FineTuner:
         return self._order[1][position]
 
     # --- evaluation ----------------------------------------------------------------------------------
-    def score(self, part) -> Evaluation:
+    def score(self, part, doing: str = "") -> Evaluation:
         """The model's loss and scores on `part`, in fp32 whatever the training precision, so scores compare
-        across runs."""
+        across runs; `doing`, said with how far it is, to `progress`."""
         self.model.eval()
+        told = self.progress.report if self.progress is not None and doing else None
         return self.data.kind.evaluate(
-            self.model, part, self.config.training.batch_size, self.tokenizer.pad_id, self.device
+            self.model,
+            part,
+            self.config.training.batch_size,
+            self.tokenizer.pad_id,
+            self.device,
+            None if told is None else lambda done, total: told(done, total, doing),
         )
 
     def _validate(self) -> Iterator[Record]:
-        evaluation = self.score(self.data.validation)
+        evaluation = self.score(self.data.validation, f"Scoring the {len(self.data.validation):,} validation examples")
         yield self._logged(ValidationRecord(self.step, **self._measures(evaluation)))
         score = evaluation.score
         if score > self.best_score:
@@ -272,7 +286,7 @@ class FineTuner:
         best = self.run_dir.path / BEST
         if (best / "model.safetensors").is_file():
             load_weights(best, self.model)
-        evaluation = self.score(self.data.test)
+        evaluation = self.score(self.data.test, f"Testing the best weights on {len(self.data.test):,} test examples")
         yield self._logged(
             TestRecord(
                 self.step,

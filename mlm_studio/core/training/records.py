@@ -185,7 +185,7 @@ class TestRecord(Record):
     macro_f1: float | None = metric("share", tag="test/macro_f1")
     best_step: int
     labels: tuple[str, ...]
-    per_class: tuple[tuple[str, float, float, float, int], ...]  # label, precision, recall, F1, support
+    per_class: tuple[tuple[str, float | None, float | None, float | None, int], ...]  # as `ClassScore`
     confusion: tuple[tuple[int, ...], ...]  # () past `MATRIX_LABELS` labels: then `confusions`
     entity_precision: float | None = metric("share", optional=True, tag="test/entity_precision")
     entity_recall: float | None = metric("share", optional=True, tag="test/entity_recall")

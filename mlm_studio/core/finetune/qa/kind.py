@@ -9,7 +9,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from mlm_studio.core.finetune.label_kind import Evaluation
+from mlm_studio.core.finetune.label_kind import Evaluation, Scoring
 from mlm_studio.core.finetune.qa.decoding import best_answers
 from mlm_studio.core.finetune.qa.metric import squad_scores
 
@@ -55,14 +55,19 @@ class AnswerKind:
         return loss, correct, targets.numel()
 
     @torch.no_grad()
-    def evaluate(self, model: torch.nn.Module, part, batch_size: int, pad_id: int, device) -> Evaluation:
-        """The mean loss of the windows, and the exact match and F1 of the answers decoded from all of them."""
+    def evaluate(
+        self, model: torch.nn.Module, part, batch_size: int, pad_id: int, device, progress: Scoring = None
+    ) -> Evaluation:
+        """The mean loss of the windows, and the exact match and F1 of the answers decoded from all of them (the
+        windows' batches reported to `progress`)."""
         windows = len(part)
         starts: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * windows
         ends: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * windows
         loss_sum = 0.0
         order = np.argsort([len(ids) for ids in part.ids], kind="stable")
         for first in range(0, windows, batch_size):
+            if progress is not None:
+                progress(first, windows)
             batch = order[first : first + batch_size]
             ids, mask, types, targets = self.batch(part, batch, pad_id, device)
             logits = model(ids, mask, types).float()

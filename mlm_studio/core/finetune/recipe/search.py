@@ -26,7 +26,7 @@ from mlm_studio.core.finetune.recipe.result import PLAN, better_half_size, ranke
 from mlm_studio.core.finetune.request import model_fingerprint
 from mlm_studio.core.finetune.runs import ENDED, finetune_run
 from mlm_studio.core.finetune.setup import prepare_finetuner
-from mlm_studio.core.finetune.tasks import SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
+from mlm_studio.core.finetune.tasks import MAX_SEEDS, SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.storage.files import atomic_write_json
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import Record, WarningRecord
@@ -38,7 +38,7 @@ SEARCH_RULES = {
     "learning_rates": (lambda v: v and len(set(v)) == len(v) and all(0 < x < 1 for x in v),
                        "one or more different values, each more than 0 and less than 1"),
     "max_epochs": (lambda v: 1 <= v <= 1000, "between 1 and 1,000"),
-    "seeds": (lambda v: 1 <= v <= 100, "between 1 and 100"),
+    "seeds": (lambda v: 1 <= v <= MAX_SEEDS, f"between 1 and {MAX_SEEDS}"),
 }  # fmt: skip
 
 

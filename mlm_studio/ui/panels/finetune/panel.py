@@ -175,6 +175,7 @@ class FinetunePanel(QWidget):
         self.export_button.setToolTip("Write the fine-tuned classifier as a Hugging Face folder, with its labels")
         self.export_button.clicked.connect(lambda: self.exporter.ask(self.run_path, self.runs_root))
         self.progress_bar = QProgressBar()
+        self.total_steps = 1  # of the run training: the bar's range again after a scoring's progress
         keep_room = self.progress_bar.sizePolicy()
         keep_room.setRetainSizeWhenHidden(True)  # shown once a run starts, it never widens the panel
         self.progress_bar.setSizePolicy(keep_room)
@@ -210,7 +211,7 @@ class FinetunePanel(QWidget):
 
         def prepare(progress, control, held):
             held.enter_context(RunLock(path))
-            return prepare_finetuner(path, spec, options, control)
+            return prepare_finetuner(path, spec, options, control, progress=progress)
 
         self._launch(prepare, "Reading the task and preparing the model…")
 
@@ -256,7 +257,7 @@ class FinetunePanel(QWidget):
 
         def prepare(progress, control, held):
             held.enter_context(RunLock(path))
-            return prepare_finetuner(path, spec, options, control)
+            return prepare_finetuner(path, spec, options, control, progress=progress)
 
         self._launch(prepare, f"Training the chosen recipe of {found.path.name}…")
 
@@ -277,7 +278,7 @@ class FinetunePanel(QWidget):
 
         def prepare(progress, control, held):
             held.enter_context(RunLock(path))
-            return prepare_finetuner(path, control=control)
+            return prepare_finetuner(path, control=control, progress=progress)
 
         self._launch(prepare, f"Resuming {path.name}…")
         self.run_path = path
@@ -381,6 +382,7 @@ class FinetunePanel(QWidget):
             self._on_started(item, record)
         self.plots.add(record.kind, record.to_dict())
         if isinstance(record, StepRecord):
+            self.progress_bar.setRange(0, self.total_steps)  # after a scoring's progress (`_on_preparing`)
             self.progress_bar.setValue(record.step)
             self._say_step(self._who(item))
         elif isinstance(record, ValidationRecord):
@@ -392,7 +394,7 @@ class FinetunePanel(QWidget):
         elif isinstance(record, TestRecord):
             self._on_test(item, record)
         elif isinstance(record, FinishedRecord):
-            self._say(self._who(item) + finished_line(record, self.progress_bar.maximum(), self.test))
+            self._say(self._who(item) + finished_line(record, self.total_steps, self.test))
             if isinstance(item, Said):
                 self._refresh_comparison()
         elif isinstance(record, CheckpointRecord):
@@ -412,6 +414,7 @@ class FinetunePanel(QWidget):
             self._refresh_search()  # with the runs before this one
         self.results.set_subject(subject)
         self.try_it.set_run(self.run_path)
+        self.total_steps = record.total_steps
         self.progress_bar.setRange(0, record.total_steps)
         self._say(f"{self._who(item)}Fine-tuning {self.run_path.name}")
 
