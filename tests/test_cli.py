@@ -855,21 +855,48 @@ def test_a_resume_from_a_damaged_checkpoint_names_the_run_and_the_newest_whole_o
     assert run_files(run.path) == before
 
 
+@pytest.mark.parametrize(
+    "removed",
+    [["state.json"], ["state.json", "model.safetensors", "optimizer.safetensors"]],
+    ids=["state.json", "every file"],
+)
 def test_a_resume_whose_only_checkpoint_lost_its_state_is_refused_and_keeps_the_runs_records(
-    tmp_path, small_run, capsys
+    tmp_path, small_run, capsys, removed
 ):
+    """Its state.json deleted, or every file (the folder left empty: checkpoints are renamed into place whole, so an
+    empty one lost its files): damaged, not none, so the run is not restarted at step 0 over its records."""
     import shutil
 
     run = RunDir(shutil.copytree(small_run, tmp_path / "run"))
-    (latest := run.latest_checkpoint()).joinpath("state.json").unlink()
+    latest = run.latest_checkpoint()
+    for name in removed:
+        (latest / name).unlink()
     before = run_files(run.path)
     assert main(["train", "--resume", str(run.path), "--max-steps", "8"]) == 1
+    problem = "state.json is missing" if len(removed) == 1 else "the folder is empty, its files removed"
     assert capsys.readouterr().err == (
-        f"mlm-studio: {latest}: state.json is missing; no complete checkpoint comes before it, so its run cannot "
-        "continue: start a new run with the same settings (its config.toml); moved aside, it would leave a resume to "
-        "begin again at step 0\n"
+        f"mlm-studio: {latest}: {problem}; no complete checkpoint comes before it, so its run cannot continue: start "
+        "a new run with the same settings (its config.toml); moved aside, it would leave a resume to begin again at "
+        "step 0\n"
     )
     assert run_files(run.path) == before
+
+
+@pytest.mark.parametrize("command", [["export", "{run}", "{out}"], ["evaluate", "{run}"]], ids=["export", "evaluate"])
+def test_reading_a_damaged_latest_checkpoint_names_it_in_its_run_and_the_whole_one_to_give_instead(
+    tmp_path, two_checkpoints, capsys, command
+):
+    import shutil
+
+    run = RunDir(shutil.copytree(two_checkpoints, tmp_path / "run"))
+    earlier, latest = run.checkpoints()
+    cut(latest / "model.safetensors", 1000)
+    assert main([part.format(run=run.path, out=tmp_path / "out") for part in command]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"mlm-studio: {latest}: model.safetensors cannot be read (Error while deserializing header: invalid header "
+        f"length); give {earlier}, the newest whole checkpoint of its run, instead"
+    )
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_damaged_checkpoint_names_the_one_before_it_and_moved_aside_that_one_is_resumed(tmp_path, two_checkpoints):
@@ -886,12 +913,11 @@ def test_a_damaged_checkpoint_names_the_one_before_it_and_moved_aside_that_one_i
 
 
 def test_a_resume_without_any_checkpoint_says_it_restarts_at_step_0(tmp_path, small_run):
-    """No checkpoint: an empty step folder (never written to) is none."""
+    """No checkpoint folder (a run stopped before its first one): training begins again, over its records."""
     import shutil
 
     run = RunDir(shutil.copytree(small_run, tmp_path / "run"))
     shutil.rmtree(run.latest_checkpoint())
-    (run.path / "checkpoints" / "step-0000004").mkdir()
     code, out, err = cli("train", "--resume", str(run.path), "--max-steps", "4")
     assert code == 0 and "steps 0 → 4" in out
     assert "run has no checkpoint to continue from, so training restarts at step 0 from new weights" in err

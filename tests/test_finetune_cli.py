@@ -111,20 +111,49 @@ def test_resume_refuses_a_new_learning_rate_and_writes_nothing(finetuned, tmp_pa
     assert snapshot(run) == before
 
 
-def test_resume_refuses_a_checkpoint_without_its_state_and_writes_nothing(finetuned, tmp_path, capsys):
-    """A checkpoint folder whose state.json is gone is damaged, as one cut short: its only one, it is refused (start
-    a new run), not taken for no checkpoint and the run restarted from its starting weights over its records."""
+@pytest.mark.parametrize(
+    "removed",
+    [["state.json"], ["state.json", "model.safetensors", "optimizer.safetensors"]],
+    ids=["state.json", "every file"],
+)
+def test_resume_refuses_a_checkpoint_without_its_state_and_writes_nothing(finetuned, tmp_path, capsys, removed):
+    """A checkpoint folder whose state.json is gone, or every file, is damaged, as one cut short: its only one, it is
+    refused (start a new run), not taken for no checkpoint and the run restarted from its starting weights over its
+    records and its best weights."""
     run = copied(finetuned[3], tmp_path)
     [latest] = (run / "checkpoints").iterdir()
-    (latest / "state.json").unlink()
+    for name in removed:
+        (latest / name).unlink()
     before = snapshot(run)
     assert main(["finetune", "--resume", str(run), "--epochs", "3", "--device", "cpu"]) == 1
+    problem = "state.json is missing" if len(removed) == 1 else "the folder is empty, its files removed"
     assert capsys.readouterr().err == (
-        f"mlm-studio: {latest}: state.json is missing; no complete checkpoint comes before it, so its run cannot "
-        "continue: start a new run with the same settings (its config.toml); moved aside, it would leave a resume to "
-        "begin again at step 0\n"
+        f"mlm-studio: {latest}: {problem}; no complete checkpoint comes before it, so its run cannot continue: start "
+        "a new run with the same settings (its config.toml); moved aside, it would leave a resume to begin again at "
+        "step 0\n"
     )
     assert snapshot(run) == before
+
+
+@pytest.mark.parametrize("damage", ["state.json deleted", "weights cut short"])
+def test_export_of_damaged_best_weights_names_them_and_the_checkpoint_to_give_instead(
+    finetuned, tmp_path, capsys, damage
+):
+    """Export advice, not a resume's: the run's best/ cannot be read, its latest checkpoint can."""
+    run = copied(finetuned[3], tmp_path)
+    [latest] = (run / "checkpoints").iterdir()
+    if damage == "state.json deleted":
+        (run / "best" / "state.json").unlink()
+        problem = "state.json is missing"
+    else:
+        with open(run / "best" / "model.safetensors", "r+b") as f:
+            f.truncate(1000)
+        problem = "model.safetensors cannot be read (Error while deserializing header: invalid header length)"
+    assert main(["export", str(run), str(tmp_path / "out")]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"mlm-studio: {run / 'best'}: {problem}; give {latest}, the newest whole checkpoint of its run, instead"
+    )
+    assert main(["export", str(latest), str(tmp_path / "out")]) == 0
 
 
 FIXED = "cannot change when resuming: the run's"

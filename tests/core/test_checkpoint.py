@@ -98,7 +98,7 @@ def test_a_checkpoint_folder_is_placed_in_its_run_wherever_the_run_keeps_it(tmp_
 
 def test_a_damaged_latest_checkpoint_is_refused_naming_the_newest_whole_one_before_it(tmp_path, trained_run):
     """Whole: every file a resume reads. A folder without its state.json is a damaged checkpoint, not none; damaged
-    ones before it are skipped (to be moved aside too); an empty step folder is no checkpoint."""
+    ones before it are skipped (to be moved aside too), and so is an empty step folder (its files removed)."""
     from mlm_studio.core.storage.checkpoint import CheckpointError
     from mlm_studio.core.training.failures import refuse_nonfinite_resume
 
@@ -108,11 +108,12 @@ def test_a_damaged_latest_checkpoint_is_refused_naming_the_newest_whole_one_befo
     (latest / "state.json").unlink()
     with open(damaged / "optimizer.safetensors", "r+b") as f:
         f.truncate(500)
-    (run.path / "checkpoints" / "step-0000099").mkdir()
-    assert run.latest_checkpoint() == latest
+    (emptied := run.path / "checkpoints" / "step-0000099").mkdir()
+    assert run.latest_checkpoint() == emptied
     with pytest.raises(CheckpointError) as refused:
         refuse_nonfinite_resume(run)
     assert str(refused.value) == (
-        f"{latest}: state.json is missing; move this checkpoint folder and {damaged.name} (damaged too) out of "
-        f"{latest.parent} to use {whole.name}, the newest whole checkpoint before it"
+        f"{emptied}: the folder is empty, its files removed; move this checkpoint folder and {latest.name}, "
+        f"{damaged.name} (damaged too) out of {latest.parent} to use {whole.name}, the newest whole checkpoint "
+        "before it"
     )

@@ -29,7 +29,7 @@ def test_stray_lines_and_bytes_in_metrics_are_skipped_and_the_run_resumes(run_co
 @pytest.mark.parametrize(
     ("state", "words"),
     [
-        ([1, 2, 3], "state.json is not a JSON object; move this checkpoint folder out of"),
+        ([1, 2, 3], "state.json is not a JSON object; "),
         ({"format": 99, "step": 8, "tokens_seen": 1, "elapsed": 1.0}, "format 99, newer than this MLM Studio"),
         ({"format": 1, "step": "eight", "tokens_seen": 1, "elapsed": 1.0}, "step is 'eight'"),
         ({"format": 1, "step": 8}, "missing tokens_seen, elapsed"),
@@ -42,6 +42,8 @@ def test_a_state_json_of_the_wrong_shape_is_named(run_copy, state, words):
         done = mlm_studio(*args)
         assert done.returncode == 1 and "Traceback" not in done.stderr
         assert latest.name in done.stderr and words in done.stderr
+        advice = "move this checkpoint folder out of" if args[0] == "train" else "newest whole checkpoint of its run"
+        assert ("update MLM Studio" if "newer" in words else advice) in done.stderr
 
 
 def test_a_truncated_token_cache_is_rebuilt(small_corpus, small_tokenizer, tmp_path):

@@ -63,15 +63,16 @@ def write_safetensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
         raise OSError(code, os.strerror(code), str(path)) from exc
 
 
-CHECKPOINT_FILES = ("model.safetensors", "optimizer.safetensors", "state.json")
+CHECKPOINTS = "checkpoints"  # a run's folder of checkpoints, each `step-NNNNNNN`
 
 
 def checkpoint_folders(folder: Path) -> list[Path]:
-    """The checkpoints in `folder` (a run's `checkpoints/`), oldest first, whole or damaged: each `step-N` folder
-    holding any of a checkpoint's files (an empty one holds no checkpoint and is ignored)."""
+    """The checkpoints in `folder` (a run's `checkpoints/`), oldest first, whole or damaged: every `step-N` folder.
+    One is written under a temporary name and renamed when complete, so an empty one is a checkpoint whose files
+    were removed (damaged, not none: a resume that skipped it would begin again over the run's records)."""
     if not folder.is_dir():
         return []
-    found = [p for p in folder.iterdir() if _step(p.name) >= 0 and any((p / n).exists() for n in CHECKPOINT_FILES)]
+    found = [p for p in folder.iterdir() if _step(p.name) >= 0 and p.is_dir()]
     return sorted(found, key=lambda path: _step(path.name))
 
 
@@ -84,11 +85,12 @@ class _Unusable(Exception):
 
 
 def read_state(checkpoint: Path) -> dict[str, Any]:
-    """A checkpoint's `state.json`, checked: a missing, damaged or newer file is named with what to do."""
+    """A checkpoint's `state.json`, checked: a missing, damaged or newer file is named, in its run, with what to read
+    instead (a resume checks the whole checkpoint first: `require_readable`)."""
     try:
         return _checked_state(checkpoint)
     except _Unusable as exc:
-        raise CheckpointError(f"{checkpoint.name}: {exc.problem}; {exc.remedy or without_it(checkpoint)}") from exc
+        raise CheckpointError(f"{checkpoint}: {exc.problem}; {exc.remedy or instead_of(checkpoint)}") from exc
 
 
 def require_readable(checkpoint: Path) -> None:
@@ -103,6 +105,8 @@ def require_readable(checkpoint: Path) -> None:
 def _check_whole(checkpoint: Path) -> None:
     """Raise `_Unusable` unless every file of `checkpoint` reads: its state.json (checked), and the headers and
     sizes of its weights and optimizer moments (the tensors are not read)."""
+    if checkpoint.is_dir() and not any(checkpoint.iterdir()):
+        raise _Unusable("the folder is empty, its files removed")
     _checked_state(checkpoint)
     for name in ("model.safetensors", "optimizer.safetensors"):
         try:
@@ -173,6 +177,21 @@ def without_it(checkpoint: Path) -> str:
     return f"{cannot}; moved aside, it would leave a resume to begin again at step 0"
 
 
+def instead_of(checkpoint: Path) -> str:
+    """What a command that reads a damaged checkpoint's weights (export, evaluate, predict) can read instead: the
+    newest whole checkpoint of its run (in its `checkpoints/`, the folder beside a fine-tuning run's `best/`)."""
+    folder = checkpoint.parent if _step(checkpoint.name) >= 0 else checkpoint.parent / CHECKPOINTS
+    for path in reversed(checkpoint_folders(folder)):
+        if path == checkpoint:
+            continue
+        try:
+            _check_whole(path)
+        except _Unusable:
+            continue
+        return f"give {path}, the newest whole checkpoint of its run, instead"
+    return "no other checkpoint of its run is whole: train it again"
+
+
 def _step(name: str) -> int:
     """The step of a checkpoint folder's name (`step-0000200`), -1 for another name."""
     found = re.fullmatch(r"step-(\d+)", name)
@@ -196,7 +215,9 @@ def load_weights(checkpoint: Path, model: torch.nn.Module) -> None:
     try:
         tensors = load_file(str(path), device="cpu")
     except (OSError, SafetensorError) as exc:
-        raise CheckpointError(f"{checkpoint.name}: model.safetensors cannot be read ({exc})") from exc
+        raise CheckpointError(
+            f"{checkpoint}: model.safetensors cannot be read ({exc}); {instead_of(checkpoint)}"
+        ) from exc
     load_state(tensors, model, checkpoint.name)
 
 

@@ -6,8 +6,8 @@ A run folder holds `config.toml`, `tokenizer.json`, `corpus.json` (where the tex
 and `checkpoints/step-NNNNNNN/`, each with the
 weights (`model.safetensors`), the optimizer moments (`optimizer.safetensors`) and plain values
 (`state.json`; written and read by `checkpoint`). A checkpoint is written under a temporary name and renamed when
-complete, so a crash never leaves a broken latest checkpoint; a `step-` folder holding any of these files is a
-checkpoint, one without all of them whole is damaged and a resume refuses it (an empty folder is ignored).
+complete, so a crash never leaves a broken latest checkpoint; every `step-` folder is a
+checkpoint, one without all of them whole (an empty one included) is damaged and a resume refuses it.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from mlm_studio.core.data.builtin_corpus import builtin_corpus_location, fingerp
 from mlm_studio.core.data.corpus import ReadOptions
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError
 from mlm_studio.core.storage.checkpoint import (
+    CHECKPOINTS,
     FORMAT_VERSION,
     CheckpointError,
     checkpoint_finite,
@@ -40,7 +41,6 @@ from mlm_studio.core.storage.checkpoint import (
 )
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json, atomic_write_text
 
-CHECKPOINTS = "checkpoints"
 INITIAL = "init"
 TASK = "task.json"  # a fine-tuning run's task: its kind, labels and files
 STAGING = ".new-run.tmp"  # where a new run's files are made; a killed process's leftover is a run's leftover
