@@ -64,3 +64,37 @@ def test_an_unknown_field_names_the_field_close_to_it(setting, meant, capsys, tm
     assert main(["train", "--set", setting, "--out", str(tmp_path / "r")]) == 1
     err = capsys.readouterr().err
     assert f"[training]; did you mean {meant}?" in err and not (tmp_path / "r").exists(), err
+
+
+NINES = "9" * 5000
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["train", "--max-steps", NINES], "argument --max-steps/--max_steps: a number of 5,000 digits"),
+        (["train", "--seed", NINES], "argument --seed: a number of 5,000 digits"),
+        (["train", "--per-device-train-batch-size", NINES], "train_batch_size: a number of 5,000 digits"),
+        (["train", "--learning-rate", "9" * 400], "argument --learning-rate/--learning_rate: a number of 400 digits"),
+        (["train", "--set", f"training.max_steps={NINES}"], "--set: training.max_steps: a number of 5,000 digits"),
+        (["finetune", "m", "--seeds", NINES], "argument --seeds: a number of 5,000 digits"),
+        (["finetune", "m", "--batch-size", NINES], "argument --batch-size: a number of 5,000 digits"),
+        (["finetune", "m", "--epochs", "9" * 400], "argument --epochs: a number of 400 digits"),
+        (["finetune", "m", "--seed", "x" * 5000], "argument --seed: 'xxxxxxxx"),
+        (["train", "--epochs", NINES], "unrecognized arguments: --epochs 9999"),
+    ],
+)
+def test_a_huge_value_is_refused_in_one_short_line(args, said, capsys):
+    """Said by its length (or cut to 80 characters), never echoed whole; a float too large is not taken as inf."""
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and said in err and len(err.splitlines()[-1]) < 200, err[-300:]
+
+
+def test_set_on_a_resume_names_the_option_though_its_value_was_taken_for_the_model(capsys):
+    """With --resume, MODEL is optional: the word after an unknown --set is taken for it, and still read."""
+    with pytest.raises(SystemExit) as exited:
+        main(["finetune", "--resume", "run", "--set", "training.learning_rate=1e-4"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith("unrecognized arguments: --set; did you mean --lr?\n")

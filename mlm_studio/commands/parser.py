@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,11 +19,13 @@ from mlm_studio.commands.values import (
     duration,
     listed,
     meant,
+    number,
     positive,
     preset_name,
     rates,
     setting,
     spellings,
+    whole,
 )
 from mlm_studio.core.config.families import family_titles
 from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
@@ -46,6 +49,7 @@ from mlm_studio.core.finetune.tasks import (
     SEARCH_SEEDS,
     TASKS,
 )
+from mlm_studio.core.shown import one_line
 
 # how `train` and `finetune` end when the user stops them (their --help says it)
 STOPPED = (
@@ -62,11 +66,12 @@ class Parser(argparse.ArgumentParser):
         self.commands: dict[str, argparse.ArgumentParser] = {}  # each command's parser, by name
 
     def parse_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
         parsed, unknown = self.parse_known_args(args, namespace)
         if unknown:
             command = self.commands.get(getattr(parsed, "command", None) or "", self)
             known = [option for action in command._actions for option in action.option_strings]
-            self.error(f"unrecognized arguments: {' '.join(unknown)}{meant(unknown, known)}")
+            self.error(f"unrecognized arguments: {' '.join(map(one_line, unknown))}{meant(unknown, known, args)}")
         return parsed
 
     def error(self, message: str):
@@ -127,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     predict.add_argument(
         "--top-k",
-        type=int,
+        type=whole,
         metavar="K",
         help="candidates per mask (default 5); a fine-tuned classifier's labels (default all); a question-answering "
         "model's answers (default 1)",
@@ -157,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
         "evaluate", help="where a model is right and wrong on held-out text, and whether it helps a labelled task"
     )
     evaluate.add_argument("model", metavar="RUN_OR_FOLDER", help="a run, a checkpoint, or a Hugging Face model")
-    evaluate.add_argument("--checkpoint", type=int, metavar="STEP", help="the run's checkpoint of this step")
+    evaluate.add_argument("--checkpoint", type=whole, metavar="STEP", help="the run's checkpoint of this step")
     evaluate.add_argument(
         "--corpus", nargs="+", metavar="PATH", help="text to score on (a Hugging Face model needs it)"
     )
@@ -230,7 +235,7 @@ def _add_train(commands) -> None:
         help=f"continue pre-training a Hugging Face folder of a {join_words(family_titles(), 'or')} model, or the "
         "Hub name of one in the local cache (its architecture and tokenizer are kept)",
     )
-    train.add_argument(*spellings("max_steps"), type=int, metavar="N", help="optimizer steps in total")
+    train.add_argument(*spellings("max_steps"), type=whole, metavar="N", help="optimizer steps in total")
     train.add_argument(
         *spellings("time_budget"),
         type=duration,
@@ -322,28 +327,31 @@ def _add_finetune(commands) -> None:
     tune.add_argument("--pair-column", default="", help="a second text column, for text pairs")
     tune.add_argument(
         "--lr",
-        type=float,
+        type=number,
         help="peak learning rate (default: measured, 3e-4 for a model under 10M parameters on fewer than 1,000 "
         "training examples, else 1e-4; --search finds the best)",
     )
-    tune.add_argument("--epochs", type=float, help="passes over the training examples at most (default 10)")
-    tune.add_argument("--batch-size", type=int, help="examples per step (default 16)")
-    tune.add_argument("--warmup", type=float, help="share of the steps warming up (default 0.06)")
-    tune.add_argument("--weight-decay", type=float, help="AdamW weight decay (default 0.01)")
+    tune.add_argument("--epochs", type=number, help="passes over the training examples at most (default 10)")
+    tune.add_argument("--batch-size", type=whole, help="examples per step (default 16)")
+    tune.add_argument("--warmup", type=number, help="share of the steps warming up (default 0.06)")
+    tune.add_argument("--weight-decay", type=number, help="AdamW weight decay (default 0.01)")
     tune.add_argument(
-        "--freeze-layers", type=int, metavar="N", help="leave the embeddings and N first layers untrained"
+        "--freeze-layers", type=whole, metavar="N", help="leave the embeddings and N first layers untrained"
     )
-    tune.add_argument("--patience", type=int, help="evaluations without improvement before stopping (default 2)")
-    tune.add_argument("--eval-every", type=int, metavar="STEPS", help="evaluate every STEPS (default: each epoch)")
-    tune.add_argument("--max-length", type=int, metavar="TOKENS", help="cut examples to this many tokens")
+    tune.add_argument("--patience", type=whole, help="evaluations without improvement before stopping (default 2)")
+    tune.add_argument("--eval-every", type=whole, metavar="STEPS", help="evaluate every STEPS (default: each epoch)")
+    tune.add_argument("--max-length", type=whole, metavar="TOKENS", help="cut examples to this many tokens")
     tune.add_argument("--pooling", choices=POOLINGS, help="ModernBERT's classifier: first token or mean")
     tune.add_argument(
-        "--doc-stride", type=int, metavar="TOKENS", help="qa: tokens two windows of a long context share (default 128)"
+        "--doc-stride",
+        type=whole,
+        metavar="TOKENS",
+        help="qa: tokens two windows of a long context share (default 128)",
     )
     tune.add_argument(
-        "--max-answer-length", type=int, metavar="TOKENS", help="qa: tokens of the longest answer (default 30)"
+        "--max-answer-length", type=whole, metavar="TOKENS", help="qa: tokens of the longest answer (default 30)"
     )
-    tune.add_argument("--seed", type=int, help="split, head and order seed (default 0)")
+    tune.add_argument("--seed", type=whole, help="split, head and order seed (default 0)")
     tune.add_argument("--device", type=device, help=f"where to train: {listed(DEVICES)} (default auto)")
     tune.add_argument(
         "--precision",
@@ -357,7 +365,7 @@ def _add_finetune(commands) -> None:
     )
     tune.add_argument(
         "--seeds",
-        type=int,
+        type=whole,
         help=f"with --compare: seeds per model (default {COMPARE_SEEDS}); with --search: seeds "
         f"the better half of the learning rates runs (default {SEARCH_SEEDS})",
     )
@@ -371,7 +379,10 @@ def _add_finetune(commands) -> None:
         "--lrs", metavar="LR,LR,…", help=f"with --search: the learning rates tried (default {rates(SEARCH_RATES)})"
     )
     tune.add_argument(
-        "--max-epochs", type=int, metavar="N", help=f"with --search: a run's most epochs (default {SEARCH_MAX_EPOCHS})"
+        "--max-epochs",
+        type=whole,
+        metavar="N",
+        help=f"with --search: a run's most epochs (default {SEARCH_MAX_EPOCHS})",
     )
     tune.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
@@ -395,7 +406,7 @@ def _add_explain(predict) -> None:
     )
     predict.add_argument(
         "--mask",
-        type=int,
+        type=whole,
         metavar="N",
         help="with --explain, which [MASK] (a fine-tuned tagger: which word's tag) (default 1)",
     )
@@ -406,7 +417,7 @@ def _add_explain(predict) -> None:
     )
     predict.add_argument(
         "--steps",
-        type=int,
+        type=whole,
         metavar="N",
         help=f"with --explain ig, the integration's steps (default {DEFAULT_STEPS})",
     )

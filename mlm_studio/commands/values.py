@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import math
 import re
 
 from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
@@ -14,7 +15,7 @@ from mlm_studio.core.config.sections import (
     join_words,
     valid_device,
 )
-from mlm_studio.core.shown import shown
+from mlm_studio.core.shown import MAX_WHOLE_NUMBER, one_line, shown
 
 
 def preset_name(text: str) -> str:
@@ -28,27 +29,54 @@ def preset_name(text: str) -> str:
 NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
 
-def positive(text: str) -> int:
+def said(text: str) -> str:
+    """A value typed on the command line as a refusal quotes it (`shown`), a number of more digits than any setting
+    takes by its length."""
+    number = re.fullmatch(r"\s*[-+]?(\d+)(\.\d*)?([eE][-+]?\d+)?\s*", text)
+    if number and len(number.group(1)) > len(str(MAX_WHOLE_NUMBER)) - 1:
+        return f"a number of {len(number.group(1)):,} digits"
+    return shown(text)
+
+
+def whole(text: str) -> int:
+    """A whole number, as `int` reads it; refused in one short sentence (argparse's own quotes the text whole)."""
+    if said(text).startswith("a number of"):
+        raise argparse.ArgumentTypeError(f"{said(text)} is more than any setting takes")
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
-        value = 0
+        raise argparse.ArgumentTypeError(f"{said(text)} is not a whole number") from None
+
+
+def number(text: str) -> float:
+    """A number, as `float` reads it; one too large for a float is refused rather than taken as infinity."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{said(text)} is not a number") from None
+    if math.isinf(value) and "inf" not in text.lower():
+        raise argparse.ArgumentTypeError(f"{said(text)} is more than any setting takes")
+    return value
+
+
+def positive(text: str) -> int:
+    value = whole(text)
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{shown(text)} is not a whole number of at least 1")
+        raise argparse.ArgumentTypeError(f"{said(text)} is not a whole number of at least 1")
     return value
 
 
 # run_mlm.py's argument names and the field each means here.
 RUN_MLM_FIELDS = {
-    "learning_rate": ("training.learning_rate", float),
-    "num_train_epochs": ("training.epochs", float),
-    "per_device_train_batch_size": ("training.batch_size", int),
-    "gradient_accumulation_steps": ("training.grad_accumulation", int),
-    "warmup_steps": ("training.warmup_steps", int),
-    "weight_decay": ("training.weight_decay", float),
-    "max_seq_length": ("data.max_seq_len", int),
-    "mlm_probability": ("masking.rate", float),
-    "seed": ("training.seed", int),
+    "learning_rate": ("training.learning_rate", number),
+    "num_train_epochs": ("training.epochs", number),
+    "per_device_train_batch_size": ("training.batch_size", whole),
+    "gradient_accumulation_steps": ("training.grad_accumulation", whole),
+    "warmup_steps": ("training.warmup_steps", whole),
+    "weight_decay": ("training.weight_decay", number),
+    "max_seq_length": ("data.max_seq_len", whole),
+    "mlm_probability": ("masking.rate", number),
+    "seed": ("training.seed", whole),
 }
 
 
@@ -70,10 +98,11 @@ TRANSFORMERS_NAMES = {
 OTHER_NAMES = {"steps": ("max_steps", "epochs"), "max_steps": ("epochs",)}
 
 
-def meant(unknown: list[str], known: list[str]) -> str:
+def meant(unknown: list[str], known: list[str], given: list[str] = ()) -> str:
     """The option of `known` the first option of `unknown` stands for (`transformers`' name for it, the other
     command's, a close spelling, or for `--set SECTION.FIELD=…` where there is none, the field's own option), as
-    "; did you mean --lr?"; "" when none is close."""
+    "; did you mean --lr?"; "" when none is close. `given`: the whole command line, where a word after an unknown
+    `--set` was taken for a positional argument."""
     options: dict[str, str] = {}
     for option in known:
         if option.startswith("--"):
@@ -83,8 +112,8 @@ def meant(unknown: list[str], known: list[str]) -> str:
             continue
         name = word[2:].split("=", 1)[0].replace("-", "_").lower()
         if name == "set" and "set" not in options:  # the field's own option: --set training.learning_rate=…
-            given = word.partition("=")[2] or (unknown[at + 1] if at + 1 < len(unknown) else "")
-            name = given.partition("=")[0].rpartition(".")[2].replace("-", "_").lower()
+            value = word.partition("=")[2] or _after(word, unknown[at:]) or _after(word, list(given))
+            name = value.partition("=")[0].rpartition(".")[2].replace("-", "_").lower()
         other = next((ours for ours in OTHER_NAMES.get(name, ()) if ours in options), None)
         if other is not None:
             return f"; did you mean {options[other]}?"
@@ -96,6 +125,12 @@ def meant(unknown: list[str], known: list[str]) -> str:
         if found is not None:
             return f"; did you mean {options[found]}?"
     return ""
+
+
+def _after(word: str, words: list[str]) -> str:
+    """The word after the first `word` in `words`; "" where none follows it."""
+    at = words.index(word) if word in words else len(words)
+    return words[at + 1] if at + 1 < len(words) else ""
 
 
 def rates(values) -> str:
@@ -141,6 +176,8 @@ def setting(text: str) -> tuple[str, object]:
         field = setting_meant(key.strip().lstrip("-"))
         example = f"{field}={value.strip() or 'VALUE'}" if field else "training.learning_rate=1e-3"
         raise argparse.ArgumentTypeError(f"{shown(text)}: write SECTION.FIELD=VALUE, e.g. {shown(example)[1:-1]}")
+    if said(value).startswith("a number of"):
+        raise argparse.ArgumentTypeError(f"{one_line(key.strip())}: {said(value)} is more than any setting takes")
     return key.strip(), value_from_text(value.strip())
 
 

@@ -66,3 +66,25 @@ def test_a_run_that_stops_before_its_last_step_stopped_early(trained_run, task, 
     assert records[-1].reason == "stopped early" and records[-1].step < tuner.total_steps
     assert any(isinstance(r, WarningRecord) and r.message.startswith("stopping early") for r in records)
     assert [run.state for run in finetune_runs(tmp_path / "runs")] == ["stopped early"]
+
+
+def test_a_run_stopped_before_its_first_validation_says_its_test_scores_are_the_latest_weights(
+    trained_run, task, tmp_path
+):
+    """Stopped at step 2 of a 6-step epoch: no best weights exist, so the test scores the latest ones and says so, not
+    "the best checkpoint (step 0) restored"."""
+    from mlm_studio.core.training.control import TrainingControl
+    from mlm_studio.core.training.records import StepRecord, TestRecord
+
+    control = TrainingControl()
+    tuner = prepare_finetuner(tmp_path / "ft", str(trained_run.path), options(task, epochs=1), control)
+    records = []
+    for record in tuner.run():
+        records.append(record)
+        if isinstance(record, StepRecord) and record.step == 2:
+            control.stop()
+    [test] = [r for r in records if isinstance(r, TestRecord)]
+    assert not [r for r in records if isinstance(r, ValidationRecord)] and not (tmp_path / "ft" / "best").exists()
+    assert (test.step, test.best_step) == (2, 0)
+    assert test.describe().startswith("Test, with the latest weights (step 2, never validated): loss ")
+    assert records[-1].reason == "stopped"

@@ -50,7 +50,7 @@ def test_a_run_that_trains_every_step_is_completed_and_each_score_names_its_metr
     assert test.step == total
     assert panel.status_label.text() == (
         f"Finished (completed) at step {total} of {total}: test macro-F1 {test.macro_f1:.1%} with the best "
-        f"checkpoint (step {test.best_step})"
+        f"checkpoint (step {test.best_step}) restored"
     )
     assert panel.message_bar.level == ""  # no "stopping early" warning
     # every tab names the run it shows
@@ -172,7 +172,7 @@ def test_a_comparison_is_listed_as_one_item_and_reopens_its_table_plot_and_verdi
     assert [[int(v) for v in row] for row in cells(panel.results.confusion)] == test["confusion"]
     assert panel.status_label.text() == (
         f"done: completed at step {test['step']} of {test['step']}; test macro-F1 {test['macro_f1']:.1%} with the "
-        f"best checkpoint (step {test['best_step']})"
+        f"best checkpoint (step {test['best_step']}) restored"
     )
     qtbot.waitUntil(lambda: not panel.mistakes_task.running, timeout=TIMEOUT_MS)
     assert panel.results.mistakes.rowCount() == off_diagonal(test["confusion"])

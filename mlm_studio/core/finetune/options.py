@@ -11,6 +11,7 @@ from mlm_studio.core.config.sections import MAX_SEED
 from mlm_studio.core.data.labelled import Columns, TaskError
 from mlm_studio.core.finetune.qa.task import DOC_STRIDE, MAX_ANSWER_LENGTH
 from mlm_studio.core.finetune.tasks import FINETUNE_PRECISIONS
+from mlm_studio.core.shown import shown
 
 
 class OptionError(TaskError):
@@ -22,7 +23,7 @@ class OptionError(TaskError):
         super().__init__(self.sentence(field))
 
     def sentence(self, name: str) -> str:
-        return f"{name} must be {self.rule}, not {self.value}"
+        return f"{name} must be {self.rule}, not {shown(self.value)}"
 
 
 # each option's range: a test and the words for it

@@ -284,13 +284,14 @@ class FineTuner:
 
     def _finish(self, reason: str) -> Iterator[Record]:
         best = self.run_dir.path / BEST
-        if (best / "model.safetensors").is_file():
+        restored = (best / "model.safetensors").is_file()
+        if restored:
             load_weights(best, self.model)
         evaluation = self.score(self.data.test, f"Testing the best weights on {len(self.data.test):,} test examples")
         yield self._logged(
             TestRecord(
                 self.step,
-                best_step=self.best_step,
+                best_step=self.best_step if restored else 0,
                 seen_in_training=self.data.seen_in_training,
                 **evaluation.details,
                 **self._measures(evaluation),

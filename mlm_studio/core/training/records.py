@@ -173,8 +173,9 @@ class ValidationRecord(Record):
 
 @dataclass(frozen=True)
 class TestRecord(Record):
-    """A fine-tuned model's scores on the test examples with the best checkpoint restored, per class and as a
-    confusion matrix (rows: true label, columns: predicted) besides."""
+    """A fine-tuned model's scores on the test examples with the best checkpoint restored (`best_step`; 0: none was
+    validated, the latest weights scored), per class and as a confusion matrix (rows: true label, columns:
+    predicted) besides."""
 
     __test__ = False  # not a pytest test class
     tokens_seen: int = metric("tokens")
@@ -204,7 +205,15 @@ class TestRecord(Record):
             if self.seen_in_training
             else ""
         )
-        return f"Test, with the best checkpoint (step {self.best_step}) restored: {_scores(self)}{seen}"
+        return f"Test, with {self.weights_said}: {_scores(self)}{seen}"
+
+    @property
+    def weights_said(self) -> str:
+        """Which weights were scored: the best by validation, or where none was validated (a run stopped before its
+        first evaluation) the latest."""
+        if self.best_step:
+            return f"the best checkpoint (step {self.best_step:,}) restored"
+        return f"the latest weights (step {self.step:,}, never validated)"
 
 
 def _scores(record: ValidationRecord | TestRecord) -> str:

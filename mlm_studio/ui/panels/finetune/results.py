@@ -146,9 +146,7 @@ class ResultsView(QTabWidget):
         self._test = test
         self.tables.setVisible(test.f1 is None)
         if test.f1 is not None:  # question answering: no labels to tabulate, its scores instead
-            self.summary.setText(
-                f"Test, with the best checkpoint (step {test.best_step}) restored: {answer_scores(test, bold=True)}"
-            )
+            self.summary.setText(f"Test, with {test.weights_said}: {answer_scores(test, bold=True)}")
             self._fill_answer_scores(test)
             return
         entity = (
@@ -160,7 +158,7 @@ class ResultsView(QTabWidget):
         examples = sum(support for *_, support in test.per_class)
         unit = "words" if tagging else "examples"
         self.summary.setText(
-            f"Test ({examples:,} {unit}), with the best checkpoint (step {test.best_step}) restored: "
+            f"Test ({examples:,} {unit}), with {test.weights_said}: "
             f"accuracy <b>{test.accuracy:.1%}</b> · macro-F1 <b>{test.macro_f1:.1%}</b>{entity}"
             + (
                 f" · <b>{test.seen_in_training:,} of the test {unit} are training texts</b>: not scored on unseen texts"

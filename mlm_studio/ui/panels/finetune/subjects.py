@@ -35,13 +35,13 @@ def comparison_subject(comparison: Comparison) -> str:
 
 
 def scored(test: TestRecord) -> str:
-    """ "test macro-F1 81.0% with the best checkpoint (step 36)"."""
+    """ "test macro-F1 81.0% with the best checkpoint (step 36) restored"."""
     name = score_field(test)[1]
-    return f"test {name} {main_score(test):.1%} with the best checkpoint (step {test.best_step:,})"
+    return f"test {name} {main_score(test):.1%} with {test.weights_said}"
 
 
 def finished_line(finished: FinishedRecord, total_steps: int, test: TestRecord | None) -> str:
-    """ "Finished (completed) at step 54 of 54: test macro-F1 81.0% with the best checkpoint (step 36)"."""
+    """ "Finished (completed) at step 54 of 54: test macro-F1 81.0% with the best checkpoint (step 36) restored"."""
     of = f" of {total_steps:,}" if total_steps else ""  # a run read back whole, its start not said again
     line = f"Finished ({finished.reason}) at step {finished.step:,}{of}"
     return f"{line}: {scored(test)}" if test is not None else line
