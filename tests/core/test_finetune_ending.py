@@ -88,3 +88,17 @@ def test_a_run_stopped_before_its_first_validation_says_its_test_scores_are_the_
     assert (test.step, test.best_step) == (2, 0)
     assert test.describe().startswith("Test, with the latest weights (step 2, never validated): loss ")
     assert records[-1].reason == "stopped"
+
+
+def test_a_stop_right_after_a_checkpoint_writes_and_says_it_once(trained_run, task, tmp_path):
+    from mlm_studio.core.training.control import TrainingControl
+
+    control = TrainingControl()
+    records = []
+    for record in prepare_finetuner(tmp_path / "ft", str(trained_run.path), options(task, epochs=2), control).run():
+        records.append(record)
+        if record.kind == "checkpoint":
+            control.stop()
+    saved = [r.step for r in records if r.kind == "checkpoint"]
+    assert len(saved) == 1 and [r.kind for r in records[-2:]] == ["test", "finished"], [r.kind for r in records]
+    assert records[-1].reason == "stopped" and records[-1].step == saved[0]

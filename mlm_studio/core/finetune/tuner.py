@@ -167,7 +167,7 @@ class FineTuner:
 
     def _loop(self) -> Iterator[Record]:
         t = self.config.training
-        window = Window()
+        window, saved = Window(), -1
         threads = governor_for(self.device)  # a CPU run's threads follow the idle cores, as pre-training's do
         clock = time.perf_counter()
         while self.step < self.total_steps and not self.stopped_early:
@@ -201,8 +201,9 @@ class FineTuner:
                 yield from self._validate()
             if self.step % t.checkpoint_interval == 0 or self.step % self.eval_interval == 0 or last:
                 yield self._save()
+                saved = self.step
         stopped = self.step < self.total_steps and not self.stopped_early
-        if stopped:
+        if stopped and saved != self.step:  # a stop right after a checkpoint writes (and says) it once
             yield self._save()
         said = "stopped" if stopped else "stopped early" if self.stopped_early else "completed"
         yield from self._finish(ending(said, self.step, self.total_steps))
