@@ -77,7 +77,6 @@ def test_another_grid_in_the_same_folder_is_refused_in_one_sentence(pretrained, 
         (["--search", "--max-epochs", "0"], 1, "--max-epochs must be between 1 and 1,000, not 0"),
         (["--search", "--seeds", "0"], 1, "--seeds must be between 1 and 100, not 0"),
         (["--compare", "--seeds", "0"], 1, "--seeds must be between 1 and 100, not 0"),
-        (["--compare", "--seeds", "1" + "0" * 20], 1, "--seeds must be between 1 and 100, not 1" + "0" * 20),
         (["--search", "--lr", "1e-4"], 2, "--search chooses --lr itself: give the grid with --lrs and --max-epochs"),
         (["--lrs", "1e-4"], 2, "--lrs needs --search: it is the grid a recipe search tries"),
         (["--search", "--compare"], 1, "--search starts its own runs and cannot go with --compare; rerun it with the "

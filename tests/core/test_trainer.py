@@ -173,7 +173,6 @@ def test_a_crash_while_writing_leaves_the_previous_checkpoint_as_latest(tmp_path
     folder = run.path / "checkpoints"
     (folder / ".step-0000008.tmp999").mkdir()
     (folder / ".step-0000008.tmp999" / "model.safetensors").write_bytes(b"partial")
-    (folder / "step-0000006").mkdir()  # renamed but without its state: not a checkpoint
     assert run.latest_checkpoint().name == "step-0000004"
     records = train_all(run, train, validation)
     assert records[-1].reason == "completed" and records[-1].step == 4  # resumed at the end: nothing to do

@@ -11,7 +11,7 @@ from mlm_studio.core.config.sections import MAX_SEED
 from mlm_studio.core.data.labelled import Columns, TaskError
 from mlm_studio.core.finetune.qa.task import DOC_STRIDE, MAX_ANSWER_LENGTH
 from mlm_studio.core.finetune.tasks import FINETUNE_PRECISIONS
-from mlm_studio.core.shown import shown
+from mlm_studio.core.shown import one_line, shown
 
 
 class OptionError(TaskError):
@@ -23,7 +23,8 @@ class OptionError(TaskError):
         super().__init__(self.sentence(field))
 
     def sentence(self, name: str) -> str:
-        return f"{name} must be {self.rule}, not {shown(self.value)}"
+        said = one_line(self.value) if isinstance(self.value, str) else shown(self.value)
+        return f"{name} must be {self.rule}, not {said}"
 
 
 # each option's range: a test and the words for it
