@@ -1045,3 +1045,18 @@ def test_a_slow_phase_is_said_once_where_stderr_is_not_a_terminal(capsys, monkey
         status.report(done, 9, message)
     # a phase said once, when it has lasted 5 s (Scoring: begun at 5.0 s, said at 20.0 s), a short one never
     assert capsys.readouterr().err == "Scoring 9 examples…\n"
+
+
+@pytest.mark.parametrize("inside", ["tensorboard", "checkpoints", ".", "new"])
+def test_an_export_into_the_run_it_comes_from_is_refused_as_inside_it(tmp_path, small_run, capsys, inside):
+    import shutil
+
+    run = Path(shutil.copytree(small_run, tmp_path / "run"))
+    before = run_files(run)
+    out = run / inside
+    assert main(["export", str(run), str(out)]) == 1
+    assert capsys.readouterr().err == (
+        f"mlm-studio: {out} is inside the run {run} it would be exported from; an export goes into a folder of its "
+        "own: choose one outside the run\n"
+    )
+    assert run_files(run) == before

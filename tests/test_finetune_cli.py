@@ -159,6 +159,28 @@ def test_export_of_damaged_best_weights_names_them_and_the_checkpoint_to_give_in
 FIXED = "cannot change when resuming: the run's"
 
 
+@pytest.mark.parametrize("damaged", ["model.safetensors", "state.json"])
+def test_resume_refuses_a_run_whose_best_weights_cannot_be_read_and_writes_nothing(
+    finetuned, tmp_path, capsys, damaged
+):
+    """The best weights are what a run's end tests and exports: cut short, a resume is refused before it trains,
+    prunes a checkpoint or writes a line."""
+    run = copied(finetuned[3], tmp_path)
+    [latest] = (run / "checkpoints").iterdir()
+    best_step = json.loads((latest / "state.json").read_text())["best_step"]
+    best = run / "best" / damaged
+    best.write_bytes(best.read_bytes()[:20])
+    before = snapshot(run)
+    assert main(["finetune", "--resume", str(run), "--epochs", "3", "--device", "cpu"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"mlm-studio: {run / 'best'}: {damaged} ") and err.count("\n") == 1
+    assert err.endswith(
+        f"the best weights of {run.name} (step {best_step:,}) are lost, so its resume could not test or export them: "
+        "start a new fine-tuning with the same options\n"
+    )
+    assert snapshot(run) == before
+
+
 @pytest.mark.parametrize(
     ("option", "message"),
     [

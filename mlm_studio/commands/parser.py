@@ -80,6 +80,9 @@ class Parser(argparse.ArgumentParser):
         option = re.fullmatch(r"argument (--[\w-]+)(?:/-\w)?: expected one argument", message)
         if option:
             message += f" (a value that begins with '-' is written {option.group(1)}=VALUE)"
+        choice = re.fullmatch(r"(.*invalid choice: )(.*)( \(choose from .*\))", message, re.DOTALL)
+        if choice:  # argparse quotes the value whole: a pasted page would fill the terminal
+            message = f"{choice.group(1)}{one_line(choice.group(2))}{choice.group(3)}"
         super().error(message)
 
 

@@ -178,7 +178,10 @@ def setting(text: str) -> tuple[str, object]:
         raise argparse.ArgumentTypeError(f"{shown(text)}: write SECTION.FIELD=VALUE, e.g. {shown(example)[1:-1]}")
     if said(value).startswith("a number of"):
         raise argparse.ArgumentTypeError(f"{one_line(key.strip())}: {said(value)} is more than any setting takes")
-    return key.strip(), value_from_text(value.strip())
+    read = value_from_text(value.strip())
+    if isinstance(read, float) and math.isinf(read) and "inf" not in value.lower():  # 1e999: not taken as infinity
+        raise argparse.ArgumentTypeError(f"{one_line(key.strip())}: {said(value)} is more than any setting takes")
+    return key.strip(), read
 
 
 def device(text: str) -> str:

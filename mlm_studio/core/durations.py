@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from mlm_studio.core.shown import shown
@@ -27,7 +28,11 @@ def parse_duration(text: str) -> float:
     hours, minutes, last, unit = parts.groups()
     if last is not None and not unit and hours is not None and minutes is None:
         minutes, last = last, None
-    return sum(float(value) * scale for value, scale in ((hours, 3600), (minutes, 60), (last, 1)) if value)
+    seconds = sum(float(value) * scale for value, scale in ((hours, 3600), (minutes, 60), (last, 1)) if value)
+    if not math.isfinite(seconds):  # more digits than a float holds: said by their count, not as "inf"
+        digits = max(len(value.partition(".")[0]) for value in (hours, minutes, last) if value)
+        raise ValueError(f"a number of {digits:,} digits is more than any setting takes")
+    return seconds
 
 
 class Eta:

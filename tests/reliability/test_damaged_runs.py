@@ -2,6 +2,7 @@
 or is repaired (a stray metrics line is skipped, a damaged token cache rebuilt); never a traceback."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -90,3 +91,45 @@ def test_resuming_for_more_steps_says_so_and_records_it(run_copy):
     assert "resumed with training.max_steps: 8 → 10" in done.stderr
     changed = [r for r in RunDir(run_copy).read_metrics() if r["type"] == "changed"]
     assert changed == [{"type": "changed", "step": 8, "message": "resumed with training.max_steps: 8 → 10"}]
+
+
+@pytest.mark.parametrize("damage", ["cut short", "removed"])
+def test_a_resume_of_a_run_whose_tokenizer_cannot_be_read_writes_nothing(run_copy, damage):
+    """Refused before its new length is saved in config.toml or recorded as a change in metrics.jsonl."""
+    tokenizer = run_copy / "tokenizer.json"
+    if damage == "removed":
+        tokenizer.unlink()
+    else:
+        tokenizer.write_bytes(tokenizer.read_bytes()[:50])
+    before = folder_bytes(run_copy)
+    done = mlm_studio("train", "--resume", str(run_copy), "--max-steps", "10")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "tokenizer.json" in done.stderr and done.stderr.count("\n") == 1
+    assert folder_bytes(run_copy) == before
+
+
+def test_a_corpus_file_touched_but_not_changed_resumes_and_one_edited_to_the_same_size_is_refused(
+    tmp_path, corpus_file
+):
+    from tests.core.helpers import config_file
+
+    text = tmp_path / "mine.txt"
+    text.write_text(corpus_file.read_text(encoding="utf-8"), encoding="utf-8")
+    run = tmp_path / "run"
+    assert (
+        mlm_studio("train", "--config", str(config_file(tmp_path)), "--corpus", str(text), "--out", str(run)).returncode
+        == 0
+    )
+    stamp = text.stat()
+    os.utime(text, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 10**9))  # a copy or a touch: the same bytes, a new date
+    done = mlm_studio("train", "--resume", str(run), "--max-steps", "10")
+    assert done.returncode == 0, done.stderr
+
+    content = text.read_bytes()
+    text.write_bytes(content.replace(b"a", b"b", 1))  # one letter changed: the same size
+    assert text.stat().st_size == len(content)
+    before = folder_bytes(run)
+    done = mlm_studio("train", "--resume", str(run), "--max-steps", "12")
+    assert done.returncode == 1 and "its corpus changed since the run started" in done.stderr
+    assert f"{text.resolve()} has other contents" in done.stderr
+    assert folder_bytes(run) == before

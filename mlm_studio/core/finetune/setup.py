@@ -53,11 +53,17 @@ from mlm_studio.core.finetune.qa.task import (
 )
 from mlm_studio.core.finetune.request import SCRATCH, own_value, request_of
 from mlm_studio.core.finetune.scores import entity_tags
-from mlm_studio.core.finetune.tuner import FineTuner, TaskData
+from mlm_studio.core.finetune.tuner import BEST, FineTuner, TaskData
 from mlm_studio.core.models.build import build_trained, encoder_of
 from mlm_studio.core.models.hf_folder import import_model
 from mlm_studio.core.progress import Progress
-from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights, read_state, require_readable
+from mlm_studio.core.storage.checkpoint import (
+    CheckpointError,
+    load_weights,
+    read_state,
+    require_best_readable,
+    require_readable,
+)
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.device import resolve_device
 from mlm_studio.core.training.failures import refuse_nonfinite_resume
@@ -354,6 +360,12 @@ def resume_with(run: RunDir, train_examples: int, changes: dict[str, Any]) -> st
     if checkpoint is not None:
         require_readable(checkpoint)
     state = read_state(checkpoint) if checkpoint is not None else {"step": 0, "stopped_early": False}
+    if state.get("best_step"):  # its best weights are what its end tests and exports: they must read
+        require_best_readable(
+            run.path / BEST,
+            f"the best weights of {run.name} (step {state['best_step']:,}) are lost, so its resume could not test "
+            "or export them: start a new fine-tuning with the same options",
+        )
     total = config.steps_for(train_examples)
     longer = config.training.epochs != before.training.epochs
     if longer:

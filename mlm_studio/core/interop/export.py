@@ -91,7 +91,7 @@ def write_export(
     config = run.config
     _check_exportable(config.model)
     out = Path(out)
-    _check_target(out, overwrite)
+    _check_target(out, overwrite, run)
     progress.report(0, 3, "Reading the checkpoint")
     trained = build_trained(config) if fine_tuned is None else fine_tuned.model
     if fine_tuned is None:
@@ -116,7 +116,7 @@ def write_export(
         )
         (folder / CARD).write_text(card, encoding="utf-8")
         OwnedFolder(folder).record_all()
-        _check_target(out, overwrite)  # again, just before the old export gives way: nothing came in meanwhile
+        _check_target(out, overwrite, run)  # again, just before the old export gives way: nothing came in meanwhile
 
     try:
         atomic_write_folder(out, fill)
@@ -170,8 +170,14 @@ def _check_exportable(model: ModelConfig) -> None:
         )
 
 
-def _check_target(out: Path, overwrite: bool) -> None:
-    """Refuse `out` unless it is new, empty, or an earlier export that `overwrite` allows replacing."""
+def _check_target(out: Path, overwrite: bool, run: RunDir) -> None:
+    """Refuse `out` unless it is new, empty, or an earlier export that `overwrite` allows replacing, and outside
+    the `run` it is exported from (a run's folders are its own: its TensorBoard logs, its checkpoints)."""
+    if out.resolve().is_relative_to(run.path.resolve()):
+        raise InteropError(
+            f"{out} is inside the run {run.path} it would be exported from; an export goes into a folder of its "
+            "own: choose one outside the run"
+        )
     if replaces_export(out) and not overwrite:
         raise InteropError(f"{out} already holds an exported model; allow overwriting to replace it")
 

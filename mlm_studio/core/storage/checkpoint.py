@@ -102,13 +102,22 @@ def require_readable(checkpoint: Path) -> None:
         raise CheckpointError(f"{checkpoint}: {exc.problem}; {exc.remedy or without_it(checkpoint)}") from exc
 
 
-def _check_whole(checkpoint: Path) -> None:
+def require_best_readable(best: Path, remedy: str) -> None:
+    """Refuse (CheckpointError) a fine-tuning run's best weights folder a resume would go on from but could not
+    read (its state.json or model.safetensors missing or damaged), saying `remedy`."""
+    try:
+        _check_whole(best, ("model.safetensors",))
+    except _Unusable as exc:
+        raise CheckpointError(f"{best}: {exc.problem}; {exc.remedy or remedy}") from exc
+
+
+def _check_whole(checkpoint: Path, names: tuple[str, ...] = ("model.safetensors", "optimizer.safetensors")) -> None:
     """Raise `_Unusable` unless every file of `checkpoint` reads: its state.json (checked), and the headers and
-    sizes of its weights and optimizer moments (the tensors are not read)."""
+    sizes of its weights files `names` (the tensors are not read)."""
     if checkpoint.is_dir() and not any(checkpoint.iterdir()):
         raise _Unusable("the folder is empty, its files removed")
     _checked_state(checkpoint)
-    for name in ("model.safetensors", "optimizer.safetensors"):
+    for name in names:
         try:
             with safe_open(str(checkpoint / name), "pt"):
                 pass

@@ -24,7 +24,7 @@ import torch
 
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import ConfigError
-from mlm_studio.core.data.builtin_corpus import builtin_corpus_location, fingerprint
+from mlm_studio.core.data.builtin_corpus import fingerprint
 from mlm_studio.core.data.corpus import ReadOptions
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError
 from mlm_studio.core.storage.checkpoint import (
@@ -80,9 +80,7 @@ class RunDir:
             "sources": [str(s) for s in resolved],
             "options": asdict(options),
             "files": [[str(s), *_file_stamp(s)] for s in resolved],
-            "fingerprints": {
-                str(s): fingerprint(s) for s in resolved if task is not None or s == builtin_corpus_location().resolve()
-            },
+            "fingerprints": {str(s): fingerprint(s) for s in resolved},  # a file with another date: its bytes compared
             "contents_checked": task is not None,  # a task's files: their bytes compared, whatever their dates
         }
 
@@ -147,9 +145,9 @@ class RunDir:
             raise CheckpointError(f"run {self.name}: corpus.json is missing or damaged ({exc})") from exc
 
     def corpus_changes(self) -> list[str]:
-        """How the corpus files differ from when the run started: gone, or another size or date (runs made
-        before sizes and dates were recorded: only gone); a file with a recorded fingerprint (the built-in
-        corpus, which can be rebuilt; a fine-tuning task's files) only when its contents differ, and a task's files
+        """How the corpus files differ from when the run started: gone, or other contents (a file of another
+        date has its bytes compared with the fingerprint recorded at the start; runs made before fingerprints were
+        recorded: another size or date, and before sizes and dates were: only gone). A fine-tuning task's files are
         compared by their contents even when their size and date are the same."""
         raw = self._corpus_record()
         try:
@@ -172,7 +170,11 @@ class RunDir:
                 if (now := fingerprint(path)) != prints[name]:
                     changes.append(f"{path} has other contents (fingerprint {prints[name]:.12} → {now:.12})")
             elif not dated and name not in prints:
-                changes.append(f"{path} changed ({size:,} → {path.stat().st_size:,} bytes)")
+                now = path.stat().st_size
+                if now == size:  # a run started before every file's fingerprint was recorded
+                    changes.append(f"{path} was modified after the run started (its size the same, {size:,} bytes)")
+                else:
+                    changes.append(f"{path} changed ({size:,} → {now:,} bytes)")
         return changes
 
     def _corpus_record(self) -> dict[str, Any]:

@@ -224,13 +224,13 @@ def check_resume(run: RunDir, config: RunConfig | None, tokenizer: MLMTokenizer 
         refuse_nonfinite_resume(run)
     except CheckpointError as exc:
         raise TrainingRefused(str(exc)) from exc
+    theirs = run.tokenizer  # read before anything is written: a tokenizer.json removed or cut short is refused here
     problems, resumed = [], run.config
     if config is not None:
         applied, refused = resume_differences(run, config)
         problems += [described(refused)] if refused else []
         resumed = resumed.with_values({name: new for name, (_, new) in applied.items()}, "the resumed settings")
-    if tokenizer is not None and tokenizer.fingerprint() != run.tokenizer.fingerprint():
-        theirs = run.tokenizer
+    if tokenizer is not None and tokenizer.fingerprint() != theirs.fingerprint():
         problems.append(
             f"tokenizer: {theirs.vocab_size:,} pieces ({theirs.fingerprint()}) → "
             f"{tokenizer.vocab_size:,} pieces ({tokenizer.fingerprint()})"
