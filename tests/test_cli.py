@@ -673,6 +673,12 @@ def test_an_unhandled_error_is_one_sentence_and_its_traceback_is_there_on_reques
     assert shown.returncode == 1 and "Traceback (most recent call last)" in shown.stderr
 
 
+def as_from_a_terminal() -> None:
+    """A command started from a shell: Ctrl-C neither blocked nor ignored, whatever the test's own process does."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_outside_training_exits_130_quietly(tmp_path):
     """train reads its configuration from a pipe the test holds open: Ctrl-C arrives while it waits there."""
     import threading
@@ -680,7 +686,7 @@ def test_ctrl_c_outside_training_exits_130_quietly(tmp_path):
     fifo = tmp_path / "config.toml"
     os.mkfifo(fifo)
     process = subprocess.Popen(command("train", "--config", fifo, "--out", tmp_path / "run"), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+                               stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal)  # fmt: skip
     opened = []
     writer = threading.Thread(target=lambda: opened.append(os.open(fifo, os.O_WRONLY)))  # returns once train reads
     writer.start()
@@ -694,8 +700,10 @@ def test_ctrl_c_outside_training_exits_130_quietly(tmp_path):
         except subprocess.TimeoutExpired:
             continue
     else:
+        signals = [line for line in Path(f"/proc/{process.pid}/status").read_text().splitlines() if line[:3] == "Sig"]
+        threads = {t.name: (t / "wchan").read_text() for t in Path(f"/proc/{process.pid}/task").iterdir()}
         process.kill()
-        pytest.fail("train did not end on Ctrl-C")
+        pytest.fail(f"train did not end on Ctrl-C: {signals}, its threads waiting in {threads}")
     os.close(opened[0])
     assert (process.returncode, out, err) == (130, "", "")
     assert not (tmp_path / "run").exists()
