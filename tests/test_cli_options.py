@@ -106,3 +106,9 @@ def test_set_on_a_resume_names_the_option_though_its_value_was_taken_for_the_mod
         main(["finetune", "--resume", "run", "--set", "training.learning_rate=1e-4"])
     assert exited.value.code == 2
     assert capsys.readouterr().err.endswith("unrecognized arguments: --set; did you mean --lr?\n")
+
+
+def test_a_config_path_too_long_for_the_system_is_said_once_and_cut(capsys, tmp_path):
+    assert main(["train", "--config", "x" * 100_000, "--out", str(tmp_path / "r")]) == 1
+    err = capsys.readouterr().err
+    assert err == f"mlm-studio: cannot read {'x' * 299}… (File name too long)\n" and not (tmp_path / "r").exists()

@@ -159,6 +159,23 @@ def test_export_of_damaged_best_weights_names_them_and_the_checkpoint_to_give_in
 FIXED = "cannot change when resuming: the run's"
 
 
+def test_resume_refuses_a_run_whose_tokenizer_was_replaced_and_writes_nothing(finetuned, tmp_path, capsys):
+    """Another tokenizer read the task into other ids: refused before config.toml, metrics.jsonl or the TensorBoard
+    events are touched, not an IndexError after them."""
+    from mlm_studio.core.config.sections import TokenizerConfig
+    from mlm_studio.core.data.tokenizer import train_tokenizer
+
+    run = copied(finetuned[3], tmp_path)
+    texts = [f"{word} {word[::-1]} zq{n}" for n, word in enumerate(("alpha", "bravo", "charlie", "delta") * 50)]
+    train_tokenizer(iter(texts), TokenizerConfig(vocab_size=300), len(texts)).save(run / "tokenizer.json")
+    before = snapshot(run)
+    assert main(["finetune", "--resume", str(run), "--epochs", "3", "--device", "cpu"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"mlm-studio: run {run.name}: {run / 'tokenizer.json'} is not the one the run started with")
+    assert err.endswith("put the run's own back, or start a new run\n") and err.count("\n") == 1
+    assert snapshot(run) == before
+
+
 @pytest.mark.parametrize("damaged", ["model.safetensors", "state.json"])
 def test_resume_refuses_a_run_whose_best_weights_cannot_be_read_and_writes_nothing(
     finetuned, tmp_path, capsys, damaged

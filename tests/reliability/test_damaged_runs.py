@@ -133,3 +133,43 @@ def test_a_corpus_file_touched_but_not_changed_resumes_and_one_edited_to_the_sam
     assert done.returncode == 1 and "its corpus changed since the run started" in done.stderr
     assert f"{text.resolve()} has other contents" in done.stderr
     assert folder_bytes(run) == before
+
+
+@pytest.mark.parametrize("vocabulary", [400, 500], ids=["another of the same size", "a larger one"])
+def test_a_resume_of_a_run_whose_tokenizer_was_replaced_is_refused_and_writes_nothing(
+    run_copy, small_corpus, vocabulary
+):
+    """Another tokenizer.json put in the run's place: of the same size it would train on silently other ids; larger,
+    it was refused only after the new length was saved."""
+    from mlm_studio.core.config.sections import TokenizerConfig
+    from mlm_studio.core.data.tokenizer import train_tokenizer
+
+    texts = [text[::-1] for text in small_corpus.iter_documents()]  # other text: other pieces
+    train_tokenizer(iter(texts), TokenizerConfig(vocab_size=vocabulary), len(texts)).save(run_copy / "tokenizer.json")
+    before = folder_bytes(run_copy)
+    done = mlm_studio("train", "--resume", str(run_copy), "--max-steps", "10")
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    problem = "is not the one the run started with" if vocabulary == 400 else "more than the model's"
+    assert f"{run_copy / 'tokenizer.json'} " in done.stderr and problem in done.stderr
+    assert done.stderr.endswith("put the run's own back, or start a new run\n")
+    assert folder_bytes(run_copy) == before
+
+
+@pytest.mark.parametrize("replacement", ["pipe", "folder"])
+def test_a_resume_whose_corpus_file_became_a_pipe_or_a_folder_is_refused_at_once(tmp_path, corpus_file, replacement):
+    """A pipe would be read without end by the check of its contents."""
+    from tests.core.helpers import config_file
+
+    text = tmp_path / "mine.txt"
+    text.write_text(corpus_file.read_text(encoding="utf-8"), encoding="utf-8")
+    run = tmp_path / "run"
+    assert (
+        mlm_studio("train", "--config", str(config_file(tmp_path)), "--corpus", str(text), "--out", str(run)).returncode
+        == 0
+    )
+    text.unlink()
+    os.mkfifo(text) if replacement == "pipe" else text.mkdir()
+    before = folder_bytes(run)
+    done = mlm_studio("train", "--resume", str(run), "--max-steps", "10")
+    assert done.returncode == 1 and f"{text.resolve()} is no longer a regular file" in done.stderr
+    assert folder_bytes(run) == before

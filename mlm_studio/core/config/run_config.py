@@ -243,8 +243,10 @@ def _file_table(path: Path) -> Any:
     """A configuration file's TOML or JSON as it is written; unreadable or invalid is a `ConfigError`."""
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path} ({exc})") from exc
+    except OSError as exc:  # the path once: a name the system refused as too long can be any length
+        raise ConfigError(f"cannot read {one_line(str(path), 300)} ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"cannot read {one_line(str(path), 300)} ({exc})") from exc
     if path.suffix.lower() != ".json":
         return _parsed(tomllib.loads, text, path.name, "TOML")
     return _parsed(_read_json, text, path.name, "JSON")

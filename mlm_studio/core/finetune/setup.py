@@ -305,6 +305,7 @@ def prepare_finetuner(
         if run.task is None:
             raise CheckpointError(f"{run.name} is a pre-training run, not a fine-tuning one")
         refuse_nonfinite_resume(run)
+        run.own_tokenizer()  # before anything is written: one removed, cut short or replaced is refused here
         resolve_device((changes or {}).get("device") or run.config.training.device)
     changed = run.corpus_changes()
     if changed:

@@ -27,6 +27,7 @@ from mlm_studio.core.config.sections import ConfigError
 from mlm_studio.core.data.builtin_corpus import fingerprint
 from mlm_studio.core.data.corpus import ReadOptions
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError
+from mlm_studio.core.shown import one_line
 from mlm_studio.core.storage.checkpoint import (
     CHECKPOINTS,
     FORMAT_VERSION,
@@ -82,6 +83,7 @@ class RunDir:
             "files": [[str(s), *_file_stamp(s)] for s in resolved],
             "fingerprints": {str(s): fingerprint(s) for s in resolved},  # a file with another date: its bytes compared
             "contents_checked": task is not None,  # a task's files: their bytes compared, whatever their dates
+            "tokenizer_fingerprint": tokenizer.fingerprint(),  # what a resume checks its tokenizer.json against
         }
 
         def fill(folder: Path) -> None:
@@ -136,6 +138,23 @@ class RunDir:
         except TokenizerError as exc:
             raise CheckpointError(f"run {self.name}: {exc}") from exc
 
+    def own_tokenizer(self) -> MLMTokenizer:
+        """The run's tokenizer, refused (CheckpointError) when it cannot be its own: not the one it started with
+        (by the fingerprint recorded then; runs from before it was recorded are not compared), or more pieces than
+        its model has."""
+        tokenizer, recorded = self.tokenizer, self._corpus_record().get("tokenizer_fingerprint")
+        vocabulary = self.config.model.vocab_size
+        if tokenizer.vocab_size > vocabulary:
+            problem = f"has {tokenizer.vocab_size:,} pieces, more than the model's {vocabulary:,}"
+        elif recorded is not None and tokenizer.fingerprint() != recorded:
+            was = one_line(str(recorded), 20)
+            problem = f"is not the one the run started with (fingerprint {was} → {tokenizer.fingerprint()})"
+        else:
+            return tokenizer
+        raise CheckpointError(
+            f"run {self.name}: {self.path / 'tokenizer.json'} {problem}: put the run's own back, or start a new run"
+        )
+
     def corpus_sources(self) -> tuple[list[Path], ReadOptions]:
         """The corpus files and reading options the run was started with."""
         raw = self._corpus_record()
@@ -163,6 +182,9 @@ class RunDir:
             if not path.exists():
                 changes.append(f"{path} is gone")
                 continue
+            if not path.is_file():  # a pipe or a device would be read without end
+                changes.append(f"{path} is no longer a regular file")
+                continue
             if size is None:
                 continue
             dated = _file_stamp(path) == (size, modified)
@@ -172,7 +194,10 @@ class RunDir:
             elif not dated and name not in prints:
                 now = path.stat().st_size
                 if now == size:  # a run started before every file's fingerprint was recorded
-                    changes.append(f"{path} was modified after the run started (its size the same, {size:,} bytes)")
+                    changes.append(
+                        f"{path} has another date (its size the same, {size:,} bytes; the run is older than the "
+                        "record of its files' contents, so a touch cannot be told from an edit)"
+                    )
                 else:
                     changes.append(f"{path} changed ({size:,} → {now:,} bytes)")
         return changes

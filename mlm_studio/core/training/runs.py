@@ -224,7 +224,7 @@ def check_resume(run: RunDir, config: RunConfig | None, tokenizer: MLMTokenizer 
         refuse_nonfinite_resume(run)
     except CheckpointError as exc:
         raise TrainingRefused(str(exc)) from exc
-    theirs = run.tokenizer  # read before anything is written: a tokenizer.json removed or cut short is refused here
+    theirs = run.own_tokenizer()  # before anything is written: one removed, cut short or replaced is refused here
     problems, resumed = [], run.config
     if config is not None:
         applied, refused = resume_differences(run, config)
