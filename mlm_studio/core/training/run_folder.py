@@ -42,6 +42,7 @@ from mlm_studio.core.storage.checkpoint import (
 )
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json, atomic_write_text
 
+TOKENIZER_PRINT = "tokenizer_sha256"  # in corpus.json: the SHA-256 of the run's tokenizer.json as it started
 INITIAL = "init"
 TASK = "task.json"  # a fine-tuning run's task: its kind, labels and files
 STAGING = ".new-run.tmp"  # where a new run's files are made; a killed process's leftover is a run's leftover
@@ -83,12 +84,14 @@ class RunDir:
             "files": [[str(s), *_file_stamp(s)] for s in resolved],
             "fingerprints": {str(s): fingerprint(s) for s in resolved},  # a file with another date: its bytes compared
             "contents_checked": task is not None,  # a task's files: their bytes compared, whatever their dates
-            "tokenizer_fingerprint": tokenizer.fingerprint(),  # what a resume checks its tokenizer.json against
         }
 
         def fill(folder: Path) -> None:
             tokenizer.save(folder / "tokenizer.json")
-            atomic_write_json(folder / "corpus.json", corpus)
+            # what a resume checks its tokenizer.json against: the file's bytes, which no library upgrade rewrites
+            atomic_write_json(
+                folder / "corpus.json", {**corpus, TOKENIZER_PRINT: fingerprint(folder / "tokenizer.json")}
+            )
             _write_start(folder, initial, task)
             config.save(folder / "config.toml")
 
@@ -142,13 +145,12 @@ class RunDir:
         """The run's tokenizer, refused (CheckpointError) when it cannot be its own: not the one it started with
         (by the fingerprint recorded then; runs from before it was recorded are not compared), or more pieces than
         its model has."""
-        tokenizer, recorded = self.tokenizer, self._corpus_record().get("tokenizer_fingerprint")
+        tokenizer, recorded = self.tokenizer, self._corpus_record().get(TOKENIZER_PRINT)
         vocabulary = self.config.model.vocab_size
         if tokenizer.vocab_size > vocabulary:
             problem = f"has {tokenizer.vocab_size:,} pieces, more than the model's {vocabulary:,}"
-        elif recorded is not None and tokenizer.fingerprint() != recorded:
-            was = one_line(str(recorded), 20)
-            problem = f"is not the one the run started with (fingerprint {was} → {tokenizer.fingerprint()})"
+        elif recorded is not None and (now := fingerprint(self.path / "tokenizer.json")) != recorded:
+            problem = f"is not the one the run started with (fingerprint {one_line(str(recorded), 12)} → {now:.12})"
         else:
             return tokenizer
         raise CheckpointError(
