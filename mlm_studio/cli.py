@@ -16,7 +16,10 @@ DEBUG_VARIABLE = "MLM_STUDIO_DEBUG"  # set to 1: an unexpected error shows its t
 def main(argv: list[str] | None = None) -> int:
     """Run a command. Whatever error it did not handle becomes one sentence and exit 1 (the traceback with
     MLM_STUDIO_DEBUG=1); Ctrl-C exits 130 and a reader that left (`| head`) 141, both quietly."""
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:  # pressed while the command starts: as quiet as later
+        return INTERRUPTED
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="surrogateescape")  # a file name that is not UTF-8 is printed as its bytes
     try:

@@ -709,6 +709,18 @@ def test_ctrl_c_outside_training_exits_130_quietly(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_ctrl_c_while_the_command_line_is_read_exits_130_quietly(monkeypatch, capsys):
+    """The parser imports what its options name: a Ctrl-C that lands there is as quiet as one during the work."""
+    import mlm_studio.cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(mlm_studio.cli, "build_parser", interrupted)
+    assert mlm_studio.cli.main(["train", "--help"]) == 130
+    assert capsys.readouterr() == ("", "")
+
+
 def test_a_reader_that_left_ends_the_command_quietly(small_run):
     """`mlm-studio evaluate RUN | head -0`: the pipe's reading end is closed before anything is written."""
     read, write = os.pipe()
