@@ -176,10 +176,9 @@ def setting(text: str) -> tuple[str, object]:
         field = setting_meant(key.strip().lstrip("-"))
         example = f"{field}={value.strip() or 'VALUE'}" if field else "training.learning_rate=1e-3"
         raise argparse.ArgumentTypeError(f"{shown(text)}: write SECTION.FIELD=VALUE, e.g. {shown(example)[1:-1]}")
-    if said(value).startswith("a number of"):
-        raise argparse.ArgumentTypeError(f"{one_line(key.strip())}: {said(value)} is more than any setting takes")
     read = value_from_text(value.strip())
-    if isinstance(read, float) and math.isinf(read) and "inf" not in value.lower():  # 1e999: not taken as infinity
+    overflowed = isinstance(read, float) and math.isinf(read) and "inf" not in value.lower()  # 1e999: not infinity
+    if overflowed or said(value).startswith("a number of"):
         raise argparse.ArgumentTypeError(f"{one_line(key.strip())}: {said(value)} is more than any setting takes")
     return key.strip(), read
 

@@ -61,16 +61,22 @@ def folder_bytes(folder):
     return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
 
 
-def test_resuming_on_another_corpus_or_a_changed_one_is_refused_and_changes_nothing(tmp_path, corpus_file):
+def trained_on_a_copy(tmp_path, corpus_file):
+    """A run trained through the terminal on a copy of the corpus file: (the copy, the run), the copy free to change."""
     from tests.core.helpers import config_file
 
     text = tmp_path / "mine.txt"
     text.write_text(corpus_file.read_text(encoding="utf-8"), encoding="utf-8")
+    run = tmp_path / "run"
+    done = mlm_studio("train", "--config", str(config_file(tmp_path)), "--corpus", str(text), "--out", str(run))
+    assert done.returncode == 0, done.stderr
+    return text, run
+
+
+def test_resuming_on_another_corpus_or_a_changed_one_is_refused_and_changes_nothing(tmp_path, corpus_file):
+    text, run = trained_on_a_copy(tmp_path, corpus_file)
     other = tmp_path / "other.txt"
     other.write_text("a different text entirely\n\nwith two documents\n", encoding="utf-8")
-    run = tmp_path / "run"
-    cfg = config_file(tmp_path)
-    assert mlm_studio("train", "--config", str(cfg), "--corpus", str(text), "--out", str(run)).returncode == 0
     before = folder_bytes(run)
 
     done = mlm_studio("train", "--resume", str(run), "--corpus", str(other), "--max-steps", "20")
@@ -111,15 +117,7 @@ def test_a_resume_of_a_run_whose_tokenizer_cannot_be_read_writes_nothing(run_cop
 def test_a_corpus_file_touched_but_not_changed_resumes_and_one_edited_to_the_same_size_is_refused(
     tmp_path, corpus_file
 ):
-    from tests.core.helpers import config_file
-
-    text = tmp_path / "mine.txt"
-    text.write_text(corpus_file.read_text(encoding="utf-8"), encoding="utf-8")
-    run = tmp_path / "run"
-    assert (
-        mlm_studio("train", "--config", str(config_file(tmp_path)), "--corpus", str(text), "--out", str(run)).returncode
-        == 0
-    )
+    text, run = trained_on_a_copy(tmp_path, corpus_file)
     stamp = text.stat()
     os.utime(text, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 10**9))  # a copy or a touch: the same bytes, a new date
     done = mlm_studio("train", "--resume", str(run), "--max-steps", "10")
@@ -158,15 +156,7 @@ def test_a_resume_of_a_run_whose_tokenizer_was_replaced_is_refused_and_writes_no
 @pytest.mark.parametrize("replacement", ["pipe", "folder"])
 def test_a_resume_whose_corpus_file_became_a_pipe_or_a_folder_is_refused_at_once(tmp_path, corpus_file, replacement):
     """A pipe would be read without end by the check of its contents."""
-    from tests.core.helpers import config_file
-
-    text = tmp_path / "mine.txt"
-    text.write_text(corpus_file.read_text(encoding="utf-8"), encoding="utf-8")
-    run = tmp_path / "run"
-    assert (
-        mlm_studio("train", "--config", str(config_file(tmp_path)), "--corpus", str(text), "--out", str(run)).returncode
-        == 0
-    )
+    text, run = trained_on_a_copy(tmp_path, corpus_file)
     text.unlink()
     os.mkfifo(text) if replacement == "pipe" else text.mkdir()
     before = folder_bytes(run)
