@@ -18,7 +18,8 @@ table (validation score mean ± standard deviation over the seeds, the epoch eac
 of each), the recipe it chose, and where the engine's default recipe (its measured rule) lands against it.
 
 Run: python benchmarks/bench_recipe_search.py --model domain|minilm|FOLDER [--per-label 400] [--subset N] [--steps 1500]
-     [--conll DIR --sentences 1000] [--lrs 1e-5,3e-5,1e-4,3e-4] [--max-epochs 10] [--seeds 2] [--keep DIR]
+     [--conll DIR --sentences 1000 | --disfl-qa TASK_JSON --questions 1000]
+     [--lrs 1e-5,3e-5,1e-4,3e-4] [--max-epochs 10] [--seeds 2] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_domain import pretrain, write_data
 from common import machine
+from disfl_qa import disfl_qa_split
 
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.recipe.result import read_search
@@ -99,13 +101,15 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--conll", type=Path, help="tagging: a folder of CoNLL-2003's train/valid/test.txt")
     parser.add_argument("--sentences", type=int, default=1000, help="tagging: training sentences")
+    parser.add_argument("--disfl-qa", type=Path, help="question answering: BIG-bench's disfl_qa/task.json")
+    parser.add_argument("--questions", type=int, default=1000, help="question answering: training questions")
     parser.add_argument("--keep", type=Path, help="keep the data, models and runs in this folder")
     args = parser.parse_args()
     print(f"# {machine()}")
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.keep or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
-        if not args.conll or args.model == "domain":
+        if not (args.conll or args.disfl_qa) or args.model == "domain":
             task, corpus = write_data(folder, args.per_label, seed=0)
             task = first_of_each(task, args.subset) if args.subset else task
         if args.model == "domain":
@@ -120,12 +124,19 @@ def main() -> None:
             train, validation, test = conll_subset(args.conll, folder, args.sentences)
             options = FinetuneOptions("tokens", train, validation, test, device="cpu")
             described = f"{args.sentences:,} CoNLL-2003 training sentences"
+        elif args.disfl_qa:
+            train, validation, test = disfl_qa_split(args.disfl_qa, folder, args.questions)
+            options = FinetuneOptions("qa", train, validation, test, device="cpu")
+            described = f"{args.questions:,} Disfl-QA training questions"
         else:
             options = FinetuneOptions("classification", task, device="cpu")
             described = f"{args.subset or args.per_label} verses of each of 6 parts"
         rates = tuple(float(lr) for lr in args.lrs.split(","))
         plan = SearchPlan(str(model), options, rates, args.max_epochs, args.seeds)
-        size = f"conll-{args.sentences}" if args.conll else args.subset or args.per_label
+        size = (
+            f"conll-{args.sentences}" if args.conll else f"disfl-qa-{args.questions}" if args.disfl_qa
+            else args.subset or args.per_label
+        )  # fmt: skip
         root = folder / f"search-{Path(model).name}-{size}"
         start = time.perf_counter()
         for tried in search(plan, root):
