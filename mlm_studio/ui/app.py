@@ -74,7 +74,7 @@ def _screenshot(app, window, path: Path) -> int:
     window.show()
     window.corpus_panel.use_builtin()
     config = window.workspace.config
-    window.workspace.set_config(replace(config, training=replace(config.training, eval_interval=20, log_interval=5)))
+    window.workspace.set_config(replace(config, training=replace(config.training, eval_interval=10, log_interval=2)))
     evaluations = []
     window.training_panel.controller.record.connect(lambda r: r.kind == "eval" and evaluations.append(r))
     outcome = {"code": 1, "started": False}
