@@ -23,7 +23,6 @@ os.environ.setdefault("OMP_NUM_THREADS", str(getattr(os, "process_cpu_count", os
 
 import argparse
 import math
-import statistics
 import sys
 import tempfile
 import time
@@ -35,13 +34,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_domain import pretrain, write_data
-from common import machine
+from common import machine, side_by_side, timed_finetune
 
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.scores import class_scores
-from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.interop.export import export_model
-from mlm_studio.core.training.records import TestRecord
 from mlm_studio.core.training.run_folder import RunDir
 
 GROUPED = ["random"]  # the Trainer's sampler: "group_by_length" with `--group-by-length`
@@ -50,13 +47,8 @@ RECIPE = dict(epochs=3.0, batch_size=16, learning_rate=1e-4, warmup_share=0.06, 
 
 def ours(model: Path, task: Path, out: Path, seed: int) -> dict:
     options = FinetuneOptions("classification", task, seed=seed, split_seed=0, device="cpu", **RECIPE)
-    tuner = prepare_finetuner(out, str(model), options)
-    tokens = sum(len(ids) for ids in tuner.data.train.ids) * RECIPE["epochs"]
-    start = time.perf_counter()
-    records = list(tuner.run())
-    seconds = time.perf_counter() - start
-    test = next(r for r in records if isinstance(r, TestRecord))
-    return {"seconds": seconds, "tokens_per_s": tokens / seconds, "accuracy": test.accuracy, "macro_f1": test.macro_f1}
+    timed, test = timed_finetune(out, model, options)
+    return timed | {"accuracy": test.accuracy, "macro_f1": test.macro_f1}
 
 
 def theirs(export: Path, run: RunDir, seed: int) -> dict:
@@ -134,14 +126,7 @@ def main() -> None:
         results["transformers Trainer"].append(theirs(export, RunDir(out), seed))
         print(f"seed {seed}: " + "; ".join(f"{name} {r[-1]}" for name, r in results.items()), flush=True)
     print(f"{len(results['MLM Studio'])} seeds, lr {args.lr:g}, {args.epochs:g} epochs, batch 16")
-    print("| | tokens/s | seconds | test accuracy | test macro-F1 |\n|---|---|---|---|---|")
-    for name, runs in results.items():
-        cells = [statistics.fmean(r[key] for r in runs) for key in ("tokens_per_s", "seconds")]
-        spread = [f"{statistics.fmean(r[k] for r in runs):.1%} ± {statistics.pstdev(r[k] for r in runs):.1%}"
-                  for k in ("accuracy", "macro_f1")]  # fmt: skip
-        print(f"| {name} | {cells[0]:,.0f} | {cells[1]:.1f} | {spread[0]} | {spread[1]} |")
-    ratios = [o["tokens_per_s"] / t["tokens_per_s"] for o, t in zip(*results.values())]
-    print(f"tokens/s ratio per seed: {', '.join(f'{r:.2f}×' for r in ratios)}")
+    print(side_by_side(results, {"accuracy": "test accuracy", "macro_f1": "test macro-F1"}))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import argparse
 import math
-import statistics
 import sys
 import tempfile
 import time
@@ -40,16 +39,14 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_recipe_search import published_minilm
-from common import machine
+from common import machine, side_by_side, timed_finetune
 from disfl_qa import disfl_qa_split
 
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.finetune.qa.data import QAExample, read_qa_file
 from mlm_studio.core.finetune.qa.metric import squad_scores
-from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.interop.export import export_model
-from mlm_studio.core.training.records import TestRecord
 from mlm_studio.core.training.run_folder import RunDir
 
 MAX_LENGTH, DOC_STRIDE, MAX_ANSWER_LENGTH = 384, 128, 30
@@ -62,13 +59,8 @@ def ours(model: Path, files: tuple[Path, Path, Path], out: Path, seed: int) -> d
         "qa", train, validation, test, seed=seed, device="cpu", max_length=MAX_LENGTH, doc_stride=DOC_STRIDE,
         max_answer_length=MAX_ANSWER_LENGTH, patience=int(RECIPE["epochs"]) + 1, **RECIPE,
     )  # fmt: skip
-    tuner = prepare_finetuner(out, str(model), options)
-    tokens = sum(len(ids) for ids in tuner.data.train.ids) * RECIPE["epochs"]
-    start = time.perf_counter()
-    records = list(tuner.run())
-    seconds = time.perf_counter() - start
-    test = next(r for r in records if isinstance(r, TestRecord))
-    return {"seconds": seconds, "tokens_per_s": tokens / seconds, "exact": test.exact_match, "f1": test.f1}
+    timed, test = timed_finetune(out, model, options)
+    return timed | {"exact": test.exact_match, "f1": test.f1}
 
 
 def windows(tokenizer, examples: list[QAExample]):
@@ -191,14 +183,7 @@ def main() -> None:
         results["transformers Trainer"].append(theirs(model, files, seed))
         print(f"seed {seed}: " + "; ".join(f"{name} {r[-1]}" for name, r in results.items()), flush=True)
     print(f"{args.seeds} seeds, {args.questions:,} questions, lr {args.lr:g}, {args.epochs:g} epochs, batch 16")
-    print("| | tokens/s | seconds | test exact match | test F1 |\n|---|---|---|---|---|")
-    for name, runs in results.items():
-        cells = [statistics.fmean(r[key] for r in runs) for key in ("tokens_per_s", "seconds")]
-        spread = [f"{statistics.fmean(r[k] for r in runs):.1%} ± {statistics.pstdev(r[k] for r in runs):.1%}"
-                  for k in ("exact", "f1")]  # fmt: skip
-        print(f"| {name} | {cells[0]:,.0f} | {cells[1]:.1f} | {spread[0]} | {spread[1]} |")
-    ratios = [o["tokens_per_s"] / t["tokens_per_s"] for o, t in zip(*results.values())]
-    print(f"tokens/s ratio per seed: {', '.join(f'{r:.2f}×' for r in ratios)}")
+    print(side_by_side(results, {"exact": "test exact match", "f1": "test F1"}))
     export = root / f"{out.name}-export"
     if not export.is_dir():
         export_model(out, export)
