@@ -18,7 +18,7 @@ table (validation score mean ± standard deviation over the seeds, the epoch eac
 of each), the recipe it chose, and where the engine's default recipe (its measured rule) lands against it.
 
 Run: python benchmarks/bench_recipe_search.py --model domain|minilm|FOLDER [--per-label 400] [--subset N] [--steps 1500]
-     [--conll DIR --sentences 1000 | --disfl-qa TASK_JSON --questions 1000]
+     [--conll DIR --sentences 1000 | --disfl-qa TASK_JSON --questions 1000 [--answered]]
      [--lrs 1e-5,3e-5,1e-4,3e-4] [--max-epochs 10] [--seeds 2] [--keep DIR]
 """
 
@@ -103,6 +103,7 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=1000, help="tagging: training sentences")
     parser.add_argument("--disfl-qa", type=Path, help="question answering: BIG-bench's disfl_qa/task.json")
     parser.add_argument("--questions", type=int, default=1000, help="question answering: training questions")
+    parser.add_argument("--answered", action="store_true", help="question answering: only answered questions")
     parser.add_argument("--keep", type=Path, help="keep the data, models and runs in this folder")
     args = parser.parse_args()
     print(f"# {machine()}")
@@ -125,18 +126,16 @@ def main() -> None:
             options = FinetuneOptions("tokens", train, validation, test, device="cpu")
             described = f"{args.sentences:,} CoNLL-2003 training sentences"
         elif args.disfl_qa:
-            train, validation, test = disfl_qa_split(args.disfl_qa, folder, args.questions)
+            train, validation, test = disfl_qa_split(args.disfl_qa, folder, args.questions, args.answered)
             options = FinetuneOptions("qa", train, validation, test, device="cpu")
-            described = f"{args.questions:,} Disfl-QA training questions"
+            described = f"{args.questions:,} Disfl-QA training questions" + (", answered" if args.answered else "")
         else:
             options = FinetuneOptions("classification", task, device="cpu")
             described = f"{args.subset or args.per_label} verses of each of 6 parts"
         rates = tuple(float(lr) for lr in args.lrs.split(","))
         plan = SearchPlan(str(model), options, rates, args.max_epochs, args.seeds)
-        size = (
-            f"conll-{args.sentences}" if args.conll else f"disfl-qa-{args.questions}" if args.disfl_qa
-            else args.subset or args.per_label
-        )  # fmt: skip
+        qa = f"disfl-qa{'-answered' * args.answered}-{args.questions}"
+        size = f"conll-{args.sentences}" if args.conll else qa if args.disfl_qa else args.subset or args.per_label
         root = folder / f"search-{Path(model).name}-{size}"
         start = time.perf_counter()
         for tried in search(plan, root):
