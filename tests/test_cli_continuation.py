@@ -1,14 +1,12 @@
 """`mlm-studio train --init-from` as a subprocess: the continuation recipe by default, said at start; a --set
 value or a configuration file's own field wins."""
 
-import os
-import subprocess
-import sys
 from itertools import islice
 
 import pytest
 
 from mlm_studio.core.config.run_config import RunConfig
+from tests.command import mlm_studio
 from tests.core.family_folders import make_folder
 from tests.core.helpers import config_file
 
@@ -19,9 +17,8 @@ def published(small_corpus, tmp_path_factory):
     return make_folder("bert", list(islice(small_corpus.iter_documents(), 300)), tmp_path_factory.mktemp("bert"))
 
 
-def train(*args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "mlm_studio", "train", *args, "--max-steps", "2"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+def train(*args: str):
+    done = mlm_studio("train", *args, "--max-steps", "2", env={"COLUMNS": "200"})
     assert done.returncode == 0, done.stderr
     return done
 

@@ -2,19 +2,14 @@
 whose `checkpoints/` is a link are refused before anything is written, the link's target left as it was."""
 
 import shutil
-import subprocess
-import sys
 
 import pytest
 
+from tests.command import mlm_studio
 from tests.core.helpers import config_file, small_config
 from tests.core.test_finetune import write_task
 
 FAST = ["--epochs", "1", "--lr", "5e-3", "--batch-size", "8", "--device", "cpu"]
-
-
-def _command(*args):
-    return subprocess.run([sys.executable, "-m", "mlm_studio", *map(str, args)], capture_output=True, text=True)
 
 
 def _contents(folder):
@@ -43,7 +38,7 @@ def elsewhere(tmp_path):
 def test_train_out_a_link_is_refused_writing_nothing_through_it(tmp_path, corpus_file, elsewhere):
     link = tmp_path / "run"
     link.symlink_to(elsewhere, target_is_directory=True)
-    done = _command(
+    done = mlm_studio(
         "train", "--config", config_file(tmp_path), "--corpus", corpus_file, "--out", link, "--max-steps", 2
     )
     assert done.returncode == 1 and "Traceback" not in done.stderr
@@ -57,7 +52,7 @@ def test_train_out_a_link_is_refused_writing_nothing_through_it(tmp_path, corpus
 def test_finetune_out_a_link_is_refused_writing_nothing_through_it(tmp_path, pretrained, elsewhere):
     link = tmp_path / "ft"
     link.symlink_to(elsewhere, target_is_directory=True)
-    done = _command("finetune", pretrained, "--task", write_task(tmp_path / "task.csv"), "--out", link, *FAST)
+    done = mlm_studio("finetune", pretrained, "--task", write_task(tmp_path / "task.csv"), "--out", link, *FAST)
     assert (
         done.returncode == 1
         and f"mlm-studio: {link} is a symbolic link to {elsewhere}; a run is written only" in done.stderr
@@ -71,7 +66,7 @@ def test_resuming_a_run_whose_checkpoints_folder_is_a_link_writes_nothing(tmp_pa
     shutil.rmtree(run / "checkpoints")
     (run / "checkpoints").symlink_to(elsewhere / "checkpoints", target_is_directory=True)
     before, metrics = _contents(elsewhere), (run / "metrics.jsonl").read_bytes()
-    done = _command("train", "--resume", run, "--max-steps", 6)
+    done = mlm_studio("train", "--resume", run, "--max-steps", 6)
     assert done.returncode == 1 and f"mlm-studio: {run / 'checkpoints'} is a symbolic link" in done.stderr
     assert _contents(elsewhere) == before and (run / "metrics.jsonl").read_bytes() == metrics
 

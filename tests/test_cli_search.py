@@ -2,13 +2,11 @@
 same-label neighbours of a labelled file, and bad requests as one sentence."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from mlm_studio.cli import main
+from tests.command import mlm_studio
 from tests.core.helpers import config_file
 from tests.core.test_diagnostics import _labelled
 
@@ -21,9 +19,8 @@ def run(corpus_file, tmp_path_factory):
     return folder / "run"
 
 
-def search(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mlm_studio", "search", *args], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+def search(*args: str):
+    return mlm_studio("search", *args, env={"COLUMNS": "200"})
 
 
 @pytest.mark.slow

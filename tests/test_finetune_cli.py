@@ -1,8 +1,8 @@
-"""`mlm-studio finetune` as a user runs it, in a subprocess: every kind of task from a pre-training run, from a
-Hugging Face folder and from scratch, its JSON result, and bad input as one sentence with a non-zero exit."""
+"""`mlm-studio finetune` as a user runs it: every kind of task from a pre-training run, from a Hugging Face folder and
+from scratch, its JSON result, and bad input as one sentence with a non-zero exit; what a command says in this
+process (tests/command.py), Ctrl-C and a second process in subprocesses."""
 
 import json
-import os
 import re
 import shutil
 import signal
@@ -16,6 +16,7 @@ from safetensors.torch import load_file
 
 from mlm_studio.cli import main
 from mlm_studio.core.storage.lock import LOCK_FILE
+from tests.command import mlm_studio
 from tests.core.family_folders import make_folder
 from tests.core.helpers import small_config
 from tests.core.qa_tasks import write_squad
@@ -26,13 +27,7 @@ FAST = ["--epochs", "2", "--lr", "5e-3", "--batch-size", "8", "--device", "cpu"]
 
 
 def cli(*args):
-    done = subprocess.run(
-        [sys.executable, "-m", "mlm_studio", "finetune", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "COLUMNS": "100"},
-    )
+    done = mlm_studio("finetune", *args, env={"COLUMNS": "100"})
     return done.returncode, done.stdout, done.stderr
 
 
@@ -371,12 +366,7 @@ def test_ctrl_c_stops_a_second_process_is_refused_resume_finishes_and_export_tak
     assert f"Finished (completed) at step {end}" in out
     best = json.loads((tmp_path / "ft" / "best" / "state.json").read_text())["step"]
     assert best == 12 < end
-    done = subprocess.run(
-        [sys.executable, "-m", "mlm_studio", "export", str(tmp_path / "ft"), str(tmp_path / "hf")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = mlm_studio("export", tmp_path / "ft", tmp_path / "hf")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Took best, its best weights by the validation score.\n")
     assert "load it with AutoModelForSequenceClassification.from_pretrained(" in done.stdout

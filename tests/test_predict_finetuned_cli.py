@@ -15,6 +15,7 @@ from mlm_studio.commands.predict import _answers_table
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.predict import fine_tuned_at
 from mlm_studio.core.finetune.setup import prepare_finetuner
+from tests.command import mlm_studio
 from tests.core.helpers import small_config
 from tests.core.qa_tasks import write_squad
 from tests.core.test_finetune import write_task
@@ -23,6 +24,10 @@ from tests.core.test_finetune_tokens import write_tagging
 
 
 def predict(*args, stdin=None):
+    """`mlm-studio predict ARGS`; with `stdin`, as a subprocess reading it from a real pipe."""
+    if stdin is None:
+        done = mlm_studio("predict", *args, env={"COLUMNS": "100"})
+        return done.returncode, done.stdout, done.stderr
     done = subprocess.run(
         [sys.executable, "-m", "mlm_studio", "predict", *map(str, args)],
         capture_output=True,

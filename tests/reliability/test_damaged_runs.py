@@ -3,17 +3,12 @@ or is repaired (a stray metrics line is skipped, a damaged token cache rebuilt);
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from mlm_studio.core.data.dataset import tokenize_corpus
 from mlm_studio.core.training.run_folder import RunDir
-
-
-def mlm_studio(*args):
-    return subprocess.run([sys.executable, "-m", "mlm_studio", *args], capture_output=True, text=True, timeout=300)
+from tests.command import mlm_studio
 
 
 def test_stray_lines_and_bytes_in_metrics_are_skipped_and_the_run_resumes(run_copy):

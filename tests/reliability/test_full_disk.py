@@ -16,6 +16,7 @@ from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.tensorboard import EVENTS_FOLDER, EventLog
 from mlm_studio.core.training.trainer import Trainer
+from tests.command import mlm_studio
 from tests.core.helpers import config_file, small_config
 
 
@@ -35,10 +36,6 @@ def fill(folder):
         except OSError:
             pass
     return written
-
-
-def mlm_studio(*args):
-    return subprocess.run([sys.executable, "-m", "mlm_studio", *args], capture_output=True, text=True, timeout=300)
 
 
 def test_training_onto_a_full_disk_fails_with_the_reason_not_a_traceback(tmp_path, corpus_file, small_disk):
