@@ -15,11 +15,13 @@ from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import OBJECTIVES, PRECISIONS, SCHEDULES, STRATEGIES
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
+from mlm_studio.core.storage.user_folders import RUNS_ENV
 from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.records import StepRecord
 from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
+from tests.command import mlm_studio
 from tests.core.helpers import config_file, small_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,22 +112,25 @@ def test_errors_are_one_readable_line(tmp_path, corpus_file, capsys):
     assert "No usable text in the corpus (empty.txt: no usable text)" in capsys.readouterr().err
 
 
-def cli(*args, **env):
-    """`mlm-studio ARGS` as a subprocess, its help unwrapped (argparse wraps at $COLUMNS)."""
-    done = subprocess.run([sys.executable, "-m", "mlm_studio", *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "COLUMNS": "100", **env})  # fmt: skip
+def cli(*args, in_a_subprocess=False):
+    """`mlm-studio ARGS` in this process (or a subprocess), its help unwrapped (argparse wraps at $COLUMNS)."""
+    if in_a_subprocess:
+        done = subprocess.run([sys.executable, "-m", "mlm_studio", *args], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "COLUMNS": "100"})  # fmt: skip
+    else:
+        done = mlm_studio(*args, env={"COLUMNS": "100"})
     return done.returncode, " ".join(done.stdout.split()), " ".join(done.stderr.split())
 
 
 def test_the_help_lists_the_engines_choices_as_a_subprocess():
-    code, train_help, _ = cli("train", "--help")
+    code, train_help, _ = cli("train", "--help", in_a_subprocess=True)
     assert code == 0
     assert f"--objective {{{','.join(OBJECTIVES)}}}" in train_help
     assert f"--precision {{{','.join(PRECISIONS)}}}" in train_help
     for names in (PRESETS, OBJECTIVES, PRECISIONS, STRATEGIES, SCHEDULES):
         assert all(f" {name}" in train_help for name in names), names
     assert f"a preset: {DEFAULT_PRESET} (the default)" in train_help and f"files or folders: {FORMATS};" in train_help
-    code, evaluate_help, _ = cli("evaluate", "--help")
+    code, evaluate_help, _ = cli("evaluate", "--help", in_a_subprocess=True)
     assert code == 0 and f"labelled texts: {TABLE_FORMATS}" in evaluate_help
 
 
@@ -145,7 +150,7 @@ def test_a_device_the_engine_does_not_name_exits_2_and_one_this_machine_lacks_is
 @pytest.mark.parametrize(("option", "names"), [("--objective", OBJECTIVES), ("--precision", PRECISIONS),
                                                ("--preset", tuple(PRESETS))])  # fmt: skip
 def test_a_wrong_choice_exits_2_with_argparses_message_as_a_subprocess(tmp_path, option, names):
-    code, out, err = cli("train", option, "enormous", "--out", str(tmp_path / "run"))
+    code, out, err = cli("train", option, "enormous", "--out", str(tmp_path / "run"), in_a_subprocess=True)
     assert code == 2 and out == "" and not (tmp_path / "run").exists()
     assert err.startswith("usage: mlm-studio train ")
     if option == "--preset":  # its own check: the value quoted short, the presets in words
@@ -277,24 +282,8 @@ def test_the_terminal_shows_the_corpus_report_the_window_shows(tmp_path, corpus_
     (folder / "notes.jsonl").write_text('{"text": "a fine line"}\n{broken\n{"other": 1}\n', encoding="utf-8")
     (folder / "old.txt").write_bytes("caf\xe9 cr\xe8me, na\xefve".encode("cp1252"))
     (folder / "empty.txt").write_text("")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mlm_studio",
-            "train",
-            "--config",
-            str(config_file(tmp_path)),
-            "--corpus",
-            str(folder),
-            "--out",
-            str(tmp_path / "run"),
-            "--max-steps",
-            "1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    done = mlm_studio(
+        "train", "--config", config_file(tmp_path), "--corpus", folder, "--out", tmp_path / "run", "--max-steps", 1
     )
     assert done.returncode == 0, done.stderr
     assert "Corpus: " in done.stderr and "1 skipped, 2 problem line(s)" in done.stderr
@@ -323,27 +312,22 @@ def test_ecosystem_formats_and_run_mlm_names_train_and_are_recorded(tmp_path, co
     config = tmp_path / "small.json"
     config.write_text(json.dumps(_small_sections()))
     run = tmp_path / "run"
-    done = subprocess.run(
-        command(
-            "train",
-            "--config",
-            config,
-            "--train_file",
-            *sorted(shards.glob("*.parquet")),
-            tmp_path / "data.jsonl.gz",
-            tmp_path / "notes.txt.zst",
-            "--learning_rate",
-            "1e-3",
-            "--max_steps",
-            "3",
-            "--set",
-            "masking.strategy=whole_word",
-            "--output-dir",
-            run,
-        ),
-        capture_output=True,
-        text=True,
-        timeout=300,
+    done = mlm_studio(
+        "train",
+        "--config",
+        config,
+        "--train_file",
+        *sorted(shards.glob("*.parquet")),
+        tmp_path / "data.jsonl.gz",
+        tmp_path / "notes.txt.zst",
+        "--learning_rate",
+        "1e-3",
+        "--max_steps",
+        "3",
+        "--set",
+        "masking.strategy=whole_word",
+        "--output-dir",
+        run,
     )
     assert done.returncode == 0, done.stderr
     assert "4 file(s); 0 skipped" in done.stderr and "Finished (completed) at step 3" in done.stdout
@@ -364,9 +348,7 @@ def test_ecosystem_formats_and_run_mlm_names_train_and_are_recorded(tmp_path, co
     ],
 )
 def test_settings_from_the_command_line_are_checked_like_a_file(tmp_path, options, words):
-    done = subprocess.run(
-        command("train", "--out", tmp_path / "run", *options), capture_output=True, text=True, timeout=120
-    )
+    done = mlm_studio("train", "--out", tmp_path / "run", *options)
     assert done.returncode != 0 and words in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "run").exists()
 
@@ -417,7 +399,7 @@ def test_each_family_from_the_hub_cache_trains_predicts_and_exports_as_subproces
     assert config["model_type"] == family and config["architectures"][0].lower() == f"{family}formaskedlm"
 
 
-def test_evaluate_prints_the_trainers_figures_and_a_task_probe_as_a_subprocess(tmp_path, corpus_file, capsys):
+def test_evaluate_prints_the_trainers_figures_and_a_task_probe(tmp_path, corpus_file, capsys):
     from tests.core.test_diagnostics import _labelled
 
     run = tmp_path / "run"
@@ -427,10 +409,7 @@ def test_evaluate_prints_the_trainers_figures_and_a_task_probe_as_a_subprocess(t
     trained_run = RunDir(run)
     evals = [r for r in trained_run.read_metrics() if r.get("type") == "eval"]
     task = _labelled(tmp_path / "topics.csv")
-    done = subprocess.run(
-        [sys.executable, "-m", "mlm_studio", "evaluate", str(trained_run.path), "--task", str(task), "--json"],
-        capture_output=True, text=True,
-    )  # fmt: skip
+    done = mlm_studio("evaluate", trained_run.path, "--task", task, "--json")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout, parse_constant=lambda name: pytest.fail(f"{name} is not JSON"))
     assert result["masked_accuracy"] == pytest.approx(evals[-1]["accuracy"])
@@ -440,20 +419,14 @@ def test_evaluate_prints_the_trainers_figures_and_a_task_probe_as_a_subprocess(t
     assert task_scores["accuracy"] > task_scores["majority_accuracy"]
     assert 0 <= task_scores["recall_at_1"] <= task_scores["recall_at_5"] <= 1 and 0 < task_scores["mrr"] <= 1
     assert task_scores["bag_of_words_recall_at_1"] >= 0.9  # the topics' words tell them apart
-    lines = subprocess.run(
-        [sys.executable, "-m", "mlm_studio", "evaluate", str(trained_run.path), "--task", str(task)],
-        capture_output=True, text=True,
-    )  # fmt: skip
+    lines = mlm_studio("evaluate", trained_run.path, "--task", task)
     assert lines.returncode == 0, lines.stderr
     assert (
         "same-label neighbours of the held-out texts among the training texts: "
         f"recall@1 {task_scores['recall_at_1']:.2%}, recall@5 {task_scores['recall_at_5']:.2%}, "
         f"MRR {task_scores['mrr']:.3f}; bag of words recall@1 {task_scores['bag_of_words_recall_at_1']:.2%}"
     ) in lines.stdout
-    table = subprocess.run(
-        [sys.executable, "-m", "mlm_studio", "evaluate", str(trained_run.path), "--checkpoint", "7"],
-        capture_output=True, text=True,
-    )  # fmt: skip
+    table = mlm_studio("evaluate", trained_run.path, "--checkpoint", "7")
     assert table.returncode == 1 and "has no checkpoint at step 7" in table.stderr
 
 
@@ -514,11 +487,7 @@ def test_a_config_naming_an_unknown_preset_is_refused_before_anything_is_made(tm
         sections = config_file(tmp_path).read_text(encoding="utf-8").replace('preset = "custom"\n', "")
         config.write_text(f"preset = {json.dumps(name)}\n" + sections, encoding="utf-8")
     runs = tmp_path / "deep" / "runs"
-    env = {**os.environ, "MLM_STUDIO_RUNS": str(runs)}
-    done = subprocess.run(
-        command("train", "--config", config, "--corpus", corpus_file, "--max-steps", 1),
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    done = mlm_studio("train", "--config", config, "--corpus", corpus_file, "--max-steps", 1, env={RUNS_ENV: str(runs)})
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert f"unknown preset {name!r}; choose one of modern, quickstart" in done.stderr
     assert not (tmp_path / "deep").exists() and not (tmp_path.parent / "escape").exists()
@@ -527,43 +496,36 @@ def test_a_config_naming_an_unknown_preset_is_refused_before_anything_is_made(tm
 def test_a_preset_that_is_not_text_is_refused(tmp_path, corpus_file):
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"preset": ["..", "escape"], **_small_sections()}), encoding="utf-8")
-    done = subprocess.run(
-        command("train", "--config", config, "--corpus", corpus_file, "--out", tmp_path / "run"),
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    done = mlm_studio("train", "--config", config, "--corpus", corpus_file, "--out", tmp_path / "run")
     assert done.returncode == 1
     assert done.stderr == "mlm-studio: config.json: preset must be text, not list (['..', 'escape'])\n"
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.slow  # training in subprocesses
+@pytest.mark.slow  # training, then three resumes
 def test_a_resume_refuses_settings_it_cannot_change_and_applies_and_says_the_others(tmp_path, corpus_file):
     run = tmp_path / "run"
-    train = command("train", "--config", config_file(tmp_path), "--corpus", corpus_file, "--out", run)
-    assert subprocess.run([*train, "--max-steps", "2"], capture_output=True, timeout=300).returncode == 0
+    train = ("train", "--config", config_file(tmp_path), "--corpus", corpus_file, "--out", run)
+    assert mlm_studio(*train, "--max-steps", "2").returncode == 0
     written = {name: (run / name).read_bytes() for name in ("config.toml", "metrics.jsonl", "corpus.json")}
 
     other = tmp_path / "other.json"
     sections = _small_sections()
     sections["model"]["hidden_size"], sections["masking"]["rate"] = 64, 0.3
     other.write_text(json.dumps(sections), encoding="utf-8")
-    resume = command("train", "--resume", run, "--max-steps", 4)
-    refused = subprocess.run(
-        [*resume, "--config", other, "--set", "training.batch_size=4"], capture_output=True, text=True
-    )
+    resume = ("train", "--resume", run, "--max-steps", 4)
+    refused = mlm_studio(*resume, "--config", other, "--set", "training.batch_size=4")
     assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
     for change in ("model.hidden_size: 32 → 64", "masking.rate: 0.15 → 0.3", "training.batch_size: 8 → 4"):
         assert change in refused.stderr
     assert "max_steps" not in refused.stderr and "Traceback" not in refused.stderr
     assert {name: (run / name).read_bytes() for name in written} == written
     if not torch.cuda.is_available():  # a precision this machine cannot train in is refused before anything is written
-        refused = subprocess.run([*resume, "--precision", "fp16"], capture_output=True, text=True, timeout=300)
+        refused = mlm_studio(*resume, "--precision", "fp16")
         assert refused.returncode == 1 and "fp16 needs a CUDA GPU" in refused.stderr
         assert {name: (run / name).read_bytes() for name in written} == written
 
-    applied = subprocess.run(
-        [*resume, "--set", "training.learning_rate=2e-3"], capture_output=True, text=True, timeout=300
-    )
+    applied = mlm_studio(*resume, "--set", "training.learning_rate=2e-3")
     assert applied.returncode == 0, applied.stderr
     said = "resumed with training.learning_rate: 0.001 → 0.002; training.max_steps: 2 → 4"
     assert said in applied.stderr and "Finished (completed) at step 4" in applied.stdout
@@ -571,13 +533,12 @@ def test_a_resume_refuses_settings_it_cannot_change_and_applies_and_says_the_oth
     assert {"type": "changed", "step": 2, "message": said} in RunDir(run).read_metrics()
 
 
-@pytest.mark.slow  # training in subprocesses
+@pytest.mark.slow  # training
 def test_a_one_document_corpus_says_why_it_has_no_validation_and_records_no_nan(tmp_path, corpus_file):
     one = tmp_path / "one.txt"
     one.write_text(" ".join(corpus_file.read_text(encoding="utf-8").split()[:3000]), encoding="utf-8")
     run = tmp_path / "run"
-    train = command("train", "--config", config_file(tmp_path), "--corpus", one, "--out", run, "--max-steps", 4)
-    done = subprocess.run(train, capture_output=True, text=True, timeout=300)
+    done = mlm_studio("train", "--config", config_file(tmp_path), "--corpus", one, "--out", run, "--max-steps", 4)
     assert done.returncode == 0, done.stderr
     assert (
         "Warning: no validation set: data.validation_fraction (0.05) held out none of the corpus's 1 document(s), "
@@ -598,18 +559,18 @@ def test_a_run_without_evaluations_and_with_a_nan_checkpoint_gets_the_truth_as_s
             control.stop()  # stopped before its first evaluation: no checkpoint has a validation loss
     assert [p.name for p in run.checkpoints()] == ["step-0000002", "step-0000003"]
 
-    code, out, err = cli("export", str(run.path), str(tmp_path / "hf"), "--best")
+    code, out, err = cli("export", str(run.path), str(tmp_path / "hf"), "--best", in_a_subprocess=True)
     assert code == 0, err
     assert "Took step-0000003, the latest checkpoint: none of the run's checkpoints has a validation loss" in out
 
     weights = load_file(str(run.checkpoints()[-1] / "model.safetensors"))
     weights = {name: torch.full_like(t, float("nan")) if t.is_floating_point() else t for name, t in weights.items()}
     save_file(weights, str(run.checkpoints()[-1] / "model.safetensors"))  # as a divergence saved before the check
-    code, out, err = cli("predict", str(run.path), "the [MASK] of")
+    code, out, err = cli("predict", str(run.path), "the [MASK] of", in_a_subprocess=True)
     assert code == 1 and "Traceback" not in err
     assert f"Use {run.checkpoints()[0]}, the newest checkpoint with finite weights." in err
     written = {name: (run.path / name).read_bytes() for name in ("config.toml", "metrics.jsonl")}
-    code, out, err = cli("train", "--resume", str(run.path), "--max-steps", "30")
+    code, out, err = cli("train", "--resume", str(run.path), "--max-steps", "30", in_a_subprocess=True)
     assert code == 1 and "Traceback" not in err
     assert "step-0000003's weights hold values that are not finite numbers, so training cannot resume" in err
     assert "The newest checkpoint with finite weights is step-0000002: to resume from it, move step-0000003" in err
@@ -617,7 +578,7 @@ def test_a_run_without_evaluations_and_with_a_nan_checkpoint_gets_the_truth_as_s
     assert {name: (run.path / name).read_bytes() for name in written} == written  # refused before any write
 
     for command_line in (("export", str(run.path), str(tmp_path / "nan")), ("evaluate", str(run.path))):
-        code, out, err = cli(*command_line)
+        code, out, err = cli(*command_line, in_a_subprocess=True)
         assert code == 1 and "Traceback" not in err, command_line
         assert "step-0000003's weights hold values that are not finite numbers, so MLM Studio will not" in err
         assert f"The newest checkpoint with finite weights is {run.checkpoints()[0]}" in err
