@@ -20,6 +20,7 @@ from mlm_studio.core.storage.owned import MANIFEST
 from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
+from tests.command import mlm_studio
 from tests.core.helpers import ANY_JSON, imports_or_refuses, small_config, with_training
 
 transformers = pytest.importorskip("transformers")
@@ -372,12 +373,7 @@ def test_files_of_the_users_inside_an_electra_exports_generator_are_kept(electra
     notes = out / GENERATOR_FOLDER / "notes" / "eval.txt"
     notes.parent.mkdir()
     notes.write_text("my evaluation")
-    done = subprocess.run(
-        [sys.executable, "-m", "mlm_studio", "export", str(electra_run.path), str(out), "--overwrite"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = mlm_studio("export", electra_run.path, out, "--overwrite")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr == (
         f"mlm-studio: {out} holds files that are not part of an export (generator/notes); nothing was changed. "
@@ -545,12 +541,7 @@ def test_a_run_folder_is_not_taken_for_a_hugging_face_folder(trained_run):
 def test_predict_json_has_the_shape_and_values_of_the_fill_mask_pipeline(exported):
     pipe = transformers.pipeline("fill-mask", model=str(exported), top_k=3)
     for text in ("Return the [MASK] of the list.", "The [MASK] argument is [MASK] by default."):
-        done = subprocess.run(
-            [sys.executable, "-m", "mlm_studio", "predict", str(exported), text, "--json", "--top-k", "3"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        done = mlm_studio("predict", exported, text, "--json", "--top-k", "3")
         assert done.returncode == 0, done.stderr
         ours, theirs = json.loads(done.stdout), pipe(text)
         assert type(ours[0]) is type(theirs[0])  # a list of dicts for one mask, a list of lists for several

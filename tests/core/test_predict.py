@@ -4,6 +4,7 @@ import torch
 from mlm_studio.core.evaluation.predict import FillMask, PredictError
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.training.runs import start_run
+from tests.command import mlm_studio
 from tests.core.helpers import small_config
 
 
@@ -82,8 +83,6 @@ def test_a_top_k_below_one_is_refused(trained_run, top_k):
 
 def test_a_model_with_non_finite_weights_is_refused_not_printed_as_nan(trained_run, tmp_path):
     import shutil
-    import subprocess
-    import sys
 
     from safetensors.torch import load_file, save_file
 
@@ -92,12 +91,7 @@ def test_a_model_with_non_finite_weights_is_refused_not_printed_as_nan(trained_r
     tensors = load_file(str(latest))
     tensors["bert.embeddings.LayerNorm.weight"][0] = float("nan")
     save_file(tensors, str(latest))
-    done = subprocess.run(
-        [sys.executable, "-m", "mlm_studio", "predict", str(run), "the [MASK] is", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = mlm_studio("predict", run, "the [MASK] is", "--json")
     assert done.returncode == 1 and done.stdout == ""
     assert "not finite numbers (in bert.embeddings.LayerNorm.weight)" in done.stderr
 

@@ -15,6 +15,7 @@ from mlm_studio.core.storage.owned import MANIFEST
 from mlm_studio.core.training.records import StartedRecord
 from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.tensorboard import EVENTS_FOLDER, TAGS, EventLog, write_events
+from tests.command import mlm_studio
 from tests.core.helpers import config_file
 
 
@@ -64,9 +65,7 @@ def test_a_run_killed_and_resumed_has_its_events_once_each_equal_to_its_metrics(
 def test_events_for_a_run_made_before_are_written_from_its_metrics(tmp_path, trained_run):
     copy = RunDir(shutil.copytree(trained_run.path, tmp_path / "old"))
     shutil.rmtree(copy.path / EVENTS_FOLDER, ignore_errors=True)
-    done = subprocess.run(
-        [sys.executable, "-m", "mlm_studio", "tensorboard", str(copy.path)], capture_output=True, text=True, timeout=120
-    )
+    done = mlm_studio("tensorboard", copy.path)
     assert done.returncode == 0 and "tensorboard --logdir" in done.stdout
     assert scalars(copy) == expected(copy)
 

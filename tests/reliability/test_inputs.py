@@ -19,6 +19,7 @@ from mlm_studio.core.data.rows import MAX_VALUE_CHARS
 from mlm_studio.core.data.tokenizer import train_tokenizer
 from mlm_studio.core.evaluation.predict import MAX_MASKS, FillMask, PredictError
 from mlm_studio.core.progress import Cancelled, Progress
+from tests.command import mlm_studio
 
 TEXT = "Naïve café owners read the menu.\n\nThe second paragraph has € and “quotes”.\n"
 
@@ -224,17 +225,9 @@ def test_odd_but_valid_texts_are_scored(predictor, text):
     ],
 )
 def test_unusable_values_are_refused_before_any_work_naming_the_field(tmp_path, line, words):
-    import subprocess
-    import sys
-
     config = tmp_path / "bad.toml"
     config.write_text(line + "\n", encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "mlm_studio", "train", "--config", str(config), "--out", str(tmp_path / "run")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = mlm_studio("train", "--config", config, "--out", tmp_path / "run")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert words in done.stderr
     assert not (tmp_path / "run").exists()  # refused before the folder, the corpus or the tokenizer
