@@ -3,8 +3,6 @@ records, exact resume, and parity of both halves with `transformers`' ElectraFor
 ElectraForMaskedLM."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -29,6 +27,7 @@ from mlm_studio.core.training.records import EvalRecord, StepRecord
 from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
+from tests.command import mlm_studio
 from tests.core.family_folders import save_tokenizer
 from tests.core.helpers import small_config
 
@@ -171,15 +170,15 @@ def test_the_command_line_trains_electra_and_resumes_exactly(tmp_path, corpus_fi
     rate after warm-up, so that the run's length does not change its rates)."""
     config = tmp_path / "config.toml"
     small_config(schedule="constant").save(config)
-    common = [sys.executable, "-m", "mlm_studio", "train", "--config", str(config), "--corpus", str(corpus_file)]
-    common += ["--objective", "electra", "--set", "tokenizer.vocab_size=400", "--set", "training.checkpoint_interval=4"]
+    common = ["train", "--config", config, "--corpus", corpus_file, "--objective", "electra"]
+    common += ["--set", "tokenizer.vocab_size=400", "--set", "training.checkpoint_interval=4"]
     straight, halves = tmp_path / "straight", tmp_path / "halves"
     for command in (
-        [*common, "--out", str(straight), "--max-steps", "8"],
-        [*common, "--out", str(halves), "--max-steps", "4"],
-        [sys.executable, "-m", "mlm_studio", "train", "--resume", str(halves), "--max-steps", "8"],
+        [*common, "--out", straight, "--max-steps", "8"],
+        [*common, "--out", halves, "--max-steps", "4"],
+        ["train", "--resume", halves, "--max-steps", "8"],
     ):
-        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        done = mlm_studio(*command)
         assert done.returncode == 0, done.stderr
     assert 'objective = "electra"' in (halves / "config.toml").read_text()
     a = load_file(str(straight / "checkpoints" / "step-0000008" / "model.safetensors"))

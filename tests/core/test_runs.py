@@ -1,8 +1,6 @@
 """One road to a trainer: the CLI, the window and the engine prepare the same run the same way."""
 
 import json
-import subprocess
-import sys
 import tempfile
 from contextlib import ExitStack
 from dataclasses import replace
@@ -26,6 +24,7 @@ from mlm_studio.core.training.runs import (
     new_run_path,
     prepare_trainer,
 )
+from tests.command import mlm_studio
 from tests.core.helpers import config_file, small_config, with_training
 
 TIMING = {"elapsed", "tokens_per_second", "run_dir", "device", "path", "events"}
@@ -38,12 +37,8 @@ def comparable(records):
 
 
 def test_the_cli_and_the_engine_prepare_the_same_run(tmp_path, corpus_file, small_corpus, small_tokenizer):
-    command = [sys.executable, "-m", "mlm_studio", "train", "--config", str(config_file(tmp_path)), "--corpus"]
-    done = subprocess.run(
-        [*command, str(corpus_file), "--out", str(tmp_path / "cli"), "--max-steps", "4"],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    done = mlm_studio(
+        "train", "--config", config_file(tmp_path), "--corpus", corpus_file, "--out", tmp_path / "cli", "--max-steps", 4
     )
     assert done.returncode == 0, done.stderr
     config = RunDir(tmp_path / "cli").config
