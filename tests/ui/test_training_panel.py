@@ -169,14 +169,14 @@ def test_a_pause_in_the_window_does_not_spend_the_time_budget(qtbot, panel, monk
 
 
 def test_the_eta_reads_the_training_time_not_the_pause(qtbot, panel, monkeypatch):
-    config = small_config(max_steps=200, eval_interval=10_000, checkpoint_interval=10_000, log_interval=1)
+    config = small_config(max_steps=40, eval_interval=10_000, checkpoint_interval=10_000, log_interval=1)
     panel.workspace.set_config(config)
     clock = LongPauses(monkeypatch, tick=0.25, pause=600.0)
     records, paused_after = pause_at(qtbot, panel, clock, step=3)
     record, status = next((r, text) for r, text, _ in records if isinstance(r, StepRecord) and r.step > paused_after)
     assert record.elapsed < 100.0  # the pause is not training time
     done = record.step
-    assert status.endswith(f"ETA {format_duration(record.elapsed / done * (200 - done))}")
+    assert status.endswith(f"ETA {format_duration(record.elapsed / done * (40 - done))}")
 
 
 def test_a_worker_error_reaches_the_user_and_the_controls_recover(qtbot, panel, monkeypatch):
@@ -385,7 +385,7 @@ def test_long_run_names_keep_their_end_and_say_it_whole_in_a_tooltip(qtbot, trai
 
 def test_while_paused_the_status_says_paused_with_no_countdown(qtbot, panel, monkeypatch):
     panel.workspace.set_config(
-        small_config(max_steps=200, eval_interval=10_000, checkpoint_interval=10_000, log_interval=1)
+        small_config(max_steps=40, eval_interval=10_000, checkpoint_interval=10_000, log_interval=1)
     )
     clock = LongPauses(monkeypatch, tick=0.25, pause=600.0)
     said = []
