@@ -16,7 +16,8 @@ Reported per seed, sides alternating: training tokens/s (the windows' tokens, pa
 exact match and F1; then, for the last seed, how many test questions get the same answer from MLM Studio's
 `predict` and from the exported folder as `transformers` reads it, decoded as its pipeline decodes.
 
-Run: python benchmarks/bench_qa.py TASK_JSON [--questions 600] [--seeds 3] [--lr 1e-4] [--epochs 3] [--keep DIR]
+Run: python benchmarks/bench_qa.py TASK_JSON [--questions 600] [--answered] [--seeds 3] [--lr 1e-4] [--epochs 3]
+     [--keep DIR]
 """
 
 from __future__ import annotations
@@ -165,6 +166,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("task", type=Path, help="BIG-bench's disfl_qa/task.json")
     parser.add_argument("--questions", type=int, default=600, help="training questions")
+    parser.add_argument("--answered", action="store_true", help="only the questions with an answer (SQuAD v1.1)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--lr", type=float, default=RECIPE["learning_rate"])
     parser.add_argument("--epochs", type=float, default=RECIPE["epochs"])
@@ -174,7 +176,7 @@ def main() -> None:
     print(f"# {machine()}")
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-qa-"))
     root.mkdir(parents=True, exist_ok=True)
-    files = disfl_qa_split(args.task, root, args.questions)
+    files = disfl_qa_split(args.task, root, args.questions, args.answered)
     model = published_minilm(root)
     results: dict[str, list[dict]] = {"MLM Studio": [], "transformers Trainer": []}
     for seed in range(args.seeds):
