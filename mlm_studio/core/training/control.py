@@ -1,4 +1,6 @@
-"""How another thread steers a training run: pause, resume and stop, acted on between steps."""
+"""How another thread steers a training run: pause, resume and stop, acted on between steps. A stop may also come
+from a signal handler on the training thread itself (Ctrl-C on the command line): the step-by-step checks take no
+lock, so the handler can never wait for a lock that the thread it interrupted holds."""
 
 from __future__ import annotations
 
@@ -6,7 +8,8 @@ import threading
 
 
 class TrainingControl:
-    """Pause, resume and stop requests from another thread; the trainer acts on them between steps."""
+    """Pause, resume and stop requests from another thread or a signal handler; the trainer acts on them between
+    steps."""
 
     def __init__(self) -> None:
         self._stop = threading.Event()
@@ -21,7 +24,8 @@ class TrainingControl:
 
     def stop(self) -> None:
         self._stop.set()
-        self._running.set()
+        if not self._running.is_set():  # `is_set` takes no lock; `set` does, so only a paused run is woken
+            self._running.set()
 
     @property
     def paused(self) -> bool:
@@ -32,4 +36,6 @@ class TrainingControl:
         return self._stop.is_set()
 
     def wait_while_paused(self) -> None:
-        self._running.wait()
+        """Return at once unless paused (without a lock: see the module's note), else when resumed or stopped."""
+        if not self._running.is_set():
+            self._running.wait()

@@ -1,0 +1,29 @@
+"""Ctrl-C during training: the handler that asks for a stop never waits for a lock the interrupted loop holds."""
+
+import subprocess
+import sys
+
+ROUNDS = 50  # each a real SIGINT at an arbitrary point of the loop that checks for a pause and a stop
+
+CHILD = f"""
+import os, signal, threading, time
+from mlm_studio.commands.terminal import stop_on_interrupt
+from mlm_studio.core.training.control import TrainingControl
+
+def interrupt():
+    time.sleep(0.002)
+    os.kill(os.getpid(), signal.SIGINT)
+
+for _ in range({ROUNDS}):
+    control = TrainingControl()
+    signal.signal(signal.SIGINT, stop_on_interrupt(control, say=False))
+    threading.Thread(target=interrupt).start()
+    while not control.stop_requested:  # what a trainer checks between steps
+        control.wait_while_paused()
+print("stopped every time")
+"""
+
+
+def test_ctrl_c_between_steps_always_stops_the_loop():
+    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "stopped every time\n", "")
