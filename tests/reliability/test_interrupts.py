@@ -6,20 +6,23 @@ import sys
 ROUNDS = 50  # each a real SIGINT at an arbitrary point of the loop that checks for a pause and a stop
 
 CHILD = f"""
-import os, signal, threading, time
+import os, signal, threading
 from mlm_studio.commands.terminal import stop_on_interrupt
 from mlm_studio.core.training.control import TrainingControl
 
-def interrupt():
-    time.sleep(0.002)
+def interrupt(looping):
+    looping.wait()
     os.kill(os.getpid(), signal.SIGINT)
 
 for _ in range({ROUNDS}):
-    control = TrainingControl()
+    control, looping, checks = TrainingControl(), threading.Event(), 0
     signal.signal(signal.SIGINT, stop_on_interrupt(control, say=False))
-    threading.Thread(target=interrupt).start()
+    threading.Thread(target=interrupt, args=(looping,)).start()
     while not control.stop_requested:  # what a trainer checks between steps
         control.wait_while_paused()
+        checks += 1
+        if checks == 100:  # the loop is under way: the signal lands at some later check
+            looping.set()
 print("stopped every time")
 """
 
