@@ -3,6 +3,7 @@ recipe (or one JSON object), a rerun that continues the same search without trai
 folder refused in one sentence with nothing written, and bad values refused in a sentence before anything is."""
 
 import json
+import re
 
 import pytest
 
@@ -33,7 +34,7 @@ def test_a_search_prints_each_runs_progress_the_table_and_the_chosen_recipe(sear
     assert sum(line.endswith("of 5] " + line.split("] ", 1)[-1]) for line in err.splitlines() if "seed 1, run" in line)
     lines = out.splitlines()
     assert lines[0].split()[:2] == ["lr", "epochs"] and len(lines) == 5
-    assert lines[-1].startswith("Chosen recipe: learning rate ") and " epochs — validation macro-F1 " in lines[-1]
+    assert re.match(r"Chosen recipe: learning rate \S+, (1 epoch|\d+ epochs) — validation macro-F1 ", lines[-1])
     assert sum(line.startswith("*") for line in lines[1:4]) == 1
     assert json.loads((root / "search.json").read_text())["learning rates"] == [1e-3, 5e-3, 2e-2]
 
@@ -49,8 +50,8 @@ def test_a_rerun_continues_the_same_search_trains_nothing_and_says_it_as_json(pr
     assert [c["learning_rate"] for c in result["candidates"]] == [1e-3, 5e-3, 2e-2]
     assert sorted(len(c["validation"]) for c in result["candidates"]) == [1, 2, 2]
     chosen = result["chosen"]
-    assert out.splitlines()[-1].startswith(f"Chosen recipe: learning rate {chosen['learning_rate']:g}, "
-                                           f"{chosen['epochs']} epochs")  # fmt: skip
+    epochs = "1 epoch" if chosen["epochs"] == 1 else f"{chosen['epochs']} epochs"  # singular for one
+    assert out.splitlines()[-1].startswith(f"Chosen recipe: learning rate {chosen['learning_rate']:g}, {epochs} — ")
 
 
 def test_another_grid_in_the_same_folder_is_refused_in_one_sentence(pretrained, searched):  # noqa: F811

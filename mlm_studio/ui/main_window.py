@@ -350,7 +350,7 @@ class MainWindow(QMainWindow):
         """Another colour scheme: the navigation's glyphs take its text colours."""
         super().changeEvent(event)
         if event.type() in PALETTE_CHANGES:
-            palette = self.navigation.palette()
+            palette = self.palette()  # its own: the list it holds takes the new palette after it
             for row in range(self.navigation.count()):
                 item = self.navigation.item(row)
                 item.setIcon(panel_icon(item.text(), palette))

@@ -76,7 +76,8 @@ def test_every_candidate_runs_once_and_the_better_half_again_and_the_best_mean_i
     two_seeds = [c for c in found.candidates if len(c.trials) == 2]
     best = max(two_seeds, key=lambda c: (c.mean, -c.epochs))
     assert found.chosen.learning_rate == best.learning_rate and found.chosen.mean == pytest.approx(best.mean)
-    assert found.verdict.startswith(f"Chosen recipe: learning rate {best.learning_rate:g}, {best.epochs} epochs")
+    epochs = "1 epoch" if best.epochs == 1 else f"{best.epochs} epochs"  # said in words, singular for one
+    assert found.verdict.startswith(f"Chosen recipe: learning rate {best.learning_rate:g}, {epochs} — ")
     table = found.table().splitlines()
     assert len(table) == 4 and table[0].split()[:2] == ["lr", "epochs"] and "validation macro-F1" in table[0]
     assert sum(line.startswith("*") for line in table) == 1 and f"{best.learning_rate:g}" in next(

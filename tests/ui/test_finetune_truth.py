@@ -15,7 +15,7 @@ from mlm_studio.core.finetune.comparisons import read_comparison
 from mlm_studio.core.finetune.mistakes import Mistake
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.setup import prepare_finetuner
-from mlm_studio.core.training.records import StepRecord, TestRecord
+from mlm_studio.core.training.records import FinishedRecord, StartedRecord, StepRecord, TestRecord, ValidationRecord
 from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.ui.panels.finetune.comparison import ComparisonView
 from mlm_studio.ui.panels.finetune.plots import VALIDATION
@@ -69,6 +69,41 @@ def test_a_run_that_trains_every_step_is_completed_and_each_score_names_its_metr
     assert panel.plots.curves["validation_macro_f1"] in plots[VALIDATION].listDataItems()
     assert panel.plots.curves["validation_macro_f1"] not in plots["accuracy"].listDataItems()
     assert panel.minimumSizeHint().width() <= NARROWEST
+
+
+def test_paused_after_a_validation_then_stopped_the_bar_and_status_say_the_runs_step(qtbot, finetune_panel, tmp_path):
+    """A validation shows its scoring's progress on the bar; then the bar and the pause line say the run's steps
+    again, and a stopped run's bar ends where the run did, not full."""
+    panel = finetune_panel
+    fill(panel, write_task(tmp_path / "task.csv"), epochs=3.0)
+    seen = {"steps": [], "finished": []}
+
+    def on_record(record):
+        if isinstance(record, StartedRecord):
+            seen["total"] = record.total_steps
+        elif isinstance(record, StepRecord):
+            seen["steps"].append(record.step)
+        elif isinstance(record, ValidationRecord) and panel.controller.state != PAUSED:
+            panel.pause_button.click()
+        elif isinstance(record, FinishedRecord):
+            seen["finished"].append(record)
+
+    panel.controller.record.connect(on_record)
+    panel.start_button.click()
+    qtbot.waitUntil(lambda: panel.controller.state == PAUSED, timeout=TIMEOUT_MS)
+    step, total = seen["steps"][-1], seen["total"]
+    assert panel.status_label.text() == f"Paused after step {step} of {total}"
+    assert (panel.progress_bar.value(), panel.progress_bar.maximum()) == (step, total)
+    panel.runs.refresh()
+    panel.runs.select(panel.run_path)  # while a run trains no row is chosen: the panel keeps showing it
+    assert panel.runs.table.rowCount() == 1 and panel.runs.selected() is None
+    panel.stop_button.click()
+    run_to_the_end(qtbot, panel)
+    finished = seen["finished"][0]
+    assert finished.reason == "stopped" and finished.step < total
+    assert (panel.progress_bar.value(), panel.progress_bar.maximum()) == (finished.step, total)
+    panel.runs.select(panel.run_path)
+    assert panel.runs.selected() == panel.run_path  # idle again: rows can be chosen
 
 
 @pytest.mark.slow  # six tiny fine-tunings

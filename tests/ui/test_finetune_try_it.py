@@ -179,3 +179,16 @@ def test_a_run_named_like_markup_is_shown_by_its_name(qtbot, panel, runs, tmp_pa
     with qtbot.waitSignal(view.runner.succeeded, timeout=TIMEOUT_MS):
         view.text_edit.setPlainText("return the value")
     assert view.status.text().startswith("Answered by &lt;h1&gt;X&amp;amp;Y / best in ")  # escaped: read as named
+
+
+def test_an_answer_deep_in_a_long_context_is_scrolled_into_view(qtbot, panel, runs):
+    view = panel.try_it
+    panel.show_run(runs / "qa")
+    filler = "a line of words that says nothing much .\n" * 150
+    context = filler + "and the path of the type . the port is return .\n" + filler
+    view.question_edit.setText("what is the port ?")
+    answered(qtbot, view, context)
+    best = fine_tuned_at(runs / "qa").answer_text("what is the port ?", context).answers[0]
+    assert view.context.textCursor().position() == best["start"]
+    shown = view.context.viewport().rect()
+    assert shown.contains(view.context.cursorRect().center())

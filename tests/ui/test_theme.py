@@ -170,11 +170,16 @@ def test_an_unchecked_check_box_stands_out_on_the_dark_scheme(qtbot, restore_pal
         app.setStyle(style.name())
 
 
-def test_the_navigation_glyphs_take_the_schemes_text_colour(window, restore_palette):
+@pytest.mark.parametrize("schemes", [("dark",), ("dark", "light"), ("light", "dark", "light", "dark")])
+def test_the_navigation_glyphs_take_the_schemes_text_colour(qtbot, window, restore_palette, schemes):
+    """On every switch of the scheme while the window is open, not only the first."""
     from PySide6.QtGui import QColor
 
-    apply_scheme(QApplication.instance(), "dark")
-    text = window.navigation.palette().color(QPalette.ColorRole.WindowText)
+    window.show()
+    for scheme in schemes:
+        apply_scheme(QApplication.instance(), scheme)
+    text = palette_for(schemes[-1]).color(QPalette.ColorRole.WindowText)
+    qtbot.waitUntil(lambda: window.navigation.palette().color(QPalette.ColorRole.WindowText) == text)
     for row in range(window.navigation.count()):
         image = window.navigation.item(row).icon().pixmap(20, 20).toImage()
         opaque = [image.pixelColor(x, y) for x in range(image.width()) for y in range(image.height())]

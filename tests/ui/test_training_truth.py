@@ -230,3 +230,15 @@ def test_at_1280_by_720_both_rows_of_plots_keep_their_axes_and_the_table_shows_f
         assert table.rowCount() == 7
         rows = [table.visualRect(table.model().index(r, 0)) for r in range(table.rowCount())]
         assert len([row for row in rows if 0 <= row.top() and row.bottom() < table.viewport().height()]) >= 4, message
+
+
+def test_the_runs_table_lists_the_newest_run_first_until_another_column_is_chosen(qtbot, trained_runs):
+    from mlm_studio.ui.widgets.runs_table import RunsTable
+
+    table = RunsTable()
+    qtbot.addWidget(table)
+    table.show_runs(trained_runs)
+    assert [table.item(row, 0).text() for row in range(table.rowCount())] == ["late", "early"]  # trained in turn
+    table.sortByColumn(2, Qt.SortOrder.AscendingOrder)  # by step: the user's choice holds on the next refresh
+    table.show_runs(trained_runs)
+    assert [table.item(row, 0).text() for row in range(table.rowCount())] == ["early", "late"]

@@ -87,12 +87,18 @@ def _model(run: RunDir) -> str:
     origin = run.origin
     if not origin:
         return "?"
-    source = Path(str(origin.get("source", "?")))
-    if source.parent.name == CHECKPOINTS:  # a run's checkpoint
-        name = source.parent.parent.name
+    return model_name(str(origin.get("source", "?")), origin.get("kind") == "scratch")
+
+
+def model_name(source: str, scratch: bool = False) -> str:
+    """A model as the window names it: a run's name for its checkpoint, a Hub model's name, else the folder's;
+    `scratch:` before it for fresh weights of its shape."""
+    path = Path(source)
+    if path.parent.name == CHECKPOINTS:  # a run's checkpoint
+        name = path.parent.parent.name
     else:
-        name = hub_name_of(source) or source.name
-    return SCRATCH + name if origin.get("kind") == "scratch" else name
+        name = hub_name_of(path) or path.name
+    return SCRATCH + name if scratch else name
 
 
 def _best_score(run: RunDir) -> float | None:

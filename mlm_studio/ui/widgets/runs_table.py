@@ -39,6 +39,13 @@ class SortedItem(QTableWidgetItem):
             return str(mine) < str(theirs)
 
 
+def newest_first(table: QTableWidget) -> None:
+    """Sort `table` by its first column, whose cells sort by their run's last change, newest first, until the user
+    clicks another column's header."""
+    table.horizontalHeader().setSortIndicator(0, Qt.SortOrder.DescendingOrder)
+    table.setSortingEnabled(True)
+
+
 class RunsTable(QTableWidget):
     """One row per run, newest first; the selected run's folder is `selected_run()`. Long names lose their middle,
     so the date and the preset that tell runs apart stay visible."""
@@ -55,7 +62,7 @@ class RunsTable(QTableWidget):
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.verticalHeader().hide()
-        self.setSortingEnabled(True)
+        newest_first(self)
         self.setWordWrap(False)
         header = self.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
@@ -111,7 +118,7 @@ class RunsTable(QTableWidget):
         self._summaries[summary.path.resolve()] = summary
         loss, accuracy, evaluated = summary.val_loss, summary.val_accuracy, summary.val_step
         cells = (
-            SortedItem(summary.path.name, -summary.modified),
+            SortedItem(summary.path.name, summary.modified),
             SortedItem(summary.state, summary.state),
             SortedItem(f"{summary.checkpoint_step:,}", summary.checkpoint_step),
             SortedItem(f"{loss:.3f}" if loss is not None else "–", loss if loss is not None else float("inf")),

@@ -11,7 +11,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlm_studio.core.finetune.runs import ENDED, finetune_run
+from mlm_studio.core.finetune.request import SCRATCH
+from mlm_studio.core.finetune.runs import ENDED, finetune_run, model_name
 from mlm_studio.core.finetune.scores import MACRO_F1, score_field
 from mlm_studio.core.training.run_folder import RunDir
 
@@ -122,6 +123,12 @@ class RecipeSearch:
         return str(self.plan.get("model", "?"))
 
     @property
+    def model_name(self) -> str:
+        """The model as the window names it (`model` is the spec it was given: a path, or a Hub name)."""
+        spec = self.model
+        return model_name(spec.removeprefix(SCRATCH), spec.startswith(SCRATCH))
+
+    @property
     def task(self) -> str:
         train = self.plan.get("train file") or {}
         return f"{self.plan.get('task', '?')} · {Path(str(train.get('path', '?'))).name}"
@@ -169,7 +176,8 @@ class RecipeSearch:
         spread = f" ± {chosen.spread:.1%}" if chosen.spread is not None else ""
         seeds = len(chosen.trials)
         return (
-            f"Chosen recipe: learning rate {chosen.learning_rate:g}, {chosen.epochs} epochs — validation "
+            f"Chosen recipe: learning rate {chosen.learning_rate:g}, {chosen.epochs} epoch{'s' * (chosen.epochs != 1)}"
+            f" — validation "
             f"{self.score_name} {chosen.mean:.1%}{spread} over {seeds} seed{'s' * (seeds > 1)} (test "
             f"{statistics.fmean(chosen.test):.1%})."
         )

@@ -22,7 +22,14 @@ from typing import NamedTuple
 from mlm_studio.core.data.builtin_corpus import fingerprint
 from mlm_studio.core.data.labelled import Columns, TaskError
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
-from mlm_studio.core.finetune.recipe.result import PLAN, better_half_size, ranked, read_search, trial_folder
+from mlm_studio.core.finetune.recipe.result import (
+    PLAN,
+    RecipeSearch,
+    better_half_size,
+    ranked,
+    read_search,
+    trial_folder,
+)
 from mlm_studio.core.finetune.request import model_fingerprint
 from mlm_studio.core.finetune.runs import ENDED, finetune_run
 from mlm_studio.core.finetune.setup import prepare_finetuner
@@ -174,6 +181,13 @@ def search(plan: SearchPlan, root: str | Path, control: TrainingControl | None =
             yield tried(record)
         if tuner.control.stop_requested:
             return
+
+
+def plan_of(found: RecipeSearch) -> SearchPlan:
+    """The plan a search's folder was made with (its `search.json`): to continue the search where it stopped."""
+    plan = found.plan
+    spec, options = recipe_options(plan, float(plan["learning rates"][0]), float(plan["max epochs"]))
+    return SearchPlan(spec, options, tuple(plan["learning rates"]), int(plan["max epochs"]), int(plan["seeds"]))
 
 
 def recipe_options(plan: dict, learning_rate: float, epochs: float) -> tuple[str, FinetuneOptions]:

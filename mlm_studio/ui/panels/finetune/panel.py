@@ -29,7 +29,7 @@ from mlm_studio.core.finetune.comparisons import Comparison, read_comparison
 from mlm_studio.core.finetune.mistakes import wrong_test_examples
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.recipe.result import read_search
-from mlm_studio.core.finetune.recipe.search import SearchPlan, Tried, recipe_options, search
+from mlm_studio.core.finetune.recipe.search import SearchPlan, Tried, plan_of, recipe_options, search
 from mlm_studio.core.finetune.request import SCRATCH
 from mlm_studio.core.finetune.runs import last_test
 from mlm_studio.core.finetune.scores import main_score, score_field
@@ -60,6 +60,7 @@ from mlm_studio.ui.panels.finetune.subjects import (
     contender_subject,
     finished_line,
     run_subject,
+    search_subject,
     shown_run_line,
 )
 from mlm_studio.ui.run_export import RunExporter
@@ -123,6 +124,7 @@ class FinetunePanel(QWidget):
         self.runs = FinetuneRunsList(workspace)
         self.runs.chosen.connect(self.show_run)
         self.runs.comparison_chosen.connect(self.show_comparison)
+        self.runs.search_chosen.connect(self.show_search)
         self.runs.resume_button.clicked.connect(lambda: self.resume(self.runs.selected()))
         # one tab area under the form: the curves take all its height while training, the results after
         self.results = ResultsView(self.curves)
@@ -175,7 +177,7 @@ class FinetunePanel(QWidget):
         self.export_button.setToolTip("Write the fine-tuned classifier as a Hugging Face folder, with its labels")
         self.export_button.clicked.connect(lambda: self.exporter.ask(self.run_path, self.runs_root))
         self.progress_bar = QProgressBar()
-        self.total_steps = 1  # of the run training: the bar's range again after a scoring's progress
+        self.step, self.total_steps = 0, 1  # of the run training: what the bar and the status line say of it
         keep_room = self.progress_bar.sizePolicy()
         keep_room.setRetainSizeWhenHidden(True)  # shown once a run starts, it never widens the panel
         self.progress_bar.setSizePolicy(keep_room)
@@ -235,17 +237,40 @@ class FinetunePanel(QWidget):
         """Search the learning rate and epochs for the chosen model and task (the rest of the recipe as the form
         says), in a new folder under the runs folder; its table fills the Recipe tab as its runs end."""
         spec, options = self._chosen()
-        if spec is None:
-            return
-        root = new_run_path(self.runs_root, "search")
+        if spec is not None:
+            self.recipe.clear()
+            plan = SearchPlan(spec, options, *self.search_grid)
+            self._search(plan, new_run_path(self.runs_root, "search"), "preparing the first candidate")
 
+    def _search(self, plan: SearchPlan, root: Path, what: str) -> None:
         def prepare(progress, control, held):
             held.enter_context(RunLock(root))
-            return SimpleNamespace(run=partial(search, SearchPlan(spec, options, *self.search_grid), root, control))
+            return SimpleNamespace(run=partial(search, plan, root, control))
 
-        self.recipe.clear()
-        self._launch(prepare, "Reading the task and preparing the first candidate…")
+        self._launch(prepare, f"Reading the task and {what}…")
         self.search_root = root
+
+    def show_search(self, path: Path) -> None:
+        """A recipe search reopened from its folder, on the Recipe tab; the single-run tabs say they show none of
+        its runs."""
+        if self.controller.busy:
+            return
+        try:
+            found = read_search(path)
+        except UNREADABLE as exc:
+            self.message_bar.show_message(f"Could not read the recipe search {path.name}: {exc}", "error")
+            return
+        if found is None:
+            self.message_bar.show_message(f"{path.name} holds no recipe search any more", "error")
+            return
+        self._show_nothing(search_subject(found))
+        self.recipe.show_search(found)
+        self._mark_recipe_stale()
+        self.results.setCurrentWidget(self.recipe)
+        self.progress_bar.setRange(0, max(found.expected, 1))
+        self.progress_bar.setValue(found.counted)
+        self._say(f"Recipe search {found.path.name}: {found.state}")
+        self._update_controls(self.controller.state)
 
     def train_recipe(self, found) -> None:
         """Fine-tune the searched model on the searched task with the search's chosen recipe."""
@@ -272,8 +297,14 @@ class FinetunePanel(QWidget):
         self.recipe.mark_stale(spec, str(Path(task).resolve()) if task else "")
 
     def resume(self, path: Path | None) -> None:
-        """Continue a stopped or interrupted fine-tuning run exactly where its latest checkpoint left it."""
+        """Continue a stopped or interrupted fine-tuning run exactly where its latest checkpoint left it (a recipe
+        search: with the run it stopped in, then the rest of its plan)."""
         if path is None:
+            return
+        if self.runs.is_search(path):
+            found = read_search(path)
+            if found is not None:
+                self._search(plan_of(found), path, f"resuming {path.name}")
             return
 
         def prepare(progress, control, held):
@@ -289,6 +320,7 @@ class FinetunePanel(QWidget):
         self._show_nothing()
         self.results.setCurrentWidget(self.results.curves)
         self.compare_root = compare_root
+        self.step, self.total_steps = 0, 1
         self.progress_bar.setRange(0, 0)
         self._say(message)
         self.controller.start(prepare)
@@ -382,10 +414,10 @@ class FinetunePanel(QWidget):
             self._on_started(item, record)
         self.plots.add(record.kind, record.to_dict())
         if isinstance(record, StepRecord):
-            self.progress_bar.setRange(0, self.total_steps)  # after a scoring's progress (`_on_preparing`)
-            self.progress_bar.setValue(record.step)
+            self._reached(record.step)
             self._say_step(self._who(item))
         elif isinstance(record, ValidationRecord):
+            self._reached(record.step)  # the bar showed the scoring's progress (`_on_preparing`)
             name = score_field(record)[1]
             self._say(f"{self._who(item)}validation {name} {main_score(record):.1%} at step {record.step:,}")
             self.status_label.setToolTip(record.describe())  # with its loss and every score
@@ -394,6 +426,7 @@ class FinetunePanel(QWidget):
         elif isinstance(record, TestRecord):
             self._on_test(item, record)
         elif isinstance(record, FinishedRecord):
+            self._reached(record.step)
             self._say(self._who(item) + finished_line(record, self.total_steps, self.test))
             if isinstance(item, Said):
                 self._refresh_comparison()
@@ -414,8 +447,8 @@ class FinetunePanel(QWidget):
             self._refresh_search()  # with the runs before this one
         self.results.set_subject(subject)
         self.try_it.set_run(self.run_path)
-        self.total_steps = record.total_steps
-        self.progress_bar.setRange(0, record.total_steps)
+        self.step, self.total_steps = record.step, record.total_steps
+        self._show_steps()
         self._say(f"{self._who(item)}Fine-tuning {self.run_path.name}")
 
     def _on_test(self, item, test: TestRecord) -> None:
@@ -428,10 +461,19 @@ class FinetunePanel(QWidget):
         """The status line; its whole text also as its tooltip, for when the window is too narrow for it."""
         self.status_label.setText(text)
 
+    def _reached(self, step: int) -> None:
+        self.step = step
+        self._show_steps()
+
+    def _show_steps(self) -> None:
+        """The bar: the steps the run training has taken of its total."""
+        self.progress_bar.setRange(0, max(self.total_steps, 1))
+        self.progress_bar.setValue(self.step)
+
     def _say_step(self, who: str = "") -> None:
         """How far the run has come, and that it waits while paused."""
         step = "Paused after step" if self.controller.state == PAUSED else "step"
-        self._say(f"{who}{step} {self.progress_bar.value():,} of {self.progress_bar.maximum():,}")
+        self._say(f"{who}{step} {self.step:,} of {self.total_steps:,}")
 
     def _who(self, item) -> str:
         """`[contender, seed n, run i of N] ` for a comparison's record; nothing for a single run's."""
@@ -458,8 +500,7 @@ class FinetunePanel(QWidget):
             self._refresh_search()
             self.results.setCurrentWidget(self.recipe)
         else:
-            self.progress_bar.setRange(0, 1)
-            self.progress_bar.setValue(1 if self.test else 0)
+            self._show_steps()  # where it ended: a stopped run's bar is not full
             if shown is not None:
                 self.run_finished.emit(shown)
         if shown is not None:

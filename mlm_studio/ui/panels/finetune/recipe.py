@@ -94,7 +94,7 @@ class RecipeSearchView(QWidget):
         """A search as its folder tells it: its state, model and task, the chosen recipe once every run has
         finished, and each candidate's scores over the seeds of its runs that finished."""
         self.shown = found
-        self.title.setText(f"Recipe search {found.path.name}: {found.state} — {found.model} on {found.task}")
+        self.title.setText(f"Recipe search {found.path.name}: {found.state} — {found.model_name} on {found.task}")
         self.title.show()
         self.verdict.setText(found.verdict)
         name = found.score_name
@@ -136,8 +136,8 @@ class RecipeSearchView(QWidget):
             self.stale.hide()
             return
         self.stale.setText(
-            f"The form now names another model or task: this search was of {found.model} on {found.task}, and Train "
-            "it trains that."
+            f"The form now names another model or task: this search was of {found.model_name} on {found.task}, and "
+            "Train it trains that."
         )
         self.stale.show()
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mlm_studio.core.finetune.compare import Said, contenders
 from mlm_studio.core.finetune.comparisons import Comparison
+from mlm_studio.core.finetune.recipe.result import RecipeSearch
 from mlm_studio.core.finetune.runs import finetune_run
 from mlm_studio.core.finetune.scores import main_score, score_field
 from mlm_studio.core.training.records import FinishedRecord, TestRecord
@@ -31,6 +32,14 @@ def comparison_subject(comparison: Comparison) -> str:
     return (
         f"No single run: comparison {comparison.path.name} ({len(comparison.runs)} runs) is on the Comparison tab; "
         "choose a run in the Runs tab to see its curves, scores and mistakes"
+    )
+
+
+def search_subject(found: RecipeSearch) -> str:
+    """What the single-run tabs say while a recipe search they do not show is reopened."""
+    return (
+        f"No single run: recipe search {found.path.name} ({len(found.trials)} runs) is on the Recipe tab; choose a "
+        "run in the Runs tab to see its curves, scores and mistakes"
     )
 
 

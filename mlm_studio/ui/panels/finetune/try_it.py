@@ -345,6 +345,10 @@ class TryItView(QWidget):
                             f"score {best['score']:.1%}")  # fmt: skip
         self.context.setHtml(f"<p style='white-space:pre-wrap'>{marked}</p>")
         self.context.show()
+        cursor = self.context.textCursor()  # a long context opens where the answer is, not at its top
+        cursor.setPosition(best["start"])
+        self.context.setTextCursor(cursor)
+        self.context.ensureCursorVisible()
 
     def changeEvent(self, event) -> None:
         """The answer's highlight is blended over the background: a new scheme draws it again."""
