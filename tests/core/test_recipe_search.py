@@ -23,6 +23,7 @@ from mlm_studio.core.finetune.recipe.result import (
 from mlm_studio.core.finetune.recipe.search import (
     SearchPlan,
     SearchRefused,
+    plan_of,
     recipe_options,
     search,
 )
@@ -107,10 +108,14 @@ def test_the_plan_names_what_is_searched(searched, trained_run, task):
     assert written["fixed options"]["batch_size"] == 8 and written["fixed options"]["patience"] == 1
 
 
-def test_a_rerun_continues_the_same_search_and_trains_nothing(searched, trained_run, task):
+@pytest.mark.parametrize("plan_from", ["the same options", "its folder"])
+def test_a_rerun_continues_the_same_search_and_trains_nothing(searched, trained_run, task, plan_from):
+    """The plan given again, or read back from the folder (as the window resumes a search): the same search."""
     root, _ = searched
     before = snapshot(root)
-    again = list(search(plan_for(trained_run, task), root))
+    plan = plan_for(trained_run, task) if plan_from == "the same options" else plan_of(read_search(root))
+    assert plan.identity() == plan_for(trained_run, task).identity()
+    again = list(search(plan, root))
     assert [t.record.message for t in again] == [
         f"{t.path.name} has finished already; its scores are read back" for t in read_search(root).trials
     ]
