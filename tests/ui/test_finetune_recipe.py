@@ -101,6 +101,9 @@ def test_a_search_is_listed_reopened_in_a_new_panel_and_resumed_when_unfinished(
     assert all(c.text().startswith(f"No single run: recipe search {root.name}") for c in reopened.results.captions)
     reopened.runs.select(unfinished)
     assert reopened.recipe.shown.path == unfinished and "No recipe chosen" in reopened.recipe.verdict.text()
+    said = f"Recipe search {unfinished.name}: 2 of 3 runs finished; Resume on the Runs tab continues it"
+    assert reopened.status_label.text() == said
+    assert (reopened.progress_bar.value(), reopened.progress_bar.maximum()) == (2, 3)
     assert reopened.runs.resume_button.isEnabled()
     reopened.runs.resume_button.click()
     qtbot.waitUntil(lambda: reopened.controller.state == IDLE, timeout=TIMEOUT_MS)
@@ -108,3 +111,6 @@ def test_a_search_is_listed_reopened_in_a_new_panel_and_resumed_when_unfinished(
     assert resumed.complete and reopened.recipe.shown.complete
     assert [(t.learning_rate, t.seed) for t in resumed.trials] == [(t.learning_rate, t.seed) for t in found.trials]
     assert reopened.recipe.verdict.text() == resumed.verdict
+    assert reopened.status_label.text() == f"Recipe search {unfinished.name}: complete"
+    assert (reopened.progress_bar.value(), reopened.progress_bar.maximum()) == (3, 3)
+    assert reopened.results.currentWidget() is reopened.recipe

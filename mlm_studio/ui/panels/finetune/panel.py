@@ -264,13 +264,18 @@ class FinetunePanel(QWidget):
             self.message_bar.show_message(f"{path.name} holds no recipe search any more", "error")
             return
         self._show_nothing(search_subject(found))
+        self._show_search(found)
+        self._update_controls(self.controller.state)
+
+    def _show_search(self, found) -> None:
+        """A search on the Recipe tab, the bar at the runs it has finished of those it makes."""
         self.recipe.show_search(found)
         self._mark_recipe_stale()
         self.results.setCurrentWidget(self.recipe)
         self.progress_bar.setRange(0, max(found.expected, 1))
         self.progress_bar.setValue(found.counted)
-        self._say(f"Recipe search {found.path.name}: {found.state}")
-        self._update_controls(self.controller.state)
+        left = "" if found.complete else "; Resume on the Runs tab continues it"
+        self._say(f"Recipe search {found.path.name}: {found.state}{left}")
 
     def train_recipe(self, found) -> None:
         """Fine-tune the searched model on the searched task with the search's chosen recipe."""
@@ -497,8 +502,7 @@ class FinetunePanel(QWidget):
             self._finish_comparison()
         elif self.search_root is not None:
             self.test = None
-            self._refresh_search()
-            self.results.setCurrentWidget(self.recipe)
+            self._refresh_search(ended=True)
         else:
             self._show_steps()  # where it ended: a stopped run's bar is not full
             if shown is not None:
@@ -519,13 +523,15 @@ class FinetunePanel(QWidget):
             self._show_comparison(comparison)
             self.results.setCurrentWidget(self.comparison)
 
-    def _refresh_search(self) -> None:
-        """The recipe search running, as its folder tells it now."""
+    def _refresh_search(self, ended: bool = False) -> None:
+        """The recipe search running (or `ended`: with its bar and what continues it), as its folder tells it now."""
         try:
             found = read_search(self.search_root)
         except UNREADABLE:
             return  # a run folder being written: the next run's end reads it again
-        if found is not None:
+        if found is not None and ended:
+            self._show_search(found)
+        elif found is not None:
             self.recipe.show_search(found)
             self._mark_recipe_stale()
             self._say(f"Recipe search {found.path.name}: {found.state}")
