@@ -99,6 +99,7 @@ def test_a_search_is_listed_reopened_in_a_new_panel_and_resumed_when_unfinished(
     assert reopened.status_label.text() == f"Recipe search {root.name}: complete"
     assert not reopened.runs.resume_button.isEnabled()  # nothing left to run
     assert all(c.text().startswith(f"No single run: recipe search {root.name}") for c in reopened.results.captions)
+    assert reopened.curves.currentWidget() is reopened.hint and reopened.hint.text() == ""  # nothing contradicts it
     reopened.runs.select(unfinished)
     assert reopened.recipe.shown.path == unfinished and "No recipe chosen" in reopened.recipe.verdict.text()
     said = f"Recipe search {unfinished.name}: 2 of 3 runs finished; Resume on the Runs tab continues it"

@@ -3,14 +3,13 @@ labelled file in the background, with live curves of the training loss and accur
 and stop; when it ends, the test scores, confusion matrix and mistakes (results.py), and the classifier exported.
 Compare fine-tunes the model against its starting model and the same from scratch over several seeds
 (comparison.py); Search recipe tries several learning rates on the validation split and shows the recipe they
-choose (recipe.py); the Runs tab lists the fine-tuning runs and comparisons, shows a run's results, reopens a
-comparison and resumes a run (runs_list.py). Every tab names the run it shows (subjects.py)."""
+choose (recipe.py); both are run and reopened by series.py; the Runs tab lists the fine-tuning runs, comparisons and
+searches, shows a run's results, reopens a comparison or search and resumes a run or search (runs_list.py). Every
+tab names the run it shows (subjects.py)."""
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
-from types import SimpleNamespace
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -24,18 +23,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.finetune.compare import Said, compare, contenders
-from mlm_studio.core.finetune.comparisons import Comparison, read_comparison
+from mlm_studio.core.finetune.compare import Said
 from mlm_studio.core.finetune.mistakes import wrong_test_examples
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.recipe.result import read_search
-from mlm_studio.core.finetune.recipe.search import SearchPlan, Tried, plan_of, recipe_options, search
-from mlm_studio.core.finetune.request import SCRATCH
+from mlm_studio.core.finetune.recipe.search import Tried, plan_of
 from mlm_studio.core.finetune.runs import last_test
 from mlm_studio.core.finetune.scores import main_score, score_field
 from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.finetune.tasks import SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
-from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.training.records import (
     CheckpointRecord,
@@ -54,13 +50,12 @@ from mlm_studio.ui.panels.finetune.plots import FinetunePlots
 from mlm_studio.ui.panels.finetune.recipe import RecipeSearchView, search_plan_line, trial_subject
 from mlm_studio.ui.panels.finetune.results import ResultsView
 from mlm_studio.ui.panels.finetune.runs_list import FinetuneRunsList
+from mlm_studio.ui.panels.finetune.series import UNREADABLE, RunSeries
 from mlm_studio.ui.panels.finetune.subjects import (
     comparison_plan,
-    comparison_subject,
     contender_subject,
     finished_line,
     run_subject,
-    search_subject,
     shown_run_line,
 )
 from mlm_studio.ui.run_export import RunExporter
@@ -77,12 +72,11 @@ CURVES_HINT = (
     "file above, then Start, or Compare to see whether pre-training helps: your model against the same architecture "
     "from scratch, over several seeds; Search recipe, on the Recipe tab, finds the learning rate and epochs."
 )
-UNREADABLE = (CheckpointError, OSError, TypeError, ValueError, KeyError)  # a damaged or half-written folder
 SERIES = (Said, Tried)  # a record of one of a comparison's or a recipe search's runs
 
 
-class FinetunePanel(QWidget):
-    """Choose, fine-tune, read the outcome, export."""
+class FinetunePanel(RunSeries, QWidget):
+    """Choose, fine-tune, read the outcome, export; compare and search recipes (series.py)."""
 
     run_finished = Signal(object)  # the run folder
 
@@ -217,90 +211,6 @@ class FinetunePanel(QWidget):
 
         self._launch(prepare, "Reading the task and preparing the model…")
 
-    def start_comparison(self) -> None:
-        """Fine-tune the chosen model, its starting model and the same from scratch, once per seed, in a new folder
-        of runs under the runs folder."""
-        (spec, options), seeds = self._chosen(), self.seeds.value()
-        if spec is None:
-            return
-        root = new_run_path(self.runs_root, "compare")
-
-        def prepare(progress, control, held):
-            held.enter_context(RunLock(root))
-            return SimpleNamespace(run=partial(compare, spec, options, root, seeds, control))
-
-        self.comparison.clear()
-        self._launch(prepare, "Reading the task and preparing the first contender…", root)
-        self.compare_runs, self.compare_started = len(contenders(spec)) * seeds, 0
-
-    def start_search(self) -> None:
-        """Search the learning rate and epochs for the chosen model and task (the rest of the recipe as the form
-        says), in a new folder under the runs folder; its table fills the Recipe tab as its runs end."""
-        spec, options = self._chosen()
-        if spec is not None:
-            self.recipe.clear()
-            plan = SearchPlan(spec, options, *self.search_grid)
-            self._search(plan, new_run_path(self.runs_root, "search"), "preparing the first candidate")
-
-    def _search(self, plan: SearchPlan, root: Path, what: str) -> None:
-        def prepare(progress, control, held):
-            held.enter_context(RunLock(root))
-            return SimpleNamespace(run=partial(search, plan, root, control))
-
-        self._launch(prepare, f"Reading the task and {what}…")
-        self.search_root = root
-
-    def show_search(self, path: Path) -> None:
-        """A recipe search reopened from its folder, on the Recipe tab; the single-run tabs say they show none of
-        its runs."""
-        if self.controller.busy:
-            return
-        try:
-            found = read_search(path)
-        except UNREADABLE as exc:
-            self.message_bar.show_message(f"Could not read the recipe search {path.name}: {exc}", "error")
-            return
-        if found is None:
-            self.message_bar.show_message(f"{path.name} holds no recipe search any more", "error")
-            return
-        self._show_nothing(search_subject(found))
-        self._show_search(found)
-        self._update_controls(self.controller.state)
-
-    def _show_search(self, found) -> None:
-        """A search on the Recipe tab, the bar at the runs it has finished of those it makes."""
-        self.recipe.show_search(found)
-        self._mark_recipe_stale()
-        self.results.setCurrentWidget(self.recipe)
-        self.progress_bar.setRange(0, max(found.expected, 1))
-        self.progress_bar.setValue(found.counted)
-        left = "" if found.complete else "; Resume on the Runs tab continues it"
-        self._say(f"Recipe search {found.path.name}: {found.state}{left}")
-
-    def train_recipe(self, found) -> None:
-        """Fine-tune the searched model on the searched task with the search's chosen recipe."""
-        chosen = found.chosen if found is not None else None
-        if chosen is None or self.controller.busy:
-            return
-        spec, options = recipe_options(found.plan, chosen.learning_rate, chosen.epochs)
-        path = new_run_path(self.runs_root, "finetune")
-
-        def prepare(progress, control, held):
-            held.enter_context(RunLock(path))
-            return prepare_finetuner(path, spec, options, control, progress=progress)
-
-        self._launch(prepare, f"Training the chosen recipe of {found.path.name}…")
-
-    def _use_recipe(self, learning_rate: float, epochs: int) -> None:
-        self.form.learning_rate.setValue(learning_rate)
-        self.form.epochs.setValue(epochs)
-
-    def _mark_recipe_stale(self) -> None:
-        model = self.form.model_combo.currentData()
-        spec = (SCRATCH if self.form.scratch_box.isChecked() else "") + model if model else None
-        task = self.form.task_edit.text().strip()
-        self.recipe.mark_stale(spec, str(Path(task).resolve()) if task else "")
-
     def resume(self, path: Path | None) -> None:
         """Continue a stopped or interrupted fine-tuning run exactly where its latest checkpoint left it (a recipe
         search: with the run it stopped in, then the rest of its plan)."""
@@ -331,12 +241,14 @@ class FinetunePanel(QWidget):
         self.controller.start(prepare)
 
     def _show_nothing(self, subject: str = "") -> None:
-        """No run's curves, scores or mistakes: what a new run starts from."""
+        """No run's curves, scores or mistakes: what a new run starts from; with a `subject` (a run, comparison or
+        search reopened) each tab names it instead of saying how to start."""
         self.mistakes_task.cancel()
         self.message_bar.clear()
         self.plots.clear()
         self.results.clear()
         self.results.set_subject(subject)
+        self.hint.setText("" if subject else CURVES_HINT)
         self.curves.setCurrentWidget(self.hint)
         self.test, self.run_path, self.compare_root, self.search_root = None, None, None, None
         self.try_it.set_run(None)
@@ -365,40 +277,6 @@ class FinetunePanel(QWidget):
             self.results.show_test(test, self._tagging())
             self.mistakes_task.start(lambda progress: wrong_test_examples(path, progress))
         self._update_controls(self.controller.state)
-
-    def show_comparison(self, path: Path) -> None:
-        """A comparison reopened from its folder: its table, plot and verdict from its runs' test records; the
-        single-run tabs say they show none of its runs."""
-        if self.controller.busy:
-            return
-        try:
-            comparison = read_comparison(path)
-        except UNREADABLE as exc:
-            self.message_bar.show_message(f"Could not read the comparison {path.name}: {exc}", "error")
-            return
-        if comparison is None:
-            self.message_bar.show_message(f"{path.name} holds no comparison any more", "error")
-            return
-        self._show_nothing(comparison_subject(comparison))
-        self.compare_root = path
-        self._show_comparison(comparison)
-        self.results.setCurrentWidget(self.comparison)
-        self._update_controls(self.controller.state)
-
-    def _show_comparison(self, comparison: Comparison) -> None:
-        self.comparison.show_comparison(comparison)
-        self.progress_bar.setRange(0, max(comparison.expected, 1))
-        self.progress_bar.setValue(len(comparison.counted))
-        self._say(f"Comparison {comparison.path.name}: {comparison.state}")
-
-    def _refresh_comparison(self) -> None:
-        """The comparison running, as its folder tells it now."""
-        try:
-            comparison = read_comparison(self.compare_root)
-        except UNREADABLE:
-            return  # a run folder being written: the next contender's end reads it again
-        if comparison is not None:
-            self.comparison.show_comparison(comparison)
 
     def toggle_pause(self) -> None:
         if self.controller.state == RUNNING:
@@ -511,30 +389,6 @@ class FinetunePanel(QWidget):
             self.mistakes_task.start(lambda progress, run=shown: wrong_test_examples(run, progress))
         self.runs.refresh()
         self._update_controls(IDLE)
-
-    def _finish_comparison(self) -> None:
-        """The comparison as its folder tells it, on its tab; the single-run tabs keep its last run, named."""
-        try:
-            comparison = read_comparison(self.compare_root)
-        except UNREADABLE as exc:
-            self.message_bar.show_message(f"Could not read the comparison {self.compare_root.name}: {exc}", "error")
-            return
-        if comparison is not None:
-            self._show_comparison(comparison)
-            self.results.setCurrentWidget(self.comparison)
-
-    def _refresh_search(self, ended: bool = False) -> None:
-        """The recipe search running (or `ended`: with its bar and what continues it), as its folder tells it now."""
-        try:
-            found = read_search(self.search_root)
-        except UNREADABLE:
-            return  # a run folder being written: the next run's end reads it again
-        if found is not None and ended:
-            self._show_search(found)
-        elif found is not None:
-            self.recipe.show_search(found)
-            self._mark_recipe_stale()
-            self._say(f"Recipe search {found.path.name}: {found.state}")
 
     def _on_mistakes(self, mistakes) -> None:
         self.results.show_mistakes(mistakes, self._tagging())
