@@ -21,7 +21,7 @@ from mlm_studio.core.training.records import StepRecord
 from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
-from tests.command import mlm_studio
+from tests.command import Ran, mlm_studio
 from tests.core.helpers import config_file, small_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -366,23 +366,23 @@ def _small_sections():
 
 
 @pytest.mark.parametrize("family", ["roberta", "distilbert", "modernbert"])
-def test_each_family_from_the_hub_cache_trains_predicts_and_exports_as_subprocesses(
-    family, tmp_path, corpus_file, small_corpus
-):
+def test_each_family_from_the_hub_cache_trains_predicts_and_exports(family, tmp_path, corpus_file, small_corpus,
+                                                                     monkeypatch):  # fmt: skip
     """`train --init-from NAME` with NAME in the local Hugging Face cache (offline), `predict` on the run and
-    on the cached model (typed [MASK] for RoBERTa's <mask>), `export` back as the family's folder."""
+    on the cached model (typed [MASK] for RoBERTa's <mask>), `export` back as the family's folder. (That a fresh
+    process finds the cache where HF_HUB_CACHE says: tests/core/test_hub_cache.py.)"""
     from itertools import islice
 
     from tests.core.family_folders import make_folder
-    from tests.core.hub_layout import point_main_at
+    from tests.core.hub_layout import point_main_at, use_cache
 
     snapshot = tmp_path / "hub" / f"models--tiny--{family}" / "snapshots" / "abc123"
     make_folder(family, list(islice(small_corpus.iter_documents(), 400)), snapshot)
     point_main_at(snapshot)
-    env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
+    use_cache(monkeypatch, tmp_path / "hub")
 
-    def cli(*args: str) -> subprocess.CompletedProcess:
-        done = subprocess.run([sys.executable, "-m", "mlm_studio", *args], env=env, capture_output=True, text=True)
+    def cli(*args: str) -> Ran:
+        done = mlm_studio(*args, env={"HF_HUB_OFFLINE": "1"})
         assert done.returncode == 0, done.stderr
         return done
 
@@ -549,9 +549,7 @@ def test_a_one_document_corpus_says_why_it_has_no_validation_and_records_no_nan(
     assert "NaN" not in text and '"type": "eval"' not in text and '"type": "step"' in text
 
 
-def test_a_run_without_evaluations_and_with_a_nan_checkpoint_gets_the_truth_as_subprocesses(
-    tmp_path, small_corpus, small_tokenizer
-):
+def test_a_run_without_evaluations_and_with_a_nan_checkpoint_gets_the_truth(tmp_path, small_corpus, small_tokenizer):
     run = start_run(tmp_path / "run", small_config(max_steps=20, checkpoint_interval=2), small_corpus, small_tokenizer)
     control = TrainingControl()
     for record in Trainer(run, *training_blocks(run, small_corpus), control).run():
@@ -559,18 +557,18 @@ def test_a_run_without_evaluations_and_with_a_nan_checkpoint_gets_the_truth_as_s
             control.stop()  # stopped before its first evaluation: no checkpoint has a validation loss
     assert [p.name for p in run.checkpoints()] == ["step-0000002", "step-0000003"]
 
-    code, out, err = cli("export", str(run.path), str(tmp_path / "hf"), "--best", in_a_subprocess=True)
+    code, out, err = cli("export", str(run.path), str(tmp_path / "hf"), "--best")
     assert code == 0, err
     assert "Took step-0000003, the latest checkpoint: none of the run's checkpoints has a validation loss" in out
 
     weights = load_file(str(run.checkpoints()[-1] / "model.safetensors"))
     weights = {name: torch.full_like(t, float("nan")) if t.is_floating_point() else t for name, t in weights.items()}
     save_file(weights, str(run.checkpoints()[-1] / "model.safetensors"))  # as a divergence saved before the check
-    code, out, err = cli("predict", str(run.path), "the [MASK] of", in_a_subprocess=True)
+    code, out, err = cli("predict", str(run.path), "the [MASK] of")
     assert code == 1 and "Traceback" not in err
     assert f"Use {run.checkpoints()[0]}, the newest checkpoint with finite weights." in err
     written = {name: (run.path / name).read_bytes() for name in ("config.toml", "metrics.jsonl")}
-    code, out, err = cli("train", "--resume", str(run.path), "--max-steps", "30", in_a_subprocess=True)
+    code, out, err = cli("train", "--resume", str(run.path), "--max-steps", "30")
     assert code == 1 and "Traceback" not in err
     assert "step-0000003's weights hold values that are not finite numbers, so training cannot resume" in err
     assert "The newest checkpoint with finite weights is step-0000002: to resume from it, move step-0000003" in err
@@ -578,7 +576,7 @@ def test_a_run_without_evaluations_and_with_a_nan_checkpoint_gets_the_truth_as_s
     assert {name: (run.path / name).read_bytes() for name in written} == written  # refused before any write
 
     for command_line in (("export", str(run.path), str(tmp_path / "nan")), ("evaluate", str(run.path))):
-        code, out, err = cli(*command_line, in_a_subprocess=True)
+        code, out, err = cli(*command_line)
         assert code == 1 and "Traceback" not in err, command_line
         assert "step-0000003's weights hold values that are not finite numbers, so MLM Studio will not" in err
         assert f"The newest checkpoint with finite weights is {run.checkpoints()[0]}" in err

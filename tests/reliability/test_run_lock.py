@@ -11,6 +11,7 @@ import pytest
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.training.run_folder import RunDir
+from tests.command import mlm_studio
 from tests.core.helpers import config_file, small_config
 
 
@@ -37,9 +38,7 @@ def test_a_second_process_is_refused_with_the_holders_pid_and_a_kill_releases_th
     try:
         wait_for_line(first, "checkpoint")
         for args in (["--resume", str(run)], ["--config", str(cfg), "--corpus", str(corpus_file), "--out", str(run)]):
-            second = subprocess.run(
-                [sys.executable, "-m", "mlm_studio", "train", *args], capture_output=True, text=True, timeout=120
-            )
+            second = mlm_studio("train", *args)  # this process: another one than the holder
             assert second.returncode == 1
             assert f"is being trained by process {first.pid}" in second.stderr, second.stderr
     finally:
@@ -50,12 +49,7 @@ def test_a_second_process_is_refused_with_the_holders_pid_and_a_kill_releases_th
     latest = RunDir(run).latest_checkpoint()
     shutil.copytree(latest, checkpoints / f".step-9999999.tmp{first.pid}")
     more = str(int(latest.name.split("-")[1]) + 1)  # one step: a resume with nothing left to train is refused
-    resumed = subprocess.run(
-        [sys.executable, "-m", "mlm_studio", "train", "--resume", str(run), "--max-steps", more],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    resumed = mlm_studio("train", "--resume", run, "--max-steps", more)
     assert resumed.returncode == 0, resumed.stderr
     assert not [p for p in os.listdir(checkpoints) if p.startswith(".")]
 
