@@ -4,7 +4,8 @@ corpus, a tokenizer trained on it, the final evaluation and checkpoint), one pro
 the process's ru_maxrss: the interpreter, PyTorch, the tokenizer, the data and training together (checked to
 exceed this process's own peak, which Linux would otherwise report for a child).
 
-Run: python benchmarks/bench_memory.py [--steps 5] [--cases modern base small:roberta]
+Run: python benchmarks/bench_memory.py [--steps 5] [--cases modern base small:roberta] [--cache FOLDER]
+(`--cache`: one cache for every case, the built-in corpus built once; building it does not reach training's peak.)
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CASES = [*PRESETS, *(f"small:{family}" for family in FAMILIES if family != "bert")]
 
 
-def measure(case: str, steps: int) -> tuple[int, int, float, str]:
-    """(peak resident bytes, estimated bytes, seconds, shape) of one fresh `mlm-studio train` process."""
+def measure(case: str, steps: int, cache: Path | None = None) -> tuple[int, int, float, str]:
+    """(peak resident bytes, estimated bytes, seconds, shape) of one fresh `mlm-studio train` process, with a
+    fresh cache unless given one."""
     name, _, family = case.partition(":")
     options = ["--preset", name, "--max-steps", str(steps)]
     if family == "electra":
@@ -37,7 +39,7 @@ def measure(case: str, steps: int) -> tuple[int, int, float, str]:
     elif family:
         options += ["--set", f"model.family={family}"]
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "MLM_STUDIO_CACHE": str(Path(tmp) / "cache")}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "MLM_STUDIO_CACHE": str(cache or Path(tmp) / "cache")}
         command = [sys.executable, "-m", "mlm_studio", "train", *options, "--out", str(Path(tmp) / "run")]
         start = time.perf_counter()
         process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -63,12 +65,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--cases", nargs="+", default=CASES, help="preset names, or preset:family")
+    parser.add_argument("--cache", type=Path, help="one cache for every case (default: a fresh one for each)")
     args = parser.parse_args()
     print(f"Peak resident memory of `mlm-studio train --max-steps {args.steps}`, one fresh process each; {machine()}")
     print("| case | model | measured peak | estimate | estimate ÷ peak | time |")
     print("|---|---|---|---|---|---|")
     for case in args.cases:
-        peak, estimate, seconds, shape = measure(case, args.steps)
+        peak, estimate, seconds, shape = measure(case, args.steps, args.cache)
         mib = 2**20
         print(
             f"| {case} | {shape} | {peak / mib:,.0f} MiB | {estimate / mib:,.0f} MiB | {estimate / peak:.2f} | "

@@ -196,12 +196,7 @@ def test_kill_dash_nine_then_resume_continues_from_the_last_checkpoint(tmp_path,
     process.wait()
     latest = RunDir(run).latest_checkpoint()
     assert latest is not None and int(latest.name.split("-")[1]) >= 6
-    resumed = subprocess.run(
-        command("train", "--resume", run, "--max-steps", int(latest.name.split("-")[1]) + 3),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    resumed = mlm_studio("train", "--resume", run, "--max-steps", int(latest.name.split("-")[1]) + 3)
     assert resumed.returncode == 0, resumed.stderr
     assert f"steps {int(latest.name.split('-')[1])} →" in resumed.stdout and "Finished (completed)" in resumed.stdout
 
@@ -228,12 +223,7 @@ def test_ctrl_c_stops_cleanly_with_a_checkpoint(tmp_path, corpus_file):
 def test_torchrun_with_two_cpu_processes_trains_like_one(tmp_path, corpus_file):
     """Two gloo processes with 8 blocks each take the steps one process takes with 16 blocks."""
     single = config_file(tmp_path, batch_size=16, max_steps=40, eval_interval=40, learning_rate=5e-3)
-    alone = subprocess.run(
-        command("train", "--config", single, "--corpus", corpus_file, "--out", tmp_path / "one"),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    alone = mlm_studio("train", "--config", single, "--corpus", corpus_file, "--out", tmp_path / "one")
     assert alone.returncode == 0, alone.stderr
     (tmp_path / "two-cfg").mkdir()
     double = config_file(tmp_path / "two-cfg", batch_size=8, max_steps=40, eval_interval=40, learning_rate=5e-3)

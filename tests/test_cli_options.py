@@ -1,17 +1,15 @@
 """An option the command line does not know is refused naming the one meant: `transformers`' name for it, or a
 close spelling."""
 
-import subprocess
-import sys
-
 import pytest
 
 from mlm_studio.cli import main
+from tests.command import mlm_studio
 
 
-def test_finetunes_learning_rate_under_its_transformers_name_is_refused_naming_lr(tmp_path):
-    command = [sys.executable, "-m", "mlm_studio", "finetune", "model", "--task", "t.csv", "--learning_rate", "1e-3"]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+def test_finetunes_learning_rate_under_its_transformers_name_is_refused_naming_lr(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    done = mlm_studio("finetune", "model", "--task", "t.csv", "--learning_rate", "1e-3")
     assert done.returncode == 2 and done.stdout == "" and list(tmp_path.iterdir()) == []
     assert done.stderr.endswith("mlm-studio: error: unrecognized arguments: --learning_rate 1e-3; did you mean --lr?\n")
 

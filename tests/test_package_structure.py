@@ -17,7 +17,6 @@ def module_name(path: Path) -> str:
 
 
 MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
-TREES = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in MODULES.items()}
 
 
 def defined(tree: ast.Module) -> set[str]:
@@ -47,13 +46,14 @@ def imports_of(tree: ast.Module):
 
 
 def test_every_name_is_imported_from_its_home():
+    trees = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in MODULES.items()}
     test_trees = {str(p): ast.parse(p.read_text(encoding="utf-8")) for p in (ROOT / "tests").rglob("*.py")}
     strays = []
-    for where, tree in {**TREES, **test_trees}.items():
+    for where, tree in {**trees, **test_trees}.items():
         for module, name in imports_of(tree):
             if name is None or f"{module}.{name}" in MODULES:
                 continue
-            if module not in TREES or name not in defined(TREES[module]):
+            if module not in trees or name not in defined(trees[module]):
                 strays.append(f"{where}: from {module} import {name}")
     assert not strays, "\n".join(strays)
 

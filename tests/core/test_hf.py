@@ -3,8 +3,6 @@
 import json
 import os
 import shutil
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -606,7 +604,7 @@ def test_train_init_from_an_electra_export_whose_generator_links_to_a_bert_folde
     (out / GENERATOR_FOLDER).symlink_to(exported, target_is_directory=True)
     further = tmp_path / "further"
     args = ["train", "--init-from", str(out), "--corpus", str(corpus_file), "--out", str(further), "--max-steps", "1"]
-    done = subprocess.run([sys.executable, "-m", "mlm_studio", *args], capture_output=True, text=True)
+    done = mlm_studio(*args)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == (
         f"mlm-studio: model: its generator ({GENERATOR_FOLDER}/config.json) describes a BERT model, not an ELECTRA "

@@ -15,6 +15,7 @@ import pytest
 
 from mlm_studio.core.data.corpus import CorpusError, load_corpus
 from mlm_studio.core.storage.hub_cache import cached_model
+from tests.command import mlm_studio
 from tests.core.hub_layout import add_folder, add_snapshot, point_main_at, use_cache
 
 DOCS = ["A first document from the Hub cache.", "A second one, in another shard."]
@@ -68,13 +69,8 @@ def test_the_command_line_trains_on_a_cached_hub_dataset(caches, tmp_path):
     main = (caches / "hub" / "datasets--someone--tiny-corpus" / "refs" / "main").read_text()
     shards = caches / "hub" / "datasets--someone--tiny-corpus" / "snapshots" / main / "data"
     pq.write_table(pa.table({"text": [DOCS[0]] * 50}), shards / "train-00000-of-00002.parquet")
-    command = [sys.executable, "-m", "mlm_studio", "train", "--config", str(config_file(tmp_path))]
-    done = subprocess.run(
-        [*command, "--corpus", "hf:someone/tiny-corpus", "--max-steps", "1", "--out", str(tmp_path / "run")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = mlm_studio("train", "--config", config_file(tmp_path), "--corpus", "hf:someone/tiny-corpus",
+                      "--max-steps", "1", "--out", tmp_path / "run")  # fmt: skip
     assert done.returncode == 0, done.stderr
     shard = (shards / "train-00000-of-00002.parquet").resolve()  # the blob the snapshot links to
     assert "51 documents" in done.stderr and str(shard) in (tmp_path / "run" / "corpus.json").read_text()

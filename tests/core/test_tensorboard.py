@@ -38,14 +38,8 @@ def expected(run: RunDir) -> dict[str, list[tuple[int, float]]]:
 
 def test_a_run_killed_and_resumed_has_its_events_once_each_equal_to_its_metrics(tmp_path, corpus_file):
     run = tmp_path / "run"
-    command = [sys.executable, "-m", "mlm_studio", "train"]
     cfg = config_file(tmp_path, max_steps=6, checkpoint_interval=3, eval_interval=3, log_interval=1)
-    done = subprocess.run(
-        [*command, "--config", str(cfg), "--corpus", str(corpus_file), "--out", str(run)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = mlm_studio("train", "--config", cfg, "--corpus", corpus_file, "--out", run)
     assert done.returncode == 0 and f"TensorBoard events in {run.resolve() / EVENTS_FOLDER}" in done.stdout
     assert scalars(RunDir(run)) == expected(RunDir(run)) and "eval/accuracy" in scalars(RunDir(run))
     # as if killed after step 3's checkpoint: steps 4–6 are in the events but will be trained again
@@ -53,9 +47,7 @@ def test_a_run_killed_and_resumed_has_its_events_once_each_equal_to_its_metrics(
     users = foreign_events(run / EVENTS_FOLDER / "baseline").parent
     (run / EVENTS_FOLDER / "notes.txt").write_text("compare with the baseline")
     before = contents(users)
-    done = subprocess.run(
-        [*command, "--resume", str(run), "--max-steps", "8"], capture_output=True, text=True, timeout=300
-    )
+    done = mlm_studio("train", "--resume", run, "--max-steps", 8)
     assert done.returncode == 0, done.stderr
     got = scalars(RunDir(run))
     assert got == expected(RunDir(run)) and [s for s, _ in got["train/loss"]] == list(range(1, 9))
@@ -88,11 +80,6 @@ def ours(folder: Path) -> list[str]:
     return sorted(json.loads((folder / MANIFEST).read_text())["files"])
 
 
-def tensorboard_command(run: Path) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "mlm_studio", "tensorboard", str(run)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120)
-
-
 def test_writing_events_again_removes_only_the_event_files_mlm_studio_wrote(tmp_path, trained_run):
     run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
     folder = run.path / EVENTS_FOLDER
@@ -101,7 +88,7 @@ def test_writing_events_again_removes_only_the_event_files_mlm_studio_wrote(tmp_
     foreign_events(folder / "baseline")
     (folder / "baseline" / "notes.txt").write_text("my baseline")
     kept = {name: data for name, data in contents(folder).items() if name not in (*earlier, MANIFEST)}
-    done = tensorboard_command(run.path)
+    done = mlm_studio("tensorboard", run.path)
     assert done.returncode == 0 and "Traceback" not in done.stderr
     assert f"Note: left in place: {beside} was not written by MLM Studio; TensorBoard shows their events" in done.stdout
     assert {name: data for name, data in contents(folder).items() if name in kept} == kept and len(kept) == 3
@@ -115,7 +102,7 @@ def test_a_step_tensorboard_cannot_hold_is_refused_and_the_earlier_events_stay(t
     last = [r for r in run.read_metrics() if r["type"] == "step"][-1]
     run.append_metrics([{**last, "step": 2**64}])
     before = contents(run.path / EVENTS_FOLDER)
-    done = tensorboard_command(run.path)
+    done = mlm_studio("tensorboard", run.path)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr == (
         "mlm-studio: TensorBoard events are not written (a step record in metrics.jsonl has the step "
@@ -145,8 +132,9 @@ def test_events_are_not_rewritten_while_another_process_trains_the_run(tmp_path,
 
     run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
     before = contents(run.path / EVENTS_FOLDER)
+    command = [sys.executable, "-m", "mlm_studio", "tensorboard", str(run.path)]
     with RunLock(run.path):  # this process trains it; the command runs in another
-        done = tensorboard_command(run.path)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "is being trained by process" in done.stderr and "Traceback" not in done.stderr
     assert contents(run.path / EVENTS_FOLDER) == before
 
@@ -158,7 +146,7 @@ def test_a_linked_events_folder_is_refused_and_its_target_left_untouched(tmp_pat
     elsewhere.mkdir()
     (elsewhere / "notes.txt").write_text("mine")
     (run.path / EVENTS_FOLDER).symlink_to(elsewhere, target_is_directory=True)
-    done = tensorboard_command(run.path)
+    done = mlm_studio("tensorboard", run.path)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert f"{run.path / EVENTS_FOLDER} is a symbolic link" in done.stderr and "never through a link" in done.stderr
     assert contents(elsewhere) == {"notes.txt": b"mine"}

@@ -54,16 +54,11 @@ def test_exporting_onto_a_full_disk_fails_with_the_reason_and_leaves_nothing(tmp
     assert list(small_disk.iterdir()) == []
 
 
-def test_exporting_into_the_working_folder(tmp_path, finished_run):
+def test_exporting_into_the_working_folder(tmp_path, finished_run, monkeypatch):
     here = tmp_path / "here"
     here.mkdir()
-    done = subprocess.run(
-        [sys.executable, "-m", "mlm_studio", "export", str(finished_run), "."],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=here,
-    )
+    monkeypatch.chdir(here)
+    done = mlm_studio("export", finished_run, ".")
     assert done.returncode == 0, done.stderr
     assert (here / "model.safetensors").is_file() and (here / "config.json").is_file()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

@@ -14,6 +14,7 @@ from mlm_studio.core.models.bert import BertForMaskedLM
 from mlm_studio.core.models.encoder import decay_groups
 from mlm_studio.core.storage.checkpoint import load_optimizer, load_weights, read_state
 from mlm_studio.core.training.run_folder import RunDir
+from tests.command import mlm_studio
 from tests.core.helpers import config_file
 
 KILLS = 6
@@ -71,21 +72,7 @@ def test_repeated_sigkill_never_leaves_a_broken_latest_checkpoint(tmp_path, corp
         steps_seen.append(check_latest_checkpoint(RunDir(run_path)))
     assert steps_seen == sorted(steps_seen) and steps_seen[-1] > steps_seen[0]
 
-    finish = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mlm_studio",
-            "train",
-            "--resume",
-            str(run_path),
-            "--max-steps",
-            str(steps_seen[-1] + 3),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    finish = mlm_studio("train", "--resume", run_path, "--max-steps", steps_seen[-1] + 3)
     assert finish.returncode == 0, finish.stderr
     assert f"steps {steps_seen[-1]} → {steps_seen[-1] + 3}" in finish.stdout
     run = RunDir(run_path)
