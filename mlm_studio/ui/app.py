@@ -67,14 +67,15 @@ def run_gui(screenshot: Path | None = None) -> int:
 
 
 def _screenshot(app, window, path: Path) -> int:
-    """Built-in corpus, tokenizer, a quick-start training with frequent evaluations; capture mid-training."""
+    """Built-in corpus, tokenizer, a quick-start training evaluated every 5 steps; capture after the third
+    evaluation (step 15), the curves and the validation points drawn."""
     from PySide6.QtCore import QTimer
 
     window.resize(*SCREENSHOT_SIZE)
     window.show()
     window.corpus_panel.use_builtin()
     config = window.workspace.config
-    window.workspace.set_config(replace(config, training=replace(config.training, eval_interval=10, log_interval=2)))
+    window.workspace.set_config(replace(config, training=replace(config.training, eval_interval=5, log_interval=1)))
     evaluations = []
     window.training_panel.controller.record.connect(lambda r: r.kind == "eval" and evaluations.append(r))
     outcome = {"code": 1, "started": False}

@@ -6,6 +6,7 @@ empty). With `MLM_STUDIO_PREVIEW_PNG` set, the preview saves a screenshot there 
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable
@@ -23,13 +24,9 @@ def preview(make: Callable[[Workspace], QWidget], loaded: bool = True, size: tup
     app = QApplication.instance() or QApplication(sys.argv[:1])
     workspace = Workspace()
     if loaded:
-        from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
-        from mlm_studio.core.data.corpus import load_corpus
-        from mlm_studio.core.data.tokenizer import train_tokenizer
-
-        corpus = load_corpus([ensure_builtin_corpus()])
+        corpus, tokenizer = builtin_corpus_and_tokenizer()
         workspace.set_corpus(corpus)
-        workspace.set_tokenizer(train_tokenizer(corpus.iter_documents(), total=corpus.documents))
+        workspace.set_tokenizer(tokenizer)
     panel = make(workspace)
     panel.resize(*size)
     panel.show()
@@ -39,3 +36,14 @@ def preview(make: Callable[[Workspace], QWidget], loaded: bool = True, size: tup
         panel.close()
         return
     app.exec()
+
+
+@functools.cache
+def builtin_corpus_and_tokenizer():
+    """The built-in corpus and a tokenizer trained on it, made once for the previews a process shows."""
+    from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
+    from mlm_studio.core.data.corpus import load_corpus
+    from mlm_studio.core.data.tokenizer import train_tokenizer
+
+    corpus = load_corpus([ensure_builtin_corpus()])
+    return corpus, train_tokenizer(corpus.iter_documents(), total=corpus.documents)

@@ -95,14 +95,14 @@ def test_plain_tags_are_scored_per_word_without_entities(qtbot, panel, tmp_path)
 
 def test_pause_resume_then_stop_halfway_scores_the_best_weights(qtbot, panel, tmp_path):
     fill(panel, write_task(tmp_path / "task.csv"), epochs=20.0)
-    steps, finished = [], []
+    steps, finished, resumed = [], [], []
 
     def on_record(record):
         if isinstance(record, StepRecord):
             steps.append(record.step)
             if len(steps) == 1:
                 panel.pause_button.click()
-            elif not panel.controller.control.stop_requested:
+            elif resumed and not panel.controller.control.stop_requested:  # not a step made before the pause
                 panel.stop_button.click()
         if isinstance(record, FinishedRecord):
             finished.append(record)
@@ -112,9 +112,10 @@ def test_pause_resume_then_stop_halfway_scores_the_best_weights(qtbot, panel, tm
     qtbot.waitUntil(lambda: panel.controller.state == PAUSED, timeout=TIMEOUT_MS)
     assert panel.pause_button.text() == "Resume" and not panel.start_button.isEnabled()
     assert panel.status_label.text() == f"Paused after step {steps[-1]} of {panel.progress_bar.maximum()}"
+    resumed.append(steps[-1])
     panel.pause_button.click()
     run_to_the_end(qtbot, panel)
-    assert len(steps) >= 2  # it went on after the pause
+    assert steps[-1] > resumed[0]  # it went on after the pause
     assert finished[0].reason == "stopped" and finished[0].step < panel.progress_bar.maximum() * 20
     assert "Finished (stopped)" in panel.status_label.text()
     assert panel.results.confusion.rowCount() == 3 and panel.export_button.isEnabled()
