@@ -4,14 +4,16 @@ corpus, a tokenizer trained on it, the final evaluation and checkpoint), one pro
 the process's ru_maxrss: the interpreter, PyTorch, the tokenizer, the data and training together (checked to
 exceed this process's own peak, which Linux would otherwise report for a child).
 
-Run: python benchmarks/bench_memory.py [--steps 5] [--cases modern base small:roberta] [--cache FOLDER]
-(`--cache`: one cache for every case, the built-in corpus built once; building it does not reach training's peak.)
+Run: python benchmarks/bench_memory.py [--steps 5] [--cases modern base small:roberta] [--corpus-from CACHE]
+(`--corpus-from`: each case's fresh cache starts with the built-in corpus copied from CACHE, so it is not built
+again; building it does not reach training's peak.)
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,9 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CASES = [*PRESETS, *(f"small:{family}" for family in FAMILIES if family != "bert")]
 
 
-def measure(case: str, steps: int, cache: Path | None = None) -> tuple[int, int, float, str]:
+def measure(case: str, steps: int, corpus_from: Path | None = None) -> tuple[int, int, float, str]:
     """(peak resident bytes, estimated bytes, seconds, shape) of one fresh `mlm-studio train` process, with a
-    fresh cache unless given one."""
+    fresh cache (holding the built-in corpus of `corpus_from`'s, if given)."""
     name, _, family = case.partition(":")
     options = ["--preset", name, "--max-steps", str(steps)]
     if family == "electra":
@@ -39,7 +41,11 @@ def measure(case: str, steps: int, cache: Path | None = None) -> tuple[int, int,
     elif family:
         options += ["--set", f"model.family={family}"]
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "MLM_STUDIO_CACHE": str(cache or Path(tmp) / "cache")}
+        cache = Path(tmp) / "cache"
+        cache.mkdir()
+        for built in sorted(corpus_from.glob("builtin-corpus-*")) if corpus_from else ():
+            shutil.copy2(built, cache / built.name)
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "MLM_STUDIO_CACHE": str(cache)}
         command = [sys.executable, "-m", "mlm_studio", "train", *options, "--out", str(Path(tmp) / "run")]
         start = time.perf_counter()
         process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -65,13 +71,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--cases", nargs="+", default=CASES, help="preset names, or preset:family")
-    parser.add_argument("--cache", type=Path, help="one cache for every case (default: a fresh one for each)")
+    parser.add_argument("--corpus-from", type=Path, help="a cache whose built-in corpus each fresh cache starts with")
     args = parser.parse_args()
     print(f"Peak resident memory of `mlm-studio train --max-steps {args.steps}`, one fresh process each; {machine()}")
     print("| case | model | measured peak | estimate | estimate ÷ peak | time |")
     print("|---|---|---|---|---|---|")
     for case in args.cases:
-        peak, estimate, seconds, shape = measure(case, args.steps, args.cache)
+        peak, estimate, seconds, shape = measure(case, args.steps, args.corpus_from)
         mib = 2**20
         print(
             f"| {case} | {shape} | {peak / mib:,.0f} MiB | {estimate / mib:,.0f} MiB | {estimate / peak:.2f} | "

@@ -178,6 +178,7 @@ def command(*args):
     return [sys.executable, "-m", "mlm_studio", *map(str, args)]
 
 
+@pytest.mark.slow  # a process trained, then killed
 def test_kill_dash_nine_then_resume_continues_from_the_last_checkpoint(tmp_path, corpus_file):
     cfg = config_file(tmp_path, max_steps=10_000, checkpoint_interval=3, eval_interval=1000)
     run = tmp_path / "run"
@@ -201,6 +202,7 @@ def test_kill_dash_nine_then_resume_continues_from_the_last_checkpoint(tmp_path,
     assert f"steps {int(latest.name.split('-')[1])} →" in resumed.stdout and "Finished (completed)" in resumed.stdout
 
 
+@pytest.mark.slow  # a process trained, then interrupted
 def test_ctrl_c_stops_cleanly_with_a_checkpoint(tmp_path, corpus_file):
     cfg = config_file(tmp_path, max_steps=10_000, checkpoint_interval=10_000, eval_interval=10_000)
     run = tmp_path / "run"
@@ -220,6 +222,7 @@ def test_ctrl_c_stops_cleanly_with_a_checkpoint(tmp_path, corpus_file):
     assert RunDir(run).latest_checkpoint() is not None
 
 
+@pytest.mark.slow  # three processes train 40 steps
 def test_torchrun_with_two_cpu_processes_trains_like_one(tmp_path, corpus_file):
     """Two gloo processes with 8 blocks each take the steps one process takes with 16 blocks."""
     single = config_file(tmp_path, batch_size=16, max_steps=40, eval_interval=40, learning_rate=5e-3)
@@ -363,6 +366,8 @@ def test_each_family_from_the_hub_cache_trains_predicts_and_exports(family, tmp_
     process finds the cache where HF_HUB_CACHE says: tests/core/test_hub_cache.py.)"""
     from itertools import islice
 
+    from huggingface_hub import constants
+
     from tests.core.family_folders import make_folder
     from tests.core.hub_layout import point_main_at, use_cache
 
@@ -370,9 +375,10 @@ def test_each_family_from_the_hub_cache_trains_predicts_and_exports(family, tmp_
     make_folder(family, list(islice(small_corpus.iter_documents(), 400)), snapshot)
     point_main_at(snapshot)
     use_cache(monkeypatch, tmp_path / "hub")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # read once, when huggingface_hub is imported
 
     def cli(*args: str) -> Ran:
-        done = mlm_studio(*args, env={"HF_HUB_OFFLINE": "1"})
+        done = mlm_studio(*args)
         assert done.returncode == 0, done.stderr
         return done
 
@@ -420,6 +426,7 @@ def test_evaluate_prints_the_trainers_figures_and_a_task_probe(tmp_path, corpus_
     assert table.returncode == 1 and "has no checkpoint at step 7" in table.stderr
 
 
+@pytest.mark.slow  # two torchrun processes
 def test_torchrun_trains_electra_with_detection_summed_over_the_processes(tmp_path, corpus_file):
     config = config_file(tmp_path, batch_size=8, max_steps=4, eval_interval=4, checkpoint_interval=4)
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
@@ -445,6 +452,7 @@ HOME_FOLDERS = {
 }
 
 
+@pytest.mark.slow  # a fresh interpreter trains
 @pytest.mark.skipif(sys.platform not in HOME_FOLDERS, reason="the user folders under HOME are Linux's and macOS's")
 def test_empty_xdg_variables_leave_runs_and_cache_in_the_home_folders(tmp_path, corpus_file):
     """XDG_DATA_HOME= and XDG_CACHE_HOME= count as unset: nothing lands in the current folder."""

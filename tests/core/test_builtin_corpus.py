@@ -2,6 +2,8 @@ import hashlib
 import subprocess
 import sys
 
+import pytest
+
 from mlm_studio.core.data import builtin_corpus
 from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus, iter_builtin_documents
 from mlm_studio.core.data.corpus import ReadOptions, load_corpus
@@ -19,6 +21,7 @@ def test_built_once_then_cached(monkeypatch):
     assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
 
 
+@pytest.mark.slow  # the built-in corpus built again
 def test_deterministic_and_identical_to_the_cache():
     cached = ensure_builtin_corpus().read_text(encoding="utf-8")
     assert cached == "".join(doc + "\n\n" for doc in iter_builtin_documents())
@@ -35,6 +38,7 @@ def test_is_prose_of_useful_size_and_reads_the_same_in_both_modes():
     assert not any(doc.startswith(">>>") for doc in docs)
 
 
+@pytest.mark.slow  # the built-in corpus built in a fresh interpreter
 def test_builds_without_importing_the_modules_it_reads(tmp_path):
     script = (
         "import sys\n"

@@ -177,6 +177,7 @@ def test_all_bad_jsonl_lines_give_no_usable_text_with_the_first_problem(tmp_path
         load_corpus([f])
 
 
+@pytest.mark.slow  # a large file read
 def test_large_file_is_streamed_not_loaded_whole(tmp_path):
     f = tmp_path / "big.txt"
     line = "the quick brown fox jumps over the lazy dog " * 2 + "\n"

@@ -53,6 +53,7 @@ def longer_run(tmp_path_factory, small_corpus, small_tokenizer):
     return run
 
 
+@pytest.mark.slow  # 300 training steps
 def test_a_trained_checkpoint_beats_an_untrained_model_on_the_breakdowns(longer_run):
     """Untrained, a model guesses among 400 pieces: 0.25% expected, so 7+ hits of 221 would happen with
     probability below 1e-4; the trained one is held to 3 points more overall, and to more on the tokens seen

@@ -160,14 +160,18 @@ def test_a_cached_model_is_found_where_and_at_the_revision_transformers_finds_it
     main = add_snapshot(hub, "org/name", {"config.json": b'{"model_type": "bert", "hidden_size": 48}'}, "main")
     add_snapshot(hub, "org/name", {"config.json": b'{"model_type": "bert", "hidden_size": 64}'}, "newer")
     point_main_at(main)
+    point_main_at(add_snapshot(hub, "org/texts", {"data/train.parquet": parquet(DOCS)}, "main", kind="dataset"))
     probe = (
         "import json\n"
         "from transformers.utils.hub import cached_file\n"
+        "from mlm_studio.core.data.corpus import load_corpus\n"
         "from mlm_studio.core.storage.hub_cache import cached_model\n"
         "theirs = cached_file('org/name', 'config.json', local_files_only=True)\n"
-        "print(json.dumps([str(cached_model('org/name')), theirs]))\n"
+        "texts = list(load_corpus(['hf:org/texts']).iter_documents())\n"
+        "print(json.dumps([str(cached_model('org/name')), theirs, texts]))\n"
     )
-    ours, theirs = json.loads(python(probe, env, work))
+    ours, theirs, texts = json.loads(python(probe, env, work))
+    assert texts == DOCS  # a dataset too, found where the same settings say
     theirs = os.path.dirname(os.path.join(work, theirs))  # relative where huggingface_hub's cache is
     assert os.path.isabs(ours) and os.path.samefile(ours, main) and os.path.samefile(theirs, main)
 

@@ -66,6 +66,7 @@ def test_the_probe_reads_a_sample_of_a_large_file_and_says_so(tmp_path, monkeypa
     assert small.sampled_from == 0 and len(small.texts) == 150 and task_probe.sample_note(small) == ""
 
 
+@pytest.mark.slow  # a large file read in a fresh interpreter
 def test_the_probes_reading_of_a_large_file_takes_little_memory_beyond_its_sample(tmp_path):
     """28 MB of texts (150,000 rows) read by the probe, in a process of its own: the peak of its memory grows by
     less than 40 MB (19 MB here; all the rows held took 80 MB more)."""

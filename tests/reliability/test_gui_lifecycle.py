@@ -59,6 +59,7 @@ print("exited after", len(records), "records; asked", len(asked), "times", flush
         ("cancel,stop", 100_000, "stopped", 2),
     ],
 )
+@pytest.mark.slow  # a window in a fresh interpreter, four times
 def test_closing_mid_training_exits_cleanly_and_leaves_a_resumable_run(
     tmp_path, corpus_file, choice, steps, reason, asked
 ):

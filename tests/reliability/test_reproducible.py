@@ -4,6 +4,8 @@ without --out lands in the folder the window lists."""
 import subprocess
 import sys
 
+import pytest
+
 from mlm_studio.core.training.history import list_runs
 from tests.command import mlm_studio as in_this_process
 
@@ -12,6 +14,7 @@ def in_a_process_of_its_own(*args):
     return subprocess.run([sys.executable, "-m", "mlm_studio", *args], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow  # two fresh interpreters train
 def test_two_identical_commands_train_identical_tokenizers_and_weights(tmp_path, corpus_file):
     runs = []
     for name in ("first", "second"):

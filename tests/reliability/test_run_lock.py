@@ -31,6 +31,7 @@ def wait_for_line(process, text):
     raise AssertionError(f"the process ended without printing {text!r}")
 
 
+@pytest.mark.slow  # a process trains while others are refused
 def test_a_second_process_is_refused_with_the_holders_pid_and_a_kill_releases_the_lock(tmp_path, corpus_file):
     cfg = config_file(tmp_path, max_steps=100_000, checkpoint_interval=5, log_interval=1)
     run = tmp_path / "run"

@@ -66,6 +66,7 @@ def test_cli_help_lists_the_commands():
     assert "gui" in result.stdout and "--screenshot" in result.stdout
 
 
+@pytest.mark.slow  # a fresh interpreter trains the default preset to its third evaluation
 def test_screenshot_command_writes_the_window_image(tmp_path):
     out = tmp_path / "shot.png"
     result = subprocess.run(
@@ -77,6 +78,7 @@ def test_screenshot_command_writes_the_window_image(tmp_path):
     assert len({image.pixel(x, y) for x in range(0, 1280, 40) for y in range(0, 800, 40)}) > 5
 
 
+@pytest.mark.slow  # a tokenizer on the built-in corpus and a training, by the mouse
 def test_the_whole_workflow_with_the_mouse(qtbot, settings, tmp_path):
     """Built-in corpus → tokenizer → masking preview → a tiny training → a prediction in the playground."""
     from PySide6.QtCore import Qt

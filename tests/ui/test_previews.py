@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from PySide6.QtGui import QImage
 
 PANELS = ("corpus", "tokenizer_section", "masking", "config", "training", "playground", "finetune", "finetune.try_it")
@@ -15,6 +16,7 @@ for name in sys.argv[1:]:
 """
 
 
+@pytest.mark.slow  # a fresh interpreter shows eight panels
 def test_every_panel_has_a_preview_that_shows_it(tmp_path):
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, *PANELS],
