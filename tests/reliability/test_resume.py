@@ -61,9 +61,13 @@ def test_a_crash_mid_accumulation_resumes_exactly(tmp_path, small_corpus, small_
 def test_a_built_in_corpus_run_resumes_after_the_cache_is_cleared_and_not_on_other_text(
     tmp_path, monkeypatch, small_tokenizer
 ):
-    """The built-in corpus is rebuilt exactly; its fingerprint, recorded when the run began, tells."""
+    """The built-in corpus is rebuilt exactly; its fingerprint, recorded when the run began, tells. (The run begins
+    on the tests' built corpus, copied into a cache of its own.)"""
     cache = tmp_path / "cache"
+    built_for_the_tests = ensure_builtin_corpus()
     monkeypatch.setenv(CACHE_ENV, str(cache))
+    builtin_corpus_location().parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(built_for_the_tests, builtin_corpus_location())
     corpus = load_corpus([ensure_builtin_corpus()])
     config = small_config(max_steps=1, eval_interval=1, eval_blocks=4, checkpoint_interval=1)
     run = start_run(tmp_path / "run", config, corpus, small_tokenizer)
