@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from PySide6.QtWidgets import QApplication, QWidget
 
+from mlm_studio.ui.tasks import stop_all_tasks
 from mlm_studio.ui.workspace import Workspace
 
 SCREENSHOT = "MLM_STUDIO_PREVIEW_PNG"
@@ -34,6 +35,7 @@ def preview(make: Callable[[Workspace], QWidget], loaded: bool = True, size: tup
     if os.environ.get(SCREENSHOT):
         panel.grab().save(os.environ[SCREENSHOT])
         panel.close()
+        stop_all_tasks()  # what the panel started in the background ends before the caller goes on (or exits)
         return
     app.exec()
 
