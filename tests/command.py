@@ -6,7 +6,7 @@ or memory, torchrun).
 What a terminal would show is what the test sees: the warnings a fresh interpreter prints (its default filters;
 one from MLM Studio's own code is an error, as the test configuration makes it) are written to the standard error
 the command's own words go to; and a command that hangs ends the test's process after `WATCHDOG_S`, its threads'
-stacks printed, instead of waiting for ever as a subprocess's timeout would not."""
+stacks printed, where it would otherwise wait for ever (a subprocess had its timeout)."""
 
 import contextlib
 import faulthandler

@@ -62,21 +62,25 @@ class RunSeries:
     def show_comparison(self, path: Path) -> None:
         """A comparison reopened from its folder: its table, plot and verdict from its runs' test records; the
         single-run tabs say they show none of its runs."""
-        if self.controller.busy:
-            return
-        try:
-            comparison = read_comparison(path)
-        except UNREADABLE as exc:
-            self.message_bar.show_message(f"Could not read the comparison {path.name}: {exc}", "error")
-            return
+        comparison = None if self.controller.busy else self._reopened(read_comparison, path, "comparison")
         if comparison is None:
-            self.message_bar.show_message(f"{path.name} holds no comparison any more", "error")
             return
         self._show_nothing(comparison_subject(comparison))
         self.compare_root = path
         self._show_comparison(comparison)
         self.results.setCurrentWidget(self.comparison)
         self._update_controls(self.controller.state)
+
+    def _reopened(self, read, path: Path, what: str):
+        """`read(path)`: the comparison or search in that folder, or None once the message bar has said why not."""
+        try:
+            found = read(path)
+        except UNREADABLE as exc:
+            self.message_bar.show_message(f"Could not read the {what} {path.name}: {exc}", "error")
+            return None
+        if found is None:
+            self.message_bar.show_message(f"{path.name} holds no {what} any more", "error")
+        return found
 
     def _show_comparison(self, comparison: Comparison) -> None:
         self.comparison.show_comparison(comparison)
@@ -107,15 +111,8 @@ class RunSeries:
     def show_search(self, path: Path) -> None:
         """A recipe search reopened from its folder, on the Recipe tab; the single-run tabs say they show none of
         its runs."""
-        if self.controller.busy:
-            return
-        try:
-            found = read_search(path)
-        except UNREADABLE as exc:
-            self.message_bar.show_message(f"Could not read the recipe search {path.name}: {exc}", "error")
-            return
+        found = None if self.controller.busy else self._reopened(read_search, path, "recipe search")
         if found is None:
-            self.message_bar.show_message(f"{path.name} holds no recipe search any more", "error")
             return
         self._show_nothing(search_subject(found))
         self._show_search(found)
