@@ -36,7 +36,7 @@ from mlm_studio.core.finetune.compare import compare, outcomes, table, verdict
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.scores import class_scores
 from mlm_studio.core.finetune.setup import task_data
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.run_folder import RunDir
 
 PARTS = {
     "law": ("Genesis", "Deuteronomy"),

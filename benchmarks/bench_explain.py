@@ -36,7 +36,7 @@ from mlm_studio.core.evaluation.explain.sanity import (
 )
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.models.build import build_trained, masked_lm_of
-from mlm_studio.core.training.run_folder import resolve_checkpoint
+from mlm_studio.core.runs.run_folder import resolve_checkpoint
 
 
 def held_out_texts(explainer: Explainer, count: int, pieces: int | None = None) -> list[str]:

@@ -39,7 +39,7 @@ from common import machine, side_by_side, timed_finetune
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.scores import class_scores
 from mlm_studio.core.interop.export import export_model
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.run_folder import RunDir
 
 GROUPED = ["random"]  # the Trainer's sampler: "group_by_length" with `--group-by-length`
 RECIPE = dict(epochs=3.0, batch_size=16, learning_rate=1e-4, warmup_share=0.06, weight_decay=0.01)

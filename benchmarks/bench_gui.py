@@ -30,7 +30,7 @@ LAUNCHES = 5
 
 
 def headless(config, corpus, tokenizer, root: Path) -> float:
-    from mlm_studio.core.training.records import StepRecord
+    from mlm_studio.core.runs.records import StepRecord
     from mlm_studio.core.training.runs import NewRun, new_run_path, prepare_trainer
 
     trainer = prepare_trainer(new_run_path(root, "cli"), begin=lambda: NewRun(config, corpus, tokenizer))
@@ -43,7 +43,7 @@ def in_the_window(app, config, corpus, tokenizer, root: Path) -> tuple[float, fl
     over the whole run, and once the first training record has been plotted."""
     from PySide6.QtCore import QElapsedTimer, QTimer
 
-    from mlm_studio.core.training.records import StepRecord
+    from mlm_studio.core.runs.records import StepRecord
     from mlm_studio.ui.main_window import MainWindow
     from mlm_studio.ui.tasks import tasks_running
 

@@ -53,7 +53,7 @@ from mlm_studio.core.data.corpus import Corpus, load_corpus
 from mlm_studio.core.data.tokenizer import train_tokenizer
 from mlm_studio.core.interop.export import export_model
 from mlm_studio.core.models.hf_folder import import_model
-from mlm_studio.core.training.records import EvalRecord, StepRecord
+from mlm_studio.core.runs.records import EvalRecord, StepRecord
 from mlm_studio.core.training.runs import NewRun, prepare_trainer
 
 UNTIL_THE_CLOCK = 10_000_000  # the peer's step budget: its deadline ends it first

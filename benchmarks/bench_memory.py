@@ -25,7 +25,7 @@ from common import machine
 
 from mlm_studio.core.config.families import FAMILIES
 from mlm_studio.core.config.presets import PRESETS
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.run_folder import RunDir
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = [*PRESETS, *(f"small:{family}" for family in FAMILIES if family != "bert")]

@@ -48,7 +48,7 @@ from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.finetune.qa.data import QAExample, read_qa_file
 from mlm_studio.core.finetune.qa.metric import squad_scores
 from mlm_studio.core.interop.export import export_model
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.run_folder import RunDir
 
 MAX_LENGTH, DOC_STRIDE, MAX_ANSWER_LENGTH = 384, 128, 30
 RECIPE = dict(epochs=3.0, batch_size=16, learning_rate=1e-4, warmup_share=0.06, weight_decay=0.01)

@@ -24,7 +24,7 @@ from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.data.masking import Masker
 from mlm_studio.core.data.tokenizer import train_tokenizer
-from mlm_studio.core.training.records import StepRecord
+from mlm_studio.core.runs.records import StepRecord
 from mlm_studio.core.training.runs import NewRun, prepare_trainer
 
 # One change each from the preset; "preset" is the preset itself.

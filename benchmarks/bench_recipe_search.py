@@ -43,8 +43,8 @@ from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.recipe.result import read_search
 from mlm_studio.core.finetune.recipe.search import SearchPlan, search
 from mlm_studio.core.finetune.setup import measured_learning_rate, starting_model
-from mlm_studio.core.training.records import FinishedRecord
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.records import FinishedRecord
+from mlm_studio.core.runs.run_folder import RunDir
 
 
 def published_minilm(folder: Path) -> Path:

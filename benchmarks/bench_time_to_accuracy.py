@@ -28,7 +28,7 @@ from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.data.tokenizer import train_tokenizer
 from mlm_studio.core.models.hf_folder import import_model
-from mlm_studio.core.training.records import EvalRecord
+from mlm_studio.core.runs.records import EvalRecord
 from mlm_studio.core.training.runs import NewRun, prepare_trainer
 
 

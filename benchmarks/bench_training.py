@@ -38,7 +38,7 @@ from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.data.tokenizer import MLMTokenizer, train_tokenizer
 from mlm_studio.core.models.electra import DISCRIMINATOR, GENERATOR
-from mlm_studio.core.training.records import StepRecord
+from mlm_studio.core.runs.records import StepRecord
 from mlm_studio.core.training.runs import NewRun, prepare_trainer
 
 SEED_MODEL = ModelConfig(

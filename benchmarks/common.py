@@ -49,7 +49,7 @@ def timed_finetune(out: Path, model: Path, options) -> tuple[dict, object]:
     """MLM Studio fine-tuning `model` into `out` with `options`, from the start to the test: its wall seconds and
     training tokens/s (the training examples' tokens, padding excluded, times the epochs), and its test record."""
     from mlm_studio.core.finetune.setup import prepare_finetuner  # only the fine-tuning benchmarks load it
-    from mlm_studio.core.training.records import TestRecord
+    from mlm_studio.core.runs.records import TestRecord
 
     tuner = prepare_finetuner(out, str(model), options)
     tokens = sum(len(ids) for ids in tuner.data.train.ids) * options.epochs

@@ -15,10 +15,10 @@ from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import OBJECTIVES, PRECISIONS, SCHEDULES, STRATEGIES
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
+from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.records import StepRecord
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.user_folders import RUNS_ENV
-from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.records import StepRecord
-from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.command import Ran, mlm_studio
@@ -709,7 +709,7 @@ def test_a_gpu_this_machine_lacks_is_one_sentence(small_run, capsys, device):
 
 
 def test_resolving_a_device_name_pytorch_would_misread_is_refused():
-    from mlm_studio.core.training.device import resolve_device
+    from mlm_studio.core.runs.device import resolve_device
 
     for name in ("cuda:99999999999999999999", "cuda:128", "cuda:-1", "CUDA", ""):
         with pytest.raises(ValueError, match=r"is not a device: write auto, cpu, cuda, cuda:N or mps"):

@@ -13,7 +13,7 @@ from mlm_studio.core.config.sections import ConfigError, ModelConfig
 from mlm_studio.core.interop.export import export_model
 from mlm_studio.core.models.build import build_model
 from mlm_studio.core.models.hf_folder import import_model
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.run_folder import RunDir
 from tests.core.helpers import config_file
 from tests.extra_family import SCALED_BERT
 

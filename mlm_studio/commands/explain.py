@@ -14,7 +14,7 @@ from mlm_studio.core.evaluation.explain.task_attributions import TaskExplainer
 from mlm_studio.core.evaluation.explain.two_texts import TwoTextAttribution
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.finetune.predict import FineTuned
-from mlm_studio.core.training.device import resolve_device
+from mlm_studio.core.runs.device import resolve_device
 
 BAR_WIDTH = 20  # characters of the largest score's bar
 

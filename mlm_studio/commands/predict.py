@@ -26,8 +26,8 @@ from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.finetune.heads import CLASS_NAMES
 from mlm_studio.core.finetune.predict import FineTuned, fine_tuned_at
 from mlm_studio.core.models.hf_folder import architectures
+from mlm_studio.core.runs.device import resolve_device
 from mlm_studio.core.shown import one_line
-from mlm_studio.core.training.device import resolve_device
 
 # the options only a fine-tuned model reads: (option, its name in the parsed arguments)
 FINE_TUNED_ONLY = (("--pair", "pair"), ("--question", "question"), ("--aggregation", "aggregation"))

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from mlm_studio.commands.terminal import fail, reason
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
-from mlm_studio.core.training.run_folder import RunDir
 
 
 def run(args) -> int:
     """Write each run's TensorBoard events from its metrics.jsonl (refused while the run trains: it writes them);
     exit 1 when any run was refused."""
-    from mlm_studio.core.training.tensorboard import write_events
+    from mlm_studio.core.runs.tensorboard import write_events
 
     status = 0
     for path in args.runs:  # a run refused is said and the others still written; the exit status says it

@@ -50,7 +50,7 @@ def stop_on_interrupt(control, say: bool = True):
 
 def strict_json(value) -> str:
     """Strict JSON: every NaN or infinity (an empty group's accuracy) as null, which JSON has instead."""
-    from mlm_studio.core.training.run_folder import finite_or_none  # imported here: the parser starts without torch
+    from mlm_studio.core.runs.run_folder import finite_or_none  # imported here: the parser starts without torch
 
     return json.dumps(finite_or_none(value), ensure_ascii=False, allow_nan=False)
 

@@ -12,11 +12,11 @@ from mlm_studio.commands.terminal import INTERRUPTED, Status, fail, print_report
 from mlm_studio.core.config.presets import preset
 from mlm_studio.core.config.run_config import RunConfig, written_fields
 from mlm_studio.core.durations import Eta, format_duration
-from mlm_studio.core.training import distributed
-from mlm_studio.core.training.distributed import Distributed
-from mlm_studio.core.training.records import FailedRecord, FinishedRecord, StartedRecord, StepRecord
+from mlm_studio.core.runs import distributed
+from mlm_studio.core.runs.distributed import Distributed
+from mlm_studio.core.runs.records import FailedRecord, FinishedRecord, StartedRecord, StepRecord
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.training.request import Note, ResolvedTraining, TrainingRequest, prepare
-from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import prepare_trainer
 from mlm_studio.core.training.trainer import Trainer
 

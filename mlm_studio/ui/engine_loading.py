@@ -36,7 +36,7 @@ def import_engine() -> None:
         preload_torch_libraries()
         for name in ENGINE_MODULES:
             importlib.import_module(name)
-        from mlm_studio.core.training import tensorboard
+        from mlm_studio.core.runs import tensorboard
 
         if tensorboard.available():
             for name in tensorboard.WRITER_MODULES:

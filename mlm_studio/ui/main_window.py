@@ -24,8 +24,8 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio import __version__
+from mlm_studio.core.runs.device import available_devices
 from mlm_studio.core.storage.user_folders import default_runs_dir
-from mlm_studio.core.training.device import available_devices
 from mlm_studio.ui import session
 from mlm_studio.ui.engine_loading import import_engine
 from mlm_studio.ui.tasks import TaskRunner, stop_all_tasks, user_message
@@ -257,7 +257,7 @@ class MainWindow(QMainWindow):
     def open_run(self, path: Path) -> None:
         """Show a run where its kind is shown: a pre-training run's curves in the Training panel, a fine-tuning
         run's curves and scores in the Fine-tune panel. The other panels keep their models, the Runs folder stays."""
-        from mlm_studio.core.training.history import FINETUNING, run_kind  # the engine is loaded by now
+        from mlm_studio.core.runs.history import FINETUNING, run_kind  # the engine is loaded by now
 
         if run_kind(path) == FINETUNING:
             self.finetune_panel.show_run(path)

@@ -11,9 +11,9 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from mlm_studio.core.interop.export import export_model, replaces_export
 from mlm_studio.core.models.hf_folder import InteropError
+from mlm_studio.core.runs.history import metrics_csv
+from mlm_studio.core.runs.run_folder import TASK, RunDir
 from mlm_studio.core.storage.checkpoint import CheckpointError
-from mlm_studio.core.training.history import metrics_csv
-from mlm_studio.core.training.run_folder import TASK, RunDir
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar

@@ -160,7 +160,7 @@ class _RestoreWhenShown(QObject):
 
 def _restore_current_run(window: Window, settings: QSettings) -> None:
     """The run the window last trained stays the current run, where it still is a pre-training run."""
-    from mlm_studio.core.training.history import PRETRAINING, run_kind
+    from mlm_studio.core.runs.history import PRETRAINING, run_kind
 
     path = _value(settings, "runs/current", str, "")
     if path and (Path(path) / "config.toml").is_file() and run_kind(path) == PRETRAINING:

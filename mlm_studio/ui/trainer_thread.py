@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from mlm_studio.core.progress import Cancelled, Progress
-from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.records import FailedRecord, PausedRecord, StartedRecord
+from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.records import FailedRecord, PausedRecord, StartedRecord
 from mlm_studio.ui.tasks import expected_error, user_message
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from mlm_studio.core.models.build import build_trained
+from mlm_studio.core.runs.run_folder import RunDir, checkpoint_step
 from mlm_studio.core.storage.checkpoint import checkpoint_finite, load_weights, weights_finite
-from mlm_studio.core.training.run_folder import RunDir, checkpoint_step
 
 KILLED_WHILE_WRITING = """
 import sys
@@ -81,8 +81,8 @@ def test_the_newest_finite_checkpoint_skips_damaged_ones_and_is_never_pruned(tmp
 def test_a_checkpoint_folder_is_placed_in_its_run_wherever_the_run_keeps_it(tmp_path, trained_run):
     """RUN/checkpoints/step-N, or a folder of the run's own (a fine-tuning run's best/); a checkpoint outside any
     run is named as given, not its parent folder."""
+    from mlm_studio.core.runs.run_folder import resolve_checkpoint
     from mlm_studio.core.storage.checkpoint import CheckpointError
-    from mlm_studio.core.training.run_folder import resolve_checkpoint
 
     run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
     latest = run.latest_checkpoint()
@@ -99,8 +99,8 @@ def test_a_checkpoint_folder_is_placed_in_its_run_wherever_the_run_keeps_it(tmp_
 def test_a_damaged_latest_checkpoint_is_refused_naming_the_newest_whole_one_before_it(tmp_path, trained_run):
     """Whole: every file a resume reads. A folder without its state.json is a damaged checkpoint, not none; damaged
     ones before it are skipped (to be moved aside too), and so is an empty step folder (its files removed)."""
+    from mlm_studio.core.runs.failures import refuse_nonfinite_resume
     from mlm_studio.core.storage.checkpoint import CheckpointError
-    from mlm_studio.core.training.failures import refuse_nonfinite_resume
 
     run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
     *_, damaged, latest = run.checkpoints()

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from mlm_studio.core.evaluation.predict import FillMask
-from mlm_studio.core.training.records import FinishedRecord, StepRecord
+from mlm_studio.core.runs.records import FinishedRecord, StepRecord
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config

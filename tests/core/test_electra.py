@@ -23,8 +23,8 @@ from mlm_studio.core.models.electra import ElectraForPreTraining
 from mlm_studio.core.models.encoder import MLMOutput
 from mlm_studio.core.models.hf_folder import import_model
 from mlm_studio.core.models.replaced_tokens import ElectraOutput, ReplacedTokenDetection, auc_from_histogram
-from mlm_studio.core.training.records import EvalRecord, StepRecord
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.records import EvalRecord, StepRecord
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.command import mlm_studio

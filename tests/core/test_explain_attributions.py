@@ -21,8 +21,8 @@ from mlm_studio.core.evaluation.explain.words import words_of, words_of_pieces
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.models.build import build_model, build_trained, masked_lm_of
 from mlm_studio.core.progress import Cancelled
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import write_safetensors
-from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config

@@ -16,8 +16,8 @@ from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
 from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.interop.export import export_choice
-from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.records import FinishedRecord, StepRecord, TestRecord, ValidationRecord
+from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.records import FinishedRecord, StepRecord, TestRecord, ValidationRecord
 
 # each class is told by its own words; the rest of the sentence is shared
 CLASS_WORDS = {"returns": ("return", "value"), "errors": ("error", "raise"), "files": ("file", "path")}
@@ -261,7 +261,7 @@ def test_frozen_layers_stay_as_they_were(trained_run, task_file, tmp_path):
 def test_a_cpu_fine_tuning_run_re_decides_its_threads_at_every_step(
     trained_run, task_file, tmp_path, monkeypatch, torch_threads
 ):
-    from mlm_studio.core.training import threads as threads_module
+    from mlm_studio.core.runs import threads as threads_module
 
     checks = []
 

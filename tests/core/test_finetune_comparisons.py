@@ -14,8 +14,8 @@ from mlm_studio.core.finetune.compare import MANIFEST, SCRATCH_LABEL, YOURS, com
 from mlm_studio.core.finetune.comparisons import comparisons, read_comparison
 from mlm_studio.core.finetune.runs import finetune_runs, last_test
 from mlm_studio.core.finetune.scores import main_score
-from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.records import TestRecord
+from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.records import TestRecord
 from tests.core.test_finetune import options, write_task
 
 

@@ -86,7 +86,7 @@ def test_tagged_sentences_repeated_stay_on_one_side():
 def test_the_test_record_says_how_many_test_examples_are_training_texts(trained_run, tmp_path):
     from mlm_studio.core.finetune.options import FinetuneOptions
     from mlm_studio.core.finetune.setup import prepare_finetuner
-    from mlm_studio.core.training.records import TestRecord
+    from mlm_studio.core.runs.records import TestRecord
 
     rows = _copied_rows()
     train = _write(tmp_path / "train.csv", rows)
@@ -108,7 +108,7 @@ def test_a_tasks_files_are_known_by_their_contents_not_their_dates(trained_run, 
 
     from mlm_studio.core.finetune.options import FinetuneOptions
     from mlm_studio.core.finetune.setup import prepare_finetuner
-    from mlm_studio.core.training.run_folder import RunDir
+    from mlm_studio.core.runs.run_folder import RunDir
 
     task = _write(tmp_path / "task.csv", _copied_rows())
     options = FinetuneOptions("classification", task, learning_rate=5e-3, epochs=1, batch_size=8, device="cpu")
@@ -173,7 +173,7 @@ def test_a_run_splits_copies_as_its_tokenizer_reads_them_and_an_older_run_keeps_
     from mlm_studio.core.data.copies import as_written
     from mlm_studio.core.finetune.options import FinetuneOptions
     from mlm_studio.core.finetune.setup import copies_by, prepare_finetuner
-    from mlm_studio.core.training.run_folder import RunDir
+    from mlm_studio.core.runs.run_folder import RunDir
 
     task = _write(tmp_path / "task.csv", _case_variants())
     options = FinetuneOptions("classification", task, learning_rate=5e-3, epochs=1, batch_size=8, device="cpu")

@@ -10,8 +10,8 @@ import pytest
 
 from mlm_studio.core.finetune.runs import finetune_runs
 from mlm_studio.core.finetune.setup import prepare_finetuner
-from mlm_studio.core.training.records import FinishedRecord, ValidationRecord, WarningRecord
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.records import FinishedRecord, ValidationRecord, WarningRecord
+from mlm_studio.core.runs.run_folder import RunDir
 from tests.core.test_finetune import options, write_task
 
 
@@ -73,8 +73,8 @@ def test_a_run_stopped_before_its_first_validation_says_its_test_scores_are_the_
 ):
     """Stopped at step 2 of a 6-step epoch: no best weights exist, so the test scores the latest ones and says so, not
     "the best checkpoint (step 0) restored"."""
-    from mlm_studio.core.training.control import TrainingControl
-    from mlm_studio.core.training.records import StepRecord, TestRecord
+    from mlm_studio.core.runs.control import TrainingControl
+    from mlm_studio.core.runs.records import StepRecord, TestRecord
 
     control = TrainingControl()
     tuner = prepare_finetuner(tmp_path / "ft", str(trained_run.path), options(task, epochs=1), control)
@@ -91,7 +91,7 @@ def test_a_run_stopped_before_its_first_validation_says_its_test_scores_are_the_
 
 
 def test_a_stop_right_after_a_checkpoint_writes_and_says_it_once(trained_run, task, tmp_path):
-    from mlm_studio.core.training.control import TrainingControl
+    from mlm_studio.core.runs.control import TrainingControl
 
     control = TrainingControl()
     records = []

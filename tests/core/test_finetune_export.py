@@ -19,8 +19,8 @@ from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.finetune.scores import entities
 from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.interop.export import export_model
-from mlm_studio.core.training.records import TestRecord
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.records import TestRecord
+from mlm_studio.core.runs.run_folder import RunDir
 from tests.core.family_folders import make_folder
 from tests.core.helpers import small_config
 from tests.core.qa_tasks import squad_document, write_squad

@@ -2,7 +2,7 @@
 
 from mlm_studio.core.finetune.mistakes import wrong_test_examples
 from mlm_studio.core.finetune.setup import prepare_finetuner
-from mlm_studio.core.training.records import TestRecord
+from mlm_studio.core.runs.records import TestRecord
 from tests.core.test_finetune import options, write_task
 
 

@@ -18,9 +18,9 @@ from mlm_studio.core.finetune.qa.data import read_qa_file
 from mlm_studio.core.finetune.qa.task import context_split
 from mlm_studio.core.finetune.setup import ResumeRefused, prepare_finetuner
 from mlm_studio.core.finetune.tuner import BEST
-from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.records import StartedRecord, StepRecord, TestRecord, ValidationRecord, WarningRecord
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.records import StartedRecord, StepRecord, TestRecord, ValidationRecord, WarningRecord
+from mlm_studio.core.runs.run_folder import RunDir
 from tests.core.qa_tasks import squad_document, write_squad
 
 

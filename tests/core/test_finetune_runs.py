@@ -9,8 +9,8 @@ import pytest
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.runs import finetune_runs, last_test
 from mlm_studio.core.finetune.setup import prepare_finetuner
-from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.run_folder import RunDir
 from tests.core.test_finetune import write_task
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from mlm_studio.core.finetune.scores import MATRIX_LABELS, TOP_CONFUSIONS, class_scores, per_class_rows
-from mlm_studio.core.training.records import TestRecord
+from mlm_studio.core.runs.records import TestRecord
 
 
 def test_five_thousand_classes_keep_their_top_confusions_not_a_matrix():

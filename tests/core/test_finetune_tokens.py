@@ -28,7 +28,7 @@ from mlm_studio.core.finetune.scores import (
     tag_scores,
 )
 from mlm_studio.core.finetune.setup import prepare_finetuner
-from mlm_studio.core.training.records import StartedRecord, TestRecord, ValidationRecord
+from mlm_studio.core.runs.records import StartedRecord, TestRecord, ValidationRecord
 from tests.core.family_folders import save_tokenizer
 
 DOCUMENTS = [

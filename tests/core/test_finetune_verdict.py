@@ -5,7 +5,7 @@ overlapping seeds are said as no clear difference, and a score below on every se
 import pytest
 
 from mlm_studio.core.finetune.compare import SCRATCH_LABEL, STARTING, YOURS, Contender, Outcome, contenders, verdict
-from mlm_studio.core.training.run_folder import INITIAL
+from mlm_studio.core.runs.run_folder import INITIAL
 
 
 def outcome(label, scores):

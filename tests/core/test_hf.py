@@ -13,9 +13,9 @@ from mlm_studio.core.config.sections import ConfigError
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.interop.export import WRITTEN_FILES, export_model
 from mlm_studio.core.models.hf_folder import GENERATOR_FOLDER, InteropError, import_model, is_hf_folder
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.owned import MANIFEST
-from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.command import mlm_studio

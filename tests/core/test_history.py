@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from mlm_studio.core.training.history import TAIL_BYTES, list_runs, metrics_csv, summarize
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.history import TAIL_BYTES, list_runs, metrics_csv, summarize
+from mlm_studio.core.runs.run_folder import RunDir
 
 
 def test_a_finished_run_is_summarized_from_its_last_records(trained_run):

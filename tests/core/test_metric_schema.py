@@ -10,12 +10,12 @@ import math
 import pytest
 
 from mlm_studio.core.metric_schema import metrics_of
-from mlm_studio.core.training.history import metrics_csv
-from mlm_studio.core.training.probes import Probe, ProbeResult, save_probes
-from mlm_studio.core.training.records import EvalRecord, ProbeRecord, StepRecord
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.history import metrics_csv
+from mlm_studio.core.runs.records import EvalRecord, ProbeRecord, ProbeResult, StepRecord
+from mlm_studio.core.runs.run_folder import RunDir
+from mlm_studio.core.runs.tensorboard import EVENTS_FOLDER
+from mlm_studio.core.training.probes import Probe, save_probes
 from mlm_studio.core.training.runs import start_run, training_blocks
-from mlm_studio.core.training.tensorboard import EVENTS_FOLDER
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config
 

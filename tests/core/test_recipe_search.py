@@ -31,8 +31,8 @@ from mlm_studio.core.finetune.request import SCRATCH, model_fingerprint
 from mlm_studio.core.finetune.runs import last_test
 from mlm_studio.core.finetune.scores import main_score
 from mlm_studio.core.finetune.setup import measured_learning_rate, prepare_finetuner
-from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.records import FinishedRecord
+from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.records import FinishedRecord
 from tests.core.test_finetune import options, write_task
 
 RATES = (1e-3, 5e-3, 2e-2)

@@ -11,14 +11,14 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mlm_studio.core.config.sections import TrainConfig
+from mlm_studio.core.runs.records import EvalRecord, StepRecord
+from mlm_studio.core.runs.run_folder import RunDir
+from mlm_studio.core.runs.settings import apply_resume
 from mlm_studio.core.storage.checkpoint import CheckpointError
-from mlm_studio.core.training.records import EvalRecord, StepRecord
-from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import (
     FOLDER_LABEL_LENGTH,
     RESUMABLE,
     NewRun,
-    apply_resume,
     check_resume,
     folder_label,
     new_run_path,

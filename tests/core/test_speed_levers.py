@@ -9,8 +9,8 @@ import torch
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.models.build import build_trained
 from mlm_studio.core.models.encoder import decay_groups
-from mlm_studio.core.training.device import computes_bf16_natively, optimizer_kernel, resolved_precision
-from mlm_studio.core.training.records import StartedRecord
+from mlm_studio.core.runs.device import computes_bf16_natively, optimizer_kernel, resolved_precision
+from mlm_studio.core.runs.records import StartedRecord
 from mlm_studio.core.training.runs import resume_differences, start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config, with_training

@@ -11,10 +11,10 @@ import pytest
 pytest.importorskip("tensorboard")
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from mlm_studio.core.runs.records import StartedRecord
+from mlm_studio.core.runs.run_folder import RunDir
+from mlm_studio.core.runs.tensorboard import EVENTS_FOLDER, TAGS, EventLog, write_events
 from mlm_studio.core.storage.owned import MANIFEST
-from mlm_studio.core.training.records import StartedRecord
-from mlm_studio.core.training.run_folder import RunDir
-from mlm_studio.core.training.tensorboard import EVENTS_FOLDER, TAGS, EventLog, write_events
 from tests.command import mlm_studio
 from tests.core.helpers import config_file
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from mlm_studio.core.training.threads import (
+from mlm_studio.core.runs.threads import (
     CpuSample,
     ThreadGovernor,
     allowed_cores,
@@ -103,7 +103,7 @@ def test_a_thread_count_the_user_set_is_pinned(monkeypatch):
 def test_a_cpu_run_re_decides_its_threads_at_every_step_unless_they_are_pinned(
     tmp_path, small_corpus, small_tokenizer, monkeypatch, torch_threads
 ):
-    from mlm_studio.core.training import threads as threads_module
+    from mlm_studio.core.runs import threads as threads_module
     from mlm_studio.core.training import trainer as trainer_module
     from mlm_studio.core.training.runs import start_run, training_blocks
     from tests.core.helpers import small_config

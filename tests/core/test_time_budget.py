@@ -8,10 +8,10 @@ import pytest
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import UNTIL_THE_BUDGET_IS_SPENT, ConfigError
 from mlm_studio.core.durations import format_duration, parse_duration
-from mlm_studio.core.training import run_folder
-from mlm_studio.core.training import trainer as trainer_module
-from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.records import FinishedRecord, PausedRecord, StepRecord
+from mlm_studio.core.runs import loop as loop_module
+from mlm_studio.core.runs import run_folder
+from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.records import FinishedRecord, PausedRecord, StepRecord
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config
@@ -71,7 +71,7 @@ def test_training_ends_when_the_budget_is_spent_with_the_schedule_on_the_clock(
     config = small_config(time_budget=20.0, warmup_steps=0, eval_interval=1000, checkpoint_interval=1000)
     run = start_run(tmp_path / "run", config, small_corpus, small_tokenizer)
     trainer = Trainer(run, *training_blocks(run, small_corpus))
-    monkeypatch.setattr(trainer_module, "time", FakeClock(0.25))
+    monkeypatch.setattr(loop_module, "time", FakeClock(0.25))
     records = list(trainer.run())
     steps = [r for r in records if isinstance(r, StepRecord)]
     finished = records[-1]
@@ -90,7 +90,7 @@ def test_a_pause_for_a_failed_save_is_not_training_time(tmp_path, small_corpus, 
     config = small_config(time_budget=20.0, warmup_steps=0, eval_interval=1000, checkpoint_interval=4)
     run = start_run(tmp_path / "run", config, small_corpus, small_tokenizer)
     clock = FakeClock(0.25)
-    monkeypatch.setattr(trainer_module, "time", clock)
+    monkeypatch.setattr(loop_module, "time", clock)
     original = run_folder.save_weights
     refusals = [OSError(errno.ENOSPC, "No space left on device")]
 

@@ -7,9 +7,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from mlm_studio.core.storage.checkpoint import CheckpointError, read_state
-from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.records import (
+from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.records import (
     CheckpointRecord,
     EvalRecord,
     FailedRecord,
@@ -17,6 +16,7 @@ from mlm_studio.core.training.records import (
     StepRecord,
     WarningRecord,
 )
+from mlm_studio.core.storage.checkpoint import CheckpointError, read_state
 from mlm_studio.core.training.runs import check_resume, start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config, train_documents, with_training
@@ -246,7 +246,7 @@ def test_the_metrics_csv_holds_step_eval_and_probe_rows():
     import csv
     import io
 
-    from mlm_studio.core.training.history import metrics_csv
+    from mlm_studio.core.runs.history import metrics_csv
 
     records = [
         {"type": "step", "step": 1, "tokens_seen": 10, "elapsed": 0.1, "loss": 5.0},

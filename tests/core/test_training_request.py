@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from mlm_studio.core.durations import format_duration
+from mlm_studio.core.runs.history import summarize
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CheckpointError
-from mlm_studio.core.training.history import summarize
 from mlm_studio.core.training.request import TrainingRequest, resolve
-from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import TrainingRefused
 
 

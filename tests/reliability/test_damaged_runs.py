@@ -7,7 +7,7 @@ import os
 import pytest
 
 from mlm_studio.core.data.dataset import tokenize_corpus
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.run_folder import RunDir
 from tests.command import mlm_studio
 
 

@@ -8,13 +8,13 @@ import sys
 import pytest
 
 from mlm_studio.core.models.build import build_trained
+from mlm_studio.core.runs.history import list_runs
+from mlm_studio.core.runs.records import FinishedRecord, WarningRecord
+from mlm_studio.core.runs.run_folder import RunDir
+from mlm_studio.core.runs.tensorboard import EVENTS_FOLDER, EventLog
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
-from mlm_studio.core.training.history import list_runs
-from mlm_studio.core.training.records import FinishedRecord, WarningRecord
-from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
-from mlm_studio.core.training.tensorboard import EVENTS_FOLDER, EventLog
 from mlm_studio.core.training.trainer import Trainer
 from tests.command import mlm_studio
 from tests.core.helpers import config_file, small_config

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from mlm_studio.core.training.history import list_runs
-from mlm_studio.core.training.records import FinishedRecord
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.history import list_runs
+from mlm_studio.core.runs.records import FinishedRecord
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.training.runs import training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from mlm_studio.ui.panels.training import TrainingPanel

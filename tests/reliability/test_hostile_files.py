@@ -15,8 +15,8 @@ from mlm_studio.core.interop.export import export_model
 from mlm_studio.core.models.bert import BertForMaskedLM
 from mlm_studio.core.models.encoder import decay_groups
 from mlm_studio.core.models.hf_folder import InteropError, import_model
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_optimizer, load_weights, read_state
-from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.reliability.conftest import Payload

@@ -8,7 +8,7 @@ ROUNDS = 50  # each a real SIGINT at an arbitrary point of the loop that checks 
 CHILD = f"""
 import os, signal, threading
 from mlm_studio.commands.terminal import stop_on_interrupt
-from mlm_studio.core.training.control import TrainingControl
+from mlm_studio.core.runs.control import TrainingControl
 
 def interrupt(looping):
     looping.wait()

@@ -12,8 +12,8 @@ import pytest
 
 from mlm_studio.core.models.bert import BertForMaskedLM
 from mlm_studio.core.models.encoder import decay_groups
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import load_optimizer, load_weights, read_state
-from mlm_studio.core.training.run_folder import RunDir
 from tests.command import mlm_studio
 from tests.core.helpers import config_file
 

@@ -8,9 +8,9 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from mlm_studio.core.models.bert import BertForMaskedLM
+from mlm_studio.core.runs import loop as loop_module
+from mlm_studio.core.runs.records import FailedRecord, FinishedRecord, WarningRecord
 from mlm_studio.core.storage.checkpoint import CheckpointError
-from mlm_studio.core.training import trainer as trainer_module
-from mlm_studio.core.training.records import FailedRecord, FinishedRecord, WarningRecord
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config
@@ -88,7 +88,7 @@ def test_out_of_memory_gives_advice_and_keeps_the_last_completed_step(tmp_path, 
 
 
 def test_out_of_memory_in_the_window_leaves_it_usable(qtbot, tmp_path, small_corpus, small_tokenizer, monkeypatch):
-    from mlm_studio.core.training.run_folder import RunDir
+    from mlm_studio.core.runs.run_folder import RunDir
     from mlm_studio.ui.panels.training import TrainingPanel
     from mlm_studio.ui.workspace import Workspace
 
@@ -142,10 +142,10 @@ def test_a_learning_rate_that_blows_up_saves_no_non_finite_step_and_prunes_no_go
         eval_interval=2,
         keep_checkpoints=2,
     )
-    scheduled = trainer_module.learning_rate
+    scheduled = loop_module.learning_rate
     # from step 6 on the rate overflows float32: AdamW's own update turns the weights into infinities and NaN
     monkeypatch.setattr(
-        trainer_module, "learning_rate", lambda t, step, *rest: 1e39 if step >= 5 else scheduled(t, step, *rest)
+        loop_module, "learning_rate", lambda t, step, *rest: 1e39 if step >= 5 else scheduled(t, step, *rest)
     )
     records = list(trainer.run())
     assert not all(torch.isfinite(p).all() for p in trainer.model.parameters())  # a real divergence

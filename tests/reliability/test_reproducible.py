@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from mlm_studio.core.training.history import list_runs
+from mlm_studio.core.runs.history import list_runs
 from tests.command import mlm_studio as in_this_process
 
 

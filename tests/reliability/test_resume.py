@@ -10,10 +10,11 @@ from safetensors.torch import load_file
 
 from mlm_studio.core.data.builtin_corpus import builtin_corpus_location, ensure_builtin_corpus
 from mlm_studio.core.data.corpus import load_corpus
+from mlm_studio.core.runs.records import FailedRecord, FinishedRecord, StepRecord
+from mlm_studio.core.runs.settings import apply_resume
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.user_folders import CACHE_ENV
-from mlm_studio.core.training.records import FailedRecord, FinishedRecord, StepRecord
-from mlm_studio.core.training.runs import apply_resume, check_resume, start_run, training_blocks
+from mlm_studio.core.training.runs import check_resume, start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config, train_documents, with_training
 

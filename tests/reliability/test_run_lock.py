@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
-from mlm_studio.core.training.run_folder import RunDir
 from tests.command import mlm_studio
 from tests.core.helpers import config_file, small_config
 

@@ -10,11 +10,11 @@ import torch
 from safetensors.torch import load_file
 
 from mlm_studio.core.models.bert import BertForMaskedLM
+from mlm_studio.core.runs import run_folder as checkpoint_module
+from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.records import FailedRecord, FinishedRecord, PausedRecord
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import load_weights
-from mlm_studio.core.training import run_folder as checkpoint_module
-from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.records import FailedRecord, FinishedRecord, PausedRecord
-from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config

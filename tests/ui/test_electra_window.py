@@ -4,7 +4,7 @@ replacements in the masking preview, and the discriminator's view of a sentence 
 import pytest
 
 from mlm_studio.core.evaluation.predict import FillMask
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.ui.main_window import MainWindow
 from tests.core.helpers import small_config, with_training
 

@@ -7,7 +7,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QScrollArea
 
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.ui.panels.evaluation import EvaluationPanel
 from mlm_studio.ui.widgets.diagnosis_views import SERIES_HEIGHT
 from mlm_studio.ui.widgets.diagnosis_views import _fill as fill

@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from mlm_studio.core.evaluation.diagnosis import Diagnosis, Share
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.ui.panels.evaluation import EvaluationPanel
 from mlm_studio.ui.widgets.diagnosis_views import FailuresView
 from mlm_studio.ui.widgets.model_choice import NO_MODEL

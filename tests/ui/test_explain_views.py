@@ -14,7 +14,7 @@ from mlm_studio.core.evaluation.diagnosis import Answer
 from mlm_studio.core.evaluation.explain.attention import AttentionMaps
 from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer
 from mlm_studio.core.evaluation.predict import FillMask
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.ui.panels.explained_samples import MASKING_DID, where_answered
 from mlm_studio.ui.panels.playground import PlaygroundPanel
 from mlm_studio.ui.theme import apply_scheme

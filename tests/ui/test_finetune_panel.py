@@ -6,8 +6,8 @@ import json
 import pytest
 from PySide6.QtWidgets import QFileDialog
 
-from mlm_studio.core.training.records import FinishedRecord, StepRecord
-from mlm_studio.core.training.run_folder import INITIAL
+from mlm_studio.core.runs.records import FinishedRecord, StepRecord
+from mlm_studio.core.runs.run_folder import INITIAL
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED
 from tests.core.test_finetune import write_task
 from tests.core.test_finetune_tokens import write_tagging
@@ -189,7 +189,7 @@ def test_closing_the_window_while_fine_tuning_stops_it_then_closes(qtbot, traine
 def test_a_task_of_many_labels_shows_its_most_frequent_mistakes_instead_of_a_matrix(qtbot):
     from PySide6.QtWidgets import QWidget
 
-    from mlm_studio.core.training.records import TestRecord
+    from mlm_studio.core.runs.records import TestRecord
     from mlm_studio.ui.panels.finetune.results import ResultsView
 
     view = ResultsView(QWidget())

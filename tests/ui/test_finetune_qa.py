@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication
 
 from mlm_studio.core.finetune.mistakes import AnswerMistake, wrong_answers
 from mlm_studio.core.finetune.predict import FineTuned
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.ui.panels.finetune.answers import AnswerMistakesView
 from mlm_studio.ui.theme import SPANS, apply_scheme, readable_on, span_colour
 from tests.core.qa_tasks import write_squad
@@ -113,7 +113,7 @@ def test_a_question_answerers_test_scores_fill_the_top_of_their_tab_as_a_table(q
 
     from PySide6.QtWidgets import QWidget
 
-    from mlm_studio.core.training.records import TestRecord
+    from mlm_studio.core.runs.records import TestRecord
     from mlm_studio.ui.panels.finetune.results import ResultsView
 
     view = ResultsView(QWidget())

@@ -15,8 +15,8 @@ from mlm_studio.core.finetune.comparisons import read_comparison
 from mlm_studio.core.finetune.mistakes import Mistake
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.setup import prepare_finetuner
-from mlm_studio.core.training.records import FinishedRecord, StartedRecord, StepRecord, TestRecord, ValidationRecord
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.records import FinishedRecord, StartedRecord, StepRecord, TestRecord, ValidationRecord
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.ui.panels.finetune.comparison import ComparisonView
 from mlm_studio.ui.panels.finetune.plots import VALIDATION
 from mlm_studio.ui.panels.finetune.results import ResultsView

@@ -13,9 +13,9 @@ import pytest
 from mlm_studio.core.finetune.compare import SCRATCH_LABEL, YOURS, Contender, Outcome, verdict
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.setup import prepare_finetuner
-from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.records import StepRecord
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.records import StepRecord
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.ui.panels.finetune.comparison import MEAN_HALF_WIDTH, ComparisonView
 from mlm_studio.ui.trainer_thread import IDLE
 from mlm_studio.ui.widgets.model_choice import model_entries

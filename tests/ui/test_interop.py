@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.models.hf_folder import is_hf_folder
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.ui.main_window import MainWindow
 from tests.core.helpers import with_training
 

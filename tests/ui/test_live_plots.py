@@ -10,8 +10,7 @@ from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import QApplication
 
 from mlm_studio.core.metric_schema import metrics_of
-from mlm_studio.core.training.probes import ProbeResult
-from mlm_studio.core.training.records import RECORDS, EvalRecord
+from mlm_studio.core.runs.records import RECORDS, EvalRecord, ProbeResult
 from mlm_studio.ui.widgets.curve_data import Series, thinned
 from mlm_studio.ui.widgets.live_plots import PLOT_HEIGHT, LivePlots
 from mlm_studio.ui.widgets.plots import CompactAxis

@@ -9,12 +9,12 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication, QStyle
 
 from mlm_studio.core.durations import format_duration
+from mlm_studio.core.runs import loop as loop_module
+from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.records import StartedRecord, StepRecord
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.training import runs as runs_module
-from mlm_studio.core.training import trainer as trainer_module
-from mlm_studio.core.training.control import TrainingControl
 from mlm_studio.core.training.probes import Probe
-from mlm_studio.core.training.records import StartedRecord, StepRecord
-from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.ui.panels.training import TrainingPanel
 from mlm_studio.ui.theme import glyph_icon
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING
@@ -112,7 +112,7 @@ class LongPauses:
     def __init__(self, monkeypatch, tick: float, pause: float) -> None:
         self.now, self.tick, self.pause = 0.0, tick, pause
         self.waiting = threading.Event()
-        monkeypatch.setattr(trainer_module, "time", self)
+        monkeypatch.setattr(loop_module, "time", self)
         original = TrainingControl.wait_while_paused
 
         def wait_while_paused(control):

@@ -13,9 +13,9 @@ from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.models.hf_folder import import_model
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.training import request as request_module
-from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run
 from mlm_studio.ui.panels.training import TrainingPanel
 from mlm_studio.ui.workspace import Workspace

@@ -7,10 +7,10 @@ import shutil
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
-from mlm_studio.core.training.control import TrainingControl
+from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.records import FinishedRecord, StepRecord
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.training.probes import Probe
-from mlm_studio.core.training.records import FinishedRecord, StepRecord
-from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.ui.panels.training import TrainingPanel
 from mlm_studio.ui.workspace import Workspace
 from tests.core.helpers import small_config

@@ -7,7 +7,7 @@ import pytest
 
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.setup import prepare_finetuner
-from mlm_studio.core.training.history import FINETUNING, PRETRAINING, run_kind
+from mlm_studio.core.runs.history import FINETUNING, PRETRAINING, run_kind
 from mlm_studio.ui.main_window import MainWindow
 
 TIMEOUT_MS = 120_000

@@ -15,8 +15,8 @@ from mlm_studio.core.evaluation.subject import refuse_fine_tuned
 from mlm_studio.core.models.build import build_trained, masked_lm_of
 from mlm_studio.core.models.hf_folder import import_model, is_hf_folder, model_folder
 from mlm_studio.core.models.replaced_tokens import ReplacedTokenDetection
+from mlm_studio.core.runs.run_folder import RunDir, resolve_checkpoint
 from mlm_studio.core.storage.checkpoint import listed, load_weights
-from mlm_studio.core.training.run_folder import RunDir, resolve_checkpoint
 
 MAX_MASKS = 32
 

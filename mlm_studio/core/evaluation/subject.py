@@ -16,8 +16,8 @@ from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.models.build import build_model, build_trained, encoder_of, masked_lm_of
 from mlm_studio.core.models.hf_folder import import_model, is_hf_folder, model_folder
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.runs.run_folder import RunDir, resolve_checkpoint
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_state, load_weights
-from mlm_studio.core.training.run_folder import RunDir, resolve_checkpoint
 from mlm_studio.core.training.runs import training_blocks, with_architecture
 
 

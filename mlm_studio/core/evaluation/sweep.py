@@ -11,8 +11,8 @@ from mlm_studio.core.evaluation.diagnosis import Diagnosis, diagnose
 from mlm_studio.core.evaluation.subject import load_subject
 from mlm_studio.core.evaluation.task_probe import probe_task
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import load_weights
-from mlm_studio.core.training.run_folder import RunDir
 
 
 @dataclass(frozen=True)

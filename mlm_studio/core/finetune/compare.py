@@ -18,11 +18,11 @@ from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.request import SCRATCH, request_differences
 from mlm_studio.core.finetune.scores import ENTITY_F1, MACRO_F1, main_score
 from mlm_studio.core.finetune.setup import prepare_finetuner
+from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.records import Record, TestRecord
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.files import atomic_write_json
-from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.records import Record, TestRecord
-from mlm_studio.core.training.run_folder import RunDir
 
 YOURS, STARTING, SCRATCH_LABEL = "your model", "its starting model", "from scratch"
 MANIFEST = "comparison.json"  # in a comparison's folder: its model, contenders and seeds

@@ -25,7 +25,7 @@ from mlm_studio.core.finetune.compare import (
     verdict,
 )
 from mlm_studio.core.finetune.runs import ENDED, finetune_run, last_test
-from mlm_studio.core.training.records import TestRecord
+from mlm_studio.core.runs.records import TestRecord
 
 LABELS = (YOURS, STARTING, SCRATCH_LABEL)  # in the order a comparison runs them
 RUN_FOLDER = re.compile(r"^(?P<contender>[a-z-]+)-seed(?P<seed>\d+)$")

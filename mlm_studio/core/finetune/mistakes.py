@@ -12,7 +12,7 @@ from mlm_studio.core.finetune.qa.metric import exact_match
 from mlm_studio.core.finetune.qa.task import qa_split, read_qa_task
 from mlm_studio.core.finetune.setup import copies_by, files_split, read_task
 from mlm_studio.core.progress import Progress
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.run_folder import RunDir
 
 
 @dataclass(frozen=True)

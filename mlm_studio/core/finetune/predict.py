@@ -29,9 +29,9 @@ from mlm_studio.core.finetune.qa.features import qa_features
 from mlm_studio.core.finetune.qa.task import question_room
 from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.runs.run_folder import TASK, RunDir
 from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.checkpoint import CheckpointError, load_weights, weights_finite
-from mlm_studio.core.training.run_folder import TASK, RunDir
 
 ANSWER_BATCH = 16  # windows of a long context read at once
 

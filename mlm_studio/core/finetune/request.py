@@ -14,8 +14,8 @@ from mlm_studio.core.data.builtin_corpus import fingerprint
 from mlm_studio.core.data.labelled import Columns, TaskError, columns_of
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.models.hf_folder import model_folder
+from mlm_studio.core.runs.run_folder import RunDir, resolve_checkpoint
 from mlm_studio.core.storage.checkpoint import CheckpointError
-from mlm_studio.core.training.run_folder import RunDir, resolve_checkpoint
 
 SCRATCH = "scratch:"  # MODEL written as scratch:SOURCE: SOURCE's shape and tokenizer, fresh weights
 # what a run may be asked differently and still answer the same question: where and how it computes

@@ -10,11 +10,11 @@ from pathlib import Path
 from mlm_studio.core.finetune.request import SCRATCH
 from mlm_studio.core.finetune.scores import main_score_name
 from mlm_studio.core.finetune.tuner import BEST, ending
+from mlm_studio.core.runs.history import list_runs, summarize
+from mlm_studio.core.runs.records import RECORDS, TestRecord
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CHECKPOINTS, CheckpointError
 from mlm_studio.core.storage.hub_cache import hub_name_of
-from mlm_studio.core.training.history import list_runs, summarize
-from mlm_studio.core.training.records import RECORDS, TestRecord
-from mlm_studio.core.training.run_folder import RunDir
 
 RESUMABLE = ("stopped", "interrupted", "failed")  # states a run can continue from
 ENDED = ("completed", "stopped early")  # states of a run that ended by itself: its test scores count

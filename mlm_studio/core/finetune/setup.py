@@ -57,6 +57,11 @@ from mlm_studio.core.finetune.tuner import BEST, FineTuner, TaskData
 from mlm_studio.core.models.build import build_trained, encoder_of
 from mlm_studio.core.models.hf_folder import import_model
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.device import resolve_device
+from mlm_studio.core.runs.failures import refuse_nonfinite_resume
+from mlm_studio.core.runs.run_folder import RunDir, resolve_checkpoint
+from mlm_studio.core.runs.settings import apply_resume, with_resolved_precision
 from mlm_studio.core.storage.checkpoint import (
     CheckpointError,
     load_weights,
@@ -64,11 +69,6 @@ from mlm_studio.core.storage.checkpoint import (
     require_best_readable,
     require_readable,
 )
-from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.device import resolve_device
-from mlm_studio.core.training.failures import refuse_nonfinite_resume
-from mlm_studio.core.training.run_folder import RunDir, resolve_checkpoint
-from mlm_studio.core.training.runs import apply_resume, with_resolved_precision
 
 MAX_LENGTH = 512  # tokens a text is cut to by default (or fewer, if the model reads fewer)
 SMALL_MODEL, SMALL_TASK = 10_000_000, 1_000  # parameters and training examples below which 3e-4 learns best

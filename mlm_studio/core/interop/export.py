@@ -23,10 +23,10 @@ from mlm_studio.core.models.build import build_trained
 from mlm_studio.core.models.electra import DISCRIMINATOR, GENERATOR
 from mlm_studio.core.models.hf_folder import GENERATOR_FOLDER, InteropError
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.runs.run_folder import TASK, RunDir, choose_checkpoint
 from mlm_studio.core.storage.checkpoint import listed, load_weights, save_weights
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
 from mlm_studio.core.storage.owned import NotOurs, OwnedFolder
-from mlm_studio.core.training.run_folder import TASK, RunDir, choose_checkpoint
 
 EXPORTED_FILES = ("config.json", "model.safetensors", "tokenizer.json")  # what marks an export
 MODEL_FILES = (*EXPORTED_FILES, "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")

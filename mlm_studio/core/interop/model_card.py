@@ -8,9 +8,9 @@ from pathlib import Path
 
 from mlm_studio import __version__
 from mlm_studio.core.config.families import FAMILIES
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.shown import one_line
 from mlm_studio.core.storage.checkpoint import CheckpointError, read_state
-from mlm_studio.core.training.run_folder import RunDir
 
 
 def model_card(run: RunDir, checkpoint: Path) -> str:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mlm_studio.core.metric_schema import metric
+from mlm_studio.core.runs.records import ProbeResult
 from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.files import atomic_write_text
 
@@ -34,14 +34,6 @@ class Probe:
             raise ValueError(f"a probe needs exactly one [MASK]: {shown(self.text)}")
         if not self.expected.strip() or " " in self.expected.strip():
             raise ValueError(f"a probe expects one word, not {shown(self.expected)}")
-
-
-@dataclass(frozen=True)
-class ProbeResult:
-    expected: str = metric("", column="probe")
-    rank: int = metric("", plot="probes")  # 1 = the model's top prediction; a curve per probe, named by `expected`
-    probability: float = metric("share")
-    text: str = metric("", column="probe_text")
 
 
 def save_probes(folder: Path, probes: list[Probe]) -> None:

@@ -18,24 +18,21 @@ from mlm_studio.core.data.tokenizer import MLMTokenizer, train_tokenizer
 from mlm_studio.core.durations import format_duration
 from mlm_studio.core.models.hf_folder import ImportedModel, import_model
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.runs.device import autocast_dtype, resolve_device
+from mlm_studio.core.runs.history import nothing_left, summarize
+from mlm_studio.core.runs.run_folder import RunDir
+from mlm_studio.core.runs.settings import apply_resume, config_differences, described, with_resolved_precision
 from mlm_studio.core.storage.user_folders import default_runs_dir
-from mlm_studio.core.training.device import autocast_dtype, resolve_device
-from mlm_studio.core.training.history import nothing_left, summarize
 from mlm_studio.core.training.probes import Probe
-from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.runs import (
     NewRun,
     TrainingRefused,
-    apply_resume,
     check_corpus_unchanged,
     check_resume,
-    config_differences,
     continuing,
-    described,
     new_run_config,
     new_run_path,
     prepare_trainer,
-    with_resolved_precision,
 )
 from mlm_studio.core.training.trainer import Trainer
 

@@ -7,25 +7,25 @@ import re
 import time
 from collections.abc import Callable, Collection
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mlm_studio.core.config.continuation import continued
 from mlm_studio.core.config.run_config import RunConfig
-from mlm_studio.core.config.sections import SECTIONS, ConfigError
+from mlm_studio.core.config.sections import ConfigError
 from mlm_studio.core.data.builtin_corpus import restore_builtin_corpus
 from mlm_studio.core.data.corpus import Corpus, load_corpus
 from mlm_studio.core.data.dataset import BlockSet, split_blocks, tokenize_corpus
 from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.models.hf_folder import ImportedModel
 from mlm_studio.core.progress import Progress
-from mlm_studio.core.storage.checkpoint import CheckpointError, read_state
+from mlm_studio.core.runs.failures import refuse_nonfinite_resume
+from mlm_studio.core.runs.run_folder import RunDir
+from mlm_studio.core.runs.settings import config_differences, described, with_resolved_precision
+from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
-from mlm_studio.core.training.device import resolve_device, resolved_precision
-from mlm_studio.core.training.failures import refuse_nonfinite_resume
 from mlm_studio.core.training.probes import Probe, save_probes
-from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.trainer import Trainer
 
 FOLDER_LABEL_LENGTH = 40
@@ -123,20 +123,6 @@ def new_run_config(config: RunConfig, tokenizer: MLMTokenizer, initial: Imported
     return with_resolved_precision(config)
 
 
-def with_resolved_precision(config: RunConfig) -> RunConfig:
-    """`config` with precision "auto" replaced by what it resolves to on the configured device, so that a run's
-    config.toml records the precision it trains in and a resume continues in it."""
-    if config.training.precision != "auto":
-        return config
-    training = config.training
-    try:
-        device = resolve_device(training.device)
-    except ValueError:  # a device this machine lacks: the trainer refuses it, saying so
-        return config
-    precision = resolved_precision(training.precision, device)
-    return replace(config, training=replace(training, precision=precision))
-
-
 def with_architecture(config: RunConfig, initial: ImportedModel) -> RunConfig:
     """`config` with the imported model's architecture; refuses a sequence length the model cannot read."""
     limit = initial.config.max_tokens()
@@ -190,23 +176,6 @@ RESUMABLE = tuple(
 )
 
 
-def config_differences(old: RunConfig, new: RunConfig) -> dict[str, tuple[Any, Any]]:
-    """Every setting whose value differs, by `section.field`, with its old and new value ("—" for a field one
-    model family has and the other lacks); the preset, a label, is not a setting."""
-    changes = {}
-    for section in SECTIONS:
-        a, b = getattr(old, section).values(), getattr(new, section).values()
-        for name in dict.fromkeys([*a, *b]):
-            if a.get(name) != b.get(name):
-                changes[f"{section}.{name}"] = (a.get(name, "—"), b.get(name, "—"))
-    return changes
-
-
-def described(changes: dict[str, tuple[Any, Any]]) -> str:
-    """Differences in words: "training.max_steps: 8 → 10; training.learning_rate: 0.001 → 0.0005"."""
-    return "; ".join(f"{name}: {old} → {new}" for name, (old, new) in changes.items())
-
-
 def resume_differences(run: RunDir, given: RunConfig) -> tuple[dict[str, tuple[Any, Any]], dict[str, tuple[Any, Any]]]:
     """How `given` differs from the run's configuration: (what a resume applies, what it cannot change). The
     vocabulary, set by the run's tokenizer, is not compared."""
@@ -242,19 +211,6 @@ def check_resume(run: RunDir, config: RunConfig | None, tokenizer: MLMTokenizer 
             "for the others"
         )
     return resumed
-
-
-def apply_resume(run: RunDir, config: RunConfig) -> str:
-    """Make `config` (from `check_resume`) the run's: save it and record the change in its metrics at the step the
-    run resumes from. The sentence that says what changed, "" when nothing did."""
-    changes = config_differences(run.config, config)
-    if not changes:
-        return ""
-    latest = run.latest_checkpoint()
-    message = f"resumed with {described(changes)}"
-    config.save(run.path / "config.toml")
-    run.append_metrics([{"type": "changed", "step": read_state(latest)["step"] if latest else 0, "message": message}])
-    return message
 
 
 def check_corpus_unchanged(run: RunDir, given: Corpus | None = None, progress: Progress | None = None) -> None:

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.models.hf_folder import is_hf_folder
-from mlm_studio.core.training.run_folder import RunDir, checkpoint_step
+from mlm_studio.core.runs.run_folder import RunDir, checkpoint_step
 from mlm_studio.ui.widgets.model_choice import NO_MODEL, model_entries, refill
 from mlm_studio.ui.workspace import Workspace
 

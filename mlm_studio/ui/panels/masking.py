@@ -23,8 +23,8 @@ from mlm_studio.core.data.masking import Masker
 from mlm_studio.core.data.masking_preview import MaskingPreview, masking_preview
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CheckpointError
-from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.ui.construction import Construction
 from mlm_studio.ui.panels.masked_samples import MaskedSamples
 from mlm_studio.ui.panels.masking_form import MaskingForm

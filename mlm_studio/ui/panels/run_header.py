@@ -7,8 +7,8 @@ from __future__ import annotations
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QSizePolicy, QWidget
 
 from mlm_studio.core.durations import format_duration
-from mlm_studio.core.training.history import RunSummary, evaluation_said, outcome
-from mlm_studio.core.training.records import StartedRecord, StepRecord
+from mlm_studio.core.runs.history import RunSummary, evaluation_said, outcome
+from mlm_studio.core.runs.records import StartedRecord, StepRecord
 from mlm_studio.ui.widgets.elided_label import ElidedLabel
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
-from mlm_studio.core.training.history import nothing_left, same_run
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.history import nothing_left, same_run
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.ui.widgets.elided_label import ElidedLabel
 from mlm_studio.ui.widgets.runs_table import RunsTable
 from mlm_studio.ui.workspace import Workspace

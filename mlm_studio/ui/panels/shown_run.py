@@ -12,10 +12,8 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 
 from mlm_studio.core.durations import Eta
-from mlm_studio.core.storage.checkpoint import CheckpointError
-from mlm_studio.core.training.history import same_run, summarize
-from mlm_studio.core.training.probes import load_probes
-from mlm_studio.core.training.records import (
+from mlm_studio.core.runs.history import same_run, summarize
+from mlm_studio.core.runs.records import (
     EvalRecord,
     FinishedRecord,
     PausedRecord,
@@ -23,7 +21,9 @@ from mlm_studio.core.training.records import (
     StepRecord,
     WarningRecord,
 )
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.run_folder import RunDir
+from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.training.probes import load_probes
 from mlm_studio.ui.panels.run_header import RunHeader
 from mlm_studio.ui.panels.training_texts import finished_message, hints
 from mlm_studio.ui.trainer_thread import PAUSED, STOPPING, TrainingController

@@ -19,11 +19,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from mlm_studio.core.runs.records import CheckpointRecord, StartedRecord, StepRecord
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.training.probes import Probe, load_probes
-from mlm_studio.core.training.records import CheckpointRecord, StartedRecord, StepRecord
 from mlm_studio.core.training.request import Note, TrainingRequest, prepare, run_folder
-from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.core.training.trainer import Trainer
 from mlm_studio.ui.panels.plots_area import PlotsArea
 from mlm_studio.ui.panels.run_header import RunHeader

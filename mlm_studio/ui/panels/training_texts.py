@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlm_studio.core.training.history import evaluation_said
-from mlm_studio.core.training.records import EvalRecord, FinishedRecord
+from mlm_studio.core.runs.history import evaluation_said
+from mlm_studio.core.runs.records import EvalRecord, FinishedRecord
 
 NO_PROBES = (
     "This run has no cloze probes. Add sentences with [MASK] and their expected word on the Probes tab before "

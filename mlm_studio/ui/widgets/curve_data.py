@@ -9,8 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mlm_studio.core.metric_schema import Metric, metrics_of
-from mlm_studio.core.training.probes import ProbeResult
-from mlm_studio.core.training.records import RECORDS, StepRecord
+from mlm_studio.core.runs.records import RECORDS, ProbeResult, StepRecord
 
 MAX_POINTS = 4000  # per curve handed to pyqtgraph
 OVERLAY_COLOURS = ("#17becf", "#bcbd22", "#7f7f7f", "#c5b0d5")  # another run's: none of its own curves' colours

@@ -10,8 +10,8 @@ from pathlib import Path
 from PySide6.QtWidgets import QComboBox
 
 from mlm_studio.core.models.hf_folder import has_known_family, is_hf_folder
+from mlm_studio.core.runs.history import PRETRAINING, list_runs
 from mlm_studio.core.storage.hub_cache import cached_models
-from mlm_studio.core.training.history import PRETRAINING, list_runs
 
 NO_MODEL = "No trained model yet: train one, or choose a model folder"
 

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
 from mlm_studio.core.durations import format_duration
-from mlm_studio.core.training.history import PRETRAINING, RunSummary, list_runs, outcome, summarize
+from mlm_studio.core.runs.history import PRETRAINING, RunSummary, list_runs, outcome, summarize
 
 COLUMNS = ("Run", "State", "Step", "Val loss", "Val acc", "Val step", "Tokens", "Time")
 HEADER_TIPS = {

@@ -12,8 +12,8 @@ from mlm_studio.core.evaluation.explain.choices import DEFAULT_METHOD
 from mlm_studio.core.evaluation.subject import refuse_fine_tuned
 from mlm_studio.core.models.build import build_trained, masked_lm_of
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.runs.run_folder import resolve_checkpoint
 from mlm_studio.core.storage.checkpoint import CheckpointError, checkpoint_finite, load_weights
-from mlm_studio.core.training.run_folder import resolve_checkpoint
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from mlm_studio.core.finetune.qa.data import QAExample, QAFile, read_qa_file
 from mlm_studio.core.finetune.qa.features import QAFeatures, qa_features
 from mlm_studio.core.finetune.qa.kind import AnswerKind
 from mlm_studio.core.finetune.tuner import TaskData
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.run_folder import RunDir
 
 DOC_STRIDE = 128  # tokens two windows of one context share (`transformers`' run_qa.py)
 MAX_ANSWER_LENGTH = 30  # tokens of the longest answer decoded (run_qa.py)

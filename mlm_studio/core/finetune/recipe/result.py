@@ -14,7 +14,7 @@ from pathlib import Path
 from mlm_studio.core.finetune.request import SCRATCH
 from mlm_studio.core.finetune.runs import ENDED, finetune_run, model_name
 from mlm_studio.core.finetune.scores import MACRO_F1, score_field
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.run_folder import RunDir
 
 PLAN = "search.json"  # in a search's folder: what it searches
 TIE = 6  # decimals of a mean validation score two candidates must share to tie

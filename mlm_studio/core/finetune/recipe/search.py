@@ -34,9 +34,9 @@ from mlm_studio.core.finetune.request import model_fingerprint
 from mlm_studio.core.finetune.runs import ENDED, finetune_run
 from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.finetune.tasks import MAX_SEEDS, SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
+from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.records import Record, WarningRecord
 from mlm_studio.core.storage.files import atomic_write_json
-from mlm_studio.core.training.control import TrainingControl
-from mlm_studio.core.training.records import Record, WarningRecord
 
 SPLITS = ("train", "validation", "test")  # the task's files
 FIXED = ("batch_size", "warmup_share", "weight_decay", "freeze_layers", "patience", "eval_interval", "max_length",

@@ -27,7 +27,7 @@ from mlm_studio.core.data.formats import TABLE_SUFFIXES
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.request import SCRATCH
 from mlm_studio.core.finetune.tasks import TASKS
-from mlm_studio.core.training.run_folder import TASK
+from mlm_studio.core.runs.run_folder import TASK
 from mlm_studio.ui.widgets.model_choice import model_combo, model_entries, refill
 from mlm_studio.ui.workspace import Workspace
 

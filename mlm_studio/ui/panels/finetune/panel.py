@@ -32,8 +32,7 @@ from mlm_studio.core.finetune.runs import last_test
 from mlm_studio.core.finetune.scores import main_score, score_field
 from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.finetune.tasks import SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
-from mlm_studio.core.storage.lock import RunLock
-from mlm_studio.core.training.records import (
+from mlm_studio.core.runs.records import (
     CheckpointRecord,
     FinishedRecord,
     StepRecord,
@@ -41,7 +40,8 @@ from mlm_studio.core.training.records import (
     ValidationRecord,
     WarningRecord,
 )
-from mlm_studio.core.training.run_folder import RunDir
+from mlm_studio.core.runs.run_folder import RunDir
+from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.training.runs import new_run_path
 from mlm_studio.ui.panels.finetune.comparison import ComparisonView
 from mlm_studio.ui.panels.finetune.explained_try_it import ExplainedTryIt

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.finetune.mistakes import Mistake
 from mlm_studio.core.finetune.scores import entities, per_class_rows
-from mlm_studio.core.training.records import TestRecord, answer_scores
+from mlm_studio.core.runs.records import TestRecord, answer_scores
 from mlm_studio.ui.panels.finetune.answers import AnswerMistakesView
 from mlm_studio.ui.theme import blended, readable_on
 from mlm_studio.ui.widgets.elided_label import ElidedLabel

@@ -10,7 +10,7 @@ from mlm_studio.core.finetune.comparisons import Comparison
 from mlm_studio.core.finetune.recipe.result import RecipeSearch
 from mlm_studio.core.finetune.runs import finetune_run
 from mlm_studio.core.finetune.scores import main_score, score_field
-from mlm_studio.core.training.records import FinishedRecord, TestRecord
+from mlm_studio.core.runs.records import FinishedRecord, TestRecord
 
 
 def run_subject(path: Path) -> str:

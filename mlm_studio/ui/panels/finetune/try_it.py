@@ -28,8 +28,8 @@ from PySide6.QtWidgets import (
 from mlm_studio.core.finetune.pipeline_shapes import Answered, Labelled, Tagged
 from mlm_studio.core.finetune.predict import FineTuned, reads_pairs
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CheckpointError
-from mlm_studio.core.training.run_folder import RunDir
 from mlm_studio.ui.panels.finetune.results import CHIP_COLOURS
 from mlm_studio.ui.panels.finetune.subjects import run_subject
 from mlm_studio.ui.tasks import TaskRunner

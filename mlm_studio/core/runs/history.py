@@ -13,10 +13,9 @@ from typing import Any
 from mlm_studio.core.config.sections import TrainConfig
 from mlm_studio.core.durations import format_duration
 from mlm_studio.core.metric_schema import csv_columns, metrics_of
+from mlm_studio.core.runs.records import RECORDS, EvalRecord, ProbeRecord, ProbeResult, StepRecord, kind_of
+from mlm_studio.core.runs.run_folder import TASK, RunDir, checkpoint_step, metric_records
 from mlm_studio.core.storage.checkpoint import CheckpointError
-from mlm_studio.core.training.probes import ProbeResult
-from mlm_studio.core.training.records import RECORDS, EvalRecord, ProbeRecord, StepRecord, kind_of
-from mlm_studio.core.training.run_folder import TASK, RunDir, checkpoint_step, metric_records
 
 TAIL_BYTES = 256 * 1024  # the end of metrics.jsonl that holds a run's latest records
 

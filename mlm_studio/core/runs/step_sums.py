@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from mlm_studio.core.models.replaced_tokens import DETECTION_SUMS, detection_metrics
-from mlm_studio.core.training.records import StepRecord
+from mlm_studio.core.runs.records import StepRecord
 
 
 @dataclass

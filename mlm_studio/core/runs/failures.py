@@ -7,8 +7,8 @@ from pathlib import Path
 
 import torch
 
+from mlm_studio.core.runs.run_folder import RunDir, checkpoint_step
 from mlm_studio.core.storage.checkpoint import CheckpointError, checkpoint_finite, require_readable
-from mlm_studio.core.training.run_folder import RunDir, checkpoint_step
 
 
 class RunFailed(Exception):

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from mlm_studio.core.metric_schema import metrics_of
+from mlm_studio.core.runs.records import INSTALL_HINT, RECORDS
 from mlm_studio.core.storage.checkpoint import listed
 from mlm_studio.core.storage.owned import NotOurs, OwnedFolder
-from mlm_studio.core.training.records import INSTALL_HINT, RECORDS
 
 EVENTS_FOLDER = "tensorboard"
 # by record type, each metric field's tag (those with one)

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from mlm_studio.core.durations import format_duration
 from mlm_studio.core.metric_schema import metric, metrics_of
-from mlm_studio.core.training.probes import ProbeResult
 
 INSTALL_HINT = 'pip install "mlm-studio[tensorboard]"'  # what writes a run's TensorBoard events
 
@@ -243,6 +242,16 @@ def answer_scores(record: ValidationRecord | TestRecord, bold: bool = False) -> 
 
 def _share(value: float | None) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:.1%}"
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """How a probe sentence's expected word ranked among the model's predictions at one evaluation."""
+
+    expected: str = metric("", column="probe")
+    rank: int = metric("", plot="probes")  # 1 = the model's top prediction; a curve per probe, named by `expected`
+    probability: float = metric("share")
+    text: str = metric("", column="probe_text")
 
 
 @dataclass(frozen=True)
