@@ -47,6 +47,7 @@ FLAGS = {
     "learning_rate": "--lr",
     "epochs": "--epochs",
     "batch_size": "--batch-size",
+    "grad_accumulation": "--grad-accumulation",
     "warmup_share": "--warmup",
     "weight_decay": "--weight-decay",
     "freeze_layers": "--freeze-layers",

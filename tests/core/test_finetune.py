@@ -4,6 +4,7 @@ stops early restoring the best weights, resumes exactly, and says what is wrong 
 import csv
 import json
 import random
+import re
 
 import numpy as np
 import pytest
@@ -276,3 +277,25 @@ def test_a_cpu_fine_tuning_run_re_decides_its_threads_at_every_step(
     assert tuner.optimizer.defaults["fused"] is True  # pre-training's kernel, one road (device.adamw)
     list(tuner.run())
     assert len(checks) == tuner.total_steps and all(1 <= t <= threads_module.thread_ceiling() for t in checks)
+
+
+def test_gradient_accumulation_learns_as_the_batch_it_adds_up_to(trained_run, task_file, tmp_path):
+    """Two micro-batches of 8 a step read the same examples in the same order as one batch of 16, so the runs take
+    the same steps to the same scores: without dropout (whose draws follow the batches' shapes) only the order of
+    the sums differs, and every validation loss agrees within 1e-3 through the run's take-off."""
+    runs = {}
+    for name, batch, accumulation in (("whole", 16, 1), ("accumulated", 8, 2)):
+        asked = options(task_file, batch_size=batch, grad_accumulation=accumulation, epochs=10, learning_rate=1e-2)
+        prepare_finetuner(tmp_path / name, str(trained_run.path), asked)
+        written = tmp_path / name / "config.toml"
+        written.write_text(re.sub(r"dropout_prob = [0-9.]+", "dropout_prob = 0.0", written.read_text()))
+        tuner = prepare_finetuner(tmp_path / name)  # the run as written, before its first step
+        runs[name] = (tuner, list(tuner.run()))
+    (whole, said), (accumulated, heard) = runs["whole"], runs["accumulated"]
+    assert whole.total_steps == accumulated.total_steps and whole.steps_per_epoch == accumulated.steps_per_epoch
+    assert accumulated.config.training.grad_accumulation == 2
+    losses = [[r.loss for r in records if isinstance(r, ValidationRecord)] for records in (said, heard)]
+    assert losses[0][-1] < 0.9 * losses[0][0]  # it learned
+    assert losses[0] == pytest.approx(losses[1], rel=1e-3)
+    tests = [next(r for r in records if isinstance(r, TestRecord)) for records in (said, heard)]
+    assert tests[0].accuracy == tests[1].accuracy

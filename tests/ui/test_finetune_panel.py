@@ -121,6 +121,41 @@ def test_pause_resume_then_stop_halfway_scores_the_best_weights(qtbot, panel, tm
     assert panel.results.confusion.rowCount() == 3 and panel.export_button.isEnabled()
 
 
+def test_a_disk_that_fills_up_pauses_the_run_and_resume_finishes_it_once_room_is_made(
+    qtbot, trained_runs, tmp_path, tmpfs
+):
+    from mlm_studio.ui.panels.finetune.panel import FinetunePanel
+    from mlm_studio.ui.workspace import Workspace
+    from tests.reliability.test_every_recipe import fill as fill_disk
+
+    disk = tmpfs(tmp_path / "disk", "size=16m")
+    panel = FinetunePanel(Workspace(), disk / "runs")
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.form.add_folder(str(trained_runs / "late"))
+    fill(panel, write_task(tmp_path / "task.csv"), epochs=2.0)
+    finished = []
+
+    def on_record(record):
+        if record.kind == "checkpoint" and not (disk / "filler.bin").exists():
+            fill_disk(disk)  # a user's file takes the last byte after the first epoch's checkpoint
+        if isinstance(record, FinishedRecord):
+            finished.append(record)
+
+    panel.controller.record.connect(on_record)
+    panel.start_button.click()
+    qtbot.waitUntil(lambda: panel.controller.state == PAUSED, timeout=TIMEOUT_MS)
+    assert panel.message_bar.level == "warning" and "No space left on device" in panel.message_bar.text
+    assert "Training is paused: make room or fix the folder, then resume" in panel.message_bar.text
+    assert panel.pause_button.text() == "Resume"
+    (disk / "filler.bin").unlink()
+    panel.pause_button.click()
+    run_to_the_end(qtbot, panel)
+    assert [f.reason for f in finished] == ["completed"]
+    assert panel.export_button.isEnabled()
+    panel.controller.wait(TIMEOUT_MS)
+
+
 def test_a_file_of_one_class_is_said_in_the_message_bar(qtbot, panel, tmp_path):
     task = tmp_path / "one.csv"
     task.write_text("text,label\n" + "".join(f"sentence {i},same\n" for i in range(20)), encoding="utf-8")

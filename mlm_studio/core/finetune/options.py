@@ -32,6 +32,7 @@ RULES = {
     "learning_rate": (lambda v: v is None or 0 < v < 1, "more than 0 and less than 1"),
     "epochs": (lambda v: 0 < v <= 1_000_000, "more than 0 and at most 1,000,000"),
     "batch_size": (lambda v: 1 <= v <= 65_536, "between 1 and 65,536"),
+    "grad_accumulation": (lambda v: 1 <= v <= 1024, "between 1 and 1,024"),
     "warmup_share": (lambda v: 0 <= v <= 1, "a share of the steps between 0 and 1"),
     "weight_decay": (lambda v: 0 <= v < 1, "at least 0 and less than 1"),
     "freeze_layers": (lambda v: v >= 0, "0 or more"),
@@ -58,6 +59,7 @@ class FinetuneOptions:
     learning_rate: float | None = None  # None: the measured rule, by model and task size (`measured_learning_rate`)
     epochs: float = 10.0
     batch_size: int = 16
+    grad_accumulation: int = 1  # micro-batches of `batch_size` per step: a step learns from their product
     warmup_share: float = 0.06
     weight_decay: float = 0.01
     freeze_layers: int = 0  # the embeddings and this many first layers left untrained

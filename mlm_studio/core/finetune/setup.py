@@ -137,11 +137,13 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions, progress: 
         )
         split = files_split(files, options.held_out_by, options.task, source.tokenizer.normalised, progress)
         n_train = len(split[0])
-    per_epoch = math.ceil(n_train / options.batch_size)
-    total = max(1, math.ceil(options.epochs * n_train / options.batch_size))
+    per_step = options.batch_size * options.grad_accumulation
+    per_epoch = math.ceil(n_train / per_step)
+    total = max(1, math.ceil(options.epochs * n_train / per_step))
     interval = options.eval_interval or per_epoch
     training = TrainConfig(
         batch_size=options.batch_size,
+        grad_accumulation=options.grad_accumulation,
         learning_rate=options.learning_rate or measured_learning_rate(source.config.parameter_count(), n_train),
         warmup_steps=round(options.warmup_share * total),
         weight_decay=options.weight_decay,
@@ -291,10 +293,11 @@ def prepare_finetuner(
     control: TrainingControl | None = None,
     changes: dict[str, Any] | None = None,
     progress: Progress | None = None,
+    pause_on_save_error: bool = False,
 ) -> FineTuner:
     """A fine-tuner for a new run in `path` (with `spec` and `options`) or for the run there, resumed with
     `changes` (see `resume_with`); reading and encoding its examples reported to `progress`. A device this
-    machine lacks is refused (ValueError) before anything is written."""
+    machine lacks is refused (ValueError) before anything is written. `pause_on_save_error`: as the loop's."""
     if spec is not None and options is not None:
         resolve_device(options.device)
         if (Path(path) / "config.toml").exists():
@@ -312,7 +315,7 @@ def prepare_finetuner(
         raise TaskError(f"the task's files changed since the run began ({'; '.join(changed)}); start a new run")
     data = task_data(run, progress)
     said = resume_with(run, len(data.train), changes) if changes else ""
-    return FineTuner(run, data, control, said, progress)
+    return FineTuner(run, data, control, said, progress, pause_on_save_error=pause_on_save_error)
 
 
 # What a resumed run may change and stay one run: how long it trains (its schedule stretches or shrinks to the new

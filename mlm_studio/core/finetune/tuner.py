@@ -202,8 +202,9 @@ class FineTuner(Loop):
         score = evaluation.score
         if score > self.best_score:
             self.best_score, self.best_step, self.stale = score, self.step, 0
-            if self.dist.main:
-                atomic_write_folder(self.run_dir.path / BEST, self._write_best)
+            yield from self._written(
+                "best weights", lambda: atomic_write_folder(self.run_dir.path / BEST, self._write_best)
+            )
         else:
             self.stale += 1
             if self.stale >= self.task["patience"] and self.step < self.total_steps:  # the last step ends it anyway

@@ -25,10 +25,11 @@ def out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
 
 
-def save_error_message(error: OSError | None, step: int, previous: Path | None) -> str:
+def save_error_message(error: OSError | None, step: int, previous: Path | None, what: str = "checkpoint") -> str:
+    """Why `what` (the checkpoint, the best weights) of `step` was not written; `previous`: the latest checkpoint."""
     reason = f"{error.strerror or error}" if error is not None else "on the main process"
     kept = f" The previous checkpoint, {previous.name}, is intact." if previous else ""
-    return f"Could not write the checkpoint of step {step} ({reason}).{kept}"
+    return f"Could not write the {what} of step {step} ({reason}).{kept}"
 
 
 STABLER = "Lower the learning rate, keep gradient clipping on, or use fp32/bf16 instead of fp16."

@@ -23,9 +23,10 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -340,25 +341,31 @@ class Loop:
 
     # --- saving and logging -----------------------------------------------------------------------------
     def _save(self) -> Iterator[Record]:
-        """Write a checkpoint of finite weights (non-finite ones end the run unsaved). If it cannot be written
-        (disk full, no permission), the previous one stays the latest; then either pause and retry on resume, or
-        fail."""
+        """Write a checkpoint of finite weights (non-finite ones end the run unsaved); see `_written`."""
         if self._agree(not weights_finite(self.model.parameters())):
             raise RunFailed(diverged_message(self.step, self.run_dir.newest_finite_checkpoint()))
         state = {**self._state(), **self.recipe_state()}
+        keep = self.config.training.keep_checkpoints
+        path = yield from self._written(
+            "checkpoint", lambda: self.run_dir.save_checkpoint(self.step, self.model, self.optimizer, state, keep)
+        )
+        self.last_saved = self.step
+        yield self._logged(CheckpointRecord(self.step, str(path or Path())))
+
+    def _written(self, what: str, write: Callable[[], Any]) -> Generator[Record, None, Any]:
+        """What `write` returns, run on the main process until it succeeds. If it cannot write (disk full, no
+        permission), the previous checkpoint stays the latest; then either pause and retry on resume (the window:
+        someone can free space and press Resume), or fail (a terminal)."""
         while True:
-            path, error = Path(), None
+            result, error = None, None
             if self.dist.main:
                 try:
-                    keep = self.config.training.keep_checkpoints
-                    path = self.run_dir.save_checkpoint(self.step, self.model, self.optimizer, state, keep)
+                    result = write()
                 except OSError as exc:
                     error = exc
             if not self._agree(error is not None):
-                self.last_saved = self.step
-                yield self._logged(CheckpointRecord(self.step, str(path)))
-                return
-            message = save_error_message(error, self.step, self.run_dir.latest_checkpoint())
+                return result
+            message = save_error_message(error, self.step, self.run_dir.latest_checkpoint(), what)
             if not self.pause_on_save_error or self.control.stop_requested:
                 raise RunFailed(message)
             self.control.pause()

@@ -35,6 +35,7 @@ from mlm_studio.core.finetune.tasks import SEARCH_MAX_EPOCHS, SEARCH_RATES, SEAR
 from mlm_studio.core.runs.records import (
     CheckpointRecord,
     FinishedRecord,
+    PausedRecord,
     StepRecord,
     TestRecord,
     ValidationRecord,
@@ -207,7 +208,7 @@ class FinetunePanel(RunSeries, QWidget):
 
         def prepare(progress, control, held):
             held.enter_context(RunLock(path))
-            return prepare_finetuner(path, spec, options, control, progress=progress)
+            return prepare_finetuner(path, spec, options, control, progress=progress, pause_on_save_error=True)
 
         self._launch(prepare, "Reading the task and preparing the model…")
 
@@ -224,7 +225,7 @@ class FinetunePanel(RunSeries, QWidget):
 
         def prepare(progress, control, held):
             held.enter_context(RunLock(path))
-            return prepare_finetuner(path, control=control, progress=progress)
+            return prepare_finetuner(path, control=control, progress=progress, pause_on_save_error=True)
 
         self._launch(prepare, f"Resuming {path.name}…")
         self.run_path = path
@@ -304,7 +305,7 @@ class FinetunePanel(RunSeries, QWidget):
             name = score_field(record)[1]
             self._say(f"{self._who(item)}validation {name} {main_score(record):.1%} at step {record.step:,}")
             self.status_label.setToolTip(record.describe())  # with its loss and every score
-        elif isinstance(record, WarningRecord):
+        elif isinstance(record, (WarningRecord, PausedRecord)):
             self.message_bar.show_message(f"{self._who(item)}{record.message}", "warning")
         elif isinstance(record, TestRecord):
             self._on_test(item, record)

@@ -151,7 +151,7 @@ class RunSeries:
 
         def prepare(progress, control, held):
             held.enter_context(RunLock(path))
-            return prepare_finetuner(path, spec, options, control, progress=progress)
+            return prepare_finetuner(path, spec, options, control, progress=progress, pause_on_save_error=True)
 
         self._launch(prepare, f"Training the chosen recipe of {found.path.name}…")
 
