@@ -3,6 +3,7 @@ from scratch, its JSON result, and bad input as one sentence with a non-zero exi
 process (tests/command.py), Ctrl-C and a second process in subprocesses."""
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -533,3 +534,32 @@ def test_question_answering_refuses_a_classification_file_in_a_sentence(pretrain
         'context and answers ({"text": [...], "answer_start": [...]})'
     )
     assert "Traceback" not in err and not (tmp_path / "ft" / "config.toml").exists()
+
+
+@pytest.mark.slow  # three processes fine-tune
+def test_torchrun_with_two_cpu_processes_fine_tunes_like_one(pretrained, tmp_path):
+    """Two gloo processes share each batch of 16 and take the steps one process takes: the same schedule, the same
+    evaluations, and test scores within what another seed moves them."""
+    task = write_task(tmp_path / "task.csv", rows=300)
+    recipe = [pretrained, "--task", task, "--epochs", "10", "--lr", "1e-2", "--batch-size", "16", "--patience", "10", "--device", "cpu"]
+    results = {}
+    for name, seed in (("one", 0), ("other-seed", 1)):
+        code, out, err = cli(*recipe, "--seed", seed, "--out", tmp_path / name, "--json")
+        assert code == 0, err
+        results[name] = json.loads(out)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    pair = subprocess.run(
+        [*torchrun, "-m", "mlm_studio", "finetune", *map(str, recipe), "--seed", "0", "--out", str(tmp_path / "two"),
+         "--json"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert pair.returncode == 0, pair.stderr
+    two = json.loads(pair.stdout)  # only rank 0 reports: one JSON object
+    one, other = results["one"], results["other-seed"]
+    assert two["steps"] == one["steps"] and two["reason"] == one["reason"] == "completed"
+    assert [v["step"] for v in two["validation"]] == [v["step"] for v in one["validation"]]
+    spread = abs(one["test"]["accuracy"] - other["test"]["accuracy"])
+    assert abs(two["test"]["accuracy"] - one["test"]["accuracy"]) <= max(spread, 0.05)
+    assert two["test"]["accuracy"] > 0.6  # it learned: three labels
+    metrics = [json.loads(line) for line in (tmp_path / "two" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["type"] for r in metrics].count("started") == 1  # one process wrote the run

@@ -28,8 +28,11 @@ from mlm_studio.core.finetune.scores import per_class_rows
 from mlm_studio.core.finetune.setup import ResumeRefused, prepare_finetuner
 from mlm_studio.core.finetune.tasks import COMPARE_SEEDS, MAX_SEEDS, SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.finetune.tuner import FineTuner
+from mlm_studio.core.runs import distributed
 from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.distributed import Distributed
 from mlm_studio.core.runs.records import FailedRecord, FinishedRecord, StepRecord, TestRecord, ValidationRecord
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.shown import one_line
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
@@ -79,24 +82,76 @@ def run(args) -> int:
         options = None if args.resume else _options(args)
     except OptionError as exc:
         return fail(_said(exc))
+    return _one_run(args, options)
+
+
+def _one_run(args, options: FinetuneOptions | None) -> int:
+    """Fine-tune (or resume) one run, on this process or on every process torchrun started."""
+    try:
+        dist, device = distributed.join()
+    except (RuntimeError, ValueError) as exc:
+        return fail(f"could not join the distributed run ({exc})")
     path = args.resume or args.out or new_run_path(default_runs_dir(), "finetune")
+    if dist.world_size > 1 and not dist.main:
+        return _follow(dist, device, args.json)
+    shared = False
+
+    def ready(run: RunDir) -> None:
+        nonlocal shared
+        distributed.share(dist, str(run.path))  # the other processes open the run rank 0 prepared
+        shared = True
+
     try:
         with RunLock(path):
-            if args.resume:
-                tuner = prepare_finetuner(path, changes=_given(args), progress=Status())
-                if tuner.resumed_with:
-                    print(f"{tuner.run_dir.name}: {tuner.resumed_with}", file=sys.stderr, flush=True)
-            else:
-                tuner = prepare_finetuner(path, args.model, options, progress=Status())
-            previous = signal.signal(signal.SIGINT, stop_on_interrupt(tuner.control))
             try:
-                return _report(tuner, args.json)
-            finally:
-                signal.signal(signal.SIGINT, previous)
+                tuner = _prepared(args, path, options, dist, device, ready)
+            except Exception as exc:
+                if not shared:
+                    distributed.share(dist, None, error=reason(exc))
+                raise
+            return _trained(tuner, dist, args.json)
     except ResumeRefused as exc:
         return fail(_said(exc), MISUSED)
     except USER_ERRORS as exc:
         return fail(_said(exc))
+
+
+def _prepared(args, path, options: FinetuneOptions | None, dist: Distributed, device, ready) -> FineTuner:
+    """The fine-tuner of a new run, or of the run resumed (saying what its resume changed)."""
+    if args.resume:
+        tuner = prepare_finetuner(
+            path, changes=_given(args), progress=Status(), distributed=dist, device=device, ready=ready
+        )
+        if tuner.resumed_with:
+            print(f"{tuner.run_dir.name}: {tuner.resumed_with}", file=sys.stderr, flush=True)
+        return tuner
+    return prepare_finetuner(path, args.model, options, progress=Status(), distributed=dist, device=device, ready=ready)
+
+
+def _follow(dist: Distributed, device, as_json: bool) -> int:
+    """Another process of a torchrun run: it trains its share of each batch of the run rank 0 prepared."""
+    try:
+        path = distributed.share(dist, None)
+        tuner = prepare_finetuner(path, distributed=dist, device=device)
+    except distributed.RankZeroFailed as exc:
+        return fail(reason(exc))
+    except USER_ERRORS as exc:
+        return fail(_said(exc))
+    return _trained(tuner, dist, as_json)
+
+
+def _trained(tuner: FineTuner, dist: Distributed, as_json: bool) -> int:
+    """Train, Ctrl-C stopping after the current step; under torchrun only rank 0 speaks, and every process waits
+    for the others before it leaves."""
+    previous = signal.signal(signal.SIGINT, stop_on_interrupt(tuner.control, say=dist.main))
+    try:
+        code = _report(tuner, as_json, quiet=not dist.main)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if dist.world_size > 1:
+        del tuner  # DistributedDataParallel holds the process group; release it first
+        distributed.leave()
+    return code
 
 
 def _misused(args) -> tuple[str, int] | None:
@@ -255,13 +310,18 @@ def _finished(seen: list[Said]) -> set[tuple[str, int]]:
     }
 
 
-def _report(tuner: FineTuner, as_json: bool) -> int:
-    """Progress on stderr (one rewritten line on a terminal), other records as sentences; the result on stdout.
-    The exit status: 0 when the run ended, INTERRUPTED when the user stopped it."""
+def _report(tuner: FineTuner, as_json: bool, quiet: bool = False) -> int:
+    """Progress on stderr (one rewritten line on a terminal), other records as sentences; the result on stdout;
+    nothing when `quiet`. The exit status: 0 when the run ended, INTERRUPTED when the user stopped it."""
     tty = sys.stderr.isatty()
     eta = Eta(tuner.step, tuner.total_steps, 0.0, tuner.elapsed)
     validations, test, finished = [], None, None
     for record in tuner.run():
+        if quiet:
+            if isinstance(record, FailedRecord):
+                return 1
+            finished = record if isinstance(record, FinishedRecord) else finished
+            continue
         if isinstance(record, StepRecord):
             left = format_duration(eta.seconds_left(record.step, record.elapsed))
             line = f"{record.describe()} · of {tuner.total_steps:,} steps · ETA {left}"

@@ -21,6 +21,7 @@ validation score. The rest follows the published recipes: weight decay 0.01 (Dev
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,7 @@ from mlm_studio.core.models.hf_folder import import_model
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.runs.control import TrainingControl
 from mlm_studio.core.runs.device import resolve_device
+from mlm_studio.core.runs.distributed import SINGLE, Distributed
 from mlm_studio.core.runs.failures import refuse_nonfinite_resume
 from mlm_studio.core.runs.run_folder import RunDir, resolve_checkpoint
 from mlm_studio.core.runs.settings import apply_resume, with_resolved_precision
@@ -294,10 +296,15 @@ def prepare_finetuner(
     changes: dict[str, Any] | None = None,
     progress: Progress | None = None,
     pause_on_save_error: bool = False,
+    distributed: Distributed = SINGLE,
+    device: torch.device | None = None,
+    ready: Callable[[RunDir], None] | None = None,
 ) -> FineTuner:
     """A fine-tuner for a new run in `path` (with `spec` and `options`) or for the run there, resumed with
     `changes` (see `resume_with`); reading and encoding its examples reported to `progress`. A device this
-    machine lacks is refused (ValueError) before anything is written. `pause_on_save_error`: as the loop's."""
+    machine lacks is refused (ValueError) before anything is written. `pause_on_save_error`, `distributed` and
+    `device` (a torchrun process's): as the loop's; `ready`: told the run folder once it is made or opened, before
+    its examples are read (torchrun's rank 0 tells the other processes which run to open)."""
     if spec is not None and options is not None:
         resolve_device(options.device)
         if (Path(path) / "config.toml").exists():
@@ -310,12 +317,14 @@ def prepare_finetuner(
         refuse_nonfinite_resume(run)
         run.own_tokenizer()  # before anything is written: one removed, cut short or replaced is refused here
         resolve_device((changes or {}).get("device") or run.config.training.device)
+    if ready is not None:
+        ready(run)
     changed = run.corpus_changes()
     if changed:
         raise TaskError(f"the task's files changed since the run began ({'; '.join(changed)}); start a new run")
     data = task_data(run, progress)
     said = resume_with(run, len(data.train), changes) if changes else ""
-    return FineTuner(run, data, control, said, progress, pause_on_save_error=pause_on_save_error)
+    return FineTuner(run, data, control, said, progress, distributed, device, pause_on_save_error)
 
 
 # What a resumed run may change and stay one run: how long it trains (its schedule stretches or shrinks to the new

@@ -28,7 +28,7 @@ from mlm_studio.core.models.encoder import layers_of
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.runs.control import TrainingControl
 from mlm_studio.core.runs.device import adamw, resolved_precision
-from mlm_studio.core.runs.distributed import SINGLE, Distributed
+from mlm_studio.core.runs.distributed import SINGLE, Distributed, summed
 from mlm_studio.core.runs.loop import Loop, MicroStep
 from mlm_studio.core.runs.records import (
     RECORDS,
@@ -199,7 +199,7 @@ class FineTuner(Loop):
     def evaluation_records(self) -> Iterator[Record]:
         evaluation = self.score(self.data.validation, f"Scoring the {len(self.data.validation):,} validation examples")
         yield self._logged(ValidationRecord(self.step, **self._measures(evaluation)))
-        score = evaluation.score
+        score = summed(self.dist, (evaluation.score,), self.device)[0] / self.dist.world_size  # one on every process
         if score > self.best_score:
             self.best_score, self.best_step, self.stale = score, self.step, 0
             yield from self._written(
