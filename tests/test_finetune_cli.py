@@ -541,7 +541,21 @@ def test_torchrun_with_two_cpu_processes_fine_tunes_like_one(pretrained, tmp_pat
     """Two gloo processes share each batch of 16 and take the steps one process takes: the same schedule, the same
     evaluations, and test scores within what another seed moves them."""
     task = write_task(tmp_path / "task.csv", rows=300)
-    recipe = [pretrained, "--task", task, "--epochs", "10", "--lr", "1e-2", "--batch-size", "16", "--patience", "10", "--device", "cpu"]
+    recipe = [
+        pretrained,
+        "--task",
+        task,
+        "--epochs",
+        "10",
+        "--lr",
+        "1e-2",
+        "--batch-size",
+        "16",
+        "--patience",
+        "10",
+        "--device",
+        "cpu",
+    ]
     results = {}
     for name, seed in (("one", 0), ("other-seed", 1)):
         code, out, err = cli(*recipe, "--seed", seed, "--out", tmp_path / name, "--json")

@@ -2,12 +2,14 @@
 and the mistakes, export the classifier; a tagging task's entities as chips; stop halfway; a bad file said."""
 
 import json
+import math
 
 import pytest
 from PySide6.QtWidgets import QFileDialog
 
+from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.runs.records import FinishedRecord, StepRecord
-from mlm_studio.core.runs.run_folder import INITIAL
+from mlm_studio.core.runs.run_folder import INITIAL, RunDir
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED
 from tests.core.test_finetune import write_task
 from tests.core.test_finetune_tokens import write_tagging
@@ -246,3 +248,13 @@ def test_a_task_of_many_labels_shows_its_most_frequent_mistakes_instead_of_a_mat
 
     view.show_test(replace(test, seen_in_training=7), tagging=False)
     assert "<b>7 of the test examples are training texts</b>: not scored on unseen texts" in view.summary.text()
+
+
+def test_accumulated_micro_batches_are_the_runs_and_its_steps_follow_them(qtbot, panel, tmp_path):
+    fill(panel, write_task(tmp_path / "task.csv"), epochs=1.0)
+    panel.form.grad_accumulation.setValue(2)
+    run_to_the_end(qtbot, panel)
+    config = RunConfig.load(panel.run_path / "config.toml")
+    assert (config.training.batch_size, config.training.grad_accumulation) == (8, 2)
+    started = next(r for r in RunDir(panel.run_path).read_metrics() if r["type"] == "started")
+    assert started["total_steps"] == panel.progress_bar.maximum() == math.ceil(started["train_blocks"] / 16)

@@ -112,7 +112,13 @@ class FinetuneForm(QWidget):
             f"AdamW's peak learning rate; {MEASURED}: the engine's measured default, 3e-4 for a model under 10M "
             "parameters on fewer than 1,000 training examples, else 1e-4 (Search recipe finds the best)"
         )
-        self.batch_size = self._number(QSpinBox(), "batch_size", (1, 4096), "Examples per step")
+        self.batch_size = self._number(QSpinBox(), "batch_size", (1, 4096), "Examples per micro-batch")
+        self.grad_accumulation = self._number(
+            QSpinBox(),
+            "grad_accumulation",
+            (1, 1024),
+            "Micro-batches per step: a step learns from this many batches of examples in the memory of one",
+        )
         self.freeze_layers = self._number(
             QSpinBox(), "freeze_layers", (0, 128), "The embeddings and this many first layers stay as they are"
         )
@@ -140,6 +146,7 @@ class FinetuneForm(QWidget):
             ("Epochs", self.epochs),
             ("Learning rate", self.learning_rate),
             ("Batch size", self.batch_size),
+            ("Accumulate", self.grad_accumulation),
             ("Freeze layers", self.freeze_layers),
         ):
             form = QFormLayout()
@@ -222,6 +229,7 @@ class FinetuneForm(QWidget):
             learning_rate=self.learning_rate.value() or None,  # MEASURED: the engine's rule
             epochs=self.epochs.value(),
             batch_size=self.batch_size.value(),
+            grad_accumulation=self.grad_accumulation.value(),
             freeze_layers=self.freeze_layers.value(),
             doc_stride=self.doc_stride.value(),
             max_answer_length=self.max_answer_length.value(),
