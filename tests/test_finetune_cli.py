@@ -4,6 +4,7 @@ process (tests/command.py), Ctrl-C and a second process in subprocesses."""
 
 import gzip
 import json
+import os
 import re
 import shutil
 import signal
@@ -16,7 +17,7 @@ import torch
 from safetensors.torch import load_file
 
 from mlm_studio.cli import main
-from mlm_studio.core.storage.lock import LOCK_FILE
+from mlm_studio.core.storage.lock import LOCK_FILE, RunLock
 from tests.command import mlm_studio
 from tests.core.family_folders import make_folder
 from tests.core.helpers import small_config
@@ -499,6 +500,20 @@ def test_a_column_option_with_kind_qa_is_refused_in_a_sentence(pretrained, tmp_p
             "question, context and answers columns\n"
         )
         assert not (tmp_path / "ft").exists()
+
+
+def test_export_of_a_run_another_process_trains_says_it_takes_the_weights_so_far(finetuned, tmp_path):
+    run = copied(finetuned[3], tmp_path)
+    command = [sys.executable, "-m", "mlm_studio", "export", str(run), str(tmp_path / "hf")]
+    with RunLock(run):  # this process trains it; the export runs in another
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.startswith("Took best, its best weights by the validation score.\n")
+    assert done.stderr == (
+        f"mlm-studio: warning: ft is still being trained by process {os.getpid()}: best holds its weights so far, "
+        "not its final ones; export it again when it finishes\n"
+    )
+    again = mlm_studio("export", run, tmp_path / "hf", "--overwrite")
+    assert (again.returncode, again.stderr) == (0, "")  # trained by none: nothing to warn of
 
 
 def test_export_takes_a_fine_tuning_runs_best_folder(finetuned, tmp_path, capsys):
