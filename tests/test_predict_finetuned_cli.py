@@ -1,6 +1,6 @@
 """`mlm-studio predict` on a fine-tuning run, as a user runs it: a classifier's labels as a table and as the
 pipeline's JSON, a tagger's entities, a long text said to be cut; options of another kind of model refused in a
-sentence with exit status 2, and the fill-mask `predict` unchanged."""
+sentence with exit status 2, and the fill-mask `predict` unchanged; `evaluate` says what a fine-tuning run is."""
 
 import io
 import json
@@ -273,3 +273,19 @@ def test_a_question_to_an_exported_question_answering_folder_says_to_give_the_ru
     error = capsys.readouterr().err
     assert f"{tmp_path} is a question-answering model exported for transformers (BertForQuestionAnswering)" in error
     assert "give predict its run's folder" in error and "fills masks" not in error
+
+
+@pytest.mark.parametrize(
+    ("run", "said"),
+    [
+        ("qa", "is a question-answering run: it has no masked-LM head; ask it with predict RUN TEXT --question Q "
+               "(its test exact match and F1 are in its metrics.jsonl); fill masks and evaluate with"),
+        ("tags", "is a fine-tuned tagger: it has no masked-LM head; fill masks and evaluate with"),
+    ],
+)  # fmt: skip
+def test_evaluate_says_what_a_fine_tuning_run_is_and_what_asks_it(runs, run, said):
+    done = mlm_studio("evaluate", runs / run)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert (
+        done.stderr.startswith(f"mlm-studio: {run} {said} the model it started from (") and done.stderr.count("\n") == 1
+    )
