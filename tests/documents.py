@@ -39,3 +39,8 @@ def fenced_lines(markdown: str) -> list[str]:
     """Every line of the fenced code blocks of a text."""
     blocks = re.findall(r"^```[a-z]*\n(.*?)^```", markdown, flags=re.MULTILINE | re.DOTALL)
     return [line for block in blocks for line in block.splitlines()]
+
+
+def fenced_blocks(markdown: str, language: str) -> list[str]:
+    """The fenced code blocks of a text in `language` (```python), each as written."""
+    return re.findall(rf"^```{language}\n(.*?)^```", markdown, flags=re.MULTILINE | re.DOTALL)

@@ -2,6 +2,7 @@
 from scratch, its JSON result, and bad input as one sentence with a non-zero exit; what a command says in this
 process (tests/command.py), Ctrl-C and a second process in subprocesses."""
 
+import gzip
 import json
 import os
 import re
@@ -16,7 +17,7 @@ import torch
 from safetensors.torch import load_file
 
 from mlm_studio.cli import main
-from mlm_studio.core.storage.lock import LOCK_FILE
+from mlm_studio.core.storage.lock import LOCK_FILE, RunLock
 from tests.command import mlm_studio
 from tests.core.family_folders import make_folder
 from tests.core.helpers import small_config
@@ -471,6 +472,48 @@ def test_a_table_given_as_a_tagging_task_is_one_sentence(pretrained, tmp_path, c
         "--kind classification\n"
     )
     assert not out.exists()
+
+
+def test_a_question_answering_file_without_kind_qa_is_named_for_what_it_is(pretrained, tmp_path):
+    """A SQuAD file (also compressed) or a table of question, context and answers, given for classification or
+    tagging: named, with the option to add, where the reader of labels would read it as what it is not (a SQuAD
+    file as CoNLL columns: "a classifier needs at least two labels")."""
+    squad = write_squad(tmp_path / "squad.json", contexts=10, facts=1)
+    (tmp_path / "squad.json.gz").write_bytes(gzip.compress(squad.read_bytes()))
+    rows = [{"question": "what ?", "context": "the port is red .", "answers": {"text": ["red"], "answer_start": [12]}}]
+    (tmp_path / "qa.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    table = "a question-answering table (question, context, answers)"
+    for kind in ([], ["--kind", "classification"], ["--kind", "tokens"]):
+        for name, what in (("squad.json", "a SQuAD file"), ("squad.json.gz", "a SQuAD file"), ("qa.jsonl", table)):
+            code, out, err = cli(pretrained, "--task", tmp_path / name, *kind, "--out", tmp_path / "ft", *FAST)
+            assert (code, out, err) == (1, "", f"mlm-studio: {name}: this looks like {what}: add --kind qa\n")
+            assert not (tmp_path / "ft").exists()
+
+
+def test_a_column_option_with_kind_qa_is_refused_in_a_sentence(pretrained, tmp_path):
+    squad = write_squad(tmp_path / "squad.json", contexts=10, facts=1)
+    for option in ("--text-column", "--label-column", "--pair-column"):
+        code, out, err = cli(pretrained, "--task", squad, "--kind", "qa", option, "question", "--out", tmp_path / "ft")
+        assert (code, out) == (2, "")
+        assert err == (
+            f"mlm-studio: {option} names a column of a labelled table; a question-answering table is read by its "
+            "question, context and answers columns\n"
+        )
+        assert not (tmp_path / "ft").exists()
+
+
+def test_export_of_a_run_another_process_trains_says_it_takes_the_weights_so_far(finetuned, tmp_path):
+    run = copied(finetuned[3], tmp_path)
+    command = [sys.executable, "-m", "mlm_studio", "export", str(run), str(tmp_path / "hf")]
+    with RunLock(run):  # this process trains it; the export runs in another
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.startswith("Took best, its best weights by the validation score.\n")
+    assert done.stderr == (
+        f"mlm-studio: warning: ft is still being trained by process {os.getpid()}: best holds its weights so far, "
+        "not its final ones; export it again when it finishes\n"
+    )
+    again = mlm_studio("export", run, tmp_path / "hf", "--overwrite")
+    assert (again.returncode, again.stderr) == (0, "")  # trained by none: nothing to warn of
 
 
 def test_export_takes_a_fine_tuning_runs_best_folder(finetuned, tmp_path, capsys):

@@ -1,6 +1,7 @@
 """`mlm-studio predict` on a fine-tuning run, as a user runs it: a classifier's labels as a table and as the
 pipeline's JSON, a tagger's entities, a long text said to be cut; options of another kind of model refused in a
-sentence with exit status 2, and the fill-mask `predict` unchanged."""
+sentence with exit status 2, and the fill-mask `predict` unchanged; an exported question answerer read with
+`transformers` as docs/finetuning.md shows answers as `predict` does; `evaluate` says what a fine-tuning run is."""
 
 import io
 import json
@@ -17,10 +18,11 @@ from mlm_studio.core.finetune.predict import fine_tuned_at
 from mlm_studio.core.finetune.setup import prepare_finetuner
 from tests.command import mlm_studio
 from tests.core.helpers import small_config
-from tests.core.qa_tasks import write_squad
+from tests.core.qa_tasks import squad_document, write_squad
 from tests.core.test_finetune import write_task
 from tests.core.test_finetune_export import write_pairs
 from tests.core.test_finetune_tokens import write_tagging
+from tests.documents import fenced_blocks, page
 
 
 def predict(*args, stdin=None):
@@ -273,3 +275,59 @@ def test_a_question_to_an_exported_question_answering_folder_says_to_give_the_ru
     error = capsys.readouterr().err
     assert f"{tmp_path} is a question-answering model exported for transformers (BertForQuestionAnswering)" in error
     assert "give predict its run's folder" in error and "fills masks" not in error
+
+
+def test_the_documented_transformers_recipe_answers_exactly_as_predict(runs, tmp_path):
+    """docs/finetuning.md's code for an exported question answerer (`transformers` 5 has no question-answering
+    pipeline) gives `predict`'s answer to every question, its score within 1e-5, contexts read in several windows;
+    with unanswerable questions allowed, the engine's; with `transformers` 4, its pipeline gives the same."""
+    transformers = pytest.importorskip("transformers")
+    from mlm_studio.core.runs.run_folder import RunDir
+
+    assert mlm_studio("export", runs / "qa", tmp_path / "qa").returncode == 0
+    [recipe] = [block for block in fenced_blocks(page("finetuning.md"), "python") if "ForQuestionAnswering" in block]
+    assert '"exported/qa"' in recipe
+    documented = {}
+    exec(recipe.replace('"exported/qa"', repr(str(tmp_path / "qa"))), documented)
+    run, model = RunDir(runs / "qa"), fine_tuned_at(runs / "qa")
+    values = {"max_length": run.config.data.max_seq_len, "doc_stride": run.task["doc_stride"]}
+    values["max_answer_length"] = run.task["max_answer_length"]
+    asked = [
+        (qa["question"], paragraph["context"])
+        for article in squad_document(contexts=4, seed=1, facts=2, filler=12)["data"]
+        for paragraph in article["paragraphs"]
+        for qa in paragraph["qas"]
+    ]
+    assert min(len(model.tokenizer.backend.encode(context).ids) for _, context in asked) > values["max_length"]
+    for question, context in asked:
+        code, out, err = predict(runs / "qa", context, "--question", question, "--json")
+        assert (code, err) == (0, "")
+        same([documented["answer"](question, context, **values)], json.loads(out))
+        unanswerable = documented["answer"](question, context, **values, unanswerable=True)
+        same([unanswerable], model.answer(question, context, handle_impossible_answer=True))
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        from transformers.pipelines import SUPPORTED_TASKS
+
+        assert "question-answering" not in SUPPORTED_TASKS  # as the page says: the recipe, not the pipeline
+        return
+    pipe = transformers.pipeline("question-answering", model=str(tmp_path / "qa"))
+    for question, context in asked:
+        answered = pipe(question=question, context=context, max_seq_len=values["max_length"],
+                        doc_stride=values["doc_stride"], max_answer_len=values["max_answer_length"])  # fmt: skip
+        same([answered], model.answer(question, context))
+
+
+@pytest.mark.parametrize(
+    ("run", "said"),
+    [
+        ("qa", "is a question-answering run: it has no masked-LM head; ask it with predict RUN TEXT --question Q "
+               "(its test exact match and F1 are in its metrics.jsonl); fill masks and evaluate with"),
+        ("tags", "is a fine-tuned tagger: it has no masked-LM head; fill masks and evaluate with"),
+    ],
+)  # fmt: skip
+def test_evaluate_says_what_a_fine_tuning_run_is_and_what_asks_it(runs, run, said):
+    done = mlm_studio("evaluate", runs / run)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert (
+        done.stderr.startswith(f"mlm-studio: {run} {said} the model it started from (") and done.stderr.count("\n") == 1
+    )

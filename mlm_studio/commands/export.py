@@ -23,6 +23,8 @@ def run(args) -> int:
     if sys.stderr.isatty():
         print("\r\033[K", end="", file=sys.stderr)
     print(f"Took {choice.said}.")
+    if choice.note:
+        print(f"mlm-studio: warning: {choice.note}", file=sys.stderr)
     generator = out / GENERATOR_FOLDER
     if generator.is_dir():
         print(

@@ -167,6 +167,13 @@ def _misused(args) -> tuple[str, int] | None:
         return "--compare starts its own runs; give MODEL and --task (and --out to continue a comparison)", 1
     if args.resume is not None and args.out is not None:
         return f"--out names a new run's folder; the resumed run stays in {args.resume}", MISUSED
+    columns = [flag for flag in COLUMN_FLAGS if getattr(args, flag.lstrip("-").replace("-", "_"))]
+    if columns and args.kind == "qa":
+        return (
+            f"{columns[0]} names a column of a labelled table; a question-answering table is read by its question, "
+            "context and answers columns",
+            MISUSED,
+        )
     answering = [FLAGS[name] for name in ("doc_stride", "max_answer_length") if getattr(args, name) is not None]
     if answering and args.resume is None and (args.kind or "classification") != "qa":
         return (

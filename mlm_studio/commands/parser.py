@@ -144,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--json",
         action="store_true",
         help="print JSON as pipeline('fill-mask') does (with --fill: the text and each mask's candidates); for a "
-        "fine-tuned model as pipeline('text-classification'), ('token-classification') or ('question-answering')",
+        "fine-tuned model as pipeline('text-classification'), ('token-classification') or (transformers 4) "
+        "('question-answering')",
     )
     predict.add_argument("--fill", action="store_true", help="fill masks one by one, most confident first")
     predict.add_argument("--pair", metavar="TEXT2", help="the second text, for a classifier fine-tuned on pairs")

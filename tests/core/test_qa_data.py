@@ -1,8 +1,10 @@
 """Question-answering files: SQuAD v1.1 and v2.0 JSON and flat tables in every table format give the same
-examples; an answer not where it says, outside its context, an empty question or context, damaged or non-SQuAD
-JSON, a file without questions, an is_impossible not true or false, two questions of one id are each refused in
-one sentence naming the file and the question; unanswerable questions alone are read; a linked file is read and
-never written; encodings are read as the labelled reader reads them; any JSON value is read or refused clearly."""
+examples; an answer not where it says, outside its context, an empty question or context (or one of invisible
+characters), damaged or non-SQuAD JSON, a file without questions, an is_impossible not true or false, two questions
+of one id, a file of blank answers are each refused in one sentence naming the file and the question; v1.1 or v2.0
+is the file's version's and is_impossible's to say, and a question v1.1 cannot read or a blank answer is left out
+and said with its place; unanswerable questions alone are read; a linked file is read and never written; encodings
+are read as the labelled reader reads them; any JSON value is read or refused clearly."""
 
 import codecs
 import csv
@@ -380,4 +382,131 @@ def test_two_questions_of_one_id_are_refused_naming_both(tmp_path):
     rows[1]["id"] = "x" * 300
     assert "the id " + "x" * 80 + "… is given to two questions" in refusal(
         tmp_path, jsonl_bytes(rows).decode(), "qa.jsonl"
+    )
+
+
+def squad_v1(**changes):
+    """SQUAD_V2 as SQuAD v1.1 writes it: version 1.1, no is_impossible, every question answered; its second
+    question changed."""
+    document = json.loads(json.dumps(SQUAD_V2))
+    document["version"] = "1.1"
+    document["data"][0]["paragraphs"][0]["qas"][1] = {
+        "id": "c2", "question": "When did he move?", "answers": [{"text": "1831", "answer_start": 73}]
+    }  # fmt: skip
+    document["data"][0]["paragraphs"][0]["qas"][0].pop("is_impossible")
+    document["data"][0]["paragraphs"][0]["qas"][1].update(changes)
+    return document
+
+
+def read_document(tmp_path, document, name="squad.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return read_qa_file(path)
+
+
+def test_one_question_without_answers_leaves_a_v1_file_v1_and_is_left_out_said(tmp_path):
+    """A misspelt "answers" key, or no answers, in a SQuAD v1.1 file: that question is left out and said, and the
+    file stays v1.1 (no question is taken for unanswerable), with a version or without one."""
+    misspelt = squad_v1(answer=[{"text": "1831", "answer_start": 73}])
+    del misspelt["data"][0]["paragraphs"][0]["qas"][1]["answers"]
+    read = read_document(tmp_path, misspelt)
+    assert [e.id for e in read.examples] == ["c1", "p1"] and not read.has_impossible
+    assert read.skipped == '1 problem lines, first: question 2: id c2 has no "answers" (its keys: id, question, answer)'
+    del misspelt["version"]  # no version, no is_impossible: SQuAD v1.1 too
+    assert read_document(tmp_path, misspelt).skipped == read.skipped
+    read = read_document(tmp_path, squad_v1(answers=[]))
+    assert [e.id for e in read.examples] == ["c1", "p1"] and not read.has_impossible
+    assert read.skipped == (
+        "1 problem lines, first: question 2: id c2 has no answers, and a SQuAD v1.1 file (no version 2.0, no "
+        "is_impossible) asks only questions with one"
+    )
+
+
+@pytest.mark.parametrize("version", ["v2.0", "2.0", 2.0])
+def test_a_v2_file_is_known_by_its_version_or_its_is_impossible_fields(tmp_path, version):
+    """Said by its version alone, a question with empty answers is unanswerable; one without an "answers" list,
+    or marked is_impossible false without answers, is left out and said; is_impossible true needs no list."""
+    document = squad_v1(answers=[])
+    document["version"] = version
+    read = read_document(tmp_path, document)
+    assert [(e.id, e.impossible) for e in read.examples] == [("c1", False), ("c2", True), ("p1", False)]
+    assert read.has_impossible and read.skipped == ""
+    qas = document["data"][0]["paragraphs"][0]["qas"]
+    qas[1] = {"id": "c2", "question": "When did he die?", "is_impossible": True}
+    qas.append({"id": "c3", "question": "Where?", "answer": [{"text": "Paris", "answer_start": 70}]})
+    qas.append({"id": "c4", "question": "Who?", "answers": [], "is_impossible": False})
+    read = read_document(tmp_path, document)
+    assert [(e.id, e.impossible) for e in read.examples] == [("c1", False), ("c2", True), ("p1", False)]
+    assert read.skipped == (
+        '2 problem lines, first: question 3: id c3 has no "answers" (its keys: id, question, answer); write '
+        '"answers": [] and "is_impossible": true for a question without one'
+    )
+    del document["version"]  # its is_impossible fields alone say v2.0
+    assert [(e.id, e.impossible) for e in read_document(tmp_path, document).examples] == [
+        ("c1", False), ("c2", True), ("p1", False)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("blank", [" ", "\u200b", " \u200b\u2060 "])
+def test_a_blank_answer_leaves_its_question_out_said_with_its_place(tmp_path, blank):
+    """An answer of a space (or of zero-width characters, each where its context has them) would be learned as
+    the words around it: its question is left out and said, in a SQuAD file and in a table."""
+    context = f"Chopin was born in{blank}Żelazowa Wola."
+    document = {"version": "1.1", "data": [{"paragraphs": [{"context": context, "qas": [
+        {"id": "b1", "question": "Where?", "answers": [{"text": "Żelazowa Wola", "answer_start": 18 + len(blank)}]},
+        {"id": "b2", "question": "What?", "answers": [{"text": "born", "answer_start": 11},
+                                                      {"text": blank, "answer_start": 18}]},
+    ]}]}]}  # fmt: skip
+    read = read_document(tmp_path, document)
+    assert [e.id for e in read.examples] == ["b1"]
+    assert read.skipped == (
+        f"1 problem lines, first: question 2: id b2 has the blank answer {blank!r} at character 18 (spaces or "
+        "invisible characters only; the model would learn the words around it)"
+    )
+    rows = [{"question": "Where?", "context": context, "answers": {"text": [blank], "answer_start": [18]}},
+            {"question": "Who?", "context": context, "answers": {"text": ["Chopin"], "answer_start": [0]}}]  # fmt: skip
+    (tmp_path / "qa.jsonl").write_bytes(jsonl_bytes(rows))
+    read = read_qa_file(tmp_path / "qa.jsonl")
+    assert [e.id for e in read.examples] == ["row 2"]
+    assert read.skipped.startswith(f"1 problem lines, first: row 1: has the blank answer {blank!r} at character 18")
+
+
+def test_a_file_whose_every_answer_is_blank_is_refused_in_a_sentence(tmp_path):
+    document = json.loads(json.dumps(SQUAD_V2))
+    document["data"][0]["paragraphs"][0]["qas"][0]["answers"] = [{"text": " ", "answer_start": 27}]
+    document["data"][1]["paragraphs"][0]["qas"][0]["answers"] = [{"text": "  ", "answer_start": 37}]
+    assert refusal(tmp_path, document) == (
+        "bad.json: every answer is blank (2 of spaces or invisible characters only, the first at question 1 (id "
+        "c1)); give each answer's text as its context writes it"
+    )
+    rows = flat_rows()
+    for row in rows:
+        row["answers"] = {
+            "text": [" "] * len(row["answers"]["text"]),
+            "answer_start": [27] * len(row["answers"]["text"]),
+        }
+    rows[0]["context"] = rows[2]["context"] = CONTEXT
+    assert refusal(tmp_path, jsonl_bytes(rows).decode(), "qa.jsonl") == (
+        "qa.jsonl: every answer is blank (3 of spaces or invisible characters only, the first at row 1 (id c1)); "
+        "give each answer's text as its context writes it"
+    )
+
+
+@pytest.mark.parametrize("invisible", ["\u200b", "\u200b\u200c\ufeff", " \u2060\n"])
+def test_a_question_or_context_of_invisible_characters_only_is_refused_naming_it(tmp_path, invisible):
+    """What `predict` refuses as holding no character the model reads is refused in a training file too."""
+    assert refusal(tmp_path, squad_with(question=invisible)) == (
+        f"bad.json, id c1: an empty question ({invisible!r}: invisible characters only); give every example a question"
+    )
+    document = json.loads(json.dumps(SQUAD_V2))
+    document["data"][1]["paragraphs"][0]["context"] = invisible
+    document["data"][1]["paragraphs"][0]["qas"][0].update(answers=[], is_impossible=True)
+    assert refusal(tmp_path, document) == (
+        f"bad.json, id p1: an empty context ({invisible!r}: invisible characters only); give every question the "
+        "text its answer is in"
+    )
+    rows = flat_rows()
+    rows[1]["question"] = invisible
+    assert refusal(tmp_path, jsonl_bytes(rows).decode(), "qa.jsonl").startswith(
+        f"qa.jsonl, row 2 (id c2): an empty question ({invisible!r}"
     )

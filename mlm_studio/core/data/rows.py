@@ -6,6 +6,7 @@ is read whole."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -53,6 +54,15 @@ class IssueLog:
 def clipped(text: str, limit: int = SHOWN_CHARS) -> str:
     """`text` as a message repeats it: at most `limit` characters, then "…"."""
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def is_blank(text: str) -> bool:
+    """Whether a text holds no character a reader sees: spaces, line breaks, and invisible ones (a zero-width
+    space, a joiner, a byte-order mark, a direction mark, a control character)."""
+    return all(c.isspace() or unicodedata.category(c) in INVISIBLE for c in text)
+
+
+INVISIBLE = ("Cc", "Cf", "Zs", "Zl", "Zp")  # control, format (zero-width) and space characters
 
 
 def too_long(what: str) -> str:

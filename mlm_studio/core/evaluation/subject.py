@@ -83,10 +83,22 @@ def refuse_fine_tuned(run: RunDir) -> None:
     origin = run.origin
     started = origin.get("source") if origin.get("kind") != "scratch" else None
     instead = f"the model it started from ({started})" if started else "a pre-trained model"
+    what, use = FINE_TUNED.get(run.task.get("task"), FINE_TUNED["classification"])
     raise CheckpointError(
-        f"{run.name} is a fine-tuned classifier: it has no masked-LM head; fill masks and evaluate with {instead} "
-        "(a search reads its encoder)"
+        f"{run.name} is {what}: it has no masked-LM head; {use}fill masks and evaluate with {instead} (a search "
+        "reads its encoder)"
     )
+
+
+# what each kind of fine-tuning run is, and what answers with it instead
+FINE_TUNED = {
+    "classification": ("a fine-tuned classifier", ""),
+    "tokens": ("a fine-tuned tagger", ""),
+    "qa": (
+        "a question-answering run",
+        "ask it with predict RUN TEXT --question Q (its test exact match and F1 are in its metrics.jsonl); ",
+    ),
+}
 
 
 @dataclass(frozen=True)

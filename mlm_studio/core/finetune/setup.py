@@ -46,6 +46,7 @@ from mlm_studio.core.finetune.examples import begin_inside, encode_examples, wit
 from mlm_studio.core.finetune.heads import QA_LABELS, TaskModel
 from mlm_studio.core.finetune.label_kind import LabelKind
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
+from mlm_studio.core.finetune.qa.recognised import question_answering_file
 from mlm_studio.core.finetune.qa.task import (
     qa_split,
     qa_task_data,
@@ -209,6 +210,10 @@ def read_task(
     if (validation is None) != (test is None):
         raise TaskError("give both a validation and a test file, or neither (then the training file is split)")
     paths = [p for p in (train, validation, test) if p is not None]
+    for path in paths:  # read as labels, a question-answering file would be refused for what it is not
+        shape = question_answering_file(Path(path), tables=columns is None)
+        if shape:
+            raise TaskError(f"{Path(path).name}: this looks like {shape}: add --kind qa")
     files = [read_labelled_file(p, task, columns, progress=progress) for p in paths]
     check_labels(files[0])
     known = list(files[0].label_counts())

@@ -26,6 +26,7 @@ from mlm_studio.core.progress import Progress
 from mlm_studio.core.runs.run_folder import TASK, RunDir, choose_checkpoint
 from mlm_studio.core.storage.checkpoint import listed, load_weights, save_weights
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
+from mlm_studio.core.storage.lock import holder
 from mlm_studio.core.storage.owned import NotOurs, OwnedFolder
 
 EXPORTED_FILES = ("config.json", "model.safetensors", "tokenizer.json")  # what marks an export
@@ -47,6 +48,17 @@ class ExportChoice:
     weights: Path
     said: str
     fine_tuned: FineTuned | None
+    training: str = ""  # the process that was training the run when they were taken ("" for none)
+
+    @property
+    def note(self) -> str:
+        """What these weights are not ("" when nothing): a run still being trained gives its weights so far."""
+        if not self.training:
+            return ""
+        return (
+            f"{self.run.name} is still being trained by process {self.training}: {self.weights.name} holds its "
+            "weights so far, not its final ones; export it again when it finishes"
+        )
 
 
 def export_choice(source: str | Path, best: bool = False) -> ExportChoice:
@@ -59,9 +71,9 @@ def export_choice(source: str | Path, best: bool = False) -> ExportChoice:
     else:
         run, checkpoint, said = choose_checkpoint(source, best)
         if run.task is None:
-            return ExportChoice(run, checkpoint, said, None)
+            return ExportChoice(run, checkpoint, said, None, holder(run.path))
         if folder.resolve() == checkpoint.resolve():  # a checkpoint folder named: those weights
-            return ExportChoice(run, checkpoint, said, FineTuned(run, checkpoint))
+            return ExportChoice(run, checkpoint, said, FineTuned(run, checkpoint), holder(run.path))
     fine_tuned = FineTuned(run)
     weights = fine_tuned.weights
     said = (
@@ -69,7 +81,7 @@ def export_choice(source: str | Path, best: bool = False) -> ExportChoice:
         if weights.name == BEST
         else f"{weights.name}, its latest checkpoint: the run has not been validated yet"
     )
-    return ExportChoice(run, weights, said, fine_tuned)
+    return ExportChoice(run, weights, said, fine_tuned, holder(run.path))
 
 
 def export_model(

@@ -67,6 +67,21 @@ class RunLock:
         self._fd = None
 
 
+def holder(folder: str | Path) -> str:
+    """The process training in `folder` now (its PID as its lock file says it, or "another process"), "" when none
+    is: read without writing, for a command that reads a run another process may be training."""
+    try:
+        fd = os.open(Path(folder) / LOCK_FILE, os.O_RDONLY)
+    except OSError:  # no lock file: never trained here (or unreadable: then no holder can be told)
+        return ""
+    try:
+        if _try_lock(fd):
+            return ""
+        return os.read(fd, 32).decode(errors="replace").strip() or "another process"
+    finally:
+        os.close(fd)  # closing releases the lock taken to look
+
+
 def pointing(link: Path) -> str:
     """Where `link` points, as a message says it: a dangling link's missing target named."""
     target = Path(os.readlink(link))

@@ -1,21 +1,27 @@
 """Extractive question-answering files: SQuAD v1.1 and v2.0 JSON (`data → paragraphs → context, qas`), and flat
 tables (JSON Lines, CSV, TSV, Parquet, Arrow) with `question`, `context` and `answers` in the `datasets` layout
-(`{"text": [...], "answer_start": [...]}`, a JSON string in CSV), `id` and `title` if they are there. Every
-answer is checked against its context (`context[start:start + len(text)] == text`); a file whose answer is not
-where it says, whose `is_impossible` is not true or false, or where two questions share an id (their answers would
-be scored as one) is refused, naming the question, never mended silently. Tables are read by the corpus reader
-(streaming, every value bounded); a SQuAD JSON file is one document, read whole up to `MAX_JSON_BYTES`."""
+(`{"text": [...], "answer_start": [...]}`, a JSON string in CSV), `id` and `title` if they are there. A SQuAD file
+is v2.0, where a question may have no answer, when its `version` says 2 or a question carries `is_impossible`;
+else v1.1, where every question has an answer, whatever one question holds. Every answer is checked against its
+context (`context[start:start + len(text)] == text`). A question that cannot be learned as written (none of the
+answers v1.1 needs, an answer of spaces or invisible characters only) is left out and said with its place, as the
+other readers leave out a row; a file whose answer is not where it says, whose question or context is empty (or
+invisible characters only), whose `is_impossible` is not true or false, where two questions share an id (their
+answers would be scored as one) or where every answer is blank is refused, naming the question, never mended
+silently. Tables are read by the corpus reader (streaming, every value bounded); a SQuAD JSON file is one
+document, read whole up to `MAX_JSON_BYTES`."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlm_studio.core.data.compressed import COMPRESSIONS, damage_errors, opened
 from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_KINDS, kind_of, read_decoded, records, sniff_encoding
 from mlm_studio.core.data.labelled import ROW, TaskError, column_names
-from mlm_studio.core.data.rows import LONE_SURROGATE, IssueLog, SourceSkipped, clipped
+from mlm_studio.core.data.rows import LONE_SURROGATE, IssueLog, SourceSkipped, clipped, is_blank
 from mlm_studio.core.shown import shown
 
 MAX_JSON_BYTES = 256 << 20  # a SQuAD JSON file is read whole: SQuAD v2.0's training file is 42 MB
@@ -72,20 +78,57 @@ def read_qa_file(path: str | Path) -> QAFile:
         raise TaskError(f"{path}: the file is empty; give {QA_FORMATS}")
     try:
         if is_squad_json(path):
-            (examples, encoding, note), issues = _squad(path), IssueLog()
+            (examples, reading), encoding, note = _squad(path)
         elif kind_of(path) in TABLE_KINDS:
-            (examples, issues), encoding, note = _table(path)
+            (examples, reading), encoding, note = _table(path)
         else:
             raise TaskError(f"{path.name}: a question-answering file is {QA_FORMATS}")
     except SourceSkipped as exc:
         raise TaskError(f"{path.name}: {exc}") from None
     except OSError as exc:
         raise TaskError(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
+    reading.check_some_answer(path)
+    issues = reading.issues
     if not examples:
         raise TaskError(f"{path.name} has no questions" + (f" ({issues.summary()})" if issues.count else ""))
     _check_ids_unique(path, examples, "question" if is_squad_json(path) else "row")
     has_impossible = any(example.impossible for example in examples)
     return QAFile(path, examples, has_impossible, issues.summary(), encoding, note)
+
+
+@dataclass
+class _Reading:
+    """What reading a file found beside its questions: those left out (`issues`), and its answers, blank or not."""
+
+    unit: str  # how the file counts its questions: "question" (SQuAD) or "row" (a table)
+    issues: IssueLog = field(default_factory=IssueLog)
+    answers: int = 0
+    blank: int = 0
+    first_blank: str = ""  # where the first blank answer is
+
+    def usable(self, place: str, row: int, identifier: str | None, answers: tuple[tuple[str, int], ...]) -> bool:
+        """Whether no answer of a question is blank; a question with one is left out, said with its place."""
+        self.answers += len(answers)
+        blank = [(text, start) for text, start in answers if is_blank(text)]
+        if not blank:
+            return True
+        self.blank += len(blank)
+        self.first_blank = self.first_blank or place
+        text, start = blank[0]
+        self.leave_out(row, identifier, f"has the blank answer {shown(text)} at character {start} (spaces or "
+                       "invisible characters only; the model would learn the words around it)")  # fmt: skip
+        return False
+
+    def leave_out(self, row: int, identifier: str | None, problem: str) -> None:
+        self.issues.add(row, f"id {clipped(identifier)} {problem}" if identifier is not None else problem, self.unit)
+
+    def check_some_answer(self, path: Path) -> None:
+        """TaskError when every answer of the file is blank: nothing is left to learn answers from."""
+        if self.answers and self.blank == self.answers:
+            raise TaskError(
+                f"{path.name}: every answer is blank ({self.answers:,} of spaces or invisible characters only, the "
+                f"first at {self.first_blank}); give each answer's text as its context writes it"
+            )
 
 
 def _check_ids_unique(path: Path, examples: list[QAExample], counted: str) -> None:
@@ -100,8 +143,9 @@ def _check_ids_unique(path: Path, examples: list[QAExample], counted: str) -> No
             )
 
 
-def _squad(path: Path) -> tuple[list[QAExample], str, str]:
-    """The questions of a SQuAD JSON file, in order; (questions, the encoding read, why it fell back or "")."""
+def _squad(path: Path) -> tuple[tuple[list[QAExample], _Reading], str, str]:
+    """The questions of a SQuAD JSON file, in order, and what its reading found; the encoding read, why it fell
+    back or ""."""
     encoding = sniff_encoding(path)
     try:
         with opened(path) as (raw, _):
@@ -133,15 +177,18 @@ def _squad(path: Path) -> tuple[list[QAExample], str, str]:
     return _squad_examples(path, document), encoding, note
 
 
-def _squad_examples(path: Path, document) -> list[QAExample]:
-    """The questions of a parsed SQuAD document, each checked; TaskError names the first that is not SQuAD's."""
+def _squad_examples(path: Path, document) -> tuple[list[QAExample], _Reading]:
+    """The questions of a parsed SQuAD document, each checked, and those left out; TaskError names the first that
+    is not SQuAD's."""
     articles = document.get("data") if isinstance(document, dict) else None
     if not isinstance(articles, list):
         raise TaskError(
             f'{path.name}: not SQuAD JSON, which is {{"data": [{{"title", "paragraphs": [{{"context", '
             '"qas"}]}]}; give a SQuAD file, or a table (JSON Lines) of question, context and answers'
         )
+    version_two = _is_version_two(document, articles)
     examples: list[QAExample] = []
+    reading, row = _Reading("question"), 0
     for a, article in enumerate(articles, start=1):
         paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
         if not isinstance(paragraphs, list):
@@ -155,16 +202,60 @@ def _squad_examples(path: Path, document) -> list[QAExample]:
             if not isinstance(context, str):
                 raise TaskError(f'{path.name}, {where}: no "context" text; not SQuAD JSON')
             for qa in paragraph["qas"]:
-                row = len(examples) + 1
+                row += 1
                 if not isinstance(qa, dict):
                     raise TaskError(f"{path.name}, {where}: question {row} is not an object; not SQuAD JSON")
-                identifier = _text(qa.get("id", f"row {row}"))
-                name = f"{path.name}, id {clipped(identifier)}"
-                answers = _answers(name, qa.get("answers", []))
-                _check_impossible(name, qa.get("is_impossible", False), answers)
-                example = QAExample(identifier, _question(name, qa.get("question")), context, answers, row, title)
-                examples.append(_checked(name, example))
-    return examples
+                example = _squad_question(path, qa, row, context, title, version_two, reading)
+                if example is not None:
+                    examples.append(example)
+    return examples, reading
+
+
+def _squad_question(
+    path: Path, qa: dict, row: int, context: str, title: str, version_two: bool, reading: _Reading
+) -> QAExample | None:
+    """A SQuAD question checked (TaskError names it), or None when it is left out (said in `reading`)."""
+    identifier = _text(qa.get("id", f"row {row}"))
+    name = f"{path.name}, id {clipped(identifier)}"
+    answers = _answers(name, qa.get("answers", []))
+    _check_impossible(name, qa.get("is_impossible", False), answers)
+    example = _checked(name, QAExample(identifier, _question(name, qa.get("question")), context, answers, row, title))
+    missing = "" if answers else _why_unanswered(qa, version_two)
+    if missing:
+        reading.leave_out(row, identifier, missing)
+        return None
+    return example if reading.usable(f"question {row} (id {clipped(identifier)})", row, identifier, answers) else None
+
+
+def _is_version_two(document: dict, articles: list) -> bool:
+    """Whether a SQuAD file is v2.0, where a question may have no answer: its `version` says 2, or a question has
+    v2.0's `is_impossible`. One question's answers never decide it."""
+    said = re.match(r"v?(\d+)", str(document.get("version", "")).strip().lower())
+    if said is not None and said.group(1) == "2":
+        return True
+    return any(
+        isinstance(qa, dict) and "is_impossible" in qa
+        for article in articles
+        if isinstance(article, dict) and isinstance(article.get("paragraphs"), list)
+        for paragraph in article["paragraphs"]
+        if isinstance(paragraph, dict) and isinstance(paragraph.get("qas"), list)
+        for qa in paragraph["qas"]
+    )
+
+
+def _why_unanswered(qa: dict, version_two: bool) -> str:
+    """Why a question without answers cannot be read as unanswerable ("" when it is one, as SQuAD v2.0 writes
+    it: no answers, and `is_impossible` true or left out)."""
+    if "answers" not in qa and qa.get("is_impossible") is not True:
+        keys = clipped(", ".join(clipped(_text(key), 40) for key in qa))
+        return f'has no "answers" (its keys: {keys})' + (
+            '; write "answers": [] and "is_impossible": true for a question without one' if version_two else ""
+        )
+    if not version_two:
+        return "has no answers, and a SQuAD v1.1 file (no version 2.0, no is_impossible) asks only questions with one"
+    if qa.get("is_impossible") is False:
+        return "has no answers but is marked is_impossible false; give its answers, or mark it true"
+    return ""
 
 
 def _check_impossible(name: str, impossible, answers: tuple) -> None:
@@ -178,8 +269,9 @@ def _check_impossible(name: str, impossible, answers: tuple) -> None:
         raise TaskError(f"{name}: marked is_impossible but with answers; leave its answers empty, or unmark it")
 
 
-def _table(path: Path) -> tuple[tuple[list[QAExample], IssueLog], str, str]:
-    """The questions of a flat table; (questions, rows left out), the encoding read, why it fell back or ""."""
+def _table(path: Path) -> tuple[tuple[list[QAExample], _Reading], str, str]:
+    """The questions of a flat table (an empty list of answers: a question without one, as `datasets`' SQuAD v2.0
+    writes it) and what its reading found; the encoding read, why it fell back or ""."""
     kind = kind_of(path)
     names = column_names(path, kind)
     missing = [name for name in ("question", "context", "answers") if name not in names]
@@ -192,17 +284,20 @@ def _table(path: Path) -> tuple[tuple[list[QAExample], IssueLog], str, str]:
     types: dict[str, tuple[type, ...]] = {"question": (str,), "context": (str,), "answers": (object,)}
     types |= {name: (str, int) for name in OPTIONAL_COLUMNS if name in names}
 
-    def read(encoding: str, strict: bool) -> tuple[list[QAExample], IssueLog]:
-        issues, examples = IssueLog(), []
-        for record in records(path, kind, encoding, types, issues, strict, number_as=ROW):
+    def read(encoding: str, strict: bool) -> tuple[list[QAExample], _Reading]:
+        reading, examples = _Reading("row"), []
+        for record in records(path, kind, encoding, types, reading.issues, strict, number_as=ROW):
             row = record[ROW]
             identifier = _text(record.get("id", f"row {row}"))
-            name = f"{path.name}, row {row}" + (f" (id {clipped(identifier)})" if "id" in record else "")
+            place = f"row {row}" + (f" (id {clipped(identifier)})" if "id" in record else "")
+            name = f"{path.name}, {place}"
             answers = _answers(name, _datasets_answers(name, record["answers"]))
             question = _question(name, record["question"])
             example = QAExample(identifier, question, record["context"], answers, row, _text(record.get("title", "")))
-            examples.append(_checked(name, example))
-        return examples, issues
+            example = _checked(name, example)
+            if reading.usable(place, row, identifier if "id" in record else None, answers):
+                examples.append(example)
+        return examples, reading
 
     return read_decoded(path, read)
 
@@ -247,9 +342,14 @@ def _answers(name: str, answers) -> tuple[tuple[str, int], ...]:
 def _question(name: str, question) -> str:
     if not isinstance(question, str):
         raise TaskError(f"{name}: the question is {shown(question)}, not text; give every example its question as text")
-    if not question.strip():
-        raise TaskError(f"{name}: an empty question; give every example a question")
+    if is_blank(question):
+        raise TaskError(f"{name}: an empty question{_invisible(question)}; give every example a question")
     return question.strip()
+
+
+def _invisible(text: str) -> str:
+    """What a blank text holds, in words, when it is more than spaces ("" when it is not)."""
+    return f" ({shown(text)}: invisible characters only)" if text.strip() else ""
 
 
 def _text(value) -> str:
@@ -260,8 +360,8 @@ def _text(value) -> str:
 def _checked(name: str, example: QAExample) -> QAExample:
     """The example, if its context is not blank and each answer is where it says in its context."""
     context = example.context
-    if not context.strip():
-        raise TaskError(f"{name}: an empty context; give every question the text its answer is in")
+    if is_blank(context):
+        raise TaskError(f"{name}: an empty context{_invisible(context)}; give every question the text its answer is in")
     if LONE_SURROGATE.search(example.question) or LONE_SURROGATE.search(context):
         raise TaskError(f"{name}: its question or context holds an escape (such as \\ud800) of no character")
     for text, start in example.answers:
