@@ -63,6 +63,7 @@ FLAGS = {
     "precision": "--precision",
     "doc_stride": "--doc-stride",
     "max_answer_length": "--max-answer-length",
+    "report_to": "--report-to",
 }
 COLUMN_FLAGS = ("--text-column", "--label-column", "--pair-column")
 SEARCH_FLAGS = {"learning_rates": "--lrs", "max_epochs": "--max-epochs", "seeds": "--seeds"}  # SearchPlan's

@@ -33,6 +33,7 @@ from mlm_studio.core.config.sections import (
     DEVICES,
     OBJECTIVES,
     PRECISIONS,
+    REPORT_TO,
     SCHEDULES,
     STRATEGIES,
     join_words,
@@ -50,6 +51,14 @@ from mlm_studio.core.finetune.tasks import (
     TASKS,
 )
 from mlm_studio.core.shown import one_line
+
+# where `train` and `finetune` send their metrics besides metrics.jsonl (the `transformers` Trainer's option)
+REPORT_TO_OPTION = {
+    "choices": REPORT_TO,
+    "metavar": "WHERE",
+    "help": f"where the metrics go besides metrics.jsonl: {listed(REPORT_TO)} (default tensorboard); mlflow: the "
+    'store MLFLOW_TRACKING_URI names (MLflow\'s default where unset), needs pip install "mlm-studio[mlflow]"',
+}
 
 # how `train` and `finetune` end when the user stops them (their --help says it)
 STOPPED = (
@@ -264,6 +273,8 @@ def _add_train(commands) -> None:
         help="any configuration field, repeatable: --set model.hidden_size=512 --set masking.strategy=span "
         f"(masking.strategy: {listed(STRATEGIES)}; training.schedule: {listed(SCHEDULES)})",
     )
+    train.add_argument(*spellings("report_to"), **REPORT_TO_OPTION, dest="settings", action=SetField,
+                       field="training.report_to")  # fmt: skip
     aliases = train.add_argument_group("run_mlm.py's names (dashes or underscores), each the field it sets")
     for name, (field, kind) in RUN_MLM_FIELDS.items():
         aliases.add_argument(
@@ -368,6 +379,7 @@ def _add_finetune(commands) -> None:
         choices=FINETUNE_PRECISIONS,
         help="auto (the default): bf16 where the processor computes it natively, else fp32; evaluation is in fp32",
     )
+    tune.add_argument(*spellings("report_to"), **REPORT_TO_OPTION)
     tune.add_argument(
         "--compare",
         action="store_true",

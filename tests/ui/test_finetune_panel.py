@@ -250,11 +250,13 @@ def test_a_task_of_many_labels_shows_its_most_frequent_mistakes_instead_of_a_mat
     assert "<b>7 of the test examples are training texts</b>: not scored on unseen texts" in view.summary.text()
 
 
-def test_accumulated_micro_batches_are_the_runs_and_its_steps_follow_them(qtbot, panel, tmp_path):
+def test_accumulated_micro_batches_and_where_it_reports_are_the_runs_and_its_steps_follow_them(qtbot, panel, tmp_path):
     fill(panel, write_task(tmp_path / "task.csv"), epochs=1.0)
     panel.form.grad_accumulation.setValue(2)
+    panel.form.report_to.setCurrentIndex(panel.form.report_to.findData("none"))
     run_to_the_end(qtbot, panel)
     config = RunConfig.load(panel.run_path / "config.toml")
     assert (config.training.batch_size, config.training.grad_accumulation) == (8, 2)
+    assert config.training.report_to == "none" and not (panel.run_path / "tensorboard").exists()
     started = next(r for r in RunDir(panel.run_path).read_metrics() if r["type"] == "started")
     assert started["total_steps"] == panel.progress_bar.maximum() == math.ceil(started["train_blocks"] / 16)

@@ -19,6 +19,8 @@ from mlm_studio.core.shown import MAX_WHOLE_NUMBER, shown
 
 SCHEDULES = ("linear", "cosine", "constant")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+# where a run's metrics go besides its metrics.jsonl: the `transformers` Trainer's `report_to` names
+REPORT_TO = ("tensorboard", "mlflow", "tensorboard+mlflow", "none")
 STRATEGIES = ("token", "whole_word", "span")
 OBJECTIVES = ("mlm", "electra")  # masked-LM; ELECTRA's replaced-token detection
 UNTIL_THE_BUDGET_IS_SPENT = 10**9  # the step count of a run that a time budget ends
@@ -340,6 +342,7 @@ class TrainConfig(Section):
     checkpoint_interval: int = 200  # steps between checkpoints (the playground reads the latest)
     keep_checkpoints: int = 2  # the most recent kept, besides the best by validation loss
     log_interval: int = 10  # steps between step records
+    report_to: str = "tensorboard"  # besides metrics.jsonl: tensorboard | mlflow | tensorboard+mlflow | none
     seed: int = 0
     device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
     precision: str = "auto"  # auto (bf16 where computed natively, else fp32) | fp32 | bf16 | fp16
@@ -378,6 +381,11 @@ class TrainConfig(Section):
             valid_device(self.device), f"must be {join_words(DEVICES, 'or')}, not {shown(self.device)}", "device"
         )
         self._require(self.precision in PRECISIONS, f"must be one of {', '.join(PRECISIONS)}", "precision")
+        self._require(
+            self.report_to in REPORT_TO,
+            f"must be one of {', '.join(REPORT_TO)}, not {shown(self.report_to)}",
+            "report_to",
+        )
         self._require(
             self.objective in OBJECTIVES,
             f"must be one of {', '.join(OBJECTIVES)}, not {shown(self.objective)}",

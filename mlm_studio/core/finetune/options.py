@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlm_studio.core.config.sections import MAX_SEED
+from mlm_studio.core.config.sections import MAX_SEED, REPORT_TO
 from mlm_studio.core.data.labelled import Columns, TaskError
 from mlm_studio.core.finetune.qa.task import DOC_STRIDE, MAX_ANSWER_LENGTH
 from mlm_studio.core.finetune.tasks import FINETUNE_PRECISIONS
@@ -42,6 +42,7 @@ RULES = {
     "seed": (lambda v: 0 <= v <= MAX_SEED, f"between 0 and {MAX_SEED:,}"),
     "split_seed": (lambda v: v is None or 0 <= v <= MAX_SEED, f"between 0 and {MAX_SEED:,}"),
     "precision": (lambda v: v in FINETUNE_PRECISIONS, f"one of {', '.join(FINETUNE_PRECISIONS)}"),
+    "report_to": (lambda v: v in REPORT_TO, f"one of {', '.join(REPORT_TO)}"),
     "doc_stride": (lambda v: 1 <= v <= 8192, "between 1 and 8,192 tokens"),
     "max_answer_length": (lambda v: 1 <= v <= 8192, "between 1 and 8,192 tokens"),
 }
@@ -71,6 +72,7 @@ class FinetuneOptions:
     split_seed: int | None = None  # which examples are held out; None: `seed`
     device: str = "auto"
     precision: str = "auto"  # resolved when the run is created, as pre-training's (`with_resolved_precision`)
+    report_to: str = "tensorboard"  # where the metrics go besides metrics.jsonl (`runs/sinks.py`)
     doc_stride: int = DOC_STRIDE  # question answering: tokens two windows of one context share
     max_answer_length: int = MAX_ANSWER_LENGTH  # question answering: tokens of the longest answer
 

@@ -19,7 +19,7 @@ from mlm_studio.core.storage.checkpoint import CheckpointError
 
 SCRATCH = "scratch:"  # MODEL written as scratch:SOURCE: SOURCE's shape and tokenizer, fresh weights
 # what a run may be asked differently and still answer the same question: where and how it computes
-FREE = ("device", "precision", "split_seed", "validation", "test", "train", "columns")
+FREE = ("device", "precision", "report_to", "split_seed", "validation", "test", "train", "columns")
 
 
 def model_identity(spec: str) -> str:

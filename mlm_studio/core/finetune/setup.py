@@ -158,6 +158,7 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions, progress: 
         seed=options.seed,
         device=options.device,
         precision=options.precision,
+        report_to=options.report_to,
     )
     config = RunConfig(model=source.config, data=DataConfig(max_seq_len=limit), training=training, preset="finetune")
     config = with_finetuning_precision(config)
@@ -333,9 +334,10 @@ def prepare_finetuner(
 
 
 # What a resumed run may change and stay one run: how long it trains (its schedule stretches or shrinks to the new
-# end from the step it is at), and the device and precision it computes in. The rest is fixed where it is written:
-# the starting model in init/, the task in task.json, the recipe in config.toml; its checkpoints were made with them.
-RESUMABLE = ("epochs", "device", "precision")
+# end from the step it is at), the device and precision it computes in, and where it reports its metrics. The rest
+# is fixed where it is written: the starting model in init/, the task in task.json, the recipe in config.toml; its
+# checkpoints were made with them.
+RESUMABLE = ("epochs", "device", "precision", "report_to")
 FIXED_IN = {
     "model": ("starting model", "init"),
     **dict.fromkeys(

@@ -128,6 +128,14 @@ class FineTuner(Loop):
         said = WarningRecord(self.step, "this run has finished already; these are the test scores it wrote then")
         return [said, test, replace(finished, reason=ending(finished.reason, finished.step, self.total_steps))]
 
+    def reported_params(self) -> dict:
+        request = self.task.get("request") or {}
+        return {
+            "task.kind": self.task["task"],
+            "task.labels": len(self.data.labels),
+            "task.model": request.get("model"),
+        }
+
     def opening_records(self) -> list[Record]:
         return [WarningRecord(self.step, note) for note in self.data.notes]
 
@@ -143,8 +151,9 @@ class FineTuner(Loop):
             hidden_size=self.config.model.hidden_size,
             parameters=sum(p.numel() for p in self.model.parameters()),
             train_blocks=len(self.data.train),
-            events=self.events.writing if self.events is not None else "",
-            events_refused=self.events is not None and self.events.error is not None,
+            events=self.sinks.events_folder if self.sinks is not None else "",
+            events_refused=self.sinks is not None and self.sinks.events_refused,
+            report_to=self.config.training.report_to,
             score=main_score_name(self.task["task"], self.data.labels),
         )
 

@@ -53,8 +53,8 @@ from mlm_studio.core.runs.records import (
     WarningRecord,
 )
 from mlm_studio.core.runs.run_folder import RunDir, finite_or_none
+from mlm_studio.core.runs.sinks import Sinks
 from mlm_studio.core.runs.step_sums import StepSums, Window
-from mlm_studio.core.runs.tensorboard import open_event_log
 from mlm_studio.core.runs.threads import governor_for
 from mlm_studio.core.storage.checkpoint import load_optimizer, load_weights, read_state, weights_finite
 
@@ -105,8 +105,9 @@ class Loop:
         self.step, self.tokens_seen, self.elapsed = 0, 0, 0.0
         self.warmup_ended_at: float | None = None  # training time when warm-up ended (the decay starts there)
         self.stopped_early = False  # a recipe's policy ended the run before its last step
-        self.events = None  # opened when it trains: a run that has ended is read, not written
+        self.sinks: Sinks | None = None  # opened when it trains: a run that has ended is read, not written
         self._unwritten: list[dict] = []  # metrics a full disk refused, written with the next ones
+        self._last: dict | None = None  # the last record logged: how the run ended, for the sinks
 
     def _ready(self) -> None:
         """With the model and optimizer made: the loss scaler, the resume, the model as the steps call it."""
@@ -142,6 +143,10 @@ class Loop:
     def ending_records(self, reason: str) -> Iterator[Record]:
         """The last records of a run that ended for `reason` ("completed", "stopped" or "stopped early")."""
         raise NotImplementedError
+
+    def reported_params(self) -> dict:
+        """What a tracker records of the run besides its settings (the recipe's own: a task, a model)."""
+        return {}
 
     def opening_records(self) -> list[Record]:
         """Warnings said when the run starts, after its started record."""
@@ -195,15 +200,15 @@ class Loop:
             return
         try:
             if self.dist.main:
-                self.events = open_event_log(self.run_dir.path, self.run_dir.read_metrics())
+                self.sinks = Sinks(self.run_dir, self.reported_params())
             opening = [self._logged(self.started()), *(self._logged(r) for r in self.opening_records())]
             for record in itertools.chain(opening, self._run()):
                 yield record
-                for note in self.events.take_notes() if self.events is not None else ():
+                for note in self.sinks.take_notes() if self.sinks is not None else ():
                     yield self._logged(WarningRecord(self.step, note))
         finally:
-            if self.events is not None:
-                self.events.close()
+            if self.sinks is not None:
+                self.sinks.close(self._last)
 
     def _run(self) -> Iterator[Record]:
         try:
@@ -394,8 +399,9 @@ class Loop:
                 self.run_dir.append_metrics(self._unwritten)
             except OSError:
                 return record
-            if self.events is not None:  # what a full disk held back reaches the events as it reaches the file
+            if self.sinks is not None:  # what a full disk held back reaches the sinks as it reaches the file
                 for written in self._unwritten:
-                    self.events.add(written)
+                    self.sinks.add(written)
+            self._last = self._unwritten[-1]
             self._unwritten = []
         return record

@@ -57,6 +57,7 @@ class StartedRecord(Record):
     events: str = ""  # the TensorBoard events folder; "" without the tensorboard package or when refused
     events_refused: bool = False  # the events folder was refused (a warning that follows says why)
     score: str = ""  # fine-tuning: the validation score that chooses the best checkpoint (entity F1, macro-F1)
+    report_to: str = "tensorboard"  # the run's `training.report_to`: where its metrics go besides metrics.jsonl
 
     def describe(self) -> str:
         length = (
@@ -67,6 +68,10 @@ class StartedRecord(Record):
         events = f"TensorBoard events in {self.events}" if self.events else f"no TensorBoard events ({INSTALL_HINT})"
         if self.events_refused:
             events = "no TensorBoard events (the warning that follows says why)"
+        if "tensorboard" not in self.report_to:
+            events = "no TensorBoard events (not asked for)"
+        if "mlflow" in self.report_to:
+            events += "; metrics reported to MLflow"
         score = f"; the best checkpoint chosen by validation {self.score}" if self.score else ""
         return (
             f"Training {self.run_dir} on {self.device} in {self.precision}: {self.layers} layers × {self.hidden_size}, "

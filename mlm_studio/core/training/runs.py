@@ -168,6 +168,7 @@ RESUMABLE = tuple(
         "checkpoint_interval",
         "keep_checkpoints",
         "log_interval",
+        "report_to",
         "max_nonfinite_steps",
         "device",
         "precision",

@@ -116,8 +116,9 @@ class Trainer(Loop):
             hidden_size=model.hidden_size,
             parameters=sum(p.numel() for p in self.model.parameters()),
             train_blocks=len(self.train_blocks),
-            events=self.events.writing if self.events is not None else "",
-            events_refused=self.events is not None and self.events.error is not None,
+            events=self.sinks.events_folder if self.sinks is not None else "",
+            events_refused=self.sinks is not None and self.sinks.events_refused,
+            report_to=self.config.training.report_to,
         )
 
     def restart_message(self) -> str:

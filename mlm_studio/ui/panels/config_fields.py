@@ -6,7 +6,15 @@ from __future__ import annotations
 import dataclasses
 
 from mlm_studio.core.config.families import FAMILIES, family_fields
-from mlm_studio.core.config.sections import OBJECTIVES, PRECISIONS, SCHEDULES, SECTIONS, STRATEGIES, ModelConfig
+from mlm_studio.core.config.sections import (
+    OBJECTIVES,
+    PRECISIONS,
+    REPORT_TO,
+    SCHEDULES,
+    SECTIONS,
+    STRATEGIES,
+    ModelConfig,
+)
 
 # (section, field): (group, label, tooltip) of the fields every run has; a family's own fields and the family
 # chooser's words come from the registry (`form_fields`).
@@ -71,6 +79,12 @@ FIELDS: dict[tuple[str, str], tuple[str, str, str]] = {
     ("training", "checkpoint_interval"): ("Schedule", "Checkpoint every", "Steps between checkpoints"),
     ("training", "keep_checkpoints"): ("Schedule", "Keep checkpoints", "Latest checkpoints kept, besides the best"),
     ("training", "log_interval"): ("Schedule", "Log every", "Steps between plotted training points"),
+    ("training", "report_to"): (
+        "Schedule",
+        "Report to",
+        "Where the metrics go besides the run's metrics.jsonl: TensorBoard events in the run's folder, an MLflow "
+        "run (at MLFLOW_TRACKING_URI; needs the mlflow package), both, or neither",
+    ),
     ("data", "max_seq_len"): ("Data & masking", "Sequence length", "Tokens per block; 64–512"),
     ("data", "packing"): ("Data & masking", "Pack documents", "Fill blocks with consecutive documents (no padding)"),
     ("data", "validation_fraction"): ("Data & masking", "Validation share", "Documents held out; 0.01–0.1"),
@@ -105,6 +119,7 @@ CHOICES = {
     "schedule": SCHEDULES,
     "strategy": STRATEGIES,
     "precision": PRECISIONS,
+    "report_to": REPORT_TO,
 }
 
 CHOICE_TITLES = {"mlm": "Masked LM", "electra": "ELECTRA (replaced-token detection)"}

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from mlm_studio.core.config.sections import REPORT_TO
 from mlm_studio.core.data.formats import TABLE_SUFFIXES
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.request import SCRATCH
@@ -119,6 +120,13 @@ class FinetuneForm(QWidget):
             (1, 1024),
             "Micro-batches per step: a step learns from this many batches of examples in the memory of one",
         )
+        self.report_to = QComboBox()
+        for where in REPORT_TO:
+            self.report_to.addItem(where, where)
+        self.report_to.setToolTip(
+            "Where the metrics go besides the run's metrics.jsonl: TensorBoard events in the run's folder, an MLflow "
+            "run (at MLFLOW_TRACKING_URI; needs the mlflow package), both, or neither"
+        )
         self.freeze_layers = self._number(
             QSpinBox(), "freeze_layers", (0, 128), "The embeddings and this many first layers stay as they are"
         )
@@ -148,6 +156,7 @@ class FinetuneForm(QWidget):
             ("Batch size", self.batch_size),
             ("Accumulate", self.grad_accumulation),
             ("Freeze layers", self.freeze_layers),
+            ("Report to", self.report_to),
         ):
             form = QFormLayout()
             form.addRow(label, box)
@@ -230,6 +239,7 @@ class FinetuneForm(QWidget):
             epochs=self.epochs.value(),
             batch_size=self.batch_size.value(),
             grad_accumulation=self.grad_accumulation.value(),
+            report_to=self.report_to.currentData(),
             freeze_layers=self.freeze_layers.value(),
             doc_stride=self.doc_stride.value(),
             max_answer_length=self.max_answer_length.value(),
