@@ -3,6 +3,7 @@ small enough to read. The layers and the absence of import cycles are import-lin
 run by `lint-imports` in CI)."""
 
 import ast
+import re
 from pathlib import Path
 
 import mlm_studio
@@ -66,3 +67,14 @@ def test_the_core_is_a_tree_of_small_folders():
         assert (folder / "__init__.py").is_file(), folder.name
         modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
         assert 1 <= len(modules) <= 15, (folder.name, len(modules))
+
+
+def test_every_module_is_named_in_the_architecture_page():
+    """docs/architecture.md lists every module of the package by its name, so a new one takes its place there."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    unnamed = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "mlm_studio").rglob("*.py"))
+        if path.name != "__init__.py" and not re.search(rf"\b{re.escape(path.stem)}\b", page)
+    ]
+    assert not unnamed, f"modules docs/architecture.md does not name: {unnamed}"

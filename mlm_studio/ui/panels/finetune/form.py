@@ -154,9 +154,7 @@ class FinetuneForm(QWidget):
             ("Epochs", self.epochs),
             ("Learning rate", self.learning_rate),
             ("Batch size", self.batch_size),
-            ("Accumulate", self.grad_accumulation),
             ("Freeze layers", self.freeze_layers),
-            ("Report to", self.report_to),
         ):
             form = QFormLayout()
             form.addRow(label, box)
@@ -164,8 +162,15 @@ class FinetuneForm(QWidget):
         recipe.addStretch(1)
         grid.addWidget(QLabel("Recipe"), 2, 0)
         grid.addLayout(recipe, 2, 1)
+        running = QHBoxLayout()
+        for label, box in (("Micro-batches per step", self.grad_accumulation), ("Report to", self.report_to)):
+            form = QFormLayout()
+            form.addRow(label, box)
+            running.addLayout(form)
+        running.addStretch(1)
+        grid.addLayout(running, 3, 1)
         self.qa_row = self._qa_row()
-        grid.addWidget(self.qa_row, 3, 1)
+        grid.addWidget(self.qa_row, 4, 1)
         self.kind_combo.currentIndexChanged.connect(self._on_kind_changed)
         self._on_kind_changed()
         grid.setColumnStretch(1, 1)
