@@ -334,7 +334,9 @@ class RunDir:
             return None
         try:
             task = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+        except OSError as exc:  # the file is there: not damaged, but kept from this user (or the disk failed)
+            raise CheckpointError(f"run {self.name}: {TASK} cannot be read: {exc.strerror or exc}") from exc
+        except ValueError as exc:
             raise CheckpointError(f"run {self.name}: {TASK} is damaged ({exc})") from exc
         if not isinstance(task, dict):
             raise CheckpointError(f"run {self.name}: {TASK} is damaged (not a JSON object)")

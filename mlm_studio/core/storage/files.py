@@ -1,4 +1,5 @@
-"""Writing files and folders so that a crash leaves either the old one or the new one, never half of one."""
+"""Writing files and folders so that a crash leaves either the old one or the new one, never half of one; each
+with the permissions an ordinary `open()` or `mkdir()` gives it (what the umask allows), never a temporary's."""
 
 from __future__ import annotations
 
@@ -10,6 +11,29 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
+
+FILE_MODE, FOLDER_MODE = 0o666, 0o777  # what an ordinary open() and mkdir() ask for, the umask taken away
+
+
+def umask() -> int:
+    """The process's umask, read without changing it where the system says it (Linux), else set and put back at
+    once (set to 0o077 meanwhile, so that a file another thread creates in that instant is only more private)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def give_ordinary_mode(path: str | Path) -> None:
+    """Give a file or folder that a library created private (as a temporary, then renamed) the permissions an
+    ordinary `open()` or `mkdir()` would have given it."""
+    os.chmod(path, (FOLDER_MODE if os.path.isdir(path) else FILE_MODE) & ~umask())
 
 
 def atomic_write_text(path: str | Path, text: str | Iterable[str]) -> Path:
@@ -31,6 +55,7 @@ def _replace(path: str | Path, mode: str, pieces: Iterable[str] | Iterable[bytes
     try:
         text = {"encoding": "utf-8", "newline": "\n"} if mode == "w" else {}
         with os.fdopen(fd, mode, **text) as f:
+            os.chmod(tmp, FILE_MODE & ~umask())
             f.writelines(pieces)
             f.flush()
             os.fsync(f.fileno())
@@ -53,6 +78,7 @@ def atomic_write_folder(final: str | Path, fill: Callable[[Path], object]) -> Pa
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp", dir=final.parent))  # unique, even for two threads
     try:
+        tmp.chmod(FOLDER_MODE & ~umask())
         fill(tmp)
         _fsync_dir(tmp)
         if not final.exists():

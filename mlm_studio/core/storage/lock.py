@@ -42,7 +42,7 @@ class RunLock:
         path = self.folder / LOCK_FILE
         self._before = {p.name for p in self.folder.iterdir()} - {LOCK_FILE}
         self._lock_was_there = path.exists()
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         if not _try_lock(fd):
             holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
             os.close(fd)
