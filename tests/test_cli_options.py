@@ -54,6 +54,31 @@ def test_a_value_that_begins_with_a_dash_is_refused_saying_how_to_write_it(capsy
     )
 
 
+TIME_BUDGET = "a time budget is how long to train, like 90s, 6m or 1h30m (0 for none), at most 366 days"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--time-budget", "-5m"], f"'-5m' is negative: {TIME_BUDGET}"),
+        (["--time_budget=-1h30m"], f"'-1h30m' is negative: {TIME_BUDGET}"),
+        (["--time-budget", "-90"], f"'-90' is negative: {TIME_BUDGET}"),
+        (["--time-budget", "5x"], f"'5x' is not a duration: {TIME_BUDGET}"),
+        (["--time-budget", "9000h"], f"'9000h' is more than 366 days: {TIME_BUDGET}"),
+        (
+            ["--time-budget", "-soon"],
+            "expected one argument (a value that begins with '-' is written --time-budget=VALUE)",
+        ),
+    ],
+)
+def test_a_time_budget_that_is_no_length_of_time_is_refused_saying_what_one_is(args, said, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exited:
+        main(["train", *args, "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and not (tmp_path / "r").exists()
+    assert err.endswith(f"mlm-studio train: error: argument --time-budget/--time_budget: {said}\n"), err
+
+
 @pytest.mark.parametrize(
     ("setting", "meant"),
     [("training.lr=1e-4", "training.learning_rate"), ("training.learning-rate=1e-4", "training.learning_rate")],

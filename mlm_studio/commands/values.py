@@ -12,6 +12,7 @@ import re
 from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
 from mlm_studio.core.config.sections import (
     DEVICES,
+    MAX_TIME_BUDGET,
     join_words,
     valid_device,
 )
@@ -24,9 +25,10 @@ def preset_name(text: str) -> str:
     return text
 
 
-# What argparse takes for a negative number rather than an option: before Python 3.14 not "-1e-3", so `--lr -1e-3`
-# was refused as a missing value; every form of a number counts (the value's own check then says what is allowed).
-NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+# What argparse takes for a value rather than an option: a word that begins with '-' and a digit (no option does).
+# Before Python 3.14 it took only plain negative numbers, so `--lr -1e-3` and `--time-budget -5m` were refused as a
+# missing value; now the value's own check says what is allowed.
+NEGATIVE_VALUE = re.compile(r"^-\.?\d")
 
 
 def said(text: str) -> str:
@@ -189,10 +191,22 @@ def device(text: str) -> str:
     return text
 
 
-def duration(text: str) -> float:
+TIME_BUDGET = "a time budget is how long to train, like 90s, 6m or 1h30m (0 for none), at most 366 days"
+
+
+def time_budget(text: str) -> float:
+    """Seconds of a time budget (`parse_duration`); a negative, unreadable or longer one refused in a sentence that
+    says what a time budget is."""
     from mlm_studio.core.durations import parse_duration
 
+    if text.strip().startswith("-"):
+        raise argparse.ArgumentTypeError(f"{said(text)} is negative: {TIME_BUDGET}")
     try:
-        return parse_duration(text)
+        seconds = parse_duration(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        if said(text).startswith("a number of"):  # said by its length
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        raise argparse.ArgumentTypeError(f"{said(text)} is not a duration: {TIME_BUDGET}") from None
+    if seconds > MAX_TIME_BUDGET:
+        raise argparse.ArgumentTypeError(f"{said(text)} is more than 366 days: {TIME_BUDGET}")
+    return seconds
