@@ -1,5 +1,6 @@
 """The one way files and folders are written: a crash or an error leaves the old one or the new one."""
 
+import errno
 import json
 import os
 import stat
@@ -89,3 +90,23 @@ def test_atomic_writes_give_what_the_umask_allows(tmp_path, mask):
     assert stat.S_IMODE((tmp_path / "a.txt").stat().st_mode) == 0o666 & ~mask
     assert stat.S_IMODE((tmp_path / "folder").stat().st_mode) == 0o777 & ~mask
     assert stat.S_IMODE((tmp_path / "folder" / "v").stat().st_mode) == 0o666 & ~mask
+
+
+def test_a_write_the_disk_refuses_names_the_file_meant_not_its_temporary(tmp_path, tmpfs):
+    disk = tmpfs(tmp_path / "disk", "size=16k")
+    with open(disk / "filler", "wb", buffering=0) as filler, pytest.raises(OSError):
+        while True:
+            filler.write(b"u" * 4096)
+    big = "x" * 10_000
+    writes = {
+        disk / "config.toml": lambda: atomic_write_text(disk / "config.toml", big),
+        disk / "out": lambda: atomic_write_folder(disk / "out", lambda folder: (folder / "w").write_text(big)),
+        disk / "out" / "c.json": lambda: atomic_write_folder(
+            disk / "out", lambda f: atomic_write_json(f / "c.json", big)
+        ),
+    }
+    for named, write in writes.items():
+        with pytest.raises(OSError) as refused:
+            write()
+        assert (refused.value.errno, refused.value.filename) == (errno.ENOSPC, str(named))
+    assert [p.name for p in disk.iterdir()] == ["filler"]

@@ -40,7 +40,7 @@ from mlm_studio.core.storage.checkpoint import (
     save_weights,
     write_safetensors,
 )
-from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json, atomic_write_text
+from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json, atomic_write_text, naming
 
 TOKENIZER_PRINT = "tokenizer_sha256"  # in corpus.json: the SHA-256 of the run's tokenizer.json as it started
 INITIAL = "init"
@@ -110,7 +110,7 @@ class RunDir:
             for name in names:  # config.toml last: only then is the folder a run
                 os.replace(staged / name, path / name)
                 moved.append(path / name)
-        except BaseException:
+        except BaseException as exc:
             for item in moved:
                 if item.is_dir():
                     shutil.rmtree(item)
@@ -118,6 +118,8 @@ class RunDir:
                     item.unlink()
             if made and not any(path.iterdir()):
                 path.rmdir()
+            if isinstance(exc, OSError):  # a file of the run it could not write, named in the run's folder
+                raise naming(exc, path, path / STAGING) from exc
             raise
         finally:
             shutil.rmtree(path / STAGING, ignore_errors=True)

@@ -51,7 +51,10 @@ def _replace(path: str | Path, mode: str, pieces: Iterable[str] | Iterable[bytes
     """Write `pieces` to a temporary file beside `path`, flush it to disk, then rename it over `path` (a link at
     `path` is replaced, never followed)."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:  # said of the file meant, not of the temporary's random name
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     try:
         text = {"encoding": "utf-8", "newline": "\n"} if mode == "w" else {}
         with os.fdopen(fd, mode, **text) as f:
@@ -60,9 +63,25 @@ def _replace(path: str | Path, mode: str, pieces: Iterable[str] | Iterable[bytes
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        raise naming(exc, path, Path(tmp)) from exc
     finally:
         Path(tmp).unlink(missing_ok=True)
     return path
+
+
+def naming(exc: OSError, meant: Path, temporary: Path) -> OSError:
+    """`exc` naming what was being written, `meant`, where the system named no file (a write refused) or the
+    temporary standing in for it (a file inside a temporary folder named inside `meant`); else `exc` itself."""
+    if not exc.strerror:
+        return exc
+    if exc.filename is None:
+        return OSError(exc.errno, exc.strerror, str(meant))
+    try:
+        inside = Path(os.path.abspath(os.fsdecode(exc.filename))).relative_to(os.path.abspath(temporary))
+    except ValueError:  # another file, named already
+        return exc
+    return OSError(exc.errno, exc.strerror, str(meant / inside))
 
 
 def atomic_write_json(path: str | Path, value: object) -> Path:
@@ -76,7 +95,10 @@ def atomic_write_folder(final: str | Path, fill: Callable[[Path], object]) -> Pa
     folder, say) simply receives the files."""
     final = Path(os.path.abspath(final))
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp", dir=final.parent))  # unique, even for two threads
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp", dir=final.parent))  # unique, even for two threads
+    except OSError as exc:  # said of the folder meant, not of the temporary's random name
+        raise OSError(exc.errno, exc.strerror, str(final)) from exc
     try:
         tmp.chmod(FOLDER_MODE & ~umask())
         fill(tmp)
@@ -90,6 +112,8 @@ def atomic_write_folder(final: str | Path, fill: Callable[[Path], object]) -> Pa
         else:
             _exchange(tmp, final)  # the old folder is now at `tmp`, removed below
         _fsync_dir(final.parent)
+    except OSError as exc:
+        raise naming(exc, final, tmp) from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return final

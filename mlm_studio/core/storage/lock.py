@@ -50,9 +50,13 @@ class RunLock:
                 f"{self.folder} is being trained by process {holder}; wait for it to finish, stop it, "
                 "or choose another folder"
             )
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError as exc:  # a full disk: said naming the lock, the folder left as it was found
+            self.__exit__()
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         return self
 
     def __exit__(self, *exc) -> None:
