@@ -135,3 +135,31 @@ def test_a_config_path_too_long_for_the_system_is_said_once_and_cut(capsys, tmp_
     assert main(["train", "--config", "x" * 100_000, "--out", str(tmp_path / "r")]) == 1
     err = capsys.readouterr().err
     assert err == f"mlm-studio: cannot read {'x' * 299}… (File name too long)\n" and not (tmp_path / "r").exists()
+
+
+def refused_screenshot(command: list[str], path, capsys) -> str:
+    """What `mlm-studio [gui] --screenshot PATH` says as it exits 2."""
+    with pytest.raises(SystemExit) as exited:
+        main([*command, "--screenshot", str(path)])
+    assert exited.value.code == 2
+    return capsys.readouterr().err.splitlines()[-1].partition("error: argument --screenshot: ")[2]
+
+
+@pytest.mark.parametrize("command", [[], ["gui"]])
+def test_a_screenshot_that_cannot_be_written_is_refused_before_the_window_trains(command, tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("the user's")
+    refusals = {
+        tmp_path / "missing" / "w.png": f"the folder {tmp_path / 'missing'} does not exist: make it first, or give "
+        "a file in a folder that does",
+        tmp_path / "notes.txt" / "w.png": f"{tmp_path / 'notes.txt'} is a file, not a folder: give a file in a folder",
+        tmp_path: f"'{tmp_path}' is a folder: give the PNG file to write, such as {tmp_path / 'window.png'}",
+    }
+    for path, said in refusals.items():
+        assert refused_screenshot(command, path, capsys) == said
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_a_screenshot_into_a_read_only_folder_is_refused_before_the_window_trains(tmp_path, tmpfs, capsys):
+    read_only = tmpfs(tmp_path / "read-only", "ro,size=64k")
+    said = f"the folder {read_only} cannot be written: give a file in a folder you can write"
+    assert refused_screenshot([], read_only / "w.png", capsys) == said

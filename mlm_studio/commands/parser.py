@@ -22,6 +22,7 @@ from mlm_studio.commands.values import (
     positive,
     preset_name,
     rates,
+    screenshot_file,
     setting,
     spellings,
     time_budget,
@@ -100,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--screenshot",
             metavar="FILE.png",
-            type=Path,
+            type=screenshot_file,
             help="render the window offscreen on the built-in corpus, save it as a PNG and exit",
         )
 

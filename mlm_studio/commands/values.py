@@ -7,7 +7,9 @@ from __future__ import annotations
 import argparse
 import difflib
 import math
+import os
 import re
+from pathlib import Path
 
 from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
 from mlm_studio.core.config.sections import (
@@ -183,6 +185,29 @@ def setting(text: str) -> tuple[str, object]:
     if overflowed or said(value).startswith("a number of"):
         raise argparse.ArgumentTypeError(f"{one_line(key.strip())}: {said(value)} is more than any setting takes")
     return key.strip(), read
+
+
+def screenshot_file(text: str) -> Path:
+    """Where the window's picture goes: a file in a folder that is there and can be written, refused before the
+    window trains (naming the folder) rather than after."""
+    path = Path(text)
+    folder = path.parent
+    if not text or path.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"{said(text)} is {'empty' if not text else 'a folder'}: give the PNG file to write, such as "
+            f"{path / 'window.png'}"
+        )
+    if not folder.exists():
+        raise argparse.ArgumentTypeError(
+            f"the folder {one_line(str(folder))} does not exist: make it first, or give a file in a folder that does"
+        )
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"{one_line(str(folder))} is a file, not a folder: give a file in a folder")
+    if not os.access(folder, os.W_OK):
+        raise argparse.ArgumentTypeError(
+            f"the folder {one_line(str(folder))} cannot be written: give a file in a folder you can write"
+        )
+    return path
 
 
 def device(text: str) -> str:
