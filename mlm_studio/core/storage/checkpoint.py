@@ -3,7 +3,6 @@ pickled), and the plain values of `state.json`, checked on reading."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -17,6 +16,7 @@ from safetensors.torch import load_file, save_file
 
 from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.files import give_ordinary_mode
+from mlm_studio.core.storage.json_text import read_json
 
 FORMAT_VERSION = 1
 
@@ -133,7 +133,7 @@ def _check_whole(checkpoint: Path, names: tuple[str, ...] = ("model.safetensors"
 def _checked_state(checkpoint: Path) -> dict[str, Any]:
     """A checkpoint's `state.json`, or `_Unusable` saying what is wrong with it."""
     try:
-        state = json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
+        state = read_json((checkpoint / "state.json").read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise _Unusable("state.json is missing") from exc
     except OSError as exc:
