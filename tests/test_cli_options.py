@@ -65,6 +65,7 @@ TIME_BUDGET = "a time budget is how long to train, like 90s, 6m or 1h30m (0 for 
         (["--time-budget", "-90"], f"'-90' is negative: {TIME_BUDGET}"),
         (["--time-budget", "5x"], f"'5x' is not a duration: {TIME_BUDGET}"),
         (["--time-budget", "9000h"], f"'9000h' is more than 366 days: {TIME_BUDGET}"),
+        (["--time-budget", "9" * 400 + "h"], "a number of 400 digits is more than any setting takes"),
         (
             ["--time-budget", "-soon"],
             "expected one argument (a value that begins with '-' is written --time-budget=VALUE)",

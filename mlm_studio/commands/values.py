@@ -229,7 +229,7 @@ def time_budget(text: str) -> float:
     try:
         seconds = parse_duration(text)
     except ValueError as exc:
-        if said(text).startswith("a number of"):  # said by its length
+        if str(exc).startswith("a number of"):  # more digits than a float holds, said by their count
             raise argparse.ArgumentTypeError(str(exc)) from None
         raise argparse.ArgumentTypeError(f"{said(text)} is not a duration: {TIME_BUDGET}") from None
     if seconds > MAX_TIME_BUDGET:
