@@ -153,7 +153,8 @@ def test_a_screenshot_that_cannot_be_written_is_refused_before_the_window_trains
         tmp_path / "missing" / "w.png": f"the folder {tmp_path / 'missing'} does not exist: make it first, or give "
         "a file in a folder that does",
         tmp_path / "notes.txt" / "w.png": f"{tmp_path / 'notes.txt'} is a file, not a folder: give a file in a folder",
-        tmp_path: f"'{tmp_path}' is a folder: give the PNG file to write, such as {tmp_path / 'window.png'}",
+        tmp_path: f"{tmp_path} is a folder: give the PNG file to write, such as {tmp_path / 'window.png'}",
+        "": "the name is empty: give the PNG file to write, such as window.png",
     }
     for path, said in refusals.items():
         assert refused_screenshot(command, path, capsys) == said

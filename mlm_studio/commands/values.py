@@ -11,6 +11,7 @@ import os
 import re
 from pathlib import Path
 
+from mlm_studio.commands.terminal import PATH_CHARS
 from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
 from mlm_studio.core.config.sections import (
     DEVICES,
@@ -191,21 +192,19 @@ def screenshot_file(text: str) -> Path:
     """Where the window's picture goes: a file in a folder that is there and can be written, refused before the
     window trains (naming the folder) rather than after."""
     path = Path(text)
-    folder = path.parent
+    folder = one_line(str(path.parent), PATH_CHARS)
     if not text or path.is_dir():
+        what = f"{one_line(text, PATH_CHARS)} is a folder" if text else "the name is empty"
+        raise argparse.ArgumentTypeError(f"{what}: give the PNG file to write, such as {path / 'window.png'}")
+    if not path.parent.exists():
         raise argparse.ArgumentTypeError(
-            f"{said(text)} is {'empty' if not text else 'a folder'}: give the PNG file to write, such as "
-            f"{path / 'window.png'}"
+            f"the folder {folder} does not exist: make it first, or give a file in a folder that does"
         )
-    if not folder.exists():
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{folder} is a file, not a folder: give a file in a folder")
+    if not os.access(path.parent, os.W_OK):
         raise argparse.ArgumentTypeError(
-            f"the folder {one_line(str(folder))} does not exist: make it first, or give a file in a folder that does"
-        )
-    if not folder.is_dir():
-        raise argparse.ArgumentTypeError(f"{one_line(str(folder))} is a file, not a folder: give a file in a folder")
-    if not os.access(folder, os.W_OK):
-        raise argparse.ArgumentTypeError(
-            f"the folder {one_line(str(folder))} cannot be written: give a file in a folder you can write"
+            f"the folder {folder} cannot be written: give a file in a folder you can write"
         )
     return path
 
