@@ -54,6 +54,32 @@ def test_a_value_that_begins_with_a_dash_is_refused_saying_how_to_write_it(capsy
     )
 
 
+TIME_BUDGET = "a time budget is how long to train, like 90s, 6m or 1h30m (0 for none), at most 366 days"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--time-budget", "-5m"], f"'-5m' is negative: {TIME_BUDGET}"),
+        (["--time_budget=-1h30m"], f"'-1h30m' is negative: {TIME_BUDGET}"),
+        (["--time-budget", "-90"], f"'-90' is negative: {TIME_BUDGET}"),
+        (["--time-budget", "5x"], f"'5x' is not a duration: {TIME_BUDGET}"),
+        (["--time-budget", "9000h"], f"'9000h' is more than 366 days: {TIME_BUDGET}"),
+        (["--time-budget", "9" * 400 + "h"], "a number of 400 digits is more than any setting takes"),
+        (
+            ["--time-budget", "-soon"],
+            "expected one argument (a value that begins with '-' is written --time-budget=VALUE)",
+        ),
+    ],
+)
+def test_a_time_budget_that_is_no_length_of_time_is_refused_saying_what_one_is(args, said, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exited:
+        main(["train", *args, "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and not (tmp_path / "r").exists()
+    assert err.endswith(f"mlm-studio train: error: argument --time-budget/--time_budget: {said}\n"), err
+
+
 @pytest.mark.parametrize(
     ("setting", "meant"),
     [("training.lr=1e-4", "training.learning_rate"), ("training.learning-rate=1e-4", "training.learning_rate")],
@@ -110,3 +136,32 @@ def test_a_config_path_too_long_for_the_system_is_said_once_and_cut(capsys, tmp_
     assert main(["train", "--config", "x" * 100_000, "--out", str(tmp_path / "r")]) == 1
     err = capsys.readouterr().err
     assert err == f"mlm-studio: cannot read {'x' * 299}… (File name too long)\n" and not (tmp_path / "r").exists()
+
+
+def refused_screenshot(command: list[str], path, capsys) -> str:
+    """What `mlm-studio [gui] --screenshot PATH` says as it exits 2."""
+    with pytest.raises(SystemExit) as exited:
+        main([*command, "--screenshot", str(path)])
+    assert exited.value.code == 2
+    return capsys.readouterr().err.splitlines()[-1].partition("error: argument --screenshot: ")[2]
+
+
+@pytest.mark.parametrize("command", [[], ["gui"]])
+def test_a_screenshot_that_cannot_be_written_is_refused_before_the_window_trains(command, tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("the user's")
+    refusals = {
+        tmp_path / "missing" / "w.png": f"the folder {tmp_path / 'missing'} does not exist: make it first, or give "
+        "a file in a folder that does",
+        tmp_path / "notes.txt" / "w.png": f"{tmp_path / 'notes.txt'} is a file, not a folder: give a file in a folder",
+        tmp_path: f"{tmp_path} is a folder: give the PNG file to write, such as {tmp_path / 'window.png'}",
+        "": "the name is empty: give the PNG file to write, such as window.png",
+    }
+    for path, said in refusals.items():
+        assert refused_screenshot(command, path, capsys) == said
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_a_screenshot_into_a_read_only_folder_is_refused_before_the_window_trains(tmp_path, tmpfs, capsys):
+    read_only = tmpfs(tmp_path / "read-only", "ro,size=64k")
+    said = f"the folder {read_only} cannot be written: give a file in a folder you can write"
+    assert refused_screenshot([], read_only / "w.png", capsys) == said

@@ -12,19 +12,20 @@ from pathlib import Path
 from mlm_studio import __version__
 from mlm_studio.commands.terminal import INTERRUPTED
 from mlm_studio.commands.values import (
-    NEGATIVE_NUMBER,
+    NEGATIVE_VALUE,
     RUN_MLM_FIELDS,
     SetField,
     device,
-    duration,
     listed,
     meant,
     number,
     positive,
     preset_name,
     rates,
+    screenshot_file,
     setting,
     spellings,
+    time_budget,
     whole,
 )
 from mlm_studio.core.config.families import family_titles
@@ -86,7 +87,7 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):
         """Refuse (exit 2), and where an option's value was taken for an option (`--query -cat`), say how to
         write it."""
-        option = re.fullmatch(r"argument (--[\w-]+)(?:/-\w)?: expected one argument", message)
+        option = re.fullmatch(r"argument (--[\w-]+)(?:/--?[\w-]+)*: expected one argument", message)
         if option:
             message += f" (a value that begins with '-' is written {option.group(1)}=VALUE)"
         choice = re.fullmatch(r"(.*invalid choice: )(.*)( \(choose from .*\))", message, re.DOTALL)
@@ -109,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--screenshot",
             metavar="FILE.png",
-            type=Path,
+            type=screenshot_file,
             help="render the window offscreen on the built-in corpus, save it as a PNG and exit",
         )
 
@@ -204,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--overwrite", action="store_true", help="replace an earlier export in OUT_DIR")
     export.set_defaults(run=_deferred("export"))
     for each in (parser, *commands.choices.values()):
-        each._negative_number_matcher = NEGATIVE_NUMBER
+        each._negative_number_matcher = NEGATIVE_VALUE
     return parser
 
 
@@ -251,7 +252,7 @@ def _add_train(commands) -> None:
     train.add_argument(*spellings("max_steps"), type=whole, metavar="N", help="optimizer steps in total")
     train.add_argument(
         *spellings("time_budget"),
-        type=duration,
+        type=time_budget,
         metavar="TIME",
         help="train for this long (90s, 6m, 1h30m); the learning-rate schedule follows the clock",
     )

@@ -7,11 +7,15 @@ from __future__ import annotations
 import argparse
 import difflib
 import math
+import os
 import re
+from pathlib import Path
 
+from mlm_studio.commands.terminal import PATH_CHARS
 from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
 from mlm_studio.core.config.sections import (
     DEVICES,
+    MAX_TIME_BUDGET,
     join_words,
     valid_device,
 )
@@ -24,9 +28,10 @@ def preset_name(text: str) -> str:
     return text
 
 
-# What argparse takes for a negative number rather than an option: before Python 3.14 not "-1e-3", so `--lr -1e-3`
-# was refused as a missing value; every form of a number counts (the value's own check then says what is allowed).
-NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+# What argparse takes for a value rather than an option: a word that begins with '-' and a digit (no option does).
+# Before Python 3.14 it took only plain negative numbers, so `--lr -1e-3` and `--time-budget -5m` were refused as a
+# missing value; now the value's own check says what is allowed.
+NEGATIVE_VALUE = re.compile(r"^-\.?\d")
 
 
 def said(text: str) -> str:
@@ -183,16 +188,49 @@ def setting(text: str) -> tuple[str, object]:
     return key.strip(), read
 
 
+def screenshot_file(text: str) -> Path:
+    """Where the window's picture goes: a file in a folder that is there and can be written, refused before the
+    window trains (naming the folder) rather than after."""
+    path = Path(text)
+    folder = one_line(str(path.parent), PATH_CHARS)
+    if not text or path.is_dir():
+        what = f"{one_line(text, PATH_CHARS)} is a folder" if text else "the name is empty"
+        raise argparse.ArgumentTypeError(f"{what}: give the PNG file to write, such as {path / 'window.png'}")
+    if not path.parent.exists():
+        raise argparse.ArgumentTypeError(
+            f"the folder {folder} does not exist: make it first, or give a file in a folder that does"
+        )
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{folder} is a file, not a folder: give a file in a folder")
+    if not os.access(path.parent, os.W_OK):
+        raise argparse.ArgumentTypeError(
+            f"the folder {folder} cannot be written: give a file in a folder you can write"
+        )
+    return path
+
+
 def device(text: str) -> str:
     if not valid_device(text):
         raise argparse.ArgumentTypeError(f"{shown(text)} is not a device: write {listed(DEVICES)}")
     return text
 
 
-def duration(text: str) -> float:
+TIME_BUDGET = "a time budget is how long to train, like 90s, 6m or 1h30m (0 for none), at most 366 days"
+
+
+def time_budget(text: str) -> float:
+    """Seconds of a time budget (`parse_duration`); a negative, unreadable or longer one refused in a sentence that
+    says what a time budget is."""
     from mlm_studio.core.durations import parse_duration
 
+    if text.strip().startswith("-"):
+        raise argparse.ArgumentTypeError(f"{said(text)} is negative: {TIME_BUDGET}")
     try:
-        return parse_duration(text)
+        seconds = parse_duration(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        if str(exc).startswith("a number of"):  # more digits than a float holds, said by their count
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        raise argparse.ArgumentTypeError(f"{said(text)} is not a duration: {TIME_BUDGET}") from None
+    if seconds > MAX_TIME_BUDGET:
+        raise argparse.ArgumentTypeError(f"{said(text)} is more than 366 days: {TIME_BUDGET}")
+    return seconds

@@ -1,11 +1,14 @@
 """The one way files and folders are written: a crash or an error leaves the old one or the new one."""
 
+import errno
 import json
+import os
+import stat
 import threading
 
 import pytest
 
-from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json, atomic_write_text
+from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json, atomic_write_text, umask
 
 
 def test_text_is_written_whole_from_a_string_or_from_pieces(tmp_path):
@@ -66,3 +69,44 @@ def test_two_threads_writing_the_same_folder_do_not_share_a_temporary_folder(tmp
         thread.join()
     assert errors == [] and (target / "ids").read_text() in ("writer0", "writer1")
     assert [p.name for p in tmp_path.iterdir()] == ["cache"]
+
+
+def test_the_umask_is_read_as_it_was_set():
+    before = os.umask(0o027)
+    try:
+        assert umask() == 0o027 and umask() == 0o027
+    finally:
+        os.umask(before)
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
+def test_atomic_writes_give_what_the_umask_allows(tmp_path, mask):
+    before = os.umask(mask)
+    try:
+        atomic_write_text(tmp_path / "a.txt", "one")
+        atomic_write_folder(tmp_path / "folder", lambda folder: (folder / "v").write_text("1"))
+    finally:
+        os.umask(before)
+    assert stat.S_IMODE((tmp_path / "a.txt").stat().st_mode) == 0o666 & ~mask
+    assert stat.S_IMODE((tmp_path / "folder").stat().st_mode) == 0o777 & ~mask
+    assert stat.S_IMODE((tmp_path / "folder" / "v").stat().st_mode) == 0o666 & ~mask
+
+
+def test_a_write_the_disk_refuses_names_the_file_meant_not_its_temporary(tmp_path, tmpfs):
+    disk = tmpfs(tmp_path / "disk", "size=16k")
+    with open(disk / "filler", "wb", buffering=0) as filler, pytest.raises(OSError):
+        while True:
+            filler.write(b"u" * 4096)
+    big = "x" * 10_000
+    writes = {
+        disk / "config.toml": lambda: atomic_write_text(disk / "config.toml", big),
+        disk / "out": lambda: atomic_write_folder(disk / "out", lambda folder: (folder / "w").write_text(big)),
+        disk / "out" / "c.json": lambda: atomic_write_folder(
+            disk / "out", lambda f: atomic_write_json(f / "c.json", big)
+        ),
+    }
+    for named, write in writes.items():
+        with pytest.raises(OSError) as refused:
+            write()
+        assert (refused.value.errno, refused.value.filename) == (errno.ENOSPC, str(named))
+    assert [p.name for p in disk.iterdir()] == ["filler"]

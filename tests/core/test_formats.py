@@ -14,6 +14,7 @@ import zstandard
 from mlm_studio.core.data.corpus import CorpusError, ReadOptions, load_corpus
 from mlm_studio.core.data.formats import kind_of
 from mlm_studio.core.data.rows import MAX_VALUE_CHARS
+from mlm_studio.core.storage.json_text import NESTED_TOO_DEEPLY
 
 DOCS = ["The first document, in ASCII.", "Le deuxième, accentué.", "A third\nwith two lines."]
 COMPRESS = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress, ".zst": zstandard.compress}
@@ -146,7 +147,7 @@ def test_json_a_python_int_or_the_stack_cannot_hold_is_a_problem_of_its_line(tmp
     assert list(corpus.iter_documents()) == ["fine"]
     assert [str(i) for i in corpus.sources[0].issues] == [
         f"line 2: a number longer than {sys.get_int_max_str_digits():,} digits",
-        "line 3: JSON nested too deeply",
+        f"line 3: {NESTED_TOO_DEEPLY}",
     ]
 
 

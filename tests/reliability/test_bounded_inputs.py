@@ -1,7 +1,7 @@
 """Whatever a single input holds, reading it stays within a memory ceiling: real bombs (one endless line,
-compressed; a Parquet file with one 100 MB value; a task file with a 15-million-character text) are read in a
-child process whose address space is capped at what its imports took plus `CEILING`, and each is read or
-refused with the reason, never a MemoryError."""
+compressed; a Parquet file with one 100 MB value; a task file with a 15-million-character text; a 100 MB line and
+/dev/zero given to `predict`) are read in a child process whose address space is capped at what its imports took
+plus `CEILING`, and each is read or refused with the reason, never a MemoryError."""
 
 import bz2
 import gzip
@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
+from mlm_studio.commands.text_lines import MAX_LINE_BYTES, TextLinesError, text_lines
 from mlm_studio.core.data.rows import MAX_VALUE_CHARS
 from mlm_studio.core.evaluation.vectors import MAX_TEXT_CHARS
 
@@ -40,13 +41,18 @@ print(json.dumps(out))
 """  # VmHWM: this process's own resident peak (ru_maxrss carries the parent's over fork and exec)
 
 
-def bounded(imports: str, body: str, *args) -> dict:
-    """Run `body` after `imports` in a child capped at its imports' address space plus `CEILING`; what it
-    printed last as JSON, with its peak resident memory."""
+def bounded(imports: str, body: str, *args, stdin=None) -> dict:
+    """Run `body` after `imports` in a child capped at its imports' address space plus `CEILING` (reading `stdin`,
+    a file or a pipe, where given); what it printed last as JSON, with its peak resident memory."""
     code = PRELUDE.format(imports=imports) + body + EPILOGUE
     env = dict(os.environ, PYTHONPATH=str(ROOT), MALLOC_ARENA_MAX="2", RAYON_NUM_THREADS="1", OMP_NUM_THREADS="1")
     done = subprocess.run(
-        [sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=600, env=env
+        [sys.executable, "-c", code, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        stdin=stdin,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.splitlines()[-1])
@@ -182,3 +188,66 @@ out = dict(longest=max(map(len, task.texts)), shape=list(vectors.shape))
     assert found["shape"] == [4, 32]
     assert found["longest"] <= MAX_TEXT_CHARS  # kept up to what the model reads at most (its windows)
     assert found["peak_mb"] < CEILING >> 20
+
+
+PREDICT = """
+import contextlib, io
+from mlm_studio.cli import main
+import mlm_studio.commands.predict
+"""
+PREDICT_BODY = """
+said, printed = io.StringIO(), io.StringIO()
+with contextlib.redirect_stderr(said), contextlib.redirect_stdout(printed):
+    code = main(["predict", *sys.argv[1:]])
+out = dict(code=code, said=said.getvalue(), answered=len(printed.getvalue().splitlines()))
+"""
+TOO_LONG = (
+    f"longer than {MAX_LINE_BYTES:,} bytes, the most read of one text; give one text a line, each at most that long"
+)
+
+
+def test_a_100_mb_line_given_to_predict_is_refused_by_its_number_the_lines_before_it_answered(finished_run, tmp_path):
+    path = tmp_path / "texts.txt"
+    with open(path, "w", encoding="utf-8") as out:
+        out.write("the [MASK] of a list\n")
+        for _ in range(100):
+            out.write("word " * 200_000)  # a megabyte
+        out.write("\nthe [MASK] of a file\n")
+    found = bounded(PREDICT, PREDICT_BODY, finished_run, "--text-file", path)
+    assert found["said"] == f"mlm-studio: {path}, line 2: {TOO_LONG}\n"
+    assert (found["code"], found["answered"]) == (1, 1)
+    assert found["peak_mb"] < CEILING >> 20
+
+
+def test_dev_zero_given_to_predict_is_refused_at_once_as_a_file_or_at_its_first_line_through_a_pipe(finished_run):
+    found = bounded(PREDICT, PREDICT_BODY, finished_run, "--text-file", "/dev/zero")
+    device = "/dev/zero: a device, not a file of texts one a line; give a file, or - to read standard input"
+    assert (found["code"], found["said"]) == (1, f"mlm-studio: {device}\n")
+    endless = subprocess.Popen(["cat", "/dev/zero"], stdout=subprocess.PIPE)  # a real pipe that never ends
+    try:
+        found = bounded(PREDICT, PREDICT_BODY, finished_run, "-", stdin=endless.stdout)
+    finally:
+        endless.stdout.close()  # the writer then meets a closed pipe and ends
+        endless.wait(timeout=60)
+    assert (found["code"], found["said"]) == (1, f"mlm-studio: standard input, line 1: {TOO_LONG}\n")
+    assert found["peak_mb"] < CEILING >> 20
+
+
+def test_the_longest_line_predict_takes_is_tokenized_within_the_ceiling(finished_run, tmp_path):
+    """A token a byte (every character a piece of its own): the most a line allowed can cost."""
+    path = tmp_path / "dots.txt"
+    path.write_text("." * (MAX_LINE_BYTES - len("[MASK]")) + "[MASK]\r\n")
+    found = bounded(PREDICT, PREDICT_BODY, finished_run, "--text-file", path)
+    assert found["code"] == 1 and found["said"].startswith(f"mlm-studio: {path}, line 1: The text is ")
+    assert "tokens long; this model reads at most 64" in found["said"]
+    assert found["peak_mb"] < CEILING >> 20
+
+
+def test_a_line_is_taken_up_to_the_bound_its_line_end_aside(tmp_path):
+    path = tmp_path / "texts.txt"
+    path.write_bytes(b"a" * MAX_LINE_BYTES + b"\r\n" + b"b" * (MAX_LINE_BYTES + 1) + b"\n")
+    lines = text_lines(path)
+    number, text = next(lines)
+    assert number == 1 and text == "a" * MAX_LINE_BYTES
+    with pytest.raises(TextLinesError, match=f"^{path}, line 2: longer than"):
+        next(lines)

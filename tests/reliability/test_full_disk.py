@@ -2,8 +2,11 @@
 under the TensorBoard events (full, or read-only). Skipped where a filesystem cannot be mounted (it needs root);
 CI runs as root."""
 
+import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +21,7 @@ from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.command import mlm_studio
 from tests.core.helpers import config_file, small_config
+from tests.core.test_finetune import write_task
 
 
 @pytest.fixture
@@ -170,3 +174,33 @@ def test_events_on_a_full_disk_name_the_event_file_they_could_not_write(tmp_path
     log.close()
     assert "No space left on device" in log.error
     assert f"({folder}/events.out.tfevents." in log.error and ".mlm-studio: No space left" in log.error
+
+
+def test_tensorboard_onto_a_full_disk_names_the_file_it_could_not_write(finished_run, small_disk):
+    run = small_disk / "run"
+    run.mkdir()
+    for name in ("config.toml", "corpus.json", "metrics.jsonl", "tokenizer.json"):  # a run copied without its lock
+        shutil.copy(finished_run / name, run / name)
+    before = sorted(p.name for p in run.iterdir())
+    _full(small_disk)
+    done = mlm_studio("tensorboard", run)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"mlm-studio: No space left on device ({run / '.lock'})\n"
+    assert sorted(p.name for p in run.iterdir()) == before  # the lock it made, gone again
+
+
+def test_a_recipe_search_onto_a_full_disk_names_the_file_it_could_not_write(finished_run, small_disk, tmp_path):
+    task = write_task(tmp_path / "task.csv", rows=40)
+    search = small_disk / "search"
+    grid = ["--lrs", "1e-3,5e-3", "--max-epochs", "1", "--seeds", "1", "--batch-size", "8", "--device", "cpu"]
+    filler = _full(small_disk) / "filler"
+    done = mlm_studio("finetune", finished_run, "--task", task, "--search", *grid, "--out", search)
+    assert (done.returncode, done.stderr) == (1, f"mlm-studio: No space left on device ({search / '.lock'})\n")
+    with open(filler, "r+b") as file:
+        file.truncate(filler.stat().st_size - 4096)  # room for the lock, not for a run's files
+    done = mlm_studio("finetune", finished_run, "--task", task, "--search", *grid, "--out", search)
+    named = re.fullmatch(r"mlm-studio: No space left on device \((.+)\)\n", done.stderr)
+    assert done.returncode == 1 and named is not None, done.stderr
+    inside = Path(named.group(1)).relative_to(search).parts  # a file of one of its runs, by its own name
+    assert len(inside) == 2 and not any(part.startswith(".") for part in inside)
+    assert list(small_disk.iterdir()) == [filler]  # nothing of the search left

@@ -265,3 +265,59 @@ def test_corpus_file_names_in_non_utf8_bytes_or_with_line_breaks_are_readable_in
     exported = export_model(run.path, tmp_path / "model")
     card = (exported / "README.md").read_text(encoding="utf-8")
     assert "Corpus: `caf\ufffd.txt`, ``two\\nlines `x`.txt``. Masking:" in card
+
+
+# --- JSON nested 100,000 deep, in every file a user gives or a run holds ----------------------------------------
+DEEP = "[" * 100_000 + "]" * 100_000
+NESTED = "nested too deeply: lists or objects inside each other further than can be read"
+
+
+def said_whole(message: str) -> str:
+    """`message`, checked to say the nesting in its own words, not Python's recursion cut short."""
+    assert NESTED in message and "recursion" not in message and "…" not in message, message
+    return message
+
+
+def test_a_question_answering_task_nested_100000_deep_is_said_in_a_sentence(finished_run, tmp_path):
+    (tmp_path / "squad.json").write_text(DEEP)
+    done = mlm_studio(
+        "finetune", finished_run, "--task", tmp_path / "squad.json", "--kind", "qa", "--out", tmp_path / "ft"
+    )
+    assert done.returncode == 1 and not (tmp_path / "ft").exists()
+    assert said_whole(done.stderr) == f"mlm-studio: squad.json: unreadable JSON ({NESTED})\n"
+
+
+def test_a_task_line_nested_100000_deep_is_a_problem_of_its_line(tmp_path):
+    from mlm_studio.core.data.labelled import read_labelled_file
+
+    rows = ['{"text": "the file", "label": "a"}', '{"text": ' + DEEP + ', "label": "b"}', '{"text": "x", "label": "b"}']
+    (tmp_path / "task.jsonl").write_text("\n".join(rows) + "\n")
+    read = read_labelled_file(tmp_path / "task.jsonl", "classification")
+    assert [example.inputs for example in read.examples] == [("the file",), ("x",)]
+    assert said_whole(read.issues.summary()) == f"1 problem lines, first: line 2: {NESTED}"
+
+
+def test_a_hugging_face_config_nested_100000_deep_is_said_in_a_sentence(tmp_path):
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "config.json").write_text(DEEP)
+    done = mlm_studio("predict", tmp_path / "hf", "the [MASK] of a list")
+    assert done.returncode == 1
+    assert said_whole(done.stderr) == f"mlm-studio: config.json in hf cannot be read as JSON ({NESTED})\n"
+
+
+def test_run_files_nested_100000_deep_are_said_damaged_or_their_line_left_out(run_copy):
+    from mlm_studio.core.runs.run_folder import RunDir
+
+    run = RunDir(run_copy)
+    good = run.read_metrics()
+    with open(run.metrics_path, "a") as metrics:
+        metrics.write(DEEP + "\n")
+    assert run.read_metrics() == good
+    (run_copy / "task.json").write_text(DEEP)
+    done = mlm_studio("predict", run_copy, "the file")
+    assert done.returncode == 1
+    assert said_whole(done.stderr) == f"mlm-studio: run run: task.json is damaged ({NESTED})\n"
+    (run_copy / "task.json").unlink()
+    (run.latest_checkpoint() / "state.json").write_text(DEEP)
+    done = mlm_studio("train", "--resume", run_copy)
+    assert done.returncode == 1 and f"state.json is damaged ({NESTED})" in said_whole(done.stderr)

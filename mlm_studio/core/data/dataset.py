@@ -27,6 +27,7 @@ from mlm_studio.core.data.corpus import Corpus, CorpusError
 from mlm_studio.core.data.tokenizer import MLMTokenizer, batches
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.files import atomic_write_folder
+from mlm_studio.core.storage.json_text import read_json
 from mlm_studio.core.storage.user_folders import CACHE_ENV, cache_dir
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ class TokenizedCorpus:
     def __init__(self, folder: Path) -> None:
         """Raises ValueError if the folder's files do not agree with each other (a damaged cache)."""
         try:
-            meta = json.loads((folder / "meta.json").read_text())
+            meta = read_json((folder / "meta.json").read_text())
             self.tokens = int(meta["tokens"])
             dtype = np.dtype(meta["dtype"])
             sizes = [(folder / name).stat().st_size for name in ("ids.bin", "word_starts.bin")]

@@ -18,7 +18,6 @@ import codecs
 import csv
 import io
 import json
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import TypeVar
 from mlm_studio.core.data.columnar import columnar_records
 from mlm_studio.core.data.compressed import COMPRESSIONS, damage_errors, opened
 from mlm_studio.core.data.rows import MAX_VALUE_CHARS, IssueLog, SourceSkipped, Wanted, clipped, require, too_long
+from mlm_studio.core.storage.json_text import read_json
 
 TEXT_KINDS = {".txt": "text", ".md": "text", ".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv"}
 COLUMNAR_KINDS = {".parquet": "parquet", ".arrow": "arrow"}
@@ -268,15 +268,12 @@ def _jsonl(lines: Iterable[str], wanted: Wanted, issues: IssueLog) -> Iterator[d
 def _json_record(line: str, number: int, issues: IssueLog) -> dict | None:
     """The JSON object on one line, or None with the problem reported."""
     try:
-        record = json.loads(line)
+        record = read_json(line)
     except json.JSONDecodeError as exc:
         issues.add(number, f"invalid JSON ({exc.msg})")
         return None
-    except ValueError:  # Python reads integers of at most `sys.get_int_max_str_digits()` digits
-        issues.add(number, f"a number longer than {sys.get_int_max_str_digits():,} digits")
-        return None
-    except RecursionError:
-        issues.add(number, "JSON nested too deeply")
+    except ValueError as exc:  # nested too deeply, or a number longer than Python reads
+        issues.add(number, str(exc))
         return None
     if not isinstance(record, dict):
         issues.add(number, f"not a JSON object but {_json_kind(record)}; write one {{...}} object per line")

@@ -9,7 +9,6 @@ import csv
 import hashlib
 import heapq
 import io
-import json
 import math
 from collections import Counter
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from mlm_studio.core.data.corpus import SourceReport
 from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_KINDS, kind_of, read_decoded, records, sniff_encoding
 from mlm_studio.core.data.rows import MAX_VALUE_CHARS, IssueLog, SourceSkipped, clipped, too_long
 from mlm_studio.core.progress import Progress
+from mlm_studio.core.storage.json_text import read_json
 
 ROW = "\0row"  # the key under which the reader gives each row's number
 # the names looked for, in order, when a column is not given
@@ -273,7 +273,7 @@ def column_names(path: Path, kind: str) -> list[str]:
         if kind == "jsonl":
             line = next((line for line in lines if line.strip()), "")
             try:
-                first = json.loads(line) if line else None
+                first = read_json(line) if line else None
             except ValueError:
                 return []
             return list(first) if isinstance(first, dict) else []

@@ -32,6 +32,7 @@ from mlm_studio.core.data.wordpiece import (
 )
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.files import atomic_write_json, atomic_write_text
+from mlm_studio.core.storage.json_text import read_json
 
 TYPED_MASK = "[MASK]"  # what a person writes for a mask, whatever the model's own mask token
 BATCH_CHARS = 1 << 22  # texts encoded together hold at most about this many characters
@@ -299,7 +300,7 @@ def _settings_beside(path: Path) -> dict[str, Any]:
         if not beside.is_file():
             continue
         try:
-            values = json.loads(beside.read_text(encoding="utf-8"))
+            values = read_json(beside.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise TokenizerError(f"{name} beside {path.name} cannot be read as JSON ({exc})") from exc
         if isinstance(values, dict):

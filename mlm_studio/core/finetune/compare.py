@@ -5,7 +5,6 @@ scores of each over several seeds, with their spread. Its folder holds one run f
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from collections.abc import Iterable, Iterator
@@ -23,6 +22,7 @@ from mlm_studio.core.runs.records import Record, TestRecord
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.files import atomic_write_json
+from mlm_studio.core.storage.json_text import read_json
 
 YOURS, STARTING, SCRATCH_LABEL = "your model", "its starting model", "from scratch"
 MANIFEST = "comparison.json"  # in a comparison's folder: its model, contenders and seeds
@@ -117,7 +117,7 @@ def refuse_another_folder(root: Path, first_seed: int, seeds: int, own: set[str]
             )
         return
     try:
-        before = json.loads(manifest.read_text(encoding="utf-8"))
+        before = read_json(manifest.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise TaskError(f"{manifest} cannot be read ({exc}); start the comparison in another folder") from None
     before = before if isinstance(before, dict) else {}

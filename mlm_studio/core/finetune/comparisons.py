@@ -5,7 +5,6 @@ halfway is not weighed against finished ones), and its verdict once every run ha
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from mlm_studio.core.finetune.compare import (
 )
 from mlm_studio.core.finetune.runs import ENDED, finetune_run, last_test
 from mlm_studio.core.runs.records import TestRecord
+from mlm_studio.core.storage.json_text import read_json
 
 LABELS = (YOURS, STARTING, SCRATCH_LABEL)  # in the order a comparison runs them
 RUN_FOLDER = re.compile(r"^(?P<contender>[a-z-]+)-seed(?P<seed>\d+)$")
@@ -146,7 +146,7 @@ def _runs(path: Path) -> list[ComparedRun]:
 def _manifest(path: Path) -> dict:
     """What the comparison was asked to run; {} for one written before it was recorded, or a damaged record."""
     try:
-        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+        manifest = read_json((path / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return manifest if isinstance(manifest, dict) else {}

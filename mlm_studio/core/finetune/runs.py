@@ -3,7 +3,6 @@ task, its best validation score and the metric it is, and the test scores it end
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from mlm_studio.core.runs.records import RECORDS, TestRecord
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CHECKPOINTS, CheckpointError
 from mlm_studio.core.storage.hub_cache import hub_name_of
+from mlm_studio.core.storage.json_text import read_json
 
 RESUMABLE = ("stopped", "interrupted", "failed")  # states a run can continue from
 ENDED = ("completed", "stopped early")  # states of a run that ended by itself: its test scores count
@@ -103,6 +103,6 @@ def model_name(source: str, scratch: bool = False) -> str:
 
 def _best_score(run: RunDir) -> float | None:
     try:
-        return float(json.loads((run.path / BEST / "state.json").read_text(encoding="utf-8"))["score"])
+        return float(read_json((run.path / BEST / "state.json").read_text(encoding="utf-8"))["score"])
     except (OSError, ValueError, KeyError, TypeError):
         return None

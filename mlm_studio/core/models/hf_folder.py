@@ -6,7 +6,6 @@ so a file that would run code when unpickled is rejected before it can. Export i
 
 from __future__ import annotations
 
-import json
 import pickle
 import re
 from dataclasses import dataclass, replace
@@ -27,6 +26,7 @@ from mlm_studio.core.models.replaced_tokens import ReplacedTokenDetection
 from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.checkpoint import CheckpointError, aliases, listed, load_state
 from mlm_studio.core.storage.hub_cache import cached_model, looks_like_hub_name
+from mlm_studio.core.storage.json_text import read_json
 from mlm_studio.core.storage.lock import pointing
 
 GENERATOR_FOLDER = "generator"  # an ELECTRA export's generator, beside its discriminator
@@ -275,7 +275,7 @@ def _electra_pair(config: ModelConfig, generator_size: float) -> ReplacedTokenDe
 def _raw_config(folder: Path) -> dict[str, Any]:
     path = folder / "config.json"
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = read_json(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InteropError(f"{folder} has no config.json; it is not a Hugging Face model folder") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -333,7 +333,7 @@ def _shards(index: Path) -> list[str]:
     """The files a sharded checkpoint's index names in its `weight_map`, each a file name beside the index."""
     where = f"{index.name} in {index.parent.name}"
     try:
-        raw = json.loads(index.read_text(encoding="utf-8"))
+        raw = read_json(index.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InteropError(f"{where} is damaged ({exc})") from exc
     weight_map = raw.get("weight_map") if isinstance(raw, dict) else None

@@ -40,7 +40,8 @@ from mlm_studio.core.storage.checkpoint import (
     save_weights,
     write_safetensors,
 )
-from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json, atomic_write_text
+from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json, atomic_write_text, naming
+from mlm_studio.core.storage.json_text import read_json
 
 TOKENIZER_PRINT = "tokenizer_sha256"  # in corpus.json: the SHA-256 of the run's tokenizer.json as it started
 INITIAL = "init"
@@ -110,7 +111,7 @@ class RunDir:
             for name in names:  # config.toml last: only then is the folder a run
                 os.replace(staged / name, path / name)
                 moved.append(path / name)
-        except BaseException:
+        except BaseException as exc:
             for item in moved:
                 if item.is_dir():
                     shutil.rmtree(item)
@@ -118,6 +119,8 @@ class RunDir:
                     item.unlink()
             if made and not any(path.iterdir()):
                 path.rmdir()
+            if isinstance(exc, OSError):  # a file of the run it could not write, named in the run's folder
+                raise naming(exc, path, path / STAGING) from exc
             raise
         finally:
             shutil.rmtree(path / STAGING, ignore_errors=True)
@@ -206,7 +209,7 @@ class RunDir:
 
     def _corpus_record(self) -> dict[str, Any]:
         try:
-            raw = json.loads((self.path / "corpus.json").read_text(encoding="utf-8"))
+            raw = read_json((self.path / "corpus.json").read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise CheckpointError(f"run {self.name}: corpus.json is missing or damaged ({exc})") from exc
         if not isinstance(raw, dict):
@@ -321,7 +324,7 @@ class RunDir:
         """Where the initial weights came from, as recorded at the start (`source`, `kind`): empty for a fresh
         model, and for a record that cannot be read (the run's weights are still its own)."""
         try:
-            origin = json.loads((self.path / INITIAL / "origin.json").read_text(encoding="utf-8"))
+            origin = read_json((self.path / INITIAL / "origin.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
         return origin if isinstance(origin, dict) else {}
@@ -333,8 +336,10 @@ class RunDir:
         if not path.is_file():
             return None
         try:
-            task = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            task = read_json(path.read_text(encoding="utf-8"))
+        except OSError as exc:  # the file is there: not damaged, but kept from this user (or the disk failed)
+            raise CheckpointError(f"run {self.name}: {TASK} cannot be read: {exc.strerror or exc}") from exc
+        except ValueError as exc:
             raise CheckpointError(f"run {self.name}: {TASK} is damaged ({exc})") from exc
         if not isinstance(task, dict):
             raise CheckpointError(f"run {self.name}: {TASK} is damaged (not a JSON object)")
@@ -388,8 +393,8 @@ def metric_records(lines: list[str]) -> list[dict[str, Any]]:
     records = []
     for line in lines:
         try:
-            record = json.loads(line, parse_constant=lambda _: None)
-        except json.JSONDecodeError:
+            record = read_json(line, parse_constant=lambda _: None)
+        except ValueError:
             continue
         if isinstance(record, dict) and isinstance(record.get("type"), str) and isinstance(record.get("step"), int):
             records.append(record)

@@ -169,7 +169,7 @@ def _new_event_file(folder: Path):
     for number in range(1000):
         name = f"{stem}.{number}.mlm-studio"
         try:
-            fd = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            fd = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
         except FileExistsError:
             continue
         return name, os.fdopen(fd, "wb")

@@ -3,7 +3,6 @@ pickled), and the plain values of `state.json`, checked on reading."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -16,6 +15,8 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 from mlm_studio.core.shown import shown
+from mlm_studio.core.storage.files import give_ordinary_mode
+from mlm_studio.core.storage.json_text import read_json
 
 FORMAT_VERSION = 1
 
@@ -51,10 +52,12 @@ def checkpoint_finite(checkpoint: Path, unreadable: bool = False) -> bool:
 
 
 def write_safetensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
-    """Write a safetensors file whose bytes depend only on the tensors. Its writer reports a full disk as a
-    `SafetensorError`; that is raised as the `OSError` it is, so every write error is handled one way."""
+    """Write a safetensors file whose bytes depend only on the tensors, readable as any file written (its writer
+    renames a private temporary file into place). Its writer reports a full disk as a `SafetensorError`; that is
+    raised as the `OSError` it is, so every write error is handled one way."""
     try:
         save_file({n: t.cpu() for n, t in tensors.items()}, str(path), metadata={"format": "pt"})
+        give_ordinary_mode(path)
     except SafetensorError as exc:
         found = re.search(r"\(os error (\d+)\)", str(exc))
         if found is None:
@@ -130,7 +133,7 @@ def _check_whole(checkpoint: Path, names: tuple[str, ...] = ("model.safetensors"
 def _checked_state(checkpoint: Path) -> dict[str, Any]:
     """A checkpoint's `state.json`, or `_Unusable` saying what is wrong with it."""
     try:
-        state = json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
+        state = read_json((checkpoint / "state.json").read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise _Unusable("state.json is missing") from exc
     except OSError as exc:

@@ -1,4 +1,5 @@
-"""Writing files and folders so that a crash leaves either the old one or the new one, never half of one."""
+"""Writing files and folders so that a crash leaves either the old one or the new one, never half of one; each
+with the permissions an ordinary `open()` or `mkdir()` gives it (what the umask allows), never a temporary's."""
 
 from __future__ import annotations
 
@@ -10,6 +11,29 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
+
+FILE_MODE, FOLDER_MODE = 0o666, 0o777  # what an ordinary open() and mkdir() ask for, the umask taken away
+
+
+def umask() -> int:
+    """The process's umask, read without changing it where the system says it (Linux), else set and put back at
+    once (set to 0o077 meanwhile, so that a file another thread creates in that instant is only more private)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def give_ordinary_mode(path: str | Path) -> None:
+    """Give a file or folder that a library created private (as a temporary, then renamed) the permissions an
+    ordinary `open()` or `mkdir()` would have given it."""
+    os.chmod(path, (FOLDER_MODE if os.path.isdir(path) else FILE_MODE) & ~umask())
 
 
 def atomic_write_text(path: str | Path, text: str | Iterable[str]) -> Path:
@@ -27,17 +51,37 @@ def _replace(path: str | Path, mode: str, pieces: Iterable[str] | Iterable[bytes
     """Write `pieces` to a temporary file beside `path`, flush it to disk, then rename it over `path` (a link at
     `path` is replaced, never followed)."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:  # said of the file meant, not of the temporary's random name
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     try:
         text = {"encoding": "utf-8", "newline": "\n"} if mode == "w" else {}
         with os.fdopen(fd, mode, **text) as f:
+            os.chmod(tmp, FILE_MODE & ~umask())
             f.writelines(pieces)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        raise naming(exc, path, Path(tmp)) from exc
     finally:
         Path(tmp).unlink(missing_ok=True)
     return path
+
+
+def naming(exc: OSError, meant: Path, temporary: Path) -> OSError:
+    """`exc` naming what was being written, `meant`, where the system named no file (a write refused) or the
+    temporary standing in for it (a file inside a temporary folder named inside `meant`); else `exc` itself."""
+    if not exc.strerror:
+        return exc
+    if exc.filename is None:
+        return OSError(exc.errno, exc.strerror, str(meant))
+    try:
+        inside = Path(os.path.abspath(os.fsdecode(exc.filename))).relative_to(os.path.abspath(temporary))
+    except ValueError:  # another file, named already
+        return exc
+    return OSError(exc.errno, exc.strerror, str(meant / inside))
 
 
 def atomic_write_json(path: str | Path, value: object) -> Path:
@@ -51,8 +95,12 @@ def atomic_write_folder(final: str | Path, fill: Callable[[Path], object]) -> Pa
     folder, say) simply receives the files."""
     final = Path(os.path.abspath(final))
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp", dir=final.parent))  # unique, even for two threads
     try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp", dir=final.parent))  # unique, even for two threads
+    except OSError as exc:  # said of the folder meant, not of the temporary's random name
+        raise OSError(exc.errno, exc.strerror, str(final)) from exc
+    try:
+        tmp.chmod(FOLDER_MODE & ~umask())
         fill(tmp)
         _fsync_dir(tmp)
         if not final.exists():
@@ -64,6 +112,8 @@ def atomic_write_folder(final: str | Path, fill: Callable[[Path], object]) -> Pa
         else:
             _exchange(tmp, final)  # the old folder is now at `tmp`, removed below
         _fsync_dir(final.parent)
+    except OSError as exc:
+        raise naming(exc, final, tmp) from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return final

@@ -42,7 +42,7 @@ class RunLock:
         path = self.folder / LOCK_FILE
         self._before = {p.name for p in self.folder.iterdir()} - {LOCK_FILE}
         self._lock_was_there = path.exists()
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         if not _try_lock(fd):
             holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
             os.close(fd)
@@ -50,9 +50,13 @@ class RunLock:
                 f"{self.folder} is being trained by process {holder}; wait for it to finish, stop it, "
                 "or choose another folder"
             )
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError as exc:  # a full disk: said naming the lock, the folder left as it was found
+            self.__exit__()
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         return self
 
     def __exit__(self, *exc) -> None:

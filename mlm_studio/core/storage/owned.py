@@ -5,7 +5,6 @@ else in the way is named and refused, and what is kept is said."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import stat
 from dataclasses import asdict, dataclass
@@ -13,6 +12,7 @@ from pathlib import Path, PurePosixPath
 
 from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.files import atomic_write_json
+from mlm_studio.core.storage.json_text import read_json
 
 MANIFEST = ".mlm-studio-files.json"
 _CHUNK = 1 << 20
@@ -53,7 +53,7 @@ class OwnedFolder:
         try:
             if stat.S_ISLNK(self.manifest.lstat().st_mode):
                 raise ValueError("it is a symbolic link")
-            raw = json.loads(self.manifest.read_text(encoding="utf-8"))
+            raw = read_json(self.manifest.read_text(encoding="utf-8"))
             files = {name: Written(**entry) for name, entry in raw["files"].items()}
         except FileNotFoundError:
             return None

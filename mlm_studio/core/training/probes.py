@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from mlm_studio.core.runs.records import ProbeResult
 from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.files import atomic_write_text
+from mlm_studio.core.storage.json_text import read_json
 
 if TYPE_CHECKING:
     from torch import nn
@@ -46,7 +47,7 @@ def load_probes(folder: Path) -> list[Probe]:
     if not path.exists():
         return []
     try:
-        return [Probe(**item) for item in json.loads(path.read_text(encoding="utf-8"))]
+        return [Probe(**item) for item in read_json(path.read_text(encoding="utf-8"))]
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{path.name} is damaged ({exc})") from exc
 

@@ -23,6 +23,7 @@ from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_KINDS, kind_of, re
 from mlm_studio.core.data.labelled import ROW, TaskError, column_names
 from mlm_studio.core.data.rows import LONE_SURROGATE, IssueLog, SourceSkipped, clipped, is_blank
 from mlm_studio.core.shown import shown
+from mlm_studio.core.storage.json_text import read_json
 
 MAX_JSON_BYTES = 256 << 20  # a SQuAD JSON file is read whole: SQuAD v2.0's training file is 42 MB
 QA_FORMATS = f"SQuAD .json (also compressed), or a table with question, context and answers columns ({TABLE_FORMATS})"
@@ -166,14 +167,14 @@ def _squad(path: Path) -> tuple[tuple[list[QAExample], _Reading], str, str]:
         note = f"not valid UTF-8 (byte {exc.object[exc.start]:#04x} at offset {exc.start}): read as cp1252"
     del data
     try:
-        document = json.loads(text)
+        document = read_json(text)
     except json.JSONDecodeError as exc:
         raise TaskError(
             f"{path.name}: damaged JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
             "a SQuAD file is one JSON document"
         ) from None
-    except (ValueError, RecursionError) as exc:
-        raise TaskError(f"{path.name}: unreadable JSON ({clipped(str(exc) or 'nested too deeply')})") from None
+    except ValueError as exc:
+        raise TaskError(f"{path.name}: unreadable JSON ({exc})") from None
     return _squad_examples(path, document), encoding, note
 
 
@@ -307,8 +308,8 @@ def _datasets_answers(name: str, value) -> list:
     {text, answer_start}."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except (ValueError, RecursionError):
+            value = read_json(value)
+        except ValueError:
             raise TaskError(f"{name}: the answers '{clipped(value)}' are not JSON") from None
     texts = value.get("text") if isinstance(value, dict) else None
     starts = value.get("answer_start") if isinstance(value, dict) else None

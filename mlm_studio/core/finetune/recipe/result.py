@@ -5,7 +5,6 @@ seed, ties going to fewer epochs. A run stopped halfway is not weighed against f
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from mlm_studio.core.finetune.request import SCRATCH
 from mlm_studio.core.finetune.runs import ENDED, finetune_run, model_name
 from mlm_studio.core.finetune.scores import MACRO_F1, score_field
 from mlm_studio.core.runs.run_folder import RunDir
+from mlm_studio.core.storage.json_text import read_json
 
 PLAN = "search.json"  # in a search's folder: what it searches
 TIE = 6  # decimals of a mean validation score two candidates must share to tie
@@ -218,7 +218,7 @@ def read_search(path: str | Path) -> RecipeSearch | None:
     """The search in `path`, or None when it holds none (no readable `search.json`)."""
     path = Path(path)
     try:
-        plan = json.loads((path / PLAN).read_text(encoding="utf-8"))
+        plan = read_json((path / PLAN).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(plan, dict) or not isinstance(plan.get("learning rates"), list):

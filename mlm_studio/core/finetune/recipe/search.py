@@ -12,7 +12,6 @@ refuses any other, before writing anything. `result.py` reads a search back and 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from functools import partial
@@ -37,6 +36,7 @@ from mlm_studio.core.finetune.tasks import MAX_SEEDS, SEARCH_MAX_EPOCHS, SEARCH_
 from mlm_studio.core.runs.control import TrainingControl
 from mlm_studio.core.runs.records import Record, WarningRecord
 from mlm_studio.core.storage.files import atomic_write_json
+from mlm_studio.core.storage.json_text import read_json
 
 SPLITS = ("train", "validation", "test")  # the task's files
 FIXED = ("batch_size", "warmup_share", "weight_decay", "freeze_layers", "patience", "eval_interval", "max_length",
@@ -121,7 +121,7 @@ def check_folder(root: Path, plan: SearchPlan) -> dict:
     written = root / PLAN
     if written.is_file():
         try:
-            before = json.loads(written.read_text(encoding="utf-8"))
+            before = read_json(written.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise SearchRefused(f"{written} cannot be read ({exc}); start a new search in another folder") from None
         before = before if isinstance(before, dict) else {}
