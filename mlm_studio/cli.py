@@ -6,9 +6,13 @@ from __future__ import annotations
 import io
 import os
 import sys
+import time
+import traceback
+from pathlib import Path
 
 from mlm_studio.commands.parser import build_parser
 from mlm_studio.commands.terminal import INTERRUPTED, reason
+from mlm_studio.core.storage.user_folders import cache_dir
 
 DEBUG_VARIABLE = "MLM_STUDIO_DEBUG"  # set to 1: an unexpected error shows its traceback
 
@@ -34,11 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get(DEBUG_VARIABLE) == "1":
             raise
-        print(
-            f"mlm-studio: {args.command or 'the window'} failed: {_reason(exc)} (run again with {DEBUG_VARIABLE}=1 to "
-            "see the traceback for a bug report)",
-            file=sys.stderr,
-        )
+        print(f"mlm-studio: {args.command or 'the window'} failed: {_bug(exc)}", file=sys.stderr)
         return 1
 
 
@@ -46,6 +46,29 @@ def _window(args) -> int:
     from mlm_studio.ui.app import run_gui
 
     return run_gui(screenshot=args.screenshot)
+
+
+def _bug(exc: Exception) -> str:
+    """What a command says of an error nothing handled: the system's words for a file or a device it could not use;
+    anything else is a bug (a user's mistake is a UserError, said before it gets here), said as one, with where its
+    traceback was written for a report."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return reason(exc)
+    try:
+        kept = f"its traceback is in {keep_traceback(exc)}"
+    except OSError:
+        kept = f"run again with {DEBUG_VARIABLE}=1 to see its traceback"
+    blame = "This is a bug in MLM Studio or a library it uses, not in what you gave it"
+    return f"{_reason(exc)}. {blame}: {kept} for a bug report"
+
+
+def keep_traceback(exc: Exception) -> Path:
+    """Write `exc`'s traceback into the cache's crashes folder; the file."""
+    folder = cache_dir() / "crashes"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+    path.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+    return path
 
 
 def _reason(exc: Exception) -> str:

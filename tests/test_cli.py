@@ -15,6 +15,7 @@ from mlm_studio.core.config.presets import DEFAULT_PRESET, PRESETS
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import OBJECTIVES, PRECISIONS, SCHEDULES, STRATEGIES
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.runs.control import TrainingControl
 from mlm_studio.core.runs.records import StepRecord
 from mlm_studio.core.runs.run_folder import RunDir
@@ -624,7 +625,12 @@ def test_an_unhandled_error_is_one_sentence_and_its_traceback_is_there_on_reques
     done = subprocess.run(args, capture_output=True, text=True, timeout=120, preexec_fn=_ceiling(256), env=debug)
     assert done.returncode == 1 and done.stdout == ""
     assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr
-    assert done.stderr.startswith("mlm-studio: predict failed: ") and "MLM_STUDIO_DEBUG=1" in done.stderr
+    assert done.stderr.startswith("mlm-studio: predict failed: ")
+    assert (
+        "This is a bug in MLM Studio or a library it uses, not in what you gave it: its traceback is in " in done.stderr
+    )
+    kept = Path(done.stderr.split("its traceback is in ")[1].split(" for a bug report")[0])
+    assert "Traceback (most recent call last)" in kept.read_text(encoding="utf-8")
     debug["MLM_STUDIO_DEBUG"] = "1"
     shown = subprocess.run(args, capture_output=True, text=True, timeout=120, preexec_fn=_ceiling(256), env=debug)
     assert shown.returncode == 1 and "Traceback (most recent call last)" in shown.stderr
@@ -1037,3 +1043,46 @@ def test_an_export_into_the_run_it_comes_from_is_refused_as_inside_it(tmp_path, 
         "own: choose one outside the run\n"
     )
     assert run_files(run) == before
+
+
+@pytest.mark.parametrize(
+    ("raised", "refusal"),
+    [
+        (ValueError("operands could not be broadcast together with shapes (3,) (4,)"), False),
+        (KeyError("hidden_size"), False),
+        (UserError("the run has no checkpoint to export; train it first"), True),
+    ],
+)
+def test_only_a_refusal_is_said_as_one_and_any_other_error_as_a_bug(tmp_path, monkeypatch, raised, refusal):
+    """A ValueError from deep inside (numpy's, torch's, ours) is a bug, not something the user gave: it is said as a
+    bug with its traceback kept for a report, never as a one-line refusal; a UserError is the refusal it says."""
+    from mlm_studio.commands import export
+
+    def failing(*args, **kwargs):
+        raise raised
+
+    monkeypatch.setattr(export, "export_choice", failing)
+    monkeypatch.setenv("MLM_STUDIO_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("MLM_STUDIO_DEBUG", raising=False)
+    done = mlm_studio("export", tmp_path / "run", tmp_path / "out")
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    if refusal:
+        assert done.stderr == "mlm-studio: the run has no checkpoint to export; train it first\n"
+        assert not (tmp_path / "cache" / "crashes").exists()
+    else:
+        assert "This is a bug in MLM Studio or a library it uses, not in what you gave it" in done.stderr
+        (kept,) = (tmp_path / "cache" / "crashes").iterdir()
+        assert type(raised).__name__ in kept.read_text(encoding="utf-8") and str(kept) in done.stderr
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        ["finetune", "--task", "task.csv"],  # no MODEL
+        ["finetune", "model", "--task", "task.csv", "--compare", "--resume", "run"],
+        ["finetune", "model", "--task", "task.csv", "--search", "--compare"],
+    ],
+)
+def test_options_that_cannot_go_together_exit_2_as_every_misused_option_does(tmp_path, given):
+    done = mlm_studio(*given)
+    assert done.returncode == 2 and done.stderr.startswith("mlm-studio: ") and done.stderr.count("\n") == 1

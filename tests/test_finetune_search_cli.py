@@ -80,7 +80,7 @@ def test_another_grid_in_the_same_folder_is_refused_in_one_sentence(pretrained, 
         (["--compare", "--seeds", "0"], 1, "--seeds must be between 1 and 100, not 0"),
         (["--search", "--lr", "1e-4"], 2, "--search chooses --lr itself: give the grid with --lrs and --max-epochs"),
         (["--lrs", "1e-4"], 2, "--lrs needs --search: it is the grid a recipe search tries"),
-        (["--search", "--compare"], 1, "--search starts its own runs and cannot go with --compare; rerun it with the "
+        (["--search", "--compare"], 2, "--search starts its own runs and cannot go with --compare; rerun it with the "
                                        "same --out to continue"),
     ],
 )  # fmt: skip

@@ -7,6 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
+from mlm_studio.commands.refusals import USER_ERRORS
 from mlm_studio.commands.terminal import (
     INTERRUPTED,
     LABEL_CHARS,
@@ -18,7 +19,6 @@ from mlm_studio.commands.terminal import (
     strict_json,
 )
 from mlm_studio.core.data.labelled import Columns
-from mlm_studio.core.data.tokenizer import TokenizerError
 from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.finetune.compare import Said, compare, contenders, outcomes, score_name, table, verdict
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
@@ -34,12 +34,10 @@ from mlm_studio.core.runs.distributed import Distributed
 from mlm_studio.core.runs.records import FailedRecord, FinishedRecord, StepRecord, TestRecord, ValidationRecord
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.shown import one_line
-from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training.runs import new_run_path
 
-USER_ERRORS = (ValueError, CheckpointError, TokenizerError, OSError)  # TaskError and ConfigError are ValueErrors
 # the option that sets each of FinetuneOptions' fields (and MODEL); its value is in args under the option's name
 FLAGS = {
     "model": "MODEL",
@@ -158,14 +156,14 @@ def _trained(tuner: FineTuner, dist: Distributed, as_json: bool) -> int:
 def _misused(args) -> tuple[str, int] | None:
     """Why the options given cannot go together (the sentence and the exit status), or None."""
     if args.resume is None and (args.model is None or args.task is None):
-        return "give MODEL and --task FILE to start, or --resume RUN to continue", 1
+        return "give MODEL and --task FILE to start, or --resume RUN to continue", MISUSED
     if args.seeds is not None and not args.compare and not args.search:
         return "--seeds needs --compare or --search: a single fine-tuning run takes one --seed", MISUSED
     searching = _search_misused(args)
     if searching is not None:
         return searching
     if args.compare and args.resume is not None:
-        return "--compare starts its own runs; give MODEL and --task (and --out to continue a comparison)", 1
+        return "--compare starts its own runs; give MODEL and --task (and --out to continue a comparison)", MISUSED
     if args.resume is not None and args.out is not None:
         return f"--out names a new run's folder; the resumed run stays in {args.resume}", MISUSED
     columns = [flag for flag in COLUMN_FLAGS if getattr(args, flag.lstrip("-").replace("-", "_"))]
@@ -257,7 +255,10 @@ def _search_misused(args) -> tuple[str, int] | None:
         return None
     if args.compare or args.resume is not None:
         other = "--compare" if args.compare else "--resume"
-        return f"--search starts its own runs and cannot go with {other}; rerun it with the same --out to continue", 1
+        return (
+            f"--search starts its own runs and cannot go with {other}; rerun it with the same --out to continue",
+            MISUSED,
+        )
     chosen = [flag for flag, name in (("--lr", "lr"), ("--epochs", "epochs")) if getattr(args, name) is not None]
     if chosen:
         return f"--search chooses {chosen[0]} itself: give the grid with --lrs and --max-epochs", MISUSED

@@ -22,6 +22,7 @@ from mlm_studio.commands.terminal import (
     warn_untrained,
 )
 from mlm_studio.commands.text_lines import TextLinesError, reads_lines, source_name, text_lines
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.finetune.heads import CLASS_NAMES
 from mlm_studio.core.finetune.predict import FineTuned, fine_tuned_at
@@ -116,7 +117,7 @@ def _fine_tuned_line(model: FineTuned, args, text: str) -> tuple[str, str]:
     if model.kind == "classification" and model.reads_pairs() is not False:
         text, tab, pair = text.partition("\t")
         if model.reads_pairs() and not (tab and pair.strip()):
-            raise ValueError("a classifier of pairs reads each line as TEXT, a tab, then TEXT2; this line has no TEXT2")
+            raise UserError("a classifier of pairs reads each line as TEXT, a tab, then TEXT2; this line has no TEXT2")
     answered = _answered(model, args, text, pair or None)
     return strict_json(answered.pipeline) if args.json else answered.line, answered.note
 

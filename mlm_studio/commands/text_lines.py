@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mlm_studio.commands.terminal import PATH_CHARS
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.shown import one_line
 
 STDIN = "-"  # the text that says: read the texts from standard input
@@ -20,7 +21,7 @@ STDIN = "-"  # the text that says: read the texts from standard input
 MAX_LINE_BYTES = 1 << 18
 
 
-class TextLinesError(ValueError):
+class TextLinesError(UserError):
     """A line that cannot be read as a text, or a file that cannot be read at all."""
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.shown import shown
 
 
@@ -24,14 +25,14 @@ def parse_duration(text: str) -> float:
     number = r"(\d+(?:\.\d+)?)"
     parts = re.fullmatch(rf"(?:{number}h)?(?:{number}m)?(?:{number}(s?))?", cleaned)
     if not cleaned or parts is None:
-        raise ValueError(f"{shown(text)} is not a duration; write it like 90s, 6m, 1h30m")
+        raise UserError(f"{shown(text)} is not a duration; write it like 90s, 6m, 1h30m")
     hours, minutes, last, unit = parts.groups()
     if last is not None and not unit and hours is not None and minutes is None:
         minutes, last = last, None
     seconds = sum(float(value) * scale for value, scale in ((hours, 3600), (minutes, 60), (last, 1)) if value)
     if not math.isfinite(seconds):  # more digits than a float holds: said by their count, not as "inf"
         digits = max(len(value.partition(".")[0]) for value in (hours, minutes, last) if value)
-        raise ValueError(f"a number of {digits:,} digits is more than any setting takes")
+        raise UserError(f"a number of {digits:,} digits is more than any setting takes")
     return seconds
 
 

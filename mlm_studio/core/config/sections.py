@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mlm_studio.core.config.families import FAMILIES, family_fields
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.shown import MAX_WHOLE_NUMBER, shown
 
 SCHEDULES = ("linear", "cosine", "constant")
@@ -32,7 +33,7 @@ MIN_VOCAB = 5 + 64  # the special tokens and a small alphabet
 MAX_VOCAB = 2**20
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError):
     """A configuration is invalid: `problem` says what is wrong with `fields` (each `section.field`); it either
     follows their names or places them itself as {0}, {1}…"""
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from mlm_studio.core.data.formats import FORMATS, documents, kind_of, read_decoded
 from mlm_studio.core.data.rows import Issue, IssueLog, SourceSkipped
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.hub_cache import cached_files, is_hub_name
@@ -28,7 +29,7 @@ CHECK_EVERY = 256
 COUNT_SLICE = 1 << 16  # characters split into words at a time
 
 
-class CorpusError(Exception):
+class CorpusError(UserError):
     """A corpus could not be loaded; the message says why and what to do."""
 
 
@@ -42,11 +43,11 @@ class ReadOptions:
 
     def __post_init__(self) -> None:
         if self.text_unit not in ("paragraph", "line"):
-            raise ValueError(f"text unit must be 'paragraph' or 'line', not {shown(self.text_unit)}")
+            raise UserError(f"text unit must be 'paragraph' or 'line', not {shown(self.text_unit)}")
         if not self.jsonl_field.strip():
-            raise ValueError("the JSONL field name must not be empty")
+            raise UserError("the JSONL field name must not be empty")
         if not self.table_column.strip():
-            raise ValueError("the CSV/TSV column name must not be empty")
+            raise UserError("the CSV/TSV column name must not be empty")
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from mlm_studio.core.data.compressed import opened
 from mlm_studio.core.data.corpus import SourceReport
 from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_KINDS, kind_of, read_decoded, records, sniff_encoding
 from mlm_studio.core.data.rows import MAX_VALUE_CHARS, IssueLog, SourceSkipped, clipped, too_long
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.json_text import read_json
 
@@ -33,7 +34,7 @@ TAG_NAMES = ("tags", "ner_tags", "labels", "tag")
 DOCSTART = "-DOCSTART-"
 
 
-class TaskError(ValueError):
+class TaskError(UserError):
     """A labelled file (or the task made of it) cannot be used; the message says why."""
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from mlm_studio.core.config.sections import MaskingConfig
+from mlm_studio.core.errors import UserError
 
 IGNORE_INDEX = -100
 
@@ -62,7 +63,7 @@ class Masker:
         self.is_special = torch.as_tensor(np.asarray(special_mask, dtype=bool), device=self.device)  # (V,)
         self.candidates = (~self.is_special).nonzero().flatten()  # (V - n_special,)
         if len(self.candidates) == 0:
-            raise ValueError("the vocabulary has no non-special tokens to draw random replacements from")
+            raise UserError("the vocabulary has no non-special tokens to draw random replacements from")
         bounds = [-1.0, config.mask_fraction, config.mask_fraction + config.random_fraction]
         self.split_bounds = torch.tensor(bounds, device=self.device)
         self.span_probabilities = torch.as_tensor(

@@ -30,6 +30,7 @@ from mlm_studio.core.data.wordpiece import (
     train_wordpiece,
     vocab_txt,
 )
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.files import atomic_write_json, atomic_write_text
 from mlm_studio.core.storage.json_text import read_json
@@ -58,7 +59,7 @@ ROBERTA_STYLE = SpecialTokens("<pad>", "<unk>", "<s>", "</s>", "<mask>")  # RoBE
 _ALSO_NAMED = {"cls": "bos_token", "sep": "eos_token"}  # what a tokenizer file may call them instead
 
 
-class TokenizerError(Exception):
+class TokenizerError(UserError):
     """A tokenizer file cannot be used; the message says why."""
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from mlm_studio.core.config.sections import TokenizerConfig
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.progress import Progress
 
 BERT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -121,18 +122,18 @@ def from_vocab_txt(path: Path, lowercase: bool | None = None) -> Tokenizer:
     try:
         pieces = path.read_text(encoding="utf-8").splitlines()
     except (UnicodeDecodeError, OSError) as exc:
-        raise ValueError(f"{path.name} cannot be read as UTF-8 text ({exc})") from exc
+        raise UserError(f"{path.name} cannot be read as UTF-8 text ({exc})") from exc
     vocab: dict[str, int] = {}
     for line_number, piece in enumerate(pieces, start=1):
         piece = piece.rstrip("\r")
         if not piece:
-            raise ValueError(f"{path.name} line {line_number}: empty vocabulary entry")
+            raise UserError(f"{path.name} line {line_number}: empty vocabulary entry")
         if piece in vocab:
-            raise ValueError(f"{path.name} line {line_number}: '{piece}' appears twice")
+            raise UserError(f"{path.name} line {line_number}: '{piece}' appears twice")
         vocab[piece] = len(vocab)
     missing = [t for t in BERT_SPECIAL_TOKENS if t not in vocab]
     if missing:
-        raise ValueError(f"{path.name} lacks the special token(s) {', '.join(missing)}")
+        raise UserError(f"{path.name} lacks the special token(s) {', '.join(missing)}")
     if lowercase is None:
         lowercase = not any(any(c.isupper() for c in p) for p in vocab if p not in BERT_SPECIAL_TOKENS)
     backend = _bert_pipeline(Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]")), lowercase)
@@ -144,7 +145,7 @@ def vocab_txt(backend: Tokenizer) -> str:
     """The vocabulary as BERT's `vocab.txt`: one piece per line, in id order (ValueError if the ids have gaps)."""
     ordered = sorted(backend.get_vocab(with_added_tokens=True).items(), key=lambda item: item[1])
     if [i for _, i in ordered] != list(range(len(ordered))):
-        raise ValueError("the vocabulary ids are not contiguous; it cannot be written as vocab.txt")
+        raise UserError("the vocabulary ids are not contiguous; it cannot be written as vocab.txt")
     return "".join(piece + "\n" for piece, _ in ordered)
 
 

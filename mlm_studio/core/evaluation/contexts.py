@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.models.encoder import layer_outputs
 from mlm_studio.core.progress import Progress
 
@@ -104,7 +105,7 @@ def context_map(
 
     spans = occurrences(documents, word, limit)
     if len(spans) < 3:
-        raise ValueError(f"'{word}' occurs {len(spans)} time(s) in the corpus; at least 3 are needed")
+        raise UserError(f"'{word}' occurs {len(spans)} time(s) in the corpus; at least 3 are needed")
     vectors = word_vectors(model, tokenizer, spans, layer, progress)
     projection = PCA(n_components=2, random_state=0).fit(vectors)
     groups = KMeans(n_clusters=min(clusters, len(spans)), n_init=10, random_state=0).fit_predict(vectors)
@@ -116,6 +117,6 @@ def place(context: ContextMap, model: torch.nn.Module, tokenizer: MLMTokenizer, 
     """Where `sentence`'s use of the map's word falls on the map; ValueError if the word is not in it."""
     spans = occurrences([sentence], context.word, 1)
     if not spans:
-        raise ValueError(f"the sentence does not contain '{context.word}'")
+        raise UserError(f"the sentence does not contain '{context.word}'")
     vector = word_vectors(model, tokenizer, spans, context.layer)
     return context.projection.transform(vector)[0]

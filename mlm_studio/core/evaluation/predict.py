@@ -10,6 +10,7 @@ import torch
 
 from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.evaluation.quantized import Int8Linear, int8_available, int8_copy
 from mlm_studio.core.evaluation.subject import refuse_fine_tuned
 from mlm_studio.core.models.build import build_trained, masked_lm_of
@@ -21,7 +22,7 @@ from mlm_studio.core.storage.checkpoint import listed, load_weights
 MAX_MASKS = 32
 
 
-class PredictError(ValueError):
+class PredictError(UserError):
     """The text cannot be scored (no [MASK], too long); the message says what to change."""
 
 

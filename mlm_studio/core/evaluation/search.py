@@ -12,6 +12,7 @@ import torch
 
 from mlm_studio.core.data.copies import Normalise, as_written
 from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.evaluation.vectors import MAX_TEXT_CHARS, sentence_vectors, tokens_read
 from mlm_studio.core.models.encoder import layer_count
 from mlm_studio.core.progress import Progress
@@ -68,7 +69,7 @@ class SearchIndex:
     def nearest(self, query: str, k: int = 10) -> list[Hit]:
         """The `k` documents nearest `query` by cosine, the nearest first."""
         if not query.strip():
-            raise ValueError("the query is empty; type a few words to search for")
+            raise UserError("the query is empty; type a few words to search for")
         vector = unit(sentence_vectors(self.model, self.tokenizer, [query], self.layer))[0]
         scores = self.vectors @ vector
         order = np.argsort(-scores, kind="stable")[: max(0, k)]
@@ -86,10 +87,10 @@ def build_index(
     in batches, reporting progress and stopping when `progress` is cancelled. Texts that are the same but for their
     spacing are embedded once: a search lists each once."""
     if not texts:
-        raise ValueError("there are no documents to search; load a corpus with text")
+        raise UserError("there are no documents to search; load a corpus with text")
     layers = layer_count(model)
     if layer is not None and not 1 <= layer <= layers:
-        raise ValueError(f"the model has {layers} layers; choose a layer from 1 to {layers}, or the last by default")
+        raise UserError(f"the model has {layers} layers; choose a layer from 1 to {layers}, or the last by default")
     first: dict[str, int] = {}  # each distinct text (spacing aside) to its number among the distinct
     positions, copies = [], []
     for position, text in enumerate(texts):
@@ -137,7 +138,7 @@ class RetrievalScores:
     def of(cls, ranks: np.ndarray, k: int) -> RetrievalScores:
         """The scores of `neighbour_ranks`' ranks, recall counted at `k`."""
         if k < 1:
-            raise ValueError(f"k must be at least 1, not {k}")
+            raise UserError(f"k must be at least 1, not {k}")
         return cls(k, float((ranks < k).mean()), float((1.0 / (ranks + 1)).mean()), len(ranks))
 
     def to_json(self) -> dict:
@@ -170,7 +171,7 @@ def neighbour_ranks(vectors, labels, among: tuple | None = None, progress: Progr
     present = np.bincount(theirs, minlength=len(names))
     asking = np.flatnonzero(present[mine] > (1 if among is None else 0))
     if len(asking) == 0:
-        raise ValueError("no label is shared by two texts (a query and a neighbour), so no neighbour can share one")
+        raise UserError("no label is shared by two texts (a query and a neighbour), so no neighbour can share one")
     ranks = []
     for start in range(0, len(asking), 256):
         if progress is not None:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mlm_studio.core.errors import UserError
+
 if TYPE_CHECKING:  # the command line's parser reads AGGREGATIONS without loading the tokenizer
     from tokenizers import Encoding
 
@@ -239,5 +241,5 @@ class Tagged:
         """What `pipeline("token-classification", aggregation_strategy=aggregation)` returns, for "none" (the
         tagged tokens, "O" left out) or "simple" (the entities)."""
         if aggregation not in AGGREGATIONS:
-            raise ValueError(f"aggregation is one of {', '.join(AGGREGATIONS)}, not {aggregation[:80]!r}")
+            raise UserError(f"aggregation is one of {', '.join(AGGREGATIONS)}, not {aggregation[:80]!r}")
         return self.entities if aggregation == "simple" else without_ignored(self.tokens)

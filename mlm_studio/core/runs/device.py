@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlm_studio.core.config.sections import DEVICES, join_words, valid_device
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.shown import shown
 
 
@@ -35,16 +36,16 @@ def resolve_device(name: str):
     import torch
 
     if not valid_device(name):
-        raise ValueError(f"{shown(name)} is not a device: write {join_words(DEVICES, 'or')} (N: a GPU's number)")
+        raise UserError(f"{shown(name)} is not a device: write {join_words(DEVICES, 'or')} (N: a GPU's number)")
     if name == "auto":
         return torch.device(available_devices()[0].name)
     device = torch.device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {name} was asked for, but PyTorch sees no CUDA GPU; choose cpu or auto")
+        raise UserError(f"device {name} was asked for, but PyTorch sees no CUDA GPU; choose cpu or auto")
     if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
-        raise ValueError(f"device {name} does not exist; this machine has {torch.cuda.device_count()} GPU(s)")
+        raise UserError(f"device {name} does not exist; this machine has {torch.cuda.device_count()} GPU(s)")
     if device.type == "mps" and not _mps_available():
-        raise ValueError("device mps was asked for, but Apple's GPU is not available; choose cpu or auto")
+        raise UserError("device mps was asked for, but Apple's GPU is not available; choose cpu or auto")
     return device
 
 
@@ -84,7 +85,7 @@ def autocast_dtype(precision: str, device):
     if precision == "fp32":
         return None
     if precision == "fp16" and device.type != "cuda":
-        raise ValueError("fp16 needs a CUDA GPU (it relies on loss scaling there); use bf16 or fp32")
+        raise UserError("fp16 needs a CUDA GPU (it relies on loss scaling there); use bf16 or fp32")
     return torch.bfloat16 if precision == "bf16" else torch.float16
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import torch
 
+from mlm_studio.core.errors import MLMStudioError
+
 
 @dataclass(frozen=True)
 class Distributed:
@@ -26,7 +28,7 @@ class Distributed:
 SINGLE = Distributed(0, 1)
 
 
-class RankZeroFailed(Exception):
+class RankZeroFailed(MLMStudioError):
     """Rank 0 could not prepare the run; the other ranks stop with its message."""
 
 

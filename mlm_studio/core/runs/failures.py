@@ -7,11 +7,12 @@ from pathlib import Path
 
 import torch
 
+from mlm_studio.core.errors import MLMStudioError
 from mlm_studio.core.runs.run_folder import RunDir, checkpoint_step
 from mlm_studio.core.storage.checkpoint import CheckpointError, checkpoint_finite, require_readable
 
 
-class RunFailed(Exception):
+class RunFailed(MLMStudioError):
     """Ends a run with a message for the user."""
 
 

@@ -14,6 +14,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.files import give_ordinary_mode
 from mlm_studio.core.storage.json_text import read_json
@@ -21,7 +22,7 @@ from mlm_studio.core.storage.json_text import read_json
 FORMAT_VERSION = 1
 
 
-class CheckpointError(Exception):
+class CheckpointError(UserError):
     """A run folder or checkpoint cannot be used; the message says what is wrong and what to do."""
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.shown import shown
 
 PREFIX = "hf:"
@@ -39,7 +40,7 @@ def checked_name(name: str) -> str:
         validate_repo_id(name)
     except HFValidationError:
         rule = "letters, digits, '-', '_' and '.', no '--' or '..', not first or last '-' or '.', at most 96 of them"
-        raise ValueError(f"{shown(name)} is not a Hugging Face Hub name: write org/name ({rule})") from None
+        raise UserError(f"{shown(name)} is not a Hugging Face Hub name: write org/name ({rule})") from None
     return name
 
 
@@ -91,7 +92,7 @@ def _within(files: list[Path], folder: Path) -> list[Path]:
     for file in files:
         target = file.resolve()
         if not target.is_relative_to(inside):
-            raise ValueError(
+            raise UserError(
                 f"{file} leads to {target}, outside the cache folder {inside}; refused: delete the link, or give "
                 "the files themselves"
             )

@@ -10,6 +10,7 @@ import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.files import atomic_write_json
 from mlm_studio.core.storage.json_text import read_json
@@ -18,7 +19,7 @@ MANIFEST = ".mlm-studio-files.json"
 _CHUNK = 1 << 20
 
 
-class NotOurs(ValueError):
+class NotOurs(UserError):
     """Something MLM Studio did not write, or that changed since, stands where it would write or remove."""
 
 

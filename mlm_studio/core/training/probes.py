@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.runs.records import ProbeResult
 from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.files import atomic_write_text
@@ -32,9 +33,9 @@ class Probe:
 
     def __post_init__(self) -> None:
         if self.text.count("[MASK]") != 1:
-            raise ValueError(f"a probe needs exactly one [MASK]: {shown(self.text)}")
+            raise UserError(f"a probe needs exactly one [MASK]: {shown(self.text)}")
         if not self.expected.strip() or " " in self.expected.strip():
-            raise ValueError(f"a probe expects one word, not {shown(self.expected)}")
+            raise UserError(f"a probe expects one word, not {shown(self.expected)}")
 
 
 def save_probes(folder: Path, probes: list[Probe]) -> None:
@@ -49,7 +50,7 @@ def load_probes(folder: Path) -> list[Probe]:
     try:
         return [Probe(**item) for item in read_json(path.read_text(encoding="utf-8"))]
     except (ValueError, TypeError) as exc:
-        raise ValueError(f"{path.name} is damaged ({exc})") from exc
+        raise UserError(f"{path.name} is damaged ({exc})") from exc
 
 
 def score_probes(model: nn.Module, tokenizer: MLMTokenizer, probes: list[Probe]) -> tuple[ProbeResult, ...]:

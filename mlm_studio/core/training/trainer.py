@@ -18,6 +18,7 @@ import torch
 
 from mlm_studio.core.data.dataset import BlockOrder, BlockSet
 from mlm_studio.core.data.masking import Masker
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.models.build import build_trained, masked_lm_of
 from mlm_studio.core.runs.control import TrainingControl
 from mlm_studio.core.runs.device import adamw, resolved_precision
@@ -47,10 +48,10 @@ class Trainer(Loop):
         t = self.config.training
         self.train_blocks, self.validation = train, validation
         if len(train) == 0:
-            raise ValueError("the training split has no blocks; add text to the corpus")
+            raise UserError("the training split has no blocks; add text to the corpus")
         tokenizer = run.tokenizer
         if tokenizer.vocab_size > self.config.model.vocab_size:
-            raise ValueError(
+            raise UserError(
                 f"the tokenizer has {tokenizer.vocab_size} pieces but the model only {self.config.model.vocab_size}"
             )
         torch.manual_seed(t.seed)

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from mlm_studio.core.data.tokenizer import MLMTokenizer
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.evaluation.explain.choices import BASELINES, DEFAULT_METHOD, DEFAULT_STEPS, MAX_STEPS, METHODS
 from mlm_studio.core.evaluation.explain.methods import Outputs, gradient_x_input, integrated_gradients, occlusion
 from mlm_studio.core.evaluation.explain.words import Words, words_of, words_of_pieces
@@ -20,7 +21,7 @@ COMPLETE_WITHIN = 0.01  # a sum of attributions further than this share from the
 TINY_GAP = 1e-2  # logits: a smaller change is compared as this much (float32 cannot resolve a share of it)
 
 
-class ExplainError(ValueError):
+class ExplainError(UserError):
     """A prediction cannot be explained as asked (no [MASK], too long, an unknown candidate…); says what to do."""
 
 

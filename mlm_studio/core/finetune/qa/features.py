@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mlm_studio.core.data.tokenizer import MLMTokenizer, batches
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.finetune.examples import bert_layout
 from mlm_studio.core.finetune.qa.data import QAExample
 
@@ -82,7 +83,7 @@ def check_lengths(tokenizer: MLMTokenizer, max_length: int, stride: int, max_que
     if min(max_length, max_question, stride + 1) < 1:
         raise ValueError(f"max_length {max_length}, max_question {max_question} and stride {stride} must be positive")
     if max_question + added + stride >= max_length:
-        raise ValueError(
+        raise UserError(
             f"a window of {max_length} tokens holds a question of {max_question} tokens, {added} special tokens and "
             f"a stride of {stride} tokens with no room for new context; lengthen the window or shorten the other two"
         )
