@@ -3,6 +3,7 @@ fine-tuning run; the table and the chosen recipe read back from its folder; a re
 and a stop between (or inside) runs loses nothing."""
 
 import json
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -11,28 +12,17 @@ from types import SimpleNamespace
 import pytest
 
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
-from mlm_studio.core.finetune.recipe.result import (
-    PLAN,
-    Candidate,
-    Trial,
-    ranked,
-    read_search,
-    searches,
-    trial_folder,
-)
-from mlm_studio.core.finetune.recipe.search import (
-    SearchPlan,
-    SearchRefused,
-    plan_of,
-    recipe_options,
-    search,
-)
+from mlm_studio.core.finetune.recipe.result import Candidate, Trial, ranked, read_search, searches, trial_folder
+from mlm_studio.core.finetune.recipe.search import SearchPlan, SearchRefused, plan_of, search
+from mlm_studio.core.finetune.recipe.searched import PLAN, recipe_options
 from mlm_studio.core.finetune.request import SCRATCH, model_fingerprint
 from mlm_studio.core.finetune.runs import last_test
 from mlm_studio.core.finetune.scores import main_score
 from mlm_studio.core.finetune.setup import measured_learning_rate, prepare_finetuner
 from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.history import Listed
 from mlm_studio.core.runs.records import FinishedRecord
+from mlm_studio.core.runs.run_folder import RecordError
 from tests.core.test_finetune import options, write_task
 
 RATES = (1e-3, 5e-3, 2e-2)
@@ -85,7 +75,7 @@ def test_every_candidate_runs_once_and_the_better_half_again_and_the_best_mean_i
         line for line in table if line.startswith("*")
     )
     assert found.to_json()["chosen"] == {"learning_rate": best.learning_rate, "epochs": best.epochs}
-    assert searches(root.parent) == [found]
+    assert searches(root.parent).found == (found,)
 
 
 def _best(root, learning_rate, seed):
@@ -153,7 +143,8 @@ def test_another_search_in_the_same_folder_is_refused_and_nothing_is_written(
 
 def test_a_damaged_plan_is_refused_and_left_as_it_was(trained_run, task, tmp_path):
     (tmp_path / PLAN).write_text('{"learning rates": [0.001')
-    with pytest.raises(SearchRefused, match=f"{PLAN} cannot be read .*; start a new search in another folder"):
+    said = f"{PLAN} is damaged: it is not JSON .*; start a new search in another folder"
+    with pytest.raises(SearchRefused, match=said):
         list(search(plan_for(trained_run, task), tmp_path))
     assert [p.name for p in tmp_path.iterdir()] == [PLAN] and (tmp_path / PLAN).read_text().endswith("0.001")
 
@@ -223,15 +214,16 @@ def test_ties_go_to_fewer_epochs_and_unscored_candidates_rank_last():
     ],
 )
 def test_bad_plans_are_refused_in_a_sentence(task, values, said):
-    with pytest.raises(OptionError, match=said.replace(".", r"\.")):
+    with pytest.raises(OptionError, match=re.escape(said)):
         SearchPlan("model", options(task), **values)
 
 
 def test_a_folder_without_a_plan_is_no_search(tmp_path):
-    (tmp_path / PLAN).write_text("[not json")
-    assert read_search(tmp_path) is None and read_search(tmp_path / "gone") is None
+    (tmp_path / "notes").mkdir()
+    assert read_search(tmp_path / "notes") is None and read_search(tmp_path / "gone") is None
+    assert searches(tmp_path) == Listed(())
     shutil.rmtree(tmp_path)
-    assert searches(tmp_path) == []
+    assert searches(tmp_path) == Listed(())
 
 
 def test_the_chosen_recipe_trains_on_the_model_and_task_searched(searched, trained_run, task):
@@ -252,3 +244,20 @@ def test_the_measured_default_learning_rate_follows_the_model_and_the_task_size(
     assert unset.learning_rate is None and FinetuneOptions("classification", task).learning_rate is None
     run = prepare_finetuner(tmp_path / "ft", str(trained_run.path), unset).run_dir
     assert run.config.training.learning_rate == 3e-4  # a tiny model, 48 training examples: written resolved
+
+
+def copied(searched, tmp_path) -> Path:
+    """A copy of the whole search, to change."""
+    return Path(shutil.copytree(searched[0], tmp_path / "search"))
+
+
+def test_a_damaged_search_record_is_refused_naming_its_field_and_left_out_of_the_list(searched, tmp_path):
+    root = copied(searched, tmp_path)
+    plan = json.loads((root / PLAN).read_text())
+    (root / PLAN).write_text(json.dumps({**plan, "seeds": "two"}))
+    said = f"{root / PLAN} is damaged: its \"seeds\" must be a whole number from 1 to 100, not 'two'"
+    with pytest.raises(RecordError) as refused:
+        read_search(root)
+    assert str(refused.value) == said
+    listed = searches(tmp_path)
+    assert listed.found == () and [(x.path, x.reason) for x in listed.left_out] == [(root, said)]

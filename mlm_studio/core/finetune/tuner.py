@@ -85,9 +85,9 @@ class FineTuner(Loop):
         self.task = run.task
         t = self.config.training
         torch.manual_seed(t.seed)
-        self.model = TaskModel(self.config.model, self.task["task"], len(data.labels), self.task["pooling"])
+        self.model = TaskModel(self.config.model, self.task.kind, len(data.labels), self.task.pooling)
         self.model.to(self.device)
-        freeze(self.model, self.task["freeze_layers"])
+        freeze(self.model, self.task.freeze_layers)
         self.optimizer = adamw(self.model, t, self.device)
         self.tokenizer = run.tokenizer
         self.steps_per_epoch = math.ceil(len(data.train) / (t.batch_size * t.grad_accumulation))
@@ -145,7 +145,7 @@ class FineTuner(Loop):
             train_blocks=len(self.data.train),
             events=self.events.writing if self.events is not None else "",
             events_refused=self.events is not None and self.events.error is not None,
-            score=main_score_name(self.task["task"], self.data.labels),
+            score=main_score_name(self.task.kind, self.data.labels),
         )
 
     def checkpoint_due(self, last: bool) -> bool:
@@ -206,7 +206,7 @@ class FineTuner(Loop):
                 atomic_write_folder(self.run_dir.path / BEST, self._write_best)
         else:
             self.stale += 1
-            if self.stale >= self.task["patience"] and self.step < self.total_steps:  # the last step ends it anyway
+            if self.stale >= self.task.patience and self.step < self.total_steps:  # the last step ends it anyway
                 self.stopped_early = True
                 yield self._logged(
                     WarningRecord(

@@ -17,6 +17,7 @@ import math
 import os
 import shutil
 from dataclasses import asdict
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from mlm_studio.core.config.sections import ConfigError
 from mlm_studio.core.data.builtin_corpus import fingerprint
 from mlm_studio.core.data.corpus import ReadOptions
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError
+from mlm_studio.core.runs.task_spec import FieldError, TaskSpec
 from mlm_studio.core.shown import one_line
 from mlm_studio.core.storage.checkpoint import (
     CHECKPOINTS,
@@ -46,6 +48,35 @@ TOKENIZER_PRINT = "tokenizer_sha256"  # in corpus.json: the SHA-256 of the run's
 INITIAL = "init"
 TASK = "task.json"  # a fine-tuning run's task: its kind, labels and files
 STAGING = ".new-run.tmp"  # where a new run's files are made; a killed process's leftover is a run's leftover
+MAX_RECORD_BYTES = 16 * 1024 * 1024  # of a JSON record MLM Studio wrote (task.json, search.json): far past any
+
+
+class RecordError(CheckpointError):
+    """A JSON record MLM Studio wrote in a run's (or a comparison's, a search's) folder that cannot be used:
+    unreadable, damaged, or written by another program or version; the message names the file and the field."""
+
+
+def read_record(path: Path) -> object:
+    """The JSON value `path` holds (its fields read with `Fields`); RecordError when it cannot be read, is longer
+    than any such record, or is not JSON."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_RECORD_BYTES + 1)
+    except OSError as exc:
+        raise RecordError(f"{path} cannot be read ({exc.strerror or exc})") from None
+    if len(data) > MAX_RECORD_BYTES:
+        raise RecordError(f"{path} is damaged: it is longer than the {MAX_RECORD_BYTES // 2**20} MiB such a record "
+                          "takes")  # fmt: skip
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than Python reads
+        cause = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise RecordError(f"{path} is damaged: it is not JSON ({one_line(cause)})") from None
+
+
+def record_error(path: Path, exc: FieldError) -> RecordError:
+    """A field's problem said of the file it is in: "…/task.json is damaged: its "labels" is missing …"."""
+    return RecordError(f"{path} {'cannot be used' if exc.foreign else 'is damaged'}: {exc}")
 
 
 class RunDir:
@@ -67,7 +98,7 @@ class RunDir:
         sources: list[Path],
         options: ReadOptions,
         initial: tuple[torch.nn.Module, dict[str, Any]] | None = None,
-        task: dict[str, Any] | None = None,
+        task: TaskSpec | None = None,
     ) -> RunDir:
         """Start a new run folder (with `initial`, a model and where it came from: the weights step 0 starts
         from; with `task`, a fine-tuning run's task, kept as `task.json`). Its files are made in a temporary
@@ -326,19 +357,18 @@ class RunDir:
             return {}
         return origin if isinstance(origin, dict) else {}
 
-    @property
-    def task(self) -> dict[str, Any] | None:
-        """A fine-tuning run's task (its kind, labels and files), or None for a pre-training run."""
+    @cached_property
+    def task(self) -> TaskSpec | None:
+        """A fine-tuning run's task (read once), or None for a pre-training run; RecordError (a CheckpointError)
+        naming the file and the field when it cannot be read, is damaged, or is of a task this version does not
+        know."""
         path = self.path / TASK
         if not path.is_file():
             return None
         try:
-            task = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise CheckpointError(f"run {self.name}: {TASK} is damaged ({exc})") from exc
-        if not isinstance(task, dict):
-            raise CheckpointError(f"run {self.name}: {TASK} is damaged (not a JSON object)")
-        return task
+            return TaskSpec.read(read_record(path))
+        except FieldError as exc:
+            raise record_error(path, exc) from None
 
     def _prune(self, keep: int, written: Path) -> None:
         found = self.checkpoints()
@@ -348,12 +378,10 @@ class RunDir:
                 shutil.rmtree(path, ignore_errors=True)
 
 
-def _write_start(
-    folder: Path, initial: tuple[torch.nn.Module, dict[str, Any]] | None, task: dict[str, Any] | None
-) -> None:
+def _write_start(folder: Path, initial: tuple[torch.nn.Module, dict[str, Any]] | None, task: TaskSpec | None) -> None:
     """A new run's task and the weights it starts from, where it has them."""
     if task is not None:
-        atomic_write_json(folder / TASK, task)
+        atomic_write_json(folder / TASK, task.to_json())
     if initial is not None:
         (folder / INITIAL).mkdir()
         model, origin = initial

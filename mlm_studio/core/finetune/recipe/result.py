@@ -1,22 +1,26 @@
 """A recipe search read back from its folder (`search.py` runs one): each candidate learning rate's
 validation scores over the seeds it ran, the epoch each run was best at and the test score of each, and, once every
 run has ended by itself, the chosen recipe: the best mean validation score among the candidates that ran every
-seed, ties going to fewer epochs. A run stopped halfway is not weighed against finished ones."""
+seed, ties going to fewer epochs. A run stopped halfway is not weighed against finished ones. A run folder whose
+task.json cannot be read is left out of it, said; a search.json that cannot be read leaves the search out of the list
+of searches, said."""
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlm_studio.core.finetune.recipe.searched import PLAN, Searched, read_plan
 from mlm_studio.core.finetune.request import SCRATCH
 from mlm_studio.core.finetune.runs import ENDED, finetune_run, model_name
 from mlm_studio.core.finetune.scores import MACRO_F1, score_field
+from mlm_studio.core.runs.history import LeftOut, Listed, typed_record
+from mlm_studio.core.runs.records import TestRecord, ValidationRecord
 from mlm_studio.core.runs.run_folder import RunDir
+from mlm_studio.core.storage.checkpoint import CheckpointError
 
-PLAN = "search.json"  # in a search's folder: what it searches
 TIE = 6  # decimals of a mean validation score two candidates must share to tie
 
 
@@ -113,14 +117,15 @@ class RecipeSearch:
     """A search's plan (its `search.json`) and runs, and what they add up to."""
 
     path: Path
-    plan: dict
+    plan: Searched
     trials: tuple[Trial, ...]  # every run folder it holds, in the order it ran them
     score_name: str  # the validation score that chose (macro-F1, or entity F1 for entity tags)
     modified: float
+    left_out: tuple[LeftOut, ...] = ()  # its run folders that could not be read, each with why
 
     @property
     def model(self) -> str:
-        return str(self.plan.get("model", "?"))
+        return self.plan.model
 
     @property
     def model_name(self) -> str:
@@ -130,20 +135,18 @@ class RecipeSearch:
 
     @property
     def task(self) -> str:
-        train = self.plan.get("train file") or {}
-        return f"{self.plan.get('task', '?')} · {Path(str(train.get('path', '?'))).name}"
+        return f"{self.plan.task} · {self.plan.train.path.name}"
 
     @property
     def expected(self) -> int:
-        rates, seeds = len(self.plan.get("learning rates") or []), int(self.plan.get("seeds") or 1)
-        return rates + better_half_size(rates) * (seeds - 1)
+        rates = len(self.plan.learning_rates)
+        return rates + better_half_size(rates) * (self.plan.seeds - 1)
 
     @property
     def candidates(self) -> list[Candidate]:
         """Each learning rate of the grid with its runs that finished, in the grid's order."""
         counted = [t for t in self.trials if t.counts]
-        rates = [float(lr) for lr in self.plan.get("learning rates") or []]
-        return [Candidate(lr, tuple(t for t in counted if t.learning_rate == lr)) for lr in rates]
+        return [Candidate(lr, tuple(t for t in counted if t.learning_rate == lr)) for lr in self.plan.learning_rates]
 
     @property
     def counted(self) -> int:
@@ -169,17 +172,21 @@ class RecipeSearch:
     def verdict(self) -> str:
         """The chosen recipe in a sentence; until then, how many runs have finished and which did not."""
         chosen = self.chosen
+        left = "; ".join(f"{left.path.name} ({left.reason})" for left in self.left_out)
+        left_said = f" Left out: {left}." if left else ""
         if chosen is None:
             said = f"No recipe chosen until all {self.expected} runs have finished: {self.counted} have."
             stopped = [f"lr {t.learning_rate:g}, seed {t.seed}" for t in self.trials if not t.counts]
-            return said + (f" Not weighed, as they did not finish: {'; '.join(stopped)}." if stopped else "")
+            return (
+                said + (f" Not weighed, as they did not finish: {'; '.join(stopped)}." if stopped else "") + left_said
+            )
         spread = f" ± {chosen.spread:.1%}" if chosen.spread is not None else ""
         seeds = len(chosen.trials)
         return (
             f"Chosen recipe: learning rate {chosen.learning_rate:g}, {chosen.epochs} epoch{'s' * (chosen.epochs != 1)}"
             f" — validation "
             f"{self.score_name} {chosen.mean:.1%}{spread} over {seeds} seed{'s' * (seeds > 1)} (test "
-            f"{statistics.fmean(chosen.test):.1%})."
+            f"{statistics.fmean(chosen.test):.1%}).{left_said}"
         )
 
     def table(self) -> str:
@@ -211,56 +218,71 @@ class RecipeSearch:
             "candidates": [c.to_json() for c in self.candidates],
             "chosen": {"learning_rate": chosen.learning_rate, "epochs": chosen.epochs} if chosen else None,
             "verdict": self.verdict,
+            "left_out": [{"folder": str(left.path), "reason": left.reason} for left in self.left_out],
         }
 
 
 def read_search(path: str | Path) -> RecipeSearch | None:
-    """The search in `path`, or None when it holds none (no readable `search.json`)."""
+    """The search in `path`, or None when it holds none (no `search.json`); a search.json that cannot be read is
+    refused (`RecordError`, a CheckpointError naming the file and the field), and its run folders whose task.json
+    cannot be read are left out of it, each with why."""
     path = Path(path)
-    try:
-        plan = json.loads((path / PLAN).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    if not (path / PLAN).is_file():
         return None
-    if not isinstance(plan, dict) or not isinstance(plan.get("learning rates"), list):
-        return None
-    first, seeds = int(plan.get("first seed", 0)), int(plan.get("seeds", 1))
-    trials, score_name = [], MACRO_F1
-    for seed in range(first, first + seeds):
-        for learning_rate in plan["learning rates"]:
-            folder = trial_folder(path, float(learning_rate), seed)
-            run = finetune_run(folder) if (folder / "config.toml").is_file() else None
+    plan = read_plan(path)
+    trials, left_out, score_name = [], [], MACRO_F1
+    for seed in plan.seed_range:
+        for learning_rate in plan.learning_rates:
+            folder = trial_folder(path, learning_rate, seed)
+            try:
+                run = finetune_run(folder) if (folder / "config.toml").is_file() else None
+            except CheckpointError as exc:
+                left_out.append(LeftOut(folder, str(exc)))
+                continue
             if run is not None:
-                trials.append(_trial(float(learning_rate), seed, folder, run.state))
+                trials.append(_trial(learning_rate, seed, folder, run.state))
                 score_name = run.score_name
     modified = max([path.stat().st_mtime, *(t.path.stat().st_mtime for t in trials)])
-    return RecipeSearch(path, plan, tuple(trials), score_name, modified)
+    return RecipeSearch(path, plan, tuple(trials), score_name, modified, tuple(left_out))
 
 
-def searches(root: str | Path) -> list[RecipeSearch]:
-    """The searches directly under `root`, newest first."""
+def searches(root: str | Path) -> Listed[RecipeSearch]:
+    """The searches directly under `root`, newest first, and those left out, each with why (a search.json that
+    cannot be read)."""
     root = Path(root)
-    found = [read_search(p) for p in root.iterdir() if p.is_dir()] if root.is_dir() else []
-    return sorted((s for s in found if s is not None), key=lambda s: s.modified, reverse=True)
+    found, left_out = [], []
+    for path in sorted(root.iterdir()) if root.is_dir() else []:
+        try:
+            search = read_search(path) if path.is_dir() else None
+        except CheckpointError as exc:
+            left_out.append(LeftOut(path, str(exc)))
+            continue
+        if search is not None:
+            found.append(search)
+    return Listed(tuple(sorted(found, key=lambda s: s.modified, reverse=True)), tuple(left_out))
 
 
 def _trial(learning_rate: float, seed: int, folder: Path, state: str) -> Trial:
-    """A run's best validation score, the epoch of it and its test score, from its metrics."""
+    """A run's best validation score, the epoch of it and its test score, from its metrics (a damaged record is
+    none)."""
     records = RunDir(folder).read_metrics()
-    test = next((r for r in reversed(records) if r.get("type") == "test"), None)
-    best_step = test.get("best_step") if test else None
-    best = next((r for r in records if r.get("type") == "validation" and r.get("step") == best_step), None)
+    tests = [r for r in records if r["type"] == "test"]
+    test = typed_record(tests[-1], TestRecord) if tests else None
+    best_step = test.best_step if test is not None else None
+    chosen = [r for r in records if r["type"] == "validation" and r["step"] == best_step]
+    best = typed_record(chosen[-1], ValidationRecord) if chosen else None
     return Trial(
         learning_rate,
         seed,
         folder,
         state,
-        _score(best) if best else None,
-        best.get("epoch") if best else None,
-        _score(test) if test else None,
-        test.get("accuracy") if test else None,
+        _score(best),
+        best.epoch if best is not None else None,
+        _score(test),
+        test.accuracy if test is not None else None,
     )
 
 
-def _score(record: dict) -> float | None:
+def _score(record: TestRecord | ValidationRecord | None) -> float | None:
     """A record's main score: answers' F1 or entity F1 where it was measured, else macro-F1."""
-    return record.get(score_field(record)[0])
+    return None if record is None else getattr(record, score_field(record)[0])

@@ -12,7 +12,6 @@ refuses any other, before writing anything. `result.py` reads a search back and 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from functools import partial
@@ -20,31 +19,24 @@ from pathlib import Path
 from typing import NamedTuple
 
 from mlm_studio.core.data.builtin_corpus import fingerprint
-from mlm_studio.core.data.labelled import Columns, TaskError
+from mlm_studio.core.data.labelled import TaskError
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
-from mlm_studio.core.finetune.recipe.result import (
-    PLAN,
-    RecipeSearch,
-    better_half_size,
-    ranked,
-    read_search,
-    trial_folder,
-)
+from mlm_studio.core.finetune.recipe.result import RecipeSearch, better_half_size, ranked, read_search, trial_folder
+from mlm_studio.core.finetune.recipe.searched import FIXED, MAX_EPOCHS, PLAN, recipe_options
 from mlm_studio.core.finetune.request import model_fingerprint
 from mlm_studio.core.finetune.runs import ENDED, finetune_run
 from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.finetune.tasks import MAX_SEEDS, SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.runs.control import TrainingControl
 from mlm_studio.core.runs.records import Record, WarningRecord
+from mlm_studio.core.runs.run_folder import RecordError, read_record
+from mlm_studio.core.runs.task_spec import SPLITS
 from mlm_studio.core.storage.files import atomic_write_json
 
-SPLITS = ("train", "validation", "test")  # the task's files
-FIXED = ("batch_size", "warmup_share", "weight_decay", "freeze_layers", "patience", "eval_interval", "max_length",
-         "pooling")  # fmt: skip
 SEARCH_RULES = {
     "learning_rates": (lambda v: v and len(set(v)) == len(v) and all(0 < x < 1 for x in v),
                        "one or more different values, each more than 0 and less than 1"),
-    "max_epochs": (lambda v: 1 <= v <= 1000, "between 1 and 1,000"),
+    "max_epochs": (lambda v: 1 <= v <= MAX_EPOCHS, f"between 1 and {MAX_EPOCHS:,}"),
     "seeds": (lambda v: 1 <= v <= MAX_SEEDS, f"between 1 and {MAX_SEEDS}"),
 }  # fmt: skip
 
@@ -121,9 +113,9 @@ def check_folder(root: Path, plan: SearchPlan) -> dict:
     written = root / PLAN
     if written.is_file():
         try:
-            before = json.loads(written.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise SearchRefused(f"{written} cannot be read ({exc}); start a new search in another folder") from None
+            before = read_record(written)
+        except RecordError as exc:
+            raise SearchRefused(f"{exc}; start a new search in another folder") from None
         before = before if isinstance(before, dict) else {}
         for key, value in identity.items():
             if before.get(key) != value:
@@ -186,22 +178,5 @@ def search(plan: SearchPlan, root: str | Path, control: TrainingControl | None =
 def plan_of(found: RecipeSearch) -> SearchPlan:
     """The plan a search's folder was made with (its `search.json`): to continue the search where it stopped."""
     plan = found.plan
-    spec, options = recipe_options(plan, float(plan["learning rates"][0]), float(plan["max epochs"]))
-    return SearchPlan(spec, options, tuple(plan["learning rates"]), int(plan["max epochs"]), int(plan["seeds"]))
-
-
-def recipe_options(plan: dict, learning_rate: float, epochs: float) -> tuple[str, FinetuneOptions]:
-    """The model and options a search (its `search.json`) fine-tuned with, the recipe given: to train the chosen
-    one on the very model and task it was searched on."""
-    files = {name: Path(plan[f"{name} file"]["path"]) if plan[f"{name} file"] else None for name in SPLITS}
-    options = FinetuneOptions(
-        task=plan["task"],
-        **files,
-        columns=Columns(**plan["columns"]) if plan["columns"] else None,
-        learning_rate=learning_rate,
-        epochs=epochs,
-        seed=plan["first seed"],
-        split_seed=plan["held-out examples' seed"],
-        **plan["fixed options"],
-    )
-    return plan["model"], options
+    spec, options = recipe_options(plan, plan.learning_rates[0], plan.max_epochs)
+    return SearchPlan(spec, options, plan.learning_rates, plan.max_epochs, plan.seeds)
