@@ -77,7 +77,7 @@ def test_train_it_fine_tunes_the_searched_model_and_task_with_the_chosen_recipe(
 
 
 def test_a_search_is_listed_reopened_in_a_new_panel_and_resumed_when_unfinished(searched, qtbot):
-    from mlm_studio.core.finetune.recipe.result import trial_folder
+    from mlm_studio.core.finetune.recipe.trials import trial_folder
     from mlm_studio.ui.panels.finetune.panel import FinetunePanel
 
     panel, _ = searched
