@@ -23,7 +23,7 @@ from mlm_studio.core.finetune.setup import measured_learning_rate, prepare_finet
 from mlm_studio.core.runs.control import TrainingControl
 from mlm_studio.core.runs.history import Listed
 from mlm_studio.core.runs.records import FinishedRecord
-from mlm_studio.core.runs.run_folder import RecordError
+from mlm_studio.core.storage.json_record import RecordError
 from tests.core.test_finetune import options, write_task
 
 RATES = (1e-3, 5e-3, 2e-2)

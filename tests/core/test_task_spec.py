@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from mlm_studio.core.data.labelled import Columns
-from mlm_studio.core.runs.run_folder import TASK, RecordError, RunDir
+from mlm_studio.core.runs.run_folder import TASK, RunDir
 from mlm_studio.core.runs.task_spec import TaskSpec
 from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.storage.json_record import RecordError
 
 # what the first fine-tuning version wrote (December 2026): no copies_as_read, no request
 FIRST_VERSION = {

@@ -30,10 +30,10 @@ from mlm_studio.core.finetune.runs import ENDED, finetune_run, last_test
 from mlm_studio.core.finetune.tasks import MAX_SEEDS
 from mlm_studio.core.runs.history import LeftOut, Listed
 from mlm_studio.core.runs.records import TestRecord
-from mlm_studio.core.runs.run_folder import read_record, record_error
 from mlm_studio.core.runs.task_spec import FieldError, Fields
 from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.storage.json_record import read_record, record_error
 
 LABELS = (YOURS, STARTING, SCRATCH_LABEL)  # in the order a comparison runs them
 RUN_FOLDER = re.compile(r"^(?P<contender>[a-z-]+)-seed(?P<seed>\d+)$")
@@ -197,4 +197,4 @@ def _asked(path: Path) -> Asked | None:
         first = fields.whole("first_seed", 0, MAX_SEED)
         return Asked(fields.text("model"), first, fields.whole("seeds", 1, MAX_SEEDS), labels)
     except FieldError as exc:
-        raise record_error(manifest, exc) from None
+        raise record_error(manifest, str(exc), exc.foreign) from None

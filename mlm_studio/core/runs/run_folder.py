@@ -43,40 +43,12 @@ from mlm_studio.core.storage.checkpoint import (
     write_safetensors,
 )
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json, atomic_write_text
+from mlm_studio.core.storage.json_record import read_record, record_error
 
 TOKENIZER_PRINT = "tokenizer_sha256"  # in corpus.json: the SHA-256 of the run's tokenizer.json as it started
 INITIAL = "init"
 TASK = "task.json"  # a fine-tuning run's task: its kind, labels and files
 STAGING = ".new-run.tmp"  # where a new run's files are made; a killed process's leftover is a run's leftover
-MAX_RECORD_BYTES = 16 * 1024 * 1024  # of a JSON record MLM Studio wrote (task.json, search.json): far past any
-
-
-class RecordError(CheckpointError):
-    """A JSON record MLM Studio wrote in a run's (or a comparison's, a search's) folder that cannot be used:
-    unreadable, damaged, or written by another program or version; the message names the file and the field."""
-
-
-def read_record(path: Path) -> object:
-    """The JSON value `path` holds (its fields read with `Fields`); RecordError when it cannot be read, is longer
-    than any such record, or is not JSON."""
-    try:
-        with open(path, "rb") as file:
-            data = file.read(MAX_RECORD_BYTES + 1)
-    except OSError as exc:
-        raise RecordError(f"{path} cannot be read ({exc.strerror or exc})") from None
-    if len(data) > MAX_RECORD_BYTES:
-        raise RecordError(f"{path} is damaged: it is longer than the {MAX_RECORD_BYTES // 2**20} MiB such a record "
-                          "takes")  # fmt: skip
-    try:
-        return json.loads(data.decode("utf-8"))
-    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than Python reads
-        cause = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        raise RecordError(f"{path} is damaged: it is not JSON ({one_line(cause)})") from None
-
-
-def record_error(path: Path, exc: FieldError) -> RecordError:
-    """A field's problem said of the file it is in: "…/task.json is damaged: its "labels" is missing …"."""
-    return RecordError(f"{path} {'cannot be used' if exc.foreign else 'is damaged'}: {exc}")
 
 
 class RunDir:
@@ -368,7 +340,7 @@ class RunDir:
         try:
             return TaskSpec.read(read_record(path))
         except FieldError as exc:
-            raise record_error(path, exc) from None
+            raise record_error(path, str(exc), exc.foreign) from None
 
     def _prune(self, keep: int, written: Path) -> None:
         found = self.checkpoints()

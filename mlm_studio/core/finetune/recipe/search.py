@@ -31,9 +31,9 @@ from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.finetune.tasks import MAX_SEEDS, SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.runs.control import TrainingControl
 from mlm_studio.core.runs.records import Record, WarningRecord
-from mlm_studio.core.runs.run_folder import RecordError, read_record
 from mlm_studio.core.runs.task_spec import SPLITS
 from mlm_studio.core.storage.files import atomic_write_json
+from mlm_studio.core.storage.json_record import RecordError, read_record
 
 SEARCH_RULES = {
     # rates that print alike (to 6 digits) would be two rows of the table that read as one: refused as equal, shown

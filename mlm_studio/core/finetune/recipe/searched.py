@@ -14,8 +14,8 @@ from mlm_studio.core.config.sections import MAX_SEED
 from mlm_studio.core.data.labelled import Columns
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
 from mlm_studio.core.finetune.tasks import MAX_SEEDS
-from mlm_studio.core.runs.run_folder import read_record, record_error
 from mlm_studio.core.runs.task_spec import POOLING_KINDS, SPLITS, TASK_KINDS, FieldError, Fields, columns_of
+from mlm_studio.core.storage.json_record import read_record, record_error
 
 PLAN = "search.json"  # in a search's folder: what it searches
 MAX_EPOCHS = 1000  # the most epochs a search's runs train
@@ -64,7 +64,7 @@ def read_plan(folder: Path) -> Searched:
     try:
         return _searched(Fields(read_record(path)))
     except FieldError as exc:
-        raise record_error(path, exc) from None
+        raise record_error(path, str(exc), exc.foreign) from None
 
 
 def _searched(fields: Fields) -> Searched:
