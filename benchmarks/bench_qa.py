@@ -157,7 +157,7 @@ def agreement(run: Path, export: Path, test: Path) -> str:
     mine = FineTuned(RunDir(run))
     model = transformers.AutoModelForQuestionAnswering.from_pretrained(export).eval()
     tokenizer = transformers.AutoTokenizer.from_pretrained(export)
-    answers = pipeline_answers(model, tokenizer, examples, bool(mine.run.task.get("unanswerable", False)))
+    answers = pipeline_answers(model, tokenizer, examples, mine.task.unanswerable)
     same = sum(mine.answer(e.question, e.context)[0]["answer"] == theirs for e, theirs in zip(examples, answers))
     return f"{same} of {len(examples)} test questions answered alike by `predict` and the exported folder"
 

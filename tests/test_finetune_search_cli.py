@@ -73,6 +73,8 @@ def test_another_grid_in_the_same_folder_is_refused_in_one_sentence(pretrained, 
                                                 "1e-5,1e-4, not 1e-4,fast"),
         (["--search", "--lrs", "1e-4,1e-4"], 1, "--lrs must be one or more different values, each more than 0 and "
                                                 "less than 1, not 0.0001,0.0001"),
+        (["--search", "--lrs", "1e-4,1.0000001e-4"], 1, "--lrs must be one or more different values, each more than "
+                                                        "0 and less than 1, not 0.0001,0.0001"),  # they print alike
         (["--search", "--lrs", "0"], 1, "--lrs must be one or more different values, each more than 0 and less "
                                         "than 1, not 0"),
         (["--search", "--max-epochs", "0"], 1, "--max-epochs must be between 1 and 1,000, not 0"),

@@ -178,7 +178,35 @@ def test_a_fine_tuning_run_without_weights_or_with_a_damaged_task_is_refused(run
     assert capsys.readouterr().err == "mlm-studio: run bare has no weights yet; fine-tune it first\n"
     (bare / "task.json").write_text('{"task": ', encoding="utf-8")  # cut short
     assert main(["predict", str(bare), "a text"]) == 1
-    assert capsys.readouterr().err.startswith("mlm-studio: run bare: task.json is damaged (")
+    assert capsys.readouterr().err.startswith(f"mlm-studio: {bare / 'task.json'} is damaged: it is not JSON (")
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({}, 'is damaged: its "task" is missing (it must be one of classification, tokens, qa)'),
+        ({"labels": "two"}, "is damaged: its \"labels\" must be a list of one or more texts, not 'two'"),
+        (
+            {"task": "regression"},
+            "cannot be used: its \"task\" is 'regression', which this version of MLM Studio "
+            "does not know (it knows classification, tokens, qa)",
+        ),
+    ],
+)
+def test_predict_and_resume_on_a_damaged_or_foreign_task_refuse_in_a_sentence_naming_the_file(
+    runs, tmp_path, change, said
+):
+    """Not a KeyError, and a kind of task this version does not know is not blamed on the run's weights."""
+    import shutil
+
+    run = shutil.copytree(runs / "texts", tmp_path / "texts")
+    written = json.loads((run / "task.json").read_text(encoding="utf-8"))
+    (run / "task.json").write_text(json.dumps({**written, **change} if change else {}), encoding="utf-8")
+    for args in (["predict", run, "a text"], ["finetune", "--resume", run], ["export", run, tmp_path / "out"]):
+        done = mlm_studio(*args)
+        assert (done.returncode, done.stdout) == (1, "")
+        assert done.stderr.startswith(f"mlm-studio: {run / 'task.json'} {said}") and done.stderr.count("\n") == 1
+    assert not (tmp_path / "out").exists()
 
 
 CONTEXT = "and the path of the type . the list of a file is long . the port is return ."

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 from mlm_studio.core.interop.export import export_model, replaces_export
 from mlm_studio.core.models.hf_folder import InteropError
 from mlm_studio.core.runs.history import metrics_csv
-from mlm_studio.core.runs.run_folder import TASK, RunDir
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.live_plots import LivePlots
@@ -81,9 +81,12 @@ class RunExporter(TaskRunner):
     def export(self, run: Path, out: Path, overwrite: bool = False) -> None:
         """Export in the background; the outcome appears in the message bar."""
         self.message_bar.show_message(f"Exporting {run.name} to {out}…", "info")
-        task = RunDir(run).task if (Path(run) / TASK).is_file() else None
+        try:
+            task = RunDir(run).task
+        except CheckpointError:  # the export says why it cannot read the run
+            task = None
         self._loaded_by = (
-            f'pipeline("{PIPELINES[task["task"]]}")'
+            f'pipeline("{PIPELINES[task.kind]}")'
             if task
             else "AutoModelForMaskedLM.from_pretrained and AutoTokenizer.from_pretrained; the playground opens it too"
         )

@@ -35,8 +35,8 @@ def compared(trained_run, task, tmp_path_factory):
 
 def test_a_comparison_is_one_item_whose_table_and_verdict_come_from_its_runs_test_records(compared):
     root, trained_run = compared
-    assert finetune_runs(root) == []  # its runs are the comparison's, not runs of their own
-    (found,) = comparisons(root)
+    assert finetune_runs(root).found == ()  # its runs are the comparison's, not runs of their own
+    (found,) = comparisons(root).found
     assert found.path == root / "compare" and found == read_comparison(root / "compare")
     assert json.loads((found.path / MANIFEST).read_text()) == {
         "model": str(trained_run.path), "first_seed": 0, "seeds": 2, "contenders": [YOURS, SCRATCH_LABEL],
@@ -85,6 +85,28 @@ def test_other_folders_are_no_comparison(compared):
     assert read_comparison(root / "empty") is None
     assert read_comparison(trained_run.path) is None  # a run
     assert read_comparison(root / "compare" / "your-model-seed0") is None
+
+
+def test_a_damaged_record_in_a_comparison_is_said_and_its_folder_left_out(compared, tmp_path):
+    """A run whose task.json is damaged is left out of its comparison, which then gives no verdict and says why; a
+    comparison.json that is damaged leaves its comparison out of the list, said."""
+    root, _ = compared
+    kept = Path(shutil.copytree(root / "compare", tmp_path / "runs" / "compare"))
+    (kept / "your-model-seed1" / "task.json").write_text("{}")
+    found = read_comparison(kept)
+    assert [run.path.name for run in found.runs] == ["your-model-seed0", "from-scratch-seed0", "from-scratch-seed1"]
+    damaged = f'{kept / "your-model-seed1" / "task.json"} is damaged: its "task" is missing'
+    assert [(x.path.name, x.reason.split(" (")[0]) for x in found.left_out] == [("your-model-seed1", damaged)]
+    assert (found.complete, found.short_verdict) == (False, "no verdict yet")
+    assert found.verdict.endswith(f"Left out, as they cannot be read: your-model-seed1: {damaged} (it must be one of "
+                                  "classification, tokens, qa).")  # fmt: skip
+    other = Path(shutil.copytree(root / "compare", tmp_path / "runs" / "other"))
+    asked = json.loads((other / MANIFEST).read_text())
+    (other / MANIFEST).write_text(json.dumps({**asked, "seeds": "two"}))
+    listed = comparisons(tmp_path / "runs")
+    assert listed.found == (found,)
+    said = f"{other / MANIFEST} is damaged: its \"seeds\" must be a whole number from 1 to 100, not 'two'"
+    assert [(x.path, x.reason) for x in listed.left_out] == [(other, said)]
 
 
 def _contents(folder):

@@ -37,7 +37,7 @@ def test_patience_running_out_at_the_last_step_is_a_completed_run(patience_out_a
     assert isinstance(finished, FinishedRecord) and finished.step == total
     assert finished.reason == "completed"
     assert not [r for r in records if isinstance(r, WarningRecord) and "early" in r.message]
-    assert [run.state for run in finetune_runs(path.parent)] == ["completed"]
+    assert [run.state for run in finetune_runs(path.parent).found] == ["completed"]
 
 
 def test_a_folder_written_as_stopped_early_at_its_last_step_reads_as_completed(patience_out_at_the_end, tmp_path):
@@ -53,7 +53,7 @@ def test_a_folder_written_as_stopped_early_at_its_last_step_reads_as_completed(p
     state_file = RunDir(old).latest_checkpoint() / "state.json"
     state_file.write_text(json.dumps({**json.loads(state_file.read_text()), "stopped_early": True}))
 
-    assert [run.state for run in finetune_runs(old.parent)] == ["completed"]
+    assert [run.state for run in finetune_runs(old.parent).found] == ["completed"]
     again = list(prepare_finetuner(old).run())  # a finished run gives back the scores it wrote
     assert again[-1].reason == "completed" and again[-1].step == total
 
@@ -65,7 +65,7 @@ def test_a_run_that_stops_before_its_last_step_stopped_early(trained_run, task, 
     records = list(tuner.run())
     assert records[-1].reason == "stopped early" and records[-1].step < tuner.total_steps
     assert any(isinstance(r, WarningRecord) and r.message.startswith("stopping early") for r in records)
-    assert [run.state for run in finetune_runs(tmp_path / "runs")] == ["stopped early"]
+    assert [run.state for run in finetune_runs(tmp_path / "runs").found] == ["stopped early"]
 
 
 def test_a_run_stopped_before_its_first_validation_says_its_test_scores_are_the_latest_weights(

@@ -31,8 +31,12 @@ def test_completed_stopped_and_scratch_runs_are_listed_with_their_scores(trained
     (root / "damaged" / "task.json").write_text("[1, 2")
     (root / "pretraining").symlink_to(trained_run.path)
 
-    runs = {run.path.name: run for run in finetune_runs(root)}
+    listed = finetune_runs(root)
+    runs = {run.path.name: run for run in listed.found}
     assert sorted(runs) == ["done", "stopped"]
+    (damaged,) = listed.left_out  # said, with the file at fault
+    assert damaged.path == root / "damaged"
+    assert damaged.reason.startswith(f"{root / 'damaged' / 'task.json'} is damaged: it is not JSON")
     done, stopped = runs["done"], runs["stopped"]
     assert (done.state, done.resumable) == ("completed", False)
     assert (stopped.state, stopped.resumable) == ("stopped", True)

@@ -170,7 +170,7 @@ def test_a_classifier_whose_training_file_is_gone_does_not_say_whether_it_reads_
         assert ours.reads_pairs() is None
     finally:
         moved.rename(path)
-    assert task["columns"] is None  # found by the header's names
+    assert task.columns is None  # found by the header's names
 
 
 @pytest.mark.slow  # a RoBERTa folder made and fine-tuned

@@ -67,3 +67,34 @@ def test_metrics_are_written_as_strict_json_and_old_nan_values_read_as_missing(t
     for line in run.metrics_path.read_text().splitlines():
         json.loads(line, parse_constant=pytest.fail)
     assert run.read_metrics()[-1]["step"] == 31
+
+
+def test_a_record_of_the_wrong_types_is_read_as_missing_never_raised(tmp_path, trained_run):
+    """A damaged line of metrics.jsonl (a number written as text) neither stops the runs list nor reads as a value:
+    the summary takes what is of its type, and a record read back typed is none."""
+    from mlm_studio.core.runs.history import typed_record
+    from mlm_studio.core.runs.records import StepRecord, TestRecord
+
+    run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
+    run.append_metrics([
+        {"type": "started", "step": 30, "total_steps": "many", "time_budget": [1]},
+        {"type": "step", "step": 31, "tokens_seen": "many", "elapsed": "long", "loss": 1.0},
+        {"type": "eval", "step": 31, "loss": "low", "accuracy": True},
+        {"type": "finished", "step": 31, "reason": 5},
+    ])  # fmt: skip
+    summary = summarize(run)
+    assert (summary.state, summary.step, summary.val_step) == ("completed", 31, 31)
+    assert (summary.tokens_seen, summary.elapsed, summary.val_loss, summary.val_accuracy) == (0, 0.0, None, None)
+    assert (summary.total_steps, summary.time_budget) == (0, 0.0)  # its last start's, damaged: unknown
+    step = next(r for r in run.read_metrics() if r["type"] == "step")
+    assert typed_record(step, StepRecord) == StepRecord(**{k: v for k, v in step.items() if k != "type"})
+    assert typed_record({**step, "loss": "low"}, StepRecord) is None
+    assert typed_record({**step, "newer_field": 1}, StepRecord) is not None  # another version's field: aside
+    test = {"step": 3, "tokens_seen": 1, "elapsed": 0.1, "epoch": 1.0, "loss": 0.5, "accuracy": 0.5, "macro_f1": 0.4,
+            "best_step": 3, "labels": ["a", "b"], "per_class": [["a", 0.5, 0.5, 0.5, 2], ["b", None, None, None, 0]],
+            "confusion": [[1, 1], [0, 0]]}  # fmt: skip
+    read = typed_record(test, TestRecord)
+    assert read.per_class == (("a", 0.5, 0.5, 0.5, 2), ("b", None, None, None, 0))
+    assert read.confusion == ((1, 1), (0, 0)) and read.labels == ("a", "b")
+    assert typed_record({**test, "confusion": "x"}, TestRecord) is None
+    assert typed_record({**test, "per_class": [["a", 0.5, 0.5, 0.5]]}, TestRecord) is None

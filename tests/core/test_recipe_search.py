@@ -3,6 +3,7 @@ fine-tuning run; the table and the chosen recipe read back from its folder; a re
 and a stop between (or inside) runs loses nothing."""
 
 import json
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -11,28 +12,18 @@ from types import SimpleNamespace
 import pytest
 
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
-from mlm_studio.core.finetune.recipe.result import (
-    PLAN,
-    Candidate,
-    Trial,
-    ranked,
-    read_search,
-    searches,
-    trial_folder,
-)
-from mlm_studio.core.finetune.recipe.search import (
-    SearchPlan,
-    SearchRefused,
-    plan_of,
-    recipe_options,
-    search,
-)
+from mlm_studio.core.finetune.recipe.result import Candidate, ranked, read_search, searches
+from mlm_studio.core.finetune.recipe.search import SearchPlan, SearchRefused, plan_of, search
+from mlm_studio.core.finetune.recipe.searched import PLAN, recipe_options
+from mlm_studio.core.finetune.recipe.trials import Trial, trial_folder
 from mlm_studio.core.finetune.request import SCRATCH, model_fingerprint
 from mlm_studio.core.finetune.runs import last_test
 from mlm_studio.core.finetune.scores import main_score
 from mlm_studio.core.finetune.setup import measured_learning_rate, prepare_finetuner
 from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.history import Listed
 from mlm_studio.core.runs.records import FinishedRecord
+from mlm_studio.core.storage.json_record import RecordError
 from tests.core.test_finetune import options, write_task
 
 RATES = (1e-3, 5e-3, 2e-2)
@@ -85,7 +76,7 @@ def test_every_candidate_runs_once_and_the_better_half_again_and_the_best_mean_i
         line for line in table if line.startswith("*")
     )
     assert found.to_json()["chosen"] == {"learning_rate": best.learning_rate, "epochs": best.epochs}
-    assert searches(root.parent) == [found]
+    assert searches(root.parent).found == (found,)
 
 
 def _best(root, learning_rate, seed):
@@ -153,7 +144,8 @@ def test_another_search_in_the_same_folder_is_refused_and_nothing_is_written(
 
 def test_a_damaged_plan_is_refused_and_left_as_it_was(trained_run, task, tmp_path):
     (tmp_path / PLAN).write_text('{"learning rates": [0.001')
-    with pytest.raises(SearchRefused, match=f"{PLAN} cannot be read .*; start a new search in another folder"):
+    said = f"{PLAN} is damaged: it is not JSON .*; start a new search in another folder"
+    with pytest.raises(SearchRefused, match=said):
         list(search(plan_for(trained_run, task), tmp_path))
     assert [p.name for p in tmp_path.iterdir()] == [PLAN] and (tmp_path / PLAN).read_text().endswith("0.001")
 
@@ -217,21 +209,26 @@ def test_ties_go_to_fewer_epochs_and_unscored_candidates_rank_last():
     [
         ({"learning_rates": ()}, "learning_rates must be one or more different values"),
         ({"learning_rates": (1e-4, 1e-4)}, "not 0.0001,0.0001"),
+        (
+            {"learning_rates": (1e-4, 1.0000001e-4)},
+            "different values, each more than 0 and less than 1, not 0.0001,0.0001",
+        ),  # two that print alike: refused as equal
         ({"learning_rates": (1e-4, 2.0)}, "each more than 0 and less than 1, not 0.0001,2"),
         ({"max_epochs": 0}, "max_epochs must be between 1 and 1,000, not 0"),
         ({"seeds": 0}, "seeds must be between 1 and 100, not 0"),
     ],
 )
 def test_bad_plans_are_refused_in_a_sentence(task, values, said):
-    with pytest.raises(OptionError, match=said.replace(".", r"\.")):
+    with pytest.raises(OptionError, match=re.escape(said)):
         SearchPlan("model", options(task), **values)
 
 
 def test_a_folder_without_a_plan_is_no_search(tmp_path):
-    (tmp_path / PLAN).write_text("[not json")
-    assert read_search(tmp_path) is None and read_search(tmp_path / "gone") is None
+    (tmp_path / "notes").mkdir()
+    assert read_search(tmp_path / "notes") is None and read_search(tmp_path / "gone") is None
+    assert searches(tmp_path) == Listed(())
     shutil.rmtree(tmp_path)
-    assert searches(tmp_path) == []
+    assert searches(tmp_path) == Listed(())
 
 
 def test_the_chosen_recipe_trains_on_the_model_and_task_searched(searched, trained_run, task):
@@ -252,3 +249,134 @@ def test_the_measured_default_learning_rate_follows_the_model_and_the_task_size(
     assert unset.learning_rate is None and FinetuneOptions("classification", task).learning_rate is None
     run = prepare_finetuner(tmp_path / "ft", str(trained_run.path), unset).run_dir
     assert run.config.training.learning_rate == 3e-4  # a tiny model, 48 training examples: written resolved
+
+
+def copied(searched, tmp_path) -> Path:
+    """A copy of the whole search, to change."""
+    return Path(shutil.copytree(searched[0], tmp_path / "search"))
+
+
+def test_a_run_is_known_by_what_it_trained_not_by_its_folder_name(searched, trained_run, task, tmp_path):
+    """Two folders swapped: each run is still the learning rate its config.toml says it trained, and a rerun trains
+    nothing."""
+    root = copied(searched, tmp_path)
+    first, second = trial_folder(root, RATES[0], 0), trial_folder(root, RATES[1], 0)
+    first.rename(root / "aside")
+    second.rename(first)
+    (root / "aside").rename(second)
+    found, whole = read_search(root), read_search(searched[0])
+    assert found.trial(RATES[1], 0).path == first and found.trial(RATES[0], 0).path == second
+    assert [(c.learning_rate, c.validation, c.test) for c in found.candidates] == [
+        (c.learning_rate, c.validation, c.test) for c in whole.candidates
+    ]
+    assert found.chosen.learning_rate == whole.chosen.learning_rate and found.left_out == []
+    before = snapshot(root)
+    again = list(search(plan_for(trained_run, task), root))
+    assert all(t.record.message.endswith("has finished already; its scores are read back") for t in again)
+    assert snapshot(root) == before
+
+
+@pytest.mark.parametrize("cut", ["emptied", "validations removed"])
+def test_a_run_whose_records_are_missing_is_refused_never_dropped(searched, trained_run, task, tmp_path, cut):
+    """The better candidate's first run loses its records: the search neither weighs it as a run that scored nothing,
+    nor ranks the others again and trains a seed it had not planned; it says which and why, and stops."""
+    root = copied(searched, tmp_path)
+    whole = read_search(searched[0])
+    rate = whole.half[0]
+    metrics = trial_folder(root, rate, 0) / "metrics.jsonl"
+    kept = [line for line in metrics.read_text().splitlines() if cut == "validations removed" and
+            json.loads(line)["type"] != "validation"]  # fmt: skip
+    metrics.write_text("".join(f"{line}\n" for line in kept))
+    missing = (
+        "its metrics.jsonl holds no record of the steps it trained"
+        if cut == "emptied"
+        else f"its metrics.jsonl lacks the validation scores of its best step ({last_test(metrics.parent).best_step:,})"
+    )
+    found = read_search(root)
+    assert not found.complete and found.chosen is None and found.half is None
+    assert found.trial(rate, 0).missing == missing
+    assert f"Not weighed, as their records are missing: lr {rate:g}, seed 0 ({metrics.parent.name}: {missing})." in (
+        found.verdict
+    )
+    before = snapshot(root)
+    with pytest.raises(SearchRefused) as refused:
+        list(search(plan_for(trained_run, task), root))
+    assert str(refused.value) == (
+        f"{metrics.parent} cannot be weighed: {missing}; move the folder out of {root} and run the search again to "
+        f"train lr {rate:g}, seed 0 anew"
+    )
+    assert snapshot(root) == before
+
+
+def _set_seed(run: Path, seed: int) -> None:
+    """Make `run` a run of `seed`, in its configuration and its request alike."""
+    config = run / "config.toml"
+    config.write_text(config.read_text().replace("\nseed = 0\n", f"\nseed = {seed}\n"))
+    task = json.loads((run / "task.json").read_text())
+    task["request"]["seed"] = seed
+    (run / "task.json").write_text(json.dumps(task))
+
+
+def test_run_folders_that_are_none_of_its_trials_are_left_out_and_said(searched, trained_run, task, tmp_path):
+    """A copy of a run, a run whose records disagree, a run of another task, a damaged task.json, a run of a learning
+    rate outside the better half: each left out with why, the search still complete on its own runs."""
+    root = copied(searched, tmp_path)
+    whole = read_search(searched[0])
+    worse = next(rate for rate in RATES if rate not in whole.half)
+    own = trial_folder(root, worse, 0)
+    shutil.copytree(own, root / "a-copy")
+    shutil.copytree(own, root / "disagrees")
+    asked = json.loads((root / "disagrees" / "task.json").read_text())
+    asked["request"]["learning_rate"] = 0.3
+    (root / "disagrees" / "task.json").write_text(json.dumps(asked))
+    shutil.copytree(own, root / "other-task")
+    (root / "other-task" / "task.json").write_text(json.dumps({**asked, "split_seed": 7, "request": None}))
+    shutil.copytree(own, root / "damaged")
+    (root / "damaged" / "task.json").write_text("{}")
+    shutil.copytree(own, root / "unplanned")
+    _set_seed(root / "unplanned", 1)
+    found = read_search(root)
+    assert found.complete and (found.chosen.learning_rate, found.chosen.mean) == (whole.chosen.learning_rate,
+                                                                                   whole.chosen.mean)  # fmt: skip
+    weighed = [t.path.name for t in found.trials if t not in found.unplanned]
+    assert weighed == [t.path.name for t in whole.trials]
+    assert {left.path.name: left.reason for left in found.left_out} == {
+        "unplanned": f"lr {worse:g}, seed 1 is not among the better half by the first seed",
+        "a-copy": f"it trained lr {worse:g}, seed 0, as {own.name} did: one is a copy",
+        "damaged": f'{root / "damaged" / "task.json"} is damaged: its "task" is missing (it must be one of '
+        "classification, tokens, qa)",
+        "disagrees": f"its records disagree: its task.json asked learning_rate 0.3, its config.toml trained {worse:g}",
+        "other-task": "it was made for another search: its held-out examples' seed 7, the search's 0",
+    }
+    assert found.verdict.endswith(f"Left out: {'; '.join(f'{x.path.name} ({x.reason})' for x in found.left_out)}.")
+    assert [x["folder"] for x in found.to_json()["left_out"]] == [str(x.path) for x in found.left_out]
+    before = snapshot(root)
+    assert all("has finished already" in t.record.message for t in search(plan_for(trained_run, task), root))
+    assert snapshot(root) == before  # nothing left out is trained over, resumed or removed
+
+
+def test_a_folder_a_run_is_to_begin_in_that_holds_another_run_is_refused(searched, trained_run, task, tmp_path):
+    root = copied(searched, tmp_path)
+    last = read_search(root).trials[-1]  # the better candidate's second seed
+    shutil.rmtree(last.path)
+    shutil.copytree(trial_folder(root, RATES[0], 0), last.path)  # another run put in its place
+    before = snapshot(root)
+    with pytest.raises(SearchRefused) as refused:
+        list(search(plan_for(trained_run, task), root))
+    assert str(refused.value).startswith(
+        f"{last.path} is where the search trains lr {last.learning_rate:g}, seed 1, "
+        f"but it holds a run that is not it (it trained lr {RATES[0]:g}, seed 0, as "
+    )
+    assert snapshot(root) == before
+
+
+def test_a_damaged_search_record_is_refused_naming_its_field_and_left_out_of_the_list(searched, tmp_path):
+    root = copied(searched, tmp_path)
+    plan = json.loads((root / PLAN).read_text())
+    (root / PLAN).write_text(json.dumps({**plan, "seeds": "two"}))
+    said = f"{root / PLAN} is damaged: its \"seeds\" must be a whole number from 1 to 100, not 'two'"
+    with pytest.raises(RecordError) as refused:
+        read_search(root)
+    assert str(refused.value) == said
+    listed = searches(tmp_path)
+    assert listed.found == () and [(x.path, x.reason) for x in listed.left_out] == [(root, said)]

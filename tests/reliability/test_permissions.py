@@ -92,7 +92,7 @@ for folder in sys.argv[1:-1]:
         tensors = len(list(weights.keys()))
     out[folder] = [config["architectures"], tokenizer.get_vocab_size(), tensors]
 try:
-    out["task"] = RunDir(sys.argv[-1]).task["task"]
+    out["task"] = RunDir(sys.argv[-1]).task.kind
 except CheckpointError as exc:
     out["task"] = str(exc)
 print(json.dumps(out))
@@ -132,4 +132,4 @@ def test_a_task_json_another_user_cannot_read_is_said_unreadable_not_damaged(mad
         read = as_nobody(ft)
     finally:
         (ft / "task.json").chmod(0o644)
-    assert read["task"] == "run ft: task.json cannot be read: Permission denied"
+    assert read["task"] == f"{ft / 'task.json'} cannot be read (Permission denied)"

@@ -71,13 +71,13 @@ def test_train_it_fine_tunes_the_searched_model_and_task_with_the_chosen_recipe(
     qtbot.mouseClick(panel.recipe.train_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: panel.controller.state == IDLE, timeout=TIMEOUT_MS)
     (run,) = set(panel.runs_root.iterdir()) - before
-    config, files = RunDir(run).config.training, RunDir(run).task["files"]
+    config, task_spec = RunDir(run).config.training, RunDir(run).task
     assert (config.learning_rate, config.epochs) == (chosen.learning_rate, chosen.epochs)
-    assert files["train"] == str(task.resolve()) and panel.test is not None
+    assert task_spec.train == task.resolve() and panel.test is not None
 
 
 def test_a_search_is_listed_reopened_in_a_new_panel_and_resumed_when_unfinished(searched, qtbot):
-    from mlm_studio.core.finetune.recipe.result import trial_folder
+    from mlm_studio.core.finetune.recipe.trials import trial_folder
     from mlm_studio.ui.panels.finetune.panel import FinetunePanel
 
     panel, _ = searched

@@ -253,10 +253,9 @@ def columns_of(path: Path, task: str) -> Columns:
         raise TaskError(f"{path.name}: {exc}") from None
 
 
-def pair_column(path: Path, columns: dict | None = None) -> str:
-    """The second-text column a classification file has (by the `columns` given, else by its header's usual
+def pair_column(path: Path, given: Columns | None = None) -> str:
+    """The second-text column a classification file has (by the columns `given`, else by its header's usual
     names), "" for texts alone; read from its header only."""
-    given = Columns(**columns) if columns else None
     if given is not None and given.pair:
         return given.pair
     try:

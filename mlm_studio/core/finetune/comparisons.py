@@ -1,7 +1,9 @@
 """The comparisons in a runs folder as the window lists and reopens them: a comparison is a folder of run folders,
 one per contender and seed (`compare.run_folder_name`), with `comparison.json` saying what it was asked to run.
 Read back, it says how each of its runs ended, the test scores of those that ended by themselves (a run stopped
-halfway is not weighed against finished ones), and its verdict once every run has finished."""
+halfway is not weighed against finished ones), and its verdict once every run has finished. A run whose task.json
+cannot be read is left out of it, and said; a comparison.json that cannot be read leaves the comparison out of the
+list of comparisons, said."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlm_studio.core.config.sections import MAX_SEED
 from mlm_studio.core.finetune.compare import (
     MANIFEST,
     SCRATCH_LABEL,
@@ -24,8 +27,13 @@ from mlm_studio.core.finetune.compare import (
     verdict,
 )
 from mlm_studio.core.finetune.runs import ENDED, finetune_run, last_test
+from mlm_studio.core.finetune.tasks import MAX_SEEDS
+from mlm_studio.core.runs.history import LeftOut, Listed
 from mlm_studio.core.runs.records import TestRecord
-from mlm_studio.core.storage.json_text import read_json
+from mlm_studio.core.runs.task_spec import FieldError, Fields
+from mlm_studio.core.shown import shown
+from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.storage.json_record import read_record, record_error
 
 LABELS = (YOURS, STARTING, SCRATCH_LABEL)  # in the order a comparison runs them
 RUN_FOLDER = re.compile(r"^(?P<contender>[a-z-]+)-seed(?P<seed>\d+)$")
@@ -62,6 +70,7 @@ class Comparison:
     expected: int  # the runs it was asked for: contenders × seeds
     runs: tuple[ComparedRun, ...]
     modified: float  # its last change, seconds since the epoch
+    left_out: tuple[LeftOut, ...] = ()  # its run folders that could not be read, each with why
 
     @property
     def counted(self) -> list[ComparedRun]:
@@ -93,6 +102,8 @@ class Comparison:
         stopped = [run.name for run in self.runs if not run.counts]
         if stopped:
             said += f" Not weighed, as they did not finish: {'; '.join(stopped)}."
+        if self.left_out:
+            said += f" Left out, as they cannot be read: {'; '.join(left.said() for left in self.left_out)}."
         return said
 
     @property
@@ -102,51 +113,88 @@ class Comparison:
         return "no verdict yet" if helped is None else "pre-training helped" if helped else "pre-training did not help"
 
 
-def comparisons(root: str | Path) -> list[Comparison]:
-    """The comparisons directly under `root`, newest first."""
+def comparisons(root: str | Path) -> Listed[Comparison]:
+    """The comparisons directly under `root`, newest first, and those left out, each with why (a comparison.json
+    that cannot be read)."""
     root = Path(root)
-    found = [read_comparison(path) for path in root.iterdir() if path.is_dir()] if root.is_dir() else []
-    return sorted((c for c in found if c is not None), key=lambda c: c.modified, reverse=True)
+    found, left_out = [], []
+    for path in sorted(root.iterdir()) if root.is_dir() else []:
+        try:
+            comparison = read_comparison(path) if path.is_dir() else None
+        except CheckpointError as exc:
+            left_out.append(LeftOut(path, str(exc)))
+            continue
+        if comparison is not None:
+            found.append(comparison)
+    return Listed(tuple(sorted(found, key=lambda c: c.modified, reverse=True)), tuple(left_out))
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a comparison was asked to run, as its comparison.json says (read with every field checked)."""
+
+    model: str
+    first_seed: int
+    seeds: int
+    contenders: tuple[str, ...]
 
 
 def read_comparison(path: str | Path) -> Comparison | None:
-    """The comparison in `path`, or None when it holds none (a run folder, any other folder)."""
+    """The comparison in `path`, or None when it holds none (a run folder, any other folder); a comparison.json
+    that cannot be read is refused (`RecordError`, a CheckpointError naming the file and the field). Its run
+    folders whose task.json cannot be read are left out of it, each with why."""
     path = Path(path)
     if (path / "config.toml").is_file():
         return None
-    runs = _runs(path)
-    manifest = _manifest(path)
-    if not runs and not manifest:
+    runs, left_out = _runs(path)
+    asked = _asked(path)
+    if not runs and not left_out and asked is None:
         return None
-    seeds = manifest.get("seeds")
-    if not isinstance(seeds, int) or seeds < 1:
-        seeds = len({run.seed for run in runs})
-    labels = manifest.get("contenders")
-    if not isinstance(labels, list) or not labels:
-        labels = {YOURS, SCRATCH_LABEL} | {run.contender.label for run in runs}
+    seeds = asked.seeds if asked is not None else len({run.seed for run in runs} | {_seed(x.path) for x in left_out})
+    labels = asked.contenders if asked is not None else {YOURS, SCRATCH_LABEL} | {r.contender.label for r in runs}
     yours = next((run for run in runs if run.contender.label == YOURS), None)
     details = finetune_run(yours.path) if yours is not None else None
-    model = details.model if details is not None else Path(str(manifest.get("model", "?"))).name
+    model = details.model if details is not None else Path(asked.model if asked is not None else "?").name
     modified = max([path.stat().st_mtime, *(run.path.stat().st_mtime for run in runs)])
-    return Comparison(path, model, details.task if details else "?", seeds * len(labels), tuple(runs), modified)
+    task = details.task if details else "?"
+    return Comparison(path, model, task, seeds * len(labels), tuple(runs), modified, tuple(left_out))
 
 
-def _runs(path: Path) -> list[ComparedRun]:
-    found = []
-    for folder in path.iterdir():
+def _runs(path: Path) -> tuple[list[ComparedRun], list[LeftOut]]:
+    """The comparison's runs, and its run folders left out as they cannot be read, each with why."""
+    found, left_out = [], []
+    for folder in sorted(path.iterdir()):
         match = RUN_FOLDER.match(folder.name)
         label = CONTENDER_OF.get(match["contender"]) if match else None
-        run = finetune_run(folder) if label and (folder / "config.toml").is_file() else None
+        if not label or not (folder / "config.toml").is_file():
+            continue
+        try:
+            run = finetune_run(folder)
+        except CheckpointError as exc:
+            left_out.append(LeftOut(folder, str(exc)))
+            continue
         if run is not None:
             contender, seed = Contender(label, run.model), int(match["seed"])
             found.append(ComparedRun(contender, seed, folder, run.state, last_test(folder)))
-    return sorted(found, key=lambda run: (run.seed, LABELS.index(run.contender.label)))
+    return sorted(found, key=lambda run: (run.seed, LABELS.index(run.contender.label))), left_out
 
 
-def _manifest(path: Path) -> dict:
-    """What the comparison was asked to run; {} for one written before it was recorded, or a damaged record."""
+def _seed(folder: Path) -> int:
+    return int(RUN_FOLDER.match(folder.name)["seed"])
+
+
+def _asked(path: Path) -> Asked | None:
+    """What the comparison was asked to run; None for one written before it was recorded."""
+    manifest = path / MANIFEST
+    if not manifest.is_file():
+        return None
     try:
-        manifest = read_json((path / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return manifest if isinstance(manifest, dict) else {}
+        fields = Fields(read_record(manifest))
+        labels = fields.texts("contenders")
+        unknown = [label for label in labels if label not in LABELS]
+        if unknown:
+            raise FieldError(f'its "contenders" name {shown(unknown[0])}, not one of {", ".join(LABELS)}', foreign=True)
+        first = fields.whole("first_seed", 0, MAX_SEED)
+        return Asked(fields.text("model"), first, fields.whole("seeds", 1, MAX_SEEDS), labels)
+    except FieldError as exc:
+        raise record_error(manifest, str(exc), exc.foreign) from None

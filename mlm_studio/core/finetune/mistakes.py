@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlm_studio.core.data.labelled import Columns
 from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.finetune.qa.metric import exact_match
 from mlm_studio.core.finetune.qa.task import qa_split, read_qa_task
@@ -30,19 +29,17 @@ def wrong_test_examples(path: str | Path, progress: Progress | None = None, limi
     answerer's: `wrong_answers`)."""
     progress = progress or Progress()
     run = RunDir(path)
-    if run.task is not None and run.task["task"] == "qa":
+    if run.task is not None and run.task.kind == "qa":
         return wrong_answers(path, progress, limit)  # AnswerMistakes
     model = FineTuned(run)
-    task = run.task
-    files = {name: Path(p) if p else None for name, p in task["files"].items()}
-    columns = Columns(**task["columns"]) if task["columns"] else None
-    read, _ = read_task(task["task"], files["train"], files["validation"], files["test"], columns)
-    test = files_split(read, task["split_seed"], task["task"], copies_by(run), progress)[2]
+    task = model.task
+    read, _ = read_task(task.kind, task.train, task.validation, task.test, task.columns)
+    test = files_split(read, task.split_seed, task.kind, copies_by(run), progress)[2]
     found = []
     for done, example in enumerate(test):
         progress.check()
         progress.report(done, len(test), "Reading the test examples again")
-        if task["task"] == "tokens":
+        if task.kind == "tokens":
             predicted = tuple(model.tag(list(example.inputs)))
         else:
             text = example.inputs[0] if len(example.inputs) == 1 else tuple(example.inputs)  # a text or a pair
@@ -73,11 +70,10 @@ def wrong_answers(path: str | Path, progress: Progress | None = None, limit: int
     progress = progress or Progress()
     run = RunDir(path)
     model = FineTuned(run)
-    task = run.task
-    paths = [Path(p) if p else None for p in (task["files"][name] for name in ("train", "validation", "test"))]
-    files = read_qa_task(*paths)
+    task = model.task
+    files = read_qa_task(task.train, task.validation, task.test)
     impossible = any(f.has_impossible for f in files)
-    test = qa_split(files, task["split_seed"])[2]
+    test = qa_split(files, task.split_seed)[2]
     found = []
     for done, example in enumerate(test):
         progress.check()

@@ -44,9 +44,9 @@ class FineTuned:
         task = run.task
         if task is None:
             raise CheckpointError(f"{run.name} is not a fine-tuning run (it has no {TASK})")
-        self.run, self.labels, self.limit = run, list(task["labels"]), run.config.data.max_seq_len
+        self.run, self.task, self.labels, self.limit = run, task, list(task.labels), run.config.data.max_seq_len
         self.tokenizer = run.tokenizer
-        self.model = TaskModel(run.config.model, task["task"], len(self.labels), task["pooling"]).eval()
+        self.model = TaskModel(run.config.model, task.kind, len(self.labels), task.pooling).eval()
         self.weights = weights or self.best_weights(run)
         load_weights(self.weights, self.model)
         if not weights_finite(self.model.state_dict().values()):
@@ -114,17 +114,17 @@ class FineTuned:
     ) -> Answered:
         """The answers of `answer`, and how much of the question the model read: at most the tokens it was
         trained to read of one (a longer question is cut, as in training)."""
-        task = self.run.task
+        task = self.task
         if handle_impossible_answer is None:
-            handle_impossible_answer = bool(task.get("unanswerable", False))
-        if task["task"] != "qa":
-            raise TaskError(f"{self.run.name} was fine-tuned for {task['task']}, not question answering")
+            handle_impossible_answer = task.unanswerable
+        if task.kind != "qa":
+            raise TaskError(f"{self.run.name} was fine-tuned for {task.kind}, not question answering")
         if not question.strip() or not context.strip():
             raise TaskError("give a question and the context its answer is in")
         example = QAExample("question", question.strip(), context, (), 0)
         room = question_room(self.limit)
         read = question_reading(self.tokenizer, example.question, room)
-        features = qa_features(self.tokenizer, [example], self.limit, task["doc_stride"], room)
+        features = qa_features(self.tokenizer, [example], self.limit, task.doc_stride, room)
         for what, text, tokens in (
             ("question", question, read.tokens),
             ("context", context, sum(int((spans[:, 0] >= 0).sum()) for spans in features.spans)),
@@ -152,7 +152,7 @@ class FineTuned:
             features,
             starts,
             ends,
-            max_answer_length=task["max_answer_length"],
+            max_answer_length=task.max_answer_length,
             allow_impossible=handle_impossible_answer,
             top_k=top_k,
         )[0]
@@ -162,7 +162,7 @@ class FineTuned:
     @property
     def kind(self) -> str:
         """What the run was fine-tuned for: "classification", "tokens" (or "qa")."""
-        return self.run.task["task"]
+        return self.task.kind
 
     def reads_pairs(self) -> bool | None:
         """Whether a classifier was fine-tuned on pairs of texts (see `reads_pairs`)."""
@@ -203,11 +203,11 @@ def reads_pairs(run: RunDir) -> bool | None:
     """Whether a fine-tuning run is a classifier of pairs of texts, as its training file's columns say (read from
     its header; None when the file can no longer be read)."""
     task = run.task
-    if task is None or task["task"] != "classification":
+    if task is None or task.kind != "classification":
         return False
     try:
-        return bool(pair_column(Path(task["files"]["train"]), task["columns"]))
-    except (TaskError, OSError, KeyError, TypeError):
+        return bool(pair_column(task.train, task.columns))
+    except (TaskError, OSError):
         return None
 
 

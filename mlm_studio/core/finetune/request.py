@@ -15,6 +15,7 @@ from mlm_studio.core.data.labelled import Columns, TaskError, columns_of
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.models.hf_folder import model_folder
 from mlm_studio.core.runs.run_folder import RunDir, resolve_checkpoint
+from mlm_studio.core.runs.task_spec import TaskSpec
 from mlm_studio.core.storage.checkpoint import CheckpointError
 
 SCRATCH = "scratch:"  # MODEL written as scratch:SOURCE: SOURCE's shape and tokenizer, fresh weights
@@ -75,10 +76,11 @@ def request_differences(run: RunDir, spec: str, options: FinetuneOptions) -> lis
     made before requests were recorded is compared by its model and files alone."""
     asked = request_of(spec, options)
     source = run.origin.get("source")
-    request = (run.task or {}).get("request")
+    task = run.task
+    request = task.request if task is not None else None
     recorded = request or {
         "model": f"{Path(source).resolve()}#" if source and run.origin.get("kind") != "scratch" else None,
-        "files": (run.task or {}).get("files"),
+        "files": _recorded_files(task) if task is not None else None,
     }
     said = []
     for name, there in recorded.items():
@@ -98,31 +100,39 @@ def request_differences(run: RunDir, spec: str, options: FinetuneOptions) -> lis
 def own_value(run: RunDir, field: str, value: Any) -> bool:
     """Whether `value`, given for the FinetuneOptions `field` (or "model") on resuming `run`, is the run's own: what
     it was asked (task.json), or the value it trains with (config.toml), so that a resume need not change it."""
-    task = run.task or {}
-    recorded = task.get("request") or {}
+    task = run.task
+    if task is None:
+        return False
+    recorded = task.request or {}
     if field == "model":
         try:
             return recorded.get("model") == model_identity(value)
         except (OSError, ValueError, CheckpointError):  # a model that cannot be read is not the run's
             return False
     if field in ("train", "validation", "test"):
-        return value is not None and (task.get("files") or {}).get(field) == str(Path(value).resolve())
+        return value is not None and task.files[field] == Path(value).resolve()
     if field == "columns":
         return _own_columns(task, value)
-    own = [recorded.get(field), task.get(field), run.config.training.values().get(field)]
+    in_task = getattr(task, "kind" if field == "task" else field, None)  # split_seed, pooling, patience, …
+    own = [recorded.get(field), in_task, run.config.training.values().get(field)]
     return any(there is not None and there == value for there in own)
 
 
-def _own_columns(task: dict, given: Columns) -> bool:
+def _recorded_files(task: TaskSpec) -> dict[str, str | None]:
+    """A task's files as a request records them."""
+    return {name: str(path) if path is not None else None for name, path in task.files.items()}
+
+
+def _own_columns(task: TaskSpec, given: Columns) -> bool:
     """Whether each column `given` (those named) is the one the run reads: as it was given, or, for a run given
     none, as the training file's header names it."""
-    read = task.get("columns")
+    read = task.columns
     if read is None:
         try:
-            read = asdict(columns_of(Path(task["files"]["train"]), task["task"]))
-        except (KeyError, TypeError, OSError, TaskError):  # a run without a table, or its file gone
+            read = columns_of(task.train, task.kind)
+        except (OSError, TaskError):  # a run without a table, or its file gone
             return False
-    return all(not name or name == read.get(column) for column, name in asdict(given).items())
+    return all(not name or name == getattr(read, column) for column, name in asdict(given).items())
 
 
 def _files(options: FinetuneOptions) -> dict[str, Path | None]:

@@ -1,5 +1,6 @@
 """The fine-tuning runs in a folder as the window lists them: each one's state, the model it started from, its
-task, its best validation score and the metric it is, and the test scores it ended with."""
+task, its best validation score and the metric it is, and the test scores it ended with. A run whose task.json is
+damaged, unreadable or of another version is left out of the list, and said."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from pathlib import Path
 from mlm_studio.core.finetune.request import SCRATCH
 from mlm_studio.core.finetune.scores import main_score_name
 from mlm_studio.core.finetune.tuner import BEST, ending
-from mlm_studio.core.runs.history import list_runs, summarize
-from mlm_studio.core.runs.records import RECORDS, TestRecord
+from mlm_studio.core.runs.history import LeftOut, Listed, list_runs, summarize, typed_record
+from mlm_studio.core.runs.records import StartedRecord, TestRecord
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CHECKPOINTS, CheckpointError
 from mlm_studio.core.storage.hub_cache import hub_name_of
@@ -37,29 +38,36 @@ class FinetuneRun:
         return self.state in RESUMABLE
 
 
-def finetune_runs(root: str | Path) -> list[FinetuneRun]:
-    """The fine-tuning runs directly under `root`, newest first (a damaged one is left out)."""
-    found = (finetune_run(run.path) for run in list_runs(root))
-    return [run for run in found if run is not None]
+def finetune_runs(root: str | Path) -> Listed[FinetuneRun]:
+    """The fine-tuning runs directly under `root`, newest first, and those left out, each with why (a task.json
+    that is damaged, unreadable or of another version)."""
+    found, left_out = [], []
+    for run in list_runs(root):
+        try:
+            listed = finetune_run(run.path)
+        except CheckpointError as exc:
+            left_out.append(LeftOut(run.path, str(exc)))
+            continue
+        if listed is not None:
+            found.append(listed)
+    return Listed(tuple(found), tuple(left_out))
 
 
 def finetune_run(path: str | Path) -> FinetuneRun | None:
-    """The fine-tuning run in `path`, or None when it holds none (a pre-training run, a damaged task file)."""
+    """The fine-tuning run in `path`, or None when it holds a pre-training run; a task.json that cannot be read
+    as a task is refused (`RecordError`, a CheckpointError naming the file and the field)."""
     run = RunDir(path)
-    try:
-        task = run.task
-    except CheckpointError:
-        return None
+    task = run.task
     if task is None:
         return None
     return FinetuneRun(
         run.path,
         _state(run),
         _model(run),
-        f"{task['task']} · {Path(task['files']['train']).name}",
+        f"{task.kind} · {task.train.name}",
         _best_score(run),
         run.path.stat().st_mtime,
-        main_score_name(task["task"], task.get("labels", ())),
+        main_score_name(task.kind, task.labels),
     )
 
 
@@ -70,17 +78,17 @@ def _state(run: RunDir) -> str:
     if state != "stopped early":
         return state
     records = run.read_metrics()
-    total = next((r.get("total_steps") for r in reversed(records) if r.get("type") == "started"), None)
-    finished = next((r for r in reversed(records) if r.get("type") == "finished"), {})
-    return state if total is None else ending(state, int(finished.get("step", 0)), int(total))
+    started = [typed_record(r, StartedRecord) for r in records if r["type"] == "started"]
+    total = next((r.total_steps for r in reversed(started) if r is not None), None)
+    finished = next((r for r in reversed(records) if r["type"] == "finished"), {"step": 0})
+    return state if total is None else ending(state, finished["step"], total)
 
 
 def last_test(path: str | Path) -> TestRecord | None:
-    """The test scores a run wrote last (at its end, or when it was stopped), or None before any."""
-    written = [r for r in RunDir(path).read_metrics() if r.get("type") == "test"]
-    if not written:
-        return None
-    return RECORDS["test"](**{k: v for k, v in written[-1].items() if k != "type"})
+    """The test scores a run wrote last (at its end, or when it was stopped), or None before any (a damaged test
+    record is none)."""
+    written = [r for r in RunDir(path).read_metrics() if r["type"] == "test"]
+    return typed_record(written[-1], TestRecord) if written else None
 
 
 def _model(run: RunDir) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,7 @@ from mlm_studio.core.runs.distributed import SINGLE, Distributed
 from mlm_studio.core.runs.failures import refuse_nonfinite_resume
 from mlm_studio.core.runs.run_folder import RunDir, resolve_checkpoint
 from mlm_studio.core.runs.settings import apply_resume, with_resolved_precision
+from mlm_studio.core.runs.task_spec import TaskSpec
 from mlm_studio.core.storage.checkpoint import (
     CheckpointError,
     load_weights,
@@ -168,27 +169,22 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions, progress: 
         missing, unexpected = model.encoder_module.load_state_dict(source.encoder, strict=False)
         if unexpected or any(not name.startswith("pooler.") for name in missing):
             raise CheckpointError(f"the encoder's weights do not fit its model ({[*missing, *unexpected][:3]})")
-    task = {
-        "task": options.task,
-        "labels": labels,
-        "files": {name: str(Path(p).resolve()) if p else None for name, p in _paths(options).items()},
-        "columns": asdict(options.columns) if options.columns else None,
-        "split_seed": options.held_out_by,
-        "copies_as_read": True,  # copies are texts the tokenizer reads alike (`copies_by`)
-        "pooling": options.pooling,
-        "freeze_layers": options.freeze_layers,
-        "patience": options.patience,
-        "request": request_of(spec, options),
-        **(
-            {
-                "doc_stride": options.doc_stride,
-                "max_answer_length": options.max_answer_length,
-                "unanswerable": any(f.has_impossible for f in qa_files),  # it learns to answer "no answer"
-            }
-            if options.task == "qa"
-            else {}
-        ),
-    }
+    answering = options.task == "qa"
+    task = TaskSpec(
+        kind=options.task,
+        labels=tuple(labels),
+        **{name: Path(p).resolve() if p else None for name, p in _paths(options).items()},
+        columns=options.columns,
+        split_seed=options.held_out_by,
+        pooling=options.pooling,
+        freeze_layers=options.freeze_layers,
+        patience=options.patience,
+        copies_as_read=True,  # copies are texts the tokenizer reads alike (`copies_by`)
+        request=request_of(spec, options),
+        doc_stride=options.doc_stride if answering else None,
+        max_answer_length=options.max_answer_length if answering else None,
+        unanswerable=answering and any(f.has_impossible for f in qa_files),  # it learns to answer "no answer"
+    )
     sources = [Path(p) for p in _paths(options).values() if p]
     return RunDir.create(path, config, source.tokenizer, sources, ReadOptions(), (model, source.origin), task)
 
@@ -243,29 +239,27 @@ def files_split(
 
 
 def copies_by(run: RunDir) -> Normalise:
-    """How a run's split tells copies apart: as its tokenizer reads texts (an uncased one's "The" is "the"), or,
-    for a run begun before that, as they are written (its split stays the one it trained on)."""
-    return run.tokenizer.normalised if run.task.get("copies_as_read") else as_written
+    """How a fine-tuning run's split tells copies apart: as its tokenizer reads texts (an uncased one's "The" is
+    "the"), or, for a run begun before that, as they are written (its split stays the one it trained on)."""
+    return run.tokenizer.normalised if run.task.copies_as_read else as_written
 
 
 def task_data(run: RunDir, progress: Progress | None = None) -> TaskData:
-    """A fine-tuning run's examples, read again from its files, split and encoded as when it began (reported to
-    `progress`)."""
+    """A fine-tuning run's examples, read again from its task's files, split and encoded as when it began
+    (reported to `progress`)."""
     task = run.task
-    if task["task"] == "qa":
+    if task.kind == "qa":
         return qa_task_data(run)
-    paths = {name: Path(p) if p else None for name, p in task["files"].items()}
-    columns = Columns(**task["columns"]) if task["columns"] else None
-    files, labels = read_task(task["task"], paths["train"], paths["validation"], paths["test"], columns, progress)
+    files, labels = read_task(task.kind, task.train, task.validation, task.test, task.columns, progress)
     read = set(files[0].label_counts())  # a run made before inside tags were added has only these
-    if set(task["labels"]) not in (set(labels), read):
-        raise TaskError(f"the labels of {paths['train'].name} changed since the run began; start a new run")
+    if set(task.labels) not in (set(labels), read):
+        raise TaskError(f"the labels of {task.train.name} changed since the run began; start a new run")
     normalise = copies_by(run)
-    parts = files_split(files, task["split_seed"], task["task"], normalise, progress)
-    ids = {label: i for i, label in enumerate(task["labels"])}
+    parts = files_split(files, task.split_seed, task.kind, normalise, progress)
+    ids = {label: i for i, label in enumerate(task.labels)}
     limit = run.config.data.max_seq_len
     tokenizer = run.tokenizer
-    train, validation, test = (encode_examples(tokenizer, part, ids, task["task"], limit, progress) for part in parts)
+    train, validation, test = (encode_examples(tokenizer, part, ids, task.kind, limit, progress) for part in parts)
     notes = [f"{f.path.name}: rows left out: {f.skipped}" for f in files if f.skipped]
     notes += copies_said([f.path.name for f in files] * (3 // len(files)), parts)
     named = zip(("training", "validation", "test"), (train, validation, test), files * 3 if len(files) == 1 else files)
@@ -277,7 +271,8 @@ def task_data(run: RunDir, progress: Progress | None = None) -> TaskData:
                 f"{part.truncated[0]} (words past the cut are not scored)"
             )
     seen = parts.seen_in_training()
-    return TaskData(task["labels"], train, validation, test, LabelKind(task["labels"]), tuple(notes), seen)
+    labels = list(task.labels)
+    return TaskData(labels, train, validation, test, LabelKind(labels), tuple(notes), seen)
 
 
 def with_finetuning_precision(config: RunConfig) -> RunConfig:
@@ -318,7 +313,7 @@ def prepare_finetuner(
         run = create_run(path, spec, options, progress)
     else:
         run = RunDir(path)
-        if run.task is None:
+        if run.task is None:  # a damaged or foreign task.json is refused here, naming the file and the field
             raise CheckpointError(f"{run.name} is a pre-training run, not a fine-tuning one")
         refuse_nonfinite_resume(run)
         run.own_tokenizer()  # before anything is written: one removed, cut short or replaced is refused here

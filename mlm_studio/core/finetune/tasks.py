@@ -1,7 +1,8 @@
 """What fine-tuning predicts, and how a classifier may read a text (torch-free: the command line's choices)."""
 
-TASKS = ("classification", "tokens", "qa")  # a label per text (or text pair); a tag per word; an answer's span
-POOLINGS = ("cls", "mean")  # the first token's state, or the mean of the tokens' (ModernBERT's classifier)
+from mlm_studio.core.runs.task_spec import POOLING_KINDS, TASK_KINDS
+
+TASKS, POOLINGS = TASK_KINDS, POOLING_KINDS  # the kinds of task and the poolings a run's task.json may name
 # auto: bf16 where the device computes it natively, else fp32 (no fp16: fine-tuning does no loss scaling)
 FINETUNE_PRECISIONS = ("auto", "fp32", "bf16")
 MAX_SEEDS = 100  # the most seeds a comparison or a search runs each model or candidate with

@@ -85,9 +85,9 @@ class FineTuner(Loop):
         self.task = run.task
         t = self.config.training
         torch.manual_seed(t.seed)
-        self.model = TaskModel(self.config.model, self.task["task"], len(data.labels), self.task["pooling"])
+        self.model = TaskModel(self.config.model, self.task.kind, len(data.labels), self.task.pooling)
         self.model.to(self.device)
-        freeze(self.model, self.task["freeze_layers"])
+        freeze(self.model, self.task.freeze_layers)
         self.optimizer = adamw(self.model, t, self.device)
         self.tokenizer = run.tokenizer
         self.steps_per_epoch = math.ceil(len(data.train) / (t.batch_size * t.grad_accumulation))
@@ -129,12 +129,8 @@ class FineTuner(Loop):
         return [said, test, replace(finished, reason=ending(finished.reason, finished.step, self.total_steps))]
 
     def reported_params(self) -> dict:
-        request = self.task.get("request") or {}
-        return {
-            "task.kind": self.task["task"],
-            "task.labels": len(self.data.labels),
-            "task.model": request.get("model"),
-        }
+        model = (self.task.request or {}).get("model")
+        return {"task.kind": self.task.kind, "task.labels": len(self.data.labels), "task.model": model}
 
     def opening_records(self) -> list[Record]:
         return [WarningRecord(self.step, note) for note in self.data.notes]
@@ -154,7 +150,7 @@ class FineTuner(Loop):
             events=self.sinks.events_folder if self.sinks is not None else "",
             events_refused=self.sinks is not None and self.sinks.events_refused,
             report_to=self.config.training.report_to,
-            score=main_score_name(self.task["task"], self.data.labels),
+            score=main_score_name(self.task.kind, self.data.labels),
         )
 
     def checkpoint_due(self, last: bool) -> bool:
@@ -216,7 +212,7 @@ class FineTuner(Loop):
             )
         else:
             self.stale += 1
-            if self.stale >= self.task["patience"] and self.step < self.total_steps:  # the last step ends it anyway
+            if self.stale >= self.task.patience and self.step < self.total_steps:  # the last step ends it anyway
                 self.stopped_early = True
                 yield self._logged(
                     WarningRecord(

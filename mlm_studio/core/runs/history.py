@@ -1,14 +1,20 @@
-"""What the runs in a folder did: the list of runs, each one's outcome in a line, and its metrics as CSV."""
+"""What the runs in a folder did: the list of runs, each one's outcome in a line, its records read back typed, and
+its metrics as CSV. A list of what a folder holds says what it left out, and why (`Listed`)."""
 
 from __future__ import annotations
 
 import csv
+import dataclasses
+import functools
 import io
 import json
+import math
 import os
+import types
+import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from mlm_studio.core.config.sections import TrainConfig
 from mlm_studio.core.durations import format_duration
@@ -18,6 +24,27 @@ from mlm_studio.core.runs.run_folder import TASK, RunDir, checkpoint_step, metri
 from mlm_studio.core.storage.checkpoint import CheckpointError
 
 TAIL_BYTES = 256 * 1024  # the end of metrics.jsonl that holds a run's latest records
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A folder a list leaves out, and why: a sentence that names the file at fault."""
+
+    path: Path
+    reason: str
+
+    def said(self) -> str:
+        return f"{self.path.name}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Listed(Generic[T]):
+    """What a folder holds of one kind (`found`), and the folders of that kind it left out, each with why."""
+
+    found: tuple[T, ...]
+    left_out: tuple[LeftOut, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -64,14 +91,14 @@ def list_runs(root: str | Path, kind: str | None = None) -> list[RunDir]:
 
 
 def summarize(run: RunDir) -> RunSummary:
-    """The latest step, evaluation and ending of `run`, read from the end of its metrics (cheap for long runs)."""
+    """The latest step, evaluation and ending of `run`, read from the end of its metrics (cheap for long runs); a
+    value of another type than its record's field (a damaged line) is read as missing."""
     records = _last_records(run.metrics_path)
     last = {record["type"]: record for record in records}
     endings = [r for r in records if r["type"] in ("step", "eval", "paused", "finished", "failed")]
     ending = endings[-1]["type"] if endings else ""
-    state = {"finished": last.get("finished", {}).get("reason", "completed"), "failed": "failed"}.get(
-        ending, "interrupted"
-    )
+    reason = _typed(last.get("finished", {}), "reason", str, "completed")
+    state = {"finished": reason, "failed": "failed"}.get(ending, "interrupted")
     progress = max((last.get(kind, {}) for kind in ("step", "eval")), key=lambda r: r.get("step", -1))
     latest = run.latest_checkpoint()
     try:
@@ -85,16 +112,77 @@ def summarize(run: RunDir) -> RunSummary:
         preset=preset,
         checkpoint_step=checkpoint_step(latest) if latest else 0,
         state=state,
-        tokens_seen=int(progress.get("tokens_seen", 0)),
-        elapsed=float(progress.get("elapsed", 0.0)),
-        val_loss=evaluation.get("loss"),
-        val_accuracy=evaluation.get("accuracy"),
+        tokens_seen=_typed(progress, "tokens_seen", int, 0),
+        elapsed=_typed(progress, "elapsed", float, 0.0),
+        val_loss=_typed(evaluation, "loss", float, None),
+        val_accuracy=_typed(evaluation, "accuracy", float, None),
         modified=run.path.stat().st_mtime,
-        step=max((int(r.get("step", 0)) for r in endings), default=0),
-        total_steps=int(started.get("total_steps", 0)),
-        time_budget=float(started.get("time_budget", 0.0)),
+        step=max((r["step"] for r in endings), default=0),
+        total_steps=_typed(started, "total_steps", int, 0),
+        time_budget=_typed(started, "time_budget", float, 0.0),
         val_step=evaluation.get("step"),
     )
+
+
+def _typed(record: dict, name: str, kind: type, default: Any) -> Any:
+    """A record's value of `name` when it is of `kind` (a number: finite), else `default`."""
+    value = record.get(name, default)
+    return value if _of_type(value, kind) else default
+
+
+def _of_type(value: object, kind: type) -> bool:
+    if kind in (int, float) and isinstance(value, bool):
+        return False
+    if kind is float:
+        return isinstance(value, (int, float)) and math.isfinite(value)
+    return isinstance(value, kind)
+
+
+def typed_record(raw: dict, cls: type[R]) -> R | None:
+    """A record of metrics.jsonl as the record class `cls`, each field a value of its type (a number written as
+    null, not finite when written, is missing: None); None when a field it needs is missing or of another type. A
+    field this version does not know (another version's) is left aside."""
+    values = {}
+    for field in dataclasses.fields(cls):
+        if field.name not in raw:
+            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+                return None
+            continue
+        fits, value = _conformed(raw[field.name], _hints(cls)[field.name])
+        if not fits:
+            return None
+        values[field.name] = value
+    return cls(**values)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _conformed(value: Any, hint: Any) -> tuple[bool, Any]:
+    """Whether `value` (read from JSON) is of the type `hint`, and the value as that type (a list as a tuple)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return next(((True, v) for fits, v in (_conformed(value, arg) for arg in args) if fits), (False, None))
+    if hint is type(None):
+        return value is None, None
+    if hint is float:
+        return value is None or _of_type(value, float), value  # a number not finite when written is null
+    if hint in (int, str, bool):
+        return _of_type(value, hint), value
+    if origin is tuple:
+        if not isinstance(value, list):
+            return False, None
+        each = [args[0]] * len(value) if len(args) == 2 and args[1] is Ellipsis else list(args)
+        if len(each) != len(value):
+            return False, None
+        conformed = [_conformed(item, kind) for item, kind in zip(value, each, strict=True)]
+        return all(fits for fits, _ in conformed), tuple(item for _, item in conformed)
+    if dataclasses.is_dataclass(hint):
+        record = typed_record(value, hint) if isinstance(value, dict) else None
+        return record is not None, record
+    return False, None
 
 
 def nothing_left(run: RunDir, summary: RunSummary, training: TrainConfig | None = None) -> bool:

@@ -17,6 +17,7 @@ import math
 import os
 import shutil
 from dataclasses import asdict
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from mlm_studio.core.config.sections import ConfigError
 from mlm_studio.core.data.builtin_corpus import fingerprint
 from mlm_studio.core.data.corpus import ReadOptions
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError
+from mlm_studio.core.runs.task_spec import FieldError, TaskSpec
 from mlm_studio.core.shown import one_line
 from mlm_studio.core.storage.checkpoint import (
     CHECKPOINTS,
@@ -41,6 +43,7 @@ from mlm_studio.core.storage.checkpoint import (
     write_safetensors,
 )
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json, atomic_write_text, naming
+from mlm_studio.core.storage.json_record import read_record, record_error
 from mlm_studio.core.storage.json_text import read_json
 
 TOKENIZER_PRINT = "tokenizer_sha256"  # in corpus.json: the SHA-256 of the run's tokenizer.json as it started
@@ -68,7 +71,7 @@ class RunDir:
         sources: list[Path],
         options: ReadOptions,
         initial: tuple[torch.nn.Module, dict[str, Any]] | None = None,
-        task: dict[str, Any] | None = None,
+        task: TaskSpec | None = None,
     ) -> RunDir:
         """Start a new run folder (with `initial`, a model and where it came from: the weights step 0 starts
         from; with `task`, a fine-tuning run's task, kept as `task.json`). Its files are made in a temporary
@@ -329,21 +332,18 @@ class RunDir:
             return {}
         return origin if isinstance(origin, dict) else {}
 
-    @property
-    def task(self) -> dict[str, Any] | None:
-        """A fine-tuning run's task (its kind, labels and files), or None for a pre-training run."""
+    @cached_property
+    def task(self) -> TaskSpec | None:
+        """A fine-tuning run's task (read once), or None for a pre-training run; RecordError (a CheckpointError)
+        naming the file and the field when it cannot be read, is damaged, or is of a task this version does not
+        know."""
         path = self.path / TASK
         if not path.is_file():
             return None
         try:
-            task = read_json(path.read_text(encoding="utf-8"))
-        except OSError as exc:  # the file is there: not damaged, but kept from this user (or the disk failed)
-            raise CheckpointError(f"run {self.name}: {TASK} cannot be read: {exc.strerror or exc}") from exc
-        except ValueError as exc:
-            raise CheckpointError(f"run {self.name}: {TASK} is damaged ({exc})") from exc
-        if not isinstance(task, dict):
-            raise CheckpointError(f"run {self.name}: {TASK} is damaged (not a JSON object)")
-        return task
+            return TaskSpec.read(read_record(path))
+        except FieldError as exc:
+            raise record_error(path, str(exc), exc.foreign) from None
 
     def _prune(self, keep: int, written: Path) -> None:
         found = self.checkpoints()
@@ -353,12 +353,10 @@ class RunDir:
                 shutil.rmtree(path, ignore_errors=True)
 
 
-def _write_start(
-    folder: Path, initial: tuple[torch.nn.Module, dict[str, Any]] | None, task: dict[str, Any] | None
-) -> None:
+def _write_start(folder: Path, initial: tuple[torch.nn.Module, dict[str, Any]] | None, task: TaskSpec | None) -> None:
     """A new run's task and the weights it starts from, where it has them."""
     if task is not None:
-        atomic_write_json(folder / TASK, task)
+        atomic_write_json(folder / TASK, task.to_json())
     if initial is not None:
         (folder / INITIAL).mkdir()
         model, origin = initial

@@ -69,10 +69,9 @@ class AnswerExplainer(Explainer):
     def answer_window(self, question: str, context: str) -> AnswerWindow:
         """The run's best answer to `question` in `context`, and the window of the context it came from."""
         answer = self.tuned.answer_text(question, context, top_k=1).answers[0]
-        task = self.tuned.run.task
         example = QAExample("question", question.strip(), context, (), 0)
         features = qa_features(
-            self.tokenizer, [example], self.tuned.limit, task["doc_stride"], question_room(self.tuned.limit)
+            self.tokenizer, [example], self.tuned.limit, self.tuned.task.doc_stride, question_room(self.tuned.limit)
         )
         window, first, last = self._window_of(features, answer)
         words = self._window_words(features, window, example.question, context)

@@ -92,13 +92,12 @@ def qa_split(files: list[QAFile], seed: int) -> tuple[list[QAExample], list[QAEx
 
 
 def qa_task_data(run: RunDir) -> TaskData:
-    """A question-answering run's questions, read again from its files, split and cut into windows as when it
+    """A question-answering run's questions, read again from its task's files, split and cut into windows as when it
     began."""
     task = run.task
-    paths = {name: Path(p) if p else None for name, p in task["files"].items()}
-    files = read_qa_task(paths["train"], paths["validation"], paths["test"])
-    limit, stride = run.config.data.max_seq_len, task["doc_stride"]
-    parts = [windows_of(run.tokenizer, part, limit, stride) for part in qa_split(files, task["split_seed"])]
+    files = read_qa_task(task.train, task.validation, task.test)
+    limit, stride = run.config.data.max_seq_len, task.doc_stride
+    parts = [windows_of(run.tokenizer, part, limit, stride) for part in qa_split(files, task.split_seed)]
     notes = [f"{f.path.name}: rows left out: {f.skipped}" for f in files if f.skipped]
     notes += [f"{f.path.name}: {f.encoding_note}" for f in files if f.encoding_note]
     if all(example.impossible for example in files[0].examples):
@@ -114,7 +113,7 @@ def qa_task_data(run: RunDir) -> TaskData:
         )
     if len(files) == 3:
         notes += contexts_seen_in_training([f.path.name for f in files], files, run.tokenizer.normalised)
-    kind = AnswerKind(task["max_answer_length"], any(f.has_impossible for f in files))
+    kind = AnswerKind(task.max_answer_length, any(f.has_impossible for f in files))
     return TaskData(list(QA_LABELS), *parts, kind, tuple(notes))
 
 

@@ -1,7 +1,11 @@
 """A recipe search read back from its folder (`search.py` runs one): each candidate learning rate's
 validation scores over the seeds it ran, the epoch each run was best at and the test score of each, and, once every
-run has ended by itself, the chosen recipe: the best mean validation score among the candidates that ran every
-seed, ties going to fewer epochs. A run stopped halfway is not weighed against finished ones."""
+run it plans has ended by itself, the chosen recipe: the best mean validation score among the candidates that ran
+every seed, ties going to fewer epochs. A run stopped halfway is not weighed against finished ones.
+
+Its runs are known by what they trained (`trials.py`), and the runs it plans past the first seed by the first seed's
+scores: a run it did not plan (a learning rate outside the better half) is left out and said, as is a folder that
+is none of its trials; a search.json that cannot be read leaves the search out of the list of searches, said."""
 
 from __future__ import annotations
 
@@ -10,42 +14,20 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlm_studio.core.finetune.recipe.searched import PLAN, Searched, read_plan
+from mlm_studio.core.finetune.recipe.trials import Trial, search_trials
 from mlm_studio.core.finetune.request import SCRATCH
-from mlm_studio.core.finetune.runs import ENDED, finetune_run, model_name
-from mlm_studio.core.finetune.scores import MACRO_F1, score_field
-from mlm_studio.core.runs.run_folder import RunDir
-from mlm_studio.core.storage.json_text import read_json
+from mlm_studio.core.finetune.runs import ENDED, model_name
+from mlm_studio.core.finetune.scores import MACRO_F1
+from mlm_studio.core.runs.history import LeftOut, Listed
+from mlm_studio.core.storage.checkpoint import CheckpointError
 
-PLAN = "search.json"  # in a search's folder: what it searches
 TIE = 6  # decimals of a mean validation score two candidates must share to tie
-
-
-def trial_folder(root: Path, learning_rate: float, seed: int) -> Path:
-    """A candidate's run folder with `seed` in its search's folder: `lr0.0001-seed2`."""
-    return root / f"lr{learning_rate:g}-seed{seed}"
 
 
 def better_half_size(candidates: int) -> int:
     """The candidates successive halving keeps after the first seed."""
     return math.ceil(candidates / 2)
-
-
-@dataclass(frozen=True)
-class Trial:
-    """One candidate's run with one seed, as its folder tells."""
-
-    learning_rate: float
-    seed: int
-    path: Path
-    state: str  # as `FinetuneRun.state`
-    validation: float | None  # the best validation score
-    best_epoch: float | None  # the epoch it was reached at
-    test: float | None  # the test score with those weights (the same metric)
-    test_accuracy: float | None
-
-    @property
-    def counts(self) -> bool:
-        return self.state in ENDED and self.validation is not None and self.test is not None
 
 
 @dataclass(frozen=True)
@@ -108,19 +90,25 @@ def ranked(candidates: list[Candidate], seed: int | None = None) -> list[Candida
     return sorted(candidates, key=key)
 
 
+def better_half(candidates: list[Candidate], first_seed: int) -> list[float]:
+    """The learning rates successive halving runs again: the better half by the first seed's runs (those without a
+    finished one last, still filling the half)."""
+    return [c.learning_rate for c in ranked(candidates, seed=first_seed)[: better_half_size(len(candidates))]]
+
+
 @dataclass(frozen=True)
 class RecipeSearch:
     """A search's plan (its `search.json`) and runs, and what they add up to."""
 
     path: Path
-    plan: dict
-    trials: tuple[Trial, ...]  # every run folder it holds, in the order it ran them
-    score_name: str  # the validation score that chose (macro-F1, or entity F1 for entity tags)
+    plan: Searched
+    trials: tuple[Trial, ...]  # its runs, known by what they trained, in the order it makes them
+    strays: tuple[LeftOut, ...]  # the run folders in it that are none of its trials, each with why
     modified: float
 
     @property
     def model(self) -> str:
-        return str(self.plan.get("model", "?"))
+        return self.plan.model
 
     @property
     def model_name(self) -> str:
@@ -130,28 +118,71 @@ class RecipeSearch:
 
     @property
     def task(self) -> str:
-        train = self.plan.get("train file") or {}
-        return f"{self.plan.get('task', '?')} · {Path(str(train.get('path', '?'))).name}"
+        return f"{self.plan.task} · {self.plan.train.path.name}"
+
+    @property
+    def score_name(self) -> str:
+        """The validation score that chose (macro-F1, entity F1 for entity tags, answers' F1)."""
+        return self.trials[0].score_name if self.trials else MACRO_F1
 
     @property
     def expected(self) -> int:
-        rates, seeds = len(self.plan.get("learning rates") or []), int(self.plan.get("seeds") or 1)
-        return rates + better_half_size(rates) * (seeds - 1)
+        rates = len(self.plan.learning_rates)
+        return rates + better_half_size(rates) * (self.plan.seeds - 1)
+
+    def trial(self, learning_rate: float, seed: int) -> Trial | None:
+        """The run that trained `learning_rate` with `seed`, wherever its folder is; None before it began."""
+        return next((t for t in self.trials if (t.learning_rate, t.seed) == (learning_rate, seed)), None)
+
+    @property
+    def half(self) -> list[float] | None:
+        """The learning rates it runs with each further seed; None until every first-seed run has ended (by
+        itself or failing) with its records whole."""
+        first = [self.trial(rate, self.plan.first_seed) for rate in self.plan.learning_rates]
+        if any(t is None or t.missing or t.state not in (*ENDED, "failed") for t in first):
+            return None
+        return better_half(self._candidates(first), self.plan.first_seed)
+
+    @property
+    def planned(self) -> list[tuple[float, int]] | None:
+        """The runs it makes, in order: every learning rate with the first seed, then the better half with each
+        further one; None while the better half is not known."""
+        half = self.half
+        if half is None:
+            return None
+        first = [(rate, self.plan.first_seed) for rate in self.plan.learning_rates]
+        return first + [(rate, seed) for seed in self.plan.seed_range[1:] for rate in half]
+
+    @property
+    def unplanned(self) -> list[Trial]:
+        """Its runs of a learning rate outside the better half, past the first seed: not weighed."""
+        planned = self.planned
+        return [] if planned is None else [t for t in self.trials if (t.learning_rate, t.seed) not in planned]
+
+    @property
+    def left_out(self) -> list[LeftOut]:
+        """The run folders it does not weigh, each with why: its runs it did not plan, and those none of its trials."""
+        why = "is not among the better half by the first seed"
+        return [LeftOut(t.path, f"{t.name} {why}") for t in self.unplanned] + list(self.strays)
 
     @property
     def candidates(self) -> list[Candidate]:
-        """Each learning rate of the grid with its runs that finished, in the grid's order."""
-        counted = [t for t in self.trials if t.counts]
-        rates = [float(lr) for lr in self.plan.get("learning rates") or []]
-        return [Candidate(lr, tuple(t for t in counted if t.learning_rate == lr)) for lr in rates]
+        """Each learning rate of the grid with its planned runs that finished, in the grid's order."""
+        unplanned = self.unplanned
+        return self._candidates([t for t in self.trials if t not in unplanned])
+
+    def _candidates(self, trials: list[Trial | None]) -> list[Candidate]:
+        counted = [t for t in trials if t is not None and t.counts]
+        return [Candidate(lr, tuple(t for t in counted if t.learning_rate == lr)) for lr in self.plan.learning_rates]
 
     @property
     def counted(self) -> int:
-        return sum(t.counts for t in self.trials)
+        return sum(len(c.trials) for c in self.candidates)
 
     @property
     def complete(self) -> bool:
-        return self.counted >= self.expected
+        planned = self.planned
+        return planned is not None and all((t := self.trial(*run)) is not None and t.counts for run in planned)
 
     @property
     def state(self) -> str:
@@ -159,7 +190,8 @@ class RecipeSearch:
 
     @property
     def chosen(self) -> Candidate | None:
-        """The recipe chosen once every run has finished: the best of the candidates that ran the most seeds."""
+        """The recipe chosen once every run it plans has finished: the best of the candidates that ran the most
+        seeds."""
         if not self.complete:
             return None
         most = max(len(c.trials) for c in self.candidates)
@@ -167,19 +199,25 @@ class RecipeSearch:
 
     @property
     def verdict(self) -> str:
-        """The chosen recipe in a sentence; until then, how many runs have finished and which did not."""
-        chosen = self.chosen
+        """The chosen recipe in a sentence; until then, how many runs have finished and which did not; and the runs
+        it left out, with why."""
+        chosen, unplanned = self.chosen, self.unplanned
+        left = "; ".join(f"{left.path.name} ({left.reason})" for left in self.left_out)
+        left_said = f" Left out: {left}." if left else ""
         if chosen is None:
             said = f"No recipe chosen until all {self.expected} runs have finished: {self.counted} have."
-            stopped = [f"lr {t.learning_rate:g}, seed {t.seed}" for t in self.trials if not t.counts]
-            return said + (f" Not weighed, as they did not finish: {'; '.join(stopped)}." if stopped else "")
+            missing = [f"{t.name} ({t.path.name}: {t.missing})" for t in self.trials if t.missing]
+            stopped = [t.name for t in self.trials if not t.counts and not t.missing and t not in unplanned]
+            said += f" Not weighed, as they did not finish: {'; '.join(stopped)}." if stopped else ""
+            said += f" Not weighed, as their records are missing: {'; '.join(missing)}." if missing else ""
+            return said + left_said
         spread = f" ± {chosen.spread:.1%}" if chosen.spread is not None else ""
         seeds = len(chosen.trials)
         return (
             f"Chosen recipe: learning rate {chosen.learning_rate:g}, {chosen.epochs} epoch{'s' * (chosen.epochs != 1)}"
             f" — validation "
             f"{self.score_name} {chosen.mean:.1%}{spread} over {seeds} seed{'s' * (seeds > 1)} (test "
-            f"{statistics.fmean(chosen.test):.1%})."
+            f"{statistics.fmean(chosen.test):.1%}).{left_said}"
         )
 
     def table(self) -> str:
@@ -211,56 +249,33 @@ class RecipeSearch:
             "candidates": [c.to_json() for c in self.candidates],
             "chosen": {"learning_rate": chosen.learning_rate, "epochs": chosen.epochs} if chosen else None,
             "verdict": self.verdict,
+            "left_out": [{"folder": str(left.path), "reason": left.reason} for left in self.left_out],
         }
 
 
 def read_search(path: str | Path) -> RecipeSearch | None:
-    """The search in `path`, or None when it holds none (no readable `search.json`)."""
+    """The search in `path`, or None when it holds none (no `search.json`); a search.json that cannot be read is
+    refused (`RecordError`, a CheckpointError naming the file and the field)."""
     path = Path(path)
-    try:
-        plan = read_json((path / PLAN).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    if not (path / PLAN).is_file():
         return None
-    if not isinstance(plan, dict) or not isinstance(plan.get("learning rates"), list):
-        return None
-    first, seeds = int(plan.get("first seed", 0)), int(plan.get("seeds", 1))
-    trials, score_name = [], MACRO_F1
-    for seed in range(first, first + seeds):
-        for learning_rate in plan["learning rates"]:
-            folder = trial_folder(path, float(learning_rate), seed)
-            run = finetune_run(folder) if (folder / "config.toml").is_file() else None
-            if run is not None:
-                trials.append(_trial(float(learning_rate), seed, folder, run.state))
-                score_name = run.score_name
+    plan = read_plan(path)
+    trials, left_out = search_trials(path, plan)
     modified = max([path.stat().st_mtime, *(t.path.stat().st_mtime for t in trials)])
-    return RecipeSearch(path, plan, tuple(trials), score_name, modified)
+    return RecipeSearch(path, plan, tuple(trials), tuple(left_out), modified)
 
 
-def searches(root: str | Path) -> list[RecipeSearch]:
-    """The searches directly under `root`, newest first."""
+def searches(root: str | Path) -> Listed[RecipeSearch]:
+    """The searches directly under `root`, newest first, and those left out, each with why (a search.json that
+    cannot be read)."""
     root = Path(root)
-    found = [read_search(p) for p in root.iterdir() if p.is_dir()] if root.is_dir() else []
-    return sorted((s for s in found if s is not None), key=lambda s: s.modified, reverse=True)
-
-
-def _trial(learning_rate: float, seed: int, folder: Path, state: str) -> Trial:
-    """A run's best validation score, the epoch of it and its test score, from its metrics."""
-    records = RunDir(folder).read_metrics()
-    test = next((r for r in reversed(records) if r.get("type") == "test"), None)
-    best_step = test.get("best_step") if test else None
-    best = next((r for r in records if r.get("type") == "validation" and r.get("step") == best_step), None)
-    return Trial(
-        learning_rate,
-        seed,
-        folder,
-        state,
-        _score(best) if best else None,
-        best.get("epoch") if best else None,
-        _score(test) if test else None,
-        test.get("accuracy") if test else None,
-    )
-
-
-def _score(record: dict) -> float | None:
-    """A record's main score: answers' F1 or entity F1 where it was measured, else macro-F1."""
-    return record.get(score_field(record)[0])
+    found, left_out = [], []
+    for path in sorted(root.iterdir()) if root.is_dir() else []:
+        try:
+            search = read_search(path) if path.is_dir() else None
+        except CheckpointError as exc:
+            left_out.append(LeftOut(path, str(exc)))
+            continue
+        if search is not None:
+            found.append(search)
+    return Listed(tuple(sorted(found, key=lambda s: s.modified, reverse=True)), tuple(left_out))

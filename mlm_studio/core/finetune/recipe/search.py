@@ -8,7 +8,9 @@ cheaper one (fewer epochs).
 A search's folder holds one run folder per candidate and seed (`lr0.0001-seed0`) and `search.json`, what it
 searches: the model and its fingerprint, the task files and theirs, the grid, the seeds and the fixed options. Run
 again on the same folder, it continues that search (a finished run is read back, a stopped one resumed) and
-refuses any other, before writing anything. `result.py` reads a search back and lays out its folder."""
+refuses any other, before writing anything. Its runs are known by what they trained, not by their folders' names
+(`trials.py`): a run whose records are missing, or a folder a run is to go into that holds another, is refused in a
+sentence before anything is trained. `result.py` reads a search back."""
 
 from __future__ import annotations
 
@@ -19,32 +21,26 @@ from pathlib import Path
 from typing import NamedTuple
 
 from mlm_studio.core.data.builtin_corpus import fingerprint
-from mlm_studio.core.data.labelled import Columns, TaskError
+from mlm_studio.core.data.labelled import TaskError
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
-from mlm_studio.core.finetune.recipe.result import (
-    PLAN,
-    RecipeSearch,
-    better_half_size,
-    ranked,
-    read_search,
-    trial_folder,
-)
+from mlm_studio.core.finetune.recipe.result import RecipeSearch, better_half_size, read_search
+from mlm_studio.core.finetune.recipe.searched import FIXED, MAX_EPOCHS, PLAN, recipe_options
+from mlm_studio.core.finetune.recipe.trials import trial_folder
 from mlm_studio.core.finetune.request import model_fingerprint
-from mlm_studio.core.finetune.runs import ENDED, finetune_run
 from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.finetune.tasks import MAX_SEEDS, SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.runs.control import TrainingControl
 from mlm_studio.core.runs.records import Record, WarningRecord
+from mlm_studio.core.runs.task_spec import SPLITS
 from mlm_studio.core.storage.files import atomic_write_json
-from mlm_studio.core.storage.json_text import read_json
+from mlm_studio.core.storage.json_record import RecordError, read_record
 
-SPLITS = ("train", "validation", "test")  # the task's files
-FIXED = ("batch_size", "warmup_share", "weight_decay", "freeze_layers", "patience", "eval_interval", "max_length",
-         "pooling")  # fmt: skip
 SEARCH_RULES = {
-    "learning_rates": (lambda v: v and len(set(v)) == len(v) and all(0 < x < 1 for x in v),
+    # rates that print alike (to 6 digits) would be two rows of the table that read as one: refused as equal, shown
+    # as they print
+    "learning_rates": (lambda v: v and len({f"{x:g}" for x in v}) == len(v) and all(0 < x < 1 for x in v),
                        "one or more different values, each more than 0 and less than 1"),
-    "max_epochs": (lambda v: 1 <= v <= 1000, "between 1 and 1,000"),
+    "max_epochs": (lambda v: 1 <= v <= MAX_EPOCHS, f"between 1 and {MAX_EPOCHS:,}"),
     "seeds": (lambda v: 1 <= v <= MAX_SEEDS, f"between 1 and {MAX_SEEDS}"),
 }  # fmt: skip
 
@@ -121,9 +117,9 @@ def check_folder(root: Path, plan: SearchPlan) -> dict:
     written = root / PLAN
     if written.is_file():
         try:
-            before = read_json(written.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise SearchRefused(f"{written} cannot be read ({exc}); start a new search in another folder") from None
+            before = read_record(written)
+        except RecordError as exc:
+            raise SearchRefused(f"{exc}; start a new search in another folder") from None
         before = before if isinstance(before, dict) else {}
         for key, value in identity.items():
             if before.get(key) != value:
@@ -156,24 +152,23 @@ def search(plan: SearchPlan, root: str | Path, control: TrainingControl | None =
     root = Path(root)
     identity = check_folder(root, plan)
     control = control or TrainingControl()
-    first = plan.options.seed
-    order = [(lr, first) for lr in plan.learning_rates]
     for number in range(plan.runs):
-        if number == len(plan.learning_rates):
-            found = read_search(root)
-            best = ranked(found.candidates, seed=first)[: better_half_size(len(plan.learning_rates))]
-            chosen = [c.learning_rate for c in best]  # unscored candidates rank last but still fill the half
-            order += [(lr, seed) for seed in range(first + 1, first + plan.seeds) for lr in chosen]
-        learning_rate, seed = order[number]
-        path = trial_folder(root, learning_rate, seed)
+        found = read_search(root)  # None before its first run: the folder is new or empty
+        learning_rate, seed = _next_run(plan, found, number)
         tried = partial(Tried, learning_rate, seed, number + 1, plan.runs)
-        ended = finetune_run(path) if (path / "config.toml").is_file() else None
-        if ended is not None and ended.state in ENDED:
-            yield tried(WarningRecord(0, f"{path.name} has finished already; its scores are read back"))
+        trial = found.trial(learning_rate, seed) if found is not None else None
+        if trial is not None and trial.missing:
+            raise SearchRefused(
+                f"{trial.path} cannot be weighed: {trial.missing}; move the folder out of {root} and run the search "
+                f"again to train {trial.name} anew"
+            )
+        if trial is not None and trial.counts:
+            yield tried(WarningRecord(0, f"{trial.path.name} has finished already; its scores are read back"))
             continue
-        if ended is not None:
-            tuner = prepare_finetuner(path, control=control)
+        if trial is not None:
+            tuner = prepare_finetuner(trial.path, control=control)
         else:
+            path = _new_folder(root, found, learning_rate, seed)
             tuner = prepare_finetuner(path, plan.spec, plan.trial_options(learning_rate, seed), control)
         if not (root / PLAN).is_file():
             atomic_write_json(root / PLAN, identity)
@@ -183,25 +178,38 @@ def search(plan: SearchPlan, root: str | Path, control: TrainingControl | None =
             return
 
 
+def _next_run(plan: SearchPlan, found: RecipeSearch | None, number: int) -> tuple[float, int]:
+    """The learning rate and seed of the search's run `number` (from 0): every learning rate with the first seed,
+    then the better half (by the first seed's runs, as the folder tells them) with each further seed."""
+    rates, first = plan.learning_rates, plan.options.seed
+    if number < len(rates):
+        return rates[number], first
+    half = found.half if found is not None else None
+    if half is None:  # each first-seed run has just ended or failed: only a folder changed meanwhile lacks one
+        said = found.verdict if found is not None else "its first run is not there"
+        raise SearchRefused(f"the better half of the search's learning rates cannot be chosen: {said}")
+    later = number - len(rates)
+    return half[later % len(half)], first + 1 + later // len(half)
+
+
+def _new_folder(root: Path, found: RecipeSearch | None, learning_rate: float, seed: int) -> Path:
+    """The folder a run of `learning_rate` with `seed` begins in; refused (SearchRefused) when it holds another run,
+    which the search never trains over."""
+    path = trial_folder(root, learning_rate, seed)
+    if not (path / "config.toml").is_file():
+        return path
+    trials, left_out = (found.trials, found.left_out) if found is not None else ((), [])
+    held = next((f"the run of {t.name} (as its records say)" for t in trials if t.path == path), None) or next(
+        (f"a run that is not it ({left.reason})" for left in left_out if left.path == path), "another run"
+    )
+    raise SearchRefused(
+        f"{path} is where the search trains lr {learning_rate:g}, seed {seed}, but it holds {held}; move that "
+        f"folder out of {root} and run the search again"
+    )
+
+
 def plan_of(found: RecipeSearch) -> SearchPlan:
     """The plan a search's folder was made with (its `search.json`): to continue the search where it stopped."""
     plan = found.plan
-    spec, options = recipe_options(plan, float(plan["learning rates"][0]), float(plan["max epochs"]))
-    return SearchPlan(spec, options, tuple(plan["learning rates"]), int(plan["max epochs"]), int(plan["seeds"]))
-
-
-def recipe_options(plan: dict, learning_rate: float, epochs: float) -> tuple[str, FinetuneOptions]:
-    """The model and options a search (its `search.json`) fine-tuned with, the recipe given: to train the chosen
-    one on the very model and task it was searched on."""
-    files = {name: Path(plan[f"{name} file"]["path"]) if plan[f"{name} file"] else None for name in SPLITS}
-    options = FinetuneOptions(
-        task=plan["task"],
-        **files,
-        columns=Columns(**plan["columns"]) if plan["columns"] else None,
-        learning_rate=learning_rate,
-        epochs=epochs,
-        seed=plan["first seed"],
-        split_seed=plan["held-out examples' seed"],
-        **plan["fixed options"],
-    )
-    return plan["model"], options
+    spec, options = recipe_options(plan, plan.learning_rates[0], plan.max_epochs)
+    return SearchPlan(spec, options, plan.learning_rates, plan.max_epochs, plan.seeds)

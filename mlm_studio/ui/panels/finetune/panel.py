@@ -27,7 +27,7 @@ from mlm_studio.core.finetune.compare import Said
 from mlm_studio.core.finetune.mistakes import wrong_test_examples
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.recipe.result import read_search
-from mlm_studio.core.finetune.recipe.search import Tried, plan_of
+from mlm_studio.core.finetune.recipe.search import SearchPlan, Tried, plan_of
 from mlm_studio.core.finetune.runs import last_test
 from mlm_studio.core.finetune.scores import main_score, score_field
 from mlm_studio.core.finetune.setup import prepare_finetuner
@@ -42,6 +42,7 @@ from mlm_studio.core.runs.records import (
     WarningRecord,
 )
 from mlm_studio.core.runs.run_folder import RunDir
+from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.training.runs import new_run_path
 from mlm_studio.ui.panels.finetune.comparison import ComparisonView
@@ -217,10 +218,15 @@ class FinetunePanel(RunSeries, QWidget):
         search: with the run it stopped in, then the rest of its plan)."""
         if path is None:
             return
-        if self.runs.is_search(path):
-            found = read_search(path)
-            if found is not None:
-                self._search(plan_of(found), path, f"resuming {path.name}")
+        if self.runs.is_search(path):  # read again: the message bar says why not when its record changed since
+
+            def planned(folder: Path) -> SearchPlan | None:
+                found = read_search(folder)
+                return None if found is None else plan_of(found)
+
+            plan = self._reopened(planned, path, "recipe search")
+            if plan is not None:
+                self._search(plan, path, f"resuming {path.name}")
             return
 
         def prepare(progress, control, held):
@@ -396,7 +402,13 @@ class FinetunePanel(RunSeries, QWidget):
 
     def _tagging(self) -> bool:
         """Whether the shown run tags words (with entity tags or not) rather than labelling texts."""
-        return self.run_path is not None and RunDir(self.run_path).task["task"] == "tokens"
+        if self.run_path is None:
+            return False
+        try:
+            task = RunDir(self.run_path).task
+        except CheckpointError:  # a task.json damaged since the run was shown: its mistakes are said as a text's
+            return False
+        return task is not None and task.kind == "tokens"
 
     def _update_controls(self, state: str) -> None:
         idle = state == IDLE

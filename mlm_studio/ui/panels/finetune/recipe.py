@@ -131,8 +131,7 @@ class RecipeSearchView(QWidget):
         if found is None:
             self.stale.hide()
             return
-        train = (found.plan.get("train file") or {}).get("path")
-        if model == found.model and task == train:
+        if model == found.model and task == str(found.plan.train.path):
             self.stale.hide()
             return
         self.stale.setText(

@@ -1,7 +1,8 @@
 """The Fine-tune panel's Runs tab: the fine-tuning runs in the runs folder (state, model, task, best validation
 score named by its metric), the comparisons and the recipe searches (one row each, with their state and verdict),
 newest first; the panel shows the selected run's results or reopens the selected comparison or search, and resumes
-a stopped run or search."""
+a stopped run or search. The folders left out (a damaged or foreign record in them) are said under the table, each
+with why."""
 
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ class FinetuneRunsList(QWidget):
     def refresh(self) -> None:
         """List the runs, comparisons and searches again, keeping the selection."""
         selected = self.selected()
-        runs, compared, searched = finetune_runs(self.root), comparisons(self.root), searches(self.root)
+        listed = finetune_runs(self.root), comparisons(self.root), searches(self.root)
+        (runs, compared, searched), left_out = (x.found for x in listed), [y for x in listed for y in x.left_out]
         self._runs = {str(run.path): run for run in runs}
         self._comparisons = {str(c.path): c for c in compared}
         self._searches = {str(s.path): s for s in searched}
@@ -103,7 +105,10 @@ class FinetuneRunsList(QWidget):
         self.table.setSortingEnabled(True)
         kinds = ["comparisons"] * bool(compared) + ["recipe searches"] * bool(searched)
         what = f"Fine-tuning runs and {' and '.join(kinds)}" if kinds else "Fine-tuning runs"
-        self.label.setText(f"{what} in {self.root}" if rows else f"No fine-tuning runs in {self.root} yet.")
+        said = f"{what} in {self.root}" if rows else f"No fine-tuning runs in {self.root} yet."
+        if left_out:  # the label's tooltip says it whole
+            said += f"; left out, as they cannot be read: {'; '.join(left.said() for left in left_out)}"
+        self.label.setText(said)
         if selected is not None:
             self.select(selected)
         self.table.blockSignals(False)

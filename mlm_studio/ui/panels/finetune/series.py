@@ -12,7 +12,8 @@ from types import SimpleNamespace
 from mlm_studio.core.finetune.compare import compare, contenders
 from mlm_studio.core.finetune.comparisons import Comparison, read_comparison
 from mlm_studio.core.finetune.recipe.result import read_search
-from mlm_studio.core.finetune.recipe.search import SearchPlan, recipe_options, search
+from mlm_studio.core.finetune.recipe.search import SearchPlan, search
+from mlm_studio.core.finetune.recipe.searched import recipe_options
 from mlm_studio.core.finetune.request import SCRATCH
 from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.storage.checkpoint import CheckpointError

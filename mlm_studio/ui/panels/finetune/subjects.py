@@ -8,18 +8,27 @@ from pathlib import Path
 from mlm_studio.core.finetune.compare import Said, contenders
 from mlm_studio.core.finetune.comparisons import Comparison
 from mlm_studio.core.finetune.recipe.result import RecipeSearch
-from mlm_studio.core.finetune.runs import finetune_run
+from mlm_studio.core.finetune.runs import FinetuneRun, finetune_run
 from mlm_studio.core.finetune.scores import main_score, score_field
 from mlm_studio.core.runs.records import FinishedRecord, TestRecord
+from mlm_studio.core.storage.checkpoint import CheckpointError
 
 
 def run_subject(path: Path) -> str:
     """ "Run 2024…-finetune: late on task.csv (classification)": the run a tab shows, its model and task."""
-    run = finetune_run(path)
+    run = _listed(path)
     if run is None:
         return f"Run {path.name}"
     kind, _, task = run.task.partition(" · ")
     return f"Run {path.name}: {run.model} on {task} ({kind})"
+
+
+def _listed(path: Path) -> FinetuneRun | None:
+    """The run as the runs list tells it; None when its task.json cannot be read (the tab that reads it says why)."""
+    try:
+        return finetune_run(path)
+    except CheckpointError:
+        return None
 
 
 def contender_subject(said: Said, path: Path) -> str:
@@ -58,7 +67,7 @@ def finished_line(finished: FinishedRecord, total_steps: int, test: TestRecord |
 
 def shown_run_line(path: Path, test: TestRecord | None, total_steps: int | None) -> str:
     """The status of a run read from its folder: how it ended, at which step, and its test score."""
-    run = finetune_run(path)
+    run = _listed(path)
     state = run.state if run is not None else "?"
     if test is None:
         return f"{path.name}: {state}, no test scores yet: resume it to finish"

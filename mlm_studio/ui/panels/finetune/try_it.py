@@ -193,7 +193,7 @@ class TryItView(QWidget):
             task = RunDir(path).task
         except CheckpointError:
             return ""
-        return str(task["task"]) if task else ""
+        return task.kind if task else ""
 
     # --- answering ----------------------------------------------------------------------------------
     def _schedule(self) -> None:
@@ -387,7 +387,7 @@ def _preview(workspace) -> TryItView:
     from mlm_studio.core.finetune.runs import finetune_runs
 
     view = TryItView()
-    found = finetune_runs(workspace.runs_root)
+    found = finetune_runs(workspace.runs_root).found
     view.set_run(found[0].path if found else None)
     return view
 
