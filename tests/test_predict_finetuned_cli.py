@@ -318,8 +318,8 @@ def test_the_documented_transformers_recipe_answers_exactly_as_predict(runs, tmp
     documented = {}
     exec(recipe.replace('"exported/qa"', repr(str(tmp_path / "qa"))), documented)
     run, model = RunDir(runs / "qa"), fine_tuned_at(runs / "qa")
-    values = {"max_length": run.config.data.max_seq_len, "doc_stride": run.task["doc_stride"]}
-    values["max_answer_length"] = run.task["max_answer_length"]
+    values = {"max_length": run.config.data.max_seq_len, "doc_stride": run.task.doc_stride}
+    values["max_answer_length"] = run.task.max_answer_length
     asked = [
         (qa["question"], paragraph["context"])
         for article in squad_document(contexts=4, seed=1, facts=2, filler=12)["data"]

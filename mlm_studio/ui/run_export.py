@@ -9,7 +9,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
-from mlm_studio.core.interop.export import export_model, replaces_export
+from mlm_studio.core.interop.export import export_choice, replaces_export, write_export
 from mlm_studio.core.models.hf_folder import InteropError
 from mlm_studio.core.runs.history import metrics_csv
 from mlm_studio.core.runs.run_folder import RunDir
@@ -18,7 +18,12 @@ from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar
 
-PIPELINES = {"classification": "text-classification", "tokens": "token-classification"}  # a classifier's
+# how `transformers` loads a fine-tuning run's export, by its kind (version 5 has no question-answering pipeline)
+LOADED_BY = {
+    "classification": 'pipeline("text-classification")',
+    "tokens": 'pipeline("token-classification")',
+    "qa": "AutoModelForQuestionAnswering and AutoTokenizer (docs/finetuning.md shows how its answers are read)",
+}
 
 
 class RunExporter(TaskRunner):
@@ -86,12 +91,21 @@ class RunExporter(TaskRunner):
         except CheckpointError:  # the export says why it cannot read the run
             task = None
         self._loaded_by = (
-            f'pipeline("{PIPELINES[task.kind]}")'
+            LOADED_BY[task.kind]
             if task
             else "AutoModelForMaskedLM.from_pretrained and AutoTokenizer.from_pretrained; the playground opens it too"
         )
-        self.start(lambda progress: export_model(run, out, overwrite=overwrite, progress=progress))
+        self.start(lambda progress: _exported(run, out, overwrite, progress))
 
-    def _on_exported(self, out: Path) -> None:
-        self.message_bar.show_message(f"Exported to {out}. transformers loads it with {self._loaded_by}.", "info")
+    def _on_exported(self, exported: tuple[Path, str]) -> None:
+        out, note = exported
+        said = f"Exported to {out}. transformers loads it with {self._loaded_by}."
+        self.message_bar.show_message(f"{said} Note: {note}" if note else said, "warning" if note else "info")
         self.log(f"Exported to {out}")
+
+
+def _exported(run: Path, out: Path, overwrite: bool, progress) -> tuple[Path, str]:
+    """Export `run` into `out`: the folder written, and what the user should know of the weights taken ("" for
+    nothing: a run another process is still training gives its best so far)."""
+    choice = export_choice(run)
+    return write_export(choice, out, overwrite=overwrite, progress=progress), choice.note

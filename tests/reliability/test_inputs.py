@@ -316,7 +316,7 @@ def test_run_files_nested_100000_deep_are_said_damaged_or_their_line_left_out(ru
     (run_copy / "task.json").write_text(DEEP)
     done = mlm_studio("predict", run_copy, "the file")
     assert done.returncode == 1
-    assert said_whole(done.stderr) == f"mlm-studio: run run: task.json is damaged ({NESTED})\n"
+    assert said_whole(done.stderr) == f"mlm-studio: {run_copy / 'task.json'} is damaged: it is not JSON ({NESTED})\n"
     (run_copy / "task.json").unlink()
     (run.latest_checkpoint() / "state.json").write_text(DEEP)
     done = mlm_studio("train", "--resume", run_copy)

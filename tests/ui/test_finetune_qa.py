@@ -5,6 +5,8 @@ colours readable in either scheme."""
 
 import html
 import re
+import subprocess
+import sys
 
 import pytest
 from PySide6.QtWidgets import QApplication
@@ -69,6 +71,26 @@ def test_a_question_answerer_shows_its_scores_and_its_wrong_answers_in_their_con
     assert try_it.question_edit.isVisible() and try_it.bars.isHidden() and try_it.chips.isHidden()
     marked = re.findall(r'<span style="[^"]*background-color:[^"]*">([^<]*)</span>', try_it.context.toHtml())
     assert marked == ([html.escape(asked.context[best["start"] : best["end"]])] if best["answer"] else [])
+
+    # Export: how transformers 5 loads it, and, while another process trains the run, that these are its weights so far
+    exported = tmp_path / "exported"
+    with qtbot.waitSignal(panel.exporter.succeeded, timeout=60_000):
+        panel.exporter.export(run, exported)
+    assert (
+        panel.message_bar.level == "info"
+        and "AutoModelForQuestionAnswering and AutoTokenizer" in panel.message_bar.text
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_LOCK, str(run)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with qtbot.waitSignal(panel.exporter.succeeded, timeout=60_000):
+            panel.exporter.export(run, tmp_path / "again")
+    finally:
+        holder.communicate("")
+    assert panel.message_bar.level == "warning"
+    assert f"is still being trained by process {holder.pid}" in panel.message_bar.text
 
 
 def test_gold_and_predicted_spans_are_marked_apart_and_together_in_either_scheme(qtbot):
@@ -140,3 +162,12 @@ def test_a_question_answerers_test_scores_fill_the_top_of_their_tab_as_a_table(q
     assert [table.item(r, 0).text() for r in range(table.rowCount())] == ["all", "without one"]  # none answered
     view.clear()
     assert table.isHidden() and table.rowCount() == 0
+
+
+HOLD_THE_LOCK = """
+import sys
+from mlm_studio.core.storage.lock import RunLock
+with RunLock(sys.argv[1]):
+    print("held", flush=True)
+    sys.stdin.read()
+"""

@@ -83,7 +83,7 @@ def refuse_fine_tuned(run: RunDir) -> None:
     origin = run.origin
     started = origin.get("source") if origin.get("kind") != "scratch" else None
     instead = f"the model it started from ({started})" if started else "a pre-trained model"
-    what, use = FINE_TUNED.get(run.task.get("task"), FINE_TUNED["classification"])
+    what, use = FINE_TUNED.get(run.task.kind, FINE_TUNED["classification"])
     raise CheckpointError(
         f"{run.name} is {what}: it has no masked-LM head; {use}fill masks and evaluate with {instead} (a search "
         "reads its encoder)"
