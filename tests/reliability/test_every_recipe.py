@@ -25,6 +25,7 @@ from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config
+from tests.reliability.disks import fill
 
 RECIPES = ["pre-training", "fine-tuning"]
 
@@ -144,23 +145,6 @@ def test_out_of_memory_keeps_the_last_completed_step_and_the_run_resumes(start, 
     assert again.step == 6
     ending = list(again.run())
     assert isinstance(ending[-1], FinishedRecord) and ending[-1].reason == "completed"
-
-
-def fill(folder) -> int:
-    """Fill the filesystem of `folder` to its last byte with a file of the user's; its size."""
-    written_bytes = 0
-    with open(folder / "filler.bin", "wb", buffering=0) as filler:
-        try:
-            while True:
-                written_bytes += filler.write(b"u" * 65536)
-        except OSError:
-            pass
-        try:
-            while True:
-                written_bytes += filler.write(b"u")
-        except OSError:
-            pass
-    return written_bytes
 
 
 @pytest.mark.parametrize("recipe", RECIPES)

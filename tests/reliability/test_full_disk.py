@@ -22,24 +22,13 @@ from mlm_studio.core.training.trainer import Trainer
 from tests.command import mlm_studio
 from tests.core.helpers import config_file, small_config
 from tests.core.test_finetune import write_task
+from tests.reliability.disks import fill
 
 
 @pytest.fixture
 def small_disk(tmp_path, tmpfs):
     """A 96 KiB filesystem: room for a run's small files, not for a checkpoint."""
     return tmpfs(tmp_path / "small-disk", "size=96k")
-
-
-def fill(folder):
-    """Fill the filesystem of `folder` to the last byte with a file of the user's; returns its size."""
-    written = 0
-    with open(folder / "filler.bin", "wb", buffering=0) as filler:
-        try:
-            while True:
-                written += filler.write(b"u" * 4096)
-        except OSError:
-            pass
-    return written
 
 
 def test_training_onto_a_full_disk_fails_with_the_reason_not_a_traceback(tmp_path, corpus_file, small_disk):

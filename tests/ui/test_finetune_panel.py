@@ -128,7 +128,7 @@ def test_a_disk_that_fills_up_pauses_the_run_and_resume_finishes_it_once_room_is
 ):
     from mlm_studio.ui.panels.finetune.panel import FinetunePanel
     from mlm_studio.ui.workspace import Workspace
-    from tests.reliability.test_every_recipe import fill as fill_disk
+    from tests.reliability.disks import fill as fill_disk
 
     disk = tmpfs(tmp_path / "disk", "size=16m")
     panel = FinetunePanel(Workspace(), disk / "runs")
