@@ -16,9 +16,9 @@ from mlm_studio.core.errors import UserError
 from mlm_studio.core.shown import one_line
 
 STDIN = "-"  # the text that says: read the texts from standard input
-# the longest line answered (256 KiB, its tokens ~150 MB at most): a question-answering context of some 40,000 words,
-# far more than a model reads of any other text
-MAX_LINE_BYTES = 1 << 18
+# the longest line answered (128 KiB, its tokens ~70 MB at most, a token a byte): a question-answering context of some
+# 20,000 words, far more than a model reads of any other text
+MAX_LINE_BYTES = 1 << 17
 
 
 class TextLinesError(UserError):

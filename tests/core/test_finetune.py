@@ -15,7 +15,7 @@ from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.data.labelled import TaskError
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
 from mlm_studio.core.finetune.setup import prepare_finetuner
-from mlm_studio.core.finetune.tuner import BEST
+from mlm_studio.core.finetune.tuner import BEST, fine_tuning_steps
 from mlm_studio.core.interop.export import export_choice
 from mlm_studio.core.runs.control import TrainingControl
 from mlm_studio.core.runs.records import FinishedRecord, StepRecord, TestRecord, ValidationRecord
@@ -292,10 +292,27 @@ def test_gradient_accumulation_learns_as_the_batch_it_adds_up_to(trained_run, ta
         tuner = prepare_finetuner(tmp_path / name)  # the run as written, before its first step
         runs[name] = (tuner, list(tuner.run()))
     (whole, said), (accumulated, heard) = runs["whole"], runs["accumulated"]
-    assert whole.total_steps == accumulated.total_steps and whole.steps_per_epoch == accumulated.steps_per_epoch
+    assert whole.total_steps == accumulated.total_steps == 10 * whole.steps_per_epoch  # ten epochs, ten passes
+    assert whole.steps_per_epoch == accumulated.steps_per_epoch
     assert accumulated.config.training.grad_accumulation == 2
     losses = [[r.loss for r in records if isinstance(r, ValidationRecord)] for records in (said, heard)]
     assert losses[0][-1] < 0.9 * losses[0][0]  # it learned
     assert losses[0] == pytest.approx(losses[1], rel=1e-3)
     tests = [next(r for r in records if isinstance(r, TestRecord)) for records in (said, heard)]
     assert tests[0].accuracy == tests[1].accuracy
+
+
+@pytest.mark.parametrize(
+    ("examples", "per_step", "epochs", "steps"),
+    [
+        (113, 32, 10, (4, 40)),
+        (113, 16, 10, (8, 80)),
+        (120, 8, 0.5, (15, 8)),
+        (10, 16, 3, (1, 3)),
+        (70, 10, 0.7, (7, 5)),
+    ],
+)
+def test_epochs_are_whole_passes_each_ending_on_its_short_batch(examples, per_step, epochs, steps):
+    """113 examples in steps of 32 take 4 steps an epoch (the last of 17): 10 epochs are 40 steps, not the 36 that
+    counting examples alone gives; a fraction of an epoch is rounded up to a whole step, 0.7 × 7 to 5, not 6."""
+    assert fine_tuning_steps(examples, per_step, epochs) == steps

@@ -20,7 +20,6 @@ validation score. The rest follows the published recipes: weight decay 0.01 (Dev
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -55,7 +54,7 @@ from mlm_studio.core.finetune.qa.task import (
 )
 from mlm_studio.core.finetune.request import SCRATCH, own_value, request_of
 from mlm_studio.core.finetune.scores import entity_tags
-from mlm_studio.core.finetune.tuner import BEST, FineTuner, TaskData
+from mlm_studio.core.finetune.tuner import BEST, FineTuner, TaskData, fine_tuning_steps
 from mlm_studio.core.models.build import build_trained, encoder_of
 from mlm_studio.core.models.hf_folder import import_model
 from mlm_studio.core.progress import Progress
@@ -141,9 +140,7 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions, progress: 
         )
         split = files_split(files, options.held_out_by, options.task, source.tokenizer.normalised, progress)
         n_train = len(split[0])
-    per_step = options.batch_size * options.grad_accumulation
-    per_epoch = math.ceil(n_train / per_step)
-    total = max(1, math.ceil(options.epochs * n_train / per_step))
+    per_epoch, total = fine_tuning_steps(n_train, options.batch_size * options.grad_accumulation, options.epochs)
     interval = options.eval_interval or per_epoch
     training = TrainConfig(
         batch_size=options.batch_size,
@@ -381,7 +378,8 @@ def resume_with(run: RunDir, train_examples: int, changes: dict[str, Any]) -> st
             f"the best weights of {run.name} (step {state['best_step']:,}) are lost, so its resume could not test "
             "or export them: start a new fine-tuning with the same options",
         )
-    total = config.steps_for(train_examples)
+    t = config.training
+    total = fine_tuning_steps(train_examples, t.batch_size * t.grad_accumulation, t.epochs)[1]
     longer = config.training.epochs != before.training.epochs
     if longer:
         if state["stopped_early"]:

@@ -90,8 +90,9 @@ class FineTuner(Loop):
         freeze(self.model, self.task.freeze_layers)
         self.optimizer = adamw(self.model, t, self.device)
         self.tokenizer = run.tokenizer
-        self.steps_per_epoch = math.ceil(len(data.train) / (t.batch_size * t.grad_accumulation))
-        self.total_steps = self.config.steps_for(len(data.train))
+        self.steps_per_epoch, self.total_steps = fine_tuning_steps(
+            len(data.train), t.batch_size * t.grad_accumulation, t.epochs
+        )
         self.eval_interval = t.eval_interval or self.steps_per_epoch
         self.best_score, self.best_step, self.stale = -math.inf, 0, 0
         self._order: tuple[int, list[np.ndarray]] = (-1, [])
@@ -260,6 +261,14 @@ class FineTuner(Loop):
         """The validation record of the best step as the run wrote it (before a resume, too); {} before any."""
         written = [r for r in self.run_dir.read_metrics() if r["type"] == "validation" and r["step"] == self.best_step]
         return written[-1] if written else {}
+
+
+def fine_tuning_steps(examples: int, per_step: int, epochs: float) -> tuple[int, int]:
+    """(steps an epoch, steps in all) of `epochs` passes over `examples` training examples, `per_step` a step: an
+    epoch is every batch of them, its last one short, so ten epochs are ten passes (a fraction of an epoch is
+    rounded up to a whole step)."""
+    per_epoch = max(1, math.ceil(examples / per_step))
+    return per_epoch, max(1, math.ceil(round(epochs * per_epoch, 6)))
 
 
 def ending(reason: str, step: int, total_steps: int) -> str:
