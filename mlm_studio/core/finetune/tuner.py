@@ -219,7 +219,7 @@ class FineTuner(Loop):
                     WarningRecord(
                         self.step,
                         f"stopping early: the validation score has not improved for {self.stale} evaluations "
-                        f"(best {self.best_score:.4f} at step {self.best_step})",
+                        f"(best {self.best_score:.1%} at step {self.best_step})",
                     )
                 )
 

@@ -163,7 +163,7 @@ class FinetuneForm(QWidget):
         grid.addWidget(QLabel("Recipe"), 2, 0)
         grid.addLayout(recipe, 2, 1)
         running = QHBoxLayout()
-        for label, box in (("Micro-batches per step", self.grad_accumulation), ("Report to", self.report_to)):
+        for label, box in (("Accumulation", self.grad_accumulation), ("Report to", self.report_to)):
             form = QFormLayout()
             form.addRow(label, box)
             running.addLayout(form)
