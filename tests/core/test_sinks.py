@@ -139,6 +139,10 @@ def test_finetune_and_train_report_to_mlflow_from_the_command_line(store, tmp_pa
     assert set(found) == {"pre", "tuned"} and {r.info.status for r in found.values()} == {"FINISHED"}
     tuned_run = found["tuned"]
     assert tuned_run.data.params["task.kind"] == "classification" and tuned_run.data.params["task.labels"] == "3"
+    assert tuned_run.data.params["training.learning_rate"] and not any(
+        key.startswith(("masking.", "tokenizer.")) for key in tuned_run.data.params
+    )  # pre-training's settings are not a fine-tuning's
+    assert any(key.startswith("masking.") for key in found["pre"].data.params)
     test_scores = json.loads(tuned.stdout)["test"]
     assert tuned_run.data.metrics["test/accuracy"] == pytest.approx(test_scores["accuracy"])
     assert [m.step for m in client.get_metric_history(found["pre"].info.run_id, "train/loss")] == [2, 4]

@@ -40,6 +40,7 @@ from mlm_studio.core.runs.records import (
     WarningRecord,
 )
 from mlm_studio.core.runs.run_folder import RunDir
+from mlm_studio.core.runs.settings import flat_settings
 from mlm_studio.core.storage.checkpoint import FORMAT_VERSION, load_weights, save_weights
 from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json
 
@@ -130,8 +131,14 @@ class FineTuner(Loop):
         return [said, test, replace(finished, reason=ending(finished.reason, finished.step, self.total_steps))]
 
     def reported_params(self) -> dict:
+        """The model's and the training's settings (not pre-training's masking or tokenizer), the length it reads,
+        and the task."""
         model = (self.task.request or {}).get("model")
-        return {"task.kind": self.task.kind, "task.labels": len(self.data.labels), "task.model": model}
+        return {
+            **flat_settings(self.config, ("model", "training")),
+            "data.max_seq_len": self.config.data.max_seq_len,
+            **{"task.kind": self.task.kind, "task.labels": len(self.data.labels), "task.model": model},
+        }
 
     def opening_records(self) -> list[Record]:
         return [WarningRecord(self.step, note) for note in self.data.notes]

@@ -53,6 +53,7 @@ from mlm_studio.core.runs.records import (
     WarningRecord,
 )
 from mlm_studio.core.runs.run_folder import RunDir, finite_or_none
+from mlm_studio.core.runs.settings import flat_settings
 from mlm_studio.core.runs.sinks import Sinks
 from mlm_studio.core.runs.step_sums import StepSums, Window
 from mlm_studio.core.runs.threads import governor_for
@@ -145,8 +146,9 @@ class Loop:
         raise NotImplementedError
 
     def reported_params(self) -> dict:
-        """What a tracker records of the run besides its settings (the recipe's own: a task, a model)."""
-        return {}
+        """What a tracker records of the run: its settings by `section.field` (a recipe keeps those it reads and adds
+        its own)."""
+        return flat_settings(self.config)
 
     def opening_records(self) -> list[Record]:
         """Warnings said when the run starts, after its started record."""

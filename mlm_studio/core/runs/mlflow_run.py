@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.runs.tensorboard import TAGS
 from mlm_studio.core.storage.files import atomic_write_json
 
@@ -38,20 +37,21 @@ def available() -> bool:
 
 
 class MlflowRun:
-    """The MLflow run of the run in `run_path`, made or found again when opened; `error` says why it stopped."""
+    """The MLflow run of the run in `run_path` (`params`: what it records of its settings), made or found again
+    when opened; `error` says why it stopped."""
 
-    def __init__(self, run_path: Path, config: RunConfig, params: dict[str, Any]) -> None:
+    def __init__(self, run_path: Path, params: dict[str, Any]) -> None:
         self.path = Path(run_path)
         self.error: str | None = None
         self._notes: list[str] = []
         self._client = None
         self.run_id = ""
         try:
-            self._open(config, params)
+            self._open(params)
         except Exception as exc:  # a store MLflow cannot reach raises its own kinds of error
             self._stop(exc, "is not reported to")
 
-    def _open(self, config: RunConfig, params: dict[str, Any]) -> None:
+    def _open(self, params: dict[str, Any]) -> None:
         from mlflow import MlflowClient
         from mlflow.tracking import get_tracking_uri
 
@@ -70,9 +70,7 @@ class MlflowRun:
         atomic_write_json(self.path / MLFLOW_FILE, {"tracking_uri": uri, "run_id": self.run_id})
         from mlflow.entities import Param
 
-        settings = {f"{section}.{name}": value for section, values in config.to_dict().items() if
-                    isinstance(values, dict) for name, value in values.items()} | params  # fmt: skip
-        items = [Param(key, str(value)[:6000]) for key, value in settings.items()]
+        items = [Param(key, str(value)[:6000]) for key, value in params.items()]
         for first in range(0, len(items), BATCH):
             self._client.log_batch(self.run_id, params=items[first : first + BATCH])
 

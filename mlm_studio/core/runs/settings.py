@@ -55,3 +55,10 @@ def apply_resume(run: RunDir, config: RunConfig) -> str:
     config.save(run.path / "config.toml")
     run.append_metrics([{"type": "changed", "step": read_state(latest)["step"] if latest else 0, "message": message}])
     return message
+
+
+def flat_settings(config: RunConfig, sections: tuple[str, ...] = SECTIONS) -> dict[str, Any]:
+    """The settings of `sections` by `section.field`, as a tracker records a run's parameters."""
+    return {
+        f"{section}.{name}": value for section in sections for name, value in getattr(config, section).values().items()
+    }

@@ -26,7 +26,7 @@ class Sinks:
     """The run's sinks, opened for a run that trains (a run that has ended is read, not written)."""
 
     def __init__(self, run: RunDir, params: dict[str, Any]) -> None:
-        """`params`: what the recipe adds to the run's settings as a tracker's parameters."""
+        """`params`: what a tracker records of the run's settings (the recipe's choice)."""
         chosen = reported_to(run.config.training.report_to)
         self._notes: list[str] = []
         self.events: EventLog | None = None
@@ -35,7 +35,7 @@ class Sinks:
         self.tracker: MlflowRun | None = None
         if "mlflow" in chosen:
             if mlflow_run.available():
-                self.tracker = MlflowRun(run.path, run.config, params)
+                self.tracker = MlflowRun(run.path, params)
             else:
                 self._notes.append(
                     f"metrics are not reported to MLflow: the mlflow package is not installed ({mlflow_run.INSTALL}); "
