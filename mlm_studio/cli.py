@@ -12,6 +12,7 @@ from pathlib import Path
 
 from mlm_studio.commands.parser import build_parser
 from mlm_studio.commands.terminal import INTERRUPTED, reason
+from mlm_studio.core.storage.files import atomic_write_text
 from mlm_studio.core.storage.user_folders import cache_dir
 
 DEBUG_VARIABLE = "MLM_STUDIO_DEBUG"  # set to 1: an unexpected error shows its traceback
@@ -55,27 +56,20 @@ def _bug(exc: Exception) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return reason(exc)
     try:
-        kept = f"its traceback is in {keep_traceback(exc)}"
+        kept = f"its traceback is in {_keep_traceback(exc)}"
     except OSError:
         kept = f"run again with {DEBUG_VARIABLE}=1 to see its traceback"
-    blame = "This is a bug in MLM Studio or a library it uses, not in what you gave it"
-    return f"{_reason(exc)}. {blame}: {kept} for a bug report"
+    said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return f"{said}. This is a bug in MLM Studio or a library it uses, not in what you gave it: {kept} for a bug report"
 
 
-def keep_traceback(exc: Exception) -> Path:
-    """Write `exc`'s traceback into the cache's crashes folder; the file."""
+def _keep_traceback(exc: Exception) -> Path:
+    """Write `exc`'s traceback into the cache's crashes folder (as every file is written: whole, never through a
+    link); the file."""
     folder = cache_dir() / "crashes"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
-    path.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
-    return path
-
-
-def _reason(exc: Exception) -> str:
-    """An unexpected error in words: the system's own for a file or device, else its kind and message."""
-    if isinstance(exc, OSError) and exc.strerror:
-        return reason(exc)
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return atomic_write_text(path, "".join(traceback.format_exception(exc)))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@ its result, in sentences or as one JSON object."""
 
 from __future__ import annotations
 
-import signal
 import sys
 from pathlib import Path
 
@@ -14,8 +13,8 @@ from mlm_studio.commands.terminal import (
     MISUSED,
     Status,
     fail,
+    interrupts_stop,
     reason,
-    stop_on_interrupt,
     strict_json,
 )
 from mlm_studio.core.data.labelled import Columns
@@ -142,11 +141,8 @@ def _follow(dist: Distributed, device, as_json: bool) -> int:
 def _trained(tuner: FineTuner, dist: Distributed, as_json: bool) -> int:
     """Train, Ctrl-C stopping after the current step; under torchrun only rank 0 speaks, and every process waits
     for the others before it leaves."""
-    previous = signal.signal(signal.SIGINT, stop_on_interrupt(tuner.control, say=dist.main))
-    try:
+    with interrupts_stop(tuner.control, say=dist.main):
         code = _report(tuner, as_json, quiet=not dist.main)
-    finally:
-        signal.signal(signal.SIGINT, previous)
     if dist.world_size > 1:
         del tuner  # DistributedDataParallel holds the process group; release it first
         distributed.leave()
@@ -212,10 +208,9 @@ def _compare(args) -> int:
         return fail(f"--seeds must be between 1 and {MAX_SEEDS}, not {one_line(str(seeds))}")
     root = args.out or new_run_path(default_runs_dir(), "compare")
     control = TrainingControl()
-    previous = signal.signal(signal.SIGINT, stop_on_interrupt(control))
     tty, seen = sys.stderr.isatty(), []
     try:
-        with RunLock(root):
+        with interrupts_stop(control), RunLock(root):
             for said in compare(args.model, options, root, seeds, control):
                 contender, seed, record = said
                 seen.append(said)
@@ -224,8 +219,6 @@ def _compare(args) -> int:
                 _say_progress(tty, f"{contender.label}, seed {seed}", record)
     except USER_ERRORS as exc:
         return fail(_said(exc))
-    finally:
-        signal.signal(signal.SIGINT, previous)
     finished = _finished(seen)
     total = seeds * len(contenders(args.model))
     found = outcomes(said for said in seen if (said.contender.label, said.seed) in finished)
@@ -277,10 +270,9 @@ def _search(args) -> int:
         return fail(_said(exc))
     root = args.out or new_run_path(default_runs_dir(), "search")
     control = TrainingControl()
-    previous = signal.signal(signal.SIGINT, stop_on_interrupt(control))
     tty = sys.stderr.isatty()
     try:
-        with RunLock(root):
+        with interrupts_stop(control), RunLock(root):
             for tried in search(plan, root, control):
                 record = tried.record
                 if isinstance(record, FailedRecord):
@@ -290,8 +282,6 @@ def _search(args) -> int:
                 )
     except USER_ERRORS as exc:
         return fail(_said(exc))
-    finally:
-        signal.signal(signal.SIGINT, previous)
     found = read_search(root)
     if args.json:
         print(strict_json(found.to_json()), flush=True)

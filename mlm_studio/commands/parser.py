@@ -349,12 +349,10 @@ def _add_finetune(commands) -> None:
     )
     tune.add_argument("--epochs", type=number, help="passes over the training examples at most (default 10)")
     tune.add_argument("--batch-size", type=whole, help="examples per micro-batch (default 16)")
-    tune.add_argument(
-        "--grad-accumulation",
-        type=whole,
-        metavar="N",
-        help="micro-batches per step (default 1): a step learns from N × --batch-size examples in the memory of one",
+    accumulation = (
+        "micro-batches per step (default 1): a step learns from N × --batch-size examples in the memory of one"
     )
+    tune.add_argument("--grad-accumulation", type=whole, metavar="N", help=accumulation)
     tune.add_argument("--warmup", type=number, help="share of the steps warming up (default 0.06)")
     tune.add_argument("--weight-decay", type=number, help="AdamW weight decay (default 0.01)")
     tune.add_argument(

@@ -4,6 +4,7 @@ and the progress of data preparation. Torch-free: the parser imports it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
@@ -46,6 +47,16 @@ def stop_on_interrupt(control, say: bool = True):
         control.stop()
 
     return on_interrupt
+
+
+@contextlib.contextmanager
+def interrupts_stop(control, say: bool = True):
+    """While inside: Ctrl-C stops `control`'s loop as `stop_on_interrupt` says; the handler before is put back."""
+    previous = signal.signal(signal.SIGINT, stop_on_interrupt(control, say))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def strict_json(value) -> str:

@@ -4,11 +4,10 @@ other record in a sentence; Ctrl-C stops with a checkpoint (exit 130). Under tor
 from __future__ import annotations
 
 import contextlib
-import signal
 import sys
 
 from mlm_studio.commands.refusals import USER_ERRORS
-from mlm_studio.commands.terminal import INTERRUPTED, Status, fail, print_report, reason, stop_on_interrupt
+from mlm_studio.commands.terminal import INTERRUPTED, Status, fail, interrupts_stop, print_report, reason
 from mlm_studio.core.config.presets import preset
 from mlm_studio.core.config.run_config import RunConfig, written_fields
 from mlm_studio.core.durations import Eta, format_duration
@@ -87,11 +86,8 @@ def _train(args, held: contextlib.ExitStack) -> int:
         return fail(reason(exc))
     except distributed.RankZeroFailed as exc:
         return fail(reason(exc))
-    previous = signal.signal(signal.SIGINT, stop_on_interrupt(trainer.control, say=dist.main))
-    try:
+    with interrupts_stop(trainer.control, say=dist.main):
         code = _report(trainer, dist)
-    finally:
-        signal.signal(signal.SIGINT, previous)
     if dist.world_size > 1:
         del trainer  # DistributedDataParallel holds the process group; release it first
         distributed.leave()

@@ -173,15 +173,15 @@ class FineTuner(Loop):
         step, micro = divmod(index, t.grad_accumulation)
         shares = np.array_split(self._batch(step), t.grad_accumulation * self.dist.world_size)
         indices = shares[self.dist.rank * t.grad_accumulation + micro]
-        weight = 1.0 if len(indices) else 0.0
-        if not len(indices):
-            indices = shares[0][:1]
+        empty = len(indices) == 0
         kind = self.data.kind
-        ids, mask, types, targets = kind.batch(self.data.train, indices, self.tokenizer.pad_id, self.device)
+        ids, mask, types, targets = kind.batch(
+            self.data.train, shares[0][:1] if empty else indices, self.tokenizer.pad_id, self.device
+        )
         with self._autocast():
             logits = self.forward(ids, mask, types)
         loss, correct, predicted = kind.loss(logits, targets)
-        if not weight:
+        if empty:
             return MicroStep(loss * 0.0, torch.zeros((), device=self.device), correct * 0, 0, 0)
         return MicroStep(loss, loss.detach().float() * predicted, correct, predicted, int(mask.sum()))
 
