@@ -6,14 +6,10 @@ from __future__ import annotations
 import io
 import os
 import sys
-import time
-import traceback
-from pathlib import Path
 
 from mlm_studio.commands.parser import build_parser
 from mlm_studio.commands.terminal import INTERRUPTED, reason
-from mlm_studio.core.storage.files import atomic_write_text
-from mlm_studio.core.storage.user_folders import cache_dir
+from mlm_studio.core.storage.crash_report import bug_said
 
 DEBUG_VARIABLE = "MLM_STUDIO_DEBUG"  # set to 1: an unexpected error shows its traceback
 
@@ -51,25 +47,10 @@ def _window(args) -> int:
 
 def _bug(exc: Exception) -> str:
     """What a command says of an error nothing handled: the system's words for a file or a device it could not use;
-    anything else is a bug (a user's mistake is a UserError, said before it gets here), said as one, with where its
-    traceback was written for a report."""
+    anything else is a bug (a user's mistake is a UserError, said before it gets here), said as one."""
     if isinstance(exc, OSError) and exc.strerror:
         return reason(exc)
-    try:
-        kept = f"its traceback is in {_keep_traceback(exc)}"
-    except OSError:
-        kept = f"run again with {DEBUG_VARIABLE}=1 to see its traceback"
-    said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return f"{said}. This is a bug in MLM Studio or a library it uses, not in what you gave it: {kept} for a bug report"
-
-
-def _keep_traceback(exc: Exception) -> Path:
-    """Write `exc`'s traceback into the cache's crashes folder (as every file is written: whole, never through a
-    link); the file."""
-    folder = cache_dir() / "crashes"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
-    return atomic_write_text(path, "".join(traceback.format_exception(exc)))
+    return bug_said(exc, f"run again with {DEBUG_VARIABLE}=1 to see its traceback")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ from typing import Any
 from PySide6.QtCore import QObject, QThread, Signal
 from PySide6.QtWidgets import QProgressBar
 
+from mlm_studio.core.errors import MLMStudioError
 from mlm_studio.core.progress import Cancelled, Progress
+from mlm_studio.core.storage.crash_report import bug_said
 
 log = logging.getLogger(__name__)
 PROGRESS_INTERVAL_S = 0.05
@@ -54,15 +56,18 @@ class _TaskThread(QThread):
 
 
 def expected_error(exc: BaseException) -> bool:
-    """Errors the engine raises for the user (bad files, bad settings), as opposed to bugs."""
-    return isinstance(exc, (ValueError, OSError)) or type(exc).__module__.startswith("mlm_studio")
+    """What the engine raises on purpose (a refusal of what the user gave, a run that failed), the system's refusal
+    of a file, and memory running out; anything else is a bug."""
+    out_of_memory = isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"  # torch's, on a device
+    return isinstance(exc, (MLMStudioError, OSError)) or out_of_memory
 
 
 def user_message(exc: BaseException) -> str:
-    """A message for the user: the engine's own words, or the kind of error for unexpected ones."""
-    if expected_error(exc) or isinstance(exc, RuntimeError):
+    """A message for the user: the engine's own words, or for a bug a sentence that says it is one and where its
+    traceback was kept, as the command line says it."""
+    if expected_error(exc):
         return str(exc)
-    return f"Unexpected error ({type(exc).__name__}): {exc}"
+    return bug_said(exc, "its traceback could not be written")
 
 
 _LIVE: set[_TaskThread] = set()  # threads outlive the widget that started them, until they end

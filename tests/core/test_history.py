@@ -72,8 +72,7 @@ def test_metrics_are_written_as_strict_json_and_old_nan_values_read_as_missing(t
 def test_a_record_of_the_wrong_types_is_read_as_missing_never_raised(tmp_path, trained_run):
     """A damaged line of metrics.jsonl (a number written as text) neither stops the runs list nor reads as a value:
     the summary takes what is of its type, and a record read back typed is none."""
-    from mlm_studio.core.runs.history import typed_record
-    from mlm_studio.core.runs.records import StepRecord, TestRecord
+    from mlm_studio.core.runs.records import StepRecord, TestRecord, typed_record
 
     run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
     run.append_metrics([
@@ -98,3 +97,25 @@ def test_a_record_of_the_wrong_types_is_read_as_missing_never_raised(tmp_path, t
     assert read.confusion == ((1, 1), (0, 0)) and read.labels == ("a", "b")
     assert typed_record({**test, "confusion": "x"}, TestRecord) is None
     assert typed_record({**test, "per_class": [["a", 0.5, 0.5, 0.5]]}, TestRecord) is None
+
+
+def test_a_runs_records_read_back_typed_leave_out_the_damaged_ones_in_their_order(tmp_path, trained_run):
+    from mlm_studio.core.runs.records import EvalRecord, FinishedRecord, Record, StepRecord
+
+    run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
+    before = run.records(EvalRecord)
+    assert before and all(type(r) is EvalRecord for r in before)
+    assert [r.step for r in before] == [r["step"] for r in run.read_metrics() if r["type"] == "eval"]
+    run.append_metrics([
+        {"type": "eval", "step": 40, "loss": "low"},
+        {"type": "step", "step": 41, "tokens_seen": 9, "elapsed": 1.0, "loss": 2.0, "accuracy": 0.5,
+         "learning_rate": 1e-3, "grad_norm": 1.0, "tokens_per_second": 10.0},
+        {"type": "finished", "step": 41, "reason": "completed", "run_dir": "run", "val_loss": None,
+         "val_accuracy": None},
+        {"type": "another version's", "step": 42},
+    ])  # fmt: skip
+    assert run.records(EvalRecord) == before  # the damaged evaluation is left out
+    last = run.records(StepRecord, FinishedRecord)[-2:]
+    assert [type(r) for r in last] == [StepRecord, FinishedRecord] and last[0].loss == 2.0
+    every = run.records()
+    assert all(isinstance(r, Record) for r in every) and every[-1] == last[-1]

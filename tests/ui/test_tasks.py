@@ -2,6 +2,8 @@
 
 import threading
 
+import pytest
+
 from mlm_studio.core.data.corpus import CorpusError
 from mlm_studio.ui.tasks import TaskRunner
 
@@ -33,6 +35,30 @@ def test_a_failure_reaches_the_user_as_a_sentence(qtbot):
     with qtbot.waitSignals([runner.failed, runner.finished], order="strict", timeout=10_000):
         runner.start(broken)
     assert messages == ["No usable text in the corpus"]
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [ValueError("operands could not be broadcast together with shapes (3,) (4,)"), KeyError("hidden_size")],
+)
+def test_any_other_error_is_said_as_a_bug_with_its_traceback_kept_never_as_a_refusal(
+    qtbot, tmp_path, monkeypatch, raised
+):
+    """As the command line says it: a ValueError from deep inside (numpy's, torch's, ours) is not something the user
+    gave."""
+    monkeypatch.setenv("MLM_STUDIO_CACHE", str(tmp_path / "cache"))
+    runner, messages = TaskRunner(), []
+
+    def broken(progress):
+        raise raised
+
+    runner.failed.connect(messages.append)
+    with qtbot.waitSignals([runner.failed, runner.finished], order="strict", timeout=10_000):
+        runner.start(broken)
+    (said,) = messages
+    assert "This is a bug in MLM Studio or a library it uses, not in what you gave it" in said
+    (kept,) = (tmp_path / "cache" / "crashes").iterdir()
+    assert str(kept) in said and type(raised).__name__ in kept.read_text(encoding="utf-8")
 
 
 def test_a_newer_task_supersedes_the_running_one_which_reports_nothing(qtbot):

@@ -9,6 +9,7 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication, QStyle
 
 from mlm_studio.core.durations import format_duration
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.runs import loop as loop_module
 from mlm_studio.core.runs.control import TrainingControl
 from mlm_studio.core.runs.records import StartedRecord, StepRecord
@@ -181,7 +182,7 @@ def test_the_eta_reads_the_training_time_not_the_pause(qtbot, panel, monkeypatch
 
 def test_a_worker_error_reaches_the_user_and_the_controls_recover(qtbot, panel, monkeypatch):
     def broken(*args, **kwargs):
-        raise ValueError("the data could not be prepared")
+        raise UserError("the data could not be prepared")
 
     monkeypatch.setattr(runs_module, "training_blocks", broken)
     with qtbot.waitSignal(panel.run_finished, timeout=TIMEOUT_MS):

@@ -10,8 +10,8 @@ from pathlib import Path
 from mlm_studio.core.finetune.request import SCRATCH
 from mlm_studio.core.finetune.scores import main_score_name
 from mlm_studio.core.finetune.tuner import BEST, ending
-from mlm_studio.core.runs.history import LeftOut, Listed, list_runs, summarize, typed_record
-from mlm_studio.core.runs.records import StartedRecord, TestRecord
+from mlm_studio.core.runs.history import LeftOut, Listed, list_runs, summarize
+from mlm_studio.core.runs.records import FinishedRecord, StartedRecord, TestRecord, typed_record
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CHECKPOINTS, CheckpointError
 from mlm_studio.core.storage.hub_cache import hub_name_of
@@ -77,11 +77,10 @@ def _state(run: RunDir) -> str:
     state = summarize(run).state
     if state != "stopped early":
         return state
-    records = run.read_metrics()
-    started = [typed_record(r, StartedRecord) for r in records if r["type"] == "started"]
-    total = next((r.total_steps for r in reversed(started) if r is not None), None)
-    finished = next((r for r in reversed(records) if r["type"] == "finished"), {"step": 0})
-    return state if total is None else ending(state, finished["step"], total)
+    records = run.records(StartedRecord, FinishedRecord)
+    total = next((r.total_steps for r in reversed(records) if isinstance(r, StartedRecord)), None)
+    finished = next((r.step for r in reversed(records) if isinstance(r, FinishedRecord)), 0)
+    return state if total is None else ending(state, finished, total)
 
 
 def last_test(path: str | Path) -> TestRecord | None:

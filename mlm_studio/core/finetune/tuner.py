@@ -31,7 +31,6 @@ from mlm_studio.core.runs.device import adamw, resolved_precision
 from mlm_studio.core.runs.distributed import SINGLE, Distributed, summed
 from mlm_studio.core.runs.loop import Loop, MicroStep
 from mlm_studio.core.runs.records import (
-    RECORDS,
     FinishedRecord,
     Record,
     StartedRecord,
@@ -121,12 +120,10 @@ class FineTuner(Loop):
         a warning that says so; none when it has steps left (a completed run given more epochs trains on)."""
         if self.step < self.total_steps and not self.stopped_early:
             return []
-        written = [
-            r for r in self.run_dir.read_metrics() if r["step"] == self.step and r["type"] in ("test", "finished")
-        ]
-        if len(written) != 2 or written[-1].get("reason") == "stopped":
+        written = [r for r in self.run_dir.records(TestRecord, FinishedRecord) if r.step == self.step]
+        if [type(r) for r in written] != [TestRecord, FinishedRecord] or written[-1].reason == "stopped":
             return []
-        test, finished = (RECORDS[r["type"]](**{k: v for k, v in r.items() if k != "type"}) for r in written)
+        test, finished = written
         said = WarningRecord(self.step, "this run has finished already; these are the test scores it wrote then")
         return [said, test, replace(finished, reason=ending(finished.reason, finished.step, self.total_steps))]
 
@@ -261,13 +258,13 @@ class FineTuner(Loop):
             )
         )
         chosen = self._best_validation()
-        loss, accuracy, at = chosen.get("loss"), chosen.get("accuracy"), chosen.get("step")
+        loss, accuracy, at = (chosen.loss, chosen.accuracy, chosen.step) if chosen else (None, None, None)
         yield self._logged(FinishedRecord(self.step, reason, str(self.run_dir.path), loss, accuracy, at))
 
-    def _best_validation(self) -> dict:
-        """The validation record of the best step as the run wrote it (before a resume, too); {} before any."""
-        written = [r for r in self.run_dir.read_metrics() if r["type"] == "validation" and r["step"] == self.best_step]
-        return written[-1] if written else {}
+    def _best_validation(self) -> ValidationRecord | None:
+        """The validation record of the best step as the run wrote it (before a resume, too); None before any."""
+        written = [r for r in self.run_dir.records(ValidationRecord) if r.step == self.best_step]
+        return written[-1] if written else None
 
 
 def fine_tuning_steps(examples: int, per_step: int, epochs: float) -> tuple[int, int]:

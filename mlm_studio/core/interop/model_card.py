@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mlm_studio import __version__
 from mlm_studio.core.config.families import FAMILIES
+from mlm_studio.core.runs.records import EvalRecord, TestRecord
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.shown import one_line
 from mlm_studio.core.storage.checkpoint import CheckpointError, read_state
@@ -24,13 +25,17 @@ def model_card(run: RunDir, checkpoint: Path) -> str:
         )
     except CheckpointError:
         corpus = "not recorded"
-    evals = [r for r in run.read_metrics() if r.get("type") == "eval" and r.get("step", 0) <= state["step"]]
+    evals = [
+        r
+        for r in run.records(EvalRecord)
+        if r.step <= state["step"] and None not in (r.loss, r.accuracy, r.top5_accuracy, r.perplexity)
+    ]
     if evals:
         last = evals[-1]
         metrics = (
-            f"| validation loss | {last['loss']:.4f} |\n| masked-token accuracy | {last['accuracy']:.2%} |\n"
-            f"| top-5 accuracy | {last['top5_accuracy']:.2%} |\n| perplexity | {last['perplexity']:,.1f} |\n"
-            f"| evaluated at step | {last['step']:,} |\n"
+            f"| validation loss | {last.loss:.4f} |\n| masked-token accuracy | {last.accuracy:.2%} |\n"
+            f"| top-5 accuracy | {last.top5_accuracy:.2%} |\n| perplexity | {last.perplexity:,.1f} |\n"
+            f"| evaluated at step | {last.step:,} |\n"
         )
     else:
         metrics = "| validation | not evaluated yet |\n"
@@ -108,12 +113,12 @@ def classifier_card(run: RunDir, weights: Path, task: str, labels: list[str]) ->
     """A short README for a fine-tuned classifier: what it predicts, from what, and its test scores."""
     state = read_state(weights)
     family = FAMILIES[run.config.model.family]
-    tests = [r for r in run.read_metrics() if r.get("type") == "test"]
+    tests = run.records(TestRecord)
     scores = (
         "".join(
-            f"| test {name.replace('_', ' ')} | {tests[-1][name]:.2%} |\n"
+            f"| test {name.replace('_', ' ')} | {getattr(tests[-1], name):.2%} |\n"
             for name in ("accuracy", "macro_f1", "entity_f1", "exact_match", "f1")
-            if isinstance(tests[-1].get(name), float)
+            if getattr(tests[-1], name) is not None
         )
         if tests
         else "| test | not scored yet |\n"

@@ -4,14 +4,9 @@ its metrics as CSV. A list of what a folder holds says what it left out, and why
 from __future__ import annotations
 
 import csv
-import dataclasses
-import functools
 import io
 import json
-import math
 import os
-import types
-import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -19,7 +14,15 @@ from typing import Any, Generic, TypeVar
 from mlm_studio.core.config.sections import TrainConfig
 from mlm_studio.core.durations import format_duration
 from mlm_studio.core.metric_schema import csv_columns, metrics_of
-from mlm_studio.core.runs.records import RECORDS, EvalRecord, ProbeRecord, ProbeResult, StepRecord, kind_of
+from mlm_studio.core.runs.records import (
+    RECORDS,
+    EvalRecord,
+    ProbeRecord,
+    ProbeResult,
+    StepRecord,
+    fits_type,
+    kind_of,
+)
 from mlm_studio.core.runs.run_folder import TASK, RunDir, checkpoint_step, metric_records
 from mlm_studio.core.storage.checkpoint import CheckpointError
 
@@ -127,62 +130,7 @@ def summarize(run: RunDir) -> RunSummary:
 def _typed(record: dict, name: str, kind: type, default: Any) -> Any:
     """A record's value of `name` when it is of `kind` (a number: finite), else `default`."""
     value = record.get(name, default)
-    return value if _of_type(value, kind) else default
-
-
-def _of_type(value: object, kind: type) -> bool:
-    if kind in (int, float) and isinstance(value, bool):
-        return False
-    if kind is float:
-        return isinstance(value, (int, float)) and math.isfinite(value)
-    return isinstance(value, kind)
-
-
-def typed_record(raw: dict, cls: type[R]) -> R | None:
-    """A record of metrics.jsonl as the record class `cls`, each field a value of its type (a number written as
-    null, not finite when written, is missing: None); None when a field it needs is missing or of another type. A
-    field this version does not know (another version's) is left aside."""
-    values = {}
-    for field in dataclasses.fields(cls):
-        if field.name not in raw:
-            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
-                return None
-            continue
-        fits, value = _conformed(raw[field.name], _hints(cls)[field.name])
-        if not fits:
-            return None
-        values[field.name] = value
-    return cls(**values)
-
-
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def _conformed(value: Any, hint: Any) -> tuple[bool, Any]:
-    """Whether `value` (read from JSON) is of the type `hint`, and the value as that type (a list as a tuple)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        return next(((True, v) for fits, v in (_conformed(value, arg) for arg in args) if fits), (False, None))
-    if hint is type(None):
-        return value is None, None
-    if hint is float:
-        return value is None or _of_type(value, float), value  # a number not finite when written is null
-    if hint in (int, str, bool):
-        return _of_type(value, hint), value
-    if origin is tuple:
-        if not isinstance(value, list):
-            return False, None
-        each = [args[0]] * len(value) if len(args) == 2 and args[1] is Ellipsis else list(args)
-        if len(each) != len(value):
-            return False, None
-        conformed = [_conformed(item, kind) for item, kind in zip(value, each, strict=True)]
-        return all(fits for fits, _ in conformed), tuple(item for _, item in conformed)
-    if dataclasses.is_dataclass(hint):
-        record = typed_record(value, hint) if isinstance(value, dict) else None
-        return record is not None, record
-    return False, None
+    return value if fits_type(value, kind) else default
 
 
 def nothing_left(run: RunDir, summary: RunSummary, training: TrainConfig | None = None) -> bool:

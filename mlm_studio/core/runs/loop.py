@@ -58,6 +58,7 @@ from mlm_studio.core.runs.sinks import Sinks
 from mlm_studio.core.runs.step_sums import StepSums, Window
 from mlm_studio.core.runs.threads import governor_for
 from mlm_studio.core.storage.checkpoint import load_optimizer, load_weights, read_state, weights_finite
+from mlm_studio.core.storage.crash_report import bug_said
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +221,8 @@ class Loop:
         except RuntimeError as exc:  # torch.OutOfMemoryError included
             if not out_of_memory(exc):
                 log.exception("training failed")
-                yield self._logged(FailedRecord(self.step, f"{self.doing} stopped by an error: {exc}"))
+                said = bug_said(exc, "its traceback could not be written")
+                yield self._logged(FailedRecord(self.step, f"{self.doing} stopped: {said}"))
                 return
             yield from self._save_after_out_of_memory()
 

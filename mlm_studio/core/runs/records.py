@@ -7,13 +7,20 @@ The metric fields of the step and evaluation records (and of a probe's results) 
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
+import types
+import typing
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from mlm_studio.core.durations import format_duration
 from mlm_studio.core.metric_schema import metric, metrics_of
 
+R = TypeVar("R")
 INSTALL_HINT = 'pip install "mlm-studio[tensorboard]"'  # what writes a run's TensorBoard events
 
 
@@ -321,3 +328,67 @@ class FailedRecord(Record):
 
 
 RECORDS = {kind_of(cls): cls for cls in Record.__subclasses__()}  # by their `type` in metrics.jsonl
+
+
+def typed_records(raw: Iterable[dict], *classes: type[R]) -> list[R]:
+    """The records of `raw` (as `metrics.jsonl` holds them) of the record classes `classes` (of every class when none
+    is given), each read back as its class, in the order they were written; a record that does not fit its class (a
+    damaged line, another version's record) is left out."""
+    wanted = {kind_of(cls): cls for cls in classes} if classes else RECORDS
+    typed = (typed_record(r, wanted[r["type"]]) for r in raw if r.get("type") in wanted)
+    return [record for record in typed if record is not None]
+
+
+def fits_type(value: object, kind: type) -> bool:
+    if kind in (int, float) and isinstance(value, bool):
+        return False
+    if kind is float:
+        return isinstance(value, (int, float)) and math.isfinite(value)
+    return isinstance(value, kind)
+
+
+def typed_record(raw: dict, cls: type[R]) -> R | None:
+    """A record of metrics.jsonl as the record class `cls`, each field a value of its type (a number written as
+    null, not finite when written, is missing: None); None when a field it needs is missing or of another type. A
+    field this version does not know (another version's) is left aside."""
+    values = {}
+    for field in dataclasses.fields(cls):
+        if field.name not in raw:
+            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+                return None
+            continue
+        fits, value = _conformed(raw[field.name], _hints(cls)[field.name])
+        if not fits:
+            return None
+        values[field.name] = value
+    return cls(**values)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _conformed(value: Any, hint: Any) -> tuple[bool, Any]:
+    """Whether `value` (read from JSON) is of the type `hint`, and the value as that type (a list as a tuple)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return next(((True, v) for fits, v in (_conformed(value, arg) for arg in args) if fits), (False, None))
+    if hint is type(None):
+        return value is None, None
+    if hint is float:
+        return value is None or fits_type(value, float), value  # a number not finite when written is null
+    if hint in (int, str, bool):
+        return fits_type(value, hint), value
+    if origin is tuple:
+        if not isinstance(value, list):
+            return False, None
+        each = [args[0]] * len(value) if len(args) == 2 and args[1] is Ellipsis else list(args)
+        if len(each) != len(value):
+            return False, None
+        conformed = [_conformed(item, kind) for item, kind in zip(value, each, strict=True)]
+        return all(fits for fits, _ in conformed), tuple(item for _, item in conformed)
+    if dataclasses.is_dataclass(hint):
+        record = typed_record(value, hint) if isinstance(value, dict) else None
+        return record is not None, record
+    return False, None

@@ -28,6 +28,7 @@ from mlm_studio.core.config.sections import ConfigError
 from mlm_studio.core.data.builtin_corpus import fingerprint
 from mlm_studio.core.data.corpus import ReadOptions
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerError
+from mlm_studio.core.runs.records import R, typed_records
 from mlm_studio.core.runs.task_spec import FieldError, TaskSpec
 from mlm_studio.core.shown import one_line
 from mlm_studio.core.storage.checkpoint import (
@@ -245,6 +246,11 @@ class RunDir:
         except OSError as exc:
             raise CheckpointError(f"run {self.name}: metrics.jsonl cannot be read ({exc})") from exc
         return metric_records(lines)
+
+    def records(self, *classes: type[R]) -> list[R]:
+        """The run's records of the record classes `classes` (every record when none is given) read back typed, in
+        the order they were written; one that does not fit its class (a damaged line) is left out."""
+        return typed_records(self.read_metrics(), *classes)
 
     def truncate_metrics_after(self, step: int) -> None:
         """Drop records past `step` (written after the checkpoint a resume starts from)."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import fields
 
 import numpy as np
 import torch
@@ -73,15 +72,15 @@ class Trainer(Loop):
         if initial is not None:
             load_weights(initial, self.model)
         # steps recorded without a checkpoint to continue them: the run begins again, and says so
-        self.restarted = any(record.get("step", 0) > 0 for record in self.run_dir.read_metrics())
+        self.restarted = any(record.step > 0 for record in self.run_dir.records())
         if self.restarted and self.dist.main:
             self.run_dir.truncate_metrics_after(0)
 
     def restore(self, state: dict) -> None:
         self.best_val_loss = float(state.get("best_val_loss") or math.inf)
-        evaluations = [r for r in self.run_dir.read_metrics() if r.get("type") == "eval"]
+        evaluations = self.run_dir.records(EvalRecord)
         if evaluations:  # what a resume that evaluates no more ends on
-            self.last_eval = EvalRecord(**{f.name: evaluations[-1].get(f.name) for f in fields(EvalRecord)})
+            self.last_eval = evaluations[-1]
 
     def _micro_batch(self, blocks: BlockSet, indices: np.ndarray, seed: int):
         masked, attention, real, _ = mask_blocks(blocks, indices, seed, self.masker, self.generator, self.device)

@@ -17,6 +17,7 @@ from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QTabWidget, QVBoxLayout, QWidget
 
 from mlm_studio.core.data.corpus import SourceReport
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.evaluation.contexts import ContextMap, place
 from mlm_studio.core.evaluation.diagnosis import Diagnosis
 from mlm_studio.core.evaluation.subject import Subject
@@ -355,7 +356,7 @@ class EvaluationPanel(QWidget):
             return
         try:
             self.context_view.show_placed(place(context, self.subject.encoder, self.subject.tokenizer, sentence))
-        except ValueError as exc:
+        except UserError as exc:
             self.message_bar.show_message(str(exc), "warning")
 
     def probe(self) -> None:

@@ -21,10 +21,10 @@ from mlm_studio.core.config.sections import ConfigError, DataConfig, MaskingConf
 from mlm_studio.core.data.dataset import split_blocks, tokenize_corpus
 from mlm_studio.core.data.masking import Masker
 from mlm_studio.core.data.masking_preview import MaskingPreview, masking_preview
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.runs.run_folder import RunDir
-from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.ui.construction import Construction
 from mlm_studio.ui.panels.masked_samples import MaskedSamples
 from mlm_studio.ui.panels.masking_form import MaskingForm
@@ -134,7 +134,7 @@ class MaskingPanel(QWidget):
     def _masking_or_none(self) -> MaskingConfig | None:
         try:
             return self.form.masking_config()
-        except ValueError:
+        except UserError:
             return None
 
     def _push_config(self) -> None:
@@ -218,7 +218,7 @@ class MaskingPanel(QWidget):
             return
         try:
             config = self.form.masking_config()
-        except ValueError:
+        except UserError:
             return
         masker = Masker.for_tokenizer(config, tokenizer)
         blocks, seed, version = self.blocks, self.form.seed_spin.value(), self.settings_version
@@ -260,7 +260,7 @@ def _has_generator(run) -> bool:
     folder = RunDir(run)
     try:
         return folder.latest_checkpoint() is not None and folder.config.training.objective == "electra"
-    except (OSError, ValueError, CheckpointError):
+    except (OSError, UserError):
         return False
 
 

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.data.corpus import Corpus
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.evaluation.search import Hit, SearchIndex, build_index
 from mlm_studio.core.evaluation.subject import Subject
 from mlm_studio.core.models.encoder import layer_count
@@ -133,7 +134,7 @@ class SearchView(QWidget):
             return
         try:
             self.hits = self.index.nearest(self.query_edit.text(), self.k_spin.value())
-        except ValueError as exc:
+        except UserError as exc:
             self.message_bar.show_message(str(exc), "warning")
             return
         self.table.setRowCount(len(self.hits))

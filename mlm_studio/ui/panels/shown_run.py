@@ -12,6 +12,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 
 from mlm_studio.core.durations import Eta
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.runs.history import same_run, summarize
 from mlm_studio.core.runs.records import (
     EvalRecord,
@@ -151,7 +152,7 @@ class ShownRun(QObject):
         else:
             try:
                 probes = len(load_probes(shown))
-            except (ValueError, OSError):
+            except (UserError, OSError):
                 probes = 0
         for plot, text in hints(shown, self._showing_training(), probes).items():
             self.plots.set_hint(plot, text)

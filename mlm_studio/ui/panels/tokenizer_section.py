@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from mlm_studio.core.config.sections import MAX_VOCAB, MIN_VOCAB, TokenizerConfig
 from mlm_studio.core.data.corpus import Corpus
 from mlm_studio.core.data.tokenizer import MLMTokenizer, TokenizerStats, train_tokenizer
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.progress import Progress
 from mlm_studio.ui.tasks import TaskRunner, show_progress
 from mlm_studio.ui.theme import PALETTE_CHANGES, blended
@@ -186,7 +187,7 @@ class TokenizerSection(QGroupBox):
             return
         try:
             saved = tokenizer.save(path)
-        except (OSError, ValueError) as exc:
+        except (OSError, UserError) as exc:
             self.message_bar.show_message(f"Could not save the tokenizer: {exc}", "error")
         else:
             self.message_bar.show_message(f"Saved to {saved}.", "info")

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.runs.records import CheckpointRecord, StartedRecord, StepRecord
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CheckpointError
@@ -165,7 +166,7 @@ class TrainingPanel(QWidget):
             return
         try:
             probes = self.probes()
-        except ValueError as exc:
+        except UserError as exc:
             self.message_bar.show_message(f"Fix the probes first: {exc}.", "error")
             return
         self._launch(self._new_request(probes), "Starting", len(probes))
@@ -188,7 +189,7 @@ class TrainingPanel(QWidget):
         the Configuration panel's differ, say that they are not used."""
         try:
             probes = len(load_probes(path))
-        except ValueError:
+        except UserError:
             probes = 0
         self._launch(TrainingRequest(resume=path, form=self.workspace.config), "Resuming", probes)
 
@@ -197,7 +198,7 @@ class TrainingPanel(QWidget):
         says is shown once the run has started."""
         try:
             path = run_folder(request)
-        except (ValueError, CheckpointError) as exc:
+        except UserError as exc:
             self.message_bar.show_message(str(exc), "error")
             return
         notes = self.start_notes

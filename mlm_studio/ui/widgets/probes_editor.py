@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.training.probes import Probe
 
 DEFAULT_PROBES = (
@@ -80,6 +81,6 @@ class ProbesEditor(QWidget):
                 continue
             try:
                 probes.append(Probe(text, expected))
-            except ValueError as exc:
-                raise ValueError(f"probe {row + 1}: {exc}") from None
+            except UserError as exc:
+                raise UserError(f"probe {row + 1}: {exc}") from None
         return probes

@@ -15,8 +15,8 @@ from mlm_studio.core.finetune.recipe.searched import FIXED, Searched
 from mlm_studio.core.finetune.runs import ENDED, finetune_run
 from mlm_studio.core.finetune.scores import MACRO_F1, score_field
 from mlm_studio.core.finetune.tuner import BEST
-from mlm_studio.core.runs.history import LeftOut, typed_record
-from mlm_studio.core.runs.records import TestRecord, ValidationRecord
+from mlm_studio.core.runs.history import LeftOut
+from mlm_studio.core.runs.records import TestRecord, ValidationRecord, typed_record
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.runs.task_spec import TaskSpec
 from mlm_studio.core.shown import shown

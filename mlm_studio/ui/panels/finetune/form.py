@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.config.sections import REPORT_TO
 from mlm_studio.core.data.formats import TABLE_SUFFIXES
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.request import SCRATCH
 from mlm_studio.core.finetune.tasks import TASKS
@@ -251,11 +252,11 @@ class FinetuneForm(QWidget):
         )
 
     def spec(self) -> str:
-        """The model chosen as `finetune` takes it (`scratch:` before it when asked); raises ValueError saying
+        """The model chosen as `finetune` takes it (`scratch:` before it when asked); raises UserError saying
         what is missing."""
         model = self.model_combo.currentData()
         if not model:
-            raise ValueError("Choose a model first: train a run, or add a model folder.")
+            raise UserError("Choose a model first: train a run, or add a model folder.")
         if not self.task_edit.text().strip():
-            raise ValueError("Choose the labelled task file first.")
+            raise UserError("Choose the labelled task file first.")
         return (SCRATCH if self.scratch_box.isChecked() else "") + model

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.finetune.compare import Said
 from mlm_studio.core.finetune.mistakes import wrong_test_examples
 from mlm_studio.core.finetune.options import FinetuneOptions
@@ -197,7 +198,7 @@ class FinetunePanel(RunSeries, QWidget):
         """The model and options the form gives, or (None, None) after saying what is wrong."""
         try:
             return self.form.spec(), self.form.options()
-        except ValueError as exc:  # an OptionError is one
+        except UserError as exc:  # an OptionError is one
             self.message_bar.show_message(str(exc), "warning")
             return None, None
 
