@@ -1,4 +1,5 @@
-"""Engine fixtures: a tokenizer trained on the built-in corpus and a short trained run (once per session)."""
+"""Engine fixtures: a tokenizer trained on the built-in corpus, a short trained run and a tagger fine-tuned from it
+(once per session)."""
 
 import pytest
 import torch
@@ -27,6 +28,24 @@ def trained_run(tmp_path_factory, small_corpus, small_tokenizer):
     )
     list(Trainer(run, *training_blocks(run, small_corpus)).run())
     return run
+
+
+@pytest.fixture(scope="session")
+def exported_tagger(trained_run, tmp_path_factory):
+    """A tagger fine-tuned from `trained_run` on names of several pieces, and its export folder: four epochs, so
+    entities are found but not yet all of them right (groups of every shape come out, and words whose later
+    pieces the model tags apart from their first)."""
+    from mlm_studio.core.finetune.options import FinetuneOptions
+    from mlm_studio.core.finetune.predict import fine_tuned_at
+    from mlm_studio.core.finetune.setup import prepare_finetuner
+    from mlm_studio.core.interop.export import export_model
+    from tests.core.test_finetune_tokens import write_piece_tagging
+
+    folder = tmp_path_factory.mktemp("tagger")
+    task = write_piece_tagging(folder / "tags.jsonl")
+    options = FinetuneOptions("tokens", task, learning_rate=5e-3, epochs=4, batch_size=8, device="cpu")
+    list(prepare_finetuner(folder / "ft", str(trained_run.path), options).run())
+    return fine_tuned_at(folder / "ft"), export_model(folder / "ft", folder / "export")
 
 
 @pytest.fixture
