@@ -60,6 +60,10 @@ class Attribution:
             return None
         return abs(self.total - self.gap) / max(abs(self.gap), TINY_GAP)
 
+    def ranked(self) -> list[int]:
+        """The words' numbers, most supporting first."""
+        return sorted(range(len(self.scores)), key=lambda number: -self.scores[number])
+
     def explained(self) -> float:
         """The size of what the words explain: the logit's change from the baseline (integrated gradients), the
         scores' sum (gradient × input's account of the logit), the candidate's probability (occlusion: the most
