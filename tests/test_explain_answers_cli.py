@@ -68,15 +68,16 @@ def test_a_pairs_label_explained_as_json_names_each_words_text(tuned, capsys):
     assert printed["text2"] == "a error path" and printed["target"] == "of the pair" and "answer" not in printed
     assert main(arguments) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert " of the pair: integrated gradients" in lines[0] and lines[2] == "text:" and lines[8] == "text2:"
+    assert " of the pair: integrated gradients" in lines[0] and lines[3] == "text:" and lines[9] == "text2:"
 
 
 def test_an_answer_is_printed_with_each_text_under_its_name(tuned, capsys):
     assert main(["predict", str(tuned / "qa"), CONTEXT, "--question", QUESTION, "--explain", "occlusion"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("Why the answer '") and "window 1 of 1" in lines[0] and "probability units" in lines[0]
-    assert lines[1] == "question:" and lines[7] == "context:" and len(lines) == 8 + len(CONTEXT.split())
-    assert [line.split()[0] for line in lines[2:7]] == QUESTION.split()
+    assert lines[1].startswith("a full bar (20 characters) is ") and " in probability" in lines[1]
+    assert lines[2] == "question:" and lines[8] == "context:" and len(lines) == 9 + len(CONTEXT.split())
+    assert [line.split()[0] for line in lines[3:8]] == QUESTION.split()
 
 
 @pytest.mark.parametrize(

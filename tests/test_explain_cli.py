@@ -54,9 +54,15 @@ def test_explain_prints_each_word_with_a_signed_bar(run, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("Why ") and "at [MASK] 1: integrated gradients, in logit units" in lines[0]
     assert "32 steps from a mask baseline; the words sum to" in lines[1]
-    words = Explainer.of(FillMask.from_path(run)).explain(TEXT).words
-    assert [line.split()[0] for line in lines[2:]] == list(words)
-    assert all("|" in line for line in lines[2:])
+    explained = Explainer.of(FillMask.from_path(run)).explain(TEXT)
+    # four steps of training: the logit barely changed, the bars' scale is the least one and it says so
+    assert lines[2] == (
+        f"a full bar (20 characters) is 1 logit; no word moved this prediction by more than "
+        f"{explained.largest():.3g} logits"
+    )
+    assert [line.split()[0] for line in lines[3:]] == list(explained.words)
+    assert all("|" in line for line in lines[3:])
+    assert "█" not in "".join(lines[3:])  # nothing carried it: no bar reaches a character
 
 
 def test_integrated_gradients_that_miss_completeness_say_so_and_suggest_more_steps(run, capsys):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from mlm_studio.commands.refusals import USER_ERRORS
 from mlm_studio.commands.terminal import MISUSED, emit, fail, reason, strict_json, warn_untrained
 from mlm_studio.core.evaluation.explain.answer_attributions import AnswerExplainer
-from mlm_studio.core.evaluation.explain.attributions import COMPLETE_WITHIN, Attribution, Explainer
+from mlm_studio.core.evaluation.explain.attributions import COMPLETE_WITHIN, Attribution, Explainer, amount
 from mlm_studio.core.evaluation.explain.choices import DEFAULT_STEPS, MAX_STEPS, METHODS
 from mlm_studio.core.evaluation.explain.task_attributions import TaskExplainer
 from mlm_studio.core.evaluation.explain.two_texts import TwoTextAttribution
@@ -16,7 +16,7 @@ from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.finetune.predict import FineTuned
 from mlm_studio.core.runs.device import resolve_device
 
-BAR_WIDTH = 20  # characters of the largest score's bar
+BAR_WIDTH = 20  # characters of a score as large as the scale (full colour in the window)
 
 
 def explain_prediction(args, tuned: FineTuned | None = None) -> int:
@@ -81,8 +81,9 @@ def _explained(args, tuned: FineTuned | None) -> tuple[Attribution, bool]:
 
 
 def table(explained: Attribution, where: str) -> str:
-    """A line saying what is explained (the prediction `where`), then each word with its score and a bar (right:
-    for, left: against)."""
+    """A line saying what is explained (the prediction `where`), the scale of the bars (what the words explain, and
+    when no word carried the prediction, that), then each word with its score and a bar (right: for, left:
+    against)."""
     method, unit = METHODS[explained.method]
     what = f"{explained.candidate} ({explained.probability:.3f}) {where}"
     if isinstance(explained, TwoTextAttribution) and explained.answer is not None:
@@ -90,8 +91,8 @@ def table(explained: Attribution, where: str) -> str:
     lines = [f"Why {what}: {method}, in {unit} units (+ for the prediction, - against); the model: {explained.source}"]
     if explained.gap is not None:
         lines.append(
-            f"{explained.steps} steps from a {explained.baseline} baseline; the words sum to {explained.total:+.4f}, "
-            f"the logit changed by {explained.gap:+.4f}"
+            f"{explained.steps} steps from a {explained.baseline} baseline; the words sum to {explained.total:+.3g}, "
+            f"the logit changed by {explained.gap:+.3g}"
         )
         if explained.completeness_error() > COMPLETE_WITHIN:
             more = min(4 * explained.steps, MAX_STEPS)
@@ -99,12 +100,14 @@ def table(explained: Attribution, where: str) -> str:
                 f"the sum misses the logit's change by {explained.completeness_error():.1%} (more than "
                 f"{COMPLETE_WITHIN:.0%}): more steps (--steps {more}) bring them together"
             )
+    scale = f"a full bar ({BAR_WIDTH} characters) is {amount(explained.scale(), unit)}"
+    lines.append("; ".join(filter(None, [scale, explained.uncarried()])))
     width = max((len(word) for word in explained.words), default=4)
     parts = explained.parts if isinstance(explained, TwoTextAttribution) else (0,) * len(explained.words)
-    for number, (word, score, share) in enumerate(zip(explained.words, explained.scores, explained.normalised())):
+    for number, (word, score, share) in enumerate(zip(explained.words, explained.scores, explained.shares())):
         if isinstance(explained, TwoTextAttribution) and (number == 0 or parts[number] != parts[number - 1]):
             lines.append(f"{explained.names[parts[number]]}:")
         bar = "█" * round(abs(share) * BAR_WIDTH)
         drawn = f"{bar:>{BAR_WIDTH}}|" if share < 0 else f"{'':>{BAR_WIDTH}}|{bar}"
-        lines.append(f"{word:<{width}}  {score:+.4f}  {drawn}")
+        lines.append(f"{word:<{width}}  {score:+.3e}  {drawn}")
     return "\n".join(lines)

@@ -163,8 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument(
         "--aggregation",
         choices=AGGREGATIONS,
-        help="a tagger's --json: its entities (simple, the default) or every tagged token (none), as the "
-        "pipeline's aggregation_strategy",
+        help="a tagger's --json, as the pipeline's aggregation_strategy: its entities, each word tagged as its first "
+        "piece (first, the default: what the table and the window show), every piece grouped by its own tag "
+        "(simple), or every tagged token (none)",
     )
     predict.add_argument(
         "--device", type=device, default="cpu", help=f"where to predict: {listed(DEVICES)} (default cpu)"

@@ -103,7 +103,7 @@ def _answered(model: FineTuned, args, text: str, pair: str | None) -> _Answered:
     if model.kind == "tokens":
         tagged = model.tag_text(text)
         line = " ".join(f"{w['word']}/{w['entity']}" for w in tagged.words)
-        pipeline = tagged.as_pipeline(args.aggregation or "simple")
+        pipeline = tagged.as_pipeline(args.aggregation or "first")
         return _Answered(pipeline, _tags_table(tagged), line, tagged.reading.describe())
     answered = model.answer_text(args.question, text, top_k=args.top_k or 1)
     answers = answered.as_pipeline()
@@ -196,15 +196,16 @@ def _labels_table(labelled, top_k: int | None) -> str:
 
 
 PIECES_DIFFER = (
-    "* its later pieces are tagged otherwise: a word's tag is its first piece's, as the test scores read it; the "
-    "entities group every piece, as --json and the exported model's pipeline do"
+    "* its later pieces are tagged otherwise: a word's tag is its first piece's, as the test scores read it and "
+    'the entities group the words (the pipeline\'s aggregation_strategy="first"); --aggregation simple, which '
+    "groups every piece by its own tag, can split such a word"
 )
 
 
 def _tags_table(tagged) -> str:
     """Each word's tag (its first piece's, as the model is scored; marked * where its later pieces are tagged
-    otherwise), then the entities: the pieces grouped as the pipeline groups them, the very entities and scores of
-    --json (and of the exported model's pipeline), each with its characters as written."""
+    otherwise), then the entities: those words grouped as the pipeline's "first" aggregation groups them, the very
+    entities and scores of --json (and of the exported model's pipeline), each with its characters as written."""
     words = " ".join(
         f"{w['word']}/{one_line(w['entity'], LABEL_CHARS)}{'*' if w.get('pieces_differ') else ''}" for w in tagged.words
     )

@@ -192,11 +192,11 @@ def test_gradient_x_input_is_refused_for_modernbert_where_it_is_zero(small_token
     assert explainer.explain("Return the [MASK] of the list.", method="occlusion").scores
 
 
-def test_scores_are_per_word_and_their_display_is_normalised(explainer):
+def test_scores_are_per_word_and_shown_as_shares_of_their_scale(explainer):
     explained = explainer.explain("The naïveté of [MASK] returns.", method="gradxinput")
     assert explained.words == tuple(words_of(explainer.tokenizer, "The naïveté of [MASK] returns.").texts)
-    shown = explained.normalised()
-    assert max(abs(s) for s in shown) == pytest.approx(1.0)
+    shown = explained.shares()
+    assert shown == pytest.approx([score / explained.scale() for score in explained.scores])
     assert np.sign(shown).tolist() == np.sign(explained.scores).tolist()
     as_json = explained.as_json()
     assert as_json["method"] == "gradxinput" and as_json["unit"] == "logit"

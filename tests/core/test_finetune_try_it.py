@@ -56,11 +56,9 @@ def pair_classifier(trained_run, tmp_path_factory):
     return _run_and_export(trained_run, folder, "classification", write_pairs(folder / "pairs.csv"), 1)
 
 
-@pytest.fixture(scope="module")
-def tagger(trained_run, tmp_path_factory):
-    """Four epochs: entities found, not yet all of them right, so groups of every shape come out."""
-    folder = tmp_path_factory.mktemp("tagger")
-    return _run_and_export(trained_run, folder, "tokens", write_piece_tagging(folder / "tags.jsonl"), 4)
+@pytest.fixture
+def tagger(exported_tagger):
+    return exported_tagger
 
 
 def _same_answers(ours, theirs, text_keys):

@@ -37,7 +37,7 @@ def test_why_explains_a_texts_label_with_each_words_sign(qtbot, panel, runs):
     shown = view.explanation.attribution_view
     assert shown_words(shown.words.cells) == ["return", "the", "error", "of", "a", "list"]
     for cell, score in zip(shown.words.cells, expected.scores):
-        assert f"{score:+.4f} logit" in cell.tooltip
+        assert f"{score:+.3g} logit" in cell.tooltip
     caption = shown.caption.text()
     assert f"Why <b>{expected.candidate}</b>" in caption and "of the text" in caption and "texts / best" in caption
     assert shown.second_words.isHidden() and view.explanation.attention_view.maps.pieces[0] == "[CLS]"
@@ -78,7 +78,14 @@ def test_why_explains_a_taggers_tag_of_the_word_chosen(qtbot, panel, runs):
     attribution = why(qtbot, view)
     expected = fine_tuned_at(runs / "tags").tag("the error value of the file".split())[2]
     assert attribution.mask == 2 and attribution.candidate == expected
-    assert "of word 3 ('value')" in view.explanation.attribution_view.caption.text()
+    caption = view.explanation.attribution_view.caption.text()
+    assert "of word 3 ('value')" in caption
+    # a trained tagger: the tag's logit moved by more than a logit, and words carried it, drawn as strongly
+    assert attribution.carried() and attribution.scale() == pytest.approx(abs(attribution.gap))
+    assert attribution.scale() > 1
+    assert f"full colour: {attribution.scale():.3g} logits" in caption and "no word moved" not in caption
+    every = view.explanation.every_button  # a fine-tuned answer: Every checkpoint cannot act, and says why
+    assert not every.isEnabled() and every.toolTip().startswith("Every checkpoint reads a pre-training run's")
 
 
 def test_why_explains_an_answer_over_the_question_and_its_context(qtbot, panel, runs):

@@ -16,7 +16,7 @@ from mlm_studio.core.evaluation.explain.attributions import Attribution, Explain
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.ui.panels.explained_samples import MASKING_DID, where_answered
-from mlm_studio.ui.panels.playground import PlaygroundPanel
+from mlm_studio.ui.panels.playground import EXPLAINED_IS_GONE, PlaygroundPanel
 from mlm_studio.ui.theme import apply_scheme
 from mlm_studio.ui.widgets.attention_view import AttentionView
 from mlm_studio.ui.widgets.attribution_view import OPPOSES, SUPPORTS, AttributionView, diverging
@@ -59,7 +59,7 @@ def test_why_explains_that_candidate_at_that_mask(qtbot, panel, trained_runs):
     assert attribution.scores == pytest.approx(exact.scores, abs=1e-6)
     words = panel.explanation.attribution_view.words
     assert [cell.text for cell in words.cells] == list(attribution.words)
-    assert all(f"{score:+.4f} logit" in cell.tooltip for cell, score in zip(words.cells, attribution.scores))
+    assert all(f"{score:+.3g} logit" in cell.tooltip for cell, score in zip(words.cells, attribution.scores))
     assert "[MASK] 2" in panel.explanation.attribution_view.caption.text()
     maps = panel.explanation.attention_view.maps
     assert maps.maps.shape[:2] == (1, 2) and maps.pieces[0] == "[CLS]"
@@ -102,7 +102,45 @@ def test_why_on_candidates_of_an_edited_text_explains_the_text_they_came_from(qt
     assert attribution.text == TEXT and attribution.candidate_id == first.token_id
     assert attribution.words[:2] == ("Return", "the")
     with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
-        pass  # the new text's predictions arrive
+        pass  # the new text's predictions arrive: the candidates explained are gone, and so is their explanation
+    assert panel.explanation.question is None and panel.explanation.attribution_view.words.cells == []
+    assert panel.explanation.status.text() == EXPLAINED_IS_GONE
+
+
+def test_another_model_chosen_puts_the_playgrounds_explanation_away(qtbot, panel):
+    with qtbot.waitSignal(panel.explanation.explained, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(why_buttons(panel.views[0])[0], Qt.MouseButton.LeftButton)
+    combo = panel.views[0].model_combo
+    with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
+        combo.setCurrentIndex(next(i for i in range(combo.count()) if combo.itemText(i) == "early"))
+    assert panel.explanation.question is None and panel.explanation.attribution_view.caption.text() == ""
+    assert panel.explanation.status.text() == EXPLAINED_IS_GONE
+    with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
+        panel.top_k_spin.setValue(3)  # the same model and sentence: an explanation asked now stays
+    with qtbot.waitSignal(panel.explanation.explained, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(why_buttons(panel.views[0])[0], Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(panel.predicted, timeout=TIMEOUT_MS):
+        panel.top_k_spin.setValue(4)
+    assert panel.explanation.question is not None and panel.explanation.attribution_view.words.cells
+
+
+def test_a_barely_trained_models_explanation_is_pale_and_says_no_word_carried_it(qtbot, panel):
+    """The `late` run (40 steps) predicts the commonest words anywhere: its logit barely moves, and the words are
+    drawn pale beside a sentence that says so, whichever method."""
+    combo = panel.explanation.method_combo
+    for method in ("ig", "occlusion"):
+        combo.setCurrentIndex(combo.findData(method))
+        with qtbot.waitSignal(panel.explanation.explained, timeout=TIMEOUT_MS) as done:
+            qtbot.mouseClick(why_buttons(panel.views[0])[0], Qt.MouseButton.LeftButton)
+        attribution, shown = done.args[0].attribution, panel.explanation.attribution_view
+        assert not attribution.carried()
+        assert f"no word moved this prediction by more than {attribution.largest():.3g}" in shown.caption.text()
+        base = shown.palette().color(shown.palette().ColorRole.Base)
+        assert all(_channel_gap(cell.background, base) < 0.1 for cell in shown.words.cells)
+
+
+def _channel_gap(colour, base):
+    return max(abs(x - y) for x, y in zip(colour.getRgbF()[:3], base.getRgbF()[:3]))
 
 
 def _attribution(scores):
@@ -116,7 +154,8 @@ def test_a_caption_says_when_the_words_miss_the_logits_change(qtbot):
     qtbot.addWidget(view)
     close = replace(_attribution([0.5, 0.49]), steps=32, baseline="pad", total=0.995, gap=1.0)
     view.show_attribution(close)
-    assert "the words sum to +0.995 of the logit's +1.000 change" in view.caption.text()
+    assert "the words sum to +0.995 of the logit's +1 change" in view.caption.text()
+    assert "full colour: 1 logit" in view.caption.text() and "no word moved" not in view.caption.text()
     assert "missing" not in view.caption.text()
     view.show_attribution(replace(close, total=0.978))
     assert "missing it by 2.2%</b> (more steps" in view.caption.text()
@@ -134,7 +173,7 @@ def test_shades_diverge_in_either_scheme(qtbot, scheme):
         supports, opposes, neutral = (cell.background for cell in view.words.cells)
         assert neutral == diverging(0.0, base) and neutral.name() == base.name()
         assert _closer(supports, QColor(SUPPORTS), base) and _closer(opposes, QColor(OPPOSES), base)
-        assert view.words.cells[1].tooltip == "w1: -1.0000 logit (-50% of the largest)"
+        assert view.words.cells[1].tooltip == "w1: -1 logit (-100% of full colour, 1 logit)"
     finally:
         apply_scheme(app, "light")
 
@@ -225,7 +264,8 @@ def test_an_answer_is_placed_by_its_position_and_what_masking_did_there(kind, sa
 
 def test_every_checkpoint_shows_the_attribution_as_it_formed(qtbot, panel, trained_runs):
     explanation = panel.explanation
-    assert not explanation.every_button.isEnabled()  # nothing asked yet
+    assert not explanation.every_button.isEnabled()  # nothing asked yet, and its tooltip says so
+    assert explanation.every_button.toolTip().startswith("Click “why?” beside a prediction first")
     with qtbot.waitSignal(explanation.explained, timeout=TIMEOUT_MS) as done:
         qtbot.mouseClick(why_buttons(panel.views[0])[0], Qt.MouseButton.LeftButton)
     with qtbot.waitSignal(explanation.formed, timeout=TIMEOUT_MS) as formed:
@@ -237,6 +277,10 @@ def test_every_checkpoint_shows_the_attribution_as_it_formed(qtbot, panel, train
     last = formed.args[0][-1].attribution
     assert last.candidate_id == done.args[0].attribution.candidate_id
     assert last.scores == pytest.approx(done.args[0].attribution.scores, abs=1e-6)
+    caption = explanation.forming_view.caption.text()  # which candidate, by which method, on which one scale
+    assert caption.startswith(f"Why <b>{last.candidate}</b> at [MASK] 1, at each checkpoint: integrated gradients")
+    assert "every row on one scale, full colour: 1 logit" in caption
+    assert "At no checkpoint did a word move this prediction by more than" in caption  # 40 steps learn no context
 
 
 def test_why_in_iterative_mode_explains_the_context_the_candidate_came_from(qtbot, panel):

@@ -113,7 +113,7 @@ def test_a_tagger_shows_its_entities_as_chips_and_each_words_tag_on_hover(qtbot,
     answered(qtbot, view, text)
     tagged = fine_tuned_at(runs / "tags").tag_text(text)
     chips = [cell for cell in view.chips.cells if cell.background is not None]
-    entities = tagged.entities  # the pieces grouped as the pipeline groups them: predict's (table and --json)
+    entities = tagged.entities  # whole words grouped as the pipeline's "first" groups them: predict's too
     assert [c.text for c in chips] == [f"{text[e['start'] : e['end']]} · {e['entity_group']}" for e in entities]
     assert len(chips) >= 2  # four epochs find the arguments and the exceptions
     shown = "".join(cell.text.split(" · ")[0] for cell in view.chips.cells)

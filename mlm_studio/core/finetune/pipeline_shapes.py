@@ -1,10 +1,11 @@
 """A fine-tuned model's answers in the shapes `transformers`' pipelines return, so that what MLM Studio shows, prints
 and writes as JSON is what the exported model gives there: `text-classification`'s labels with their scores, best
 first; `token-classification`'s tagged tokens (`aggregation_strategy="none"`) and its entities grouped as
-`"simple"` groups them (neighbouring tokens of one type, a `B-` tag starting a new one), with character offsets
-into the text: the one list of entities the window, the command line's table and its --json show. Also each word's tag
-as the model is trained to read it and is scored, on the word's first piece, marked where its later pieces are
-tagged otherwise (there the entities, grouped from every piece, can differ from the words' tags)."""
+`"first"` groups them (each word tagged as its first piece is, the piece the model is trained and scored on; then
+neighbouring words of one type, a `B-` tag starting a new one), with character offsets into the text: the one list
+of entities the window, the command line's table and its --json show, which never splits a word. `"simple"`
+(every piece grouped by its own tag) is given too; where a word's later pieces are tagged otherwise it can split
+the word, so each word's tag is marked there."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:  # the command line's parser reads AGGREGATIONS without loadin
 
     from mlm_studio.core.data.tokenizer import MLMTokenizer
 
-AGGREGATIONS = ("simple", "none")  # the token-classification pipeline's strategies given here
+AGGREGATIONS = ("first", "simple", "none")  # the token-classification pipeline's strategies given here (first: ours)
 IGNORED = ("O",)  # the tag the token-classification pipeline leaves out: outside any entity
 
 
@@ -132,13 +133,41 @@ def without_ignored(found: list[dict], key: str = "entity") -> list[dict]:
     return [answer for answer in found if answer[key] not in IGNORED]
 
 
-def grouped_entities(tokens: list[dict], tokenizer: MLMTokenizer) -> list[dict]:
-    """The tokens (all of them, "O" ones included) grouped as the pipeline's "simple" aggregation groups them:
-    `{"entity_group", "score", "word", "start", "end"}`, the type without its B-/I- prefix, the tokens' mean score,
-    their pieces joined by the tokenizer's decoder, from the first one's start to the last one's end; groups of
-    "O" left out."""
+def word_groups(encoding: Encoding, tokens: list[dict]) -> list[list[dict]]:
+    """The tagged tokens of each word of the text (as the tokenizer's pre-tokenizer splits it), in order."""
+    by_index = {token["index"]: token for token in tokens}
+    words: dict[int, list[dict]] = {}
+    for index, word in enumerate(encoding.word_ids):
+        if word is not None and index in by_index:
+            words.setdefault(word, []).append(by_index[index])
+    return list(words.values())
+
+
+def piece_entities(tokens: list[dict], tokenizer: MLMTokenizer) -> list[dict]:
+    """The entities of the pipeline's "simple" aggregation: every piece grouped by its own tag."""
+    return grouped_entities([{**token, "pieces": [token["word"]]} for token in tokens], tokenizer)
+
+
+def word_entities(words: list[list[dict]], tokenizer: MLMTokenizer) -> list[dict]:
+    """The entities of the pipeline's "first" aggregation: each word tagged as its first piece is, with that piece's
+    score, the words then grouped by their tags."""
+    return grouped_entities(
+        [
+            {"entity": pieces[0]["entity"], "score": pieces[0]["score"], "pieces": [t["word"] for t in pieces],
+             "start": pieces[0]["start"], "end": pieces[-1]["end"]}
+            for pieces in words
+        ],
+        tokenizer,
+    )  # fmt: skip
+
+
+def grouped_entities(items: list[dict], tokenizer: MLMTokenizer) -> list[dict]:
+    """Tagged items (pieces or words, "O" ones included: `{"entity", "score", "pieces", "start", "end"}`) grouped as
+    the pipeline groups them: `{"entity_group", "score", "word", "start", "end"}`, the type without its B-/I-
+    prefix, the items' mean score, their pieces joined by the tokenizer's decoder, from the first one's start to
+    the last one's end; groups of "O" left out."""
     groups: list[list[dict]] = []
-    for token in tokens:
+    for token in items:
         begins, kind = _prefix_and_type(token["entity"])
         if groups and begins != "B" and kind == _prefix_and_type(groups[-1][-1]["entity"])[1]:
             groups[-1].append(token)
@@ -147,7 +176,7 @@ def grouped_entities(tokens: list[dict], tokenizer: MLMTokenizer) -> list[dict]:
     decoder = tokenizer.backend.decoder
     found = []
     for group in groups:
-        pieces = [token["word"] for token in group]
+        pieces = [piece for token in group for piece in token["pieces"]]
         found.append(
             {
                 "entity_group": group[0]["entity"].split("-", 1)[-1],
@@ -167,24 +196,18 @@ def _prefix_and_type(tag: str) -> tuple[str, str]:
     return "I", tag
 
 
-def word_tags(text: str, encoding: Encoding, tokens: list[dict]) -> list[dict]:
-    """Each word of `text` (as the tokenizer's pre-tokenizer splits it, white space left out) with the tag and score
-    of its first piece (where the model was trained to tag it): `{"entity", "score", "word", "start", "end",
+def word_tags(text: str, words: list[list[dict]]) -> list[dict]:
+    """Each word of `text` (its tagged tokens, from `word_groups`; white space left out) with the tag and score of
+    its first piece (where the model was trained to tag it): `{"entity", "score", "word", "start", "end",
     "pieces_differ"}`, "O" ones included; `pieces_differ` when a later piece is not tagged as the model learned a
     word's later pieces (the first piece's type, not begun again: B-X then I-X, O then O)."""
-    by_index = {token["index"]: token for token in tokens}
-    words: dict[int, dict] = {}
-    for index, word in enumerate(encoding.word_ids):
-        token = by_index.get(index)
-        if word is None or token is None:
-            continue
-        if word not in words:
-            words[word] = {"entity": token["entity"], "score": token["score"], "word": "", "start": token["start"]}
-            words[word]["pieces_differ"] = False
-        elif not _continues(words[word]["entity"], token["entity"]):
-            words[word]["pieces_differ"] = True
-        words[word]["end"] = token["end"]
-    return [_trimmed(text, found) for found in words.values() if text[found["start"] : found["end"]].strip()]
+    found = [
+        {"entity": pieces[0]["entity"], "score": pieces[0]["score"], "word": "", "start": pieces[0]["start"],
+         "end": pieces[-1]["end"],
+         "pieces_differ": any(not _continues(pieces[0]["entity"], later["entity"]) for later in pieces[1:])}
+        for pieces in words
+    ]  # fmt: skip
+    return [_trimmed(text, word) for word in found if text[word["start"] : word["end"]].strip()]
 
 
 def _continues(first: str, later: str) -> bool:
@@ -228,18 +251,22 @@ class Answered:
 
 @dataclass(frozen=True)
 class Tagged:
-    """A text's tags: every token's (with "O"), every word's (on its first piece), the entities (the pieces grouped
-    as the pipeline groups them: what every view of them shows) and how much was read."""
+    """A text's tags: every token's (with "O"), every word's (on its first piece), the entities (the words grouped
+    as the pipeline's "first" aggregation groups them: what every view of them shows), the pieces grouped by their
+    own tags ("simple") and how much was read."""
 
     text: str
     tokens: list[dict]  # {"entity", "score", "index", "word", "start", "end"}
     words: list[dict]  # {"entity", "score", "word", "start", "end", "pieces_differ"}
-    entities: list[dict]  # {"entity_group", "score", "word", "start", "end"}: the pipeline's "simple"
+    entities: list[dict]  # {"entity_group", "score", "word", "start", "end"}: the pipeline's "first"
+    piece_entities: list[dict]  # the same shape: the pipeline's "simple"
     reading: Reading
 
-    def as_pipeline(self, aggregation: str = "simple") -> list[dict]:
+    def as_pipeline(self, aggregation: str = "first") -> list[dict]:
         """What `pipeline("token-classification", aggregation_strategy=aggregation)` returns, for "none" (the
-        tagged tokens, "O" left out) or "simple" (the entities)."""
+        tagged tokens, "O" left out), "first" (the entities) or "simple" (the pieces grouped by their own tags)."""
         if aggregation not in AGGREGATIONS:
             raise UserError(f"aggregation is one of {', '.join(AGGREGATIONS)}, not {aggregation[:80]!r}")
-        return self.entities if aggregation == "simple" else without_ignored(self.tokens)
+        if aggregation == "none":
+            return without_ignored(self.tokens)
+        return self.entities if aggregation == "first" else self.piece_entities

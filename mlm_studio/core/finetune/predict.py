@@ -16,11 +16,13 @@ from mlm_studio.core.finetune.pipeline_shapes import (
     Answered,
     Labelled,
     Tagged,
-    grouped_entities,
     label_scores,
+    piece_entities,
     question_reading,
     reading,
     tagged_tokens,
+    word_entities,
+    word_groups,
     word_tags,
 )
 from mlm_studio.core.finetune.qa.data import QAExample
@@ -181,16 +183,19 @@ class FineTuned:
     @torch.no_grad()
     def tag_text(self, text: str) -> Tagged:
         """The tags of a text as written (not split into words first): every token's, every word's and the
-        entities, as far as the model's length reads."""
+        entities (its words grouped, each tagged as its first piece is; and its pieces grouped by their own tags),
+        as far as the model's length reads."""
         encoding, cut = lay_out(self.tokenizer, (text,), self.limit)
         ids = torch.tensor([encoding.ids], device=self._device)
         probabilities = self.model(ids).float().softmax(-1)[0].cpu().numpy()  # (L, labels)
         tokens = tagged_tokens(text, encoding, probabilities, self.labels, self.tokenizer)
+        words = word_groups(encoding, tokens)
         return Tagged(
             text,
             tokens,
-            word_tags(text, encoding, tokens),
-            grouped_entities(tokens, self.tokenizer),
+            word_tags(text, words),
+            word_entities(words, self.tokenizer),
+            piece_entities(tokens, self.tokenizer),
             reading(encoding, (text,), cut, self.limit),
         )
 

@@ -109,6 +109,24 @@ def _writable(text: str) -> str:
 PIPELINES = {"classification": "text-classification", "tokens": "token-classification", "qa": "question-answering"}
 
 
+def _tagging_use(task: str) -> str:
+    """For a tagger, the aggregation that gives the tags it was scored on ("" for other tasks)."""
+    if task != "tokens":
+        return ""
+    return """
+Each word is tagged, and was scored, on its first piece. Ask the pipeline for the same words with
+`aggregation_strategy="first"` (each word whole, tagged as its first piece is, then grouped into entities):
+
+```python
+from transformers import pipeline
+
+tag = pipeline("token-classification", model="path/to/this/folder", aggregation_strategy="first")
+```
+
+`"simple"` groups every piece by its own tag and can split a word whose later pieces are tagged otherwise.
+"""
+
+
 def classifier_card(run: RunDir, weights: Path, task: str, labels: list[str]) -> str:
     """A short README for a fine-tuned classifier: what it predicts, from what, and its test scores."""
     state = read_state(weights)
@@ -135,7 +153,7 @@ tags: [{family.model_type}, {pipeline}, mlm-studio]
 
 A {family.title} {pipeline.replace("-", " ")} model, fine-tuned and trained with MLM Studio {__version__}{predicts}.
 Exported from `{weights.name}` (step {state["step"]:,}).
-
+{_tagging_use(task)}
 | metric | value |
 |---|---|
 {scores}""")

@@ -45,6 +45,10 @@ DEFAULT_TEXT = "Return a [MASK] of the list."
 REPLACED_COLOUR = "#d62728"
 BAR_WIDTH = 160  # a candidate's probability bar: long enough to compare, short enough to read its share beside it
 NO_SECOND_MODEL = "Train or import a second model to compare (Model folder… adds one from disk)."
+EXPLAINED_IS_GONE = (
+    "The candidates explained are gone (another sentence or model predicted): click “why?” beside a candidate to "
+    "see which words carried it."
+)
 SAME_MODEL = "Model B is the same model as Model A: choose another one to compare them."
 WEIGHTS_TOOLTIP = {
     True: "Int8 weights, for speed: on 399 masks in text a trained model had not seen, the first candidate was the "
@@ -234,11 +238,12 @@ class PlaygroundPanel(QWidget):
         self.folders: list[str] = []
         self._current_run: str | None = None  # the path listed as the current run
         self._chosen: dict[int, str | None] = {}  # per view: the model picked by hand, if any
+        self.explained: tuple[ResultsView, str, str] | None = None  # the view, model and sentence explained
         self._build()
         self.runners = [TaskRunner(self), TaskRunner(self)]
         for runner, view in zip(self.runners, self.views):
             runner.succeeded.connect(lambda result, v=view: self._on_prediction(v, *result))
-            runner.failed.connect(lambda message, v=view: v.show_message(message))
+            runner.failed.connect(lambda message, v=view: self._on_failed(v, message))
         self.timer = QTimer(self)
         self.timer.setSingleShot(True)
         self.timer.setInterval(DEBOUNCE_MS)
@@ -380,6 +385,21 @@ class PlaygroundPanel(QWidget):
         self.text_edit.setText(before + candidate.text + MASK.join(parts[number + 1 :]))
 
     def explain(self, view: ResultsView, number: int, candidate: Candidate) -> None:
+        if view.subject is not None and view.prediction is not None:
+            self.explained = (view, view.subject, view.prediction.text)
+        self._ask_why(view, number, candidate)
+
+    def _put_away_what_is_gone(self) -> None:
+        """The explanation put away once the candidates it explained are no longer shown: another model or another
+        sentence predicted in their place, a message instead, or their view hidden (as Evaluation and Try it do)."""
+        if self.explained is None:
+            return
+        view, subject, text = self.explained
+        if view.isHidden() or view.subject != subject or view.prediction is None or view.prediction.text != text:
+            self.explained = None
+            self.explanation.put_away(EXPLAINED_IS_GONE)
+
+    def _ask_why(self, view: ResultsView, number: int, candidate: Candidate) -> None:
         """Why `view`'s model predicted `candidate` at mask `number` (0: the first) of the text it was predicted
         from (not the text as edited since); in iterative mode, with the masks filled before it holding the
         candidates chosen there."""
@@ -433,11 +453,17 @@ class PlaygroundPanel(QWidget):
             if view.subject != path:  # another model's candidates never stand under this one's name
                 view.show_message(f"Predicting with {view.model_combo.currentText()}…")
             runner.start(lambda progress, p=path: (predict(p, text, top_k, iterative, int8), p))
+        self._put_away_what_is_gone()
 
     def _on_prediction(self, view: ResultsView, prediction: Prediction, subject: str) -> None:
         view.show_prediction(prediction, subject)
         view.setTitle(prediction.source)
+        self._put_away_what_is_gone()
         self.predicted.emit()
+
+    def _on_failed(self, view: ResultsView, message: str) -> None:
+        view.show_message(message)
+        self._put_away_what_is_gone()
 
 
 if __name__ == "__main__":

@@ -81,6 +81,23 @@ def explain(question: Question, method: str, progress: Progress | None = None) -
     return Explanation(question, attribution, attention_maps(explainer.model, explainer.tokenizer, words))
 
 
+EVERY_CHECKPOINT = "This prediction's attribution at each checkpoint of its run, on one scale"
+
+
+def every_checkpoint_refusal(question: Asked | None) -> str:
+    """Why *Every checkpoint* cannot explain `question` over a run's checkpoints ("" when it can)."""
+    if question is None:
+        return "Click “why?” beside a prediction first: Every checkpoint explains it at each checkpoint of its run"
+    if not isinstance(question, Question):
+        return (
+            "Every checkpoint reads a pre-training run's checkpoints, where a masked-LM predicts words; a fine-tuned "
+            "model's answer is explained at the weights that gave it"
+        )
+    if not question.checkpoints_of:
+        return "This model is not one of MLM Studio's runs here: it has no checkpoints to explain it at"
+    return ""
+
+
 def why_button(clicked) -> QPushButton:
     """The small button beside a prediction that asks why it was made."""
     button = QPushButton("why?")
@@ -119,8 +136,7 @@ class ExplanationView(QWidget):
         self.forming_view = FormingView()
         self.tabs.addTab(self.forming_view, "As it formed")
         self.every_button = QPushButton("Every checkpoint")
-        self.every_button.setToolTip("This prediction's attribution at each checkpoint of its run, on one scale")
-        self.every_button.setEnabled(False)
+        self._enable_every_checkpoint()
         self.every_button.clicked.connect(self.over_checkpoints)
         top = QHBoxLayout()
         top.addWidget(QLabel("Method"))
@@ -144,7 +160,7 @@ class ExplanationView(QWidget):
 
     def ask(self, question: Asked) -> None:
         self.question = question
-        self.every_button.setEnabled(isinstance(question, Question) and bool(question.checkpoints_of))
+        self._enable_every_checkpoint()
         self.forming_runner.cancel()
         self._clear_views()  # the explanation before answered another question
         self.status.setText("Explaining…")
@@ -156,9 +172,15 @@ class ExplanationView(QWidget):
         self.runner.cancel()
         self.forming_runner.cancel()
         self.question = None
-        self.every_button.setEnabled(False)
+        self._enable_every_checkpoint()
         self._clear_views()
         self.status.setText(status)
+
+    def _enable_every_checkpoint(self) -> None:
+        """*Every checkpoint* enabled when it can explain the question, else its tooltip says why not."""
+        refusal = every_checkpoint_refusal(self.question)
+        self.every_button.setEnabled(not refusal)
+        self.every_button.setToolTip(refusal or EVERY_CHECKPOINT)
 
     def _clear_views(self) -> None:
         self.explanation = None

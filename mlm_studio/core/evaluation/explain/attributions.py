@@ -19,6 +19,10 @@ from mlm_studio.core.shown import shown
 
 COMPLETE_WITHIN = 0.01  # a sum of attributions further than this share from the logit's change is said to miss it
 TINY_GAP = 1e-2  # logits: a smaller change is compared as this much (float32 cannot resolve a share of it)
+# the least a word's full colour stands for, by unit: a logit moved by 1 multiplies the odds by e; a probability
+# moved by 0.1 is ten points. A prediction nothing carried is then drawn pale, not scaled up to its own noise.
+SMALLEST_SCALE = {"logit": 1.0, "probability": 0.1}
+FAINT = 0.1  # a word that moved the prediction by less than this share of the scale is drawn too pale to read
 
 
 class ExplainError(UserError):
@@ -28,11 +32,12 @@ class ExplainError(UserError):
 @dataclass(frozen=True)
 class Attribution:
     """Each word's share in one prediction. `scores` are signed, in `unit`s (positive: the word supported the
-    candidate); `normalised` scales them for display. Integrated gradients also give `total` (the scores' sum)
-    and `gap` (the logit at the input minus at the baseline), which completeness says are equal."""
+    candidate); `shares` puts them on the scale of what they explain, for display. Integrated gradients also give
+    `total` (the scores' sum) and `gap` (the logit at the input minus at the baseline), which completeness says
+    are equal."""
 
     method: str
-    unit: str
+    unit: str  # "logit" or "probability"
     text: str  # as the model read it (a typed [MASK] as its mask token); `spans` index it
     words: tuple[str, ...]
     spans: tuple[tuple[int, int], ...]
@@ -55,22 +60,51 @@ class Attribution:
             return None
         return abs(self.total - self.gap) / max(abs(self.gap), TINY_GAP)
 
-    def normalised(self) -> tuple[float, ...]:
-        """The scores divided by the largest magnitude among them: in [-1, 1], all 0 when every score is."""
-        largest = max((abs(s) for s in self.scores), default=0.0)
-        return tuple(s / largest if largest else 0.0 for s in self.scores)
-
     def ranked(self) -> list[int]:
         """The words' numbers, most supporting first."""
         return sorted(range(len(self.scores)), key=lambda number: -self.scores[number])
 
+    def explained(self) -> float:
+        """The size of what the words explain: the logit's change from the baseline (integrated gradients), the
+        scores' sum (gradient × input's account of the logit), the candidate's probability (occlusion: the most
+        that hiding a word can take away)."""
+        if self.gap is not None:
+            return abs(self.gap)
+        return self.probability if self.unit == "probability" else abs(sum(self.scores))
+
+    def scale(self) -> float:
+        """The score a word's full colour stands for: what the words explain, and at least the unit's
+        `SMALLEST_SCALE`, so that a prediction nothing moved reads as pale, whatever its own largest score."""
+        return max(self.explained(), SMALLEST_SCALE[self.unit])
+
+    def shares(self, scale: float | None = None) -> tuple[float, ...]:
+        """Each score as a share of `scale` (by default its own `scale()`), in [-1, 1]."""
+        scale = scale or self.scale()
+        return tuple(max(-1.0, min(1.0, score / scale)) for score in self.scores)
+
+    def largest(self) -> float:
+        """The largest magnitude among the scores (0 for no word)."""
+        return max((abs(score) for score in self.scores), default=0.0)
+
+    def carried(self, scale: float | None = None) -> bool:
+        """Whether some word moved the prediction by at least `FAINT` of the scale: drawn strongly enough to read."""
+        return self.largest() >= FAINT * (scale or self.scale())
+
+    def uncarried(self, scale: float | None = None) -> str:
+        """When no word carried the prediction, that in words ("no word moved this prediction by more than
+        0.000284 logits"); "" when one did."""
+        if self.carried(scale):
+            return ""
+        return f"no word moved this prediction by more than {amount(self.largest(), self.unit)}"
+
     def as_json(self) -> dict:
         values = asdict(self)
         values["words"] = [
-            {"word": word, "start": start, "end": end, "score": score, "normalised": scaled}
-            for word, (start, end), score, scaled in zip(self.words, self.spans, self.scores, self.normalised())
+            {"word": word, "start": start, "end": end, "score": score, "share": share}
+            for word, (start, end), score, share in zip(self.words, self.spans, self.scores, self.shares())
         ]
         del values["spans"], values["scores"]
+        values.update(scale=self.scale(), carried=self.carried())
         return values
 
 
@@ -241,6 +275,14 @@ def check_choices(method: str, steps: int, baseline: str) -> None:
         raise ExplainError(f"integrated gradients take 1 to {MAX_STEPS} steps, not {steps}")
     if baseline not in BASELINES:
         raise ExplainError(f"unknown baseline {shown(baseline)}; choose one of {', '.join(BASELINES)}")
+
+
+def amount(value: float, unit: str) -> str:
+    """A score and its unit, to three significant figures whatever its size: "0.000123 logits", "1 logit",
+    "0.25 in probability"."""
+    if unit == "probability":
+        return f"{value:.3g} in probability"
+    return f"{value:.3g} {unit}{'' if value == 1 else 's'}"
 
 
 def _floats(values: np.ndarray) -> tuple[float, ...]:

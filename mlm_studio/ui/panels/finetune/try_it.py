@@ -1,8 +1,8 @@
 """The Fine-tune panel's *Try it* tab: a text typed in, answered by the fine-tuning run the panel shows (its best
 weights, read again when they change): a classifier's labels as probability bars (a second text for a classifier of
-pairs), a tagger's entities as coloured chips over the text (those `predict` prints; each word's tag and score in
-its tooltip), a question-answering model's answer highlighted in its context with its score. The model reads in the
-background; a text longer than it reads says how much it read."""
+pairs), a tagger's entities as coloured chips over the text (those `predict` prints, each word whole and tagged as
+its first piece is; each word's tag and score in its tooltip), a question-answering model's answer highlighted in
+its context with its score. The model reads in the background; a text longer than it reads says how much it read."""
 
 from __future__ import annotations
 
@@ -41,8 +41,9 @@ DEBOUNCE_MS = 250
 BAR_WIDTH = 220  # a label's probability bar
 MOST_LABELS = 30  # bars shown; the rest are counted
 TEXT_LINES = 3  # the height of each text box, in lines
-# after a word's tag in a tooltip, where an entity (grouped from every piece) can begin or end within the word
-PIECES_DIFFER = "its later pieces are tagged otherwise; the entities group every piece"
+# after a word's tag in a tooltip: the chips keep it whole, as its first piece's tag says, where grouping every piece
+# by its own tag (the pipeline's "simple") would split it
+PIECES_DIFFER = "its later pieces are tagged otherwise; the word keeps its first piece's tag"
 NO_RUN = "No fine-tuning run is shown. Fine-tune one, or choose one in the Runs tab, to try it on a text of your own."
 TYPE_SOMETHING = {
     "classification": "Type a text above: each label's probability appears here.",
@@ -291,9 +292,10 @@ class TryItView(QWidget):
         self._say_what_was_read(labelled.reading.describe())
 
     def _show_tags(self, tagged: Tagged) -> None:
-        """The text as chips: each entity (the pieces grouped as the pipeline groups them: the entities and scores
-        `predict` prints, and the exported model finds) coloured by its type, the words between plain; every chip's
-        tooltip names its words' tags and scores (each word's first piece's, as the model is scored)."""
+        """The text as chips: each entity (whole words, each tagged as its first piece is, as the model is scored,
+        grouped as the pipeline's "first" aggregation groups them: the entities and scores `predict` prints, and
+        the exported model finds) coloured by its type, the words between plain; every chip's tooltip names its
+        words' tags and scores."""
         found = tagged.entities
         kinds = sorted({entity["entity_group"] for entity in found})
         colours = {kind: QColor(CHIP_COLOURS[i % len(CHIP_COLOURS)]) for i, kind in enumerate(kinds)}
