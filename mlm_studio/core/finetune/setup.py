@@ -119,8 +119,8 @@ def measured_learning_rate(parameters: int, training_examples: int) -> float:
 def create_run(
     path: str | Path, model: StartingModel, options: FinetuneOptions, progress: Progress | None = None
 ) -> RunDir:
-    """A new fine-tuning run folder for `model` on the task of `options` (checked first; its
-    reading reported to `progress`)."""
+    """A new fine-tuning run folder for `model` on the task of `options` (checked first; its reading reported to
+    `progress`)."""
     source = starting_model(model)
     if options.freeze_layers > source.config.num_hidden_layers:
         rule = f"at most the number of layers the model has ({source.config.num_hidden_layers})"
@@ -158,9 +158,9 @@ def create_run(
     config = RunConfig(model=source.config, data=DataConfig(max_seq_len=limit), training=training, preset="finetune")
     config = with_finetuning_precision(config)
     torch.manual_seed(options.seed)  # the head's fresh weights (and a scratch model's)
-    model = TaskModel(source.config, options.task, len(labels), options.pooling)
+    task_model = TaskModel(source.config, options.task, len(labels), options.pooling)
     if source.encoder is not None:
-        missing, unexpected = model.encoder_module.load_state_dict(source.encoder, strict=False)
+        missing, unexpected = task_model.encoder_module.load_state_dict(source.encoder, strict=False)
         if unexpected or any(not name.startswith("pooler.") for name in missing):
             raise CheckpointError(f"the encoder's weights do not fit its model ({[*missing, *unexpected][:3]})")
     answering = options.task == "qa"
@@ -180,7 +180,7 @@ def create_run(
         unanswerable=answering and any(f.has_impossible for f in qa_files),  # it learns to answer "no answer"
     )
     sources = [Path(p) for p in _paths(options).values() if p]
-    return RunDir.create(path, config, source.tokenizer, sources, ReadOptions(), (model, source.origin), task)
+    return RunDir.create(path, config, source.tokenizer, sources, ReadOptions(), (task_model, source.origin), task)
 
 
 def _paths(options: FinetuneOptions) -> dict[str, Path | None]:
