@@ -96,7 +96,7 @@ class SearchPlan:
         }
         columns = asdict(self.options.columns) if self.options.columns else None
         return {
-            "model": self.spec,
+            "model": str(self.spec),
             "model fingerprint": model_fingerprint(StartingModel.of(self.spec)),
             "task": self.options.task,
             **{f"{name} file": value for name, value in files.items()},

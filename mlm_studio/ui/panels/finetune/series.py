@@ -49,7 +49,7 @@ class RunSeries:
         spec, options = self._chosen()
         if spec is not None:
             self.recipe.clear()
-            plan = SearchPlan(spec, options, *self.search_grid)
+            plan = SearchPlan(str(spec), options, *self.search_grid)
             self._search(plan, new_run_path(self.runs_root, "search"), "preparing the first candidate")
 
     def _search(self, plan: SearchPlan, root: Path, what: str) -> None:
