@@ -42,6 +42,7 @@ from disfl_qa import disfl_qa_split
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.recipe.result import read_search
 from mlm_studio.core.finetune.recipe.search import SearchPlan, search
+from mlm_studio.core.finetune.request import StartingModel
 from mlm_studio.core.finetune.setup import measured_learning_rate, starting_model
 from mlm_studio.core.runs.records import FinishedRecord
 from mlm_studio.core.runs.run_folder import RunDir
@@ -147,7 +148,9 @@ def main() -> None:
         print(found.table())
         print(found.verdict)
         started = next(r for r in RunDir(found.trials[0].path).read_metrics() if r["type"] == "started")
-        default = measured_learning_rate(starting_model(str(model)).config.parameter_count(), started["train_blocks"])
+        default = measured_learning_rate(
+            starting_model(StartingModel(str(model))).config.parameter_count(), started["train_blocks"]
+        )
         same = next((c for c in found.candidates if c.learning_rate == default and c.trials), None)
         if same is not None and found.chosen is not None:
             print(f"the default learning rate for this model and task, {default:g} (up to "

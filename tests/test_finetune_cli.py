@@ -585,12 +585,13 @@ def test_torchrun_with_two_cpu_processes_fine_tunes_like_one(pretrained, tmp_pat
     schedule and evaluations, and without dropout (whose draws follow each process's batch shape) every validation
     loss within 1e-3 of one process's through the run's take-off, and the same test scores."""
     from mlm_studio.core.finetune.options import FinetuneOptions
+    from mlm_studio.core.finetune.request import StartingModel
     from mlm_studio.core.finetune.setup import create_run
 
     task = write_task(tmp_path / "task.csv", rows=300)
     options = FinetuneOptions("classification", task, learning_rate=1e-2, epochs=10, batch_size=16, patience=10,
                               device="cpu")  # fmt: skip
-    create_run(tmp_path / "one", str(pretrained), options)
+    create_run(tmp_path / "one", StartingModel(str(pretrained)), options)
     written = tmp_path / "one" / "config.toml"
     written.write_text(re.sub(r"dropout_prob = [0-9.]+", "dropout_prob = 0.0", written.read_text()))
     shutil.copytree(tmp_path / "one", tmp_path / "two")

@@ -61,4 +61,4 @@ def test_contenders_read_what_a_run_started_from_and_survive_a_damaged_record(tm
         (tmp_path / INITIAL / "origin.json").write_text(record)
     found = contenders(str(tmp_path))
     assert [c.label for c in found] == [YOURS, *([STARTING] * len(starting)), SCRATCH_LABEL]
-    assert [c.spec for c in found if c.label == STARTING] == starting
+    assert [str(c.model) for c in found if c.label == STARTING] == starting

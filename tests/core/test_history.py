@@ -119,3 +119,17 @@ def test_a_runs_records_read_back_typed_leave_out_the_damaged_ones_in_their_orde
     assert [type(r) for r in last] == [StepRecord, FinishedRecord] and last[0].loss == 2.0
     every = run.records()
     assert all(isinstance(r, Record) for r in every) and every[-1] == last[-1]
+
+
+def test_a_runs_configuration_is_read_once_and_again_when_its_file_changes(tmp_path, trained_run, monkeypatch):
+    from mlm_studio.core.config import run_config
+
+    run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
+    reads = []
+    load = run_config.RunConfig.load
+    monkeypatch.setattr(run_config.RunConfig, "load", lambda *a, **k: reads.append(1) or load(*a, **k))
+    first = run.config
+    assert run.config is first and len(reads) == 1
+    text = (run.path / "config.toml").read_text(encoding="utf-8")
+    (run.path / "config.toml").write_text(text.replace(f"seed = {first.training.seed}", "seed = 1234"), "utf-8")
+    assert run.config.training.seed == 1234 and len(reads) == 2

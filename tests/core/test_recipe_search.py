@@ -16,7 +16,7 @@ from mlm_studio.core.finetune.recipe.result import Candidate, ranked, read_searc
 from mlm_studio.core.finetune.recipe.search import SearchPlan, SearchRefused, plan_of, search
 from mlm_studio.core.finetune.recipe.searched import PLAN, recipe_options
 from mlm_studio.core.finetune.recipe.trials import Trial, trial_folder
-from mlm_studio.core.finetune.request import SCRATCH, model_fingerprint
+from mlm_studio.core.finetune.request import SCRATCH, StartingModel, model_fingerprint
 from mlm_studio.core.finetune.runs import last_test
 from mlm_studio.core.finetune.scores import main_score
 from mlm_studio.core.finetune.setup import measured_learning_rate, prepare_finetuner
@@ -92,7 +92,7 @@ def test_the_plan_names_what_is_searched(searched, trained_run, task):
     root, _ = searched
     written = json.loads((root / PLAN).read_text())
     assert written["model"] == str(trained_run.path) and written["model fingerprint"] == model_fingerprint(
-        str(trained_run.path)
+        StartingModel(str(trained_run.path))
     )
     assert written["train file"]["path"] == str(task.resolve()) and len(written["train file"]["sha256"]) == 64
     assert (written["learning rates"], written["max epochs"], written["seeds"]) == (list(RATES), 2, 2)
@@ -151,9 +151,11 @@ def test_a_damaged_plan_is_refused_and_left_as_it_was(trained_run, task, tmp_pat
 
 
 def test_a_scratch_model_is_known_by_its_shape_and_tokenizer(trained_run):
-    spec = SCRATCH + str(trained_run.path)
-    assert model_fingerprint(spec) != model_fingerprint(str(trained_run.path))
-    assert len(model_fingerprint(spec)) == 64
+    scratch = StartingModel.of(SCRATCH + str(trained_run.path))
+    assert scratch == StartingModel(str(trained_run.path), fresh=True)
+    assert str(scratch) == SCRATCH + str(trained_run.path)
+    assert model_fingerprint(scratch) != model_fingerprint(StartingModel(str(trained_run.path)))
+    assert len(model_fingerprint(scratch)) == 64
 
 
 def test_a_folder_of_other_files_is_refused(trained_run, task, tmp_path):

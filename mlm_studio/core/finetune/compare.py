@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from mlm_studio.core.data.labelled import TaskError
 from mlm_studio.core.finetune.options import FinetuneOptions
-from mlm_studio.core.finetune.request import SCRATCH, request_differences
+from mlm_studio.core.finetune.request import StartingModel, request_differences
 from mlm_studio.core.finetune.scores import ENTITY_F1, MACRO_F1, main_score
 from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.runs.control import TrainingControl
@@ -31,7 +31,7 @@ MANIFEST = "comparison.json"  # in a comparison's folder: its model, contenders 
 @dataclass(frozen=True)
 class Contender:
     label: str  # as the table says it
-    spec: str  # the model, as `finetune` takes it
+    model: StartingModel
 
 
 class Said(NamedTuple):
@@ -54,7 +54,7 @@ class Outcome:
     def to_json(self) -> dict:
         return {
             "label": self.contender.label,
-            "model": self.contender.spec,
+            "model": str(self.contender.model),
             "accuracy": self.accuracy,
             "score": self.score,
             "accuracy_mean": statistics.fmean(self.accuracy) if self.accuracy else None,
@@ -63,24 +63,26 @@ class Outcome:
         }
 
 
-def contenders(spec: str) -> list[Contender]:
+def contenders(model: StartingModel | str) -> list[Contender]:
     """The user's model, what it started from (a run that continued an imported model), the same from scratch."""
-    found = [Contender(YOURS, spec)]
-    source = RunDir(spec).origin.get("source") if (Path(spec) / "config.toml").is_file() else None
+    model = StartingModel.of(model)
+    found = [Contender(YOURS, model)]
+    source = RunDir(model.path).origin.get("source") if (model.path / "config.toml").is_file() else None
     if source:
-        found.append(Contender(STARTING, str(source)))
-    found.append(Contender(SCRATCH_LABEL, SCRATCH + spec))
+        found.append(Contender(STARTING, StartingModel(str(source))))
+    found.append(Contender(SCRATCH_LABEL, model.from_scratch()))
     return found
 
 
 def compare(
-    spec: str, options: FinetuneOptions, root: Path, seeds: int, control: TrainingControl | None = None
+    model: StartingModel | str, options: FinetuneOptions, root: Path, seeds: int, control: TrainingControl | None = None
 ) -> Iterator[Said]:
     """Fine-tune each contender with seeds `options.seed`, +1, … (the split fixed by the first), each in its own
     run folder under `root` (a folder there already is resumed); every record, said by whom and with which seed."""
     if options.task == "qa":
         raise TaskError("a comparison weighs classifiers and taggers; fine-tune a question answerer on its own")
-    everyone = contenders(spec)
+    model = StartingModel.of(model)
+    everyone = contenders(model)
     own = {run_folder_name(c.label, seed) for c in everyone for seed in range(options.seed, options.seed + seeds)}
     refuse_another_folder(Path(root), options.seed, seeds, own)
     for seed in range(options.seed, options.seed + seeds):
@@ -90,12 +92,12 @@ def compare(
             if path.is_symlink():
                 raise TaskError(f"{path} is a symbolic link; a comparison writes its runs only into its own folder")
             if (path / "config.toml").is_file():
-                refuse_another_question(root, RunDir(path), contender.spec, seeded)
+                refuse_another_question(root, RunDir(path), contender.model, seeded)
                 tuner = prepare_finetuner(path, control=control)
             else:
-                tuner = prepare_finetuner(path, contender.spec, seeded, control)
+                tuner = prepare_finetuner(path, contender.model, seeded, control)
             if seed == options.seed and contender is everyone[0]:
-                manifest = {"model": spec, "first_seed": options.seed, "seeds": seeds}
+                manifest = {"model": str(model), "first_seed": options.seed, "seeds": seeds}
                 atomic_write_json(root / MANIFEST, {**manifest, "contenders": [c.label for c in everyone]})
             for record in tuner.run():
                 yield Said(contender, seed, record)
@@ -131,10 +133,10 @@ def refuse_another_folder(root: Path, first_seed: int, seeds: int, own: set[str]
         )
 
 
-def refuse_another_question(root: Path, run: RunDir, spec: str, options: FinetuneOptions) -> None:
+def refuse_another_question(root: Path, run: RunDir, model: StartingModel, options: FinetuneOptions) -> None:
     """A run already in a comparison's folder is continued only when it was made for what is asked now: else a
     TaskError naming what differs, before anything is written."""
-    differences = request_differences(run, spec, options)
+    differences = request_differences(run, model, options)
     if differences:
         raise TaskError(
             f"{root} holds a comparison of something else ({run.name}: {'; '.join(differences)}); nothing was "

@@ -6,7 +6,7 @@ another model, task or recipe is never counted among them."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,33 +23,66 @@ SCRATCH = "scratch:"  # MODEL written as scratch:SOURCE: SOURCE's shape and toke
 FREE = ("device", "precision", "report_to", "split_seed", "validation", "test", "train", "columns")
 
 
-def model_identity(spec: str) -> str:
-    """The model `spec` names as it resolves now: a run's checkpoint (its latest, unless one is named), a folder,
-    with `scratch:` before it for fresh weights of its shape; and after "#", the start of its `model_fingerprint`,
-    so that other weights put in the same place are another model."""
-    fresh = spec.startswith(SCRATCH)
-    path = Path(spec.removeprefix(SCRATCH))
-    if (path / "config.toml").is_file() or (path / "state.json").is_file():
-        whole = fresh and (path / "config.toml").is_file()
-        resolved = path if whole else resolve_checkpoint(path)[1]
+@dataclass(frozen=True)
+class StartingModel:
+    """The model a fine-tuning run starts from: `name`, a run folder (or one of its checkpoints), a Hugging Face
+    folder or a Hub model in the local cache; `fresh`: its shape and tokenizer with fresh weights. The command line
+    and the records beside a run write it as text, `scratch:` before the name for fresh weights (`of`, `str`)."""
+
+    name: str
+    fresh: bool = False
+
+    @classmethod
+    def of(cls, given: StartingModel | str | Path) -> StartingModel:
+        """`given` as a StartingModel; text is read as the command line writes it."""
+        if isinstance(given, StartingModel):
+            return given
+        text = str(given)
+        return cls(text.removeprefix(SCRATCH), text.startswith(SCRATCH))
+
+    def __str__(self) -> str:
+        return f"{SCRATCH if self.fresh else ''}{self.name}"
+
+    @property
+    def path(self) -> Path:
+        return Path(self.name)
+
+    @property
+    def is_run(self) -> bool:
+        """Whether it names a run folder or one of a run's checkpoints (else a Hugging Face folder or Hub model)."""
+        return (self.path / "config.toml").is_file() or (self.path / "state.json").is_file()
+
+    @property
+    def shape_alone(self) -> bool:
+        """Whether only its configuration and tokenizer count: fresh weights of a whole run's shape."""
+        return self.fresh and (self.path / "config.toml").is_file()
+
+    def from_scratch(self) -> StartingModel:
+        return replace(self, fresh=True)
+
+
+def model_identity(model: StartingModel) -> str:
+    """The model as it resolves now: a run's checkpoint (its latest, unless one is named), a folder, with
+    `scratch:` before it for fresh weights of its shape; and after "#", the start of its `model_fingerprint`, so
+    that other weights put in the same place are another model."""
+    if model.is_run:
+        resolved = model.path if model.shape_alone else resolve_checkpoint(model.path)[1]
     else:
-        resolved = model_folder(str(path))
-    return f"{SCRATCH if fresh else ''}{resolved.resolve()}#{model_fingerprint(spec)[:16]}"
+        resolved = model_folder(model.name)
+    return f"{replace(model, name=str(resolved.resolve()))}#{model_fingerprint(model)[:16]}"
 
 
-def model_fingerprint(spec: str) -> str:
-    """The SHA-256 of the files that make the model `spec` names: a run's checkpoint (its latest, or the one
-    given) with the run's configuration and tokenizer, or a Hugging Face folder's weights, configuration and
-    tokenizer; `scratch:` before a run, its configuration and tokenizer alone."""
-    name = spec.removeprefix(SCRATCH)
-    path = Path(name)
-    if spec.startswith(SCRATCH) and (path / "config.toml").is_file():  # its shape and tokenizer alone
-        files = [path / "config.toml", path / "tokenizer.json"]
-    elif (path / "config.toml").is_file() or (path / "state.json").is_file():
-        run, folder = resolve_checkpoint(path)  # its weights, not its optimizer's moments
+def model_fingerprint(model: StartingModel) -> str:
+    """The SHA-256 of the files that make the model: a run's checkpoint (its latest, or the one given) with the
+    run's configuration and tokenizer, or a Hugging Face folder's weights, configuration and tokenizer; for fresh
+    weights of a run's shape, its configuration and tokenizer alone."""
+    if model.shape_alone:
+        files = [model.path / "config.toml", model.path / "tokenizer.json"]
+    elif model.is_run:
+        run, folder = resolve_checkpoint(model.path)  # its weights, not its optimizer's moments
         files = [run.path / "config.toml", run.path / "tokenizer.json", folder / "model.safetensors"]
     else:
-        folder = model_folder(name)
+        folder = model_folder(model.name)
         files = sorted(folder.iterdir()) if folder.is_dir() else []
     digest = hashlib.sha256()
     for file in files:
@@ -61,20 +94,20 @@ def model_fingerprint(spec: str) -> str:
 MODEL_FILES = (".safetensors", ".bin", ".json", ".toml")  # the files of a model its fingerprint reads
 
 
-def request_of(spec: str, options: FinetuneOptions) -> dict[str, Any]:
+def request_of(model: StartingModel, options: FinetuneOptions) -> dict[str, Any]:
     """What is asked, in task.json's terms: the model's identity, the files, the recipe (device and precision
     aside)."""
     recipe = {f.name: getattr(options, f.name) for f in fields(options) if f.name not in FREE}
     files = {name: str(Path(p).resolve()) if p else None for name, p in _files(options).items()}
     columns = asdict(options.columns) if options.columns else None
-    return {"model": model_identity(spec), "files": files, "columns": columns, "held_out_by": options.held_out_by,
+    return {"model": model_identity(model), "files": files, "columns": columns, "held_out_by": options.held_out_by,
             **recipe}  # fmt: skip
 
 
-def request_differences(run: RunDir, spec: str, options: FinetuneOptions) -> list[str]:
+def request_differences(run: RunDir, model: StartingModel, options: FinetuneOptions) -> list[str]:
     """How what is asked now differs from what `run` was asked ("learning_rate 0.001 there, 0.0005 asked"); a run
     made before requests were recorded is compared by its model and files alone."""
-    asked = request_of(spec, options)
+    asked = request_of(model, options)
     source = run.origin.get("source")
     task = run.task
     request = task.request if task is not None else None
@@ -106,7 +139,7 @@ def own_value(run: RunDir, field: str, value: Any) -> bool:
     recorded = task.request or {}
     if field == "model":
         try:
-            return recorded.get("model") == model_identity(value)
+            return recorded.get("model") == model_identity(StartingModel.of(value))
         except (OSError, ValueError, CheckpointError):  # a model that cannot be read is not the run's
             return False
     if field in ("train", "validation", "test"):

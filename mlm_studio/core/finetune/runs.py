@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlm_studio.core.finetune.request import SCRATCH
+from mlm_studio.core.finetune.request import StartingModel
 from mlm_studio.core.finetune.scores import main_score_name
 from mlm_studio.core.finetune.tuner import BEST, ending
 from mlm_studio.core.runs.history import LeftOut, Listed, list_runs, summarize
@@ -105,7 +105,7 @@ def model_name(source: str, scratch: bool = False) -> str:
         name = path.parent.parent.name
     else:
         name = hub_name_of(path) or path.name
-    return SCRATCH + name if scratch else name
+    return str(StartingModel(name, scratch))
 
 
 def _best_score(run: RunDir) -> float | None:

@@ -52,7 +52,7 @@ from mlm_studio.core.finetune.qa.task import (
     read_qa_task,
     windows_of,
 )
-from mlm_studio.core.finetune.request import SCRATCH, own_value, request_of
+from mlm_studio.core.finetune.request import StartingModel, own_value, request_of
 from mlm_studio.core.finetune.scores import entity_tags
 from mlm_studio.core.finetune.tuner import BEST, FineTuner, TaskData, fine_tuning_steps
 from mlm_studio.core.models.build import build_trained, encoder_of
@@ -87,33 +87,28 @@ class Source:
     origin: dict[str, Any]
 
 
-def starting_model(spec: str) -> Source:
-    """The model `spec` names: a run folder (or one of its checkpoints), a Hugging Face folder or cached Hub model,
-    or `scratch:` before either for the same shape with fresh weights."""
-    fresh = spec.startswith(SCRATCH)
-    name = spec.removeprefix(SCRATCH)
-    path = Path(name)
-    if (path / "config.toml").is_file() or (path / "state.json").is_file():
-        run, checkpoint = (
-            (RunDir(path), None) if fresh and (path / "config.toml").is_file() else resolve_checkpoint(path)
-        )
+def starting_model(model: StartingModel) -> Source:
+    """The model to start from: a run folder (or one of its checkpoints), a Hugging Face folder or cached Hub model,
+    or either's shape with fresh weights."""
+    if model.is_run:
+        run, checkpoint = (RunDir(model.path), None) if model.shape_alone else resolve_checkpoint(model.path)
         if run.task is not None:
             raise TaskError(f"{run.name} is a fine-tuning run already; fine-tune the model it started from")
-        if checkpoint is not None and not fresh:  # fresh weights take its shape alone
+        if checkpoint is not None and not model.fresh:  # fresh weights take its shape alone
             run.require_finite(checkpoint, "fine-tune it")
         trained = build_trained(run.config)
         if checkpoint is not None:
             load_weights(checkpoint, trained)
-        model, config, tokenizer = encoder_of(trained), run.config.model, run.tokenizer
+        encoder, config, tokenizer = encoder_of(trained), run.config.model, run.tokenizer
         origin = {"source": str((checkpoint or run.path).resolve()), "kind": "run"}
     else:
-        imported = import_model(name)
+        imported = import_model(model.name)
         config, tokenizer = imported.config, imported.tokenizer
-        model, origin = encoder_of(imported.build_model()), {**imported.origin(), "kind": "imported"}
-    encoder = getattr(model, FAMILIES[config.family].prefix)
-    if fresh:
+        encoder, origin = encoder_of(imported.build_model()), {**imported.origin(), "kind": "imported"}
+    if model.fresh:
         return Source(config, tokenizer, None, {**origin, "kind": "scratch"})
-    return Source(config, tokenizer, {k: v.detach().clone() for k, v in encoder.state_dict().items()}, origin)
+    weights = getattr(encoder, FAMILIES[config.family].prefix).state_dict()
+    return Source(config, tokenizer, {k: v.detach().clone() for k, v in weights.items()}, origin)
 
 
 def measured_learning_rate(parameters: int, training_examples: int) -> float:
@@ -121,10 +116,12 @@ def measured_learning_rate(parameters: int, training_examples: int) -> float:
     return 3e-4 if parameters < SMALL_MODEL and training_examples < SMALL_TASK else 1e-4
 
 
-def create_run(path: str | Path, spec: str, options: FinetuneOptions, progress: Progress | None = None) -> RunDir:
-    """A new fine-tuning run folder for the model `spec` names on the task of `options` (checked first; its
-    reading reported to `progress`)."""
-    source = starting_model(spec)
+def create_run(
+    path: str | Path, model: StartingModel, options: FinetuneOptions, progress: Progress | None = None
+) -> RunDir:
+    """A new fine-tuning run folder for `model` on the task of `options` (checked first; its reading reported to
+    `progress`)."""
+    source = starting_model(model)
     if options.freeze_layers > source.config.num_hidden_layers:
         rule = f"at most the number of layers the model has ({source.config.num_hidden_layers})"
         raise OptionError("freeze_layers", rule, options.freeze_layers)
@@ -161,9 +158,9 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions, progress: 
     config = RunConfig(model=source.config, data=DataConfig(max_seq_len=limit), training=training, preset="finetune")
     config = with_finetuning_precision(config)
     torch.manual_seed(options.seed)  # the head's fresh weights (and a scratch model's)
-    model = TaskModel(source.config, options.task, len(labels), options.pooling)
+    task_model = TaskModel(source.config, options.task, len(labels), options.pooling)
     if source.encoder is not None:
-        missing, unexpected = model.encoder_module.load_state_dict(source.encoder, strict=False)
+        missing, unexpected = task_model.encoder_module.load_state_dict(source.encoder, strict=False)
         if unexpected or any(not name.startswith("pooler.") for name in missing):
             raise CheckpointError(f"the encoder's weights do not fit its model ({[*missing, *unexpected][:3]})")
     answering = options.task == "qa"
@@ -177,13 +174,13 @@ def create_run(path: str | Path, spec: str, options: FinetuneOptions, progress: 
         freeze_layers=options.freeze_layers,
         patience=options.patience,
         copies_as_read=True,  # copies are texts the tokenizer reads alike (`copies_by`)
-        request=request_of(spec, options),
+        request=request_of(model, options),
         doc_stride=options.doc_stride if answering else None,
         max_answer_length=options.max_answer_length if answering else None,
         unanswerable=answering and any(f.has_impossible for f in qa_files),  # it learns to answer "no answer"
     )
     sources = [Path(p) for p in _paths(options).values() if p]
-    return RunDir.create(path, config, source.tokenizer, sources, ReadOptions(), (model, source.origin), task)
+    return RunDir.create(path, config, source.tokenizer, sources, ReadOptions(), (task_model, source.origin), task)
 
 
 def _paths(options: FinetuneOptions) -> dict[str, Path | None]:
@@ -288,7 +285,7 @@ def with_finetuning_precision(config: RunConfig) -> RunConfig:
 
 def prepare_finetuner(
     path: str | Path,
-    spec: str | None = None,
+    model: StartingModel | str | None = None,
     options: FinetuneOptions | None = None,
     control: TrainingControl | None = None,
     changes: dict[str, Any] | None = None,
@@ -298,16 +295,17 @@ def prepare_finetuner(
     device: torch.device | None = None,
     ready: Callable[[RunDir], None] | None = None,
 ) -> FineTuner:
-    """A fine-tuner for a new run in `path` (with `spec` and `options`) or for the run there, resumed with
+    """A fine-tuner for a new run in `path` (from `model`, as a StartingModel or as the command line writes it, with
+    `options`) or for the run there, resumed with
     `changes` (see `resume_with`); reading and encoding its examples reported to `progress`. A device this
     machine lacks is refused (ValueError) before anything is written. `pause_on_save_error`, `distributed` and
     `device` (a torchrun process's): as the loop's; `ready`: told the run folder once it is made or opened, before
     its examples are read (torchrun's rank 0 tells the other processes which run to open)."""
-    if spec is not None and options is not None:
+    if model is not None and options is not None:
         resolve_device(options.device)
         if (Path(path) / "config.toml").exists():
             raise CheckpointError(f"{path} already holds a run; resume it or choose another folder")
-        run = create_run(path, spec, options, progress)
+        run = create_run(path, StartingModel.of(model), options, progress)
     else:
         run = RunDir(path)
         if run.task is None:  # a damaged or foreign task.json is refused here, naming the file and the field

@@ -62,6 +62,7 @@ class RunDir:
             if not self.path.exists():
                 raise CheckpointError(f"{self.path} does not exist")
             raise CheckpointError(f"{self.path} is not a run folder (it has no config.toml)")
+        self._config: tuple[tuple[int, int], RunConfig] | None = None  # as last read, by its file's size and time
 
     @classmethod
     def create(
@@ -136,10 +137,21 @@ class RunDir:
 
     @property
     def config(self) -> RunConfig:
+        """The run's configuration, read again only when its config.toml has changed since it was last read (a
+        resume that changes a setting writes it anew)."""
+        path = self.path / "config.toml"
         try:
-            return RunConfig.load(self.path / "config.toml", complete=True)
+            stamp = _file_stamp(path)
+        except OSError:
+            stamp = None
+        if stamp is not None and self._config is not None and self._config[0] == stamp:
+            return self._config[1]
+        try:
+            config = RunConfig.load(path, complete=True)
         except ConfigError as exc:
             raise CheckpointError(f"run {self.name}: {exc}") from exc
+        self._config = (stamp, config) if stamp is not None else None
+        return config
 
     @property
     def tokenizer(self) -> MLMTokenizer:

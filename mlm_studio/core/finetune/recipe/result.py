@@ -16,7 +16,7 @@ from pathlib import Path
 
 from mlm_studio.core.finetune.recipe.searched import PLAN, Searched, read_plan
 from mlm_studio.core.finetune.recipe.trials import Trial, search_trials
-from mlm_studio.core.finetune.request import SCRATCH
+from mlm_studio.core.finetune.request import StartingModel
 from mlm_studio.core.finetune.runs import ENDED, model_name
 from mlm_studio.core.finetune.scores import MACRO_F1
 from mlm_studio.core.runs.history import LeftOut, Listed
@@ -113,8 +113,8 @@ class RecipeSearch:
     @property
     def model_name(self) -> str:
         """The model as the window names it (`model` is the spec it was given: a path, or a Hub name)."""
-        spec = self.model
-        return model_name(spec.removeprefix(SCRATCH), spec.startswith(SCRATCH))
+        model = StartingModel.of(self.model)
+        return model_name(model.name, model.fresh)
 
     @property
     def task(self) -> str:

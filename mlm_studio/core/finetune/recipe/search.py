@@ -26,7 +26,7 @@ from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
 from mlm_studio.core.finetune.recipe.result import RecipeSearch, better_half_size, read_search
 from mlm_studio.core.finetune.recipe.searched import FIXED, MAX_EPOCHS, PLAN, recipe_options
 from mlm_studio.core.finetune.recipe.trials import trial_folder
-from mlm_studio.core.finetune.request import model_fingerprint
+from mlm_studio.core.finetune.request import StartingModel, model_fingerprint
 from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.finetune.tasks import MAX_SEEDS, SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
 from mlm_studio.core.runs.control import TrainingControl
@@ -96,8 +96,8 @@ class SearchPlan:
         }
         columns = asdict(self.options.columns) if self.options.columns else None
         return {
-            "model": self.spec,
-            "model fingerprint": model_fingerprint(self.spec),
+            "model": str(self.spec),
+            "model fingerprint": model_fingerprint(StartingModel.of(self.spec)),
             "task": self.options.task,
             **{f"{name} file": value for name, value in files.items()},
             "columns": columns,

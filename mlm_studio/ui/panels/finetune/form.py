@@ -27,7 +27,7 @@ from mlm_studio.core.config.sections import REPORT_TO
 from mlm_studio.core.data.formats import TABLE_SUFFIXES
 from mlm_studio.core.errors import UserError
 from mlm_studio.core.finetune.options import FinetuneOptions
-from mlm_studio.core.finetune.request import SCRATCH
+from mlm_studio.core.finetune.request import StartingModel
 from mlm_studio.core.finetune.tasks import TASKS
 from mlm_studio.core.runs.run_folder import TASK
 from mlm_studio.ui.widgets.model_choice import model_combo, model_entries, refill
@@ -251,12 +251,11 @@ class FinetuneForm(QWidget):
             max_answer_length=self.max_answer_length.value(),
         )
 
-    def spec(self) -> str:
-        """The model chosen as `finetune` takes it (`scratch:` before it when asked); raises UserError saying
-        what is missing."""
+    def spec(self) -> StartingModel:
+        """The model chosen (its shape with fresh weights when asked); raises UserError saying what is missing."""
         model = self.model_combo.currentData()
         if not model:
             raise UserError("Choose a model first: train a run, or add a model folder.")
         if not self.task_edit.text().strip():
             raise UserError("Choose the labelled task file first.")
-        return (SCRATCH if self.scratch_box.isChecked() else "") + model
+        return StartingModel(model, self.scratch_box.isChecked())

@@ -14,7 +14,7 @@ from mlm_studio.core.finetune.comparisons import Comparison, read_comparison
 from mlm_studio.core.finetune.recipe.result import read_search
 from mlm_studio.core.finetune.recipe.search import SearchPlan, search
 from mlm_studio.core.finetune.recipe.searched import recipe_options
-from mlm_studio.core.finetune.request import SCRATCH
+from mlm_studio.core.finetune.request import StartingModel
 from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
@@ -49,7 +49,7 @@ class RunSeries:
         spec, options = self._chosen()
         if spec is not None:
             self.recipe.clear()
-            plan = SearchPlan(spec, options, *self.search_grid)
+            plan = SearchPlan(str(spec), options, *self.search_grid)
             self._search(plan, new_run_path(self.runs_root, "search"), "preparing the first candidate")
 
     def _search(self, plan: SearchPlan, root: Path, what: str) -> None:
@@ -162,6 +162,6 @@ class RunSeries:
 
     def _mark_recipe_stale(self) -> None:
         model = self.form.model_combo.currentData()
-        spec = (SCRATCH if self.form.scratch_box.isChecked() else "") + model if model else None
+        spec = str(StartingModel(model, self.form.scratch_box.isChecked())) if model else None
         task = self.form.task_edit.text().strip()
         self.recipe.mark_stale(spec, str(Path(task).resolve()) if task else "")
