@@ -57,6 +57,24 @@ def small_tokenizer(small_corpus):
     return train_tokenizer(small_corpus.iter_documents(), TokenizerConfig(vocab_size=400), small_corpus.documents)
 
 
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory, small_corpus, small_tokenizer):
+    """30 steps on the small corpus, with checkpoints and evaluations: a model that learns a small task in a few
+    epochs (the recipe search's tests)."""
+    from mlm_studio.core.training.runs import start_run, training_blocks
+    from mlm_studio.core.training.trainer import Trainer
+    from tests.core.helpers import small_config
+
+    run = start_run(
+        tmp_path_factory.mktemp("runs") / "run",
+        small_config(max_steps=30, learning_rate=5e-3),
+        small_corpus,
+        small_tokenizer,
+    )
+    list(Trainer(run, *training_blocks(run, small_corpus)).run())
+    return run
+
+
 @pytest.fixture
 def tmpfs():
     """Mount a real tmpfs at a folder (made if missing): `mount(folder, options)`, e.g. "size=96k" or

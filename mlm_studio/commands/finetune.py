@@ -3,7 +3,9 @@ its result, in sentences or as one JSON object."""
 
 from __future__ import annotations
 
+import shlex
 import sys
+from dataclasses import astuple
 from pathlib import Path
 
 from mlm_studio.commands.refusals import USER_ERRORS
@@ -21,7 +23,7 @@ from mlm_studio.core.data.labelled import Columns
 from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.finetune.compare import Said, compare, contenders, outcomes, score_name, table, verdict
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
-from mlm_studio.core.finetune.recipe.result import read_search
+from mlm_studio.core.finetune.recipe.result import RecipeSearch, read_search
 from mlm_studio.core.finetune.recipe.search import SearchPlan, search
 from mlm_studio.core.finetune.scores import per_class_rows
 from mlm_studio.core.finetune.setup import ResumeRefused, prepare_finetuner
@@ -283,12 +285,39 @@ def _search(args) -> int:
     except USER_ERRORS as exc:
         return fail(_said(exc))
     found = read_search(root)
+    command = recipe_command(found)
     if args.json:
-        print(strict_json(found.to_json()), flush=True)
+        result = found.to_json()
+        if command is not None:
+            result["chosen"]["command"] = command
+        print(strict_json(result), flush=True)
     else:
         partial = [] if found.complete else [f"Partial: {found.state}; to continue, run the same command again."]
-        print(*partial, found.table(), found.verdict, sep="\n", flush=True)
+        again = [f"To train it: {command}"] if command is not None else []
+        print(*partial, found.table(), found.verdict, *again, sep="\n", flush=True)
     return 0 if found.complete else INTERRUPTED
+
+
+RECIPE_FIELDS = ("learning_rate", "epochs", "batch_size", "grad_accumulation", "warmup_share", "weight_decay",
+                 "freeze_layers", "patience", "eval_interval", "max_length", "pooling", "seed")  # fmt: skip
+
+
+def recipe_command(found: RecipeSearch) -> str | None:
+    """The `finetune` command that trains a search's chosen recipe again (`RecipeSearch.recipe`), its first seed's
+    run once more; None while none is chosen."""
+    recipe = found.recipe()
+    if recipe is None:
+        return None
+    spec, options = recipe
+    words = ["mlm-studio", "finetune", spec, FLAGS["task"], options.task, FLAGS["train"], str(options.train)]
+    for name in ("validation", "test"):
+        words += [FLAGS[name], str(getattr(options, name))] if getattr(options, name) is not None else []
+    for flag, column in zip(COLUMN_FLAGS, astuple(options.columns) if options.columns else (), strict=False):
+        words += [flag, column] if column else []
+    answering = ("doc_stride", "max_answer_length") if options.task == "qa" else ()
+    for name in (*RECIPE_FIELDS, *answering):
+        words += [FLAGS[name], str(getattr(options, name))]
+    return shlex.join(words)
 
 
 def _learning_rates(text: str) -> tuple[float, ...]:
