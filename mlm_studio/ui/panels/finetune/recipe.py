@@ -62,7 +62,6 @@ class RecipeSearchView(QWidget):
         self.table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(len(COLUMNS) - 1, QHeaderView.ResizeMode.Stretch)
         self.search_button = QPushButton("Search recipe")  # the panel starts the search
         self.train_button = QPushButton("Train it")
         self.train_button.setToolTip(
@@ -117,7 +116,7 @@ class RecipeSearchView(QWidget):
                 f"{candidate.mean:.1%}" if scored else "–",
                 f"± {candidate.spread:.1%}" if candidate.spread is not None else "–",
                 f"{statistics.fmean(candidate.test):.1%}" if scored else "–",
-                "   ".join(
+                "\n".join(
                     f"seed {t.seed}: {t.validation:.1%} / {t.test:.1%}{'' if t.learned else ' (majority)'}"
                     for t in candidate.trials
                 ),
