@@ -5,10 +5,16 @@ a sentence before anything is."""
 
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 
 from mlm_studio.cli import main
+from mlm_studio.commands.finetune import _options as finetune_options
+from mlm_studio.commands.finetune_flags import finetune_command
+from mlm_studio.commands.parser import build_parser
+from mlm_studio.core.data.labelled import Columns
+from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.recipe.result import read_search
 from tests.core.test_finetune import write_task
 from tests.test_finetune_cli import cli, pretrained  # noqa: F401 - a fixture
@@ -125,3 +131,20 @@ def test_bad_values_are_refused_before_anything_is_written(pretrained, tmp_path,
     assert main(["finetune", str(pretrained), "--task", str(task), "--out", str(tmp_path / "out"), *given]) == status
     assert capsys.readouterr().err == f"mlm-studio: {said}\n"
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        FinetuneOptions("classification", Path("t.csv"), Path("v.csv"), Path("x.csv"), Columns("text", "label", "pair"),
+                        learning_rate=3e-05, epochs=7.5, batch_size=4, grad_accumulation=2, warmup_share=0.1,
+                        weight_decay=0.0, freeze_layers=1, patience=3, eval_interval=50, max_length=64, seed=9),
+        FinetuneOptions("qa", Path("squad.json"), learning_rate=1e-4, doc_stride=32, max_answer_length=12),
+    ],
+)  # fmt: skip
+def test_the_command_a_search_prints_asks_for_every_option_it_was_made_from(options):
+    """Read back by the command line's own parser, the command names the same model and options (where it computes
+    left to the defaults)."""
+    words = shlex.split(finetune_command("scratch:runs/my model", options))
+    args = build_parser().parse_args(words[1:])
+    assert args.model == "scratch:runs/my model" and finetune_options(args) == options

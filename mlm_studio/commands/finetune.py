@@ -3,11 +3,10 @@ its result, in sentences or as one JSON object."""
 
 from __future__ import annotations
 
-import shlex
 import sys
-from dataclasses import astuple
 from pathlib import Path
 
+from mlm_studio.commands.finetune_flags import COLUMN_FLAGS, FLAGS, SEARCH_FLAGS, finetune_command
 from mlm_studio.commands.refusals import USER_ERRORS
 from mlm_studio.commands.terminal import (
     INTERRUPTED,
@@ -23,7 +22,7 @@ from mlm_studio.core.data.labelled import Columns
 from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.finetune.compare import Said, compare, contenders, outcomes, score_name, table, verdict
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
-from mlm_studio.core.finetune.recipe.result import RecipeSearch, read_search
+from mlm_studio.core.finetune.recipe.result import read_search
 from mlm_studio.core.finetune.recipe.search import SearchPlan, search
 from mlm_studio.core.finetune.scores import per_class_rows
 from mlm_studio.core.finetune.setup import ResumeRefused, prepare_finetuner
@@ -38,34 +37,6 @@ from mlm_studio.core.shown import one_line
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training.runs import new_run_path
-
-# the option that sets each of FinetuneOptions' fields (and MODEL); its value is in args under the option's name
-FLAGS = {
-    "model": "MODEL",
-    "task": "--kind",
-    "train": "--task",
-    "validation": "--validation",
-    "test": "--test",
-    "learning_rate": "--lr",
-    "epochs": "--epochs",
-    "batch_size": "--batch-size",
-    "grad_accumulation": "--grad-accumulation",
-    "warmup_share": "--warmup",
-    "weight_decay": "--weight-decay",
-    "freeze_layers": "--freeze-layers",
-    "patience": "--patience",
-    "eval_interval": "--eval-every",
-    "max_length": "--max-length",
-    "pooling": "--pooling",
-    "seed": "--seed",
-    "device": "--device",
-    "precision": "--precision",
-    "doc_stride": "--doc-stride",
-    "max_answer_length": "--max-answer-length",
-    "report_to": "--report-to",
-}
-COLUMN_FLAGS = ("--text-column", "--label-column", "--pair-column")
-SEARCH_FLAGS = {"learning_rates": "--lrs", "max_epochs": "--max-epochs", "seeds": "--seeds"}  # SearchPlan's
 
 
 def run(args) -> int:
@@ -285,7 +256,8 @@ def _search(args) -> int:
     except USER_ERRORS as exc:
         return fail(_said(exc))
     found = read_search(root)
-    command = recipe_command(found)
+    recipe = found.recipe()
+    command = finetune_command(*recipe) if recipe is not None else None
     if args.json:
         result = found.to_json()
         if command is not None:
@@ -296,28 +268,6 @@ def _search(args) -> int:
         again = [f"To train it: {command}"] if command is not None else []
         print(*partial, found.table(), found.verdict, *again, sep="\n", flush=True)
     return 0 if found.complete else INTERRUPTED
-
-
-RECIPE_FIELDS = ("learning_rate", "epochs", "batch_size", "grad_accumulation", "warmup_share", "weight_decay",
-                 "freeze_layers", "patience", "eval_interval", "max_length", "pooling", "seed")  # fmt: skip
-
-
-def recipe_command(found: RecipeSearch) -> str | None:
-    """The `finetune` command that trains a search's chosen recipe again (`RecipeSearch.recipe`), its first seed's
-    run once more; None while none is chosen."""
-    recipe = found.recipe()
-    if recipe is None:
-        return None
-    spec, options = recipe
-    words = ["mlm-studio", "finetune", spec, FLAGS["task"], options.task, FLAGS["train"], str(options.train)]
-    for name in ("validation", "test"):
-        words += [FLAGS[name], str(getattr(options, name))] if getattr(options, name) is not None else []
-    for flag, column in zip(COLUMN_FLAGS, astuple(options.columns) if options.columns else (), strict=False):
-        words += [flag, column] if column else []
-    answering = ("doc_stride", "max_answer_length") if options.task == "qa" else ()
-    for name in (*RECIPE_FIELDS, *answering):
-        words += [FLAGS[name], str(getattr(options, name))]
-    return shlex.join(words)
 
 
 def _learning_rates(text: str) -> tuple[float, ...]:
