@@ -60,7 +60,8 @@ def small_tokenizer(small_corpus):
 
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory, small_corpus, small_tokenizer):
-    """30 steps on the small corpus, with checkpoints and evaluations."""
+    """30 steps on the small corpus, with checkpoints and evaluations: a model that learns a small task in a few
+    epochs (the recipe search's tests)."""
     from mlm_studio.core.training.runs import start_run, training_blocks
     from mlm_studio.core.training.trainer import Trainer
     from tests.core.helpers import small_config

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from mlm_studio.commands.finetune_flags import COLUMN_FLAGS, FLAGS, SEARCH_FLAGS, finetune_command
 from mlm_studio.commands.refusals import USER_ERRORS
 from mlm_studio.commands.terminal import (
     INTERRUPTED,
@@ -36,34 +37,6 @@ from mlm_studio.core.shown import one_line
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training.runs import new_run_path
-
-# the option that sets each of FinetuneOptions' fields (and MODEL); its value is in args under the option's name
-FLAGS = {
-    "model": "MODEL",
-    "task": "--kind",
-    "train": "--task",
-    "validation": "--validation",
-    "test": "--test",
-    "learning_rate": "--lr",
-    "epochs": "--epochs",
-    "batch_size": "--batch-size",
-    "grad_accumulation": "--grad-accumulation",
-    "warmup_share": "--warmup",
-    "weight_decay": "--weight-decay",
-    "freeze_layers": "--freeze-layers",
-    "patience": "--patience",
-    "eval_interval": "--eval-every",
-    "max_length": "--max-length",
-    "pooling": "--pooling",
-    "seed": "--seed",
-    "device": "--device",
-    "precision": "--precision",
-    "doc_stride": "--doc-stride",
-    "max_answer_length": "--max-answer-length",
-    "report_to": "--report-to",
-}
-COLUMN_FLAGS = ("--text-column", "--label-column", "--pair-column")
-SEARCH_FLAGS = {"learning_rates": "--lrs", "max_epochs": "--max-epochs", "seeds": "--seeds"}  # SearchPlan's
 
 
 def run(args) -> int:
@@ -283,11 +256,17 @@ def _search(args) -> int:
     except USER_ERRORS as exc:
         return fail(_said(exc))
     found = read_search(root)
+    recipe = found.recipe()
+    command = finetune_command(*recipe) if recipe is not None else None
     if args.json:
-        print(strict_json(found.to_json()), flush=True)
+        result = found.to_json()
+        if command is not None:
+            result["chosen"]["command"] = command
+        print(strict_json(result), flush=True)
     else:
         partial = [] if found.complete else [f"Partial: {found.state}; to continue, run the same command again."]
-        print(*partial, found.table(), found.verdict, sep="\n", flush=True)
+        again = [f"To train it: {command}"] if command is not None else []
+        print(*partial, found.table(), found.verdict, *again, sep="\n", flush=True)
     return 0 if found.complete else INTERRUPTED
 
 

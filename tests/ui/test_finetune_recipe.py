@@ -1,7 +1,8 @@
 """The Fine-tune panel's recipe search: started from the form, its table and chosen recipe on the Recipe tab, bound
 to the model and task it searched (the view says so when the form names others); *Use in the form* puts the recipe
-in the form and *Train it* fine-tunes the searched model on the searched task with it; listed in the Runs tab, a
-search reopens in a new window and one that did not finish resumes there."""
+in the form and *Train it* fine-tunes the searched model on the searched task with it, as the search's runs trained,
+to the validation score the search measured; listed in the Runs tab, a search reopens in a new window and one that
+did not finish resumes there, its run stopped halfway drawn whole."""
 
 import shutil
 from pathlib import Path
@@ -15,17 +16,20 @@ from mlm_studio.ui.trainer_thread import IDLE
 from tests.core.test_finetune import write_task
 from tests.ui.finetune_driving import TIMEOUT_MS, cells, fill
 
-GRID = ((1e-3, 5e-3), 2, 2)  # two learning rates, two epochs at most, the better one with a second seed
+# two learning rates over a three-epoch schedule, the better one with a second seed: with the first, 0.02 takes off
+# at epoch 2; with the second it never leaves the majority class
+GRID = ((1e-2, 2e-2), 3, 2)
 
 
 @pytest.fixture
-def searched(finetune_panel, qtbot, tmp_path):
+def searched(finetune_panel, trained_run, qtbot, tmp_path):
     panel = finetune_panel
-    task = write_task(tmp_path / "task.csv", rows=60)
+    panel.form.add_folder(str(trained_run.path))
+    task = write_task(tmp_path / "task.csv", rows=100)
     fill(panel, task)
     panel.search_grid = GRID
     panel._update_plan()
-    assert panel.search_button.toolTip().startswith("Fine-tune with each learning rate of 0.001, 0.005, up to 2 epochs")
+    assert panel.search_button.toolTip().startswith("Fine-tune with each learning rate of 0.01, 0.02, up to 3 epochs")
     assert " 3 runs, " in panel.search_button.toolTip()
     panel.results.setCurrentWidget(panel.recipe)  # where Search recipe is
     assert panel.search_button.isVisible() and panel.recipe.verdict.text().startswith("Search recipe fine-tunes")
@@ -45,26 +49,34 @@ def test_a_search_from_the_form_shows_its_table_and_chosen_recipe_bound_to_its_m
     assert view.title.text() == f"Recipe search {root.name}: complete — {found.model_name} on classification · task.csv"
     assert view.verdict.text() == found.verdict and view.verdict.text().startswith("Chosen recipe: learning rate ")
     rows = cells(view.table)
-    assert [row[0] for row in rows] == ["0.001", "0.005"]
-    assert [view.table.horizontalHeaderItem(c).text() for c in (2, 4)] == ["validation macro-F1", "test macro-F1"]
+    assert [row[0] for row in rows] == ["0.01", "0.02"]
+    headers = [view.table.horizontalHeaderItem(c).text() for c in range(view.table.columnCount())]
+    assert headers == ["learning rate", "best epochs", "validation macro-F1", "± sd", "test macro-F1",
+                       "per seed (validation / test)"]  # fmt: skip
+    table = view.table  # every column as wide as what it holds (a narrow window scrolls rather than cuts one)
+    assert all(table.columnWidth(c) >= table.sizeHintForColumn(c) > 0 for c in range(len(headers)))
     chosen = found.chosen
-    bold = [row for row in range(2) if view.table.item(row, 0).font().bold()]
-    assert bold == [[0.001, 0.005].index(chosen.learning_rate)]
-    assert rows[bold[0]][1:3] == [str(chosen.epochs), f"{chosen.mean:.1%}"]
-    spreads = [view.table.item(row, 3).text() for row in range(2)]
-    assert spreads[bold[0]].startswith("± ") and spreads[1 - bold[0]] == "–"  # the better half ran a second seed
+    assert chosen.learning_rate == 2e-2 and [view.table.item(1, c).font().bold() for c in (0, 5)] == [True, True]
+    assert rows[1][1:4] == ["2, majority", f"{chosen.mean:.1%}", f"± {chosen.spread:.1%}"]  # seed 1: no best epoch
+    assert rows[1][5].endswith("seed 1: 20.5% / 20.5% (majority)") and rows[0][3] == "–"  # one seed ran 0.01
+    assert "seed 0 best at epoch 2, seed 1 never beat the majority class" in view.verdict.text()
     assert view.train_button.isEnabled() and view.use_button.isEnabled() and view.stale.isHidden()
     panel.form.task_edit.setText(str(task.parent / "another.csv"))
     assert not view.stale.isHidden() and f"this search was of {found.model_name} on classification" in view.stale.text()
     panel.form.task_edit.setText(str(task))
     assert view.stale.isHidden()
     view.use_button.click()
-    assert (panel.form.learning_rate.value(), panel.form.epochs.value()) == (chosen.learning_rate, chosen.epochs)
+    assert (panel.form.learning_rate.value(), panel.form.epochs.value()) == (0.02, 3)  # the schedule's epochs
 
 
-def test_train_it_fine_tunes_the_searched_model_and_task_with_the_chosen_recipe(searched, qtbot, tmp_path):
+def test_train_it_trains_the_chosen_recipe_as_the_search_did_to_the_validation_score_it_measured(
+    searched, qtbot, tmp_path
+):
+    """The searched model and task, whatever the form says now; the learning rate over the search's schedule,
+    stopped early with its best weights kept, the first seed: it validates as the search's run of that seed."""
     panel, task = searched
-    chosen = panel.recipe.shown.chosen
+    found = panel.recipe.shown
+    chosen = found.chosen
     panel.form.task_edit.setText(str(write_task(tmp_path / "other.csv", rows=30, seed=3)))
     panel.form.learning_rate.setValue(0.1)
     before = set(panel.runs_root.iterdir())
@@ -72,12 +84,16 @@ def test_train_it_fine_tunes_the_searched_model_and_task_with_the_chosen_recipe(
     qtbot.waitUntil(lambda: panel.controller.state == IDLE, timeout=TIMEOUT_MS)
     (run,) = set(panel.runs_root.iterdir()) - before
     config, task_spec = RunDir(run).config.training, RunDir(run).task
-    assert (config.learning_rate, config.epochs) == (chosen.learning_rate, chosen.epochs)
+    assert (config.learning_rate, config.epochs, config.seed, task_spec.patience) == (0.02, 3, 0, 2)
     assert task_spec.train == task.resolve() and panel.test is not None
+    best = max(r["macro_f1"] for r in RunDir(run).read_metrics() if r["type"] == "validation")
+    assert abs(best - found.trial(chosen.learning_rate, 0).validation) <= 0.01
 
 
-def test_a_search_is_listed_reopened_in_a_new_panel_and_resumed_when_unfinished(searched, qtbot):
+def test_a_search_is_listed_reopened_in_a_new_panel_and_resumed_when_unfinished_its_curves_drawn_whole(searched, qtbot):
+    from mlm_studio.core.finetune.recipe.search import plan_of, search
     from mlm_studio.core.finetune.recipe.trials import trial_folder
+    from mlm_studio.core.runs.control import TrainingControl
     from mlm_studio.ui.panels.finetune.panel import FinetunePanel
 
     panel, _ = searched
@@ -85,8 +101,12 @@ def test_a_search_is_listed_reopened_in_a_new_panel_and_resumed_when_unfinished(
     found = read_search(root)
     unfinished = root.with_name(root.name.replace("search", "unfinished-search"))
     shutil.copytree(root, unfinished)
-    last = found.trials[-1]  # the better candidate's second seed
+    last = found.trials[-1]  # the better candidate's second seed: trained again, and stopped after its first epoch
     shutil.rmtree(trial_folder(unfinished, last.learning_rate, last.seed))
+    control = TrainingControl()
+    for tried in search(plan_of(read_search(unfinished)), unfinished, control):
+        if tried.run == 3 and tried.record.kind == "validation":
+            control.stop()
     reopened = FinetunePanel(panel.workspace, panel.runs_root)  # the window after a restart
     qtbot.addWidget(reopened)
     rows = {row[0]: row for row in cells(reopened.runs.table)}
@@ -115,3 +135,9 @@ def test_a_search_is_listed_reopened_in_a_new_panel_and_resumed_when_unfinished(
     assert reopened.status_label.text() == f"Recipe search {unfinished.name}: complete"
     assert (reopened.progress_bar.value(), reopened.progress_bar.maximum()) == (3, 3)
     assert reopened.results.currentWidget() is reopened.recipe
+    resumed_run = RunDir(trial_folder(unfinished, last.learning_rate, last.seed))
+    records = resumed_run.read_metrics()
+    (_, resumed_at) = [r["step"] for r in records if r["type"] == "started"]
+    recorded = [r["step"] for r in records if r["type"] == "step"]
+    assert recorded[0] < resumed_at < recorded[-1]  # it was resumed halfway: its curve is drawn from its first step
+    assert list(reopened.plots.series["step_loss"].x("step")) == recorded

@@ -69,14 +69,7 @@ class LabelKind:
             guesses = logits.argmax(-1).cpu().numpy()  # per token, or one per example
             for row, i in enumerate(batch):
                 predicted[i] = (guesses[row] if part.per_token else guesses[row : row + 1])[part.scored[i]]
-        true = [row[scored] for row, scored in zip(part.labels, part.scored, strict=True)]
-        names = self.labels
-        if part.per_token:
-            scores = tag_scores(
-                [[names[i] for i in row] for row in true], [[names[i] for i in row] for row in predicted], names
-            )
-        else:
-            scores = class_scores(np.concatenate(true), np.concatenate(predicted), names)
+        scores = self._scores(part, predicted)
         measures = {
             "accuracy": scores.accuracy,
             "macro_f1": scores.macro_f1,
@@ -85,9 +78,29 @@ class LabelKind:
             "entity_f1": scores.entity_f1,
         }
         details = {
-            "labels": tuple(names),
+            "labels": tuple(self.labels),
             "per_class": tuple((c.label, c.precision, c.recall, c.f1, c.support) for c in scores.per_class),
             "confusion": scores.confusion,
             "confusions": scores.confusions,
         }
         return Evaluation(loss_sum / max(counted, 1), measures, main_score(scores), details)
+
+    def baseline(self, train: Encoded, validation: Encoded) -> float:
+        """The main score of naming the training examples' most frequent label (or tag) for every validation
+        example (or word): what a model that learned nothing of the texts scores."""
+        counts = np.bincount(np.concatenate(_scored(train)), minlength=len(self.labels))
+        return main_score(self._scores(validation, [np.full_like(row, counts.argmax()) for row in _scored(validation)]))
+
+    def _scores(self, part: Encoded, predicted: list[np.ndarray]):
+        """The scores of `predicted` (label ids where each of `part`'s examples is scored) against its labels."""
+        true, names = _scored(part), self.labels
+        if part.per_token:
+            return tag_scores(
+                [[names[i] for i in row] for row in true], [[names[i] for i in row] for row in predicted], names
+            )
+        return class_scores(np.concatenate(true), np.concatenate(predicted), names)
+
+
+def _scored(part: Encoded) -> list[np.ndarray]:
+    """Each example's label ids where it is scored: its one label, or its words' first pieces' tags."""
+    return [row[scored] for row, scored in zip(part.labels, part.scored, strict=True)]

@@ -90,6 +90,13 @@ def last_test(path: str | Path) -> TestRecord | None:
     return typed_record(written[-1], TestRecord) if written else None
 
 
+def before_latest_start(path: str | Path) -> list[dict]:
+    """A run's records before its latest start (a resume's): the curves it had drawn when it was resumed."""
+    records = RunDir(path).read_metrics()
+    starts = [i for i, record in enumerate(records) if record.get("type") == "started"]
+    return records[: starts[-1]] if starts else records
+
+
 def _model(run: RunDir) -> str:
     origin = run.origin
     if not origin:

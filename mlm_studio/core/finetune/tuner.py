@@ -156,6 +156,7 @@ class FineTuner(Loop):
             events_refused=self.sinks is not None and self.sinks.events_refused,
             report_to=self.config.training.report_to,
             score=main_score_name(self.task.kind, self.data.labels),
+            baseline=self.data.kind.baseline(self.data.train, self.data.validation),
         )
 
     def checkpoint_due(self, last: bool) -> bool:

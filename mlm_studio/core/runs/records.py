@@ -64,6 +64,7 @@ class StartedRecord(Record):
     events: str = ""  # the TensorBoard events folder; "" without the tensorboard package or when refused
     events_refused: bool = False  # the events folder was refused (a warning that follows says why)
     score: str = ""  # fine-tuning: the validation score that chooses the best checkpoint (entity F1, macro-F1)
+    baseline: float | None = None  # fine-tuning: that score of naming the most frequent training label everywhere
     report_to: str = "tensorboard"  # the run's `training.report_to`: where its metrics go besides metrics.jsonl
 
     def describe(self) -> str:

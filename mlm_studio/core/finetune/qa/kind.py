@@ -54,6 +54,10 @@ class AnswerKind:
         correct = (logits.detach().argmax(1) == targets).sum()
         return loss, correct, targets.numel()
 
+    def baseline(self, train, validation) -> None:
+        """None: answers have no one answer that a model which learned nothing of the texts would give."""
+        return None
+
     @torch.no_grad()
     def evaluate(
         self, model: torch.nn.Module, part, batch_size: int, pad_id: int, device, progress: Scoring = None

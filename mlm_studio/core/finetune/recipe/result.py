@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from mlm_studio.core.finetune.recipe.searched import PLAN, Searched, read_plan
-from mlm_studio.core.finetune.recipe.trials import Trial, search_trials
+from mlm_studio.core.finetune.options import FinetuneOptions
+from mlm_studio.core.finetune.recipe.searched import PLAN, Searched, read_plan, recipe_options
+from mlm_studio.core.finetune.recipe.trials import TIE, Trial, search_trials
 from mlm_studio.core.finetune.request import StartingModel
 from mlm_studio.core.finetune.runs import ENDED, model_name
 from mlm_studio.core.finetune.scores import MACRO_F1
 from mlm_studio.core.runs.history import LeftOut, Listed
 from mlm_studio.core.storage.checkpoint import CheckpointError
-
-TIE = 6  # decimals of a mean validation score two candidates must share to tie
 
 
 def better_half_size(candidates: int) -> int:
@@ -55,20 +54,30 @@ class Candidate:
         return statistics.stdev(self.validation) if len(self.trials) > 1 else None
 
     @property
-    def epochs(self) -> int:
-        """The recipe's epochs: the median epoch its runs were best at, rounded up (1 at least)."""
-        best = [t.best_epoch for t in self.trials if t.best_epoch is not None]
-        return max(1, math.ceil(statistics.median(best) - 1e-9)) if best else 0
+    def best_epochs(self) -> list[float]:
+        """The epochs its runs that beat the majority class were best at, in seed order."""
+        return [t.best_epoch for t in self.trials if t.learned and t.best_epoch is not None]
+
+    @property
+    def learned(self) -> bool:
+        """Whether any of its runs beat the majority class (a candidate none of whose runs did is never chosen)."""
+        return any(t.learned for t in self.trials)
+
+    @property
+    def cost(self) -> float:
+        """What ties are decided by: the median epoch its runs that learned were best at (so stopped early)."""
+        return statistics.median(self.best_epochs) if self.best_epochs else math.inf
 
     def to_json(self) -> dict:
         return {
             "learning_rate": self.learning_rate,
-            "epochs": self.epochs,
             "seeds": [t.seed for t in self.trials],
             "validation": self.validation,
             "validation_mean": self.mean if self.trials else None,
             "validation_sd": self.spread,
-            "best_epochs": [t.best_epoch for t in self.trials],
+            "best_epochs": [t.best_epoch if t.learned else None for t in self.trials],
+            "beat_majority": [t.learned for t in self.trials],
+            "never_beat_majority": bool(self.trials) and not self.learned,
             "test": self.test,
             "test_accuracy": [t.test_accuracy for t in self.trials],
             "test_mean": statistics.fmean(self.test) if self.trials else None,
@@ -76,8 +85,8 @@ class Candidate:
 
 
 def ranked(candidates: list[Candidate], seed: int | None = None) -> list[Candidate]:
-    """Best first by mean validation score (of `seed`'s runs alone, when given), ties to fewer epochs; candidates
-    without a finished run last."""
+    """Best first by mean validation score (of `seed`'s runs alone, when given), ties to the earlier best epoch;
+    candidates without a finished run last."""
 
     def only(candidate: Candidate) -> Candidate:
         kept = tuple(t for t in candidate.trials if seed is None or t.seed == seed)
@@ -85,7 +94,7 @@ def ranked(candidates: list[Candidate], seed: int | None = None) -> list[Candida
 
     def key(candidate: Candidate) -> tuple:
         weighed = only(candidate)
-        return (not weighed.trials, -round(weighed.mean, TIE) if weighed.trials else 0, weighed.epochs)
+        return (not weighed.trials, -round(weighed.mean, TIE) if weighed.trials else 0, weighed.cost)
 
     return sorted(candidates, key=key)
 
@@ -189,21 +198,57 @@ class RecipeSearch:
         return "complete" if self.complete else f"{self.counted} of {self.expected} runs finished"
 
     @property
+    def baseline(self) -> float | None:
+        """The majority class's validation score, as its runs recorded it; None where none did."""
+        return next((t.baseline for t in self.trials if t.baseline is not None), None)
+
+    @property
     def chosen(self) -> Candidate | None:
         """The recipe chosen once every run it plans has finished: the best of the candidates that ran the most
-        seeds."""
+        seeds and beat the majority class; None until then, and where none of them did."""
         if not self.complete:
             return None
         most = max(len(c.trials) for c in self.candidates)
-        return ranked([c for c in self.candidates if len(c.trials) == most])[0]
+        learned = [c for c in self.candidates if len(c.trials) == most and c.learned]
+        return ranked(learned)[0] if learned else None
+
+    def recipe(self) -> tuple[str, FinetuneOptions] | None:
+        """The model and options that train the chosen recipe again as the search's runs trained: its learning rate
+        over the searched schedule (`max_epochs`), stopped early with the best weights kept, the options search.json
+        does not record as the first seed's run had them, and the first seed: that seed's run once more. None while
+        none is chosen."""
+        chosen = self.chosen
+        if chosen is None:
+            return None
+        spec, options = recipe_options(self.plan, chosen.learning_rate, self.plan.max_epochs)
+        return spec, replace(options, **chosen.trials[0].unrecorded)
+
+    @property
+    def schedule(self) -> str:
+        """How each of its runs trained and which weights it kept, in words: what its chosen recipe repeats."""
+        fixed, epochs = self.plan.fixed, self.plan.max_epochs
+        every = f"every {fixed['eval_interval']:,} steps" if fixed["eval_interval"] else "every epoch"
+        patience = fixed["patience"]
+        return (
+            f"a {epochs}-epoch schedule, evaluated {every} and stopped early after {patience} "
+            f"evaluation{'s' * (patience != 1)} without a better validation score, keeping the best weights"
+        )
 
     @property
     def verdict(self) -> str:
-        """The chosen recipe in a sentence; until then, how many runs have finished and which did not; and the runs
-        it left out, with why."""
+        """The chosen recipe in a sentence: the learning rate, the schedule its runs trained with, the epoch each
+        seed's best weights came from, the scores; until then, how many runs have finished and which did not; and
+        the runs it left out, with why."""
         chosen, unplanned = self.chosen, self.unplanned
         left = "; ".join(f"{left.path.name} ({left.reason})" for left in self.left_out)
         left_said = f" Left out: {left}." if left else ""
+        majority = f"the majority class scores {self.baseline:.1%}" if self.baseline is not None else ""
+        if chosen is None and self.complete:
+            return (
+                f"No recipe chosen: no learning rate beat the majority class (validation {self.score_name} "
+                f"{self.baseline:.1%}) in {self.plan.max_epochs} epochs; a longer schedule or other learning rates "
+                f"may.{left_said}"
+            )
         if chosen is None:
             said = f"No recipe chosen until all {self.expected} runs have finished: {self.counted} have."
             missing = [f"{t.name} ({t.path.name}: {t.missing})" for t in self.trials if t.missing]
@@ -213,31 +258,33 @@ class RecipeSearch:
             return said + left_said
         spread = f" ± {chosen.spread:.1%}" if chosen.spread is not None else ""
         seeds = len(chosen.trials)
+        test = f"test {statistics.fmean(chosen.test):.1%}" + (f"; {majority}" if majority else "")
         return (
-            f"Chosen recipe: learning rate {chosen.learning_rate:g}, {chosen.epochs} epoch{'s' * (chosen.epochs != 1)}"
-            f" — validation "
-            f"{self.score_name} {chosen.mean:.1%}{spread} over {seeds} seed{'s' * (seeds > 1)} (test "
-            f"{statistics.fmean(chosen.test):.1%}).{left_said}"
+            f"Chosen recipe: learning rate {chosen.learning_rate:g} over {self.schedule} ({best_said(chosen)}) — "
+            f"validation {self.score_name} {chosen.mean:.1%}{spread} over {seeds} seed{'s' * (seeds > 1)} "
+            f"({test}).{left_said}"
         )
 
     def table(self) -> str:
-        """The search as a terminal table: each candidate's validation score (mean ± sd), best epochs, test scores
-        and each seed's scores; the chosen one marked."""
+        """The search as a terminal table: each candidate's best epochs (or that it never beat the majority class),
+        validation score (mean ± sd), test score and each seed's scores; the chosen one marked."""
         chosen = self.chosen
         name = self.score_name
-        lines = [f"  {'lr':>7}  {'epochs':>6}  {'validation ' + name:>22}  {'test ' + name:>15}  per seed (validation"
-                 f" / test)"]  # fmt: skip
+        lines = [f"  {'lr':>7}  {'best epochs':<19}  {'validation ' + name:>22}  {'test ' + name:>15}  per seed "
+                 f"(validation / test)"]  # fmt: skip
         for c in self.candidates:
             spread = f" ± {c.spread:.1%}" if c.spread is not None else ""
             validation = f"{c.mean:.1%}{spread}" if c.trials else "n/a"
             test = f"{statistics.fmean(c.test):.1%}" if c.trials else "n/a"
-            seeds = "  ".join(f"{t.seed}: {t.validation:.1%} / {t.test:.1%}" for t in c.trials)
+            seeds = "  ".join(f"{t.seed}: {t.validation:.1%} / {t.test:.1%}{'' if t.learned else ' (majority)'}"
+                              for t in c.trials)  # fmt: skip
             mark = "*" if chosen is not None and c.learning_rate == chosen.learning_rate else " "
-            lines.append(f"{mark} {c.learning_rate:>7g}  {c.epochs or '-':>6}  {validation:>22}  {test:>15}  {seeds}")
+            lines.append(f"{mark} {c.learning_rate:>7g}  {epochs_shown(c):<19}  {validation:>22}  {test:>15}  {seeds}")
         return "\n".join(lines)
 
     def to_json(self) -> dict:
-        chosen = self.chosen
+        chosen, fixed = self.chosen, self.plan.fixed
+        recipe = {"learning_rate": chosen.learning_rate, "epochs": self.plan.max_epochs} if chosen else None
         return {
             "search": str(self.path.resolve()),
             "model": self.model,
@@ -246,11 +293,38 @@ class RecipeSearch:
             "complete": self.complete,
             "finished": self.counted,
             "total": self.expected,
+            "majority_baseline": self.baseline,
             "candidates": [c.to_json() for c in self.candidates],
-            "chosen": {"learning_rate": chosen.learning_rate, "epochs": chosen.epochs} if chosen else None,
+            "chosen": None
+            if recipe is None
+            else {
+                **recipe,
+                "patience": fixed["patience"],
+                "eval_interval": fixed["eval_interval"],
+                "seed": self.plan.first_seed,
+            },
             "verdict": self.verdict,
             "left_out": [{"folder": str(left.path), "reason": left.reason} for left in self.left_out],
         }
+
+
+def epochs_shown(candidate: Candidate) -> str:
+    """The epochs a candidate's runs were best at ("9, 5"), "never beat majority" where none beat the majority
+    class, "–" before any finished."""
+    if not candidate.trials:
+        return "–"
+    if not candidate.learned:
+        return "never beat majority"
+    return ", ".join(f"{t.best_epoch:g}" if t.learned else "majority" for t in candidate.trials)
+
+
+def best_said(candidate: Candidate) -> str:
+    """Where each of a candidate's runs took its best weights, in words: "seed 0 best at epoch 9, seed 1 at 5"."""
+    said = [
+        f"seed {t.seed} best at epoch {t.best_epoch:g}" if t.learned else f"seed {t.seed} never beat the majority class"
+        for t in candidate.trials
+    ]
+    return ", ".join(said)
 
 
 def read_search(path: str | Path) -> RecipeSearch | None:

@@ -8,7 +8,7 @@ and the search refuses to go on past it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlm_studio.core.finetune.recipe.searched import FIXED, Searched
@@ -16,11 +16,13 @@ from mlm_studio.core.finetune.runs import ENDED, finetune_run
 from mlm_studio.core.finetune.scores import MACRO_F1, score_field
 from mlm_studio.core.finetune.tuner import BEST
 from mlm_studio.core.runs.history import LeftOut
-from mlm_studio.core.runs.records import TestRecord, ValidationRecord, typed_record
+from mlm_studio.core.runs.records import StartedRecord, TestRecord, ValidationRecord, typed_record
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.runs.task_spec import TaskSpec
 from mlm_studio.core.shown import shown
 from mlm_studio.core.storage.checkpoint import CheckpointError, read_state
+
+TIE = 6  # decimals of a validation score two runs (or candidates' means) must share to tie
 
 
 def trial_folder(root: Path, learning_rate: float, seed: int) -> Path:
@@ -43,10 +45,21 @@ class Trial:
     test_accuracy: float | None
     missing: str = ""  # what its metrics.jsonl lacks of what the run wrote, in words; "" when it holds it all
     score_name: str = MACRO_F1  # the validation score that chose its best weights
+    baseline: float | None = None  # that score of the majority class (`LabelKind.baseline`); None: not recorded
+    # the options it trained with that its search does not record: what training its recipe again must repeat
+    unrecorded: dict = field(default_factory=dict)
 
     @property
     def counts(self) -> bool:
         return self.state in ENDED and not self.missing and self.validation is not None and self.test is not None
+
+    @property
+    def learned(self) -> bool:
+        """Whether its best validation score beat the majority class's (to `TIE` decimals); a run that never did
+        has no best epoch to tell. True where the run recorded no such score (answers, or an older run)."""
+        if self.baseline is None:
+            return True
+        return self.validation is not None and round(self.validation, TIE) > round(self.baseline, TIE)
 
     @property
     def name(self) -> str:
@@ -96,6 +109,8 @@ def _trial(folder: Path, searched: Searched) -> Trial | str:
     best_step = test.best_step if test is not None else _best_step(run)
     chosen = [r for r in records if r["type"] == "validation" and r["step"] == best_step]
     best = typed_record(chosen[-1], ValidationRecord) if chosen else None
+    starts = [r for r in records if r["type"] == "started"]
+    started = typed_record(starts[-1], StartedRecord) if starts else None
     if _weights_written(run) and not any(r["type"] == "started" for r in records):
         missing = "its metrics.jsonl holds no record of the steps it trained"
     elif tests and test is None:
@@ -117,7 +132,16 @@ def _trial(folder: Path, searched: Searched) -> Trial | str:
         test.accuracy if test is not None else None,
         missing,
         listed.score_name,
+        started.baseline if started is not None else None,
+        _unrecorded(run.task, training.grad_accumulation),
     )
+
+
+def _unrecorded(task: TaskSpec, grad_accumulation: int) -> dict:
+    """The FinetuneOptions a run trained with that search.json does not fix: the micro-batches of a step, and a
+    question answerer's windows and answer length."""
+    answering = {"doc_stride": task.doc_stride, "max_answer_length": task.max_answer_length}
+    return {"grad_accumulation": grad_accumulation, **{k: v for k, v in answering.items() if v is not None}}
 
 
 def _not_searched(task: TaskSpec, learning_rate: float, seed: int, epochs: float, searched: Searched) -> str:

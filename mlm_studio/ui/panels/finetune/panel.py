@@ -29,7 +29,7 @@ from mlm_studio.core.finetune.mistakes import wrong_test_examples
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.recipe.result import read_search
 from mlm_studio.core.finetune.recipe.search import SearchPlan, Tried, plan_of
-from mlm_studio.core.finetune.runs import last_test
+from mlm_studio.core.finetune.runs import before_latest_start, last_test
 from mlm_studio.core.finetune.scores import main_score, score_field
 from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.finetune.tasks import SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
@@ -332,6 +332,8 @@ class FinetunePanel(RunSeries, QWidget):
             self.plots.clear()  # each contender's (or candidate's) and seed's curves in turn
             self.results.clear()
             self.compare_started += 1
+        if record.step > 0:  # resumed: the curves it drew before, which the records from here continue
+            self.plots.load(before_latest_start(self.run_path))
         subject = contender_subject(item, self.run_path) if isinstance(item, Said) else run_subject(self.run_path)
         subject = trial_subject(item, self.run_path) if isinstance(item, Tried) else subject
         if isinstance(item, Tried):

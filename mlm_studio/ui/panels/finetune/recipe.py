@@ -1,8 +1,10 @@
 """A recipe search as the Fine-tune panel shows it, live or when it ends: its name, state, model and task, the chosen
-recipe in a sentence, and one table of the candidates (learning rate, the epochs its runs were best at, the
-validation score's mean and spread over its seeds, the test score, each seed's scores), the chosen row in bold.
-*Search recipe* starts one with the form's model, task and recipe; *Train it* fine-tunes the searched model on the
-searched task with the chosen recipe; *Use in the form* puts the recipe in the form. Bound to its search: where the
+recipe in a sentence, and one table of the candidates (learning rate, the epoch each of its runs was best at, or
+that none beat the majority class, the validation score's mean and spread over its seeds, the test score, each
+seed's scores), the chosen row in bold. *Search recipe* starts one with the form's model, task and recipe; *Train
+it* fine-tunes the searched model on the searched task with the chosen recipe, as the search's runs trained (its
+schedule, early stopping and best weights, its first seed); *Use in the form* puts the learning rate and the
+schedule's epochs in the form. Bound to its search: where the
 form names another model or task, the view says so."""
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
-from mlm_studio.core.finetune.recipe.result import RecipeSearch, better_half_size
+from mlm_studio.core.finetune.recipe.result import RecipeSearch, better_half_size, epochs_shown
 from mlm_studio.core.finetune.recipe.search import Tried
 from mlm_studio.ui.panels.finetune.results import cell, read_only_table
 from mlm_studio.ui.widgets.elided_label import ElidedLabel
@@ -23,7 +25,7 @@ NO_SEARCH = (
     "recipe as the form says), evaluating every epoch and stopping early, then the better half again with more "
     "seeds; the validation scores appear here, with the recipe they choose."
 )
-COLUMNS = ("learning rate", "epochs", "validation", "± sd", "test", "per seed (validation / test)")
+COLUMNS = ("learning rate", "best epochs", "validation", "± sd", "test", "per seed (validation / test)")
 
 
 def search_plan_line(model: str | None, rates: tuple[float, ...], max_epochs: int, seeds: int) -> str:
@@ -42,7 +44,7 @@ class RecipeSearchView(QWidget):
     """One search's title, chosen recipe, candidates' table and the buttons that use the chosen recipe."""
 
     train_chosen = Signal(object)  # the RecipeSearch whose chosen recipe to train
-    use_chosen = Signal(float, int)  # its learning rate and epochs, for the form
+    use_chosen = Signal(float, int)  # its learning rate and schedule's epochs, for the form
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -60,13 +62,15 @@ class RecipeSearchView(QWidget):
         self.table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(len(COLUMNS) - 1, QHeaderView.ResizeMode.Stretch)
         self.search_button = QPushButton("Search recipe")  # the panel starts the search
         self.train_button = QPushButton("Train it")
-        self.train_button.setToolTip("Fine-tune the searched model on the searched task with the chosen recipe")
+        self.train_button.setToolTip(
+            "Fine-tune the searched model on the searched task with the chosen recipe, as the search's runs trained: "
+            "its learning rate over the same schedule, stopped early with the best weights kept, the first seed"
+        )
         self.train_button.clicked.connect(lambda: self.train_chosen.emit(self.shown))
         self.use_button = QPushButton("Use in the form")
-        self.use_button.setToolTip("Put the chosen learning rate and epochs in the form's recipe")
+        self.use_button.setToolTip("Put the chosen learning rate and the schedule's epochs in the form's recipe")
         self.use_button.clicked.connect(self._use)
         buttons = QHBoxLayout()
         buttons.addWidget(self.search_button)
@@ -99,7 +103,7 @@ class RecipeSearchView(QWidget):
         self.verdict.setText(found.verdict)
         name = found.score_name
         for column, header in enumerate(
-            ("learning rate", "epochs", f"validation {name}", "± sd", f"test {name}", COLUMNS[-1])
+            ("learning rate", COLUMNS[1], f"validation {name}", "± sd", f"test {name}", COLUMNS[-1])
         ):
             self.table.horizontalHeaderItem(column).setText(header)
         chosen = found.chosen
@@ -108,11 +112,14 @@ class RecipeSearchView(QWidget):
             scored = bool(candidate.trials)
             values = [
                 f"{candidate.learning_rate:g}",
-                str(candidate.epochs) if scored else "–",
+                epochs_shown(candidate),
                 f"{candidate.mean:.1%}" if scored else "–",
                 f"± {candidate.spread:.1%}" if candidate.spread is not None else "–",
                 f"{statistics.fmean(candidate.test):.1%}" if scored else "–",
-                "   ".join(f"seed {t.seed}: {t.validation:.1%} / {t.test:.1%}" for t in candidate.trials),
+                "\n".join(
+                    f"seed {t.seed}: {t.validation:.1%} / {t.test:.1%}{'' if t.learned else ' (majority)'}"
+                    for t in candidate.trials
+                ),
             ]
             best = chosen is not None and candidate.learning_rate == chosen.learning_rate
             for column, value in enumerate(values):
@@ -143,7 +150,7 @@ class RecipeSearchView(QWidget):
     def _use(self) -> None:
         chosen = self.shown.chosen if self.shown is not None else None
         if chosen is not None:
-            self.use_chosen.emit(chosen.learning_rate, chosen.epochs)
+            self.use_chosen.emit(chosen.learning_rate, self.shown.plan.max_epochs)
 
     def _update_buttons(self) -> None:
         ready = self.shown is not None and self.shown.chosen is not None

@@ -152,7 +152,8 @@ class FinetuneRunsList(QWidget):
         chosen = found.chosen
         state = f"recipe search: {found.state}"
         if chosen is not None:
-            state += f", chose lr {chosen.learning_rate:g} × {chosen.epochs} epoch{'s' * (chosen.epochs != 1)}"
+            epochs = found.plan.max_epochs
+            state += f", chose lr {chosen.learning_rate:g} over {epochs} epoch{'s' * (epochs != 1)}"
         score = f"{chosen.mean:.1%} {found.score_name}" if chosen is not None else "–"
         cells = [
             SortedItem(found.path.name, found.modified),

@@ -13,7 +13,6 @@ from mlm_studio.core.finetune.compare import compare, contenders
 from mlm_studio.core.finetune.comparisons import Comparison, read_comparison
 from mlm_studio.core.finetune.recipe.result import read_search
 from mlm_studio.core.finetune.recipe.search import SearchPlan, search
-from mlm_studio.core.finetune.recipe.searched import recipe_options
 from mlm_studio.core.finetune.request import StartingModel
 from mlm_studio.core.finetune.setup import prepare_finetuner
 from mlm_studio.core.storage.checkpoint import CheckpointError
@@ -143,11 +142,11 @@ class RunSeries:
             self._say(f"Recipe search {found.path.name}: {found.state}")
 
     def train_recipe(self, found) -> None:
-        """Fine-tune the searched model on the searched task with the search's chosen recipe."""
-        chosen = found.chosen if found is not None else None
-        if chosen is None or self.controller.busy:
+        """Fine-tune the searched model on the searched task with the search's chosen recipe, as its runs trained."""
+        recipe = found.recipe() if found is not None else None
+        if recipe is None or self.controller.busy:
             return
-        spec, options = recipe_options(found.plan, chosen.learning_rate, chosen.epochs)
+        spec, options = recipe
         path = new_run_path(self.runs_root, "finetune")
 
         def prepare(progress, control, held):
