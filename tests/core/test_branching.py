@@ -7,11 +7,13 @@ import shutil
 from contextlib import ExitStack
 
 import pytest
+import torch
+from safetensors.torch import load_file, save_file
 
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.data.dataset import BlockOrder
 from mlm_studio.core.runs.run_folder import RunDir
-from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.storage.checkpoint import CheckpointError, read_state
 from mlm_studio.core.storage.json_record import RecordError
 from mlm_studio.core.training.branch_record import BRANCH_FILE, Branch, SkippingOrder, branch_of
 from mlm_studio.core.training.request import TrainingRequest, prepare
@@ -72,6 +74,21 @@ def test_a_branch_continues_from_its_checkpoint_with_its_own_settings_and_the_pa
     assert records[1]["tokens_seen"] - parent_tokens[5] == 0  # the tokens seen go on from the checkpoint's
     assert losses(records)[5] == losses(parent.read_metrics())[5]  # the same weights and batch: the rate acts after
     assert losses(records)[PARENT_STEPS] != losses(parent.read_metrics())[PARENT_STEPS]
+
+
+def test_a_branch_trains_with_its_own_optimizer_settings_not_those_its_checkpoint_kept(parent, tmp_path):
+    settings = {"training.weight_decay": 0.1, "training.adam_beta2": 0.95, "training.adam_epsilon": 1e-8}
+    request = TrainingRequest(branch=parent.path, from_step=8, out=tmp_path / "adam", settings=tuple(settings.items()))
+    with ExitStack() as held:
+        groups = prepare(request, held=held).optimizer.param_groups
+    assert [group["weight_decay"] for group in groups] == [0.1, 0.0]  # none on biases and norms, as a new run
+    assert all(tuple(group["betas"]) == (0.9, 0.95) and group["eps"] == 1e-8 for group in groups)
+    assert [group["weight_decay"] for group in kept_groups(parent, 8)] == [0.01, 0.0]
+
+
+def kept_groups(run, step):
+    """The optimizer's groups as `run`'s checkpoint at `step` keeps them."""
+    return read_state(run.path / "checkpoints" / f"step-{step:07d}")["param_groups"]
 
 
 def test_a_branch_with_nothing_changed_trains_exactly_as_its_parent_did(parent, tmp_path):
@@ -191,3 +208,15 @@ def test_the_branch_record_reads_back_what_it_wrote(tmp_path):
         "branched from parent at step 200, skipping the 300 batch(es) of steps 201–500, with "
         "training.learning_rate: 0.001 → 0.0005"
     )
+
+
+def test_a_checkpoint_whose_weights_are_not_finite_is_refused_naming_the_newest_finite_one(parent, tmp_path):
+    run = RunDir(shutil.copytree(parent.path, tmp_path / "diverged"))
+    weights = load_file(str(run.path / "checkpoints" / "step-0000008" / "model.safetensors"))
+    nan = {name: torch.full_like(t, float("nan")) if t.is_floating_point() else t for name, t in weights.items()}
+    save_file(nan, str(run.path / "checkpoints" / "step-0000008" / "model.safetensors"))
+    with pytest.raises(TrainingRefused) as refused:
+        branched(run, tmp_path / "branch", 8)
+    said = str(refused.value)
+    assert said.startswith("cannot branch from diverged: step-0000008's weights hold values that are not finite")
+    assert "will not branch from it" in said and "step-0000012" in said and not (tmp_path / "branch").exists()

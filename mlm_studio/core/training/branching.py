@@ -53,9 +53,9 @@ class BranchPlan:
         shutil.copytree(self.checkpoint, copy, copy_function=shutil.copyfile)
         # the optimizer's settings a checkpoint keeps with its moments: the branch's own replace them
         state, training = read_state(copy), self.config.training
-        for index, group in enumerate(state["param_groups"]):  # decay_groups: the decayed parameters first
+        for group in state["param_groups"]:
             group.update(betas=[training.adam_beta1, training.adam_beta2], eps=training.adam_epsilon)
-            group["weight_decay"] = training.weight_decay if index == 0 else group["weight_decay"]
+        state["param_groups"][0]["weight_decay"] = training.weight_decay  # decay_groups: the decayed ones first
         atomic_write_json(copy / "state.json", state)
         for name in (PROBES_FILE, INITIAL):
             source = self.parent.path / name
