@@ -25,6 +25,7 @@ from mlm_studio.commands.values import (
     screenshot_file,
     setting,
     spellings,
+    step_range,
     time_budget,
     whole,
 )
@@ -243,6 +244,9 @@ def _add_train(commands) -> None:
         "MLM_STUDIO_RUNS overrides it)",
     )
     train.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run from its latest checkpoint")
+    train.add_argument("--branch", type=Path, metavar="RUN_DIR", help="a new run from RUN_DIR's checkpoint at K")
+    train.add_argument("--from-step", type=whole, metavar="K", help="the step of --branch's checkpoint")
+    train.add_argument("--skip-batches", type=step_range, metavar="A:B", help="--branch skips steps A+1…B's batches")
     train.add_argument(
         *spellings("init_from", "model_name_or_path"),
         type=Path,

@@ -42,6 +42,9 @@ def request(args) -> TrainingRequest:
         tokenizer=args.tokenizer,
         init_from=args.init_from,
         chosen=frozenset(chosen),
+        branch=args.branch,
+        from_step=args.from_step,
+        skip_batches=args.skip_batches,
     )
 
 
@@ -103,7 +106,7 @@ def _say(note: Note) -> None:
 def _print_corpus_report(resolved: ResolvedTraining) -> None:
     """A new run's corpus report, as the window shows it: totals, then every file skipped, read as cp1252 or with
     bad lines."""
-    if resolved.new is None:
+    if resolved.new is None or resolved.new.corpus is None:  # a resume or a branch: the run's own corpus
         return
     corpus = resolved.new.corpus
     if sys.stderr.isatty():

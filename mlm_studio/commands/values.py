@@ -53,6 +53,18 @@ def whole(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{said(text)} is not a whole number") from None
 
 
+def step_range(text: str) -> tuple[int, int]:
+    """`A:B`, two steps (whole numbers, 0 or more): the batches of steps A + 1 … B."""
+    first, colon, last = text.partition(":")
+    try:
+        ends = int(first), int(last)
+    except ValueError:
+        ends = None
+    if not colon or ends is None or min(ends) < 0:
+        raise argparse.ArgumentTypeError(f"{said(text)} is not A:B, two steps such as 100:300") from None
+    return ends
+
+
 def number(text: str) -> float:
     """A number, as `float` reads it; one too large for a float is refused rather than taken as infinity."""
     try:

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict
 from functools import cached_property
 from pathlib import Path
@@ -74,9 +75,11 @@ class RunDir:
         options: ReadOptions,
         initial: tuple[torch.nn.Module, dict[str, Any]] | None = None,
         task: TaskSpec | None = None,
+        more: Callable[[Path], None] | None = None,
     ) -> RunDir:
         """Start a new run folder (with `initial`, a model and where it came from: the weights step 0 starts
-        from; with `task`, a fine-tuning run's task, kept as `task.json`). Its files are made in a temporary
+        from; with `task`, a fine-tuning run's task, kept as `task.json`; `more` adds files of its own to the
+        folder being made, a branch's checkpoint and record). Its files are made in a temporary
         folder, then moved in with `config.toml` last, so a failure never leaves a folder that looks like a run.
         Refuses a folder that already holds a run or a file of files (its hidden files, such as the run's lock,
         stay)."""
@@ -98,11 +101,9 @@ class RunDir:
             atomic_write_json(
                 folder / "corpus.json", {**corpus, TOKENIZER_PRINT: fingerprint(folder / "tokenizer.json")}
             )
-            _write_start(folder, initial, task)
+            _write_start(folder, initial, task, more)
             config.save(folder / "config.toml")
 
-        optional = [*([TASK] if task is not None else []), *([INITIAL] if initial is not None else [])]
-        names = ["tokenizer.json", "corpus.json", *optional, "config.toml"]
         present = sorted(p.name for p in path.iterdir() if not p.name.startswith(".")) if path.is_dir() else []
         if present:  # a run appends to files of its own names (metrics.jsonl): never to a user's
             raise CheckpointError(
@@ -113,7 +114,8 @@ class RunDir:
         moved: list[Path] = []
         try:
             staged = atomic_write_folder(path / STAGING, fill)
-            for name in names:  # config.toml last: only then is the folder a run
+            names = sorted(item.name for item in staged.iterdir() if item.name != "config.toml")
+            for name in [*names, "config.toml"]:  # config.toml last: only then is the folder a run
                 os.replace(staged / name, path / name)
                 moved.append(path / name)
         except BaseException as exc:
@@ -371,8 +373,15 @@ class RunDir:
                 shutil.rmtree(path, ignore_errors=True)
 
 
-def _write_start(folder: Path, initial: tuple[torch.nn.Module, dict[str, Any]] | None, task: TaskSpec | None) -> None:
-    """A new run's task and the weights it starts from, where it has them."""
+def _write_start(
+    folder: Path,
+    initial: tuple[torch.nn.Module, dict[str, Any]] | None,
+    task: TaskSpec | None,
+    more: Callable[[Path], None] | None,
+) -> None:
+    """A new run's task, the weights it starts from and the files `more` adds, where it has them."""
+    if more is not None:
+        more(folder)
     if task is not None:
         atomic_write_json(folder / TASK, task.to_json())
     if initial is not None:

@@ -23,8 +23,10 @@ from mlm_studio.core.runs.history import nothing_left, summarize
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.runs.settings import apply_resume, config_differences, described, with_resolved_precision
 from mlm_studio.core.storage.user_folders import default_runs_dir
+from mlm_studio.core.training.branching import plan_branch
 from mlm_studio.core.training.probes import Probe
 from mlm_studio.core.training.runs import (
+    NewFolder,
     NewRun,
     TrainingRefused,
     check_corpus_unchanged,
@@ -60,6 +62,9 @@ class TrainingRequest:
     chosen: frozenset[str] | None = None  # settings the user chose, which a continuation keeps; None: all (a form)
     probes: tuple[Probe, ...] = ()  # cloze probes a new run scores at each evaluation
     form: RunConfig | None = None  # a configuration shown beside a resume, which it does not use: said where it differs
+    branch: Path | None = None  # a run to branch from: a new run from its checkpoint at `from_step` (branching.py)
+    from_step: int | None = None
+    skip_batches: tuple[int, int] | None = None  # (A, B): the branch passes over the batches of steps A + 1 … B
 
 
 class Note(NamedTuple):
@@ -77,7 +82,7 @@ class ResolvedTraining:
 
     path: Path
     config: RunConfig
-    new: NewRun | None
+    new: NewFolder | None
     notes: tuple[Note, ...]
 
 
@@ -87,14 +92,26 @@ def run_folder(request: TrainingRequest) -> Path:
     _refuse_combinations(request)
     if request.resume is not None:
         return Path(request.resume)
-    config = configured(request)
+    config = configured(request) if request.branch is None else None
     if request.out is not None:
         return Path(request.out)
-    label = CONTINUED_LABEL if request.init_from is not None else config.preset
+    if config is None:
+        label = f"branch-at-{request.from_step}"
+    else:
+        label = CONTINUED_LABEL if request.init_from is not None else config.preset
     return new_run_path(request.runs_root or default_runs_dir(), label)
 
 
 def _refuse_combinations(request: TrainingRequest) -> None:
+    branched = {"--resume": request.resume, "--init-from": request.init_from, "--corpus": request.corpus,
+                "--tokenizer": request.tokenizer}  # fmt: skip
+    given = [name for name, value in branched.items() if value is not None]
+    if request.branch is not None and given:
+        raise TrainingRefused(f"--branch trains on its parent's checkpoint, corpus and tokenizer: leave out {given[0]}")
+    if request.branch is not None and request.from_step is None:
+        raise TrainingRefused("--branch needs --from-step: the step of the checkpoint to branch from")
+    if request.branch is None and (request.from_step is not None or request.skip_batches is not None):
+        raise TrainingRefused("--from-step and --skip-batches go with --branch RUN_DIR: the run to branch from")
     if request.resume is not None and request.init_from is not None:
         raise TrainingRefused("--init-from starts a new run; it cannot be combined with --resume")
     if request.init_from is not None and request.tokenizer is not None:
@@ -131,7 +148,17 @@ def resolve(request: TrainingRequest, progress: Progress | None = None, path: Pa
     path = path or run_folder(request)
     if request.resume is not None:
         return _resumed(request, RunDir(path), progress)
+    if request.branch is not None:
+        return _branched(request, path)
     return _new(request, path, progress)
+
+
+def _branched(request: TrainingRequest, path: Path) -> ResolvedTraining:
+    """A branch: the parent's settings with the request's on top, checked with the step and the skip range."""
+    parent = RunDir(request.branch)
+    plan = plan_branch(parent, request.from_step, request.skip_batches, configured(request, parent.config))
+    said = f"{path.name}: {plan.branch.said()}"
+    return ResolvedTraining(path, plan.config, plan, (Note(said, said),))
 
 
 def _resumed(request: TrainingRequest, run: RunDir, progress: Progress | None) -> ResolvedTraining:
@@ -242,6 +269,6 @@ def prepare(
         return answer
 
     path = run_folder(request)
-    if request.resume is None:
+    if request.resume is None:  # a new run or a branch
         return prepare_trainer(path, begin=lambda: resolution().new, **options)
     return prepare_trainer(path, check=lambda run: apply_resume(run, resolution().config), **options)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Collection
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mlm_studio.core.config.continuation import continued
 from mlm_studio.core.config.run_config import RunConfig
@@ -47,11 +47,26 @@ class NewRun:
     initial: ImportedModel | None = None
     probes: tuple[Probe, ...] = ()
 
+    def create(self, path: str | Path) -> RunDir:
+        """The new run's folder, with its probes."""
+        run = start_run(path, self.config, self.corpus, self.tokenizer, self.initial)
+        if self.probes:
+            save_probes(run.path, list(self.probes))
+        return run
+
+
+class NewFolder(Protocol):
+    """A run to make, before it trains: a new one (`NewRun`) or a branch of another (`branching.BranchPlan`)."""
+
+    corpus: Corpus | None  # the text it trains on, read already; None: the files its folder records
+
+    def create(self, path: str | Path) -> RunDir: ...
+
 
 def prepare_trainer(
     path: str | Path,
     *,
-    begin: Callable[[], NewRun] | None = None,
+    begin: Callable[[], NewFolder] | None = None,
     check: Callable[[RunDir], None] | None = None,
     ready: Callable[[RunDir], None] | None = None,
     held: ExitStack | None = None,
@@ -60,7 +75,7 @@ def prepare_trainer(
 ) -> Trainer:
     """A trainer for the run in `path`. With `held`, the folder is locked first (until `held` closes, the slow
     preparation included; without it another process holds the lock, as rank 0 does for its `torchrun`
-    peers). A new run (`begin`) is created from what `begin()` returns; an existing one is resumed after
+    peers). A new run (`begin`) is made by what `begin()` returns; an existing one is resumed after
     `check(run)` accepted it. `ready(run)` is called once the blocks are read; `options` go to `Trainer`."""
     if held is not None:
         held.enter_context(RunLock(path))
@@ -69,9 +84,7 @@ def prepare_trainer(
         if (Path(path) / "config.toml").exists():
             raise CheckpointError(f"{path} already holds a run; resume it or choose another folder")
         new = begin()
-        run, corpus = start_run(path, new.config, new.corpus, new.tokenizer, new.initial), new.corpus
-        if new.probes:
-            save_probes(run.path, list(new.probes))
+        run, corpus = new.create(path), new.corpus
     else:
         run = RunDir(path)
         if check is not None:
@@ -214,10 +227,12 @@ def check_resume(run: RunDir, config: RunConfig | None, tokenizer: MLMTokenizer 
     return resumed
 
 
-def check_corpus_unchanged(run: RunDir, given: Corpus | None = None, progress: Progress | None = None) -> None:
-    """Refuse to resume on other text than the run started on: corpus files changed since, or (`given`) other
-    files than the run's. The built-in corpus, gone with a cleared cache, is rebuilt first (its fingerprint
-    then says whether it is the run's)."""
+def check_corpus_unchanged(
+    run: RunDir, given: Corpus | None = None, progress: Progress | None = None, doing: str = "resume"
+) -> None:
+    """Refuse to resume (or what `doing` names: "branch from") on other text than the run started on: corpus files
+    changed since, or (`given`) other files than the run's. The built-in corpus, gone with a cleared cache, is
+    rebuilt first (its fingerprint then says whether it is the run's)."""
     if given is not None:
         recorded, _ = run.corpus_sources()
         now = [s.path.resolve() for s in given.loaded_sources]
@@ -232,6 +247,6 @@ def check_corpus_unchanged(run: RunDir, given: Corpus | None = None, progress: P
     changes = run.corpus_changes()
     if changes:
         raise TrainingRefused(
-            f"cannot resume {run.name}: its corpus changed since the run started ({'; '.join(changes[:5])}); "
-            "resuming would continue on other text. Restore the files or start a new run"
+            f"cannot {doing} {run.name}: its corpus changed since the run started ({'; '.join(changes[:5])}); "
+            "training on would continue on other text. Restore the files or start a new run"
         )

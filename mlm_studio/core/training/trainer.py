@@ -26,6 +26,7 @@ from mlm_studio.core.runs.loop import Loop, MicroStep
 from mlm_studio.core.runs.records import EvalRecord, FinishedRecord, ProbeRecord, Record, StartedRecord, WarningRecord
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import load_weights
+from mlm_studio.core.training.branch_record import branch_order
 from mlm_studio.core.training.held_out import detection_scores, held_out_sums, mask_blocks
 from mlm_studio.core.training.probes import load_probes, score_probes
 
@@ -65,7 +66,8 @@ class Trainer(Loop):
         self.last_eval: EvalRecord | None = None
         self.restarted = False  # resumed without a checkpoint: the recorded steps are trained again from 0
         self._ready()
-        self.order = BlockOrder(len(train), t.batch_size, t.seed, distributed.rank, distributed.world_size)
+        order = BlockOrder(len(train), t.batch_size, t.seed, distributed.rank, distributed.world_size)
+        self.order = branch_order(run, order, t.grad_accumulation)  # a branch passes over the batches it skips
 
     def start_fresh(self) -> None:
         initial = self.run_dir.initial_weights

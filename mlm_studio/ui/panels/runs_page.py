@@ -21,6 +21,7 @@ TIPS = {  # what each button does, said while it can
     "overlay": "Draw the selected run's curves over the shown ones, in every plot it has values for",
     "resume": "Continue the selected run from its latest checkpoint",
     "export": "Write the selected run's latest checkpoint as a Hugging Face folder (transformers loads it as is)",
+    "branch": "Start a new run from a checkpoint of the selected run, with settings changed and batches skipped",
 }
 
 
@@ -36,6 +37,7 @@ class RunsPage(QWidget):
         self.overlay_button = QPushButton("Overlay")
         self.resume_button = QPushButton("Resume")
         self.export_button = QPushButton("Export…")
+        self.branch_button = QPushButton("Branch from here…")
         self.folder_button = QPushButton("Folder…")
         self.folder_button.setToolTip("Choose the folder that holds the runs")
         self.folder_button.clicked.connect(self.choose_folder)
@@ -43,6 +45,7 @@ class RunsPage(QWidget):
         buttons = QHBoxLayout()
         for button in (self.open_button, self.overlay_button, self.resume_button, self.export_button):
             buttons.addWidget(button)
+        buttons.addWidget(self.branch_button)
         buttons.addWidget(self.label, 1)
         buttons.addWidget(self.folder_button)
         layout = QVBoxLayout(self)
@@ -79,6 +82,7 @@ class RunsPage(QWidget):
             ("overlay", self.overlay_button),
             ("resume", self.resume_button),
             ("export", self.export_button),
+            ("branch", self.branch_button),
         ):
             button.setEnabled(not why[key])
             button.setToolTip(why[key] or TIPS[key])
@@ -100,4 +104,5 @@ class RunsPage(QWidget):
             "overlay": f"{name} is the run shown" if same_run(path, self.workspace.shown_run) else "",
             "resume": resume,
             "export": "An export is running" if exporting else no_checkpoint,
+            "branch": no_checkpoint if idle else "A training is running: one at a time",
         }

@@ -26,6 +26,7 @@ from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.training.probes import Probe, load_probes
 from mlm_studio.core.training.request import Note, TrainingRequest, prepare, run_folder
 from mlm_studio.core.training.trainer import Trainer
+from mlm_studio.ui.panels.branch_dialog import BranchDialog
 from mlm_studio.ui.panels.plots_area import PlotsArea
 from mlm_studio.ui.panels.run_header import RunHeader
 from mlm_studio.ui.panels.runs_page import RunsPage
@@ -138,6 +139,7 @@ class TrainingPanel(QWidget):
         self.runs.overlay_button.clicked.connect(self.overlay_selected_run)
         self.runs.resume_button.clicked.connect(self.resume_selected_run)
         self.runs.export_button.clicked.connect(lambda: self.export_dialog(self.selected_run()))
+        self.runs.branch_button.clicked.connect(self.branch_selected_run)
 
         self.probes_editor = ProbesEditor()
 
@@ -187,11 +189,17 @@ class TrainingPanel(QWidget):
     def resume_run(self, path: Path) -> None:
         """Continue a run from its latest checkpoint, on the corpus recorded in it, with its own settings; where
         the Configuration panel's differ, say that they are not used."""
-        try:
-            probes = len(load_probes(path))
-        except UserError:
-            probes = 0
-        self._launch(TrainingRequest(resume=path, form=self.workspace.config), "Resuming", probes)
+        self._launch(TrainingRequest(resume=path, form=self.workspace.config), "Resuming", _probe_count(path))
+
+    def branch_selected_run(self) -> None:
+        """*Branch from here…*: ask which checkpoint, which batches to skip and which settings to change, then
+        train the branch."""
+        path = self.selected_run()
+        if path is None or self.controller.busy:
+            return
+        self.branch_dialog = dialog = BranchDialog(path, self)
+        dialog.accepted.connect(lambda: self._launch(dialog.request(self.runs_root), "Branching", _probe_count(path)))
+        dialog.open()
 
     def _launch(self, request: TrainingRequest, verb: str, probes: int) -> None:
         """Resolve and train `request` on the controller's thread (nothing here reads a file); what the resolution
@@ -375,6 +383,14 @@ class TrainingPanel(QWidget):
 
     def _log(self, text: str) -> None:
         self.log.appendPlainText(f"{time.strftime('%H:%M:%S')}  {text}")
+
+
+def _probe_count(run: Path) -> int:
+    """How many probes `run` scores (none where its list cannot be read)."""
+    try:
+        return len(load_probes(run))
+    except UserError:
+        return 0
 
 
 if __name__ == "__main__":

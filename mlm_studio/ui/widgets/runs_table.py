@@ -1,5 +1,6 @@
 """The pre-training runs of a folder as a sortable table: each run's state, progress and last evaluation with its
-step; the run this window trains shows its live state and step."""
+step; the run this window trains shows its live state and step. Runs form a tree: a branch is listed under the run
+it branched from (its name indented), whichever column sorts them, its siblings sorted among themselves."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTab
 
 from mlm_studio.core.durations import format_duration
 from mlm_studio.core.runs.history import PRETRAINING, RunSummary, list_runs, outcome, summarize
+from mlm_studio.core.runs.run_folder import RunDir
+from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.training.branch_record import Branch, branch_of
 
 COLUMNS = ("Run", "State", "Step", "Val loss", "Val acc", "Val step", "Tokens", "Time")
 HEADER_TIPS = {
@@ -37,6 +41,22 @@ class SortedItem(QTableWidgetItem):
             return mine < theirs
         except TypeError:
             return str(mine) < str(theirs)
+
+
+class TreeItem(SortedItem):
+    """A cell of a run in the tree: it sorts by the values of its run's lineage (the root run's first, its own last),
+    so that a branch stays under its parent in either order."""
+
+    def __lt__(self, other: QTableWidgetItem) -> bool:
+        mine, theirs = self.data(SORT_ROLE), other.data(SORT_ROLE)
+        for a, b in zip(mine, theirs):
+            if a != b:
+                try:
+                    return a < b
+                except TypeError:
+                    return str(a) < str(b)
+        descending = self.tableWidget().horizontalHeader().sortIndicatorOrder() == Qt.SortOrder.DescendingOrder
+        return (len(mine) < len(theirs)) != descending  # the parent first either way
 
 
 def newest_first(table: QTableWidget) -> None:
@@ -74,8 +94,11 @@ class RunsTable(QTableWidget):
         self.setSortingEnabled(False)
         self.setRowCount(0)
         self._summaries.clear()
-        for run in list_runs(root, PRETRAINING):  # fine-tuning runs are the Fine-tune panel's
-            self._add(summarize(run))
+        runs = list_runs(root, PRETRAINING)  # fine-tuning runs are the Fine-tune panel's
+        branches = {run.path.resolve(): _branch(run) for run in runs}
+        summaries = {run.path.resolve(): summarize(run) for run in runs}
+        for path, summary in summaries.items():
+            self._add(summary, _lineage(path, branches, summaries), branches[path])
         self.setSortingEnabled(True)
         if selected is not None:
             self.select_run(selected)
@@ -100,36 +123,30 @@ class RunsTable(QTableWidget):
         state_cell, step_cell = self.item(row, 1), self.item(row, 2)  # before an edit re-sorts the rows
         tokens_cell, time_cell = self.item(row, 6), self.item(row, 7)
         if tokens is not None:
-            tokens_cell.setText(_tokens(tokens))
-            tokens_cell.setData(SORT_ROLE, tokens)
+            _set_own(tokens_cell, _tokens(tokens), tokens)
         if elapsed is not None:
-            time_cell.setText(format_duration(elapsed))
-            time_cell.setData(SORT_ROLE, elapsed)
-        checkpoint = step_cell.data(SORT_ROLE)
-        state_cell.setText(state)
-        state_cell.setData(SORT_ROLE, state)
-        step_cell.setText(f"{step:,}")
-        step_cell.setData(SORT_ROLE, step)
+            _set_own(time_cell, format_duration(elapsed), elapsed)
+        checkpoint = step_cell.data(SORT_ROLE)[-1]
+        _set_own(state_cell, state, state)
+        _set_own(step_cell, f"{step:,}", step)
         step_cell.setToolTip(f"Step {step:,} trained; the latest checkpoint is step {checkpoint:,}")
 
-    def _add(self, summary: RunSummary) -> None:
+    def _add(self, summary: RunSummary, lineage: list[RunSummary], branch: Branch | None) -> None:
+        """A row for `summary`, whose lineage (the runs it branched from, in this folder, oldest first, then itself)
+        places it in the tree."""
         row = self.rowCount()
         self.insertRow(row)
         self._summaries[summary.path.resolve()] = summary
-        loss, accuracy, evaluated = summary.val_loss, summary.val_accuracy, summary.val_step
-        cells = (
-            SortedItem(summary.path.name, summary.modified),
-            SortedItem(summary.state, summary.state),
-            SortedItem(f"{summary.checkpoint_step:,}", summary.checkpoint_step),
-            SortedItem(f"{loss:.3f}" if loss is not None else "–", loss if loss is not None else float("inf")),
-            SortedItem(f"{accuracy:.1%}" if accuracy is not None else "–", accuracy or 0.0),
-            SortedItem(f"{evaluated:,}" if evaluated is not None else "–", evaluated if evaluated is not None else -1),
-            SortedItem(_tokens(summary.tokens_seen), summary.tokens_seen),
-            SortedItem(format_duration(summary.elapsed) if summary.elapsed else "–", summary.elapsed),
-        )
+        texts = _texts(summary)
+        texts[0] = "   " * (len(lineage) - 2) + "↳ " + texts[0] if len(lineage) > 1 else texts[0]
+        values = [_values(each) for each in lineage]
+        cells = [TreeItem(text, tuple(each[column] for each in values)) for column, text in enumerate(texts)]
         cells[0].setData(PATH_ROLE, str(summary.path))
         changed = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.modified))
-        cells[0].setToolTip(f"{summary.path.name}\n{summary.path}\npreset {summary.preset} · last change {changed}")
+        origin = f"\n{branch.said()[:1].upper()}{branch.said()[1:]}" if branch is not None else ""
+        cells[0].setToolTip(
+            f"{summary.path.name}\n{summary.path}\npreset {summary.preset} · last change {changed}{origin}"
+        )
         cells[2].setToolTip(HEADER_TIPS["Step"])
         said = outcome(summary)
         said = said[:1].upper() + said[1:]
@@ -159,6 +176,58 @@ class RunsTable(QTableWidget):
             if Path(self.item(row, 0).data(PATH_ROLE)).resolve() == wanted:
                 return row
         return None
+
+
+def _set_own(cell: QTableWidgetItem, text: str, value: object) -> None:
+    """A run's cell saying `text` and sorting by `value` among its siblings (its lineage's values kept)."""
+    cell.setText(text)
+    cell.setData(SORT_ROLE, (*cell.data(SORT_ROLE)[:-1], value))
+
+
+def _texts(summary: RunSummary) -> list[str]:
+    """What a run's row says, column by column."""
+    loss, accuracy, evaluated = summary.val_loss, summary.val_accuracy, summary.val_step
+    return [
+        summary.path.name,
+        summary.state,
+        f"{summary.checkpoint_step:,}",
+        f"{loss:.3f}" if loss is not None else "–",
+        f"{accuracy:.1%}" if accuracy is not None else "–",
+        f"{evaluated:,}" if evaluated is not None else "–",
+        _tokens(summary.tokens_seen),
+        format_duration(summary.elapsed) if summary.elapsed else "–",
+    ]
+
+
+def _values(summary: RunSummary) -> list[object]:
+    """What a run's row sorts by, column by column."""
+    loss, evaluated = summary.val_loss, summary.val_step
+    return [
+        summary.modified,
+        summary.state,
+        summary.checkpoint_step,
+        loss if loss is not None else float("inf"),
+        summary.val_accuracy or 0.0,
+        evaluated if evaluated is not None else -1,
+        summary.tokens_seen,
+        summary.elapsed,
+    ]
+
+
+def _branch(run: RunDir) -> Branch | None:
+    """The branch `run` is; None for a run of its own, and for one whose record cannot be read (listed as a root)."""
+    try:
+        return branch_of(run)
+    except CheckpointError:
+        return None
+
+
+def _lineage(path: Path, branches: dict[Path, Branch | None], summaries: dict[Path, RunSummary]) -> list[RunSummary]:
+    """The runs `path` branched from that the folder lists, oldest first, then itself."""
+    chain = [path]
+    while (branch := branches.get(chain[0])) is not None and branch.parent in summaries and branch.parent not in chain:
+        chain.insert(0, branch.parent)
+    return [summaries[each] for each in chain]
 
 
 def _tokens(count: int) -> str:
