@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mlm_studio.core.finetune.builtin_tasks import builtin_task
+from mlm_studio.core.data.builtin_tasks import builtin_task
 from mlm_studio.core.storage.json_text import read_json
 from tests.command import mlm_studio
 from tests.test_finetune_cli import pretrained  # noqa: F401 - the shared pre-trained run

@@ -17,9 +17,9 @@ from mlm_studio.commands.terminal import (
     reason,
     strict_json,
 )
+from mlm_studio.core.data.builtin_tasks import EXAMPLE_KINDS, builtin_task
 from mlm_studio.core.data.labelled import Columns
 from mlm_studio.core.durations import Eta, format_duration
-from mlm_studio.core.finetune.builtin_tasks import builtin_task
 from mlm_studio.core.finetune.compare import Said, compare, contenders, outcomes, score_name, table, verdict
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
 from mlm_studio.core.finetune.recipe.result import read_search
@@ -28,7 +28,6 @@ from mlm_studio.core.finetune.scores import per_class_rows
 from mlm_studio.core.finetune.setup import ResumeRefused, prepare_finetuner
 from mlm_studio.core.finetune.tasks import (
     COMPARE_SEEDS,
-    EXAMPLE_KINDS,
     MAX_SEEDS,
     SEARCH_MAX_EPOCHS,
     SEARCH_RATES,
@@ -40,7 +39,6 @@ from mlm_studio.core.runs.control import TrainingControl
 from mlm_studio.core.runs.distributed import Distributed
 from mlm_studio.core.runs.records import FailedRecord, FinishedRecord, StepRecord, TestRecord, ValidationRecord
 from mlm_studio.core.runs.run_folder import RunDir
-from mlm_studio.core.runs.task_spec import SPLITS
 from mlm_studio.core.shown import one_line
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.user_folders import default_runs_dir
@@ -209,7 +207,8 @@ def _options(args) -> FinetuneOptions:
     given.pop("model", None)
     if args.task is None:
         example = builtin_task(args.example or args.kind or "classification", Status())
-        given.update(task=example.kind, **dict(zip(SPLITS, example.files, strict=True)))
+        train, validation, test = example.files
+        given.update(task=example.kind, train=train, validation=validation, test=test)
         print(f"Built-in example: {example.title} ({example.folder})", file=sys.stderr, flush=True)
     return FinetuneOptions(**{"task": "classification", **given})
 

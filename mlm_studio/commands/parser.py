@@ -39,12 +39,12 @@ from mlm_studio.core.config.sections import (
     STRATEGIES,
     join_words,
 )
+from mlm_studio.core.data.builtin_tasks import EXAMPLE_KINDS
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
 from mlm_studio.core.evaluation.explain.choices import BASELINES, DEFAULT_METHOD, DEFAULT_STEPS, METHODS
 from mlm_studio.core.finetune.pipeline_shapes import AGGREGATIONS
 from mlm_studio.core.finetune.tasks import (
     COMPARE_SEEDS,
-    EXAMPLE_KINDS,
     FINETUNE_PRECISIONS,
     POOLINGS,
     SEARCH_MAX_EPOCHS,

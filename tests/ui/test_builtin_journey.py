@@ -5,7 +5,7 @@ form and the task probe's file remembered across a restart."""
 import pytest
 from PySide6.QtCore import QSettings
 
-from mlm_studio.core.finetune.builtin_tasks import builtin_task
+from mlm_studio.core.data.builtin_tasks import builtin_task
 from mlm_studio.core.finetune.predict import fine_tuned_at
 from mlm_studio.ui.main_window import MainWindow
 from mlm_studio.ui.panels.corpus import BUILTIN_LABEL
@@ -45,7 +45,7 @@ def test_from_the_built_in_corpus_to_try_it_on_a_built_in_example(qtbot, setting
     window.workspace.set_config(small_config(max_steps=6, eval_interval=6, checkpoint_interval=6))
     training = window.training_panel
     training.start_button.click()
-    qtbot.waitUntil(lambda: window.workspace.run is not None and training.controller.state == IDLE, TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.workspace.run is not None and training.controller.state == IDLE, timeout=TIMEOUT_MS)
     pretrained = window.workspace.run
 
     panel = window.finetune_panel
@@ -62,7 +62,7 @@ def test_from_the_built_in_corpus_to_try_it_on_a_built_in_example(qtbot, setting
     form.epochs.setValue(0.1)
     form.learning_rate.setValue(5e-3)
     run_to_the_end(qtbot, panel)
-    assert panel.message_bar.level == "", panel.message_bar.text
+    assert panel.message_bar.level in ("", "warning"), panel.message_bar.text  # a few sentences are cut at 64 tokens
     run = panel.run_path
     assert "macro-F1" in panel.results.summary.text()
     tested = sum(int(cell) for row in range(panel.results.confusion.rowCount())

@@ -3,8 +3,6 @@
 from mlm_studio.core.runs.task_spec import POOLING_KINDS, TASK_KINDS
 
 TASKS, POOLINGS = TASK_KINDS, POOLING_KINDS  # the kinds of task and the poolings a run's task.json may name
-# the built-in example tasks (`builtin_tasks.py`), and the kind of fine-tuning each is
-EXAMPLE_KINDS = {"classification": "classification", "pairs": "classification", "tokens": "tokens", "qa": "qa"}
 # auto: bf16 where the device computes it natively, else fp32 (no fp16: fine-tuning does no loss scaling)
 FINETUNE_PRECISIONS = ("auto", "fp32", "bf16")
 MAX_SEEDS = 100  # the most seeds a comparison or a search runs each model or candidate with

@@ -19,9 +19,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from mlm_studio.core.data.builtin_tasks import TITLES, builtin_task
 from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_SUFFIXES
 from mlm_studio.core.evaluation.task_probe import TaskResult
-from mlm_studio.core.finetune.builtin_tasks import TITLES, builtin_task
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.diagnosis_views import plot_series
 from mlm_studio.ui.widgets.plots import ThemedPlot, fit_rows

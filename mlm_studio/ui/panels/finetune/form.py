@@ -25,8 +25,8 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.config.sections import REPORT_TO
+from mlm_studio.core.data.builtin_tasks import BUILTIN_TASKS, TITLES, BuiltinTask, builtin_task, builtin_task_of
 from mlm_studio.core.data.formats import TABLE_SUFFIXES
-from mlm_studio.core.finetune.builtin_tasks import BUILTIN_TASKS, TITLES, BuiltinTask, builtin_task, builtin_task_of
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.request import SCRATCH
 from mlm_studio.core.finetune.tasks import TASKS

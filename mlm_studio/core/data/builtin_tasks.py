@@ -33,13 +33,14 @@ from pathlib import Path
 
 from mlm_studio.core.data.builtin_corpus import docstrings, prose_paragraphs, stdlib_files
 from mlm_studio.core.data.copies import SPLIT_SHARES
-from mlm_studio.core.finetune.tasks import EXAMPLE_KINDS
 from mlm_studio.core.progress import Progress
-from mlm_studio.core.runs.task_spec import SPLITS
 from mlm_studio.core.storage.files import atomic_write_folder
 from mlm_studio.core.storage.user_folders import cache_dir
 
 FORMAT_VERSION = 1
+# the examples, by name, and the kind of fine-tuning each is (pairs: a classification of two texts)
+EXAMPLE_KINDS = {"classification": "classification", "pairs": "classification", "tokens": "tokens", "qa": "qa"}
+PARTS = ("train", "validation", "test")  # each example's files, as a fine-tuning task names them
 PACKAGES = ("asyncio", "email", "http", "importlib", "logging", "unittest", "xml")  # in every Python since 3.8
 PER_PACKAGE, TAGGED = 300, 2500
 MIN_WORDS, MAX_WORDS = 6, 40  # of a sentence kept
@@ -63,7 +64,7 @@ class BuiltinTask:
     @property
     def files(self) -> tuple[Path, Path, Path]:
         """Its training, validation and test files."""
-        return tuple(self.folder / f"{self.name}-{part}.jsonl" for part in SPLITS)
+        return tuple(self.folder / f"{self.name}-{part}.jsonl" for part in PARTS)
 
     @property
     def train(self) -> Path:
@@ -112,7 +113,7 @@ def _write_all(folder: Path, progress: Progress | None) -> None:
     }
     parts["pairs"] = tuple(_pairs(part) for part in parts["classification"])
     for name, (train, validation, test) in parts.items():
-        for split, rows in zip(SPLITS, (train, validation, test), strict=True):
+        for split, rows in zip(PARTS, (train, validation, test), strict=True):
             text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
             (folder / f"{name}-{split}.jsonl").write_text(text, encoding="utf-8")
 
