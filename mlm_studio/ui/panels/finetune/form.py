@@ -42,6 +42,7 @@ KIND_LABELS = {
     "tokens": "tokens (a tag per word: NER)",
     "qa": "question answering (a span of the context)",
 }
+KIND_CHARS = 24  # of the chosen kind's label the form shows; its list shows each whole
 EXAMPLE_NAMES = {"classification": "Classification", "pairs": "Pairs of texts", "tokens": "Tagging (tokens)",
                  "qa": "Question answering"}  # fmt: skip
 EXAMPLE_TIP = (
@@ -121,6 +122,9 @@ class FinetuneForm(QWidget):
         self.examples.succeeded.connect(self._on_example_ready)
         self.examples.failed.connect(self.example_failed)
         self.kind_combo = QComboBox()
+        self.kind_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.kind_combo.setMinimumContentsLength(KIND_CHARS)  # the whole label shows in its list
+        self.kind_combo.setToolTip("What to predict; a classification file with a second text column makes pairs")
         for kind in TASKS:
             self.kind_combo.addItem(KIND_LABELS[kind], kind)
         self.epochs = self._number(NumberBox(1), "epochs", (0.1, 100), "Passes over the training examples")
