@@ -87,10 +87,9 @@ def builtin_tasks_location() -> Path:
 
 def builtin_task(name: str, progress: Progress | None = None) -> BuiltinTask:
     """The built-in example task `name` (one of `BUILTIN_TASKS`), its files written first if they are not there."""
-    folder = builtin_tasks_location()
-    task = BuiltinTask(name, EXAMPLE_KINDS[name], TITLES[name], folder)
+    task = _task(name, builtin_tasks_location())
     if not all(path.is_file() for path in task.files):
-        atomic_write_folder(folder, lambda tmp: _write_all(tmp, progress))
+        atomic_write_folder(task.folder, lambda tmp: _write_all(tmp, progress))
     return task
 
 
@@ -98,10 +97,13 @@ def builtin_task_of(path: Path) -> BuiltinTask | None:
     """The built-in example task whose training file `path` is (its validation and test files then come with it),
     or None; the files are written again if the cache was cleared."""
     for name in BUILTIN_TASKS:
-        task = BuiltinTask(name, EXAMPLE_KINDS[name], TITLES[name], builtin_tasks_location())
-        if Path(path).resolve() == task.train.resolve():
+        if Path(path).resolve() == _task(name, builtin_tasks_location()).train.resolve():
             return builtin_task(name)
     return None
+
+
+def _task(name: str, folder: Path) -> BuiltinTask:
+    return BuiltinTask(name, EXAMPLE_KINDS[name], TITLES[name], folder)
 
 
 def _write_all(folder: Path, progress: Progress | None) -> None:
@@ -112,10 +114,9 @@ def _write_all(folder: Path, progress: Progress | None) -> None:
         "qa": _split(sources.questions, lambda row: (row["context"],)),
     }
     parts["pairs"] = tuple(_pairs(part) for part in parts["classification"])
-    for name, (train, validation, test) in parts.items():
-        for split, rows in zip(PARTS, (train, validation, test), strict=True):
-            text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-            (folder / f"{name}-{split}.jsonl").write_text(text, encoding="utf-8")
+    for name, split in parts.items():
+        for path, rows in zip(_task(name, folder).files, split, strict=True):
+            path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
 
 
 @dataclass
