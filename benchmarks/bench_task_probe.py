@@ -43,7 +43,7 @@ def package_task(seed: int = 0) -> tuple[list[str], list[str]]:
     """Docstring paragraphs labelled by their standard-library package, balanced."""
     root = Path(sysconfig.get_paths()["stdlib"])
     by_package: dict[str, list[str]] = defaultdict(list)
-    for path in builtin_corpus._stdlib_files():
+    for path in builtin_corpus.stdlib_files():
         parts = path.relative_to(root).parts
         if len(parts) > 1:
             by_package[parts[0]].extend(builtin_corpus._docstring_documents(path))

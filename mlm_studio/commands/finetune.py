@@ -18,6 +18,7 @@ from mlm_studio.commands.terminal import (
     reason,
     strict_json,
 )
+from mlm_studio.core.data.builtin_tasks import EXAMPLE_KINDS, builtin_task
 from mlm_studio.core.data.labelled import Columns
 from mlm_studio.core.durations import Eta, format_duration
 from mlm_studio.core.finetune.compare import Said, compare, contenders, outcomes, score_name, table, verdict
@@ -26,7 +27,13 @@ from mlm_studio.core.finetune.recipe.result import read_search
 from mlm_studio.core.finetune.recipe.search import SearchPlan, search
 from mlm_studio.core.finetune.scores import per_class_rows
 from mlm_studio.core.finetune.setup import ResumeRefused, prepare_finetuner
-from mlm_studio.core.finetune.tasks import COMPARE_SEEDS, MAX_SEEDS, SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
+from mlm_studio.core.finetune.tasks import (
+    COMPARE_SEEDS,
+    MAX_SEEDS,
+    SEARCH_MAX_EPOCHS,
+    SEARCH_RATES,
+    SEARCH_SEEDS,
+)
 from mlm_studio.core.finetune.tuner import FineTuner
 from mlm_studio.core.runs import distributed
 from mlm_studio.core.runs.control import TrainingControl
@@ -124,8 +131,11 @@ def _trained(tuner: FineTuner, dist: Distributed, as_json: bool) -> int:
 
 def _misused(args) -> tuple[str, int] | None:
     """Why the options given cannot go together (the sentence and the exit status), or None."""
-    if args.resume is None and (args.model is None or args.task is None):
-        return "give MODEL and --task FILE to start, or --resume RUN to continue", MISUSED
+    if args.resume is None and args.model is None:
+        return "give MODEL (and --task FILE, else a built-in example) to start, or --resume RUN to continue", MISUSED
+    example = _example_misused(args)
+    if example is not None:
+        return example, MISUSED
     if args.seeds is not None and not args.compare and not args.search:
         return "--seeds needs --compare or --search: a single fine-tuning run takes one --seed", MISUSED
     searching = _search_misused(args)
@@ -151,10 +161,28 @@ def _misused(args) -> tuple[str, int] | None:
     return None
 
 
+def _example_misused(args) -> str | None:
+    """Why --example (or a built-in example, without --task) cannot go with the options given, or None."""
+    if args.example is not None and args.task is not None:
+        return "--example is a built-in task in place of --task FILE; give one of them"
+    if args.example is not None and args.kind is not None and args.kind != EXAMPLE_KINDS[args.example]:
+        return f"the built-in example {args.example} is a {EXAMPLE_KINDS[args.example]} task, not --kind {args.kind}"
+    given = [flag for flag in ("--validation", "--test", *COLUMN_FLAGS) if getattr(args, flag[2:].replace("-", "_"))]
+    if args.resume is None and args.task is None and given:
+        return f"{given[0]} goes with --task FILE; a built-in example has its own columns and split"
+    return None
+
+
 def _options(args) -> FinetuneOptions:
-    """A new run's options: those given, the engine's defaults for the rest (a classification unless --kind)."""
+    """A new run's options: those given, the engine's defaults for the rest (a classification unless --kind); without
+    --task, the built-in example's files (the one --example names, else the kind's own)."""
     given = _given(args)
     given.pop("model", None)
+    if args.task is None:
+        example = builtin_task(args.example or args.kind or "classification", Status())
+        train, validation, test = example.files
+        given.update(task=example.kind, train=train, validation=validation, test=test)
+        print(f"Built-in example: {example.title} ({example.folder})", file=sys.stderr, flush=True)
     return FinetuneOptions(**{"task": "classification", **given})
 
 

@@ -40,6 +40,7 @@ from mlm_studio.core.config.sections import (
     STRATEGIES,
     join_words,
 )
+from mlm_studio.core.data.builtin_tasks import EXAMPLE_KINDS
 from mlm_studio.core.data.formats import FORMATS, TABLE_FORMATS
 from mlm_studio.core.evaluation.explain.choices import BASELINES, DEFAULT_METHOD, DEFAULT_STEPS, METHODS
 from mlm_studio.core.finetune.pipeline_shapes import AGGREGATIONS
@@ -336,9 +337,12 @@ def _add_finetune(commands) -> None:
         "--train",
         type=Path,
         metavar="FILE",
-        help=f"the labelled file: {TABLE_FORMATS}; for tokens also CoNLL; for qa SQuAD .json or a table",
+        help=f"the labelled file: {TABLE_FORMATS}; for tokens also CoNLL; for qa SQuAD .json or a table (a second "
+        "text column makes a classifier of pairs)",
     )
-    tune.add_argument("--kind", choices=TASKS, help="what to predict (default classification)")
+    tune.add_argument("--kind", choices=TASKS, help="a label per text or text pair, a tag per word, or an answer")
+    example = "a built-in example task in place of --task (without --task: the --kind's own, else classification)"
+    tune.add_argument("--example", choices=EXAMPLE_KINDS, help=example)
     tune.add_argument("--validation", type=Path, metavar="FILE", help="your own validation file (with --test)")
     tune.add_argument("--test", type=Path, metavar="FILE", help="your own test file (else an 80/10/10 split)")
     tune.add_argument("--out", type=Path, metavar="RUN_DIR", help="the new run's folder (default: under the runs)")
@@ -367,12 +371,8 @@ def _add_finetune(commands) -> None:
     tune.add_argument("--eval-every", type=whole, metavar="STEPS", help="evaluate every STEPS (default: each epoch)")
     tune.add_argument("--max-length", type=whole, metavar="TOKENS", help="cut examples to this many tokens")
     tune.add_argument("--pooling", choices=POOLINGS, help="ModernBERT's classifier: first token or mean")
-    tune.add_argument(
-        "--doc-stride",
-        type=whole,
-        metavar="TOKENS",
-        help="qa: tokens two windows of a long context share (default 128)",
-    )
+    stride = "qa: tokens two windows of a long context share (default 128)"
+    tune.add_argument("--doc-stride", type=whole, metavar="TOKENS", help=stride)
     tune.add_argument(
         "--max-answer-length", type=whole, metavar="TOKENS", help="qa: tokens of the longest answer (default 30)"
     )

@@ -1,6 +1,7 @@
 """What the window remembers between starts (QSettings): geometry and splitters, the last panel, the corpus
-sources and reading options, the configuration, the probes, the runs folder and the current run, the plots' axis
-and smoothing, the playground's choice of exact weights, and the colour scheme.
+sources and reading options, the configuration, the probes, the runs folder and the current run, the plots' axis and
+smoothing, the playground's choice of exact weights, the Fine-tune form, the task probe's labelled file, and the
+colour scheme.
 
 Every value is read through a validator: one of another type, another version or out of its widget's range is
 ignored (the default stays), never fatal. Splitters are remembered by their `objectName`, so a state always returns
@@ -25,6 +26,8 @@ from mlm_studio.core.training.probes import Probe
 
 if TYPE_CHECKING:
     from mlm_studio.ui.panels.corpus import CorpusPanel
+    from mlm_studio.ui.panels.evaluation import EvaluationPanel
+    from mlm_studio.ui.panels.finetune.panel import FinetunePanel
     from mlm_studio.ui.panels.playground import PlaygroundPanel
     from mlm_studio.ui.panels.training import TrainingPanel
     from mlm_studio.ui.workspace import Workspace
@@ -42,6 +45,8 @@ class Window(Protocol):
     corpus_panel: CorpusPanel
     training_panel: TrainingPanel
     playground_panel: PlaygroundPanel
+    evaluation_panel: EvaluationPanel
+    finetune_panel: FinetunePanel
     navigation: QListWidget
     scheme: str  # "system", "light" or "dark"
 
@@ -167,6 +172,21 @@ def _restore_current_run(window: Window, settings: QSettings) -> None:
         window.workspace.set_run(Path(path))
 
 
+def _restore_finetune_form(window: Window, settings: QSettings) -> None:
+    """After the current run: the form then offers it, and takes the model it had where that is still offered."""
+    window.finetune_panel.form.restore(_json_object(settings, "finetune/form"))
+
+
+def _restore_probe_file(window: Window, settings: QSettings) -> None:
+    window.evaluation_panel.task_view.restore(_json_object(settings, "evaluation/task"))
+
+
+def _json_object(settings: QSettings, key: str) -> dict:
+    """A setting written as a JSON object; {} for anything else."""
+    value = json.loads(_value(settings, key, str, "{}"))
+    return value if isinstance(value, dict) else {}
+
+
 def _restore_panel(window: Window, settings: QSettings) -> None:
     last = window.navigation.count() - 1
     window.navigation.setCurrentRow(bounded_int(settings, "window/panel", 0, 0, last))
@@ -180,6 +200,8 @@ _RESTORE_STEPS = (
     _restore_plots,
     _restore_splitters,
     _restore_current_run,
+    _restore_finetune_form,
+    _restore_probe_file,
     _restore_panel,
 )
 
@@ -212,6 +234,8 @@ def save(window: Window, settings: QSettings | None) -> None:
     settings.setValue("playground/exact_weights", window.playground_panel.exact_check.isChecked())
     settings.setValue("plots/axis", window.training_panel.curves.axis_combo.currentData())
     settings.setValue("plots/smoothing", window.training_panel.curves.smoothing_slider.value())
+    settings.setValue("finetune/form", json.dumps(window.finetune_panel.form.state()))
+    settings.setValue("evaluation/task", json.dumps(window.evaluation_panel.task_view.state()))
     splitters = {splitter.objectName(): splitter for splitter in named_splitters(window)}
     settings.beginGroup(SPLITTERS)
     for key in settings.childKeys():

@@ -42,6 +42,8 @@ def test_a_question_answerer_shows_its_scores_and_its_wrong_answers_in_their_con
     assert f"without one: exact {test.no_answer_exact_match:.1%}" in summary
     assert panel.results.tables.isHidden()  # no labels, no confusion matrix
     assert f"test answer F1 {test.f1:.1%} with the best checkpoint" in panel.status_label.text()
+    assert panel.plots.plots["validation"].getAxis("left").labelText == "validation answer F1"
+    assert "validation_f1" in panel.plots.series  # the curve of the score that chose the best checkpoint
     expected = wrong_answers(run)
     view = panel.results.answers
     assert not view.isHidden() and panel.results.mistakes.isHidden() and panel.results.spans.isHidden()

@@ -139,7 +139,7 @@ def test_after_compare_every_tab_names_the_contender_and_seed_it_shows(qtbot, fi
     assert panel.results.mistakes.rowCount() == off_diagonal(test["confusion"])
     # the comparison tab names its score in every header, and the comparison in its title
     assert panel.results.currentWidget() is panel.comparison
-    assert panel.comparison.title.text() == f"Comparison {root.name}: complete"
+    assert panel.comparison.title.text() == f"Comparison {root.name}: complete — late on classification · task.csv"
     headers = [panel.comparison.table.horizontalHeaderItem(c).text() for c in range(5)]
     assert headers[1] == "mean test macro-F1" and headers[4] == "per seed (test macro-F1)"
     assert panel.comparison.plot.getPlotItem().getAxis("left").labelText == "test macro-F1"
@@ -173,7 +173,7 @@ def test_a_comparison_is_listed_as_one_item_and_reopens_its_table_plot_and_verdi
     panel.results.setCurrentWidget(panel.runs)
     panel.runs.select(root)
     assert panel.results.currentWidget() is panel.comparison
-    assert panel.comparison.title.text() == f"Comparison {root.name}: complete"
+    assert panel.comparison.title.text() == f"Comparison {root.name}: complete — late on classification · task.csv"
     assert panel.comparison.verdict.text() == comparison.verdict and comparison.verdict.startswith("Pre-training ")
     scores = {
         label: [written_tests(root / f"{folder}-seed{seed}")[-1]["macro_f1"] for seed in range(3)]

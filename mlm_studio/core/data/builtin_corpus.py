@@ -61,7 +61,7 @@ def fingerprint(path: Path) -> str:
 def iter_builtin_documents(progress: Progress | None = None) -> Iterator[str]:
     """Every document of the built-in corpus, in a fixed order."""
     progress = progress or Progress()
-    files = _stdlib_files()
+    files = stdlib_files()
     total = len(files) + 1
     progress.report(0, total, "Reading the Python language reference")
     yield from _topic_documents()
@@ -79,10 +79,11 @@ def _topic_documents() -> Iterator[str]:
     except ImportError:  # some distributions strip pydoc_data
         return
     for name in sorted(topics):
-        yield from _prose_paragraphs(topics[name])
+        yield from prose_paragraphs(topics[name])
 
 
-def _stdlib_files() -> list[Path]:
+def stdlib_files() -> list[Path]:
+    """The standard library's source files (tests and installed packages aside), in a fixed order."""
     root = Path(sysconfig.get_paths()["stdlib"])
     files = []
     for folder, dirs, names in os.walk(root):
@@ -92,6 +93,13 @@ def _stdlib_files() -> list[Path]:
 
 
 def _docstring_documents(path: Path) -> Iterator[str]:
+    for _, doc in docstrings(path):
+        yield from prose_paragraphs(doc)
+
+
+def docstrings(path: Path) -> Iterator[tuple[ast.AST, str]]:
+    """Each module, class and function of a source file that has a docstring, with the docstring (cleaned), read
+    with `ast` (nothing imported); nothing for a file that does not parse."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -102,10 +110,10 @@ def _docstring_documents(path: Path) -> Iterator[str]:
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             doc = ast.get_docstring(node, clean=False)
             if doc:
-                yield from _prose_paragraphs(inspect.cleandoc(doc))
+                yield node, inspect.cleandoc(doc)
 
 
-def _prose_paragraphs(text: str) -> Iterator[str]:
+def prose_paragraphs(text: str) -> Iterator[str]:
     """Paragraphs that read as prose: no code, no tables, at least MIN_WORDS words, one line each."""
     for block in re.split(r"\n\s*\n", text):
         lines = block.strip("\n").splitlines()

@@ -19,8 +19,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from mlm_studio.core.data.builtin_tasks import TITLES, builtin_task
 from mlm_studio.core.data.formats import TABLE_FORMATS, TABLE_SUFFIXES
 from mlm_studio.core.evaluation.task_probe import TaskResult
+from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.diagnosis_views import plot_series
 from mlm_studio.ui.widgets.plots import ThemedPlot, fit_rows
 
@@ -51,6 +53,15 @@ class TaskView(QWidget):
         self.path_edit.setPlaceholderText(f"a file of texts and labels: {TABLE_FORMATS}")
         choose = QPushButton("Choose…")
         choose.clicked.connect(self.choose)
+        self.example_button = QPushButton("Built-in example")
+        self.example_button.setToolTip(
+            f"The built-in classification example, made from the documentation that ships with Python: "
+            f"{TITLES['classification']}"
+        )
+        self.example_button.clicked.connect(self.use_example)
+        self.examples = TaskRunner(self)  # writes the example's files the first time it is chosen
+        self.examples.succeeded.connect(self._on_example_ready)
+        self.examples.failed.connect(lambda m: self.hint.setText(f"Could not write the built-in example: {m}"))
         self.text_column, self.label_column = QLineEdit("text"), QLineEdit("label")
         self.layer_spin = QSpinBox()
         self.layer_spin.setRange(0, 1)
@@ -78,6 +89,7 @@ class TaskView(QWidget):
         row = QHBoxLayout()
         row.addWidget(self.path_edit, 1)
         row.addWidget(choose)
+        row.addWidget(self.example_button)
         form = QFormLayout()
         form.addRow("Labelled texts", row)
         form.addRow("Text column", self.text_column)
@@ -110,6 +122,25 @@ class TaskView(QWidget):
         path, _ = QFileDialog.getOpenFileName(self, "Labelled texts", "", FILE_FILTER)
         if path:
             self.path_edit.setText(path)
+
+    def use_example(self) -> None:
+        """The built-in classification example becomes the labelled texts (once its files are written)."""
+        self.examples.start(lambda progress: builtin_task("classification", progress))
+
+    def _on_example_ready(self, example) -> None:
+        self.path_edit.setText(str(example.train))
+        self.text_column.setText("text")
+        self.label_column.setText("label")
+
+    def state(self) -> dict:
+        """The labelled file and its columns, as the window remembers them between starts (`restore`)."""
+        return {"file": self.path_edit.text(), "text": self.text_column.text(), "label": self.label_column.text()}
+
+    def restore(self, state: dict) -> None:
+        """Put back each text `state` holds (anything else leaves its field as it is)."""
+        for name, edit in (("file", self.path_edit), ("text", self.text_column), ("label", self.label_column)):
+            if isinstance(state.get(name), str):
+                edit.setText(state[name])
 
     def request(self) -> tuple[str, str, str, int | None]:
         """The file, its text and label columns, and the layer (None: the last, as the head reads it)."""

@@ -1,7 +1,7 @@
-"""What a comparison ends with, as the Fine-tune panel shows it, live or reopened from its folder: its name and
-state, the verdict in a sentence, one table as tall as its rows (each contender's mean test score, its spread and
-every seed's score, each header naming the score) and under it one plot (every seed's score as a point, side by
-side in seed order, the mean as a bar across them), contenders side by side."""
+"""What a comparison ends with, as the Fine-tune panel shows it, live or reopened from its folder: its name, state,
+model and task, the verdict in a sentence, one table as tall as its rows (each contender's mean test score, its
+spread and every seed's score, each header naming the score) and under it one plot (every seed's score as a point,
+side by side in seed order, the mean as a bar across them), contenders side by side."""
 
 from __future__ import annotations
 
@@ -62,9 +62,11 @@ class ComparisonView(QWidget):
         self.plot.getPlotItem().clear()
 
     def show_comparison(self, comparison: Comparison) -> None:
-        """A comparison as its folder tells it: its state, its verdict (once every run has finished) and the test
-        scores of the runs that finished."""
-        self.title.setText(f"Comparison {comparison.path.name}: {comparison.state}")
+        """A comparison as its folder tells it: its state, model and task, its verdict (once every run has finished)
+        and the test scores of the runs that finished."""
+        self.title.setText(
+            f"Comparison {comparison.path.name}: {comparison.state} — {comparison.model} on {comparison.task}"
+        )
         self.title.show()
         self.verdict.setText(comparison.verdict)
         self.show_outcomes(comparison.outcomes, comparison.score_name)

@@ -18,28 +18,38 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMenu,
     QPushButton,
     QSpinBox,
     QWidget,
 )
 
 from mlm_studio.core.config.sections import REPORT_TO
+from mlm_studio.core.data.builtin_tasks import BUILTIN_TASKS, TITLES, BuiltinTask, builtin_task, builtin_task_of
 from mlm_studio.core.data.formats import TABLE_SUFFIXES
 from mlm_studio.core.errors import UserError
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.request import StartingModel
 from mlm_studio.core.finetune.tasks import TASKS
 from mlm_studio.core.runs.run_folder import TASK
+from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.model_choice import model_combo, model_entries, refill
 from mlm_studio.ui.workspace import Workspace
 
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(FinetuneOptions)}
 MEASURED = "measured"  # the learning rate box's lowest value: the engine's measured rule chooses it
 KIND_LABELS = {
-    "classification": "classification (a label per text)",
+    "classification": "classification (a label per text, or per pair with a second text column)",
     "tokens": "tokens (a tag per word: NER)",
     "qa": "question answering (a span of the context)",
 }
+KIND_CHARS = 24  # of the chosen kind's label the form shows; its list shows each whole
+EXAMPLE_NAMES = {"classification": "Classification", "pairs": "Pairs of texts", "tokens": "Tagging (tokens)",
+                 "qa": "Question answering"}  # fmt: skip
+EXAMPLE_TIP = (
+    "A labelled task made from the documentation that ships with Python, split into training, validation and test "
+    "files of its own: fine-tune with nothing to bring"
+)
 TASK_FILES = (
     f"Labelled files ({' '.join('*' + s for s in (*TABLE_SUFFIXES, '.conll', '.txt', '.json'))});;All files (*)"
 )
@@ -75,6 +85,7 @@ class FinetuneForm(QWidget):
     """What to fine-tune, on what, and how; `options()` and `spec()` say it as the engine takes it."""
 
     models_changed = Signal()  # the models offered were listed again
+    example_failed = Signal(str)  # a built-in example task could not be written: why
 
     def __init__(self, workspace: Workspace, runs_root: Path) -> None:
         super().__init__()
@@ -102,7 +113,19 @@ class FinetuneForm(QWidget):
         )
         self.task_button = QPushButton("Choose…")
         self.task_button.clicked.connect(self.choose_task_dialog)
+        self.example_button = QPushButton("Built-in example")
+        self.example_button.setToolTip(EXAMPLE_TIP)
+        examples = QMenu(self.example_button)
+        for name in BUILTIN_TASKS:
+            examples.addAction(f"{EXAMPLE_NAMES[name]}: {TITLES[name]}", lambda name=name: self.use_example(name))
+        self.example_button.setMenu(examples)
+        self.examples = TaskRunner(self)  # writes an example's files the first time it is chosen
+        self.examples.succeeded.connect(self._on_example_ready)
+        self.examples.failed.connect(self.example_failed)
         self.kind_combo = QComboBox()
+        self.kind_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.kind_combo.setMinimumContentsLength(KIND_CHARS)  # the whole label shows in its list
+        self.kind_combo.setToolTip("What to predict; a classification file with a second text column makes pairs")
         for kind in TASKS:
             self.kind_combo.addItem(KIND_LABELS[kind], kind)
         self.epochs = self._number(NumberBox(1), "epochs", (0.1, 100), "Passes over the training examples")
@@ -144,6 +167,7 @@ class FinetuneForm(QWidget):
         task_row = QHBoxLayout()
         task_row.addWidget(self.task_edit, 1)
         task_row.addWidget(self.task_button)
+        task_row.addWidget(self.example_button)
         task_row.addWidget(self.kind_combo)
         grid = QGridLayout(self)
         grid.addWidget(QLabel("Model"), 0, 0)
@@ -237,10 +261,22 @@ class FinetuneForm(QWidget):
         if path:
             self.task_edit.setText(path)
 
+    def use_example(self, name: str) -> None:
+        """The built-in example task `name` becomes the task, and its kind the kind (once its files are written)."""
+        self.examples.start(lambda progress: builtin_task(name, progress))
+
+    def _on_example_ready(self, example: BuiltinTask) -> None:
+        self.kind_combo.setCurrentIndex(self.kind_combo.findData(example.kind))
+        self.task_edit.setText(str(example.train))
+
     def options(self) -> FinetuneOptions:
+        train = Path(self.task_edit.text().strip())
+        example = builtin_task_of(train)  # its validation and test files come with it
         return FinetuneOptions(
             task=self.kind_combo.currentData(),
-            train=Path(self.task_edit.text().strip()),
+            train=train,
+            validation=example.files[1] if example else None,
+            test=example.files[2] if example else None,
             learning_rate=self.learning_rate.value() or None,  # MEASURED: the engine's rule
             epochs=self.epochs.value(),
             batch_size=self.batch_size.value(),
@@ -259,3 +295,38 @@ class FinetuneForm(QWidget):
         if not self.task_edit.text().strip():
             raise UserError("Choose the labelled task file first.")
         return StartingModel(model, self.scratch_box.isChecked())
+
+    def state(self) -> dict:
+        """What the form holds, as the window remembers it between starts (`restore` takes it back)."""
+        return {
+            "model": self.model_combo.currentData() or "",
+            "scratch": self.scratch_box.isChecked(),
+            "task": self.task_edit.text(),
+            "kind": self.kind_combo.currentData(),
+            "report_to": self.report_to.currentData(),
+            **{name: getattr(self, name).value() for name in REMEMBERED_NUMBERS},
+        }
+
+    def restore(self, state: dict) -> None:
+        """Put back what `state` holds, each value on its own: one of another type, out of its field's range or no
+        longer offered (a model gone) leaves its field as it is."""
+        for name in REMEMBERED_NUMBERS:
+            box, value = getattr(self, name), state.get(name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                if box.minimum() <= value <= box.maximum():
+                    box.setValue(type(box.value())(value))
+        for name, combo in (("kind", self.kind_combo), ("report_to", self.report_to), ("model", self.model_combo)):
+            index = combo.findData(state[name]) if isinstance(state.get(name), str) and state[name] else -1
+            if index >= 0:
+                combo.setCurrentIndex(index)
+                if name == "model":
+                    self._on_model_picked()
+        if isinstance(state.get("scratch"), bool):
+            self.scratch_box.setChecked(state["scratch"])
+        if isinstance(state.get("task"), str):
+            self.task_edit.setText(state["task"])
+
+
+REMEMBERED_NUMBERS = (
+    "epochs", "learning_rate", "batch_size", "grad_accumulation", "freeze_layers", "doc_stride", "max_answer_length"
+)  # fmt: skip

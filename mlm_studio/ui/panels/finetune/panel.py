@@ -107,6 +107,9 @@ class FinetunePanel(RunSeries, QWidget):
         self.mistakes_task = TaskRunner(self)
         self.mistakes_task.succeeded.connect(self._on_mistakes)
         self.mistakes_task.failed.connect(lambda m: self.message_bar.show_message(f"Could not list the mistakes: {m}"))
+        self.form.example_failed.connect(
+            lambda m: self.message_bar.show_message(f"Could not write the built-in example: {m}")
+        )
         self.exporter = RunExporter(self, self.message_bar, lambda _: None)
         self.plots = FinetunePlots(sliced=sliced)
         self.construction = self.plots.construction  # the slow part: the rest is built at once

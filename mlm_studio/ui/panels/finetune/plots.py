@@ -1,6 +1,7 @@
 """The live plots of a fine-tuning: one metric per plot, each axis naming it. The training loss beside the
 validation loss (both in nats), the training accuracy, and apart from it the validation score that chooses the best
-checkpoint (macro-F1, or entity F1 for entity tags); the learning rate, the gradient norm and the speed."""
+checkpoint (macro-F1, entity F1 for entity tags, answer F1 for questions); the learning rate, the gradient norm and
+the speed."""
 
 from __future__ import annotations
 
