@@ -74,6 +74,12 @@ class MicroStep:
     detection: torch.Tensor | None = None  # ELECTRA's DETECTION_SUMS
 
 
+def dropout_seed(seed: int, step: int) -> int:
+    """The global seed set before the step after `step` completed steps: its dropout (and anything else its
+    micro-batches draw from PyTorch's global generator), reproducible per step."""
+    return seed * 1_000_003 + step
+
+
 class Loop:
     """Trains `self.model` with `self.optimizer` (both made by the recipe before it calls `_ready`)."""
 
@@ -273,7 +279,7 @@ class Loop:
         """One optimizer step: forward and backward over each micro-batch, then clipping and the update, which a
         non-finite loss or gradient skips (every process agrees)."""
         t = self.config.training
-        torch.manual_seed(t.seed * 1_000_003 + self.step)  # dropout, reproducible per step
+        torch.manual_seed(dropout_seed(t.seed, self.step))
         self.model.train()
         step = StepSums(torch.zeros((), device=self.device), torch.zeros((), device=self.device, dtype=torch.long))
         for micro in range(t.grad_accumulation):

@@ -31,6 +31,11 @@ from mlm_studio.core.training.held_out import detection_scores, held_out_sums, m
 from mlm_studio.core.training.probes import load_probes, score_probes
 
 
+def masking_seed(seed: int, micro_batch: int, rank: int = 0, world_size: int = 1) -> int:
+    """The seed that masks micro-batch `micro_batch` of process `rank` in a run seeded with `seed`."""
+    return (seed * 2_000_003 + micro_batch) * max(1, world_size) + rank
+
+
 class Trainer(Loop):
     """Trains the run's model on `train` blocks, evaluating on `validation` blocks."""
 
@@ -90,7 +95,7 @@ class Trainer(Loop):
     def micro_step(self, index: int) -> MicroStep:
         """A micro-batch of blocks, masked by a seed of the run, the micro-batch and the process."""
         t = self.config.training
-        seed = (t.seed * 2_000_003 + index) * max(1, self.dist.world_size) + self.dist.rank
+        seed = masking_seed(t.seed, index, self.dist.rank, self.dist.world_size)
         masked, attention, real = self._micro_batch(self.train_blocks, self.order(index), seed)
         with self._autocast():
             out = self.forward(masked.input_ids, attention, masked.labels)
