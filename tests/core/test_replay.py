@@ -9,6 +9,7 @@ import pytest
 from mlm_studio.core.config.sections import MaskingConfig
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.data.masking import MaskKind
+from mlm_studio.core.storage.step_file import read_steps
 from mlm_studio.core.training.replay import ReplayRefused, replay_step
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
@@ -54,11 +55,12 @@ def test_a_replayed_step_has_the_loss_the_trainer_logged(
     tmp_path, small_corpus, small_tokenizer, strategy, objective, precision
 ):
     run = trained(tmp_path / "run", replay_config(strategy, objective, precision), small_corpus, small_tokenizer)
-    logged = logged_losses(run)
+    logged, kept = logged_losses(run), read_steps(run.path, run.name)
     for step in range(2, STEPS + 1):
         replay = replay_step(run.path, step)
         assert replay.exact and replay.checkpoint == f"step-{step - 1:07d}"
         assert replay.loss == pytest.approx(logged[step], rel=1e-4)
+        assert kept.at(step)[0] == pytest.approx(logged[step], rel=1e-6)
         assert sum(s.loss_sum for s in replay.sequences) / replay.predicted == pytest.approx(replay.loss, rel=1e-5)
     sequences = replay.sequences
     assert len(sequences) == 2 * 8  # two micro-batches of eight blocks
@@ -87,6 +89,8 @@ def test_a_run_resumed_after_a_kill_replays_as_one_that_never_stopped(tmp_path, 
         theirs, ours = replay_step(whole.path, step), replay_step(halves.path, step)
         assert ours.loss == theirs.loss == pytest.approx(logged_losses(halves)[step], rel=1e-4)
         assert [s.block for s in ours.sequences] == [s.block for s in theirs.sequences]
+    ours, theirs = read_steps(halves.path, "halves"), read_steps(whole.path, "whole")
+    assert ours.steps.tolist() == list(range(1, 7)) and ours.loss.tolist() == theirs.loss.tolist()
 
 
 def test_without_step_n_minus_1_the_nearest_kept_checkpoint_scores_and_says_so(tmp_path, small_corpus, small_tokenizer):
