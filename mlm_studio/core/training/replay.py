@@ -90,8 +90,15 @@ class Replay:
         return f"{self.checkpoint}, {older} step(s) older than the weights step {self.step} read"
 
 
-def replay_step(path: str | Path, step: int, progress: Progress | None = None, device: str | None = None) -> Replay:
-    """Replay step `step` of the run in `path` (see the module's description); `device` overrides the run's."""
+def replay_step(
+    path: str | Path,
+    step: int,
+    progress: Progress | None = None,
+    device: str | None = None,
+    blocks: BlockSet | None = None,
+) -> Replay:
+    """Replay step `step` of the run in `path` (see the module's description); `device` overrides the run's, and
+    `blocks`, the run's training blocks from `replay_blocks`, save reading its corpus again."""
     run = RunDir(path)
     if run.task is not None:
         raise ReplayRefused(f"{run.name} is a fine-tuning run; replay reads pre-training runs")
@@ -102,7 +109,7 @@ def replay_step(path: str | Path, step: int, progress: Progress | None = None, d
             + (f"; give a step from 1 to {trained}" if trained else "")
         )
     name, weights_step, folder = chosen_weights(run, step)
-    train = replay_blocks(run, progress)
+    train = blocks if blocks is not None else replay_blocks(run, progress)
     config, t = run.config, run.config.training
     torch_device = resolve_device(device or t.device)
     model = build_trained(config)
