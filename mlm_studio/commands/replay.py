@@ -49,10 +49,11 @@ def run(args) -> int:
 
 def _as_text(replay, measured: float | None, count: int) -> str:
     trained = "" if measured is None else f"; the trainer measured {measured:.4f}"
+    shown = min(count, len(replay.sequences))
     lines = [
         f"Step {replay.step}, scored with {replay.checkpoint_said()}.",
         f"Loss {replay.loss:.4f} over {replay.predicted} masked tokens in {len(replay.sequences)} sequences{trained}.",
-        f"The {min(count, len(replay.sequences))} sequences that carried most of it:",
+        f"The {shown} sequence{'s' if shown != 1 else ''} that carried most of it:",
     ]
     for place, sequence in enumerate(replay.sequences[:count], start=1):
         share = sequence.loss_sum / (replay.loss * replay.predicted) if replay.predicted and replay.loss else 0.0
