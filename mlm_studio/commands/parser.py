@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mlm_studio import __version__
+from mlm_studio.commands.replay import add_replay
 from mlm_studio.commands.terminal import INTERRUPTED
 from mlm_studio.commands.values import (
     NEGATIVE_VALUE,
@@ -207,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--best", action="store_true", help="the checkpoint with the lowest validation loss")
     export.add_argument("--overwrite", action="store_true", help="replace an earlier export in OUT_DIR")
     export.set_defaults(run=_deferred("export"))
+    add_replay(commands)
     for each in (parser, *commands.choices.values()):
         each._negative_number_matcher = NEGATIVE_VALUE
     return parser

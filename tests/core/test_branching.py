@@ -220,3 +220,15 @@ def test_a_checkpoint_whose_weights_are_not_finite_is_refused_naming_the_newest_
     said = str(refused.value)
     assert said.startswith("cannot branch from diverged: step-0000008's weights hold values that are not finite")
     assert "will not branch from it" in said and "step-0000012" in said and not (tmp_path / "branch").exists()
+
+
+def test_a_branch_that_skipped_batches_replays_its_steps_exactly(parent, tmp_path):
+    """Replay reads a branch's blocks in the branch's order: each step's loss from the checkpoint before it is the
+    loss the branch logged."""
+    from mlm_studio.core.training.replay import replay_step
+
+    every_step = {"training.checkpoint_interval": 1, "training.keep_checkpoints": 20}
+    run, records = branched(parent, tmp_path / "skip", 4, skip=(4, 7), **every_step)
+    logged = losses(records)
+    for step in (6, 9):
+        assert replay_step(run.path, step).loss == pytest.approx(logged[step], rel=1e-4)

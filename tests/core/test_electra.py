@@ -122,7 +122,7 @@ def test_the_histogram_auc_is_sklearns_to_a_bin():
     generator = torch.Generator().manual_seed(0)
     replaced = torch.rand(5000, generator=generator) < 0.15
     logits = torch.randn(5000, generator=generator) + 1.5 * replaced
-    out = ElectraOutput(None, torch.zeros(0), None, None, logits, replaced)
+    out = ElectraOutput(None, torch.zeros(0), None, None, logits, replaced, torch.zeros(0))
     expected = roc_auc_score(replaced.numpy(), logits.numpy())
     assert auc_from_histogram(out.detection_histogram()) == pytest.approx(expected, abs=1e-3)
 

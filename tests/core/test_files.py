@@ -8,7 +8,14 @@ import threading
 
 import pytest
 
-from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json, atomic_write_text, umask
+from mlm_studio.core.storage.files import (
+    append_whole,
+    atomic_write_folder,
+    atomic_write_json,
+    atomic_write_text,
+    umask,
+)
+from tests.reliability.disks import fill
 
 
 def test_text_is_written_whole_from_a_string_or_from_pieces(tmp_path):
@@ -110,3 +117,17 @@ def test_a_write_the_disk_refuses_names_the_file_meant_not_its_temporary(tmp_pat
             write()
         assert (refused.value.errno, refused.value.filename) == (errno.ENOSPC, str(named))
     assert [p.name for p in disk.iterdir()] == ["filler"]
+
+
+def test_lines_a_full_disk_refuses_are_not_appended_in_part(tmp_path, tmpfs):
+    disk = tmpfs(tmp_path / "disk", "size=16k")
+    path = disk / "metrics.jsonl"
+    append_whole(path, "one\n")
+    fill(disk)
+    for lines in (1100, 5000):  # more than the room left in the file's page: part of it is written, then refused
+        with pytest.raises(OSError):
+            append_whole(path, "two\n" * lines)
+        assert path.read_text() == "one\n"
+    (disk / "filler.bin").unlink()
+    append_whole(path, "three\n")
+    assert path.read_text() == "one\nthree\n"

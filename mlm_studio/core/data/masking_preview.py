@@ -86,7 +86,7 @@ def masking_preview(
     masked = masker(torch.from_numpy(batch.input_ids), torch.from_numpy(batch.word_ids), random)
     generated = _generated(generator, masked, batch.attention_mask, seed) if generator is not None else None
     rows = tuple(
-        _row(
+        preview_row(
             tokenizer,
             batch.input_ids[r],
             masked.input_ids[r].cpu().numpy(),
@@ -130,7 +130,10 @@ def _generated(generator: torch.nn.Module, masked, attention: np.ndarray, seed: 
     return corrupted.cpu().numpy()
 
 
-def _row(tokenizer: MLMTokenizer, original, masked, kinds, attention, generated=None) -> tuple[PreviewToken, ...]:
+def preview_row(
+    tokenizer: MLMTokenizer, original, masked, kinds, attention, generated=None
+) -> tuple[PreviewToken, ...]:
+    """One block's tokens as shown, up to its padding (which the model does not read)."""
     specials = set(tokenizer.special_ids)
     return tuple(
         PreviewToken(

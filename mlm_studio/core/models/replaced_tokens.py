@@ -28,6 +28,7 @@ class ElectraOutput(MLMOutput):
     generator_loss: torch.Tensor  # the generator's masked-LM loss (`loss` is the weighted sum of both)
     detection_logits: torch.Tensor  # (M,) the discriminator's logits of "replaced" at the real tokens
     replaced: torch.Tensor  # (M,) bool: whether each of those tokens differs from the original
+    corrupted: torch.Tensor  # (B, L) the ids the discriminator read: the generator's samples where masked
 
     @property
     def masked_lm_loss(self) -> torch.Tensor:
@@ -86,6 +87,7 @@ class ReplacedTokenDetection(nn.Module):
             generator_loss=generated.loss,
             detection_logits=logits,
             replaced=replaced,
+            corrupted=corrupted,
         )
 
 

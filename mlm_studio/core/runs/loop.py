@@ -55,7 +55,7 @@ from mlm_studio.core.runs.records import (
 from mlm_studio.core.runs.run_folder import RunDir, finite_or_none
 from mlm_studio.core.runs.settings import flat_settings
 from mlm_studio.core.runs.sinks import Sinks
-from mlm_studio.core.runs.step_sums import StepSums, Window
+from mlm_studio.core.runs.step_sums import StepLog, StepSums, Window
 from mlm_studio.core.runs.threads import governor_for
 from mlm_studio.core.storage.checkpoint import load_optimizer, load_weights, read_state, weights_finite
 from mlm_studio.core.storage.crash_report import bug_said
@@ -73,6 +73,12 @@ class MicroStep:
     predicted: int
     tokens: int  # real tokens, padding excluded
     detection: torch.Tensor | None = None  # ELECTRA's DETECTION_SUMS
+
+
+def dropout_seed(seed: int, step: int) -> int:
+    """The global seed set before the step after `step` completed steps: its dropout (and anything else its
+    micro-batches draw from PyTorch's global generator), reproducible per step."""
+    return seed * 1_000_003 + step
 
 
 class Loop:
@@ -109,6 +115,7 @@ class Loop:
         self.stopped_early = False  # a recipe's policy ended the run before its last step
         self.sinks: Sinks | None = None  # opened when it trains: a run that has ended is read, not written
         self._unwritten: list[dict] = []  # metrics a full disk refused, written with the next ones
+        self._steps = StepLog()  # the steps not yet in steps.tsv
         self._last: dict | None = None  # the last record logged: how the run ended, for the sinks
 
     def _ready(self) -> None:
@@ -265,6 +272,7 @@ class Loop:
                     yield self._logged(FailedRecord(self.step + 1, message))
                     return
             out_of_time = self._advance(step.tokens, window, started)
+            self._steps.add(self.step, step.loss_sum, step.predicted, step.norm)
             yield from self._report_step(window, lr, last=self.step == self.total_steps or out_of_time)
         stopped = self.step < self.total_steps and not out_of_time and not self.stopped_early
         if stopped and self.step > self.last_saved:  # a stop right after a checkpoint writes (and says) it once
@@ -275,7 +283,7 @@ class Loop:
         """One optimizer step: forward and backward over each micro-batch, then clipping and the update, which a
         non-finite loss or gradient skips (every process agrees)."""
         t = self.config.training
-        torch.manual_seed(t.seed * 1_000_003 + self.step)  # dropout, reproducible per step
+        torch.manual_seed(dropout_seed(t.seed, self.step))
         self.model.train()
         step = StepSums(torch.zeros((), device=self.device), torch.zeros((), device=self.device, dtype=torch.long))
         for micro in range(t.grad_accumulation):
@@ -337,6 +345,7 @@ class Loop:
             if record is not None:
                 yield self._logged(record)
             window.reset()
+            self._steps.write(self.run_dir.path, self.dist, self.device)
         if self.step % self.eval_interval == 0 or last:
             yield from self.evaluation_records()
         if self.checkpoint_due(last):
@@ -353,6 +362,7 @@ class Loop:
         """Write a checkpoint of finite weights (non-finite ones end the run unsaved); see `_written`."""
         if self._agree(not weights_finite(self.model.parameters())):
             raise RunFailed(diverged_message(self.step, self.run_dir.newest_finite_checkpoint()))
+        self._steps.write(self.run_dir.path, self.dist, self.device)
         state = {**self._state(), **self.recipe_state()}
         keep = self.config.training.keep_checkpoints
         path = yield from self._written(

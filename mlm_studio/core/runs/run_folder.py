@@ -44,9 +44,16 @@ from mlm_studio.core.storage.checkpoint import (
     save_weights,
     write_safetensors,
 )
-from mlm_studio.core.storage.files import atomic_write_folder, atomic_write_json, atomic_write_text, naming
+from mlm_studio.core.storage.files import (
+    append_whole,
+    atomic_write_folder,
+    atomic_write_json,
+    atomic_write_text,
+    naming,
+)
 from mlm_studio.core.storage.json_record import read_record, record_error
 from mlm_studio.core.storage.json_text import read_json
+from mlm_studio.core.storage.step_file import truncate_steps_after
 
 TOKENIZER_PRINT = "tokenizer_sha256"  # in corpus.json: the SHA-256 of the run's tokenizer.json as it started
 INITIAL = "init"
@@ -241,15 +248,7 @@ class RunDir:
 
     def append_metrics(self, records: list[dict[str, Any]]) -> None:
         """Append whole lines; if the disk refuses part of them, the file is cut back to where it was."""
-        text = _json_lines(records)
-        with open(self.metrics_path, "a", encoding="utf-8") as f:
-            start = f.tell()
-            try:
-                f.write(text)
-                f.flush()
-            except OSError:
-                f.truncate(start)
-                raise
+        append_whole(self.metrics_path, _json_lines(records))
 
     def read_metrics(self) -> list[dict[str, Any]]:
         """Every complete record; a line cut short by a crash, a stray line or a damaged byte is left out."""
@@ -267,9 +266,10 @@ class RunDir:
         return typed_records(self.read_metrics(), *classes)
 
     def truncate_metrics_after(self, step: int) -> None:
-        """Drop records past `step` (written after the checkpoint a resume starts from)."""
+        """Drop records past `step` (written after the checkpoint a resume starts from), and steps.tsv's lines."""
         kept = [r for r in self.read_metrics() if r.get("step", 0) <= step]
         atomic_write_text(self.metrics_path, _json_lines(kept))
+        truncate_steps_after(self.path, step)
 
     # --- checkpoints --------------------------------------------------------------------------------
     def checkpoints(self) -> list[Path]:

@@ -1,15 +1,19 @@
 """What the trainer adds up: the sums of one optimizer step over its micro-batches, and of the steps between two
-step records (a window), from which the step record's averages come (ELECTRA's detection sums included)."""
+step records (a window), from which the step record's averages come (ELECTRA's detection sums included); and each
+step's loss and gradient norm until steps.tsv holds them (StepLog)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 from mlm_studio.core.models.replaced_tokens import DETECTION_SUMS, detection_metrics
+from mlm_studio.core.runs.distributed import Distributed, summed
 from mlm_studio.core.runs.records import StepRecord
+from mlm_studio.core.storage.step_file import append_steps
 
 
 @dataclass
@@ -75,3 +79,32 @@ class Window:
             elapsed=elapsed,
             **detection,
         )
+
+
+class StepLog:
+    """A process's steps not yet written: what each measured, then (summed over the processes) the lines a full
+    disk refused."""
+
+    def __init__(self) -> None:
+        self.measured: list[tuple[int, float, int, float]] = []  # step, loss sum, predicted, gradient norm
+        self.unwritten: list[tuple[int, float, float]] = []
+
+    def add(self, step: int, loss_sum: torch.Tensor, predicted: int, norm: torch.Tensor | None) -> None:
+        value = math.nan if norm is None else float(norm)
+        self.measured.append((step, float(loss_sum), predicted, value if math.isfinite(value) else math.nan))
+
+    def write(self, folder: Path, dist: Distributed, device: torch.device) -> None:
+        """Append the steps measured since the last write: each one's loss over the processes (one all-reduce for
+        them all) and gradient norm. Every process calls it; the main one writes."""
+        if not self.measured:
+            return
+        counts = summed(dist, tuple(v for _, loss, count, _ in self.measured for v in (loss, count)), device)
+        for (step, _, _, norm), loss, count in zip(self.measured, counts[::2], counts[1::2], strict=True):
+            self.unwritten.append((step, loss / count if count else math.nan, norm))
+        self.measured = []
+        if dist.main:
+            try:
+                append_steps(folder, self.unwritten)
+            except OSError:
+                return  # kept, and written with the next ones
+        self.unwritten = []

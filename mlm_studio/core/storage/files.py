@@ -42,6 +42,20 @@ def atomic_write_text(path: str | Path, text: str | Iterable[str]) -> Path:
     return _replace(path, "w", [text] if isinstance(text, str) else text)
 
 
+def append_whole(path: str | Path, text: str) -> None:
+    """Append `text` (whole lines) to `path`; if the disk refuses part of it, the file is cut back to where it was.
+    Unbuffered, so that what the disk refused is never written later (by a flush at closing)."""
+    with open(path, "ab", buffering=0) as f:
+        start = f.tell()
+        rest = memoryview(text.encode("utf-8"))
+        try:
+            while rest:
+                rest = rest[f.write(rest) :]
+        except OSError:
+            f.truncate(start)
+            raise
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     """`data` written as `atomic_write_text` writes text."""
     return _replace(path, "wb", [data])

@@ -26,9 +26,21 @@ from mlm_studio.core.runs.loop import Loop, MicroStep
 from mlm_studio.core.runs.records import EvalRecord, FinishedRecord, ProbeRecord, Record, StartedRecord, WarningRecord
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import load_weights
-from mlm_studio.core.training.branch_record import branch_order
+from mlm_studio.core.training.branch_record import SkippingOrder, branch_order
 from mlm_studio.core.training.held_out import detection_scores, held_out_sums, mask_blocks
 from mlm_studio.core.training.probes import load_probes, score_probes
+
+
+def training_order(run: RunDir, blocks: int, rank: int = 0, world_size: int = 1) -> BlockOrder | SkippingOrder:
+    """The order in which process `rank` of `world_size` reads the run's `blocks` training blocks: a branch's passes
+    over the batches it skips."""
+    t = run.config.training
+    return branch_order(run, BlockOrder(blocks, t.batch_size, t.seed, rank, world_size), t.grad_accumulation)
+
+
+def masking_seed(seed: int, micro_batch: int, rank: int = 0, world_size: int = 1) -> int:
+    """The seed that masks micro-batch `micro_batch` of process `rank` in a run seeded with `seed`."""
+    return (seed * 2_000_003 + micro_batch) * max(1, world_size) + rank
 
 
 class Trainer(Loop):
@@ -66,8 +78,7 @@ class Trainer(Loop):
         self.last_eval: EvalRecord | None = None
         self.restarted = False  # resumed without a checkpoint: the recorded steps are trained again from 0
         self._ready()
-        order = BlockOrder(len(train), t.batch_size, t.seed, distributed.rank, distributed.world_size)
-        self.order = branch_order(run, order, t.grad_accumulation)  # a branch passes over the batches it skips
+        self.order = training_order(run, len(train), distributed.rank, distributed.world_size)
 
     def start_fresh(self) -> None:
         initial = self.run_dir.initial_weights
@@ -91,7 +102,7 @@ class Trainer(Loop):
     def micro_step(self, index: int) -> MicroStep:
         """A micro-batch of blocks, masked by a seed of the run, the micro-batch and the process."""
         t = self.config.training
-        seed = (t.seed * 2_000_003 + index) * max(1, self.dist.world_size) + self.dist.rank
+        seed = masking_seed(t.seed, index, self.dist.rank, self.dist.world_size)
         masked, attention, real = self._micro_batch(self.train_blocks, self.order(index), seed)
         with self._autocast():
             out = self.forward(masked.input_ids, attention, masked.labels)

@@ -31,6 +31,7 @@ from mlm_studio.ui.panels.plots_area import PlotsArea
 from mlm_studio.ui.panels.run_header import RunHeader
 from mlm_studio.ui.panels.runs_page import RunsPage
 from mlm_studio.ui.panels.shown_run import ShownRun
+from mlm_studio.ui.panels.step_batch import StepBatches
 from mlm_studio.ui.run_export import RunExporter
 from mlm_studio.ui.theme import PALETTE_CHANGES, ToneLabel, glyph_icon
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, PREPARING, RUNNING, TrainingController
@@ -64,6 +65,7 @@ class TrainingPanel(QWidget):
         self._build(sliced, runs_root)
         views = (self.header, self.plots, self.message_bar, self.runs.table)
         self.shown = ShownRun(workspace, self.controller, views, self.probes_editor.count)
+        self.step_batches = StepBatches(self.plots, workspace)  # after ShownRun: it draws the curves first
         self.exporter = RunExporter(self, self.message_bar, self._log)
         self.exporter.finished.connect(self._update_controls)
         for signal in (workspace.corpus_changed, workspace.tokenizer_changed, workspace.config_changed):

@@ -71,6 +71,7 @@ class LivePlots(QWidget):
     run's replaced-token detection, shown once it has values."""
 
     hovered = Signal(str)  # the values under the mouse, or "" when it leaves the plots
+    loaded = Signal()  # a run's records replaced the curves
 
     PLOTS: ClassVar[dict[str, tuple[str, bool]]] = {
         "loss": ("loss", False),
@@ -208,6 +209,7 @@ class LivePlots(QWidget):
         for record in records:
             self.add(record.get("type", ""), record)
         self.redraw(everything=True)
+        self.loaded.emit()
 
     def clear(self) -> None:
         """No curves and no reading: what a new run starts from."""

@@ -1,0 +1,79 @@
+"""The Training panel's step batches: a run's spikes marked on its loss plot, a click on a point of its curves opens
+that step's batch, replayed with the checkpoint before it, or says in a sentence why it cannot be."""
+
+import shutil
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPointF, Qt
+
+from mlm_studio.core.data.masking import MaskKind
+from mlm_studio.core.storage.step_file import HEADER, STEPS_FILE, read_steps, step_lines
+from mlm_studio.ui.panels.step_batch import replayed_cell
+from mlm_studio.ui.panels.training import TrainingPanel
+from mlm_studio.ui.widgets.token_view import TokenView
+from mlm_studio.ui.workspace import Workspace
+
+TIMEOUT_MS = 60_000
+
+
+@pytest.fixture
+def panel(qtbot, trained_runs, tmp_path):
+    """The panel showing a copy of the 40-step run, whose steps.tsv says step 30 spiked."""
+    run = shutil.copytree(trained_runs / "late", tmp_path / "runs" / "late")
+    steps = read_steps(run, "late")
+    loss = steps.loss.copy()
+    loss[29] = 50.0
+    entries = list(zip(steps.steps.tolist(), loss.tolist(), steps.grad_norm.tolist(), strict=True))
+    (run / STEPS_FILE).write_text(HEADER + step_lines(entries), encoding="utf-8")
+    widget = TrainingPanel(Workspace(), tmp_path / "runs")
+    qtbot.addWidget(widget)
+    widget.resize(1200, 760)
+    widget.show()
+    widget.refresh_runs()
+    widget.runs.table.select_run(run)
+    qtbot.mouseClick(widget.runs.open_button, Qt.MouseButton.LeftButton)
+    return widget
+
+
+def click_point(qtbot, panel, plot, step):
+    """A click on the training curve of `plot` at `step`, where the user sees it."""
+    series = panel.plots.series[f"step_{plot}"]
+    index = int(np.flatnonzero(series.x("step") == step)[0])
+    panel.plots.redraw(everything=True)
+    scene = panel.plots.plots[plot].vb.mapViewToScene(QPointF(step, series.y[index]))
+    view = panel.plots.view
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=view.mapFromScene(scene))
+
+
+def test_the_spikes_of_the_shown_run_are_marked_on_its_loss_plot(panel):
+    picker = panel.step_batches.picker
+    assert picker.spikes.tolist() == [30]
+    x, y = picker.marks.getData()
+    assert x.tolist() == [30.0] and y.tolist() == [50.0]
+    assert picker.marks in panel.plots.plots["loss"].items
+
+
+@pytest.mark.parametrize("plot", ["loss", "accuracy", "grad_norm"])
+def test_a_click_on_a_curve_opens_that_steps_batch_scored_with_the_checkpoint_before_it(qtbot, panel, plot):
+    view = panel.step_batches.view
+    click_point(qtbot, panel, plot, 37)
+    qtbot.waitUntil(lambda: view.replay is not None, timeout=TIMEOUT_MS)
+    replay = view.replay
+    assert view.isVisible() and replay.step == 37 and replay.exact and replay.checkpoint == "step-0000036"
+    assert replay.loss == pytest.approx(read_steps(panel.workspace.shown_run, "late").at(37)[0], rel=1e-4)
+    assert view.summary.text().startswith("Scored with step-0000036, the weights step 37 was trained with.")
+    tokens = view.sequences.findChildren(TokenView)
+    worst = replay.sequences[0]
+    assert len(tokens) == len(replay.sequences) == 8
+    masked = [t for t in worst.tokens if t.token.kind != MaskKind.UNTOUCHED]
+    cell = replayed_cell(masked[0])
+    assert cell.text.endswith(f" · {masked[0].loss:.1f}") and "the model's candidates: " in cell.tooltip
+
+
+def test_a_step_without_a_checkpoint_before_it_says_why(qtbot, panel):
+    view = panel.step_batches.view
+    click_point(qtbot, panel, "loss", 2)
+    qtbot.waitUntil(lambda: "keeps no checkpoint" in view.summary.text(), timeout=TIMEOUT_MS)
+    assert view.replay is None
+    assert view.summary.text().startswith("late keeps no checkpoint at or before step 2 to score it with")
