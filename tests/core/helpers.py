@@ -1,5 +1,7 @@
 """Small configurations that train in seconds on the CPU."""
 
+import csv
+import random
 from dataclasses import replace
 
 from hypothesis import strategies as st
@@ -67,3 +69,18 @@ def imports_or_refuses(folder) -> None:
         import_model(folder)
     except InteropError as exc:
         assert str(exc) and "\n" not in str(exc)
+
+
+def two_label_task(path, rows):
+    """`rows` labelled sentences in a CSV at `path`, each of filler words and one word that gives its label away
+    ("value": returns, "raise": errors): a task any model learns in a few steps. The file."""
+    rng = random.Random(0)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["sentence", "category"])
+        for _ in range(rows):
+            label = rng.choice(["returns", "errors"])
+            words = [rng.choice(("the", "of", "a", "list", "to")) for _ in range(rng.randint(3, 9))]
+            words.insert(rng.randint(0, len(words)), {"returns": "value", "errors": "raise"}[label])
+            writer.writerow([" ".join(words), label])
+    return path

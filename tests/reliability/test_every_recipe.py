@@ -1,10 +1,8 @@
 """The loop's fault policies hold for every recipe: the same faults, real where they can be (a filesystem that fills
 up), for pre-training and for fine-tuning alike. Each recipe's run here has checkpoints at steps 4, 8 and 12."""
 
-import csv
 import json
 import math
-import random
 
 import pytest
 import torch
@@ -24,7 +22,7 @@ from mlm_studio.core.runs.records import (
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
-from tests.core.helpers import small_config
+from tests.core.helpers import small_config, two_label_task
 from tests.reliability.disks import fill
 
 RECIPES = ["pre-training", "fine-tuning"]
@@ -33,17 +31,7 @@ RECIPES = ["pre-training", "fine-tuning"]
 @pytest.fixture(scope="module")
 def task_file(tmp_path_factory):
     """150 labelled sentences: 120 train (15 steps of 8 an epoch), 15 validation, 15 test."""
-    rng = random.Random(0)
-    path = tmp_path_factory.mktemp("task") / "task.csv"
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(["sentence", "category"])
-        for _ in range(150):
-            label = rng.choice(["returns", "errors"])
-            words = [rng.choice(("the", "of", "a", "list", "to")) for _ in range(rng.randint(3, 9))]
-            words.insert(rng.randint(0, len(words)), {"returns": "value", "errors": "raise"}[label])
-            writer.writerow([" ".join(words), label])
-    return path
+    return two_label_task(tmp_path_factory.mktemp("task") / "task.csv", 150)
 
 
 @pytest.fixture

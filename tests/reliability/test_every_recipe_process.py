@@ -2,8 +2,6 @@
 a damaged latest checkpoint. Pre-training and fine-tuning go through the same commands' paths and the same loop,
 and after each fault the run resumes to exactly the scores of a run that met none."""
 
-import csv
-import random
 import signal
 import subprocess
 import sys
@@ -12,7 +10,7 @@ import pytest
 
 from mlm_studio.core.runs.run_folder import RunDir
 from tests.command import mlm_studio
-from tests.core.helpers import config_file
+from tests.core.helpers import config_file, two_label_task
 
 RECIPES = ["pre-training", "fine-tuning"]
 pytestmark = pytest.mark.slow  # processes are the subject
@@ -32,17 +30,7 @@ def pretrained(tmp_path_factory, corpus_file):
 @pytest.fixture(scope="module")
 def task_file(tmp_path_factory):
     """600 labelled sentences: 480 to train on, 60 steps of 8 an epoch."""
-    rng = random.Random(0)
-    path = tmp_path_factory.mktemp("task") / "task.csv"
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(["sentence", "category"])
-        for _ in range(600):
-            label = rng.choice(["returns", "errors"])
-            words = [rng.choice(("the", "of", "a", "list", "to")) for _ in range(rng.randint(3, 9))]
-            words.insert(rng.randint(0, len(words)), {"returns": "value", "errors": "raise"}[label])
-            writer.writerow([" ".join(words), label])
-    return path
+    return two_label_task(tmp_path_factory.mktemp("task") / "task.csv", 600)
 
 
 @pytest.fixture(scope="module")
