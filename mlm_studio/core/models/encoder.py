@@ -80,10 +80,15 @@ def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
         return x
     if x.device.type != "cpu":
         return F.dropout(x, p, True)
+    return x * kept_scaled(x, p)
+
+
+def kept_scaled(x: torch.Tensor, p: float) -> torch.Tensor:
+    """The CPU dropout's multiplier for `x`: 0 where dropped, 1/(1 - p) where kept, in `x`'s dtype."""
     threshold = round(p * 65536)
     bits = torch.empty((x.numel() + 3) // 4, dtype=torch.int64, device=x.device).random_(-(2**63), 2**63 - 1)
     keep = bits.view(torch.int16)[: x.numel()].view(x.shape) >= threshold - 32768
-    return x * keep.to(x.dtype).mul_(65536 / (65536 - threshold))
+    return keep.to(x.dtype).mul_(65536 / (65536 - threshold))
 
 
 _RECORDING = threading.local()  # `maps`: the list this thread's attention probabilities are appended to
@@ -104,17 +109,47 @@ def recorded_attention() -> Iterator[list[torch.Tensor]]:
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, p: float) -> torch.Tensor:
     """Scaled dot-product attention of (B, nh, L, hs) heads, `mask` True where a query may look; dropout `p` on
-    the weights (with the faster dropout on the CPU, where SDPA would sample it slowly)."""
-    recording = getattr(_RECORDING, "maps", None)
-    if recording is not None or (p > 0 and q.device.type == "cpu"):
-        scores = (q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1)  # (B, nh, L, L); scaling q is cheaper
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        probabilities = scores.softmax(-1)
-        if recording is not None:
-            recording.append(probabilities.detach())
-        return dropout(probabilities, p, True) @ v
+    the weights. On the CPU with dropout (SDPA samples it slowly) or in bf16 (its fused kernel's backward runs at
+    a fifth of the matrix multiplies' rate there) it is computed as `ExplicitAttention`; elsewhere by SDPA."""
+    if getattr(_RECORDING, "maps", None) is not None or (
+        q.device.type == "cpu" and (p > 0 or q.dtype != torch.float32)
+    ):
+        return ExplicitAttention.apply(q, k, v, mask, p)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+
+
+class ExplicitAttention(torch.autograd.Function):
+    """Attention as two batched matrix multiplies around a softmax (and the CPU's faster dropout), with a
+    backward of four batched multiplies and one softmax gradient: no pass over the (B, nh, L, L) weights that
+    autograd's chain of scaling, masking and dropout would add. Records the weights while `recorded_attention`
+    is open."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, mask, p):
+        scale = q.shape[-1] ** -0.5
+        scores = (q * scale) @ k.transpose(-2, -1)  # (B, nh, L, L); scaling q is cheaper
+        if mask is not None:
+            scores.masked_fill_(~mask, float("-inf"))
+        probabilities = scores.softmax(-1)
+        recording = getattr(_RECORDING, "maps", None)
+        if recording is not None:
+            recording.append(probabilities)
+        kept = kept_scaled(probabilities, p) if p > 0 else None
+        weights = probabilities if kept is None else probabilities * kept
+        ctx.save_for_backward(q, k, v, probabilities, weights, kept)
+        ctx.scale = scale
+        return weights @ v
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, probabilities, weights, kept = ctx.saved_tensors
+        grad_weights = grad @ v.transpose(-2, -1)
+        if kept is not None:
+            grad_weights.mul_(kept)
+        grad_scores = torch._softmax_backward_data(grad_weights, probabilities, -1, probabilities.dtype)
+        grad_q = (grad_scores @ k).mul_(ctx.scale)
+        grad_k = (grad_scores.transpose(-2, -1) @ q).mul_(ctx.scale)
+        return grad_q, grad_k, weights.transpose(-2, -1) @ grad, None, None
 
 
 def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
