@@ -102,11 +102,12 @@ def test_gradients_of_sparse_and_dense_agree():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_vocabulary_cross_entropy_equals_pytorchs_in_value_and_gradient(dtype):
     generator = torch.Generator().manual_seed(4)
-    base = (torch.randn(37, 1000, generator=generator) * 4).to(dtype)  # 37 rows: not a multiple of its chunks
-    targets = torch.randint(0, 1000, (37,), generator=generator)
+    base = (torch.randn(137, 1000, generator=generator) * 4).to(dtype)  # 137 rows: not a multiple of its chunks
+    targets = torch.randint(0, 1000, (137,), generator=generator)
     ours, theirs = base.clone().requires_grad_(), base.clone().requires_grad_()
-    loss = VocabularyCrossEntropy.apply(ours, targets)
+    loss, top = VocabularyCrossEntropy.apply(ours, targets)
     expected = torch.nn.functional.cross_entropy(theirs.float(), targets)
+    assert torch.equal(top, base.float().amax(-1))
     (loss * 3).backward()
     (expected * 3).backward()
     assert abs(loss.item() - expected.item()) < 1e-5
@@ -116,7 +117,7 @@ def test_vocabulary_cross_entropy_equals_pytorchs_in_value_and_gradient(dtype):
 
 def test_vocabulary_cross_entropy_refuses_a_second_backward():
     logits = torch.randn(4, 10, requires_grad=True)
-    loss = VocabularyCrossEntropy.apply(logits * 1.0, torch.tensor([1, 2, 3, 4]))
+    loss, _ = VocabularyCrossEntropy.apply(logits * 1.0, torch.tensor([1, 2, 3, 4]))
     loss.backward(retain_graph=True)
     with pytest.raises(RuntimeError, match="twice"):
         loss.backward()
