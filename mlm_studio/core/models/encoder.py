@@ -135,11 +135,15 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Ten
     """Scaled dot-product attention of (B, nh, L, hs) heads, `mask` True where a query may look; dropout `p` on
     the weights. On the CPU with dropout (SDPA samples it slowly) or in bf16 (its fused kernel's backward runs at
     a fifth of the matrix multiplies' rate there) it is computed as `ExplicitAttention`; elsewhere by SDPA."""
-    if getattr(_RECORDING, "maps", None) is not None or (
-        q.device.type == "cpu" and (p > 0 or q.dtype != torch.float32)
-    ):
+    if getattr(_RECORDING, "maps", None) is not None or attention_kernel(q.device.type, q.dtype, p) == "explicit":
         return ExplicitAttention.apply(q, k, v, mask, p)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+
+
+def attention_kernel(device_type: str, dtype: torch.dtype, p: float) -> str:
+    """Which computation `attention` trains with on this device at this dtype and dropout: "explicit"
+    (`ExplicitAttention`) or "sdpa" (`F.scaled_dot_product_attention`)."""
+    return "explicit" if device_type == "cpu" and (p > 0 or dtype != torch.float32) else "sdpa"
 
 
 class ExplicitAttention(torch.autograd.Function):
