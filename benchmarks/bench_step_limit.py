@@ -4,11 +4,13 @@ a whole step turns into model FLOPs, and where the rest of the step's time goes.
 For each shape, in one run: our trainer's step on the built-in corpus's packed blocks at `--precision`; its model
 FLOPs per step, counted by `torch.utils.flop_counter.FlopCounterMode` (matrix products and attention, as
 bench_ceiling.py counts them); every matrix multiply of the step recorded with its shape (`aten.mm`, `addmm`,
-`bmm`) and then timed alone as `torch.mm`/`torch.bmm` at that shape and dtype, so that the step's *GEMM rate* is
+`bmm`) and timed alone as `torch.mm`/`torch.bmm` at that shape and dtype after each timed step (a shared machine's
+load then falls on both alike; the medians are compared), so that the step's *GEMM rate* is
 its matrix multiplies' FLOPs over the time they take at those rates (each shape weighted by its share of the
 FLOPs); the **share** is the step's achieved rate (model FLOPs over the median timed step) over that GEMM rate.
 Then one step under `torch.profiler`, its operators' own CPU time grouped: matmul, attention, element-wise, casts,
-optimizer, embedding, data and other.
+optimizer, embedding, data and other. The table's heading gives the CPU's bf16 flags (AVX-512 BF16, AMX, AVX2) and
+each row the attention it trained with (`attention_kernel`: explicit batched multiplies or SDPA's kernel).
 
 The share's ceiling is 100%: a step that did nothing but its matrix multiplies at their own rate. bf16 is only
 worth measuring where the CPU computes it natively (AVX-512 BF16 or AMX; `lscpu` flags `avx512_bf16`, `amx_bf16`):
@@ -46,6 +48,7 @@ from common import machine
 from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.data.tokenizer import train_tokenizer
+from mlm_studio.core.models.encoder import attention_kernel
 from mlm_studio.core.training.runs import NewRun, prepare_trainer
 
 SHAPES = {
@@ -101,6 +104,12 @@ def gemm_seconds(batched: bool, a: tuple, b: tuple, dtype: torch.dtype, repeats:
     return statistics.median(times)
 
 
+def cpu_flags() -> str:
+    """The CPU features that decide bf16's speed, as PyTorch reports them: each present or absent."""
+    found = torch.cpu.get_capabilities()
+    return ", ".join(f"{flag} {'yes' if found.get(flag) else 'no'}" for flag in ("avx512_bf16", "amx_bf16", "avx2"))
+
+
 def group_of(name: str) -> str:
     op = name.removeprefix("aten::").lower()
     for group, fragments in GROUPS:
@@ -124,18 +133,16 @@ def measure(shape: str, precision: str, steps: int, corpus) -> dict:
         shapes = MatmulShapes()
         with FlopCounterMode(display=False) as counter, shapes:
             tokens = step(1).tokens
-        seconds = []
-        for n in range(steps):
+        gemm_total = sum(count * gemm_flops(batched, a, b) for (batched, a, b, _), count in shapes.seen.items())
+        seconds, gemm_times = [], []
+        for n in range(steps):  # each step then its multiplies alone: a shared machine's load falls on both
             start = time.perf_counter()
             step(2 + n)
             seconds.append(time.perf_counter() - start)
+            gemm_times.append(sum(count * gemm_seconds(*key, repeats=3) for key, count in shapes.seen.items()))
         with profile(activities=[ProfilerActivity.CPU]) as profiled:
             step(2 + steps)
-    flops, median = counter.get_total_flops(), statistics.median(seconds)
-    gemm_total = gemm_time = 0.0
-    for (batched, a, b, dtype), count in shapes.seen.items():
-        gemm_total += count * gemm_flops(batched, a, b)
-        gemm_time += count * gemm_seconds(batched, a, b, dtype)
+    flops, median, gemm_time = counter.get_total_flops(), statistics.median(seconds), statistics.median(gemm_times)
     groups: dict[str, float] = defaultdict(float)
     others: Counter = Counter()
     for event in profiled.key_averages():
@@ -143,8 +150,11 @@ def measure(shape: str, precision: str, steps: int, corpus) -> dict:
         if group_of(event.key) == "other":
             others[event.key] += event.self_cpu_time_total
     total = sum(groups.values()) or 1.0
+    model = trainer.config.model
+    dtype = torch.float32 if precision == "fp32" else torch.bfloat16
     return {
-        "shape": f"{shape} ({trainer.config.model.num_hidden_layers}×{trainer.config.model.hidden_size})",
+        "shape": f"{shape} ({model.num_hidden_layers}×{model.hidden_size})",
+        "attention": attention_kernel("cpu", dtype, model.attention_probs_dropout_prob),
         "tokens/s": tokens / median,
         "MFLOP/token": flops / tokens / 1e6,
         "step GFLOP/s": flops / median / 1e9,
@@ -162,8 +172,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=6, help="steps timed for each shape")
     args = parser.parse_args()
     corpus = load_corpus(corpus_files("builtin"))
-    print(f"\nbuilt-in corpus, {args.precision}; {machine()}; load average {os.getloadavg()[0]:.1f} at the start")
-    columns = ("shape", "tokens/s", "MFLOP/token", "step GFLOP/s", "its GEMMs' GFLOP/s", "share", "time by group")
+    print(
+        f"\nbuilt-in corpus, {args.precision}; {machine()}; CPU flags: {cpu_flags()}; "
+        f"load average {os.getloadavg()[0]:.1f} at the start"
+    )
+    columns = ("shape", "tokens/s", "MFLOP/token", "step GFLOP/s", "its GEMMs' GFLOP/s", "share", "attention",
+               "time by group")  # fmt: skip
     print(f"| {' | '.join(columns)} |\n|{'---|' * len(columns)}", flush=True)
     for shape in args.shapes:
         m = measure(shape, args.precision, args.steps, corpus)
@@ -171,7 +185,7 @@ def main() -> None:
         groups = ", ".join(f"{group} {value:.0%}" for group, value in m["groups"].items() if value >= 0.01)
         print(
             f"| {m['shape']} | {m['tokens/s']:,.0f} | {m['MFLOP/token']:.2f} | {m['step GFLOP/s']:.1f} | "
-            f"{m['GEMM GFLOP/s']:.1f} | **{share:.0%}** | {groups} |",
+            f"{m['GEMM GFLOP/s']:.1f} | **{share:.0%}** | {m['attention']} | {groups} |",
             flush=True,
         )
         print(f"{m['shape']}: the most time among the others: {', '.join(m['others'])}", file=sys.stderr)

@@ -63,7 +63,7 @@ def forcing(model: ReplacedTokenDetection, choose) -> None:
         out = real(input_ids, attention_mask, labels)
         logits = torch.full_like(out.logits, -1e4)
         logits[torch.arange(len(out.labels)), choose(out.labels)] = 1e4
-        return MLMOutput(out.loss, logits, out.labels)
+        return MLMOutput(out.loss, logits, out.labels, None)
 
     model.generator.forward = forward
 
@@ -122,7 +122,7 @@ def test_the_histogram_auc_is_sklearns_to_a_bin():
     generator = torch.Generator().manual_seed(0)
     replaced = torch.rand(5000, generator=generator) < 0.15
     logits = torch.randn(5000, generator=generator) + 1.5 * replaced
-    out = ElectraOutput(None, torch.zeros(0), None, None, logits, replaced, torch.zeros(0))
+    out = ElectraOutput(None, torch.zeros(0), None, None, None, logits, replaced, torch.zeros(0))
     expected = roc_auc_score(replaced.numpy(), logits.numpy())
     assert auc_from_histogram(out.detection_histogram()) == pytest.approx(expected, abs=1e-3)
 

@@ -5,7 +5,7 @@ import transformers
 from mlm_studio.core.config.sections import ModelConfig
 from mlm_studio.core.data.masking import IGNORE_INDEX
 from mlm_studio.core.models.bert import BertForMaskedLM
-from mlm_studio.core.models.encoder import VocabularyCrossEntropy, decay_groups
+from mlm_studio.core.models.encoder import ExplicitAttention, VocabularyCrossEntropy, attention_kernel, decay_groups
 
 CONFIG = ModelConfig(
     vocab_size=300,
@@ -102,11 +102,12 @@ def test_gradients_of_sparse_and_dense_agree():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_vocabulary_cross_entropy_equals_pytorchs_in_value_and_gradient(dtype):
     generator = torch.Generator().manual_seed(4)
-    base = (torch.randn(37, 1000, generator=generator) * 4).to(dtype)  # 37 rows: not a multiple of its chunks
-    targets = torch.randint(0, 1000, (37,), generator=generator)
+    base = (torch.randn(137, 1000, generator=generator) * 4).to(dtype)  # 137 rows: not a multiple of its chunks
+    targets = torch.randint(0, 1000, (137,), generator=generator)
     ours, theirs = base.clone().requires_grad_(), base.clone().requires_grad_()
-    loss = VocabularyCrossEntropy.apply(ours, targets)
+    loss, top = VocabularyCrossEntropy.apply(ours, targets)
     expected = torch.nn.functional.cross_entropy(theirs.float(), targets)
+    assert torch.equal(top, base.float().amax(-1))
     (loss * 3).backward()
     (expected * 3).backward()
     assert abs(loss.item() - expected.item()) < 1e-5
@@ -116,7 +117,7 @@ def test_vocabulary_cross_entropy_equals_pytorchs_in_value_and_gradient(dtype):
 
 def test_vocabulary_cross_entropy_refuses_a_second_backward():
     logits = torch.randn(4, 10, requires_grad=True)
-    loss = VocabularyCrossEntropy.apply(logits * 1.0, torch.tensor([1, 2, 3, 4]))
+    loss, _ = VocabularyCrossEntropy.apply(logits * 1.0, torch.tensor([1, 2, 3, 4]))
     loss.backward(retain_graph=True)
     with pytest.raises(RuntimeError, match="twice"):
         loss.backward()
@@ -181,6 +182,32 @@ def test_fast_dropout_drops_at_the_rate_and_keeps_the_expectation(p):
     torch.manual_seed(0)
     assert torch.equal(dropout(x, p, training=True), y)
     assert dropout(x, p, training=False) is x and dropout(x, 0.0, training=True) is x
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_explicit_attention_equals_sdpa_in_value_and_gradient_under_a_band_mask(dtype):
+    """What the CPU trains bf16 with (its hand-written backward) gives SDPA's values and gradients in fp32, and
+    SDPA's in fp32 to bf16's precision."""
+    generator = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(3, 2, 20, 8, generator=generator) for _ in range(3))
+    offsets = torch.arange(20)
+    mask = ((offsets[:, None] - offsets[None, :]).abs() <= 4) & torch.tensor([True] * 17 + [False] * 3)
+    grad = torch.randn(3, 2, 20, 8, generator=generator)
+    results = []
+    for compute in (ExplicitAttention.apply, None):
+        inputs = [t.to(dtype if compute else torch.float32).requires_grad_() for t in (q, k, v)]
+        if compute:
+            out = compute(*inputs, mask[None, None], 0.0)
+        else:
+            out = torch.nn.functional.scaled_dot_product_attention(*inputs, attn_mask=mask[None, None])
+        out.backward(grad.to(out.dtype))
+        results.append([out.float()] + [t.grad.float() for t in inputs])
+    tolerance = 1e-5 if dtype == torch.float32 else 3e-2
+    for ours, theirs in zip(*results):
+        torch.testing.assert_close(ours, theirs, atol=tolerance, rtol=0)
+    assert attention_kernel("cpu", torch.bfloat16, 0.0) == "explicit"
+    assert attention_kernel("cpu", torch.float32, 0.0) == "sdpa"
+    assert attention_kernel("cpu", torch.float32, 0.1) == "explicit"
 
 
 def test_attention_with_dropout_off_matches_scaled_dot_product_attention():

@@ -30,6 +30,15 @@ class MLMOutput:
     # else (B, L, V)
     logits: torch.Tensor
     labels: torch.Tensor | None  # (N,) the labels those logits predict
+    top: torch.Tensor | None  # (N,) fp32: the largest of each row of those logits, where the loss found it
+
+    def correct(self) -> torch.Tensor:
+        """How many labels are their row's most likely token (read before the backward). From the loss's row
+        maxima, a label tied with another for the largest logit counts as predicted; argmax, slow on the CPU,
+        would pick the first of them."""
+        if self.top is None:
+            return (self.logits.detach().argmax(-1) == self.labels).sum()
+        return (self.logits.detach().gather(1, self.labels[:, None]).squeeze(1).float() == self.top).sum()
 
     @property
     def masked_lm_loss(self) -> torch.Tensor | None:
@@ -42,28 +51,43 @@ class MLMOutput:
 
 
 class VocabularyCrossEntropy(torch.autograd.Function):
-    """Mean cross-entropy of (N, V) logits against (N,) targets, computed without a log-softmax the size of the
-    logits: the forward keeps each row's log-sum-exp (computed a few rows at a time), the backward turns the
-    logits' own memory into their gradient, softmax minus one-hot. Large fresh tensors cost page faults on the CPU;
-    this saves three of them per step. The logits cannot be read after the backward, nor backpropagated twice."""
+    """Mean cross-entropy of (N, V) logits against (N,) targets, and each row's largest logit (N,) in fp32, computed
+    without a log-softmax the size of the logits: the forward keeps each row's log-sum-exp, the backward turns the
+    logits' own memory into their gradient, softmax minus one-hot. Both work a few rows at a time in fp32, so bf16
+    logits are never copied whole to fp32. Large fresh tensors cost page faults on the CPU; this saves three of
+    them per step. The logits cannot be read after the backward, nor backpropagated twice."""
+
+    ROWS = 64  # rows a chunk: 64 × a 30,000-token vocabulary in fp32 is 7.7 MB
 
     @staticmethod
-    def forward(ctx, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        x = logits.float()
-        lse = torch.cat([torch.logsumexp(rows, -1) for rows in x.split(16)])
-        ctx.save_for_backward(x, targets, lse)
-        ctx.dtype, ctx.spent = logits.dtype, False
-        return (lse - x.gather(1, targets[:, None]).squeeze(1)).mean()
+    def forward(ctx, logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        lse, top = [], []
+        for rows in logits.split(VocabularyCrossEntropy.ROWS):
+            x = rows.float()
+            largest = x.amax(-1, keepdim=True)
+            lse.append(largest.squeeze(1) + (x - largest).exp_().sum(-1).log_())
+            top.append(largest.squeeze(1))
+        lse, top = torch.cat(lse), torch.cat(top)
+        ctx.save_for_backward(logits, targets, lse)
+        ctx.spent = False
+        ctx.mark_non_differentiable(top)
+        return (lse - logits.gather(1, targets[:, None]).squeeze(1).float()).mean(), top
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+    def backward(ctx, grad: torch.Tensor, _top: None) -> tuple[torch.Tensor, None]:
         if ctx.spent:
             raise RuntimeError("the masked-LM loss cannot be backpropagated twice: its backward reuses the logits")
         ctx.spent = True
-        x, targets, lse = ctx.saved_tensors
-        softmax = x.sub_(lse[:, None]).exp_()
-        softmax[torch.arange(len(targets), device=x.device), targets] -= 1
-        return softmax.mul_(grad / len(targets)).to(ctx.dtype), None
+        logits, targets, lse = ctx.saved_tensors
+        scale, rows = grad / len(targets), VocabularyCrossEntropy.ROWS
+        for start, chunk in zip(range(0, len(targets), rows), logits.split(rows)):
+            x = chunk.float()  # the chunk itself in fp32, else a copy written back
+            softmax = x.sub_(lse[start : start + rows, None]).exp_()
+            softmax[torch.arange(len(x), device=x.device), targets[start : start + rows]] -= 1
+            softmax.mul_(scale)
+            if softmax is not chunk:
+                chunk.copy_(softmax)
+        return logits, None
 
 
 class Dropout(nn.Dropout):
@@ -80,10 +104,15 @@ def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
         return x
     if x.device.type != "cpu":
         return F.dropout(x, p, True)
+    return x * kept_scaled(x, p)
+
+
+def kept_scaled(x: torch.Tensor, p: float) -> torch.Tensor:
+    """The CPU dropout's multiplier for `x`: 0 where dropped, 1/(1 - p) where kept, in `x`'s dtype."""
     threshold = round(p * 65536)
     bits = torch.empty((x.numel() + 3) // 4, dtype=torch.int64, device=x.device).random_(-(2**63), 2**63 - 1)
     keep = bits.view(torch.int16)[: x.numel()].view(x.shape) >= threshold - 32768
-    return x * keep.to(x.dtype).mul_(65536 / (65536 - threshold))
+    return keep.to(x.dtype).mul_(65536 / (65536 - threshold))
 
 
 _RECORDING = threading.local()  # `maps`: the list this thread's attention probabilities are appended to
@@ -104,17 +133,51 @@ def recorded_attention() -> Iterator[list[torch.Tensor]]:
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, p: float) -> torch.Tensor:
     """Scaled dot-product attention of (B, nh, L, hs) heads, `mask` True where a query may look; dropout `p` on
-    the weights (with the faster dropout on the CPU, where SDPA would sample it slowly)."""
-    recording = getattr(_RECORDING, "maps", None)
-    if recording is not None or (p > 0 and q.device.type == "cpu"):
-        scores = (q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1)  # (B, nh, L, L); scaling q is cheaper
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        probabilities = scores.softmax(-1)
-        if recording is not None:
-            recording.append(probabilities.detach())
-        return dropout(probabilities, p, True) @ v
+    the weights. On the CPU with dropout (SDPA samples it slowly) or in bf16 (its fused kernel's backward runs at
+    a fifth of the matrix multiplies' rate there) it is computed as `ExplicitAttention`; elsewhere by SDPA."""
+    if getattr(_RECORDING, "maps", None) is not None or attention_kernel(q.device.type, q.dtype, p) == "explicit":
+        return ExplicitAttention.apply(q, k, v, mask, p)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+
+
+def attention_kernel(device_type: str, dtype: torch.dtype, p: float) -> str:
+    """Which computation `attention` trains with on this device at this dtype and dropout: "explicit"
+    (`ExplicitAttention`) or "sdpa" (`F.scaled_dot_product_attention`)."""
+    return "explicit" if device_type == "cpu" and (p > 0 or dtype != torch.float32) else "sdpa"
+
+
+class ExplicitAttention(torch.autograd.Function):
+    """Attention as two batched matrix multiplies around a softmax (and the CPU's faster dropout), with a
+    backward of four batched multiplies and one softmax gradient: no pass over the (B, nh, L, L) weights that
+    autograd's chain of scaling, masking and dropout would add. Records the weights while `recorded_attention`
+    is open."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, mask, p):
+        scale = q.shape[-1] ** -0.5
+        scores = (q * scale) @ k.transpose(-2, -1)  # (B, nh, L, L); scaling q is cheaper
+        if mask is not None:
+            scores.masked_fill_(~mask, float("-inf"))
+        probabilities = scores.softmax(-1)
+        recording = getattr(_RECORDING, "maps", None)
+        if recording is not None:
+            recording.append(probabilities)
+        kept = kept_scaled(probabilities, p) if p > 0 else None
+        weights = probabilities if kept is None else probabilities * kept
+        ctx.save_for_backward(q, k, v, probabilities, weights, kept)
+        ctx.scale = scale
+        return weights @ v
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, probabilities, weights, kept = ctx.saved_tensors
+        grad_weights = grad @ v.transpose(-2, -1)
+        if kept is not None:
+            grad_weights.mul_(kept)
+        grad_scores = torch._softmax_backward_data(grad_weights, probabilities, -1, probabilities.dtype)
+        grad_q = (grad_scores @ k).mul_(ctx.scale)
+        grad_k = (grad_scores.transpose(-2, -1) @ q).mul_(ctx.scale)
+        return grad_q, grad_k, weights.transpose(-2, -1) @ grad, None, None
 
 
 def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
@@ -157,16 +220,18 @@ class MaskedLM(nn.Module):
         """With `labels`, logits and loss only where a label is set (unless `dense`); without, every position.
         Sparse, the last layer and the head run only at the labelled positions: the same loss, less work."""
         if labels is None:
-            return MLMOutput(None, self.logits(self.hidden(input_ids, attention_mask)), None)
+            return MLMOutput(None, self.logits(self.hidden(input_ids, attention_mask)), None, None)
         if dense:
             logits = self.logits(self.hidden(input_ids, attention_mask))  # (B, L, V)
             loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE_INDEX)
-            return MLMOutput(loss, logits, labels)
+            return MLMOutput(loss, logits, labels, None)
         selected = labels != IGNORE_INDEX  # (B, L)
         targets = labels[selected]  # (N,)
         logits = self.logits(self.hidden(input_ids, attention_mask, keep=selected))  # (N, V)
-        loss = VocabularyCrossEntropy.apply(logits, targets) if len(targets) else logits.sum() * 0.0
-        return MLMOutput(loss, logits, targets)
+        if not len(targets):
+            return MLMOutput(logits.sum() * 0.0, logits, targets, None)
+        loss, top = VocabularyCrossEntropy.apply(logits, targets)
+        return MLMOutput(loss, logits, targets, top)
 
     def predict_at(self, input_ids: torch.Tensor, positions: torch.Tensor, attention_mask=None) -> torch.Tensor:
         """Logits (N, V) at the (N, 2) [row, column] `positions` only (the last layer runs there alone)."""

@@ -79,18 +79,17 @@ class ModernBertAttention(nn.Module):
     def context(self, x: torch.Tensor, rotary: tuple[torch.Tensor, torch.Tensor], mask) -> torch.Tensor:
         """The heads' attention output before `Wo`, queries and keys rotated by their positions."""
         b, length, h = x.shape
-        q, k, v = self.Wqkv(x).view(b, length, 3, self.heads, h // self.heads).permute(2, 0, 3, 1, 4)
-        cos, sin = rotary  # (L, hs)
-        q, k = _rotated(q, cos, sin), _rotated(k, cos, sin)
-        return merge_heads(attention(q, k, v, mask, self.dropout_p if self.training else 0.0))
+        qkv = self.Wqkv(x).view(b, length, 3, self.heads, h // self.heads).permute(2, 0, 3, 1, 4)
+        q, k = _rotated(qkv[:2], *rotary)  # both at once
+        return merge_heads(attention(q, k, qkv[2], mask, self.dropout_p if self.training else 0.0))
 
 
-def _rotated(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotary position embedding, computed in fp32 as `transformers` does."""
+def _rotated(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+    """Rotary position embedding, `x · cos + rotate_half(x) · sin` with rotate_half's negation folded into
+    `signed_sin` (the same values), in `x`'s precision: bf16 queries and keys stay bf16."""
     half = x.shape[-1] // 2
-    x32 = x.float()
-    turned = torch.cat((-x32[..., half:], x32[..., :half]), dim=-1)
-    return (x32 * cos + turned * sin).to(x.dtype)
+    swapped = torch.cat((x[..., half:], x[..., :half]), dim=-1)
+    return torch.addcmul(x * cos.to(x.dtype), swapped, signed_sin.to(x.dtype))
 
 
 class ModernBertMLP(nn.Module):
@@ -136,9 +135,10 @@ class ModernBertModel(nn.Module):
             self.register_buffer(f"{kind}_inv_freq", frequencies, persistent=False)
 
     def _rotary(self, kind: str, length: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """(cos, sin) of each position's angles, sin negated on the first half (`_rotated`)."""
         angles = torch.arange(length, device=device, dtype=torch.float)[:, None] * getattr(self, f"{kind}_inv_freq")
-        angles = torch.cat((angles, angles), dim=-1)  # (L, hs)
-        return angles.cos(), angles.sin()
+        sin = angles.sin()
+        return torch.cat((angles, angles), dim=-1).cos(), torch.cat((-sin, sin), dim=-1)  # (L, hs) each
 
     def forward(self, input_ids, attention_mask=None, keep=None) -> torch.Tensor:
         length, device = input_ids.shape[1], input_ids.device

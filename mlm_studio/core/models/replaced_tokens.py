@@ -84,6 +84,7 @@ class ReplacedTokenDetection(nn.Module):
             loss=generated.loss + self.detection_weight * detection_loss,
             logits=generated.logits,
             labels=generated.labels,
+            top=generated.top,
             generator_loss=generated.loss,
             detection_logits=logits,
             replaced=replaced,

@@ -106,7 +106,7 @@ class Trainer(Loop):
         masked, attention, real = self._micro_batch(self.train_blocks, self.order(index), seed)
         with self._autocast():
             out = self.forward(masked.input_ids, attention, masked.labels)
-        correct = (out.logits.detach().argmax(-1) == out.labels).sum()  # before the backward reuses them
+        correct = out.correct()  # before the backward reuses the logits
         loss_sum = out.masked_lm_loss.detach().float() * len(out.labels)
         return MicroStep(out.loss, loss_sum, correct, len(out.labels), real, out.detection_sums())
 
