@@ -164,8 +164,6 @@ class MainWindow(QMainWindow):
         self.training_panel.checkpoint_written.connect(self.masking_panel.on_checkpoint)
         self.training_panel.run_finished.connect(self._on_run_finished)
         self.finetune_panel.controller.finished.connect(self._on_run_finished)
-        self.training_panel.checkpoint_written.connect(lambda _: self.workspace.runs_updated())
-        self.finetune_panel.controller.finished.connect(self.workspace.runs_updated)
         self.training_panel.controller.state_changed.connect(self._update_run_status)
         self.workspace.run_changed.connect(lambda _: self._update_run_status())
         self.training_panel.training_run_changed.connect(lambda _: self._update_run_status())

@@ -96,6 +96,7 @@ def test_an_error_about_one_model_leaves_when_another_is_chosen(qtbot, trained_r
         panel.evaluate()
     assert panel.message_bar.level == "error"
     workspace.runs_updated()  # a run wrote a checkpoint: the lists are read again, the same model is chosen
+    qtbot.waitUntil(lambda: not workspace.reading_runs)
     assert panel.message_bar.level == "error" and panel.message_bar.isVisible()
     choose(panel.model_combo, str(root / "early"))
     assert panel.message_bar.text == "" and not panel.message_bar.isVisible()

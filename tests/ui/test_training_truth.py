@@ -233,12 +233,13 @@ def test_at_1280_by_720_both_rows_of_plots_keep_their_axes_and_the_table_shows_f
 
 
 def test_the_runs_table_lists_the_newest_run_first_until_another_column_is_chosen(qtbot, trained_runs):
+    from mlm_studio.ui.runs_folder import RunsFolder
     from mlm_studio.ui.widgets.runs_table import RunsTable
 
     table = RunsTable()
     qtbot.addWidget(table)
-    table.show_runs(trained_runs)
+    table.show_runs(RunsFolder().read(trained_runs).pretraining.found)
     assert [table.item(row, 0).text() for row in range(table.rowCount())] == ["late", "early"]  # trained in turn
     table.sortByColumn(2, Qt.SortOrder.AscendingOrder)  # by step: the user's choice holds on the next refresh
-    table.show_runs(trained_runs)
+    table.show_runs(RunsFolder().read(trained_runs).pretraining.found)
     assert [table.item(row, 0).text() for row in range(table.rowCount())] == ["early", "late"]

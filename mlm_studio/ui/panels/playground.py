@@ -318,7 +318,7 @@ class PlaygroundPanel(QWidget):
         """List the current run, the saved runs and the folders the user chose. A view that showed the current
         run follows it to the new one when another run starts."""
         run = str(self.workspace.run) if self.workspace.run is not None else None
-        entries = model_entries(self.workspace.run, self.runs_root, self.folders)
+        entries = model_entries(self.workspace.run, self.workspace.runs, self.folders)
         for view in self.views:
             refill(view.model_combo, entries, self._chosen.get(id(view)) or run or view.model_combo.currentData())
         self.views[1].model_combo.setEnabled(len(entries) > 1)  # with one model, B has nothing of its own to choose

@@ -68,7 +68,7 @@ class TrainingPanel(QWidget):
             signal.connect(lambda *_: self._update_controls())
         workspace.shown_run_changed.connect(lambda *_: self._update_controls())  # Overlay: not the shown run
         self.probes_editor.changed.connect(self.shown.update_hints)
-        self.refresh_runs()
+        self.runs.refresh()
         self.splitter.setSizes([10_000, self.side.minimumSizeHint().height()])  # the least runs table it shows
         self._update_controls()
         self.shown.update_hints()
@@ -243,7 +243,8 @@ class TrainingPanel(QWidget):
         return self.shown.training
 
     def refresh_runs(self) -> None:
-        self.runs.refresh()
+        """The runs folder read again off the GUI thread: the table follows when what it lists changed."""
+        self.workspace.runs_updated()
 
     def selected_run(self) -> Path | None:
         return self.runs.selected()
@@ -315,7 +316,7 @@ class TrainingPanel(QWidget):
             self._log(note.text)
             self.shown.tell(note.short, "info", run)
         self.start_notes.clear()
-        self.refresh_runs()
+        self.workspace.read_runs()
 
     def _on_record(self, record) -> None:
         self.shown.record(record)

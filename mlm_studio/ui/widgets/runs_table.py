@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
 from mlm_studio.core.durations import format_duration
-from mlm_studio.core.runs.history import PRETRAINING, RunSummary, list_runs, outcome, summarize
+from mlm_studio.core.runs.history import RunSummary, outcome
 
 COLUMNS = ("Run", "State", "Step", "Val loss", "Val acc", "Val step", "Tokens", "Time")
 HEADER_TIPS = {
@@ -53,7 +53,7 @@ class RunsTable(QTableWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(0, len(COLUMNS), parent)
         self._live: tuple[Path, str, int] | None = None
-        self._summaries: dict[Path, RunSummary] = {}  # by resolved folder
+        self._summaries: dict[str, RunSummary] = {}  # by folder, as listed
         self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.setHorizontalHeaderLabels(COLUMNS)
         for column, name in enumerate(COLUMNS):
@@ -68,14 +68,20 @@ class RunsTable(QTableWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
 
-    def show_runs(self, root: Path) -> None:
-        """List the runs under `root`, keeping the selection."""
+    def show_runs(self, runs: tuple[RunSummary, ...]) -> None:
+        """List `runs` (the pre-training runs: fine-tuning runs are the Fine-tune panel's), keeping the selection:
+        the rows of runs gone or changed are replaced, the others left as they are."""
         selected = self.selected_run()
+        wanted = {str(summary.path): summary for summary in runs}
         self.setSortingEnabled(False)
-        self.setRowCount(0)
-        self._summaries.clear()
-        for run in list_runs(root, PRETRAINING):  # fine-tuning runs are the Fine-tune panel's
-            self._add(summarize(run))
+        for row in reversed(range(self.rowCount())):
+            path = self.item(row, 0).data(PATH_ROLE)
+            if wanted.get(path) != self._summaries.get(path):
+                self.removeRow(row)
+                del self._summaries[path]
+        for path, summary in wanted.items():
+            if path not in self._summaries:
+                self._add(summary)
         self.setSortingEnabled(True)
         if selected is not None:
             self.select_run(selected)
@@ -86,8 +92,17 @@ class RunsTable(QTableWidget):
     ) -> None:
         """The run this window trains: its `state` (running, paused, stopping), `step`, and the `tokens` and
         `elapsed` seconds of its last logged step replace what its files tell (no ending yet, the latest
-        checkpoint's step, the last evaluation's counts); None when no training runs."""
+        checkpoint's step, the last evaluation's counts); None when no training runs (its row says what its files
+        told again)."""
+        ended = self._live[0] if self._live is not None and path is None else None
         self._live = (Path(path), state, step, tokens, elapsed) if path is not None else None
+        row = self._row_of(ended) if ended is not None else None
+        if row is not None:  # its cells as its files tell again
+            listed = self.item(row, 0).data(PATH_ROLE)
+            self.setSortingEnabled(False)
+            self.removeRow(row)
+            self._add(self._summaries[listed])
+            self.setSortingEnabled(True)
         self._show_live()
 
     def _show_live(self) -> None:
@@ -115,7 +130,7 @@ class RunsTable(QTableWidget):
     def _add(self, summary: RunSummary) -> None:
         row = self.rowCount()
         self.insertRow(row)
-        self._summaries[summary.path.resolve()] = summary
+        self._summaries[str(summary.path)] = summary
         loss, accuracy, evaluated = summary.val_loss, summary.val_accuracy, summary.val_step
         cells = (
             SortedItem(summary.path.name, summary.modified),
@@ -142,7 +157,8 @@ class RunsTable(QTableWidget):
 
     def summary(self, path: Path) -> RunSummary | None:
         """What the table read of `path` (None for a run it does not list)."""
-        return self._summaries.get(Path(path).resolve())
+        row = self._row_of(Path(path))
+        return self._summaries[self.item(row, 0).data(PATH_ROLE)] if row is not None else None
 
     def selected_run(self) -> Path | None:
         rows = self.selectionModel().selectedRows()

@@ -203,7 +203,7 @@ class FinetuneForm(QWidget):
         return self.workspace.runs_root
 
     def refresh_models(self) -> None:
-        entries = model_entries(self.workspace.run, self.runs_root, self.folders)
+        entries = model_entries(self.workspace.run, self.workspace.runs, self.folders)
         entries = [(label, path) for label, path in entries if not (Path(path) / TASK).is_file()]  # a folder added
         refill(self.model_combo, entries, self.model_combo.currentData())
         self.models_changed.emit()

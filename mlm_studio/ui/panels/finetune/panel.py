@@ -394,7 +394,7 @@ class FinetunePanel(RunSeries, QWidget):
                 self.run_finished.emit(shown)
         if shown is not None:
             self.mistakes_task.start(lambda progress, run=shown: wrong_test_examples(run, progress))
-        self.runs.refresh()
+        self.workspace.read_runs()  # the runs list follows the folder's news
         self._update_controls(IDLE)
 
     def _on_mistakes(self, mistakes) -> None:
