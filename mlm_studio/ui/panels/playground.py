@@ -330,6 +330,14 @@ class PlaygroundPanel(QWidget):
         data = view.model_combo.currentData()
         self._chosen[id(view)] = None if data is None or data == self._current_run else data
 
+    def state(self) -> dict[str, object]:
+        """What the window remembers of this panel between starts: whether it predicts with exact weights."""
+        return {"exact_weights": self.exact_check.isChecked()}
+
+    def restore(self, state: dict[str, object]) -> None:
+        """Return to a remembered `state` (a settings file gives "true" or "false")."""
+        self.exact_check.setChecked(str(state.get("exact_weights", "false")).lower() == "true")
+
     def on_checkpoint(self, path: str) -> None:
         """A new checkpoint of the current run: predict again from it."""
         self._schedule()

@@ -242,6 +242,13 @@ class TrainingPanel(QWidget):
         """The run being prepared or trained; None while idle."""
         return self.shown.training
 
+    def state(self) -> dict[str, object]:
+        """What the window remembers of this panel between starts: its plots' axis and smoothing."""
+        return self.curves.state()
+
+    def restore(self, state: dict[str, object]) -> None:
+        self.curves.restore(state)
+
     def refresh_runs(self) -> None:
         """The runs folder read again off the GUI thread: the table follows when what it lists changed."""
         self.workspace.runs_updated()
