@@ -142,9 +142,9 @@ class MainWindow(QMainWindow):
         yield
         self.training_panel = TrainingPanel(self.workspace, sliced=True)
         yield from self.training_panel.construction.steps
-        self.playground_panel = PlaygroundPanel(self.workspace, self.workspace.runs_root)
+        self.playground_panel = PlaygroundPanel(self.workspace)
         yield
-        self.evaluation_panel = EvaluationPanel(self.workspace, self.workspace.runs_root, sliced=True)
+        self.evaluation_panel = EvaluationPanel(self.workspace, sliced=True)
         yield from self.evaluation_panel.construction.steps
         self.finetune_panel = FinetunePanel(self.workspace, sliced=True)
         yield
@@ -391,6 +391,7 @@ class MainWindow(QMainWindow):
             return
         self._save()
         self._memory_timer.stop()
+        self.workspace.close()
         stop_all_tasks()
         event.accept()
 

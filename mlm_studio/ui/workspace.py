@@ -56,6 +56,7 @@ class Workspace(QObject):
         self._reader.succeeded.connect(self._on_runs_read)
         self._reader.finished.connect(self._read_again)
         self._again = False
+        self._closing = False
 
     @property
     def corpus(self) -> Corpus | None:
@@ -160,11 +161,17 @@ class Workspace(QObject):
         """A run in the folder was added, changed (a checkpoint) or ended: the folder is read again off the GUI
         thread (only the runs whose files changed), then `runs_changed` says so if what it lists changed. Asked
         while a reading runs, one more follows it."""
+        if self._closing:
+            return
         if self._reader.running:
             self._again = True
             return
         folder, root = self._runs_folder(), self._runs_root
         self._reader.start(lambda progress: folder.read(root))
+
+    def close(self) -> None:
+        """The window closes: no reading of the runs folder starts from now on (the one running ends on its own)."""
+        self._closing = True
 
     @property
     def reading_runs(self) -> bool:

@@ -79,6 +79,7 @@ def test_train_it_fine_tunes_the_searched_model_and_task_with_the_chosen_recipe(
 def test_a_search_is_listed_reopened_in_a_new_panel_and_resumed_when_unfinished(searched, qtbot):
     from mlm_studio.core.finetune.recipe.trials import trial_folder
     from mlm_studio.ui.panels.finetune.panel import FinetunePanel
+    from mlm_studio.ui.workspace import Workspace
 
     panel, _ = searched
     (root,) = [p for p in panel.runs_root.iterdir() if p.name.endswith("search")]
@@ -87,7 +88,7 @@ def test_a_search_is_listed_reopened_in_a_new_panel_and_resumed_when_unfinished(
     shutil.copytree(root, unfinished)
     last = found.trials[-1]  # the better candidate's second seed
     shutil.rmtree(trial_folder(unfinished, last.learning_rate, last.seed))
-    reopened = FinetunePanel(panel.workspace, panel.runs_root)  # the window after a restart
+    reopened = FinetunePanel(Workspace(runs_root=panel.runs_root))  # the window after a restart
     qtbot.addWidget(reopened)
     rows = {row[0]: row for row in cells(reopened.runs.table)}
     assert list(rows).index(unfinished.name) < list(rows).index(root.name)  # newest first

@@ -267,7 +267,7 @@ def test_the_panel_stays_narrow_idle_paused_and_after_a_run_with_a_long_runs_fol
     from mlm_studio.ui.workspace import Workspace
 
     runs = tmp_path / "Fine-tuning experiments of the documentation classifier, second attempt" / "runs"
-    panel = FinetunePanel(Workspace(runs_root=runs), runs)
+    panel = FinetunePanel(Workspace(runs_root=runs))
     qtbot.addWidget(panel)
     panel.resize(1000, 700)
     panel.show()

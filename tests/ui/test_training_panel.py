@@ -32,7 +32,8 @@ def panel(qtbot, small_corpus, small_tokenizer, tmp_path):
     workspace.set_corpus(small_corpus)
     workspace.set_tokenizer(small_tokenizer)
     workspace.set_config(small_config(max_steps=30, eval_interval=10, checkpoint_interval=10, log_interval=2))
-    widget = TrainingPanel(workspace, tmp_path / "runs")
+    workspace.set_runs_root(tmp_path / "runs")
+    widget = TrainingPanel(workspace)
     qtbot.addWidget(widget)
     widget.resize(1200, 760)
     widget.show()
@@ -296,7 +297,7 @@ def test_a_time_budget_shows_progress_in_seconds_and_ends_the_run(qtbot, panel):
 
 
 def test_the_reason_start_is_disabled_is_shown_on_the_panel(qtbot, small_corpus, small_tokenizer, tmp_path):
-    panel = TrainingPanel(Workspace(), tmp_path / "runs")
+    panel = TrainingPanel(Workspace(runs_root=tmp_path / "runs"))
     qtbot.addWidget(panel)
     panel.show()
     assert not panel.start_button.isEnabled()

@@ -48,7 +48,8 @@ def panel(qtbot, small_corpus, small_tokenizer, runs):
     workspace.set_corpus(small_corpus)
     workspace.set_tokenizer(small_tokenizer)
     workspace.set_config(small_config(max_steps=4, eval_interval=2, checkpoint_interval=2))
-    widget = TrainingPanel(workspace, runs)
+    workspace.set_runs_root(runs)
+    widget = TrainingPanel(workspace)
     qtbot.addWidget(widget)
     widget.resize(1200, 760)
     widget.show()
@@ -177,7 +178,7 @@ def test_the_runs_buttons_are_enabled_only_where_they_work(qtbot, panel, runs, s
     from mlm_studio.core.training.runs import start_run
 
     start_run(runs / "fresh", small_config(), small_corpus, small_tokenizer)  # no checkpoint yet
-    panel.refresh_runs()
+    panel.workspace.read_runs()
     buttons = panel.runs
     panel.runs.table.select_run(runs / "fresh")
     assert buttons.open_button.isEnabled() and buttons.overlay_button.isEnabled()

@@ -59,13 +59,10 @@ class EvaluationPanel(QWidget):
     tracked = Signal()  # every checkpoint's scores are shown
     probed = Signal()  # a task probe's result is shown
 
-    def __init__(
-        self, workspace: Workspace, runs_root: Path, parent: QWidget | None = None, sliced: bool = False
-    ) -> None:
+    def __init__(self, workspace: Workspace, parent: QWidget | None = None, sliced: bool = False) -> None:
         """`sliced`: leave the construction's steps, one tab each, to the window's launch; otherwise build it all."""
         super().__init__(parent)
         self.workspace = workspace
-        workspace.set_runs_root(runs_root)
         self.subject: Subject | None = None
         self.diagnosis: Diagnosis | None = None
         self.blocks: AnsweredBlocks | None = None  # the evaluated model's samples, as shown
@@ -403,7 +400,6 @@ class EvaluationPanel(QWidget):
 
 
 if __name__ == "__main__":
-    from mlm_studio.core.storage.user_folders import default_runs_dir
     from mlm_studio.ui.preview import preview
 
-    preview(lambda workspace: EvaluationPanel(workspace, default_runs_dir()), loaded=False)
+    preview(EvaluationPanel, loaded=False)

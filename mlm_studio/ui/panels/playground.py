@@ -227,10 +227,9 @@ class PlaygroundPanel(QWidget):
 
     predicted = Signal()
 
-    def __init__(self, workspace: Workspace, runs_root: Path, parent: QWidget | None = None) -> None:
+    def __init__(self, workspace: Workspace, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.workspace = workspace
-        workspace.set_runs_root(runs_root)
         self.folders: list[str] = []
         self._current_run: str | None = None  # the path listed as the current run
         self._chosen: dict[int, str | None] = {}  # per view: the model picked by hand, if any
@@ -449,7 +448,6 @@ class PlaygroundPanel(QWidget):
 
 
 if __name__ == "__main__":
-    from mlm_studio.core.storage.user_folders import default_runs_dir
     from mlm_studio.ui.preview import preview
 
-    preview(lambda workspace: PlaygroundPanel(workspace, default_runs_dir()), loaded=False)
+    preview(PlaygroundPanel, loaded=False)

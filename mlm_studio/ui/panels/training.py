@@ -44,9 +44,7 @@ class TrainingPanel(QWidget):
     run_finished = Signal()
     training_run_changed = Signal(object)  # Path | None: the run being prepared or trained (None when idle)
 
-    def __init__(
-        self, workspace: Workspace, runs_root: Path | None = None, parent: QWidget | None = None, sliced: bool = False
-    ) -> None:
+    def __init__(self, workspace: Workspace, parent: QWidget | None = None, sliced: bool = False) -> None:
         """`sliced`: leave the live plots' construction, one plot per step, to the window's launch."""
         super().__init__(parent)
         self.workspace = workspace
@@ -59,7 +57,7 @@ class TrainingPanel(QWidget):
         self.controller.record.connect(self._on_record)
         self.controller.failed.connect(self._on_failed)
         self.controller.finished.connect(self._on_finished)
-        self._build(sliced, runs_root)
+        self._build(sliced)
         views = (self.header, self.plots, self.message_bar, self.runs.table)
         self.shown = ShownRun(workspace, self.controller, views, self.probes_editor.count)
         self.exporter = RunExporter(self, self.message_bar, self._log)
@@ -74,7 +72,7 @@ class TrainingPanel(QWidget):
         self.shown.update_hints()
 
     # --- layout -------------------------------------------------------------------------------------
-    def _build(self, sliced: bool, runs_root: Path | None) -> None:
+    def _build(self, sliced: bool) -> None:
         self.start_button = QPushButton("Start")
         self.pause_button = QPushButton("Pause")
         self.stop_button = QPushButton("Stop")
@@ -100,8 +98,6 @@ class TrainingPanel(QWidget):
         self.curves.png_button.clicked.connect(lambda: self.exporter.plots_dialog(self.plots))
         self.curves.csv_button.clicked.connect(lambda: self.exporter.csv_dialog(self.workspace.shown_run))
         splitter.addWidget(self.curves)
-        if runs_root is not None:
-            self.workspace.set_runs_root(Path(runs_root))
         splitter.addWidget(self._build_side())
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 0)  # the side keeps the height its table needs; the plots take the rest
@@ -389,4 +385,8 @@ if __name__ == "__main__":
 
     from mlm_studio.ui.preview import preview
 
-    preview(lambda workspace: TrainingPanel(workspace, Path(tempfile.mkdtemp(prefix="mlm-studio-runs-"))))
+    def in_a_new_folder(workspace: Workspace) -> TrainingPanel:
+        workspace.set_runs_root(Path(tempfile.mkdtemp(prefix="mlm-studio-runs-")))
+        return TrainingPanel(workspace)
+
+    preview(in_a_new_folder)

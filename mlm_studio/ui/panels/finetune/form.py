@@ -75,10 +75,9 @@ class FinetuneForm(QWidget):
 
     models_changed = Signal()  # the models offered were listed again
 
-    def __init__(self, workspace: Workspace, runs_root: Path) -> None:
+    def __init__(self, workspace: Workspace) -> None:
         super().__init__()
         self.workspace = workspace
-        workspace.set_runs_root(runs_root)
         self.folders: list[str] = []
         self.following = True  # the chooser takes each new current run, until the user picks another model
         workspace.run_changed.connect(self._on_run_changed)

@@ -86,10 +86,10 @@ class FinetunePanel(RunSeries, QWidget):
     def runs_root(self) -> Path:
         return self.workspace.runs_root
 
-    def __init__(self, workspace: Workspace, runs_root: Path | None = None, sliced: bool = False) -> None:
+    def __init__(self, workspace: Workspace, sliced: bool = False) -> None:
         super().__init__()
         self.workspace = workspace
-        self.form = FinetuneForm(workspace, Path(runs_root) if runs_root else workspace.runs_root)
+        self.form = FinetuneForm(workspace)
         self.run_path: Path | None = None  # the run the single-run tabs show
         self.test: TestRecord | None = None  # its test scores, when it is one run's to export
         self.compare_root: Path | None = None  # the comparison running or shown
