@@ -142,9 +142,9 @@ class MainWindow(QMainWindow):
         yield
         self.training_panel = TrainingPanel(self.workspace, sliced=True)
         yield from self.training_panel.construction.steps
-        self.playground_panel = PlaygroundPanel(self.workspace, self.workspace.runs_root)
+        self.playground_panel = PlaygroundPanel(self.workspace)
         yield
-        self.evaluation_panel = EvaluationPanel(self.workspace, self.workspace.runs_root, sliced=True)
+        self.evaluation_panel = EvaluationPanel(self.workspace, sliced=True)
         yield from self.evaluation_panel.construction.steps
         self.finetune_panel = FinetunePanel(self.workspace, sliced=True)
         yield
@@ -164,8 +164,6 @@ class MainWindow(QMainWindow):
         self.training_panel.checkpoint_written.connect(self.masking_panel.on_checkpoint)
         self.training_panel.run_finished.connect(self._on_run_finished)
         self.finetune_panel.controller.finished.connect(self._on_run_finished)
-        self.training_panel.checkpoint_written.connect(lambda _: self.workspace.runs_updated())
-        self.finetune_panel.controller.finished.connect(self.workspace.runs_updated)
         self.training_panel.controller.state_changed.connect(self._update_run_status)
         self.workspace.run_changed.connect(lambda _: self._update_run_status())
         self.training_panel.training_run_changed.connect(lambda _: self._update_run_status())
@@ -393,6 +391,7 @@ class MainWindow(QMainWindow):
             return
         self._save()
         self._memory_timer.stop()
+        self.workspace.close()
         stop_all_tasks()
         event.accept()
 

@@ -38,6 +38,13 @@ VERSION = 2  # of what is written here; 1 saved splitters by their index
 T = TypeVar("T")
 
 
+class Remembered(Protocol):
+    """A panel whose values the window remembers between starts."""
+
+    def state(self) -> dict[str, object]: ...
+    def restore(self, state: dict[str, object]) -> None: ...
+
+
 class Window(Protocol):
     """What is remembered of the main window (its `MainWindow` restores and saves itself through this module)."""
 
@@ -112,17 +119,22 @@ def _restore_probes(window: Window, settings: QSettings) -> None:
         window.training_panel.set_probes([Probe(**p) for p in json.loads(probes)])
 
 
-def _restore_playground(window: Window, settings: QSettings) -> None:
-    exact = str(settings.value("playground/exact_weights", "false")).lower()
-    window.playground_panel.exact_check.setChecked(exact == "true")
+def remembered_panels(window: Window) -> list[tuple[str, Remembered]]:
+    """The panels that give their remembered values (`state()`) and take them back (`restore`), each with the
+    settings group that keeps them."""
+    return [
+        ("plots", window.training_panel),
+        ("playground", window.playground_panel),
+        ("finetune", window.finetune_panel),
+        ("evaluation", window.evaluation_panel),
+    ]
 
 
-def _restore_plots(window: Window, settings: QSettings) -> None:
-    curves = window.training_panel.curves
-    axis = curves.axis_combo.findData(_value(settings, "plots/axis", str, "step"))
-    curves.axis_combo.setCurrentIndex(max(0, axis))
-    slider = curves.smoothing_slider
-    slider.setValue(bounded_int(settings, "plots/smoothing", slider.value(), slider.minimum(), slider.maximum()))
+def _restore_panels(window: Window, settings: QSettings) -> None:
+    """Each panel's remembered values, as the settings file gives them: the panel checks each one."""
+    for group, panel in remembered_panels(window):
+        keys = [key for key in panel.state() if settings.contains(f"{group}/{key}")]
+        panel.restore({key: settings.value(f"{group}/{key}") for key in keys})
 
 
 def _restore_splitters(window: Window, settings: QSettings) -> None:
@@ -172,21 +184,6 @@ def _restore_current_run(window: Window, settings: QSettings) -> None:
         window.workspace.set_run(Path(path))
 
 
-def _restore_finetune_form(window: Window, settings: QSettings) -> None:
-    """After the current run: the form then offers it, and takes the model it had where that is still offered."""
-    window.finetune_panel.form.restore(_json_object(settings, "finetune/form"))
-
-
-def _restore_probe_file(window: Window, settings: QSettings) -> None:
-    window.evaluation_panel.task_view.restore(_json_object(settings, "evaluation/task"))
-
-
-def _json_object(settings: QSettings, key: str) -> dict:
-    """A setting written as a JSON object; {} for anything else."""
-    value = json.loads(_value(settings, key, str, "{}"))
-    return value if isinstance(value, dict) else {}
-
-
 def _restore_panel(window: Window, settings: QSettings) -> None:
     last = window.navigation.count() - 1
     window.navigation.setCurrentRow(bounded_int(settings, "window/panel", 0, 0, last))
@@ -196,12 +193,9 @@ _RESTORE_STEPS = (
     _restore_options,
     _restore_config,
     _restore_probes,
-    _restore_playground,
-    _restore_plots,
     _restore_splitters,
     _restore_current_run,
-    _restore_finetune_form,
-    _restore_probe_file,
+    _restore_panels,  # after the current run: the Fine-tune form then offers it, and takes back the model it had
     _restore_panel,
 )
 
@@ -231,11 +225,9 @@ def save(window: Window, settings: QSettings | None) -> None:
         pass  # an unfinished probe is not remembered
     settings.setValue("runs/root", str(window.workspace.runs_root))
     settings.setValue("runs/current", str(window.workspace.run or ""))
-    settings.setValue("playground/exact_weights", window.playground_panel.exact_check.isChecked())
-    settings.setValue("plots/axis", window.training_panel.curves.axis_combo.currentData())
-    settings.setValue("plots/smoothing", window.training_panel.curves.smoothing_slider.value())
-    settings.setValue("finetune/form", json.dumps(window.finetune_panel.form.state()))
-    settings.setValue("evaluation/task", json.dumps(window.evaluation_panel.task_view.state()))
+    for group, panel in remembered_panels(window):
+        for key, value in panel.state().items():
+            settings.setValue(f"{group}/{key}", value)
     splitters = {splitter.objectName(): splitter for splitter in named_splitters(window)}
     settings.beginGroup(SPLITTERS)
     for key in settings.childKeys():

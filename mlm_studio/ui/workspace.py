@@ -1,7 +1,8 @@
 """The one state of the workspace that every panel reads and listens to: corpus, reading options, tokenizer, run
-configuration, an imported model that new runs continue pre-training, the runs folder (and when its runs change),
-the current run (the one this window trains or last trained: the model the other panels default to) and the run the
-Training panel shows. Showing a run is looking at it; it never changes what another panel has chosen."""
+configuration, an imported model that new runs continue pre-training, the runs folder and what it lists (read once
+for every panel, and again off the GUI thread when a run changes), the current run (the one this window trains or
+last trained: the model the other panels default to) and the run the Training panel shows. Showing a run is looking
+at it; it never changes what another panel has chosen."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ from mlm_studio.core.config.continuation import from_scratch
 from mlm_studio.core.config.presets import DEFAULT_PRESET, preset
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.data.corpus import Corpus, ReadOptions
+from mlm_studio.ui.tasks import TaskRunner
 
 if TYPE_CHECKING:
     from mlm_studio.core.data.tokenizer import MLMTokenizer
     from mlm_studio.core.models.hf_folder import ImportedModel
+    from mlm_studio.ui.runs_folder import RunsFolder, RunsSnapshot
 
 
 class Workspace(QObject):
@@ -30,7 +33,7 @@ class Workspace(QObject):
     run_changed = Signal(object)  # Path | None: the run this window trains or last trained
     shown_run_changed = Signal(object)  # Path | None: the run whose curves the Training panel shows
     initial_model_changed = Signal(object)  # ImportedModel | None: what new runs start from
-    runs_changed = Signal()  # the runs folder is another, or a run in it was added, changed or ended
+    runs_changed = Signal()  # the runs folder is another, or what it lists changed (`runs`)
 
     def __init__(self, parent: QObject | None = None, runs_root: Path | None = None) -> None:
         super().__init__(parent)
@@ -47,6 +50,13 @@ class Workspace(QObject):
         self._initial: ImportedModel | None = None
         self._scratch = self._config.training  # the training settings before an import, restored after it
         self.read_options = ReadOptions()
+        self._folder: RunsFolder | None = None  # made when first read: it imports the engine
+        self._runs: RunsSnapshot | None = None  # None: not read since the folder was chosen
+        self._reader = TaskRunner(self)
+        self._reader.succeeded.connect(self._on_runs_read)
+        self._reader.finished.connect(self._read_again)
+        self._again = False
+        self._closing = False
 
     @property
     def corpus(self) -> Corpus | None:
@@ -132,8 +142,55 @@ class Workspace(QObject):
         root = Path(root)
         if root != self._runs_root:
             self._runs_root = root
+            self._runs = None
             self.runs_changed.emit()
 
+    @property
+    def runs(self) -> RunsSnapshot:
+        """What the runs folder holds, as last read; the first time after the folder is chosen, read here."""
+        if self._runs is None:
+            self._runs = self._runs_folder().read(self._runs_root)
+        return self._runs
+
+    def read_runs(self) -> None:
+        """Read the runs folder again now, on this thread (only the runs whose files changed): a run this window
+        starts is listed before its first record arrives."""
+        self._on_runs_read(self._runs_folder().read(self._runs_root))
+
     def runs_updated(self) -> None:
-        """A run in the folder was added, changed (a checkpoint) or ended: every list of runs reads it again."""
-        self.runs_changed.emit()
+        """A run in the folder was added, changed (a checkpoint) or ended: the folder is read again off the GUI
+        thread (only the runs whose files changed), then `runs_changed` says so if what it lists changed. Asked
+        while a reading runs, one more follows it."""
+        if self._closing:
+            return
+        if self._reader.running:
+            self._again = True
+            return
+        folder, root = self._runs_folder(), self._runs_root
+        self._reader.start(lambda progress: folder.read(root))
+
+    def close(self) -> None:
+        """The window closes: no reading of the runs folder starts from now on (the one running ends on its own)."""
+        self._closing = True
+
+    @property
+    def reading_runs(self) -> bool:
+        """Whether the runs folder is being read again (what `runs` holds may change when it ends)."""
+        return self._reader.running or self._again
+
+    def _runs_folder(self) -> RunsFolder:
+        if self._folder is None:
+            from mlm_studio.ui.runs_folder import RunsFolder
+
+            self._folder = RunsFolder()
+        return self._folder
+
+    def _on_runs_read(self, snapshot: RunsSnapshot) -> None:
+        if snapshot.root == self._runs_root and snapshot != self._runs:
+            self._runs = snapshot
+            self.runs_changed.emit()
+
+    def _read_again(self) -> None:
+        if self._again:
+            self._again = False
+            self.runs_updated()

@@ -92,7 +92,8 @@ def panel(qtbot, small_corpus, small_tokenizer, tmp_path):
     workspace.set_corpus(small_corpus)
     workspace.set_tokenizer(small_tokenizer)
     workspace.set_config(small_config(max_steps=100_000, eval_interval=100_000, checkpoint_interval=100_000))
-    widget = TrainingPanel(workspace, tmp_path / "runs")
+    workspace.set_runs_root(tmp_path / "runs")
+    widget = TrainingPanel(workspace)
     qtbot.addWidget(widget)
     widget.show()
     yield widget

@@ -148,7 +148,7 @@ def test_the_playground_survives_damaged_models_and_keeps_working(qtbot, finishe
     marker = tmp_path / "payload-ran"
     hostile_pickle(hostile / "pytorch_model.bin", marker)
 
-    panel = PlaygroundPanel(Workspace(), tmp_path / "no-runs")
+    panel = PlaygroundPanel(Workspace(runs_root=tmp_path / "no-runs"))
     qtbot.addWidget(panel)
     panel.show()
     view = panel.views[0]

@@ -96,7 +96,8 @@ def test_out_of_memory_in_the_window_leaves_it_usable(qtbot, tmp_path, small_cor
     workspace.set_corpus(small_corpus)
     workspace.set_tokenizer(small_tokenizer)
     workspace.set_config(small_config(max_steps=12, checkpoint_interval=100, eval_interval=100))
-    panel = TrainingPanel(workspace, tmp_path / "runs")
+    workspace.set_runs_root(tmp_path / "runs")
+    panel = TrainingPanel(workspace)
     qtbot.addWidget(panel)
     panel.show()
     forward, calls = BertForMaskedLM.forward, []
@@ -192,7 +193,7 @@ def test_the_window_shows_why_a_nan_damaged_run_cannot_resume(qtbot, tmp_path, s
     trainer = trainer_for(tmp_path, small_corpus, small_tokenizer, max_steps=4, checkpoint_interval=2)
     list(trainer.run())
     damage_with_nan(trainer.run_dir.latest_checkpoint())
-    panel = TrainingPanel(Workspace(), tmp_path / "runs")
+    panel = TrainingPanel(Workspace(runs_root=tmp_path / "runs"))
     qtbot.addWidget(panel)
     with qtbot.waitSignal(panel.run_finished, timeout=60_000):
         panel.resume_run(trainer.run_dir.path)

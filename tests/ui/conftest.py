@@ -85,7 +85,7 @@ def finetune_panel(qtbot, trained_runs, tmp_path):
     from mlm_studio.ui.workspace import Workspace
     from tests.ui.finetune_driving import TIMEOUT_MS
 
-    widget = FinetunePanel(Workspace(), tmp_path / "runs")
+    widget = FinetunePanel(Workspace(runs_root=tmp_path / "runs"))
     qtbot.addWidget(widget)
     widget.resize(1200, 800)
     widget.show()
@@ -103,7 +103,8 @@ def evaluation_panel(qtbot, trained_runs, small_corpus):
 
     workspace = Workspace()
     workspace.set_corpus(small_corpus)
-    widget = EvaluationPanel(workspace, trained_runs)
+    workspace.set_runs_root(trained_runs)
+    widget = EvaluationPanel(workspace)
     qtbot.addWidget(widget)
     widget.resize(1200, 800)
     widget.show()

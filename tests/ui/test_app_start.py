@@ -105,7 +105,7 @@ def test_an_evaluation_panel_shown_before_its_tabs_are_built_builds_them_then(qt
     from mlm_studio.ui.panels.evaluation import EvaluationPanel
     from mlm_studio.ui.workspace import Workspace
 
-    panel = EvaluationPanel(Workspace(), tmp_path, sliced=True)
+    panel = EvaluationPanel(Workspace(runs_root=tmp_path), sliced=True)
     qtbot.addWidget(panel)
     next(panel.construction.steps)  # the window's first step: the controls
     assert panel.tabs.count() == 0 and not hasattr(panel, "task_view")
@@ -201,7 +201,7 @@ def test_a_training_panel_shown_before_its_plots_are_built_builds_them_then(qtbo
     from mlm_studio.ui.widgets.live_plots import LivePlots
     from mlm_studio.ui.workspace import Workspace
 
-    panel = TrainingPanel(Workspace(), tmp_path, sliced=True)
+    panel = TrainingPanel(Workspace(runs_root=tmp_path), sliced=True)
     qtbot.addWidget(panel)
     next(panel.construction.steps)  # the window's first step: the first plot
     assert list(panel.plots.plots) == ["loss"] and not panel.plots.timer.isActive()

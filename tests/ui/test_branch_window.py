@@ -29,10 +29,10 @@ def runs(trained_runs, tmp_path):
 
 @pytest.fixture
 def panel(qtbot, runs, small_corpus, small_tokenizer):
-    workspace = Workspace()
+    workspace = Workspace(runs_root=runs)
     workspace.set_corpus(small_corpus)
     workspace.set_tokenizer(small_tokenizer)
-    widget = TrainingPanel(workspace, runs)
+    widget = TrainingPanel(workspace)
     qtbot.addWidget(widget)
     widget.resize(1200, 760)
     widget.show()

@@ -231,7 +231,8 @@ def test_two_checkpoints_side_by_side_in_every_view(qtbot, panel, trained_runs, 
 def test_the_panel_opens_on_the_current_run_and_follows_it(qtbot, trained_runs, small_corpus):
     workspace = Workspace()
     workspace.set_run(trained_runs / "early")
-    panel = EvaluationPanel(workspace, trained_runs)
+    workspace.set_runs_root(trained_runs)
+    panel = EvaluationPanel(workspace)
     qtbot.addWidget(panel)
     assert panel.model_combo.currentData() == str(trained_runs / "early")
     assert panel.model_combo.currentText() == "Current run: early"
@@ -256,7 +257,7 @@ def legend_beside_the_data(plot):
 
 
 def test_with_no_model_to_choose_the_chooser_says_so(qtbot, tmp_path):
-    widget = EvaluationPanel(Workspace(), tmp_path)
+    widget = EvaluationPanel(Workspace(runs_root=tmp_path))
     qtbot.addWidget(widget)
     combo = widget.model_combo
     assert combo.count() == 0 and combo.currentIndex() == -1 and combo.placeholderText() == NO_MODEL
@@ -267,7 +268,7 @@ def test_with_no_model_to_choose_the_chooser_says_so(qtbot, tmp_path):
 def test_evaluate_is_offered_once_a_model_is_chosen_and_every_checkpoint_only_for_a_run(qtbot, trained_runs, tmp_path):
     from mlm_studio.core.interop.export import export_model
 
-    widget = EvaluationPanel(Workspace(), trained_runs)
+    widget = EvaluationPanel(Workspace(runs_root=trained_runs))
     qtbot.addWidget(widget)
     widget.model_combo.setCurrentIndex(widget.model_combo.findData(str(trained_runs / "late")))
     assert widget.evaluate_button.isEnabled() and widget.every_button.isEnabled()
@@ -278,7 +279,7 @@ def test_evaluate_is_offered_once_a_model_is_chosen_and_every_checkpoint_only_fo
 
 
 def test_a_message_about_one_tab_leaves_when_another_tab_is_shown(qtbot, tmp_path):
-    widget = EvaluationPanel(Workspace(), tmp_path)
+    widget = EvaluationPanel(Workspace(runs_root=tmp_path))
     qtbot.addWidget(widget)
     widget.show()
     widget.tabs.setCurrentIndex(2)
@@ -289,7 +290,7 @@ def test_a_message_about_one_tab_leaves_when_another_tab_is_shown(qtbot, tmp_pat
 
 
 def test_before_any_evaluation_the_samples_tab_says_what_to_do(qtbot, tmp_path):
-    widget = EvaluationPanel(Workspace(), tmp_path)
+    widget = EvaluationPanel(Workspace(runs_root=tmp_path))
     qtbot.addWidget(widget)
     widget.resize(1100, 600)
     widget.show()
@@ -300,7 +301,7 @@ def test_before_any_evaluation_the_samples_tab_says_what_to_do(qtbot, tmp_path):
 
 def test_the_curves_over_checkpoints_keep_a_readable_height_in_a_1366_by_768_window(qtbot, tmp_path):
     """The panel's share of a 1366×768 window: the curves keep their height and the tab scrolls to them."""
-    widget = EvaluationPanel(Workspace(), tmp_path)
+    widget = EvaluationPanel(Workspace(runs_root=tmp_path))
     qtbot.addWidget(widget)
     widget.resize(1180, 640)
     widget.show()

@@ -88,7 +88,8 @@ def test_an_error_about_one_model_leaves_when_another_is_chosen(qtbot, trained_r
     (RunDir(root / "broken").latest_checkpoint() / "model.safetensors").write_bytes(b"not weights")
     workspace = Workspace()
     workspace.set_corpus(small_corpus)
-    panel = EvaluationPanel(workspace, root)
+    workspace.set_runs_root(root)
+    panel = EvaluationPanel(workspace)
     qtbot.addWidget(panel)
     panel.show()
     choose(panel.model_combo, str(root / "broken"))
@@ -96,6 +97,7 @@ def test_an_error_about_one_model_leaves_when_another_is_chosen(qtbot, trained_r
         panel.evaluate()
     assert panel.message_bar.level == "error"
     workspace.runs_updated()  # a run wrote a checkpoint: the lists are read again, the same model is chosen
+    qtbot.waitUntil(lambda: not workspace.reading_runs)
     assert panel.message_bar.level == "error" and panel.message_bar.isVisible()
     choose(panel.model_combo, str(root / "early"))
     assert panel.message_bar.text == "" and not panel.message_bar.isVisible()
@@ -238,7 +240,7 @@ def test_a_model_picked_by_hand_stays_picked_when_a_run_starts(qtbot, panel, tra
 
 
 def test_a_long_choice_is_cut_with_an_ellipsis_and_whole_in_its_tooltip(qtbot, tmp_path):
-    panel = EvaluationPanel(Workspace(), tmp_path)
+    panel = EvaluationPanel(Workspace(runs_root=tmp_path))
     qtbot.addWidget(panel)
     panel.resize(700, 500)
     panel.show()

@@ -29,7 +29,7 @@ TEXT = "Return the [MASK] of the [MASK]."
 
 @pytest.fixture
 def panel(qtbot, trained_runs):
-    widget = PlaygroundPanel(Workspace(), trained_runs)
+    widget = PlaygroundPanel(Workspace(runs_root=trained_runs))
     qtbot.addWidget(widget)
     widget.resize(1100, 800)
     widget.show()

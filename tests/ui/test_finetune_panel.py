@@ -131,7 +131,7 @@ def test_a_disk_that_fills_up_pauses_the_run_and_resume_finishes_it_once_room_is
     from tests.reliability.disks import fill as fill_disk
 
     disk = tmpfs(tmp_path / "disk", "size=16m")
-    panel = FinetunePanel(Workspace(), disk / "runs")
+    panel = FinetunePanel(Workspace(runs_root=disk / "runs"))
     qtbot.addWidget(panel)
     panel.show()
     panel.form.add_folder(str(trained_runs / "late"))

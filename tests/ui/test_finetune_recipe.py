@@ -95,6 +95,7 @@ def test_a_search_is_listed_reopened_in_a_new_panel_and_resumed_when_unfinished_
     from mlm_studio.core.finetune.recipe.trials import trial_folder
     from mlm_studio.core.runs.control import TrainingControl
     from mlm_studio.ui.panels.finetune.panel import FinetunePanel
+    from mlm_studio.ui.workspace import Workspace
 
     panel, _ = searched
     (root,) = [p for p in panel.runs_root.iterdir() if p.name.endswith("search")]
@@ -107,7 +108,7 @@ def test_a_search_is_listed_reopened_in_a_new_panel_and_resumed_when_unfinished_
     for tried in search(plan_of(read_search(unfinished)), unfinished, control):
         if tried.run == 3 and tried.record.kind == "validation":
             control.stop()
-    reopened = FinetunePanel(panel.workspace, panel.runs_root)  # the window after a restart
+    reopened = FinetunePanel(Workspace(runs_root=panel.runs_root))  # the window after a restart
     qtbot.addWidget(reopened)
     rows = {row[0]: row for row in cells(reopened.runs.table)}
     assert list(rows).index(unfinished.name) < list(rows).index(root.name)  # newest first

@@ -94,7 +94,7 @@ def test_paused_after_a_validation_then_stopped_the_bar_and_status_say_the_runs_
     step, total = seen["steps"][-1], seen["total"]
     assert panel.status_label.text() == f"Paused after step {step} of {total}"
     assert (panel.progress_bar.value(), panel.progress_bar.maximum()) == (step, total)
-    panel.runs.refresh()
+    panel.workspace.read_runs()  # the runs written meanwhile: the list follows
     panel.runs.select(panel.run_path)  # while a run trains no row is chosen: the panel keeps showing it
     assert panel.runs.table.rowCount() == 1 and panel.runs.selected() is None
     panel.stop_button.click()
@@ -163,7 +163,7 @@ def test_a_comparison_is_listed_as_one_item_and_reopens_its_table_plot_and_verdi
 ):
     panel = finetune_panel
     root, done = comparison_and_run
-    panel.runs.refresh()
+    panel.workspace.read_runs()  # the runs written meanwhile: the list follows
     rows = {row[0]: row for row in cells(panel.runs.table)}
     assert sorted(rows) == sorted([root.name, "done"])  # its six runs are the comparison's, not listed alone
     comparison = read_comparison(root)
@@ -267,7 +267,7 @@ def test_the_panel_stays_narrow_idle_paused_and_after_a_run_with_a_long_runs_fol
     from mlm_studio.ui.workspace import Workspace
 
     runs = tmp_path / "Fine-tuning experiments of the documentation classifier, second attempt" / "runs"
-    panel = FinetunePanel(Workspace(runs_root=runs), runs)
+    panel = FinetunePanel(Workspace(runs_root=runs))
     qtbot.addWidget(panel)
     panel.resize(1000, 700)
     panel.show()

@@ -25,7 +25,7 @@ def panel(qtbot, runs):
     from mlm_studio.ui.panels.finetune.panel import FinetunePanel
     from mlm_studio.ui.workspace import Workspace
 
-    widget = FinetunePanel(Workspace(), runs)
+    widget = FinetunePanel(Workspace(runs_root=runs))
     qtbot.addWidget(widget)
     widget.resize(1200, 800)
     widget.show()

@@ -17,6 +17,7 @@ from mlm_studio.core.runs.control import TrainingControl
 from mlm_studio.core.runs.records import StepRecord
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.ui.panels.finetune.comparison import MEAN_HALF_WIDTH, ComparisonView
+from mlm_studio.ui.runs_folder import RunsFolder
 from mlm_studio.ui.trainer_thread import IDLE
 from mlm_studio.ui.widgets.model_choice import model_entries
 from tests.core.family_folders import make_folder
@@ -127,7 +128,7 @@ def test_a_run_chosen_in_the_runs_tab_shows_its_results_and_a_stopped_one_resume
 ):
     panel = finetune_panel
     done, stopped = finished_and_stopped
-    panel.runs.refresh()
+    panel.workspace.read_runs()  # the runs written meanwhile: the list follows
     rows = {row[0]: row for row in cells(panel.runs.table)}
     assert rows["done"][1] == "completed" and rows["stopped"][1] == "stopped"
     assert rows["done"][2] == "late" and rows["done"][3] == "classification · task.csv"
@@ -192,9 +193,10 @@ def test_a_model_in_the_hub_cache_is_offered_and_fine_tuned_without_a_download(
     use_cache(monkeypatch, hub)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
-    cached = [(label, path) for label, path in model_entries(None, tmp_path / "runs", []) if "Hub" in label]
+    listed = RunsFolder().read(tmp_path / "runs")
+    cached = [(label, path) for label, path in model_entries(None, listed, []) if "Hub" in label]
     assert cached == [("Hub cache: tiny/bert", str(snapshot.absolute()))]  # what every model chooser offers
-    panel.form.refresh_models()
+    panel.workspace.read_runs()  # the cache as it is now: every model chooser follows
     index = panel.form.model_combo.findText("Hub cache: tiny/bert")
     assert index >= 0 and panel.form.model_combo.findText("Hub cache: org/escaping") < 0
     panel.form.model_combo.setCurrentIndex(index)

@@ -13,7 +13,8 @@ TIMEOUT_MS = 60_000
 @pytest.fixture
 def panel(qtbot, trained_runs):
     workspace = Workspace()
-    widget = PlaygroundPanel(workspace, trained_runs)
+    workspace.set_runs_root(trained_runs)
+    widget = PlaygroundPanel(workspace)
     qtbot.addWidget(widget)
     widget.resize(1100, 700)
     widget.show()
@@ -96,7 +97,7 @@ def test_a_model_folder_chosen_by_the_user(qtbot, panel, trained_runs):
 
 
 def test_without_any_model_the_user_is_told_what_to_do(qtbot, tmp_path):
-    widget = PlaygroundPanel(Workspace(), tmp_path)
+    widget = PlaygroundPanel(Workspace(runs_root=tmp_path))
     qtbot.addWidget(widget)
     widget.predict_now()
     assert "No trained model yet" in widget.views[0].grid.itemAt(0).widget().text()
@@ -170,7 +171,7 @@ def test_detector_chips_follow_a_live_scheme_switch(qtbot):
 
 
 def test_with_no_model_to_choose_the_chooser_says_so(qtbot, tmp_path):
-    widget = PlaygroundPanel(Workspace(), tmp_path)
+    widget = PlaygroundPanel(Workspace(runs_root=tmp_path))
     qtbot.addWidget(widget)
     combo = widget.views[0].model_combo
     assert combo.count() == 0 and combo.currentIndex() == -1 and combo.placeholderText() == NO_MODEL
@@ -200,7 +201,7 @@ def test_comparing_with_a_single_model_says_to_add_a_second(qtbot, trained_runs,
     from mlm_studio.ui.panels.playground import NO_SECOND_MODEL
 
     shutil.copytree(trained_runs / "late", tmp_path / "runs" / "late")
-    widget = PlaygroundPanel(Workspace(), tmp_path / "runs")
+    widget = PlaygroundPanel(Workspace(runs_root=tmp_path / "runs"))
     qtbot.addWidget(widget)
     widget.show()
     with qtbot.waitSignal(widget.predicted, timeout=TIMEOUT_MS):

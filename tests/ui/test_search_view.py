@@ -16,7 +16,8 @@ TIMEOUT_MS = 120_000
 def panel(qtbot, trained_runs, small_corpus):
     workspace = Workspace()
     workspace.set_corpus(small_corpus)
-    widget = EvaluationPanel(workspace, trained_runs)
+    workspace.set_runs_root(trained_runs)
+    widget = EvaluationPanel(workspace)
     qtbot.addWidget(widget)
     widget.resize(1280, 720)
     widget.show()

@@ -26,7 +26,7 @@ def panel(qtbot, trained_runs, tmp_path):
     loss[29] = 50.0
     entries = list(zip(steps.steps.tolist(), loss.tolist(), steps.grad_norm.tolist(), strict=True))
     (run / STEPS_FILE).write_text(HEADER + step_lines(entries), encoding="utf-8")
-    widget = TrainingPanel(Workspace(), tmp_path / "runs")
+    widget = TrainingPanel(Workspace(runs_root=tmp_path / "runs"))
     qtbot.addWidget(widget)
     widget.resize(1200, 760)
     widget.show()

@@ -17,6 +17,7 @@ from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.training import runs as runs_module
 from mlm_studio.core.training.probes import Probe
 from mlm_studio.ui.panels.training import TrainingPanel
+from mlm_studio.ui.runs_folder import RunsFolder
 from mlm_studio.ui.theme import glyph_icon
 from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING
 from mlm_studio.ui.widgets.runs_table import RunsTable
@@ -32,7 +33,8 @@ def panel(qtbot, small_corpus, small_tokenizer, tmp_path):
     workspace.set_corpus(small_corpus)
     workspace.set_tokenizer(small_tokenizer)
     workspace.set_config(small_config(max_steps=30, eval_interval=10, checkpoint_interval=10, log_interval=2))
-    widget = TrainingPanel(workspace, tmp_path / "runs")
+    workspace.set_runs_root(tmp_path / "runs")
+    widget = TrainingPanel(workspace)
     qtbot.addWidget(widget)
     widget.resize(1200, 760)
     widget.show()
@@ -59,6 +61,7 @@ def test_a_run_started_from_the_gui_plots_evaluates_and_checkpoints(qtbot, panel
     assert panel.message_bar.level == "info" and "Training completed at step 30" in panel.message_bar.text
     run = RunDir(panel.workspace.run)
     assert [p.name for p in run.checkpoints()][-1] == "step-0000030"
+    qtbot.waitUntil(lambda: not panel.workspace.reading_runs)  # the folder read again off the GUI thread
     table = panel.runs.table
     assert table.rowCount() == 1
     row = [table.item(0, column).text() for column in range(table.columnCount())]
@@ -166,6 +169,7 @@ def test_a_pause_in_the_window_does_not_spend_the_time_budget(qtbot, panel, monk
     # steps that ended after the click and before the trainer saw it arrive while the table says paused (how many
     # depends on the threads' timing); none is shown as anything else
     assert states[0] == states[-1] == "running" and set(states) <= {"running", "paused"}
+    qtbot.waitUntil(lambda: not panel.workspace.reading_runs)  # the folder read again off the GUI thread
     assert panel.runs.table.item(0, 1).text() == "completed"
 
 
@@ -294,7 +298,7 @@ def test_a_time_budget_shows_progress_in_seconds_and_ends_the_run(qtbot, panel):
 
 
 def test_the_reason_start_is_disabled_is_shown_on_the_panel(qtbot, small_corpus, small_tokenizer, tmp_path):
-    panel = TrainingPanel(Workspace(), tmp_path / "runs")
+    panel = TrainingPanel(Workspace(runs_root=tmp_path / "runs"))
     qtbot.addWidget(panel)
     panel.show()
     assert not panel.start_button.isEnabled()
@@ -321,7 +325,8 @@ def test_overlaying_a_run_deleted_meanwhile_says_so_and_drops_it(qtbot, panel, t
     click(qtbot, panel.runs.overlay_button)
     assert panel.message_bar.level == "error"
     assert panel.message_bar.text == "Cannot overlay early: the folder no longer exists"
-    assert panel.plots.overlays == [] and panel.runs.table.rowCount() == 1
+    qtbot.waitUntil(lambda: panel.runs.table.rowCount() == 1)  # the folder read again off the GUI thread
+    assert panel.plots.overlays == []
 
 
 def test_the_window_prepares_the_same_run_as_the_engine(qtbot, panel, small_corpus, small_tokenizer, tmp_path):
@@ -378,7 +383,7 @@ def test_long_run_names_keep_their_end_and_say_it_whole_in_a_tooltip(qtbot, trai
     shutil.copytree(trained_runs / "late", tmp_path / name)
     table = RunsTable()
     qtbot.addWidget(table)
-    table.show_runs(tmp_path)
+    table.show_runs(RunsFolder().read(tmp_path).pretraining.found)
     assert table.textElideMode() == Qt.TextElideMode.ElideMiddle
     assert table.item(0, 0).toolTip().splitlines()[0] == name
     assert table.item(0, 1).text() == "completed"

@@ -48,7 +48,7 @@ def resolutions(monkeypatch):
 
 @pytest.fixture
 def panel(qtbot, tmp_path):
-    widget = TrainingPanel(Workspace(), tmp_path / "window-runs")
+    widget = TrainingPanel(Workspace(runs_root=tmp_path / "window-runs"))
     qtbot.addWidget(widget)
     yield widget
     widget.controller.stop()

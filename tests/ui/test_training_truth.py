@@ -48,7 +48,8 @@ def panel(qtbot, small_corpus, small_tokenizer, runs):
     workspace.set_corpus(small_corpus)
     workspace.set_tokenizer(small_tokenizer)
     workspace.set_config(small_config(max_steps=4, eval_interval=2, checkpoint_interval=2))
-    widget = TrainingPanel(workspace, runs)
+    workspace.set_runs_root(runs)
+    widget = TrainingPanel(workspace)
     qtbot.addWidget(widget)
     widget.resize(1200, 760)
     widget.show()
@@ -177,7 +178,7 @@ def test_the_runs_buttons_are_enabled_only_where_they_work(qtbot, panel, runs, s
     from mlm_studio.core.training.runs import start_run
 
     start_run(runs / "fresh", small_config(), small_corpus, small_tokenizer)  # no checkpoint yet
-    panel.refresh_runs()
+    panel.workspace.read_runs()
     buttons = panel.runs
     panel.runs.table.select_run(runs / "fresh")
     assert buttons.open_button.isEnabled() and buttons.overlay_button.isEnabled()
@@ -233,12 +234,13 @@ def test_at_1280_by_720_both_rows_of_plots_keep_their_axes_and_the_table_shows_f
 
 
 def test_the_runs_table_lists_the_newest_run_first_until_another_column_is_chosen(qtbot, trained_runs):
+    from mlm_studio.ui.runs_folder import RunsFolder
     from mlm_studio.ui.widgets.runs_table import RunsTable
 
     table = RunsTable()
     qtbot.addWidget(table)
-    table.show_runs(trained_runs)
+    table.show_runs(RunsFolder().read(trained_runs).pretraining.found)
     assert [table.item(row, 0).text() for row in range(table.rowCount())] == ["late", "early"]  # trained in turn
     table.sortByColumn(2, Qt.SortOrder.AscendingOrder)  # by step: the user's choice holds on the next refresh
-    table.show_runs(trained_runs)
+    table.show_runs(RunsFolder().read(trained_runs).pretraining.found)
     assert [table.item(row, 0).text() for row in range(table.rowCount())] == ["early", "late"]

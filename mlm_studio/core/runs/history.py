@@ -1,5 +1,8 @@
 """What the runs in a folder did: the list of runs, each one's outcome in a line, its records read back typed, and
-its metrics as CSV. A list of what a folder holds says what it left out, and why (`Listed`)."""
+its metrics as CSV. A list of what a folder holds says what it left out, and why (`Listed`). A folder listed again
+and again (`RunsListing`) reads each run only when its files changed: a run's stamp (the size and modification time
+of the files a listing reads) is kept with what was read of it, so that a checkpoint of one run among hundreds costs
+one run's reading, and a stopped run's records are read once."""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ import csv
 import io
 import json
 import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -24,7 +29,7 @@ from mlm_studio.core.runs.records import (
     kind_of,
 )
 from mlm_studio.core.runs.run_folder import TASK, RunDir, checkpoint_step, metric_records
-from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.storage.checkpoint import CHECKPOINTS, CheckpointError
 
 TAIL_BYTES = 256 * 1024  # the end of metrics.jsonl that holds a run's latest records
 T = TypeVar("T")
@@ -226,3 +231,61 @@ def _by_column(cls: type, values: dict) -> dict:
     """`values` keyed by their CSV columns (a field the schema does not name keeps its own name)."""
     columns = {name: m.column for name, m in metrics_of(cls).items()}
     return {columns.get(key, key): value for key, value in values.items()}
+
+
+STAMPED = ("", "config.toml", "metrics.jsonl", TASK, CHECKPOINTS, "best/state.json")  # "": the folder itself
+Stamp = tuple[tuple[int, int] | None, ...]
+
+
+def stamp(folder: Path) -> Stamp:
+    """The size and modification time (ns) of each file a run's reading depends on, None for one missing."""
+    found = []
+    for name in STAMPED:
+        try:
+            status = os.stat(folder / name)
+        except OSError:
+            found.append(None)
+        else:
+            found.append((status.st_mtime_ns, status.st_size))
+    return tuple(found)
+
+
+class RunsListing(Generic[T]):
+    """What `read` makes of each run folder directly under a root (None: not a run of this listing's kind; a
+    CheckpointError: a run left out, with why), kept while the run's stamp stays the same. Safe to refresh from
+    any thread, one at a time."""
+
+    def __init__(self, read: Callable[[RunDir], T | None]) -> None:
+        self._read = read
+        self._known: dict[Path, tuple[Stamp, T | LeftOut | None]] = {}
+        self._lock = threading.Lock()
+        self.reads = 0  # how many runs were read (not taken from what was kept): what a refresh cost
+
+    def refresh(self, root: str | Path) -> Listed[T]:
+        """The runs under `root` of this listing's kind, newest first (by their folder's last change), and those
+        left out; a run whose files are as they were is not read again."""
+        root = Path(root)
+        with self._lock:
+            folders = [p for p in root.iterdir() if (p / "config.toml").is_file()] if root.is_dir() else []
+            known: dict[Path, tuple[Stamp, T | LeftOut | None]] = {}
+            for folder in folders:
+                current = stamp(folder)
+                kept = self._known.get(folder)
+                known[folder] = kept if kept is not None and kept[0] == current else (current, self._reading(folder))
+            self._known = known
+        newest = sorted(known.items(), key=lambda item: item[1][0][0] or (0, 0), reverse=True)
+        found = tuple(read for _, (_, read) in newest if read is not None and not isinstance(read, LeftOut))
+        return Listed(found, tuple(read for _, (_, read) in newest if isinstance(read, LeftOut)))
+
+    def _reading(self, folder: Path) -> T | LeftOut | None:
+        self.reads += 1
+        try:
+            return self._read(RunDir(folder))
+        except (CheckpointError, OSError) as exc:  # an OSError: the folder went while it was read
+            return LeftOut(folder, str(exc))
+
+
+def pretraining_summary(run: RunDir) -> RunSummary | None:
+    """A pre-training run's summary (None for a fine-tuning run): what the Runs table and the model choosers
+    show."""
+    return None if (run.path / TASK).is_file() else summarize(run)

@@ -25,3 +25,13 @@ def read_json(text: str | bytes, **options: Any) -> Any:
         if "digits" not in str(exc):
             raise
         raise ValueError(f"a number longer than {sys.get_int_max_str_digits():,} digits") from None
+
+
+def json_object(text: object) -> dict:
+    """`text` read as a JSON object, as a remembered setting holds one; {} for anything else (not text, not JSON, or
+    JSON of another kind)."""
+    try:
+        value = read_json(text) if isinstance(text, (str, bytes)) else None
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

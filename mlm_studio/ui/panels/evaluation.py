@@ -7,6 +7,7 @@ results are shown."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import replace
 from functools import partial
@@ -25,6 +26,7 @@ from mlm_studio.core.evaluation.sweep import CheckpointScore
 from mlm_studio.core.evaluation.task_probe import TaskResult
 from mlm_studio.core.models.encoder import layer_count
 from mlm_studio.core.models.hf_folder import is_hf_folder
+from mlm_studio.core.storage.json_text import json_object
 from mlm_studio.ui.construction import Construction
 from mlm_studio.ui.panels.evaluation_choice import Choice, EvaluationChoice
 from mlm_studio.ui.panels.evaluation_tasks import (
@@ -60,13 +62,10 @@ class EvaluationPanel(QWidget):
     tracked = Signal()  # every checkpoint's scores are shown
     probed = Signal()  # a task probe's result is shown
 
-    def __init__(
-        self, workspace: Workspace, runs_root: Path, parent: QWidget | None = None, sliced: bool = False
-    ) -> None:
+    def __init__(self, workspace: Workspace, parent: QWidget | None = None, sliced: bool = False) -> None:
         """`sliced`: leave the construction's steps, one tab each, to the window's launch; otherwise build it all."""
         super().__init__(parent)
         self.workspace = workspace
-        workspace.set_runs_root(runs_root)
         self.subject: Subject | None = None
         self.diagnosis: Diagnosis | None = None
         self.blocks: AnsweredBlocks | None = None  # the evaluated model's samples, as shown
@@ -350,6 +349,13 @@ class EvaluationPanel(QWidget):
         self.message_bar.show_message(f"{len(maps[0].snippets)} contexts of '{maps[0].word}'.", "info")
         self.mapped.emit()
 
+    def state(self) -> dict[str, object]:
+        """What the window remembers of this panel between starts: the probe's task file and columns."""
+        return {"task": json.dumps(self.task_view.state())}
+
+    def restore(self, state: dict[str, object]) -> None:
+        self.task_view.restore(json_object(state.get("task")))
+
     def place_sentence(self, sentence: str) -> None:
         context = self.context_view.context
         if context is None or self.subject is None:
@@ -404,7 +410,6 @@ class EvaluationPanel(QWidget):
 
 
 if __name__ == "__main__":
-    from mlm_studio.core.storage.user_folders import default_runs_dir
     from mlm_studio.ui.preview import preview
 
-    preview(lambda workspace: EvaluationPanel(workspace, default_runs_dir()), loaded=False)
+    preview(EvaluationPanel, loaded=False)

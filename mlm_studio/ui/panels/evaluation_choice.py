@@ -146,7 +146,7 @@ class EvaluationChoice(QWidget):
     # --- what is offered ----------------------------------------------------------------------------
     def refresh(self) -> None:
         """Every model offered again (a run was added, the runs folder changed), the choices kept where they can."""
-        entries = model_entries(self.workspace.run, self.workspace.runs_root, self.folders)
+        entries = model_entries(self.workspace.run, self.workspace.runs, self.folders)
         refill(self.model_combo, entries, self.model_combo.currentData())
         self.entries = entries
         self._list_checkpoints()

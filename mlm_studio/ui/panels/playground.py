@@ -231,10 +231,9 @@ class PlaygroundPanel(QWidget):
 
     predicted = Signal()
 
-    def __init__(self, workspace: Workspace, runs_root: Path, parent: QWidget | None = None) -> None:
+    def __init__(self, workspace: Workspace, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.workspace = workspace
-        workspace.set_runs_root(runs_root)
         self.folders: list[str] = []
         self._current_run: str | None = None  # the path listed as the current run
         self._chosen: dict[int, str | None] = {}  # per view: the model picked by hand, if any
@@ -323,7 +322,7 @@ class PlaygroundPanel(QWidget):
         """List the current run, the saved runs and the folders the user chose. A view that showed the current
         run follows it to the new one when another run starts."""
         run = str(self.workspace.run) if self.workspace.run is not None else None
-        entries = model_entries(self.workspace.run, self.runs_root, self.folders)
+        entries = model_entries(self.workspace.run, self.workspace.runs, self.folders)
         for view in self.views:
             refill(view.model_combo, entries, self._chosen.get(id(view)) or run or view.model_combo.currentData())
         self.views[1].model_combo.setEnabled(len(entries) > 1)  # with one model, B has nothing of its own to choose
@@ -334,6 +333,14 @@ class PlaygroundPanel(QWidget):
         """A model picked by hand stays; picking the current run (or nothing) follows whichever run is current."""
         data = view.model_combo.currentData()
         self._chosen[id(view)] = None if data is None or data == self._current_run else data
+
+    def state(self) -> dict[str, object]:
+        """What the window remembers of this panel between starts: whether it predicts with exact weights."""
+        return {"exact_weights": self.exact_check.isChecked()}
+
+    def restore(self, state: dict[str, object]) -> None:
+        """Return to a remembered `state` (a settings file gives "true" or "false")."""
+        self.exact_check.setChecked(str(state.get("exact_weights", "false")).lower() == "true")
 
     def on_checkpoint(self, path: str) -> None:
         """A new checkpoint of the current run: predict again from it."""
@@ -467,7 +474,6 @@ class PlaygroundPanel(QWidget):
 
 
 if __name__ == "__main__":
-    from mlm_studio.core.storage.user_folders import default_runs_dir
     from mlm_studio.ui.preview import preview
 
-    preview(lambda workspace: PlaygroundPanel(workspace, default_runs_dir()), loaded=False)
+    preview(PlaygroundPanel, loaded=False)

@@ -51,6 +51,24 @@ class PlotsArea(QWidget):
         layout.addLayout(bar)
         layout.addWidget(self.plots, 1)
 
+    def state(self) -> dict[str, object]:
+        """What the window remembers of the plots: the x-axis and the smoothing (percent)."""
+        return {"axis": self.axis_combo.currentData(), "smoothing": self.smoothing_slider.value()}
+
+    def restore(self, state: dict[str, object]) -> None:
+        """Return to a remembered `state` (values as a settings file gives them); one of another kind or out of its
+        range is ignored."""
+        axis = self.axis_combo.findData(str(state.get("axis", "")))
+        if axis >= 0:
+            self.axis_combo.setCurrentIndex(axis)
+        slider = self.smoothing_slider
+        try:
+            smoothing = int(str(state.get("smoothing", "")).strip())
+        except ValueError:
+            return
+        if slider.minimum() <= smoothing <= slider.maximum():
+            slider.setValue(smoothing)
+
     def _set_smoothing(self, percent: int) -> None:
         self.plots.set_smoothing(percent / 100)
         self.smoothing_label.setText(f"smoothing {percent / 100:.2f}")

@@ -60,7 +60,7 @@ class RunsPage(QWidget):
 
     def refresh(self) -> None:
         self.label.setText(f"Runs in {self.root}")
-        self.table.show_runs(self.root)
+        self.table.show_runs(self.workspace.runs.pretraining.found)
         table = self.table
         rows = VISIBLE_ROWS * table.verticalHeader().defaultSectionSize()
         table.setMinimumHeight(table.horizontalHeader().sizeHint().height() + rows + 2 * table.frameWidth())
@@ -95,7 +95,7 @@ class RunsPage(QWidget):
         no_checkpoint = f"{name} has no checkpoint yet" if summary is None or summary.checkpoint_step == 0 else ""
         if not idle:
             resume = "A training is running: one at a time"
-        elif summary is not None and nothing_left(RunDir(path), summary):
+        elif summary is not None and (path / "config.toml").is_file() and nothing_left(RunDir(path), summary):
             resume = f"{name} is at the end of its training: nothing is left to train"
         else:
             resume = no_checkpoint

@@ -47,9 +47,7 @@ class TrainingPanel(QWidget):
     run_finished = Signal()
     training_run_changed = Signal(object)  # Path | None: the run being prepared or trained (None when idle)
 
-    def __init__(
-        self, workspace: Workspace, runs_root: Path | None = None, parent: QWidget | None = None, sliced: bool = False
-    ) -> None:
+    def __init__(self, workspace: Workspace, parent: QWidget | None = None, sliced: bool = False) -> None:
         """`sliced`: leave the live plots' construction, one plot per step, to the window's launch."""
         super().__init__(parent)
         self.workspace = workspace
@@ -62,7 +60,7 @@ class TrainingPanel(QWidget):
         self.controller.record.connect(self._on_record)
         self.controller.failed.connect(self._on_failed)
         self.controller.finished.connect(self._on_finished)
-        self._build(sliced, runs_root)
+        self._build(sliced)
         views = (self.header, self.plots, self.message_bar, self.runs.table)
         self.shown = ShownRun(workspace, self.controller, views, self.probes_editor.count)
         self.step_batches = StepBatches(self.plots, workspace)  # after ShownRun: it draws the curves first
@@ -72,13 +70,13 @@ class TrainingPanel(QWidget):
             signal.connect(lambda *_: self._update_controls())
         workspace.shown_run_changed.connect(lambda *_: self._update_controls())  # Overlay: not the shown run
         self.probes_editor.changed.connect(self.shown.update_hints)
-        self.refresh_runs()
+        self.runs.refresh()
         self.splitter.setSizes([10_000, self.side.minimumSizeHint().height()])  # the least runs table it shows
         self._update_controls()
         self.shown.update_hints()
 
     # --- layout -------------------------------------------------------------------------------------
-    def _build(self, sliced: bool, runs_root: Path | None) -> None:
+    def _build(self, sliced: bool) -> None:
         self.start_button = QPushButton("Start")
         self.pause_button = QPushButton("Pause")
         self.stop_button = QPushButton("Stop")
@@ -104,8 +102,6 @@ class TrainingPanel(QWidget):
         self.curves.png_button.clicked.connect(lambda: self.exporter.plots_dialog(self.plots))
         self.curves.csv_button.clicked.connect(lambda: self.exporter.csv_dialog(self.workspace.shown_run))
         splitter.addWidget(self.curves)
-        if runs_root is not None:
-            self.workspace.set_runs_root(Path(runs_root))
         splitter.addWidget(self._build_side())
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 0)  # the side keeps the height its table needs; the plots take the rest
@@ -253,8 +249,16 @@ class TrainingPanel(QWidget):
         """The run being prepared or trained; None while idle."""
         return self.shown.training
 
+    def state(self) -> dict[str, object]:
+        """What the window remembers of this panel between starts: its plots' axis and smoothing."""
+        return self.curves.state()
+
+    def restore(self, state: dict[str, object]) -> None:
+        self.curves.restore(state)
+
     def refresh_runs(self) -> None:
-        self.runs.refresh()
+        """The runs folder read again off the GUI thread: the table follows when what it lists changed."""
+        self.workspace.runs_updated()
 
     def selected_run(self) -> Path | None:
         return self.runs.selected()
@@ -326,7 +330,7 @@ class TrainingPanel(QWidget):
             self._log(note.text)
             self.shown.tell(note.short, "info", run)
         self.start_notes.clear()
-        self.refresh_runs()
+        self.workspace.read_runs()
 
     def _on_record(self, record) -> None:
         self.shown.record(record)
@@ -400,4 +404,8 @@ if __name__ == "__main__":
 
     from mlm_studio.ui.preview import preview
 
-    preview(lambda workspace: TrainingPanel(workspace, Path(tempfile.mkdtemp(prefix="mlm-studio-runs-"))))
+    def in_a_new_folder(workspace: Workspace) -> TrainingPanel:
+        workspace.set_runs_root(Path(tempfile.mkdtemp(prefix="mlm-studio-runs-")))
+        return TrainingPanel(workspace)
+
+    preview(in_a_new_folder)

@@ -9,9 +9,8 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QComboBox
 
-from mlm_studio.core.models.hf_folder import has_known_family, is_hf_folder
-from mlm_studio.core.runs.history import PRETRAINING, list_runs
-from mlm_studio.core.storage.hub_cache import cached_models
+from mlm_studio.core.models.hf_folder import is_hf_folder
+from mlm_studio.ui.runs_folder import RunsSnapshot
 
 NO_MODEL = "No trained model yet: train one, or choose a model folder"
 
@@ -28,20 +27,18 @@ def model_combo(tooltip: str) -> QComboBox:
     return combo
 
 
-def model_entries(current_run: Path | None, runs_root: Path, folders: list[str]) -> list[tuple[str, str]]:
-    """(label, path) of each model to offer, the current run first, the cached Hub models (their snapshot
-    folders) last."""
+def model_entries(current_run: Path | None, runs: RunsSnapshot, folders: list[str]) -> list[tuple[str, str]]:
+    """(label, path) of each model to offer, from the workspace's listing of the runs folder: the current run first,
+    the cached Hub models (their snapshot folders) last."""
     entries = []
     if current_run is not None:
         entries.append((f"Current run: {current_run.name}", str(current_run)))
-    for run in list_runs(runs_root, PRETRAINING):
-        if run.latest_checkpoint() is not None and run.path != current_run:
-            entries.append((run.name, str(run.path)))
+    entries += [(run.path.name, str(run.path)) for run in runs.with_checkpoint() if run.path != current_run]
     entries += [(f"{'Hugging Face' if is_hf_folder(f) else 'Folder'}: {Path(f).name}", f) for f in folders]
     added = {str(Path(f).resolve()) for f in folders}
-    for name, folder in cached_models():
-        if str(folder.resolve()) not in added and has_known_family(folder):
-            entries.append((f"Hub cache: {name}", str(folder)))
+    entries += [
+        (f"Hub cache: {name}", str(folder)) for name, folder in runs.hub_models if str(folder.resolve()) not in added
+    ]
     return entries
 
 

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
 from mlm_studio.core.durations import format_duration
-from mlm_studio.core.runs.history import PRETRAINING, RunSummary, list_runs, outcome, summarize
+from mlm_studio.core.runs.history import RunSummary, outcome
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.training.branch_record import Branch, branch_of
@@ -73,7 +73,11 @@ class RunsTable(QTableWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(0, len(COLUMNS), parent)
         self._live: tuple[Path, str, int] | None = None
-        self._summaries: dict[Path, RunSummary] = {}  # by resolved folder
+        # by resolved folder: what the table read of each run, its lineage (the runs it branched from, oldest first,
+        # then itself) and the branch it is (read once: a branch's record is written when it is made)
+        self._summaries: dict[str, RunSummary] = {}
+        self._lineages: dict[str, list[RunSummary]] = {}
+        self._branches: dict[str, Branch | None] = {}
         self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.setHorizontalHeaderLabels(COLUMNS)
         for column, name in enumerate(COLUMNS):
@@ -88,17 +92,24 @@ class RunsTable(QTableWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
 
-    def show_runs(self, root: Path) -> None:
-        """List the runs under `root`, keeping the selection."""
+    def show_runs(self, runs: tuple[RunSummary, ...]) -> None:
+        """List `runs` (the pre-training runs: fine-tuning runs are the Fine-tune panel's) as a tree, keeping the
+        selection: the rows of runs gone or changed (or whose parent changed) are replaced, the others left as they
+        are."""
         selected = self.selected_run()
+        wanted = {_key(summary.path): summary for summary in runs}
+        for key in wanted.keys() - self._branches.keys():
+            self._branches[key] = _branch(Path(key))
+        lineages = {key: _lineage(key, self._branches, wanted) for key in wanted}
         self.setSortingEnabled(False)
-        self.setRowCount(0)
-        self._summaries.clear()
-        runs = list_runs(root, PRETRAINING)  # fine-tuning runs are the Fine-tune panel's
-        branches = {run.path.resolve(): _branch(run) for run in runs}
-        summaries = {run.path.resolve(): summarize(run) for run in runs}
-        for path, summary in summaries.items():
-            self._add(summary, _lineage(path, branches, summaries), branches[path])
+        for row in reversed(range(self.rowCount())):
+            key = _key(self.item(row, 0).data(PATH_ROLE))
+            if lineages.get(key) != self._lineages.get(key):
+                self.removeRow(row)
+                del self._summaries[key], self._lineages[key]
+        for key, lineage in lineages.items():
+            if key not in self._summaries:
+                self._add(lineage, self._branches[key])
         self.setSortingEnabled(True)
         if selected is not None:
             self.select_run(selected)
@@ -109,8 +120,17 @@ class RunsTable(QTableWidget):
     ) -> None:
         """The run this window trains: its `state` (running, paused, stopping), `step`, and the `tokens` and
         `elapsed` seconds of its last logged step replace what its files tell (no ending yet, the latest
-        checkpoint's step, the last evaluation's counts); None when no training runs."""
+        checkpoint's step, the last evaluation's counts); None when no training runs (its row says what its files
+        told again)."""
+        ended = self._live[0] if self._live is not None and path is None else None
         self._live = (Path(path), state, step, tokens, elapsed) if path is not None else None
+        row = self._row_of(ended) if ended is not None else None
+        if row is not None:  # its cells as its files tell again
+            key = _key(self.item(row, 0).data(PATH_ROLE))
+            self.setSortingEnabled(False)
+            self.removeRow(row)
+            self._add(self._lineages[key], self._branches[key])
+            self.setSortingEnabled(True)
         self._show_live()
 
     def _show_live(self) -> None:
@@ -131,12 +151,14 @@ class RunsTable(QTableWidget):
         _set_own(step_cell, f"{step:,}", step)
         step_cell.setToolTip(f"Step {step:,} trained; the latest checkpoint is step {checkpoint:,}")
 
-    def _add(self, summary: RunSummary, lineage: list[RunSummary], branch: Branch | None) -> None:
-        """A row for `summary`, whose lineage (the runs it branched from, in this folder, oldest first, then itself)
-        places it in the tree."""
+    def _add(self, lineage: list[RunSummary], branch: Branch | None) -> None:
+        """A row for the last run of `lineage` (the runs it branched from, in this folder, oldest first, then itself),
+        which places it in the tree."""
+        summary = lineage[-1]
         row = self.rowCount()
         self.insertRow(row)
-        self._summaries[summary.path.resolve()] = summary
+        self._summaries[_key(summary.path)] = summary
+        self._lineages[_key(summary.path)] = lineage
         texts = _texts(summary)
         texts[0] = "   " * (len(lineage) - 2) + "↳ " + texts[0] if len(lineage) > 1 else texts[0]
         values = [_values(each) for each in lineage]
@@ -159,7 +181,7 @@ class RunsTable(QTableWidget):
 
     def summary(self, path: Path) -> RunSummary | None:
         """What the table read of `path` (None for a run it does not list)."""
-        return self._summaries.get(Path(path).resolve())
+        return self._summaries.get(_key(path))
 
     def selected_run(self) -> Path | None:
         rows = self.selectionModel().selectedRows()
@@ -214,19 +236,27 @@ def _values(summary: RunSummary) -> list[object]:
     ]
 
 
-def _branch(run: RunDir) -> Branch | None:
-    """The branch `run` is; None for a run of its own, and for one whose record cannot be read (listed as a root)."""
+def _key(path: str | Path) -> str:
+    """A run's folder as the table knows it: resolved, so that a branch's record names its parent alike."""
+    return str(Path(path).resolve())
+
+
+def _branch(path: Path) -> Branch | None:
+    """The branch the run in `path` is; None for a run of its own, and for one whose record cannot be read (listed
+    as a root)."""
     try:
-        return branch_of(run)
+        return branch_of(RunDir(path))
     except CheckpointError:
         return None
 
 
-def _lineage(path: Path, branches: dict[Path, Branch | None], summaries: dict[Path, RunSummary]) -> list[RunSummary]:
-    """The runs `path` branched from that the folder lists, oldest first, then itself."""
-    chain = [path]
-    while (branch := branches.get(chain[0])) is not None and branch.parent in summaries and branch.parent not in chain:
-        chain.insert(0, branch.parent)
+def _lineage(key: str, branches: dict[str, Branch | None], summaries: dict[str, RunSummary]) -> list[RunSummary]:
+    """The runs `key` branched from that the folder lists, oldest first, then itself."""
+    chain = [key]
+    while (branch := branches.get(chain[0])) is not None and (parent := _key(branch.parent)) in summaries:
+        if parent in chain:
+            break
+        chain.insert(0, parent)
     return [summaries[each] for each in chain]
 
 

@@ -49,7 +49,8 @@ def test_evaluate_and_showing_its_result_keep_the_gui_thread_under_a_tenth_of_a_
     the layout and painting that follow each take the GUI thread under 100 ms of its own time."""
     workspace = Workspace()
     workspace.set_corpus(builtin_corpus)
-    panel = EvaluationPanel(workspace, builtin_run.parent)
+    workspace.set_runs_root(builtin_run.parent)
+    panel = EvaluationPanel(workspace)
     qtbot.addWidget(panel)
     panel.resize(1200, 800)
     panel.show()

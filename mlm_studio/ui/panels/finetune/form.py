@@ -87,10 +87,9 @@ class FinetuneForm(QWidget):
     models_changed = Signal()  # the models offered were listed again
     example_failed = Signal(str)  # a built-in example task could not be written: why
 
-    def __init__(self, workspace: Workspace, runs_root: Path) -> None:
+    def __init__(self, workspace: Workspace) -> None:
         super().__init__()
         self.workspace = workspace
-        workspace.set_runs_root(runs_root)
         self.folders: list[str] = []
         self.following = True  # the chooser takes each new current run, until the user picks another model
         workspace.run_changed.connect(self._on_run_changed)
@@ -228,7 +227,7 @@ class FinetuneForm(QWidget):
         return self.workspace.runs_root
 
     def refresh_models(self) -> None:
-        entries = model_entries(self.workspace.run, self.runs_root, self.folders)
+        entries = model_entries(self.workspace.run, self.workspace.runs, self.folders)
         entries = [(label, path) for label, path in entries if not (Path(path) / TASK).is_file()]  # a folder added
         refill(self.model_combo, entries, self.model_combo.currentData())
         self.models_changed.emit()

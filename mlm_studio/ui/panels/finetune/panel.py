@@ -9,6 +9,7 @@ tab names the run it shows (subjects.py)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -44,6 +45,7 @@ from mlm_studio.core.runs.records import (
 )
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CheckpointError
+from mlm_studio.core.storage.json_text import json_object
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.training.runs import new_run_path
 from mlm_studio.ui.panels.finetune.comparison import ComparisonView
@@ -87,10 +89,10 @@ class FinetunePanel(RunSeries, QWidget):
     def runs_root(self) -> Path:
         return self.workspace.runs_root
 
-    def __init__(self, workspace: Workspace, runs_root: Path | None = None, sliced: bool = False) -> None:
+    def __init__(self, workspace: Workspace, sliced: bool = False) -> None:
         super().__init__()
         self.workspace = workspace
-        self.form = FinetuneForm(workspace, Path(runs_root) if runs_root else workspace.runs_root)
+        self.form = FinetuneForm(workspace)
         self.run_path: Path | None = None  # the run the single-run tabs show
         self.test: TestRecord | None = None  # its test scores, when it is one run's to export
         self.compare_root: Path | None = None  # the comparison running or shown
@@ -264,6 +266,15 @@ class FinetunePanel(RunSeries, QWidget):
         self.test, self.run_path, self.compare_root, self.search_root = None, None, None, None
         self.try_it.set_run(None)
 
+    def state(self) -> dict[str, object]:
+        """What the window remembers of this panel between starts: its form."""
+        return {"form": json.dumps(self.form.state())}
+
+    def restore(self, state: dict[str, object]) -> None:
+        """Return to a remembered `state`; a value of another kind, out of its range or no longer offered leaves
+        its field as it is."""
+        self.form.restore(json_object(state.get("form")))
+
     def show_run(self, path: Path) -> None:
         """A fine-tuning run's curves and test scores, read from its folder, and then its mistakes; each tab and the
         status line name it."""
@@ -400,7 +411,7 @@ class FinetunePanel(RunSeries, QWidget):
                 self.run_finished.emit(shown)
         if shown is not None:
             self.mistakes_task.start(lambda progress, run=shown: wrong_test_examples(run, progress))
-        self.runs.refresh()
+        self.workspace.read_runs()  # the runs list follows the folder's news
         self._update_controls(IDLE)
 
     def _on_mistakes(self, mistakes) -> None:

@@ -20,9 +20,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from mlm_studio.core.finetune.comparisons import Comparison, comparisons
-from mlm_studio.core.finetune.recipe.result import RecipeSearch, searches
-from mlm_studio.core.finetune.runs import FinetuneRun, finetune_runs
+from mlm_studio.core.finetune.comparisons import Comparison
+from mlm_studio.core.finetune.recipe.result import RecipeSearch
+from mlm_studio.core.finetune.runs import FinetuneRun
 from mlm_studio.ui.widgets.elided_label import ElidedLabel
 from mlm_studio.ui.widgets.runs_table import PATH_ROLE, SortedItem, newest_first
 from mlm_studio.ui.workspace import Workspace
@@ -62,7 +62,7 @@ class FinetuneRunsList(QWidget):
             "next run)"
         )
         self.refresh_button = QPushButton("Refresh")
-        self.refresh_button.clicked.connect(self.refresh)
+        self.refresh_button.clicked.connect(workspace.runs_updated)  # the list follows once it is read
         buttons = QHBoxLayout()
         buttons.addWidget(self.label, 1)
         buttons.addWidget(self.refresh_button)
@@ -82,7 +82,8 @@ class FinetuneRunsList(QWidget):
     def refresh(self) -> None:
         """List the runs, comparisons and searches again, keeping the selection."""
         selected = self.selected()
-        listed = finetune_runs(self.root), comparisons(self.root), searches(self.root)
+        runs = self.workspace.runs  # read off the GUI thread, for every panel
+        listed = runs.finetuning, runs.comparisons, runs.searches
         (runs, compared, searched), left_out = (x.found for x in listed), [y for x in listed for y in x.left_out]
         self._runs = {str(run.path): run for run in runs}
         self._comparisons = {str(c.path): c for c in compared}
