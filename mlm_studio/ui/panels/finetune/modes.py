@@ -33,7 +33,7 @@ class OneRun:
     """One fine-tuning run, new (from `spec` and `options`) or resumed (neither): its records are its own, the bar
     counts its steps, its test scores are shown at once and exported."""
 
-    series = False  # several runs in turn: each run's curves replace the last's, a failure ends the rest
+    series = False  # True for several runs in turn: each run's curves replace the last's, a failure ends the rest
 
     def __init__(self, path: Path | None = None, spec: str | None = None, options: FinetuneOptions | None = None):
         self.root, self.spec, self.options = path, spec, options
