@@ -268,6 +268,17 @@ class FinetuneForm(QWidget):
         self.kind_combo.setCurrentIndex(self.kind_combo.findData(example.kind))
         self.task_edit.setText(str(example.train))
 
+    def searched(self) -> tuple[str | None, str]:
+        """The model (as a search names it) and the task file the form names now, for a search's view to compare."""
+        model, task = self.model_combo.currentData(), self.task_edit.text().strip()
+        spec = str(StartingModel(model, self.scratch_box.isChecked())) if model else None
+        return spec, str(Path(task).resolve()) if task else ""
+
+    def use_recipe(self, learning_rate: float, epochs: int) -> None:
+        """A searched recipe put in the form."""
+        self.learning_rate.setValue(learning_rate)
+        self.epochs.setValue(epochs)
+
     def options(self) -> FinetuneOptions:
         train = Path(self.task_edit.text().strip())
         example = builtin_task_of(train)  # its validation and test files come with it

@@ -1,11 +1,14 @@
 """The live plots of a fine-tuning: one metric per plot, each axis naming it. The training loss beside the
 validation loss (both in nats), the training accuracy, and apart from it the validation score that chooses the best
 checkpoint (macro-F1, entity F1 for entity tags, answer F1 for questions); the learning rate, the gradient norm and
-the speed."""
+the speed; and the hint that stands in their place until a run's first record."""
 
 from __future__ import annotations
 
 from typing import ClassVar
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
 
 from mlm_studio.core.finetune.scores import score_field
 from mlm_studio.ui.widgets.curve_data import CURVES
@@ -14,6 +17,21 @@ from mlm_studio.ui.widgets.plots import recolour
 
 VALIDATION = "validation"  # the plot of the validation score
 NO_SCORE_YET = "validation score"  # its axis until the first validation names the score
+CURVES_HINT = (
+    "The curves of a fine-tuning appear here while it trains: the training loss and accuracy, the validation score "
+    "after each epoch, the learning rate, the gradient norm and the speed.\n\nChoose a model and a labelled task "
+    "file above, then Start, or Compare to see whether pre-training helps: your model against the same architecture "
+    "from scratch, over several seeds; Search recipe, on the Recipe tab, finds the learning rate and epochs."
+)
+
+
+def curves_hint() -> QLabel:
+    """What stands where the curves will be, until a run's first record."""
+    hint = QLabel(CURVES_HINT)
+    hint.setWordWrap(True)
+    hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    hint.setMargin(24)
+    return hint
 
 
 class FinetunePlots(LivePlots):

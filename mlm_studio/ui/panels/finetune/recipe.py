@@ -10,13 +10,11 @@ form names another model or task, the view says so."""
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from mlm_studio.core.finetune.recipe.result import RecipeSearch, better_half_size, epochs_shown
-from mlm_studio.core.finetune.recipe.search import Tried
 from mlm_studio.ui.panels.finetune.results import cell, read_only_table
 from mlm_studio.ui.widgets.elided_label import ElidedLabel
 
@@ -156,8 +154,3 @@ class RecipeSearchView(QWidget):
         ready = self.shown is not None and self.shown.chosen is not None
         self.train_button.setEnabled(ready)
         self.use_button.setEnabled(ready)
-
-
-def trial_subject(tried: Tried, path: Path) -> str:
-    """ "lr 0.0001, seed 1: run lr0.0001-seed1 of recipe search 2024…-search": a search's run."""
-    return f"lr {tried.learning_rate:g}, seed {tried.seed}: run {path.name} of recipe search {path.parent.name}"

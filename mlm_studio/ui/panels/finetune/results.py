@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import math
+from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
@@ -28,6 +29,8 @@ from PySide6.QtWidgets import (
 from mlm_studio.core.finetune.mistakes import Mistake
 from mlm_studio.core.finetune.scores import entities, per_class_rows
 from mlm_studio.core.runs.records import TestRecord, answer_scores
+from mlm_studio.core.runs.run_folder import RunDir
+from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.ui.panels.finetune.answers import AnswerMistakesView
 from mlm_studio.ui.theme import blended, readable_on
 from mlm_studio.ui.widgets.elided_label import ElidedLabel
@@ -301,3 +304,14 @@ class ResultsView(QTabWidget):
                 out.append(html.escape(words[position]))
                 position += 1
         return " ".join(out)
+
+
+def tags_words(path: Path | None) -> bool:
+    """Whether the run in `path` tags words (with entity tags or not) rather than labelling texts."""
+    if path is None:
+        return False
+    try:
+        task = RunDir(path).task
+    except CheckpointError:  # a task.json damaged since the run was shown: its mistakes are said as a text's
+        return False
+    return task is not None and task.kind == "tokens"

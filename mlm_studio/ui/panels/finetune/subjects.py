@@ -1,5 +1,6 @@
-"""What the Fine-tune panel says about what it shows: the run (or a comparison's contender and seed) that its curves,
-test scores and mistakes belong to, and status lines that name each score's metric and step."""
+"""What the Fine-tune panel says about what it shows: the run (or a comparison's contender and seed, or a search's
+learning rate and seed) that its curves, test scores and mistakes belong to, and status lines that name each
+score's metric and step."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 from mlm_studio.core.finetune.compare import Said, contenders
 from mlm_studio.core.finetune.comparisons import Comparison
 from mlm_studio.core.finetune.recipe.result import RecipeSearch
+from mlm_studio.core.finetune.recipe.search import Tried
 from mlm_studio.core.finetune.runs import FinetuneRun, finetune_run
 from mlm_studio.core.finetune.scores import main_score, score_field
 from mlm_studio.core.runs.records import FinishedRecord, TestRecord
@@ -34,6 +36,11 @@ def _listed(path: Path) -> FinetuneRun | None:
 def contender_subject(said: Said, path: Path) -> str:
     """ "from scratch, seed 2: run from-scratch-seed2 of comparison 2024…-compare": a comparison's run."""
     return f"{said.contender.label}, seed {said.seed}: run {path.name} of comparison {path.parent.name}"
+
+
+def trial_subject(tried: Tried, path: Path) -> str:
+    """ "lr 0.0001, seed 1: run lr0.0001-seed1 of recipe search 2024…-search": a search's run."""
+    return f"lr {tried.learning_rate:g}, seed {tried.seed}: run {path.name} of recipe search {path.parent.name}"
 
 
 def comparison_subject(comparison: Comparison) -> str:

@@ -1,0 +1,60 @@
+"""The Fine-tune panel's row under the form: Start, Compare and its seeds, Pause, Stop, Export…, the bar and the
+status line, each enabled as the trainer's state allows."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QSpinBox
+
+from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING
+from mlm_studio.ui.widgets.elided_label import ElidedLabel
+
+SEEDS = 3  # a comparison's seeds by default: the fewest that give a spread
+
+
+class ControlRow(QHBoxLayout):
+    """The buttons, the bar and the status line; the panel connects the buttons."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.start_button = QPushButton("Start")
+        self.compare_button = QPushButton("Compare")
+        self.seeds = QSpinBox()
+        self.seeds.setRange(SEEDS, 20)
+        self.seeds.setValue(SEEDS)
+        self.seeds.setSuffix(" seeds")
+        self.seeds.setToolTip("The seeds each contender of a comparison is fine-tuned with (at least 3, for a spread)")
+        self.pause_button = QPushButton("Pause")
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("Stop after this step; the test examples are scored with the best weights")
+        self.export_button = QPushButton("Export…")
+        self.export_button.setToolTip("Write the fine-tuned classifier as a Hugging Face folder, with its labels")
+        self.progress_bar = QProgressBar()
+        keep_room = self.progress_bar.sizePolicy()
+        keep_room.setRetainSizeWhenHidden(True)  # shown once a run starts, it never widens the panel
+        self.progress_bar.setSizePolicy(keep_room)
+        self.status_label = ElidedLabel()  # never widens the panel: cut with "…", the whole line its tooltip
+        for button in (self.start_button, self.compare_button, self.seeds, self.pause_button, self.stop_button):
+            self.addWidget(button)
+        self.addWidget(self.export_button)
+        self.addWidget(self.progress_bar, 1)
+        self.addWidget(self.status_label, 2)
+
+    def say(self, text: str) -> None:
+        """The status line; its whole text also as its tooltip, for when the window is too narrow for it."""
+        self.status_label.setText(text)
+
+    def show_progress(self, done: int, total: int) -> None:
+        self.progress_bar.setRange(0, max(total, 1))
+        self.progress_bar.setValue(done)
+
+    def set_state(self, state: str, can_start: bool, exportable: bool) -> None:
+        """What each button allows in the trainer's `state` (`can_start`: a model is chosen)."""
+        idle = state == IDLE
+        self.start_button.setEnabled(idle and can_start)
+        self.compare_button.setEnabled(idle and can_start)
+        self.seeds.setEnabled(idle)
+        self.pause_button.setEnabled(state in (RUNNING, PAUSED))
+        self.pause_button.setText("Resume" if state == PAUSED else "Pause")
+        self.stop_button.setEnabled(not idle)
+        self.progress_bar.setVisible(not idle or self.progress_bar.value() > 0)  # an empty idle bar reads as a field
+        self.export_button.setEnabled(idle and exportable)
