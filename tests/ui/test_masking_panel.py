@@ -190,3 +190,13 @@ def test_no_strategy_resizes_the_window(qtbot, panel):
         assert window.width() == 1110, strategy
     window.takeCentralWidget()  # the panel stays the fixture's
     assert max(widths.values()) < 700, widths
+
+
+def test_the_legend_shows_the_generator_chip_only_for_an_electra_run_s_replacements(panel):
+    texts = [cell.text for cell in panel.form.legend.cells]
+    assert texts == ["[MASK]", "random → new", "kept", "untouched", "[CLS]"]  # no ELECTRA run: no "a → b"
+    panel.form.generator_check.setEnabled(True)
+    panel.form.generator_check.setChecked(True)
+    assert "a → b" in [cell.text for cell in panel.form.legend.cells]
+    panel.form.generator_check.setChecked(False)
+    assert "a → b" not in [cell.text for cell in panel.form.legend.cells]

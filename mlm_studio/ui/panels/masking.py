@@ -237,6 +237,7 @@ class MaskingPanel(QWidget):
         run = self.workspace.run
         electra = run is not None and _has_generator(run)
         self.form.generator_check.setEnabled(electra)
+        self.form.update_legend()
         if electra and self.form.generator_check.isChecked():
             self._refresh_timer.start()
 

@@ -61,6 +61,7 @@ class ShownRun(QObject):
         self._curves_of: Path | None = None  # the run whose curves the plots hold
         self._message_run: Path | None = None  # the run the message bar speaks of, if any
         workspace.shown_run_changed.connect(self._on_shown_run)
+        workspace.run_changed.connect(self._on_current_run)
         self.header.back_button.clicked.connect(self.show_training)
 
     # --- what is shown ------------------------------------------------------------------------------
@@ -86,6 +87,11 @@ class ShownRun(QObject):
             self.plots.load(self._records)
             self._curves_of = self.training
             self._show(self.training)
+
+    def _on_current_run(self, path: Path | None) -> None:
+        """The current run (one remembered from the last session) is shown while no other run is."""
+        if path is not None and self.workspace.shown_run is None and self.training is None:
+            self._show(path)
 
     def is_training(self, path: Path | None) -> bool:
         return same_run(path, self.training)
