@@ -175,14 +175,15 @@ class ShownRun(QObject):
             self.header.show_stopping()
 
     def _training_said(self) -> str:
-        """Which run trains and how far it is, said while another run is shown ("" when none trains)."""
+        """How far the training is and which run it is, said while another run is shown ("" when none trains): the
+        progress first, where a narrow header still shows it."""
         if self.training is None:
             return ""
         if self.started is None:
-            return f"Training {self.training.name}: preparing"
+            return f"Training: preparing · {self.training.name}"
         step = self._last_step.step if self._last_step is not None else self.started.step
         total = f" of {self.started.total_steps:,}" if self.started.time_budget <= 0 else ""
-        return f"Training {self.training.name}: {self.controller.state}, step {step:,}{total}"
+        return f"Training: {self.controller.state}, step {step:,}{total} · {self.training.name}"
 
     def _say_progress(self) -> None:
         """The status line: the last step's loss, pace and time left; while paused, no countdown."""
