@@ -101,6 +101,7 @@ class ShownRun(QObject):
 
     def _show(self, path: Path | None) -> None:
         """Make `path` the shown run; the header, hints and messages follow it (again if it already was)."""
+        self.plots.own_name = path.name if path is not None else ""
         if self.workspace.shown_run == path:
             self._on_shown_run(path)
         else:
@@ -114,6 +115,7 @@ class ShownRun(QObject):
                 self.show_training()
                 return
             try:
+                self.plots.own_name = path.name if path is not None else ""
                 self.plots.load(RunDir(path).read_metrics() if path is not None else [])
             except CheckpointError:
                 self.plots.clear()
