@@ -151,7 +151,7 @@ class MaskingPanel(QWidget):
         self.workspace.set_config(updated)
 
     def _on_strategy(self, span: bool) -> None:
-        self.rates.span_box.setVisible(span)
+        self.rates.show_spans(span)
         self._on_edit()
 
     def _on_edit(self) -> None:
