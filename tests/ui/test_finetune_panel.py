@@ -47,6 +47,16 @@ def test_fine_tune_read_the_confusion_matrix_and_mistakes_then_export(qtbot, pan
     confusion = panel.results.confusion
     tints = {confusion.item(r, c).background().color().name() for r in range(3) for c in range(3)}
     assert len(tints) == len({v for row in matrix for v in row})
+    # the two tables fill the Test scores tab, each label's row level in both
+    panel.results.setCurrentWidget(panel.results.scores)
+    qtbot.waitUntil(lambda: confusion.isVisible())
+    for table in (confusion, panel.results.per_class):
+        width = sum(table.columnWidth(c) for c in range(table.columnCount()))
+        height = sum(table.rowHeight(r) for r in range(table.rowCount()))
+        assert width >= table.viewport().width() - 4 and height >= table.viewport().height() - 4
+    assert [confusion.rowViewportPosition(r) for r in range(3)] == [
+        panel.results.per_class.rowViewportPosition(r) for r in range(3)
+    ]
     # the mistakes listed are the test examples off the confusion matrix's diagonal, with their labels
     wrong = sum(matrix[r][c] for r in range(3) for c in range(3) if r != c)
     mistakes = cells(panel.results.mistakes)
