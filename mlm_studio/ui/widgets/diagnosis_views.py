@@ -342,6 +342,8 @@ def plot_series(plot: ThemedPlot, steps: list[int], lines: dict[str, list[float]
     own colour and marker. Returns what the plot cannot show: which lines lie on top of each other, which have
     no value to draw ("" when every line can be told apart)."""
     plot.clear()
+    few = len(steps) <= STEP_TICKS  # a tick at each checkpoint's step, not at steps no checkpoint is at
+    plot.getPlotItem().getAxis("bottom").setTicks([[(step, f"{step:,}") for step in steps]] if few else None)
     for number, (name, values) in enumerate(lines.items()):
         style = pg.QtCore.Qt.PenStyle.DashLine if name in dashed else pg.QtCore.Qt.PenStyle.SolidLine
         colour = SERIES_COLOURS[number % len(SERIES_COLOURS)]
@@ -377,6 +379,7 @@ def _listed(names: list[str]) -> str:
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
 
 
+STEP_TICKS = 8  # up to this many checkpoints, the step axis is labelled at theirs alone
 # tab10, the palette of the application's plots, without its brown and olive (read as the red and the green)
 SERIES_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#17becf", "#e377c2", "#7f7f7f")
 SERIES_SYMBOLS = ("o", "s", "t", "d", "t1", "p", "h", "star")
