@@ -70,8 +70,9 @@ class ResultsView(QTabWidget):
         self.confusion.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.confusion.setToolTip(MATRIX_TIP)
         self.per_class = read_only_table(["label", "precision", "recall", "F1", "support"])
-        for table in (self.confusion, self.per_class):  # the tab filled, each label's row level in both tables
-            table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.confusion.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)  # uncut
+        self.per_class.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)  # the rest
+        for table in (self.confusion, self.per_class):  # the tab's height filled, each label's row level in both
             table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.tables = tables = QSplitter(Qt.Orientation.Horizontal)
         tables.setObjectName("finetune-confusion-per-class")
