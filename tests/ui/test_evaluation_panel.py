@@ -360,3 +360,29 @@ def test_the_accuracy_axes_of_the_failures_tab_read_percentages(qtbot):
         for name in axes:
             assert plot.getPlotItem().getAxis(name).tickStrings([0.0, 0.2, 0.4], 1.0, 0.2) == ["0%", "20%", "40%"]
     assert view.series.getPlotItem().getAxis("bottom").tickStrings([0, 200], 1.0, 200) == ["0", "200"]  # steps
+
+
+def step_labels(plot) -> list[str]:
+    """The labels the step axis draws."""
+    from PySide6.QtGui import QImage, QPainter
+
+    image = QImage(10, 10, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    drawn = [text for _, _, text in plot.getPlotItem().getAxis("bottom").generateDrawSpecs(painter)[2]]
+    painter.end()
+    return drawn
+
+
+def test_the_curves_over_two_checkpoints_label_their_two_steps_alone(qtbot):
+    from mlm_studio.ui.widgets.diagnosis_views import FailuresView, plot_series
+
+    view = FailuresView()
+    qtbot.addWidget(view)
+    view.resize(900, 700)
+    view.show()
+    plot_series(view.series, [40, 120], {"all": [0.1, 0.2]})
+    qtbot.waitUntil(lambda: step_labels(view.series) != [])  # the view takes the curves' range
+    assert step_labels(view.series) == ["40", "120"]
+    plot_series(view.series, list(range(10, 210, 10)), {"all": [0.5] * 20})  # many checkpoints: round steps
+    qtbot.waitUntil(lambda: "200" in step_labels(view.series))
+    assert len(step_labels(view.series)) < 20

@@ -263,3 +263,17 @@ def test_a_second_evaluation_lays_out_every_block_at_its_full_height(qtbot, pane
     assert all(view.height() >= view.heightForWidth(view.width()) > 0 for view in views)
     body = panel.samples_view.scroll.widget()
     assert len(body.findChildren(TokenView)) == len(views)  # no block of the evaluation before is left
+
+
+def test_where_it_fails_puts_each_title_on_its_table_at_the_top_of_the_tab(qtbot):
+    view = FailuresView()
+    qtbot.addWidget(view)
+    view.resize(1090, 600)  # the tab at 1280×720
+    view.show()
+    view.show_diagnosis(share_diagnosis({"0–9": 0.1, "10–99": 0.2, "100–999": 0.3}))
+    qtbot.waitUntil(lambda: view.frequency_table.height() > 0)
+    for title, table in zip(view.titles, (view.frequency_table, view.kind_table, view.confusion_table)):
+        assert title.height() <= title.sizeHint().height()  # no empty room in a title's row
+        under = table.mapTo(view, table.rect().topLeft()).y() - title.mapTo(view, title.rect().bottomLeft()).y()
+        assert 0 <= under <= 12, title.text()  # the table right under its title
+    assert view.titles[0].mapTo(view, view.titles[0].rect().topLeft()).y() < 80  # under the summary line

@@ -65,6 +65,18 @@ def test_why_explains_that_candidate_at_that_mask(qtbot, panel, trained_runs):
     assert maps.maps.shape[:2] == (1, 2) and maps.pieces[0] == "[CLS]"
 
 
+def test_each_why_is_a_button_that_looks_like_one_right_beside_its_candidate_s_share(panel):
+    view = panel.views[0]
+    grid = view.grid
+    for why in why_buttons(view):
+        assert not why.isFlat() and not why.icon().isNull()
+        row = grid.getItemPosition(grid.indexOf(why))[0]
+        share = grid.itemAtPosition(row, 2).widget()
+        assert share.text().endswith("%")
+        assert 0 <= why.geometry().left() - share.geometry().right() <= 2 * grid.horizontalSpacing() + 8
+        assert abs(why.geometry().center().y() - share.geometry().center().y()) <= 2
+
+
 def test_another_method_explains_the_same_question_again(qtbot, panel):
     with qtbot.waitSignal(panel.explanation.explained, timeout=TIMEOUT_MS):
         qtbot.mouseClick(why_buttons(panel.views[0])[0], Qt.MouseButton.LeftButton)

@@ -47,6 +47,20 @@ def test_fine_tune_read_the_confusion_matrix_and_mistakes_then_export(qtbot, pan
     confusion = panel.results.confusion
     tints = {confusion.item(r, c).background().color().name() for r in range(3) for c in range(3)}
     assert len(tints) == len({v for row in matrix for v in row})
+    # the two tables fill the Test scores tab, each label's row level in both
+    panel.results.setCurrentWidget(panel.results.scores)
+    qtbot.waitUntil(lambda: confusion.isVisible())
+    per_class = panel.results.per_class
+    width = sum(per_class.columnWidth(c) for c in range(per_class.columnCount()))
+    assert width >= per_class.viewport().width() - 4  # the per-class table takes the width the matrix leaves
+    for table in (confusion, per_class):
+        height = sum(table.rowHeight(r) for r in range(table.rowCount()))
+        assert height >= table.viewport().height() - 4
+        header = table.horizontalHeader()
+        assert all(header.sectionSize(c) >= header.sectionSizeHint(c) for c in range(table.columnCount()))  # uncut
+    assert [confusion.rowViewportPosition(r) for r in range(3)] == [
+        panel.results.per_class.rowViewportPosition(r) for r in range(3)
+    ]
     # the mistakes listed are the test examples off the confusion matrix's diagonal, with their labels
     wrong = sum(matrix[r][c] for r in range(3) for c in range(3) if r != c)
     mistakes = cells(panel.results.mistakes)
@@ -79,6 +93,11 @@ def test_a_tagger_shows_true_and_predicted_entities_as_chips(qtbot, panel, tmp_p
     count = int(panel.results.mistakes_label.text().split()[0])
     assert shown.count("true:") == shown.count("predicted:") == count > 0  # one tiny epoch leaves mistakes
     assert "background" in panel.results.spans.toHtml()  # entities are chips
+    panel.results.setCurrentWidget(panel.results.scores)
+    panel.results.tables.setSizes([1, 10_000])  # the divider dragged over the matrix: its columns still read whole
+    header = panel.results.confusion.horizontalHeader()
+    qtbot.waitUntil(lambda: header.isVisible() and header.sectionSize(0) > 0)
+    assert all(header.sectionSize(c) >= header.sectionSizeHint(c) for c in range(header.count()))
 
 
 def test_plain_tags_are_scored_per_word_without_entities(qtbot, panel, tmp_path):

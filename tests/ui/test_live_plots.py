@@ -89,6 +89,19 @@ def test_overlaying_a_run_twice_draws_it_once_in_its_own_colour_with_train_and_v
     assert all(count > 0 for count in shown_points(plots).values())
 
 
+def test_beside_an_overlaid_run_the_shown_run_s_legend_entries_carry_its_name(plots):
+    plots.load(records())
+    plots.own_name = "shown-run"
+    assert plots.legends["loss"].names == ["training", "validation"]  # alone: no name needed
+    plots.overlay("earlier", records(scale=1.2))
+    assert plots.legends["loss"].names == [
+        "shown-run (train)",
+        "shown-run (val)",
+        "earlier (train)",
+        "earlier (val)",
+    ]
+
+
 def test_an_overlay_never_wears_a_colour_of_the_shown_runs_curves(plots):
     """Its probes included: in the probe-rank plot the overlaid run's lines stay told apart from the shown run's."""
     plots.load(records())

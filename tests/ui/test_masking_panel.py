@@ -190,3 +190,26 @@ def test_no_strategy_resizes_the_window(qtbot, panel):
         assert window.width() == 1110, strategy
     window.takeCentralWidget()  # the panel stays the fixture's
     assert max(widths.values()) < 700, widths
+
+
+def test_the_legend_shows_the_generator_chip_only_for_an_electra_run_s_replacements(panel):
+    texts = [cell.text for cell in panel.form.legend.cells]
+    assert texts == ["[MASK]", "random → new", "kept", "untouched", "[CLS]"]  # no ELECTRA run: no "a → b"
+    panel.form.generator_check.setEnabled(True)
+    panel.form.generator_check.setChecked(True)
+    assert "a → b" in [cell.text for cell in panel.form.legend.cells]
+    panel.form.generator_check.setChecked(False)
+    assert "a → b" not in [cell.text for cell in panel.form.legend.cells]
+
+
+def test_the_rates_table_spans_its_box_and_is_as_tall_as_its_rows_the_samples_taking_the_rest(qtbot, panel):
+    table = panel.rates.table
+    columns = sum(table.columnWidth(c) for c in range(table.columnCount()))
+    assert columns >= table.viewport().width() - 2  # the columns share the box's width, none left empty
+    rows = sum(table.rowHeight(r) for r in range(table.rowCount()))
+    assert table.viewport().height() - 2 <= rows <= table.viewport().height()  # no empty area under the rows
+    assert panel.rates.height() <= panel.rates.rates_box.sizeHint().height()  # token masking: the table alone
+    assert panel.samples.height() > 2 * panel.rates.height()
+    panel.form.strategy_combo.setCurrentIndex(panel.form.strategy_combo.findData("span"))
+    qtbot.waitUntil(lambda: panel.rates.span_box.isVisible())
+    qtbot.waitUntil(lambda: panel.rates.maximumHeight() > 10_000)  # the histogram gets the room it needs

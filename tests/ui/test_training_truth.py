@@ -108,7 +108,11 @@ def test_a_training_out_of_sight_is_never_drawn_over_the_run_shown(qtbot, panel,
     assert panel.progress_bar.text() == "completed · 40 / 40 steps"
     assert panel.status_label.text().startswith("late: validation loss ")
     assert panel.header.live_label.isVisible() and panel.header.back_button.isVisible()
-    assert panel.header.live_label.text().startswith(f"Training {live.name}: running, step ")
+    assert panel.header.live_label.text().startswith("Training: running, step ")
+    assert panel.header.live_label.text().endswith(f" · {live.name}")
+    panel.window().resize(1090, 700)  # the Training panel's width in a 1280-wide window
+    qtbot.waitUntil(lambda: panel.header.live_label.width() < 300)
+    assert panel.header.live_label.shown_text().startswith("Training: running, step ")  # the progress, not "Training…"
     assert panel.runs.table.item(panel.runs.table._row_of(live), 1).text() == "running"  # the live row stays live
     assert panel.workspace.shown_run == runs / "late" and panel.workspace.run == live
 

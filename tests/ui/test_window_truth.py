@@ -161,6 +161,27 @@ def test_the_current_run_is_remembered_across_a_restart(qtbot, mixed_runs, tmp_p
     qtbot.waitUntil(lambda: again.workspace.corpus is not None, timeout=TIMEOUT_MS)
 
 
+def test_after_a_restart_the_training_panel_shows_the_current_run_the_status_bar_names(qtbot, mixed_runs, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    first = MainWindow(settings, runs_root=mixed_runs)
+    qtbot.addWidget(first)
+    qtbot.waitUntil(lambda: first.workspace.corpus is not None, timeout=TIMEOUT_MS)
+    first.workspace.set_run(mixed_runs / "late")
+    first.close()
+    again = MainWindow(settings, runs_root=mixed_runs)
+    qtbot.addWidget(again)
+    training = again.training_panel
+    assert again.run_label.text() == "Current run: late"
+    assert again.workspace.shown_run == mixed_runs / "late"
+    assert "late" in training.status_label.text() and "No run" not in training.status_label.text()
+    assert "step_loss" in training.plots.series  # its curves, not empty plots
+    hints = " ".join(hint.toPlainText() for hint in training.plots.hints.values())
+    assert "next run" not in hints and "No run" not in hints
+    qtbot.waitUntil(lambda: again.workspace.corpus is not None, timeout=TIMEOUT_MS)
+
+
 def test_the_live_row_counts_its_tokens_and_time_with_its_step(window, mixed_runs):
     table = window.training_panel.runs.table
     table.set_live(mixed_runs / "late", "running", 44, tokens=123_456, elapsed=65.0)

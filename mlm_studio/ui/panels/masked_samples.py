@@ -39,19 +39,23 @@ def token_cell(token: PreviewToken) -> TokenCell:
     return TokenCell(token.original, None, "not selected")
 
 
-def legend() -> TokenView:
-    """A chip of each colour, saying what it means."""
+def legend_cells(generator: bool = False) -> list[TokenCell]:
+    """A chip of each colour, saying what it means; the generator's replacement's only where one is shown (an
+    ELECTRA run's)."""
+    return [
+        TokenCell("[MASK]", KIND_COLOURS[MaskKind.MASK], "replaced by [MASK]"),
+        TokenCell("random → new", KIND_COLOURS[MaskKind.RANDOM], "replaced by a random token"),
+        TokenCell("kept", KIND_COLOURS[MaskKind.KEPT], "unchanged, but predicted"),
+        *([TokenCell("a → b", REPLACED, "ELECTRA: replaced by the generator")] if generator else []),
+        TokenCell("untouched", None, "not selected"),
+        TokenCell("[CLS]", None, "special token, never masked", muted=True),
+    ]
+
+
+def legend(generator: bool = False) -> TokenView:
+    """The legend of the colours as chips (`generator`: with the generator's replacement)."""
     view = TokenView()
-    view.set_cells(
-        [
-            TokenCell("[MASK]", KIND_COLOURS[MaskKind.MASK], "replaced by [MASK]"),
-            TokenCell("random → new", KIND_COLOURS[MaskKind.RANDOM], "replaced by a random token"),
-            TokenCell("kept", KIND_COLOURS[MaskKind.KEPT], "unchanged, but predicted"),
-            TokenCell("a → b", REPLACED, "ELECTRA: replaced by the generator"),
-            TokenCell("untouched", None, "not selected"),
-            TokenCell("[CLS]", None, "special token, never masked", muted=True),
-        ]
-    )
+    view.set_cells(legend_cells(generator))
     return view
 
 

@@ -151,7 +151,7 @@ class MaskingPanel(QWidget):
         self.workspace.set_config(updated)
 
     def _on_strategy(self, span: bool) -> None:
-        self.rates.span_box.setVisible(span)
+        self.rates.show_spans(span)
         self._on_edit()
 
     def _on_edit(self) -> None:
@@ -237,6 +237,7 @@ class MaskingPanel(QWidget):
         run = self.workspace.run
         electra = run is not None and _has_generator(run)
         self.form.generator_check.setEnabled(electra)
+        self.form.update_legend()
         if electra and self.form.generator_check.isChecked():
             self._refresh_timer.start()
 

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import ConfigError, DataConfig, MaskingConfig
 from mlm_studio.ui.panels.config_fields import form_fields
-from mlm_studio.ui.panels.masked_samples import legend
+from mlm_studio.ui.panels.masked_samples import legend, legend_cells
 from mlm_studio.ui.theme import PALETTE_CHANGES, ToneLabel, blended, tone
 
 INVALID_TINT = 0.22  # how much of the error tone an invalid field's background takes
@@ -102,6 +102,7 @@ class MaskingForm(QWidget):
             "which is what the discriminator sees; available once an ELECTRA run has a checkpoint"
         )
         self.generator_check.toggled.connect(self.edited)
+        self.generator_check.toggled.connect(self.update_legend)
         self.validation_label = ToneLabel("error")
 
         self.editors = {
@@ -130,7 +131,8 @@ class MaskingForm(QWidget):
         data_form.addRow("Seed", seed_row)
         data_form.addRow(self.generator_check)
         legend_box = QGroupBox("Legend")
-        QVBoxLayout(legend_box).addWidget(legend())
+        self.legend = legend()
+        QVBoxLayout(legend_box).addWidget(self.legend)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(masking_box)
@@ -146,6 +148,10 @@ class MaskingForm(QWidget):
         self.strategy_combo.currentIndexChanged.connect(self.on_strategy)
         self.length_spin.valueChanged.connect(self.data_edited)
         self.packing_check.toggled.connect(self.data_edited)
+
+    def update_legend(self) -> None:
+        """The generator's chip is in the legend while its replacements are shown."""
+        self.legend.set_cells(legend_cells(self.generator_check.isEnabled() and self.generator_check.isChecked()))
 
     def on_strategy(self) -> None:
         """The span fields enabled for span masking alone; says which it is."""

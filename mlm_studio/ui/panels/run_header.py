@@ -29,7 +29,7 @@ class RunHeader(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.progress_bar, 2)
         layout.addWidget(self.status_label, 3)
-        layout.addWidget(self.live_label, 2)
+        layout.addWidget(self.live_label, 3)
         layout.addWidget(self.back_button)
         self.show_elsewhere("")
         self.show_nothing()

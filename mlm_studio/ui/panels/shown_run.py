@@ -61,6 +61,7 @@ class ShownRun(QObject):
         self._curves_of: Path | None = None  # the run whose curves the plots hold
         self._message_run: Path | None = None  # the run the message bar speaks of, if any
         workspace.shown_run_changed.connect(self._on_shown_run)
+        workspace.run_changed.connect(self._on_current_run)
         self.header.back_button.clicked.connect(self.show_training)
 
     # --- what is shown ------------------------------------------------------------------------------
@@ -87,6 +88,11 @@ class ShownRun(QObject):
             self._curves_of = self.training
             self._show(self.training)
 
+    def _on_current_run(self, path: Path | None) -> None:
+        """The current run (one remembered from the last session) is shown while no other run is."""
+        if path is not None and self.workspace.shown_run is None and self.training is None:
+            self._show(path)
+
     def is_training(self, path: Path | None) -> bool:
         return same_run(path, self.training)
 
@@ -95,6 +101,7 @@ class ShownRun(QObject):
 
     def _show(self, path: Path | None) -> None:
         """Make `path` the shown run; the header, hints and messages follow it (again if it already was)."""
+        self.plots.own_name = path.name if path is not None else ""
         if self.workspace.shown_run == path:
             self._on_shown_run(path)
         else:
@@ -108,6 +115,7 @@ class ShownRun(QObject):
                 self.show_training()
                 return
             try:
+                self.plots.own_name = path.name if path is not None else ""
                 self.plots.load(RunDir(path).read_metrics() if path is not None else [])
             except CheckpointError:
                 self.plots.clear()
@@ -169,14 +177,15 @@ class ShownRun(QObject):
             self.header.show_stopping()
 
     def _training_said(self) -> str:
-        """Which run trains and how far it is, said while another run is shown ("" when none trains)."""
+        """How far the training is and which run it is, said while another run is shown ("" when none trains): the
+        progress first, where a narrow header still shows it."""
         if self.training is None:
             return ""
         if self.started is None:
-            return f"Training {self.training.name}: preparing"
+            return f"Training: preparing · {self.training.name}"
         step = self._last_step.step if self._last_step is not None else self.started.step
         total = f" of {self.started.total_steps:,}" if self.started.time_budget <= 0 else ""
-        return f"Training {self.training.name}: {self.controller.state}, step {step:,}{total}"
+        return f"Training: {self.controller.state}, step {step:,}{total} · {self.training.name}"
 
     def _say_progress(self) -> None:
         """The status line: the last step's loss, pace and time left; while paused, no countdown."""

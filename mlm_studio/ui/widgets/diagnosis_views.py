@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QScrollArea,
+    QSizePolicy,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -35,6 +36,11 @@ SAMPLES_HINT = (
 )
 DIFFERENT_BLOCKS = (
     "each on its own held-out blocks (their tokenizers or corpora differ): a row's two blocks are not the same text."
+)
+TITLES = (  # the Failures tab's tables
+    "By how often the token occurs in the corpus",
+    "By piece and by masking treatment",
+    "Most frequent confusions",
 )
 SERIES_HEIGHT = 240  # the lowest the curves over checkpoints get: below it the tab scrolls
 
@@ -188,6 +194,13 @@ class SamplesView(QWidget):
         layout.addStretch(1)
 
 
+def _title(text: str) -> QLabel:
+    """A table's title in bold, as tall as its line."""
+    title = QLabel(f"<b>{text}</b>")
+    title.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+    return title
+
+
 def _table(headers: list[str]) -> QTableWidget:
     table = QTableWidget(0, len(headers))
     table.setHorizontalHeaderLabels(headers)
@@ -225,14 +238,18 @@ class FailuresView(QWidget):
         self.calibration.setXRange(0, 1)
         self.calibration.setYRange(0, 1)
         self.calibration.add_header_legend()
-        grid = QGridLayout()
-        grid.addWidget(QLabel("<b>By how often the token occurs in the corpus</b>"), 0, 0)
-        grid.addWidget(self.frequency_table, 1, 0)
-        grid.addWidget(QLabel("<b>By piece and by masking treatment</b>"), 0, 1)
-        grid.addWidget(self.kind_table, 1, 1)
-        grid.addWidget(QLabel("<b>Most frequent confusions</b>"), 2, 0)
-        grid.addWidget(self.confusion_table, 3, 0)
+        self.calibration.setMinimumHeight(SERIES_HEIGHT)
+        self.titles = [_title(text) for text in TITLES]
+        grid = QGridLayout()  # each title on its table, the tables at the top of their cells
+        top = Qt.AlignmentFlag.AlignTop
+        grid.addWidget(self.titles[0], 0, 0)
+        grid.addWidget(self.frequency_table, 1, 0, top)
+        grid.addWidget(self.titles[1], 0, 1)
+        grid.addWidget(self.kind_table, 1, 1, top)
+        grid.addWidget(self.titles[2], 2, 0)
+        grid.addWidget(self.confusion_table, 3, 0, top)
         grid.addWidget(self.calibration, 2, 1, 2, 1)
+        grid.setRowStretch(3, 1)  # what the calibration plot needs beyond the confusions goes under them
         self.series = ThemedPlot("step", "accuracy", percent=("left",))
         self.series.setTitle("Over the run's checkpoints (Every checkpoint)")
         self.series.add_header_legend()
@@ -253,7 +270,7 @@ class FailuresView(QWidget):
         body = QWidget()
         content = QVBoxLayout(body)
         content.addWidget(self.summary)
-        content.addLayout(grid, 2)
+        content.addLayout(grid)
         content.addLayout(curves)
         content.addWidget(self.series_note)
         content.addWidget(self.series, 1)
@@ -342,6 +359,8 @@ def plot_series(plot: ThemedPlot, steps: list[int], lines: dict[str, list[float]
     own colour and marker. Returns what the plot cannot show: which lines lie on top of each other, which have
     no value to draw ("" when every line can be told apart)."""
     plot.clear()
+    few = len(steps) <= STEP_TICKS  # a tick at each checkpoint's step, not at steps no checkpoint is at
+    plot.getPlotItem().getAxis("bottom").setTicks([[(step, f"{step:,}") for step in steps]] if few else None)
     for number, (name, values) in enumerate(lines.items()):
         style = pg.QtCore.Qt.PenStyle.DashLine if name in dashed else pg.QtCore.Qt.PenStyle.SolidLine
         colour = SERIES_COLOURS[number % len(SERIES_COLOURS)]
@@ -377,6 +396,7 @@ def _listed(names: list[str]) -> str:
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
 
 
+STEP_TICKS = 8  # up to this many checkpoints, the step axis is labelled at theirs alone
 # tab10, the palette of the application's plots, without its brown and olive (read as the red and the green)
 SERIES_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#17becf", "#e377c2", "#7f7f7f")
 SERIES_SYMBOLS = ("o", "s", "t", "d", "t1", "p", "h", "star")

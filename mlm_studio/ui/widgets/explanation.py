@@ -7,8 +7,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QStyle,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from mlm_studio.core.evaluation.explain.attention import AttentionMaps, attention_maps
 from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer
@@ -99,9 +110,11 @@ def every_checkpoint_refusal(question: Asked | None) -> str:
 
 
 def why_button(clicked) -> QPushButton:
-    """The small button beside a prediction that asks why it was made."""
-    button = QPushButton("why?")
-    button.setFlat(True)
+    """The small button beside a prediction that asks why it was made: a button that looks like one, with the
+    question mark's icon, as small as its text."""
+    button = QPushButton(QApplication.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxQuestion), "why?")
+    button.setIconSize(QSize(14, 14))
+    button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
     button.setToolTip("Which words carried this prediction, and what each layer attended to")
     button.clicked.connect(lambda _=False: clicked())
     return button

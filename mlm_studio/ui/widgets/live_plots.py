@@ -98,6 +98,7 @@ class LivePlots(QWidget):
         self.anchors: dict[str, DecadeAnchor] = {}  # the log plots' decade anchors
         self.spans: dict[str, Span] = {}  # each plot's share of the common x range, and a range for one value
         self.overlays: list[str] = []  # names of the runs drawn for comparison
+        self.own_name = ""  # the run whose own curves these are, named in the legends beside overlaid runs
         self._overlay_colours: dict[str, str] = {}
         self._overlaid: dict[str, tuple[str, str]] = {}  # overlay curve key -> (its run, what it is: "val")
         self._dirty: dict[str, None] = {}  # plots whose curves changed since drawn, longest waiting first
@@ -263,10 +264,17 @@ class LivePlots(QWidget):
         return self.series[key]
 
     def _name_overlays(self) -> None:
-        """The overlaid runs' legend entries, shortened so that each still tells its run from the others."""
-        short = dict(zip(self.overlays, distinct_names(self.overlays)))
+        """The legend entries, once runs are overlaid, each with its run's name (the run's own too), shortened so
+        that each still tells its run from the others."""
+        runs = [self.own_name, *self.overlays] if self.own_name else self.overlays
+        short = dict(zip(runs, distinct_names(runs)))
         for key, (run, series) in self._overlaid.items():
             self.legends[self._plot_of[key]].rename(self.curves[key], f"{short[run]} ({series})")
+        if self.own_name:
+            for key, curve in self.curves.items():
+                if key not in self._overlaid and curve.name() is not None:  # an own curve with a legend entry
+                    label = SHORT_SERIES.get(self._labels[key], self._labels[key])
+                    self.legends[self._plot_of[key]].rename(curve, f"{short[self.own_name]} ({label})")
 
     # --- drawing ------------------------------------------------------------------------------------
     def set_axis(self, axis: str) -> None:

@@ -6,7 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QGroupBox, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout
+from PySide6.QtWidgets import (
+    QGroupBox,
+    QHeaderView,
+    QLabel,
+    QSizePolicy,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+)
 
 from mlm_studio.core.config.sections import MaskingConfig
 from mlm_studio.core.data.masking_preview import MaskingPreview
@@ -14,6 +22,7 @@ from mlm_studio.ui.widgets.plots import ThemedPlot, accent_colour
 from mlm_studio.ui.widgets.reflow_splitter import ReflowSplitter
 
 ROWS = ("selected", "mask", "random", "keep")
+UNBOUNDED = 16_777_215  # Qt's largest widget size
 
 
 class MeasuredRates(ReflowSplitter):
@@ -23,18 +32,20 @@ class MeasuredRates(ReflowSplitter):
     def __init__(self) -> None:
         super().__init__()
         self.setObjectName("masking-rates-spans")  # remembered between starts by this name
-        self.table = QTableWidget(4, 3)  # what was counted is each measured cell's tooltip: the table stays narrow
+        self.table = QTableWidget(4, 3)  # what was counted is each measured cell's tooltip: the table stays small
         self.table.setHorizontalHeaderLabels(["Configured", "Measured", "95% interval"])
         self.table.setVerticalHeaderLabels(["Selected", "→ [MASK]", "→ random", "→ kept"])
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)  # the box's width
+        self.table.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)  # its rows' height
         self.table.setWordWrap(False)
         self.caption = QLabel()
         self.caption.setWordWrap(True)  # a long caption wraps rather than widening the window
-        rates_box = QGroupBox("Measured rates")
+        rates_box = self.rates_box = QGroupBox("Measured rates")
         rates_layout = QVBoxLayout(rates_box)
         rates_layout.addWidget(self.caption)
         rates_layout.addWidget(self.table)
+        rates_layout.addStretch(1)
         self.span_plot = ThemedPlot("span length (words)", "share of spans")
         self.span_bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush=accent_colour())
         self.span_plot.addItem(self.span_bars)
@@ -49,14 +60,25 @@ class MeasuredRates(ReflowSplitter):
         self.addWidget(self.span_box)
         self.setSizes([640, 360])  # the table whole; the histogram reads at a third of the width
 
+    def show_spans(self, shown: bool) -> None:
+        """The span-length histogram beside the table (span masking), or the table alone, no taller than its
+        rows: the samples above take the rest."""
+        self.span_box.setVisible(shown)
+        self.rates_box.layout().invalidate()  # its height hint as the table now is
+        self.rates_box.setMaximumHeight(UNBOUNDED if shown else self.rates_box.sizeHint().height())  # and the splitter
+
     def _keep_whole(self) -> None:
-        """The table never narrower than its columns: it is read whole, never scrolled sideways (measured once the
-        columns have taken their contents' widths)."""
-        table = self.table
-        table.resizeColumnsToContents()
+        """The table never narrower than its columns' contents (it is read whole, never scrolled sideways), its
+        columns sharing the box's width, and exactly as tall as its rows."""
+        table, header = self.table, self.table.horizontalHeader()
         table.verticalHeader().resizeSections(QHeaderView.ResizeMode.ResizeToContents)
-        columns = sum(table.columnWidth(c) for c in range(table.columnCount()))
-        table.setMinimumWidth(columns + table.verticalHeader().sizeHint().width() + 2 * table.frameWidth())
+        columns = sum(max(table.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in range(table.columnCount()))
+        frame = 2 * table.frameWidth()
+        table.setMinimumWidth(columns + table.verticalHeader().sizeHint().width() + frame)
+        rows = sum(table.rowHeight(r) for r in range(table.rowCount()))
+        table.setFixedHeight(header.sizeHint().height() + rows + frame)
+        if not self.span_box.isVisibleTo(self):
+            self.show_spans(False)
 
     def show_preview(self, config: MaskingConfig, preview: MaskingPreview) -> None:
         configured = (config.rate, config.mask_fraction, config.random_fraction, config.keep_fraction)

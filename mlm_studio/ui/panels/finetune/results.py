@@ -73,7 +73,10 @@ class ResultsView(QTabWidget):
         self.confusion.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.confusion.setToolTip(MATRIX_TIP)
         self.per_class = read_only_table(["label", "precision", "recall", "F1", "support"])
-        self.per_class.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.confusion.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)  # uncut
+        self.per_class.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)  # the rest
+        for table in (self.confusion, self.per_class):  # the tab's height filled, each label's row level in both
+            table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.tables = tables = QSplitter(Qt.Orientation.Horizontal)
         tables.setObjectName("finetune-confusion-per-class")
         tables.addWidget(self.confusion)
@@ -218,7 +221,6 @@ class ResultsView(QTabWidget):
                 item.setForeground(readable_on(tint))
                 item.setToolTip(f"true {labels[r]}, predicted {labels[c]}: {count:,}")
                 self.confusion.setItem(r, c, item)
-        self.confusion.resizeColumnsToContents()
 
     def _fill_top_confusions(self) -> None:
         """Too many labels for a matrix: the most frequent mistakes, a row each."""
@@ -233,7 +235,6 @@ class ResultsView(QTabWidget):
         for row, (true, predicted, count) in enumerate(found):
             for column, value in enumerate((true, predicted, f"{count:,}")):
                 self.confusion.setItem(row, column, cell(value, column == 2))
-        self.confusion.resizeColumnsToContents()
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
