@@ -4,6 +4,7 @@ say it in the same words."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 import traceback
@@ -12,13 +13,15 @@ from pathlib import Path
 from mlm_studio.core.storage.files import atomic_write_text
 from mlm_studio.core.storage.user_folders import cache_dir
 
+_KEPT = itertools.count(1)  # this process's tracebacks, numbered: two in one second are two files
+
 
 def keep_traceback(exc: BaseException) -> Path:
     """Write `exc`'s traceback into the cache's crashes folder (as every file is written: whole, never through a
     link); the file."""
     folder = cache_dir() / "crashes"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+    path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{next(_KEPT)}.txt"
     return atomic_write_text(path, "".join(traceback.format_exception(exc)))
 
 
