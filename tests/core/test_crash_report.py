@@ -1,5 +1,6 @@
 """A bug's traceback kept in the cache's crashes folder: each one in a file of its own, however close together."""
 
+import os
 import time
 
 from mlm_studio.core.storage import crash_report
@@ -19,3 +20,14 @@ def test_two_bugs_in_the_same_second_keep_both_tracebacks(tmp_path, monkeypatch)
         "KeyError: 'hidden_size'",
         "ValueError: shapes (3,) (4,)",
     ]
+
+
+def test_a_bug_naming_a_file_whose_name_is_not_utf8_is_said_and_its_traceback_kept(tmp_path, monkeypatch):
+    """A file name that is not UTF-8 reaches Python as lone surrogates (`os.fsdecode`): a bug that names one is
+    still said as a bug, its traceback kept, never a second error raised while saying the first."""
+    monkeypatch.setenv("MLM_STUDIO_CACHE", str(tmp_path / "cache"))
+    name = os.fsdecode(b"/data/caf\xe9.txt")
+    said = bug_said(ValueError(f"no pieces in {name}"), "not kept")
+    (kept,) = (tmp_path / "cache" / "crashes").iterdir()
+    assert str(kept) in said and "This is a bug in MLM Studio" in said
+    assert kept.read_text(encoding="utf-8").splitlines()[-1] == "ValueError: no pieces in /data/caf\\udce9.txt"
