@@ -14,7 +14,7 @@ import pytest
 
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
 from mlm_studio.core.finetune.recipe.result import Candidate, ranked, read_search, searches
-from mlm_studio.core.finetune.recipe.search import SearchPlan, SearchRefused, plan_of, search
+from mlm_studio.core.finetune.recipe.search import SearchPlan, SearchRefused, check_folder, plan_of, search
 from mlm_studio.core.finetune.recipe.searched import PLAN, recipe_options
 from mlm_studio.core.finetune.recipe.trials import Trial, trial_folder
 from mlm_studio.core.finetune.request import SCRATCH, StartingModel, model_fingerprint
@@ -166,6 +166,22 @@ def test_a_scratch_model_is_known_by_its_shape_and_tokenizer(trained_run):
     assert str(scratch) == SCRATCH + str(trained_run.path)
     assert model_fingerprint(scratch) != model_fingerprint(StartingModel(str(trained_run.path)))
     assert len(model_fingerprint(scratch)) == 64
+
+
+def test_a_model_given_by_a_relative_path_is_planned_where_it_is_so_its_recipe_trains_from_any_folder(
+    trained_run, task, tmp_path, monkeypatch
+):
+    """The command line's MODEL as typed in one folder, its chosen recipe's command (and the window's Train it) run
+    from another: the plan names the model's folder as the task's files are named, a Hub name as it is; a search
+    recorded with the relative path continues from the folder it was typed in."""
+    monkeypatch.chdir(trained_run.path.parent)
+    name, where = trained_run.path.name, str(trained_run.path)
+    assert SearchPlan(name, options(task, patience=1), RATES, 2, 2).identity()["model"] == where
+    assert SearchPlan(SCRATCH + name, options(task, patience=1), RATES, 2, 2).spec == SCRATCH + where
+    assert StartingModel("org/a-hub-model").located() == StartingModel("org/a-hub-model")
+    before = {**plan_for(trained_run, task).identity(), "model": name}  # as a search recorded it before
+    (tmp_path / PLAN).write_text(json.dumps(before))
+    assert check_folder(tmp_path, SearchPlan(name, options(task, patience=1), RATES, 2, 2))["model"] == where
 
 
 def test_a_folder_of_other_files_is_refused(trained_run, task, tmp_path):

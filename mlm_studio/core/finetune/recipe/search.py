@@ -71,6 +71,7 @@ class SearchPlan:
     seeds: int = SEARCH_SEEDS
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "spec", str(StartingModel.of(self.spec).located()))  # as its task files: absolute
         object.__setattr__(self, "learning_rates", tuple(float(lr) for lr in self.learning_rates))
         for field, (allowed, rule) in SEARCH_RULES.items():
             if not allowed(getattr(self, field)):
@@ -121,6 +122,8 @@ def check_folder(root: Path, plan: SearchPlan) -> dict:
         except RecordError as exc:
             raise SearchRefused(f"{exc}; start a new search in another folder") from None
         before = before if isinstance(before, dict) else {}
+        if isinstance(before.get("model"), str):  # recorded as typed, by an earlier version: where it is from here
+            before["model"] = str(StartingModel.of(before["model"]).located())
         for key, value in identity.items():
             if before.get(key) != value:
                 raise SearchRefused(
