@@ -313,22 +313,34 @@ def test_a_run_is_known_by_what_it_trained_not_by_its_folder_name(searched, trai
     assert snapshot(root) == before
 
 
-@pytest.mark.parametrize("cut", ["emptied", "validations removed"])
+def damaged_start(line: str) -> str:
+    """A line of metrics.jsonl, its start's record damaged in a field other than the majority class's score."""
+    record = json.loads(line)
+    return json.dumps({**record, "parameters": "many"}) if record["type"] == "started" else line
+
+
+@pytest.mark.parametrize("cut", ["emptied", "validations removed", "start damaged"])
 def test_a_run_whose_records_are_missing_is_refused_never_dropped(searched, trained_run, task, tmp_path, cut):
-    """The better candidate's first run loses its records: the search neither weighs it as a run that scored nothing,
-    nor ranks the others again and trains a seed it had not planned; it says which and why, and stops."""
+    """The better candidate's first run loses its records: the search neither weighs it as a run that scored nothing
+    (nor, its start's record damaged, as one that beat the majority class), nor ranks the others again and trains a
+    seed it had not planned; it says which and why, and stops."""
     root = copied(searched, tmp_path)
     whole = read_search(searched[0])
     rate = whole.half[0]
     metrics = trial_folder(root, rate, 0) / "metrics.jsonl"
-    kept = [line for line in metrics.read_text().splitlines() if cut == "validations removed" and
-            json.loads(line)["type"] != "validation"]  # fmt: skip
+    lines = metrics.read_text().splitlines()
+    kept = {
+        "emptied": [],
+        "validations removed": [line for line in lines if json.loads(line)["type"] != "validation"],
+        "start damaged": [damaged_start(line) for line in lines],
+    }[cut]
+    best_step = last_test(metrics.parent).best_step
     metrics.write_text("".join(f"{line}\n" for line in kept))
-    missing = (
-        "its metrics.jsonl holds no record of the steps it trained"
-        if cut == "emptied"
-        else f"its metrics.jsonl lacks the validation scores of its best step ({last_test(metrics.parent).best_step:,})"
-    )
+    missing = {
+        "emptied": "its metrics.jsonl holds no record of the steps it trained",
+        "validations removed": f"its metrics.jsonl lacks the validation scores of its best step ({best_step:,})",
+        "start damaged": "the record of its start in its metrics.jsonl is damaged",
+    }[cut]
     found = read_search(root)
     assert not found.complete and found.chosen is None and found.half is None
     assert found.trial(rate, 0).missing == missing
