@@ -24,6 +24,7 @@ from mlm_studio.core.finetune.compare import Said, compare, contenders, outcomes
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
 from mlm_studio.core.finetune.recipe.result import read_search
 from mlm_studio.core.finetune.recipe.search import SearchPlan, search
+from mlm_studio.core.finetune.request import StartingModel
 from mlm_studio.core.finetune.scores import per_class_rows
 from mlm_studio.core.finetune.setup import ResumeRefused, prepare_finetuner
 from mlm_studio.core.finetune.tasks import COMPARE_SEEDS, MAX_SEEDS, SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
@@ -33,7 +34,7 @@ from mlm_studio.core.runs.control import TrainingControl
 from mlm_studio.core.runs.distributed import Distributed
 from mlm_studio.core.runs.records import FailedRecord, FinishedRecord, StepRecord, TestRecord, ValidationRecord
 from mlm_studio.core.runs.run_folder import RunDir
-from mlm_studio.core.shown import one_line
+from mlm_studio.core.shown import one_line, shown
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training.runs import new_run_path
@@ -126,6 +127,12 @@ def _misused(args) -> tuple[str, int] | None:
     """Why the options given cannot go together (the sentence and the exit status), or None."""
     if args.resume is None and (args.model is None or args.task is None):
         return "give MODEL and --task FILE to start, or --resume RUN to continue", MISUSED
+    if args.model is not None and not StartingModel.of(args.model).name:
+        return (
+            f"MODEL {shown(args.model)} names no model: give a run, a checkpoint or a Hugging Face model "
+            "(scratch:MODEL for its shape with fresh weights)",
+            MISUSED,
+        )
     if args.seeds is not None and not args.compare and not args.search:
         return "--seeds needs --compare or --search: a single fine-tuning run takes one --seed", MISUSED
     searching = _search_misused(args)
