@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from mlm_studio.core.config.sections import MAX_SEED
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
 from mlm_studio.core.finetune.recipe.result import Candidate, ranked, read_search, searches
 from mlm_studio.core.finetune.recipe.search import SearchPlan, SearchRefused, check_folder, plan_of, search
@@ -258,6 +259,14 @@ def test_ties_go_to_the_earlier_best_epoch_and_unscored_candidates_rank_last():
 def test_bad_plans_are_refused_in_a_sentence(task, values, said):
     with pytest.raises(OptionError, match=re.escape(said)):
         SearchPlan("model", options(task), **values)
+
+
+def test_seeds_past_the_largest_seed_are_refused_before_anything_is_trained(task):
+    """Its seeds run from the first one on: the last of them must be a seed too, or the search would refuse it only
+    after training every first-seed run."""
+    with pytest.raises(OptionError, match=re.escape(f"seeds must be at most 1 from seed {MAX_SEED:,}, not 2")):
+        SearchPlan("model", options(task, seed=MAX_SEED), seeds=2)
+    assert SearchPlan("model", options(task, seed=MAX_SEED - 1), seeds=2).runs == 6
 
 
 def test_a_folder_without_a_plan_is_no_search(tmp_path):

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from mlm_studio.core.data.builtin_corpus import fingerprint
 from mlm_studio.core.data.labelled import TaskError
-from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
+from mlm_studio.core.finetune.options import FinetuneOptions, OptionError, check_seeds
 from mlm_studio.core.finetune.recipe.result import RecipeSearch, better_half_size, read_search
 from mlm_studio.core.finetune.recipe.searched import FIXED, MAX_EPOCHS, PLAN, recipe_options
 from mlm_studio.core.finetune.recipe.trials import trial_folder
@@ -78,6 +78,7 @@ class SearchPlan:
                 value = getattr(self, field)
                 shown = ",".join(f"{v:g}" for v in value) if field == "learning_rates" else value
                 raise OptionError(field, rule, shown)
+        check_seeds(self.options.seed, self.seeds)
 
     @property
     def runs(self) -> int:
