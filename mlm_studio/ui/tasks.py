@@ -82,7 +82,7 @@ def bugs_said_in(window: QWidget) -> Iterator[None]:
     box = QMessageBox(QMessageBox.Icon.Critical, "MLM Studio", "", parent=window)
 
     def said(kind: type[BaseException], exc: BaseException, trace: TracebackType | None) -> None:
-        sys.__excepthook__(kind, exc, trace)
+        before(kind, exc, trace)  # printed as it was
         if isinstance(exc, Exception) and not box.isVisible():
             box.setText(user_message(exc))
             box.open()
