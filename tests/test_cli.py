@@ -1081,6 +1081,8 @@ def test_only_a_refusal_is_said_as_one_and_any_other_error_as_a_bug(tmp_path, mo
         ["finetune", "--task", "task.csv"],  # no MODEL
         ["finetune", "model", "--task", "task.csv", "--compare", "--resume", "run"],
         ["finetune", "model", "--task", "task.csv", "--search", "--compare"],
+        ["finetune", "scratch:", "--task", "task.csv"],  # fresh weights of no model (not of the working folder's)
+        ["finetune", "", "--task", "task.csv"],
     ],
 )
 def test_options_that_cannot_go_together_exit_2_as_every_misused_option_does(tmp_path, given):

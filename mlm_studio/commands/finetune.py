@@ -25,6 +25,7 @@ from mlm_studio.core.finetune.compare import Said, compare, contenders, outcomes
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
 from mlm_studio.core.finetune.recipe.result import read_search
 from mlm_studio.core.finetune.recipe.search import SearchPlan, search
+from mlm_studio.core.finetune.request import StartingModel
 from mlm_studio.core.finetune.scores import per_class_rows
 from mlm_studio.core.finetune.setup import ResumeRefused, prepare_finetuner
 from mlm_studio.core.finetune.tasks import (
@@ -40,7 +41,7 @@ from mlm_studio.core.runs.control import TrainingControl
 from mlm_studio.core.runs.distributed import Distributed
 from mlm_studio.core.runs.records import FailedRecord, FinishedRecord, StepRecord, TestRecord, ValidationRecord
 from mlm_studio.core.runs.run_folder import RunDir
-from mlm_studio.core.shown import one_line
+from mlm_studio.core.shown import one_line, shown
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.core.training.runs import new_run_path
@@ -133,6 +134,12 @@ def _misused(args) -> tuple[str, int] | None:
     """Why the options given cannot go together (the sentence and the exit status), or None."""
     if args.resume is None and args.model is None:
         return "give MODEL (and --task FILE, else a built-in example) to start, or --resume RUN to continue", MISUSED
+    if args.model is not None and not StartingModel.of(args.model).name:
+        return (
+            f"MODEL {shown(args.model)} names no model: give a run, a checkpoint or a Hugging Face model "
+            "(scratch:MODEL for its shape with fresh weights)",
+            MISUSED,
+        )
     example = _example_misused(args)
     if example is not None:
         return example, MISUSED

@@ -51,14 +51,15 @@ def run_gui(screenshot: Path | None = None) -> int:
     app.setWindowIcon(app_icon())  # dialogs and the taskbar too
     app.setDesktopFileName("mlm-studio")  # matches the launcher entry, so the taskbar groups it with the icon
     from mlm_studio.ui.main_window import MainWindow
-    from mlm_studio.ui.tasks import collect_garbage_on_the_gui_thread
+    from mlm_studio.ui.tasks import bugs_said_in, collect_garbage_on_the_gui_thread
 
     collector = collect_garbage_on_the_gui_thread()
     try:
         if screenshot is None:
             window = MainWindow(QSettings(), deferred=True)
             window.show()
-            return app.exec()
+            with bugs_said_in(window):
+                return app.exec()
         with tempfile.TemporaryDirectory() as runs:
             window = MainWindow(settings=None, restore=False, runs_root=Path(runs))
             return _screenshot(app, window, screenshot)

@@ -1,14 +1,18 @@
-"""Run one engine function off the GUI thread, with throttled progress, cancel and a readable outcome."""
+"""Run one engine function off the GUI thread, with throttled progress, cancel and a readable outcome; and what
+the user is told of an error, a background task's or one nothing on the window's own thread handled."""
 
 from __future__ import annotations
 
 import logging
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import TracebackType
 from typing import Any
 
 from PySide6.QtCore import QObject, QThread, Signal
-from PySide6.QtWidgets import QProgressBar
+from PySide6.QtWidgets import QMessageBox, QProgressBar, QWidget
 
 from mlm_studio.core.errors import MLMStudioError
 from mlm_studio.core.progress import Cancelled, Progress
@@ -68,6 +72,26 @@ def user_message(exc: BaseException) -> str:
     if expected_error(exc):
         return str(exc)
     return bug_said(exc, "its traceback could not be written")
+
+
+@contextmanager
+def bugs_said_in(window: QWidget) -> Iterator[None]:
+    """While open, an error that nothing handled on the window's own thread (a slot's bug, which Qt only prints) is
+    said in `window` as a background task's is: in a sentence that says it is a bug, its traceback kept. One at a
+    time: a bug that repeats (in a paint) while it is said is printed alone."""
+    box = QMessageBox(QMessageBox.Icon.Critical, "MLM Studio", "", parent=window)
+
+    def said(kind: type[BaseException], exc: BaseException, trace: TracebackType | None) -> None:
+        before(kind, exc, trace)  # printed as it was
+        if isinstance(exc, Exception) and not box.isVisible():
+            box.setText(user_message(exc))
+            box.open()
+
+    before, sys.excepthook = sys.excepthook, said
+    try:
+        yield
+    finally:
+        sys.excepthook = before
 
 
 _LIVE: set[_TaskThread] = set()  # threads outlive the widget that started them, until they end

@@ -253,6 +253,18 @@ def test_a_checkpoint_cut_short_is_told_apart_from_one_not_finite(trained_run, t
     assert all(f.attribution is not None for f in formed[2:])
 
 
+def test_a_checkpoint_whose_finite_weights_overflow_is_said_and_the_others_explained(trained_run, tmp_path):
+    run = Path(shutil.copytree(trained_run.path, tmp_path / "run"))
+    first, *_, last = RunDir(run).checkpoints()
+    tensors = load_file(str(first / "model.safetensors"))
+    overflowing = {name: torch.full_like(t, 3e38) if name.endswith("transform.LayerNorm.weight") else t
+                   for name, t in tensors.items()}  # fmt: skip
+    write_safetensors(overflowing, first / "model.safetensors")
+    formed = attributions_over_checkpoints(run, "Return the [MASK] of the list.", 5, method="occlusion")
+    assert formed[0].attribution is None and formed[0].problem == "its output is not a finite number"
+    assert formed[-1].step == int(last.name.split("-")[1]) and formed[-1].attribution is not None
+
+
 def test_an_electra_run_forms_its_generators_answer(small_corpus, small_tokenizer, tmp_path):
     config = small_config(max_steps=2, eval_interval=2, checkpoint_interval=2).with_objective("electra")
     run = start_run(tmp_path / "run", config, small_corpus, small_tokenizer)

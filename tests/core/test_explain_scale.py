@@ -5,7 +5,7 @@ a trained one is not."""
 import pytest
 import torch
 
-from mlm_studio.core.evaluation.explain.attributions import FAINT, SMALLEST_SCALE, Explainer
+from mlm_studio.core.evaluation.explain.attributions import FAINT, SMALLEST_SCALE, Explainer, ExplainError
 from mlm_studio.core.evaluation.explain.choices import METHODS
 from mlm_studio.core.evaluation.explain.task_attributions import TaskExplainer
 from mlm_studio.core.models.build import build_model
@@ -51,3 +51,19 @@ def test_occlusion_of_a_trained_tagger_says_the_other_words_did_not_move_its_tag
     explained = TaskExplainer(exported_tagger[0]).explain(NAMES, mask=1, method="occlusion")
     assert explained.scale() == pytest.approx(explained.probability)
     assert explained.largest() < FAINT * explained.scale() and not explained.carried()
+
+
+@pytest.fixture(scope="module")
+def overflowing(trained_run):
+    """A model whose weights are finite numbers but whose output is not: its head's normalisation scales every
+    value past float32's largest."""
+    model = build_model(trained_run.config.model).eval()
+    with torch.no_grad():
+        next(p for name, p in model.named_parameters() if name.endswith("transform.LayerNorm.weight")).fill_(3e38)
+    return Explainer(model, trained_run.tokenizer, "overflowing")
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_a_prediction_that_is_not_a_finite_number_is_refused_never_drawn_as_carried(overflowing, method):
+    with pytest.raises(ExplainError, match=r"^overflowing: its output at this position is not a finite number"):
+        overflowing.explain(TEXT, method=method)

@@ -4,6 +4,7 @@ completeness holding for what is attributed (the answer's start and end logits, 
 context's window named, "no answer" said; what cannot be explained refused in a sentence."""
 
 import json
+from itertools import islice
 
 import pytest
 import torch
@@ -14,10 +15,11 @@ from mlm_studio.core.evaluation.explain.task_attributions import TaskExplainer
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.predict import fine_tuned_at
 from mlm_studio.core.finetune.setup import prepare_finetuner
+from tests.core.family_folders import make_folder
 from tests.core.qa_tasks import write_squad
 from tests.core.test_finetune import CLASS_WORDS, write_task
 from tests.core.test_finetune_export import write_pairs
-from tests.core.test_finetune_tokens import write_tagging
+from tests.core.test_finetune_tokens import write_piece_tagging, write_tagging
 
 QUESTION = "what is the port ?"
 CONTEXT = "the list of a file is long . the port is red . a value to return ."
@@ -167,3 +169,22 @@ def test_what_cannot_be_explained_is_said(tuned):
         next(model.model.parameters())[0, 0] = float("nan")
     with pytest.raises(ExplainError, match="not finite numbers"):
         AnswerExplainer(model)
+
+
+@pytest.mark.slow  # a ModernBERT folder made and fine-tuned
+def test_a_byte_level_taggers_word_is_explained_on_the_piece_it_is_tagged_on(tmp_path, small_corpus):
+    """A ModernBERT tokenizer cuts a lone space piece before some words (" zxyzx" → Ġ, z, …); training leaves it out
+    of the word, so the tag explained is the word's own (its first piece past the space), the one predict shows."""
+    folder = make_folder("modernbert", list(islice(small_corpus.iter_documents(), 200)), tmp_path / "hf")
+    task = write_piece_tagging(tmp_path / "tags.jsonl", sentences=40)
+    options = FinetuneOptions("tokens", task, learning_rate=5e-3, epochs=1, batch_size=8, device="cpu")
+    list(prepare_finetuner(tmp_path / "ft", str(folder), options).run())
+    tagger = fine_tuned_at(tmp_path / "ft")
+    text = "list zxyzx wxxyz list kjqqj qqjkq"
+    encoding = tagger.tokenizer.backend.encode(text, add_special_tokens=False)
+    assert "Ġ" in encoding.tokens  # the case at hand: a piece of white space alone
+    tagged, explainer = tagger.tag_text(text).words, TaskExplainer(tagger)
+    explained = [explainer.explain(text, mask=number, method="occlusion") for number in range(len(tagged))]
+    assert [(e.candidate, e.probability) for e in explained] == [
+        (word["entity"], pytest.approx(word["score"], abs=1e-5)) for word in tagged
+    ]

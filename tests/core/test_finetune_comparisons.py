@@ -4,14 +4,17 @@ is not weighed and leaves no verdict; a comparison written before `comparison.js
 folders are no comparison."""
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
+from mlm_studio.core.config.sections import MAX_SEED
 from mlm_studio.core.data.labelled import TaskError
 from mlm_studio.core.finetune.compare import MANIFEST, SCRATCH_LABEL, YOURS, compare, verdict
 from mlm_studio.core.finetune.comparisons import comparisons, read_comparison
+from mlm_studio.core.finetune.options import OptionError
 from mlm_studio.core.finetune.runs import finetune_runs, last_test
 from mlm_studio.core.finetune.scores import main_score
 from mlm_studio.core.runs.control import TrainingControl
@@ -199,3 +202,9 @@ def test_a_comparison_made_at_the_recipes_learning_rate_is_not_continued_at_anot
             list(compare(str(trained_run.path), options(task, epochs=1, learning_rate=asked), folder, 1))
         assert said in str(refused.value)
         assert _contents(folder) == before
+
+
+def test_seeds_past_the_largest_seed_are_refused_before_anything_is_trained(trained_run, task, tmp_path):
+    with pytest.raises(OptionError, match=re.escape(f"seeds must be at most 1 from seed {MAX_SEED:,}, not 2")):
+        list(compare(str(trained_run.path), options(task, seed=MAX_SEED), tmp_path / "compare", 2))
+    assert not (tmp_path / "compare").exists()

@@ -17,6 +17,7 @@ from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.finetune.compare import Contender, Said, outcomes, score_name
 from mlm_studio.core.finetune.examples import continuing, encode_examples, first_pieces, word_pieces
 from mlm_studio.core.finetune.options import FinetuneOptions
+from mlm_studio.core.finetune.pipeline_shapes import tagged_tokens, word_groups, word_tags
 from mlm_studio.core.finetune.scores import (
     ENTITY_F1,
     MACRO_F1,
@@ -79,6 +80,22 @@ def test_each_word_is_scored_on_its_first_piece_and_learned_on_all(tokenizer, wo
     expected = [IGNORE_INDEX if w < 0 else TAGS[tags[w]] if f else TAGS[LATER[tags[w]]] for w, f in zip(word_of, first)]
     assert labels[1:-1].tolist() == expected
     assert labels[scored].tolist() == [TAGS[tags[w]] for w, f in zip(word_of, first) if f]
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.lists(st.text(alphabet=string.ascii_letters + "éßü", min_size=1, max_size=12), min_size=1, max_size=8))
+def test_a_text_as_written_tags_each_word_on_the_piece_it_was_scored_on(tokenizer, words):
+    """A text tagged as written (predict, Try it, --json: `tag_text`) reads each word's tag on the piece training
+    scores it on, never on a piece of white space alone before it (a byte-level or Unigram tokenizer's lone Ġ or ▁,
+    which training leaves out): every piece says FIRST where training scores a word, OTHER elsewhere."""
+    text = " ".join(words)
+    scored = iter(first_pieces(word_pieces(tokenizer, tuple(words))[1]))
+    encoding = tokenizer.backend.encode(text)
+    probabilities = np.array([[0.0, 1.0] if special or not next(scored) else [1.0, 0.0]
+                              for special in encoding.special_tokens_mask])  # fmt: skip
+    tokens = tagged_tokens(text, encoding, probabilities, ["FIRST", "OTHER"], tokenizer)
+    tagged = word_tags(text, word_groups(encoding, tokens))
+    assert [(w["word"], w["entity"]) for w in tagged] == [(word, "FIRST") for word in words]
 
 
 def test_conll_files_are_read_as_written(tmp_path):

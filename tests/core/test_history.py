@@ -2,12 +2,14 @@ import csv
 import io
 import json
 import math
+import os
 import shutil
 
 import pytest
 
 from mlm_studio.core.runs.history import TAIL_BYTES, list_runs, metrics_csv, summarize
 from mlm_studio.core.runs.run_folder import RunDir
+from mlm_studio.core.storage.files import atomic_write_text
 
 
 def test_a_finished_run_is_summarized_from_its_last_records(trained_run):
@@ -133,3 +135,17 @@ def test_a_runs_configuration_is_read_once_and_again_when_its_file_changes(tmp_p
     text = (run.path / "config.toml").read_text(encoding="utf-8")
     (run.path / "config.toml").write_text(text.replace(f"seed = {first.training.seed}", "seed = 1234"), "utf-8")
     assert run.config.training.seed == 1234 and len(reads) == 2
+
+
+def test_a_configuration_replaced_within_the_clocks_tick_is_read_again(tmp_path, trained_run):
+    """A file system whose times tick in seconds (HFS+, FAT, many network shares) gives a config.toml rewritten
+    within the same second, of the same size, the same time: the file put in its place is still read anew."""
+    run = RunDir(shutil.copytree(trained_run.path, tmp_path / "run"))
+    path = run.path / "config.toml"
+    first = run.config
+    before = path.stat()
+    text = path.read_text(encoding="utf-8").replace(f"seed = {first.training.seed}", "seed = 9")
+    assert len(text) == before.st_size  # the same size: only the time and the file could tell
+    atomic_write_text(path, text)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert run.config.training.seed == 9

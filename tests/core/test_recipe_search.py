@@ -12,9 +12,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from mlm_studio.core.config.sections import MAX_SEED
 from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
 from mlm_studio.core.finetune.recipe.result import Candidate, ranked, read_search, searches
-from mlm_studio.core.finetune.recipe.search import SearchPlan, SearchRefused, plan_of, search
+from mlm_studio.core.finetune.recipe.search import SearchPlan, SearchRefused, check_folder, plan_of, search
 from mlm_studio.core.finetune.recipe.searched import PLAN, recipe_options
 from mlm_studio.core.finetune.recipe.trials import Trial, trial_folder
 from mlm_studio.core.finetune.request import SCRATCH, StartingModel, model_fingerprint
@@ -168,6 +169,22 @@ def test_a_scratch_model_is_known_by_its_shape_and_tokenizer(trained_run):
     assert len(model_fingerprint(scratch)) == 64
 
 
+def test_a_model_given_by_a_relative_path_is_planned_where_it_is_so_its_recipe_trains_from_any_folder(
+    trained_run, task, tmp_path, monkeypatch
+):
+    """The command line's MODEL as typed in one folder, its chosen recipe's command (and the window's Train it) run
+    from another: the plan names the model's folder as the task's files are named, a Hub name as it is; a search
+    recorded with the relative path continues from the folder it was typed in."""
+    monkeypatch.chdir(trained_run.path.parent)
+    name, where = trained_run.path.name, str(trained_run.path)
+    assert SearchPlan(name, options(task, patience=1), RATES, 2, 2).identity()["model"] == where
+    assert SearchPlan(SCRATCH + name, options(task, patience=1), RATES, 2, 2).spec == SCRATCH + where
+    assert StartingModel("org/a-hub-model").located() == StartingModel("org/a-hub-model")
+    before = {**plan_for(trained_run, task).identity(), "model": name}  # as a search recorded it before
+    (tmp_path / PLAN).write_text(json.dumps(before))
+    assert check_folder(tmp_path, SearchPlan(name, options(task, patience=1), RATES, 2, 2))["model"] == where
+
+
 def test_a_folder_of_other_files_is_refused(trained_run, task, tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(SearchRefused, match="holds files and no search"):
@@ -244,6 +261,14 @@ def test_bad_plans_are_refused_in_a_sentence(task, values, said):
         SearchPlan("model", options(task), **values)
 
 
+def test_seeds_past_the_largest_seed_are_refused_before_anything_is_trained(task):
+    """Its seeds run from the first one on: the last of them must be a seed too, or the search would refuse it only
+    after training every first-seed run."""
+    with pytest.raises(OptionError, match=re.escape(f"seeds must be at most 1 from seed {MAX_SEED:,}, not 2")):
+        SearchPlan("model", options(task, seed=MAX_SEED), seeds=2)
+    assert SearchPlan("model", options(task, seed=MAX_SEED - 1), seeds=2).runs == 6
+
+
 def test_a_folder_without_a_plan_is_no_search(tmp_path):
     (tmp_path / "notes").mkdir()
     assert read_search(tmp_path / "notes") is None and read_search(tmp_path / "gone") is None
@@ -297,22 +322,34 @@ def test_a_run_is_known_by_what_it_trained_not_by_its_folder_name(searched, trai
     assert snapshot(root) == before
 
 
-@pytest.mark.parametrize("cut", ["emptied", "validations removed"])
+def damaged_start(line: str) -> str:
+    """A line of metrics.jsonl, its start's record damaged in a field other than the majority class's score."""
+    record = json.loads(line)
+    return json.dumps({**record, "parameters": "many"}) if record["type"] == "started" else line
+
+
+@pytest.mark.parametrize("cut", ["emptied", "validations removed", "start damaged"])
 def test_a_run_whose_records_are_missing_is_refused_never_dropped(searched, trained_run, task, tmp_path, cut):
-    """The better candidate's first run loses its records: the search neither weighs it as a run that scored nothing,
-    nor ranks the others again and trains a seed it had not planned; it says which and why, and stops."""
+    """The better candidate's first run loses its records: the search neither weighs it as a run that scored nothing
+    (nor, its start's record damaged, as one that beat the majority class), nor ranks the others again and trains a
+    seed it had not planned; it says which and why, and stops."""
     root = copied(searched, tmp_path)
     whole = read_search(searched[0])
     rate = whole.half[0]
     metrics = trial_folder(root, rate, 0) / "metrics.jsonl"
-    kept = [line for line in metrics.read_text().splitlines() if cut == "validations removed" and
-            json.loads(line)["type"] != "validation"]  # fmt: skip
+    lines = metrics.read_text().splitlines()
+    kept = {
+        "emptied": [],
+        "validations removed": [line for line in lines if json.loads(line)["type"] != "validation"],
+        "start damaged": [damaged_start(line) for line in lines],
+    }[cut]
+    best_step = last_test(metrics.parent).best_step
     metrics.write_text("".join(f"{line}\n" for line in kept))
-    missing = (
-        "its metrics.jsonl holds no record of the steps it trained"
-        if cut == "emptied"
-        else f"its metrics.jsonl lacks the validation scores of its best step ({last_test(metrics.parent).best_step:,})"
-    )
+    missing = {
+        "emptied": "its metrics.jsonl holds no record of the steps it trained",
+        "validations removed": f"its metrics.jsonl lacks the validation scores of its best step ({best_step:,})",
+        "start damaged": "the record of its start in its metrics.jsonl is damaged",
+    }[cut]
     found = read_search(root)
     assert not found.complete and found.chosen is None and found.half is None
     assert found.trial(rate, 0).missing == missing

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from mlm_studio.core.data.labelled import TaskError
-from mlm_studio.core.finetune.options import FinetuneOptions
+from mlm_studio.core.finetune.options import FinetuneOptions, check_seeds
 from mlm_studio.core.finetune.request import StartingModel, request_differences
 from mlm_studio.core.finetune.scores import ENTITY_F1, MACRO_F1, main_score
 from mlm_studio.core.finetune.setup import prepare_finetuner
@@ -81,6 +81,7 @@ def compare(
     run folder under `root` (a folder there already is resumed); every record, said by whom and with which seed."""
     if options.task == "qa":
         raise TaskError("a comparison weighs classifiers and taggers; fine-tune a question answerer on its own")
+    check_seeds(options.seed, seeds)
     model = StartingModel.of(model)
     everyone = contenders(model)
     own = {run_folder_name(c.label, seed) for c in everyone for seed in range(options.seed, options.seed + seeds)}

@@ -48,6 +48,13 @@ RULES = {
 }
 
 
+def check_seeds(first: int, seeds: int) -> None:
+    """Refuse (OptionError) `seeds` seeds from `first` on (a comparison's, a search's) when the last is no seed."""
+    most = MAX_SEED - first + 1
+    if seeds > most:
+        raise OptionError("seeds", f"at most {most:,} from seed {first:,}", seeds)
+
+
 @dataclass(frozen=True)
 class FinetuneOptions:
     """How to fine-tune; every value has a default, measured or from the published recipes (see the module)."""

@@ -143,19 +143,26 @@ def word_groups(encoding: Encoding, tokens: list[dict]) -> list[list[dict]]:
     return list(words.values())
 
 
+def scored_piece(text: str, pieces: list[dict]) -> dict:
+    """The tagged token a word is tagged on: its first, past any of white space alone before it (a byte-level or
+    Unigram tokenizer's lone Ġ or ▁), which training leaves out of the word (`examples.word_pieces`)."""
+    return next((piece for piece in pieces if text[piece["start"] : piece["end"]].strip()), pieces[0])
+
+
 def piece_entities(tokens: list[dict], tokenizer: MLMTokenizer) -> list[dict]:
     """The entities of the pipeline's "simple" aggregation: every piece grouped by its own tag."""
     return grouped_entities([{**token, "pieces": [token["word"]]} for token in tokens], tokenizer)
 
 
-def word_entities(words: list[list[dict]], tokenizer: MLMTokenizer) -> list[dict]:
-    """The entities of the pipeline's "first" aggregation: each word tagged as its first piece is, with that piece's
-    score, the words then grouped by their tags."""
+def word_entities(text: str, words: list[list[dict]], tokenizer: MLMTokenizer) -> list[dict]:
+    """The entities of the pipeline's "first" aggregation: each word tagged as its first piece is (`scored_piece`),
+    with that piece's score, the words then grouped by their tags."""
+    scored = [scored_piece(text, pieces) for pieces in words]
     return grouped_entities(
         [
-            {"entity": pieces[0]["entity"], "score": pieces[0]["score"], "pieces": [t["word"] for t in pieces],
-             "start": pieces[0]["start"], "end": pieces[-1]["end"]}
-            for pieces in words
+            {"entity": first["entity"], "score": first["score"], "pieces": [t["word"] for t in pieces],
+             "start": first["start"], "end": pieces[-1]["end"]}
+            for first, pieces in zip(scored, words, strict=True)
         ],
         tokenizer,
     )  # fmt: skip
@@ -198,14 +205,16 @@ def _prefix_and_type(tag: str) -> tuple[str, str]:
 
 def word_tags(text: str, words: list[list[dict]]) -> list[dict]:
     """Each word of `text` (its tagged tokens, from `word_groups`; white space left out) with the tag and score of
-    its first piece (where the model was trained to tag it): `{"entity", "score", "word", "start", "end",
-    "pieces_differ"}`, "O" ones included; `pieces_differ` when a later piece is not tagged as the model learned a
-    word's later pieces (the first piece's type, not begun again: B-X then I-X, O then O)."""
+    its first piece (`scored_piece`: where the model was trained to tag it): `{"entity", "score", "word", "start",
+    "end", "pieces_differ"}`, "O" ones included; `pieces_differ` when a later piece is not tagged as the model
+    learned a word's later pieces (the first piece's type, not begun again: B-X then I-X, O then O)."""
+    scored = [scored_piece(text, pieces) for pieces in words]
     found = [
-        {"entity": pieces[0]["entity"], "score": pieces[0]["score"], "word": "", "start": pieces[0]["start"],
+        {"entity": first["entity"], "score": first["score"], "word": "", "start": first["start"],
          "end": pieces[-1]["end"],
-         "pieces_differ": any(not _continues(pieces[0]["entity"], later["entity"]) for later in pieces[1:])}
-        for pieces in words
+         "pieces_differ": any(not _continues(first["entity"], later["entity"])
+                              for later in pieces[pieces.index(first) + 1 :])}
+        for first, pieces in zip(scored, words, strict=True)
     ]  # fmt: skip
     return [_trimmed(text, word) for word in found if text[word["start"] : word["end"]].strip()]
 

@@ -194,7 +194,7 @@ class FineTuned:
             text,
             tokens,
             word_tags(text, words),
-            word_entities(words, self.tokenizer),
+            word_entities(text, words, self.tokenizer),
             piece_entities(tokens, self.tokenizer),
             reading(encoding, (text,), cut, self.limit),
         )

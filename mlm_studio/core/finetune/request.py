@@ -6,6 +6,7 @@ another model, task or recipe is never counted among them."""
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,11 @@ class StartingModel:
 
     def from_scratch(self) -> StartingModel:
         return replace(self, fresh=True)
+
+    def located(self) -> StartingModel:
+        """The same model named from any working folder: a local path made absolute (its links kept, as the window
+        names it), a Hub name as it is."""
+        return replace(self, name=os.path.abspath(self.name)) if self.path.exists() else self
 
 
 def model_identity(model: StartingModel) -> str:

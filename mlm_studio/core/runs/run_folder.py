@@ -70,7 +70,7 @@ class RunDir:
             if not self.path.exists():
                 raise CheckpointError(f"{self.path} does not exist")
             raise CheckpointError(f"{self.path} is not a run folder (it has no config.toml)")
-        self._config: tuple[tuple[int, int], RunConfig] | None = None  # as last read, by its file's size and time
+        self._config: tuple[tuple[int, int, int], RunConfig] | None = None  # as last read, by its file's stamp
 
     @classmethod
     def create(
@@ -147,10 +147,11 @@ class RunDir:
     @property
     def config(self) -> RunConfig:
         """The run's configuration, read again only when its config.toml has changed since it was last read (a
-        resume that changes a setting writes it anew)."""
+        resume that changes a setting writes it anew: another file, whatever its size and time)."""
         path = self.path / "config.toml"
         try:
-            stamp = _file_stamp(path)
+            stat = path.stat()
+            stamp = (stat.st_ino, stat.st_size, stat.st_mtime_ns)  # a file written anew in its place is another
         except OSError:
             stamp = None
         if stamp is not None and self._config is not None and self._config[0] == stamp:

@@ -4,13 +4,16 @@ say it in the same words."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 import traceback
 from pathlib import Path
 
-from mlm_studio.core.storage.files import atomic_write_text
+from mlm_studio.core.storage.files import atomic_write_bytes
 from mlm_studio.core.storage.user_folders import cache_dir
+
+_KEPT = itertools.count(1)  # this process's tracebacks, numbered: two in one second are two files
 
 
 def keep_traceback(exc: BaseException) -> Path:
@@ -18,8 +21,9 @@ def keep_traceback(exc: BaseException) -> Path:
     link); the file."""
     folder = cache_dir() / "crashes"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
-    return atomic_write_text(path, "".join(traceback.format_exception(exc)))
+    path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{next(_KEPT)}.txt"
+    text = "".join(traceback.format_exception(exc))  # a file name that is not UTF-8 escaped, as Python writes it
+    return atomic_write_bytes(path, text.encode("utf-8", errors="backslashreplace"))
 
 
 def bug_said(exc: BaseException, unkept: str) -> str:

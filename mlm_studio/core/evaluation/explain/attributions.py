@@ -29,6 +29,10 @@ class ExplainError(UserError):
     """A prediction cannot be explained as asked (no [MASK], too long, an unknown candidate…); says what to do."""
 
 
+class OutputNotFinite(ExplainError):
+    """A model whose weights are finite numbers but whose output at the position explained is not."""
+
+
 @dataclass(frozen=True)
 class Attribution:
     """Each word's share in one prediction. `scores` are signed, in `unit`s (positive: the word supported the
@@ -211,6 +215,11 @@ class Explainer:
         ids = words.tensor.to(self.device)
         with torch.no_grad():
             probabilities = outputs(ids, None, torch.tensor([where], device=self.device)).float().softmax(-1)[0]
+        if not torch.isfinite(probabilities).all():
+            raise OutputNotFinite(
+                f"{self.source or 'the model'}: its output at this position is not a finite number (its finite "
+                "weights overflow), so no word's share of it can be told"
+            )
         label = int(probabilities.argmax()) if candidate is None else self._candidate_id(candidate)
         common = dict(
             text=words.text, words=words.texts, spans=words.spans, mask=mask, candidate_id=label,

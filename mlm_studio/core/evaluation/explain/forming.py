@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer
+from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer, OutputNotFinite
 from mlm_studio.core.evaluation.explain.choices import DEFAULT_METHOD
 from mlm_studio.core.evaluation.subject import refuse_fine_tuned
 from mlm_studio.core.models.build import build_trained, masked_lm_of
@@ -18,7 +18,8 @@ from mlm_studio.core.storage.checkpoint import CheckpointError, checkpoint_finit
 
 @dataclass(frozen=True)
 class Formed:
-    """A checkpoint's attribution, or why it has none (its weights unreadable, or not finite numbers)."""
+    """A checkpoint's attribution, or why it has none (its weights unreadable, or not finite numbers, or its
+    output not one)."""
 
     step: int
     attribution: Attribution | None
@@ -60,9 +61,14 @@ def attributions_over_checkpoints(
         # an ELECTRA run's answers are its generator's: its discriminator predicts no word
         generator = ", its generator" if model is not trained else ""
         explainer = Explainer(model, run.tokenizer, f"{run.name} / {checkpoint.name}{generator}")
-        if pieces:
-            formed.append(Formed(step, explainer.explain_pieces(pieces, position, candidate, method, mask=mask)))
-        else:
-            formed.append(Formed(step, explainer.explain(text, candidate, mask, method)))
+        try:
+            if pieces:
+                explained = explainer.explain_pieces(pieces, position, candidate, method, mask=mask)
+            else:
+                explained = explainer.explain(text, candidate, mask, method)
+        except OutputNotFinite:
+            formed.append(Formed(step, None, "its output is not a finite number"))
+            continue
+        formed.append(Formed(step, explained))
     progress.report(len(checkpoints), len(checkpoints), "Explained at every checkpoint")
     return formed

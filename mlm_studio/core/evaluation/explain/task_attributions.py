@@ -48,7 +48,14 @@ class TaskExplainer(Explainer):
             return self._attribute(words, 0, mask, candidate, method, steps, baseline)
         if not 0 <= mask < len(words.texts):
             raise ExplainError(f"the text has {len(words.texts)} words; there is no word number {mask + 1} to explain")
-        return self._attribute(words, words.pieces_of(mask)[0], mask, candidate, method, steps, baseline)
+        return self._attribute(words, self._tagged_piece(words, mask), mask, candidate, method, steps, baseline)
+
+    def _tagged_piece(self, words: Words, word: int) -> int:
+        """The piece a tagger tags word number `word` on: its first, past a piece of white space alone before it (a
+        byte-level or Unigram tokenizer's lone Ġ or ▁), which training leaves out of the word (`word_pieces`)."""
+        offsets = self.tokenizer.backend.encode(words.text, add_special_tokens=False).offsets  # ids[1:-1]'s
+        pieces = words.pieces_of(word)
+        return next((p for p in pieces if words.text[offsets[p - 1][0] : offsets[p - 1][1]].strip()), pieces[0])
 
     def explain_pair(
         self,

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from mlm_studio.core.data.builtin_corpus import fingerprint
 from mlm_studio.core.data.labelled import TaskError
-from mlm_studio.core.finetune.options import FinetuneOptions, OptionError
+from mlm_studio.core.finetune.options import FinetuneOptions, OptionError, check_seeds
 from mlm_studio.core.finetune.recipe.result import RecipeSearch, better_half_size, read_search
 from mlm_studio.core.finetune.recipe.searched import FIXED, MAX_EPOCHS, PLAN, recipe_options
 from mlm_studio.core.finetune.recipe.trials import trial_folder
@@ -71,12 +71,14 @@ class SearchPlan:
     seeds: int = SEARCH_SEEDS
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "spec", str(StartingModel.of(self.spec).located()))  # as its task files: absolute
         object.__setattr__(self, "learning_rates", tuple(float(lr) for lr in self.learning_rates))
         for field, (allowed, rule) in SEARCH_RULES.items():
             if not allowed(getattr(self, field)):
                 value = getattr(self, field)
                 shown = ",".join(f"{v:g}" for v in value) if field == "learning_rates" else value
                 raise OptionError(field, rule, shown)
+        check_seeds(self.options.seed, self.seeds)
 
     @property
     def runs(self) -> int:
@@ -121,6 +123,8 @@ def check_folder(root: Path, plan: SearchPlan) -> dict:
         except RecordError as exc:
             raise SearchRefused(f"{exc}; start a new search in another folder") from None
         before = before if isinstance(before, dict) else {}
+        if isinstance(before.get("model"), str):  # recorded as typed, by an earlier version: where it is from here
+            before["model"] = str(StartingModel.of(before["model"]).located())
         for key, value in identity.items():
             if before.get(key) != value:
                 raise SearchRefused(

@@ -3,8 +3,8 @@ its config.toml records, and the task, files, split, recipe and model its task.j
 the search searches (`Searched`). A run folder in a search's folder that is not one of its trials (another learning
 rate, seed, task, recipe or model; a second run of one trial; a task.json asking what its config.toml did not
 train; a record that cannot be read) is left out, with why. A trial whose metrics.jsonl no longer holds what it
-wrote (emptied, or cut) keeps what is missing (`Trial.missing`): it is never weighed as a run that scored nothing,
-and the search refuses to go on past it."""
+wrote (emptied, cut, or its start's record damaged) keeps what is missing (`Trial.missing`): it is never weighed
+as a run that scored nothing, and the search refuses to go on past it."""
 
 from __future__ import annotations
 
@@ -117,6 +117,8 @@ def _trial(folder: Path, searched: Searched) -> Trial | str:
         missing = "the test scores in its metrics.jsonl are damaged"
     elif listed.state in ENDED and test is None:
         missing = "its metrics.jsonl lacks the test scores it ended with"
+    elif started is None and starts and "baseline" in starts[-1]:  # one that says whether it beat the majority class
+        missing = "the record of its start in its metrics.jsonl is damaged"
     elif best_step and best is None:
         missing = f"its metrics.jsonl lacks the validation scores of its best step ({best_step:,})"
     else:
