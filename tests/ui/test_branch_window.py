@@ -12,6 +12,7 @@ from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.training.branch_record import Branch, branch_of
 from mlm_studio.core.training.branching import plan_branch
 from mlm_studio.ui.panels.training import TrainingPanel
+from mlm_studio.ui.runs_folder import RunsFolder
 from mlm_studio.ui.widgets.runs_table import RunsTable
 from mlm_studio.ui.workspace import Workspace
 
@@ -95,7 +96,7 @@ def test_the_runs_table_lists_each_branch_under_its_parent_in_either_order(qtbot
     os.utime(runs / "early", (newest, newest))  # the newest run: the branches, newer than it, still under `late`
     table = RunsTable()
     qtbot.addWidget(table)
-    table.show_runs(runs)
+    table.show_runs(RunsFolder().read(runs).pretraining.found)
     assert names(table) == ["early", "late", "↳ first", "   ↳ second"]  # newest first, a branch under its parent
     table.sortByColumn(2, Qt.SortOrder.DescendingOrder)  # by step: late's 40 first, then its branches at 36
     assert names(table) == ["late", "↳ first", "   ↳ second", "early"]
@@ -105,3 +106,9 @@ def test_the_runs_table_lists_each_branch_under_its_parent_in_either_order(qtbot
     assert "Branched from first at step 36, skipping the 1 batch(es) of steps 37–37" in table.item(row, 0).toolTip()
     table.set_live(runs / "second", "running", 37, tokens=10, elapsed=1.0)  # the live row keeps its place
     assert names(table)[-1] == "   ↳ second" and table.item(row, 2).text() == "37"
+    table.set_live(None)
+    table.sortByColumn(0, Qt.SortOrder.DescendingOrder)
+    newer = newest + 60
+    os.utime(runs / "late", (newer, newer))  # a new reading in which the parent changed: its branches follow it
+    table.show_runs(RunsFolder().read(runs).pretraining.found)
+    assert names(table) == ["late", "↳ first", "   ↳ second", "early"]
