@@ -145,10 +145,11 @@ def test_the_fine_tune_chooser_follows_the_current_run_until_the_user_picks(wind
     assert form.model_combo.currentData() == str(mixed_runs / "early")
 
 
-def test_the_current_run_is_remembered_across_a_restart(qtbot, mixed_runs, tmp_path):
+def restarted_on_late(qtbot, mixed_runs, settings_path):
+    """A window whose current run was `late` when it closed, opened again with its remembered settings."""
     from PySide6.QtCore import QSettings
 
-    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    settings = QSettings(str(settings_path), QSettings.Format.IniFormat)
     first = MainWindow(settings, runs_root=mixed_runs)
     qtbot.addWidget(first)
     qtbot.waitUntil(lambda: first.workspace.corpus is not None, timeout=TIMEOUT_MS)
@@ -156,22 +157,18 @@ def test_the_current_run_is_remembered_across_a_restart(qtbot, mixed_runs, tmp_p
     first.close()
     again = MainWindow(settings, runs_root=mixed_runs)
     qtbot.addWidget(again)
+    return again
+
+
+def test_the_current_run_is_remembered_across_a_restart(qtbot, mixed_runs, tmp_path):
+    again = restarted_on_late(qtbot, mixed_runs, tmp_path / "settings.ini")
     assert again.workspace.run == mixed_runs / "late" and again.run_label.text() == "Current run: late"
     assert again.playground_panel.views[0].model_combo.currentText() == "Current run: late"
     qtbot.waitUntil(lambda: again.workspace.corpus is not None, timeout=TIMEOUT_MS)
 
 
 def test_after_a_restart_the_training_panel_shows_the_current_run_the_status_bar_names(qtbot, mixed_runs, tmp_path):
-    from PySide6.QtCore import QSettings
-
-    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    first = MainWindow(settings, runs_root=mixed_runs)
-    qtbot.addWidget(first)
-    qtbot.waitUntil(lambda: first.workspace.corpus is not None, timeout=TIMEOUT_MS)
-    first.workspace.set_run(mixed_runs / "late")
-    first.close()
-    again = MainWindow(settings, runs_root=mixed_runs)
-    qtbot.addWidget(again)
+    again = restarted_on_late(qtbot, mixed_runs, tmp_path / "settings.ini")
     training = again.training_panel
     assert again.run_label.text() == "Current run: late"
     assert again.workspace.shown_run == mixed_runs / "late"
