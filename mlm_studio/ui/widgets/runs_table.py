@@ -4,6 +4,7 @@ it branched from (its name indented), whichever column sorts them, its siblings 
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 
@@ -193,9 +194,9 @@ class RunsTable(QTableWidget):
             self.selectRow(row)
 
     def _row_of(self, path: Path) -> int | None:
-        wanted = path.resolve()
+        wanted = _key(path)
         for row in range(self.rowCount()):
-            if Path(self.item(row, 0).data(PATH_ROLE)).resolve() == wanted:
+            if _key(self.item(row, 0).data(PATH_ROLE)) == wanted:
                 return row
         return None
 
@@ -236,8 +237,10 @@ def _values(summary: RunSummary) -> list[object]:
     ]
 
 
+@functools.lru_cache(maxsize=4096)
 def _key(path: str | Path) -> str:
-    """A run's folder as the table knows it: resolved, so that a branch's record names its parent alike."""
+    """A run's folder as the table knows it: resolved, so that a branch's record names its parent alike (each path
+    resolved once: every reading and every live update asks again for every row)."""
     return str(Path(path).resolve())
 
 
