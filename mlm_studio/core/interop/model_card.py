@@ -123,7 +123,9 @@ from transformers import pipeline
 tag = pipeline("token-classification", model="path/to/this/folder", aggregation_strategy="first")
 ```
 
-`"simple"` groups every piece by its own tag and can split a word whose later pieces are tagged otherwise.
+`"simple"` groups every piece by its own tag and can split a word whose later pieces are tagged otherwise. The
+pipeline finds words by WordPiece's `##` (every vocabulary MLM Studio trains); with a byte-level or Unigram
+vocabulary it finds them at spaces only, so a word written against punctuation can be grouped otherwise there.
 """
 
 
