@@ -50,10 +50,14 @@ def test_an_electra_run_is_configured_trained_plotted_previewed_and_played_with(
 
     masking = window.masking_panel
     assert masking.form.generator_check.isEnabled()
-    with qtbot.waitSignal(masking.preview_updated, timeout=TIMEOUT_MS):
-        masking.form.generator_check.setChecked(True)
-    generated = [t for sample in masking.preview.samples for t in sample if t.generated is not None]
-    assert generated and all(t.kind for t in generated)  # the selected tokens, and only those
+    masking.form.generator_check.setChecked(True)
+
+    def generated():  # a preview asked for before the check may still arrive first: wait for the one after it
+        preview = masking.preview
+        return [t for sample in preview.samples for t in sample if t.generated is not None] if preview else []
+
+    qtbot.waitUntil(lambda: bool(generated()), timeout=TIMEOUT_MS)
+    assert all(t.kind for t in generated())  # the selected tokens, and only those
     replaced = [cell for view in masking.samples.views for cell in view.cells if "→" in cell.text]
     assert replaced and "discriminator must flag it" in replaced[0].tooltip
 
