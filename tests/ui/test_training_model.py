@@ -1,12 +1,16 @@
-"""The Training panel's rules without a window: why Start refuses, what Pause and Stop offer in each phase, and the
-run being trained followed through its transitions (launched, preparing, started, its records, finished) as the
-panel forwards them; what is said of it where it is shown and where another run is. The model imports no Qt."""
+"""The Training panel's rules without a window: why Start refuses, what Pause and Stop offer in each phase, what the
+Runs tab's buttons can do with the selected run, and the run being trained followed through its transitions
+(launched, preparing, started, its records, finished) as the panel forwards them; what is said of it where it is
+shown and where another run is. The model imports no Qt."""
 
 import subprocess
 import sys
 from pathlib import Path
 
+from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.config.sections import TrainConfig
 from mlm_studio.core.runs.control import IDLE, PAUSED, PREPARING, RUNNING, STOPPING
+from mlm_studio.core.runs.history import RunSummary
 from mlm_studio.core.runs.records import (
     EvalRecord,
     FinishedRecord,
@@ -15,8 +19,9 @@ from mlm_studio.core.runs.records import (
     StepRecord,
     WarningRecord,
 )
+from mlm_studio.core.training.probes import PROBES_FILE, Probe, save_probes
 from mlm_studio.core.training.request import Note
-from mlm_studio.ui.panels.training.model import TrainingModel
+from mlm_studio.ui.panels.training.model import RUN_ACTS, TrainingModel
 
 RUN = Path("runs/run-a")
 
@@ -66,7 +71,7 @@ def test_start_is_refused_for_the_first_thing_missing_in_order():
 def test_the_buttons_in_each_phase_name_the_run_being_trained():
     model = TrainingModel()
     idle = model.controls("Load a corpus first (Corpus panel).")
-    assert (idle.start, idle.pause, idle.stop, idle.idle) == (False, False, False, True)
+    assert (idle.start, idle.pause, idle.stop) == (False, False, False)
     assert idle.start_tip == idle.reason == "Load a corpus first (Corpus panel)."
     assert idle.pause_tip == "Pause the training run (Ctrl+P)"
     ready = model.controls("")
@@ -75,7 +80,7 @@ def test_the_buttons_in_each_phase_name_the_run_being_trained():
     model.launch(RUN, "Starting run-a", 0)
     model.set_phase(PREPARING)
     preparing = model.controls(model.refusal(corpus=True, tokenizer=True))
-    assert (preparing.start, preparing.pause, preparing.stop, preparing.idle) == (False, False, True, False)
+    assert (preparing.start, preparing.pause, preparing.stop) == (False, False, True)
     assert preparing.reason == ""  # said only while idle
     assert preparing.stop_tip == "Stop run-a after this step and save a checkpoint (Ctrl+.)"
 
@@ -172,3 +177,59 @@ def test_the_run_being_trained_is_known_however_its_folder_is_written(tmp_path, 
     model = training()
     assert model.is_training(tmp_path / RUN) and model.is_training(Path("runs/../runs/run-a"))
     assert not model.is_training(Path("runs/run-b")) and not model.is_training(None)
+
+
+def a_run(folder: Path, max_steps: int, checkpoint_step: int) -> RunSummary:
+    """A run folder that trains for `max_steps`, and what the runs table read of it."""
+    folder.mkdir()
+    (folder / "config.toml").write_text(RunConfig(training=TrainConfig(max_steps=max_steps)).to_toml())
+    return RunSummary(folder, "custom", checkpoint_step, "stopped", 0, 1.0, None, None, 0.0, checkpoint_step, max_steps)
+
+
+def test_the_runs_tab_buttons_say_why_not_for_the_selected_run(tmp_path):
+    model = TrainingModel()
+    assert model.why_not(None, None, None, exporting=False) == dict.fromkeys(RUN_ACTS, "Select a run first")
+    halfway = tmp_path / "halfway"
+    summary = a_run(halfway, max_steps=30, checkpoint_step=20)
+    assert model.why_not(halfway, summary, None, exporting=False) == dict.fromkeys(RUN_ACTS, "")
+    shown = model.why_not(halfway, summary, tmp_path / "." / "halfway", exporting=True)
+    assert shown["overlay"] == "halfway is the run shown" and shown["export"] == "An export is running"
+    assert shown["open"] == shown["resume"] == shown["branch"] == ""
+
+    done = tmp_path / "done"
+    at_its_end = model.why_not(done, a_run(done, max_steps=30, checkpoint_step=30), None, exporting=False)
+    assert at_its_end["resume"] == "done is at the end of its training: nothing is left to train"
+    assert at_its_end["branch"] == at_its_end["export"] == ""  # a branch or an export of it still can
+
+    fresh = tmp_path / "fresh"
+    never_saved = model.why_not(fresh, a_run(fresh, max_steps=30, checkpoint_step=0), None, exporting=False)
+    assert never_saved["resume"] == never_saved["export"] == never_saved["branch"] == "fresh has no checkpoint yet"
+    unlisted = model.why_not(tmp_path / "elsewhere", None, None, exporting=False)  # one the table did not read
+    assert unlisted["resume"] == "elsewhere has no checkpoint yet" and unlisted["open"] == ""
+
+    training(model)
+    busy = model.why_not(halfway, summary, None, exporting=False)
+    assert busy["resume"] == busy["branch"] == "A training is running: one at a time"
+    assert busy["open"] == busy["overlay"] == busy["export"] == ""
+
+
+def test_the_empty_plots_say_whose_probes_they_wait_for(tmp_path):
+    model = TrainingModel()
+    nothing = model.hints(None, probes_set=2)
+    assert nothing["probes"].startswith("No run yet. The 2 cloze probes on the Probes tab are scored")
+    assert nothing["loss"] == "No run shown: Start trains one, Open on the Runs tab shows one."
+    assert "no cloze probes: add sentences with [MASK]" in model.hints(None, probes_set=0)["probes"]
+
+    opened = tmp_path / "opened"
+    opened.mkdir()
+    save_probes(opened, [Probe("Return the [MASK] of the list.", "value")])
+    never = model.hints(opened, probes_set=2)  # its own probe, not the Probes tab's two
+    assert never["probes"] == "This run's 1 cloze probe was never scored: it has no evaluation."
+    assert never["loss"] == "This run has no logged step."
+    (opened / PROBES_FILE).write_text("{not json")
+    assert model.hints(opened, probes_set=2)["probes"].startswith("This run has no cloze probes.")
+
+    model.launch(opened, "Starting opened", 3)
+    live = model.hints(opened, probes_set=2)
+    assert live["probes"].startswith("This run's 3 cloze probes are scored at its first evaluation")
+    assert live["loss"] == "The curves begin with the first logged step."

@@ -1,6 +1,7 @@
 """The Training panel's rules without Qt: whether a run can start and why not, what Start, Pause and Stop offer,
-and the run being trained as its records arrive (how far its preparation got, its curves kept for when it is shown
-again, its last step and evaluation, its time left, and what is said of it while another run is shown).
+what the Runs tab's buttons can do with the selected run, and the run being trained as its records arrive (how far
+its preparation got, its curves kept for when it is shown again, its last step and evaluation, its time left, and
+what is said of it while another run is shown).
 
 The panel forwards the trainer's state and records as explicit transitions (`launch`, `set_phase`, `preparing`,
 `prepared`, `record`, `finished`) and renders what the model says; nothing here draws."""
@@ -11,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlm_studio.core.durations import Eta
+from mlm_studio.core.errors import UserError
 from mlm_studio.core.runs.control import IDLE, PAUSED, PREPARING, RUNNING, STOPPING
-from mlm_studio.core.runs.history import same_run
+from mlm_studio.core.runs.history import RunSummary, nothing_left, same_run
 from mlm_studio.core.runs.records import (
     EvalRecord,
     FinishedRecord,
@@ -21,8 +23,12 @@ from mlm_studio.core.runs.records import (
     StepRecord,
     WarningRecord,
 )
+from mlm_studio.core.runs.run_folder import RunDir
+from mlm_studio.core.training.probes import load_probes
 from mlm_studio.core.training.request import Note
-from mlm_studio.ui.panels.training.texts import finished_message
+from mlm_studio.ui.panels.training.texts import finished_message, hints
+
+RUN_ACTS = ("open", "overlay", "resume", "export", "branch")  # the Runs tab's buttons for the selected run
 
 
 @dataclass(frozen=True)
@@ -38,7 +44,6 @@ class Controls:
     pause_tip: str
     stop: bool
     stop_tip: str
-    idle: bool
 
 
 class TrainingModel:
@@ -90,8 +95,30 @@ class TrainingModel:
             pause_tip=f"{pause} {name} (Ctrl+P)",
             stop=phase in (PREPARING, RUNNING, PAUSED),
             stop_tip=f"Stop {name} after this step and save a checkpoint (Ctrl+.)",
-            idle=phase == IDLE,
         )
+
+    def why_not(
+        self, path: Path | None, summary: RunSummary | None, shown: Path | None, exporting: bool
+    ) -> dict[str, str]:
+        """By Runs tab button (`RUN_ACTS`), why it cannot act on the selected run `path` ("" where it can):
+        `summary` is what the runs table read of it, `shown` the run shown, `exporting` whether an export runs."""
+        if path is None:
+            return dict.fromkeys(RUN_ACTS, "Select a run first")
+        name, one_at_a_time = path.name, "A training is running: one at a time"
+        no_checkpoint = f"{name} has no checkpoint yet" if summary is None or summary.checkpoint_step == 0 else ""
+        if self.busy:
+            resume = one_at_a_time
+        elif summary is not None and (path / "config.toml").is_file() and nothing_left(RunDir(path), summary):
+            resume = f"{name} is at the end of its training: nothing is left to train"
+        else:
+            resume = no_checkpoint
+        return {
+            "open": "",
+            "overlay": f"{name} is the run shown" if same_run(path, shown) else "",
+            "resume": resume,
+            "export": "An export is running" if exporting else no_checkpoint,
+            "branch": one_at_a_time if self.busy else no_checkpoint,
+        }
 
     # --- the run being trained: transitions ---------------------------------------------------------
     def set_phase(self, phase: str) -> None:
@@ -149,6 +176,22 @@ class TrainingModel:
         if isinstance(record, FinishedRecord):
             return finished_message(record, self.training.name, self.last_eval), "info"
         return "", ""
+
+    def hints(self, shown: Path | None, probes_set: int) -> dict[str, str]:
+        """By plot, what it says while empty, `shown` being the run shown: for none, the `probes_set` on the Probes
+        tab to be scored; for the run being trained, its probes to come; for another, its probes never scored (as
+        its folder lists them: none where the list cannot be read)."""
+        live = self.is_training(shown)
+        if shown is None:
+            probes = probes_set
+        elif live:
+            probes = self.probes
+        else:
+            try:
+                probes = len(load_probes(shown))
+            except (UserError, OSError):
+                probes = 0
+        return hints(shown, live, probes)
 
     def elsewhere(self) -> str:
         """How far the training is and which run it is, said while another run is shown ("" when none trains): the

@@ -274,7 +274,9 @@ class TrainingPanel(QWidget):
         refusal = self.model.refusal(workspace.corpus is not None, workspace.tokenizer is not None)
         controls = self.model.controls(refusal)
         self.buttons.show_controls(controls)
-        self.runs.enable(idle=controls.idle, exporting=self.exporter.running)
+        path = self.selected_run()
+        summary = self.runs.table.summary(path) if path is not None else None
+        self.runs.enable(self.model.why_not(path, summary, workspace.shown_run, self.exporter.running))
 
 
 def _probe_count(run: Path) -> int:

@@ -11,15 +11,12 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject
 
-from mlm_studio.core.errors import UserError
 from mlm_studio.core.runs.history import same_run, summarize
 from mlm_studio.core.runs.records import StartedRecord, StepRecord
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CheckpointError
-from mlm_studio.core.training.probes import load_probes
 from mlm_studio.ui.panels.training.model import TrainingModel
 from mlm_studio.ui.panels.training.run_header import RunHeader
-from mlm_studio.ui.panels.training.texts import hints
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.runs_table import RunsTable
@@ -158,17 +155,7 @@ class ShownRun(QObject):
 
     def update_hints(self) -> None:
         """What the empty plots say: no run yet, or the shown run's probes (to come, never scored, or none)."""
-        shown = self.workspace.shown_run
-        if shown is None:
-            probes = self.probes_set()
-        elif self._showing_training():
-            probes = self.model.probes
-        else:
-            try:
-                probes = len(load_probes(shown))
-            except (UserError, OSError):
-                probes = 0
-        for plot, text in hints(shown, self._showing_training(), probes).items():
+        for plot, text in self.model.hints(self.workspace.shown_run, self.probes_set()).items():
             self.plots.set_hint(plot, text)
 
     def _draw_live(self) -> None:
