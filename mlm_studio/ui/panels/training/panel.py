@@ -1,5 +1,6 @@
-"""Training panel: start, pause, resume and stop a run, watch its curves live, compare and export runs. What it
-shows belongs to the workspace's shown run (`ShownRun` keeps it so), while a training goes on out of sight."""
+"""Training panel: start, pause, resume and stop a run, watch its curves live, compare and export runs. Its rules
+are its `TrainingModel`'s (model.py, no Qt); what it shows belongs to the workspace's shown run (`ShownRun` keeps it
+so), while a training goes on out of sight."""
 
 from __future__ import annotations
 
