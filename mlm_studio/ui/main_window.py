@@ -24,13 +24,13 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio import __version__
+from mlm_studio.core.runs.control import IDLE, PAUSED, STOPPING
 from mlm_studio.core.runs.device import available_devices
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.ui import session
 from mlm_studio.ui.engine_loading import import_engine
 from mlm_studio.ui.tasks import TaskRunner, stop_all_tasks, user_message
 from mlm_studio.ui.theme import PALETTE_CHANGES, SCHEMES, app_icon, apply_scheme
-from mlm_studio.ui.trainer_thread import IDLE, PAUSED, STOPPING
 from mlm_studio.ui.widgets.panel_icons import panel_icon
 from mlm_studio.ui.workspace import Workspace
 
@@ -130,7 +130,7 @@ class MainWindow(QMainWindow):
         from mlm_studio.ui.panels.finetune.panel import FinetunePanel
         from mlm_studio.ui.panels.masking import MaskingPanel
         from mlm_studio.ui.panels.playground import PlaygroundPanel
-        from mlm_studio.ui.panels.training import TrainingPanel
+        from mlm_studio.ui.panels.training.panel import TrainingPanel
 
         self.corpus_panel = CorpusPanel(self.workspace)
         yield

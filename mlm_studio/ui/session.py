@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from mlm_studio.ui.panels.evaluation import EvaluationPanel
     from mlm_studio.ui.panels.finetune.panel import FinetunePanel
     from mlm_studio.ui.panels.playground import PlaygroundPanel
-    from mlm_studio.ui.panels.training import TrainingPanel
+    from mlm_studio.ui.panels.training.panel import TrainingPanel
     from mlm_studio.ui.workspace import Workspace
 
 SPLITTERS = "splitters"

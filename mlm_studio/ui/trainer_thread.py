@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from mlm_studio.core.progress import Cancelled, Progress
-from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.control import IDLE, PAUSED, PREPARING, RUNNING, STOPPING, TrainingControl
 from mlm_studio.core.runs.records import FailedRecord, PausedRecord, StartedRecord
 from mlm_studio.ui.tasks import expected_error, user_message
 
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from mlm_studio.core.training.trainer import Trainer
 
 log = logging.getLogger(__name__)
-IDLE, PREPARING, RUNNING, PAUSED, STOPPING = "idle", "preparing", "running", "paused", "stopping"
 
 
 class _ControlledProgress(Progress):

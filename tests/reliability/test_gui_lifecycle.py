@@ -14,7 +14,7 @@ from mlm_studio.core.runs.records import FinishedRecord
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.training.runs import training_blocks
 from mlm_studio.core.training.trainer import Trainer
-from mlm_studio.ui.panels.training import TrainingPanel
+from mlm_studio.ui.panels.training.panel import TrainingPanel
 from mlm_studio.ui.workspace import Workspace
 from tests.core.helpers import small_config, with_training
 

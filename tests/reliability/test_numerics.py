@@ -89,7 +89,7 @@ def test_out_of_memory_gives_advice_and_keeps_the_last_completed_step(tmp_path, 
 
 def test_out_of_memory_in_the_window_leaves_it_usable(qtbot, tmp_path, small_corpus, small_tokenizer, monkeypatch):
     from mlm_studio.core.runs.run_folder import RunDir
-    from mlm_studio.ui.panels.training import TrainingPanel
+    from mlm_studio.ui.panels.training.panel import TrainingPanel
     from mlm_studio.ui.workspace import Workspace
 
     workspace = Workspace()
@@ -187,7 +187,7 @@ def test_resuming_from_a_nan_damaged_checkpoint_is_refused_naming_the_newest_fin
 
 
 def test_the_window_shows_why_a_nan_damaged_run_cannot_resume(qtbot, tmp_path, small_corpus, small_tokenizer):
-    from mlm_studio.ui.panels.training import TrainingPanel
+    from mlm_studio.ui.panels.training.panel import TrainingPanel
     from mlm_studio.ui.workspace import Workspace
 
     trainer = trainer_for(tmp_path, small_corpus, small_tokenizer, max_steps=4, checkpoint_interval=2)

@@ -165,8 +165,8 @@ def test_a_metrics_line_cut_short_by_a_full_disk_is_taken_back(tmp_path, finishe
 def test_the_window_shows_the_pause_and_resumes(qtbot, small_corpus, small_tokenizer, tmp_path, monkeypatch):
     from PySide6.QtCore import Qt
 
-    from mlm_studio.ui.panels.training import TrainingPanel
-    from mlm_studio.ui.trainer_thread import PAUSED
+    from mlm_studio.core.runs.control import PAUSED
+    from mlm_studio.ui.panels.training.panel import TrainingPanel
     from mlm_studio.ui.workspace import Workspace
 
     workspace = Workspace()

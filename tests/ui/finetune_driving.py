@@ -1,6 +1,6 @@
 """What the Fine-tune panel's tests share: filling its form, running it to the end, reading its tables."""
 
-from mlm_studio.ui.trainer_thread import IDLE
+from mlm_studio.core.runs.control import IDLE
 
 TIMEOUT_MS = 120_000
 

@@ -197,7 +197,7 @@ def test_what_the_engine_import_made_is_never_scanned_by_a_collection_again():
 
 
 def test_a_training_panel_shown_before_its_plots_are_built_builds_them_then(qtbot, tmp_path):
-    from mlm_studio.ui.panels.training import TrainingPanel
+    from mlm_studio.ui.panels.training.panel import TrainingPanel
     from mlm_studio.ui.widgets.live_plots import LivePlots
     from mlm_studio.ui.workspace import Workspace
 

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.training.branch_record import Branch, branch_of
 from mlm_studio.core.training.branching import plan_branch
-from mlm_studio.ui.panels.training import TrainingPanel
+from mlm_studio.ui.panels.training.panel import TrainingPanel
 from mlm_studio.ui.runs_folder import RunsFolder
 from mlm_studio.ui.widgets.runs_table import RunsTable
 from mlm_studio.ui.workspace import Workspace

@@ -8,9 +8,9 @@ import pytest
 from PySide6.QtWidgets import QFileDialog
 
 from mlm_studio.core.config.run_config import RunConfig
+from mlm_studio.core.runs.control import IDLE, PAUSED
 from mlm_studio.core.runs.records import FinishedRecord, StepRecord
 from mlm_studio.core.runs.run_folder import INITIAL, RunDir
-from mlm_studio.ui.trainer_thread import IDLE, PAUSED
 from tests.core.test_finetune import write_task
 from tests.core.test_finetune_tokens import write_tagging
 from tests.ui.finetune_driving import TIMEOUT_MS, cells, fill, run_to_the_end

@@ -11,8 +11,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from mlm_studio.core.finetune.recipe.result import read_search
+from mlm_studio.core.runs.control import IDLE
 from mlm_studio.core.runs.run_folder import RunDir
-from mlm_studio.ui.trainer_thread import IDLE
 from tests.core.test_finetune import write_task
 from tests.ui.finetune_driving import TIMEOUT_MS, cells, fill
 

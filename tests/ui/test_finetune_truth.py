@@ -15,12 +15,12 @@ from mlm_studio.core.finetune.comparisons import read_comparison
 from mlm_studio.core.finetune.mistakes import Mistake
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.setup import prepare_finetuner
+from mlm_studio.core.runs.control import IDLE, PAUSED
 from mlm_studio.core.runs.records import FinishedRecord, StartedRecord, StepRecord, TestRecord, ValidationRecord
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.ui.panels.finetune.comparison import ComparisonView
 from mlm_studio.ui.panels.finetune.plots import VALIDATION
 from mlm_studio.ui.panels.finetune.results import ResultsView
-from mlm_studio.ui.trainer_thread import IDLE, PAUSED
 from tests.core.test_finetune import write_task
 from tests.ui.finetune_driving import TIMEOUT_MS, cells, fill, run_to_the_end
 from tests.ui.test_finetune_window import written_tests

@@ -13,12 +13,11 @@ import pytest
 from mlm_studio.core.finetune.compare import SCRATCH_LABEL, YOURS, Contender, Outcome, verdict
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.setup import prepare_finetuner
-from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.control import IDLE, TrainingControl
 from mlm_studio.core.runs.records import StepRecord
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.ui.panels.finetune.comparison import MEAN_HALF_WIDTH, ComparisonView
 from mlm_studio.ui.runs_folder import RunsFolder
-from mlm_studio.ui.trainer_thread import IDLE
 from mlm_studio.ui.widgets.model_choice import model_entries
 from tests.core.family_folders import make_folder
 from tests.core.hub_layout import add_folder, add_snapshot, point_main_at, use_cache

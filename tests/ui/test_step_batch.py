@@ -9,8 +9,8 @@ from PySide6.QtCore import QPointF, Qt
 
 from mlm_studio.core.data.masking import MaskKind
 from mlm_studio.core.storage.step_file import HEADER, STEPS_FILE, read_steps, step_lines
-from mlm_studio.ui.panels.step_batch import replayed_cell
-from mlm_studio.ui.panels.training import TrainingPanel
+from mlm_studio.ui.panels.training.panel import TrainingPanel
+from mlm_studio.ui.panels.training.step_batch import replayed_cell
 from mlm_studio.ui.widgets.token_view import TokenView
 from mlm_studio.ui.workspace import Workspace
 

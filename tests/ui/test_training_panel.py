@@ -11,15 +11,14 @@ from PySide6.QtWidgets import QApplication, QStyle
 from mlm_studio.core.durations import format_duration
 from mlm_studio.core.errors import UserError
 from mlm_studio.core.runs import loop as loop_module
-from mlm_studio.core.runs.control import TrainingControl
+from mlm_studio.core.runs.control import IDLE, PAUSED, RUNNING, TrainingControl
 from mlm_studio.core.runs.records import StartedRecord, StepRecord
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.training import runs as runs_module
 from mlm_studio.core.training.probes import Probe
-from mlm_studio.ui.panels.training import TrainingPanel
+from mlm_studio.ui.panels.training.panel import TrainingPanel
 from mlm_studio.ui.runs_folder import RunsFolder
 from mlm_studio.ui.theme import glyph_icon
-from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING
 from mlm_studio.ui.widgets.runs_table import RunsTable
 from mlm_studio.ui.workspace import Workspace
 from tests.core.helpers import small_config

@@ -17,7 +17,7 @@ from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.training import request as request_module
 from mlm_studio.core.training.runs import start_run
-from mlm_studio.ui.panels.training import TrainingPanel
+from mlm_studio.ui.panels.training.panel import TrainingPanel
 from mlm_studio.ui.workspace import Workspace
 from tests.core.family_folders import make_folder
 from tests.core.helpers import config_file, small_config

@@ -11,7 +11,7 @@ from mlm_studio.core.runs.control import TrainingControl
 from mlm_studio.core.runs.records import FinishedRecord, StepRecord
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.training.probes import Probe
-from mlm_studio.ui.panels.training import TrainingPanel
+from mlm_studio.ui.panels.training.panel import TrainingPanel
 from mlm_studio.ui.workspace import Workspace
 from tests.core.helpers import small_config
 

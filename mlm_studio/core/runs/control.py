@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import threading
 
+# The states a training goes through as a window follows it
+IDLE, PREPARING, RUNNING, PAUSED, STOPPING = "idle", "preparing", "running", "paused", "stopping"
+
 
 class TrainingControl:
     """Pause, resume and stop requests from another thread or a signal handler; the trainer acts on them between

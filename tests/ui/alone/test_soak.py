@@ -6,8 +6,8 @@ import time
 import pytest
 from PySide6.QtCore import QTimer
 
+from mlm_studio.core.runs.control import PAUSED, RUNNING
 from mlm_studio.ui.main_window import MainWindow, _resident_memory_bytes
-from mlm_studio.ui.trainer_thread import PAUSED, RUNNING
 from tests.core.helpers import small_config
 
 SOAK_S = 20

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QSpinBox
 
-from mlm_studio.ui.trainer_thread import IDLE, PAUSED, RUNNING
+from mlm_studio.core.runs.control import IDLE, PAUSED, RUNNING
 from mlm_studio.ui.widgets.elided_label import ElidedLabel
 
 SEEDS = 3  # a comparison's seeds by default: the fewest that give a spread

@@ -23,6 +23,7 @@ from mlm_studio.core.finetune.recipe.search import SearchPlan, plan_of
 from mlm_studio.core.finetune.runs import before_latest_start, last_test
 from mlm_studio.core.finetune.scores import main_score, score_field
 from mlm_studio.core.finetune.tasks import SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
+from mlm_studio.core.runs.control import IDLE, PAUSED, PREPARING, RUNNING
 from mlm_studio.core.runs.records import (
     CheckpointRecord,
     FinishedRecord,
@@ -53,7 +54,7 @@ from mlm_studio.ui.panels.finetune.subjects import (
 )
 from mlm_studio.ui.run_export import RunExporter
 from mlm_studio.ui.tasks import TaskRunner
-from mlm_studio.ui.trainer_thread import IDLE, PAUSED, PREPARING, RUNNING, TrainingController
+from mlm_studio.ui.trainer_thread import TrainingController
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.workspace import Workspace
 

@@ -1,5 +1,5 @@
 """The Training panel's Runs tab: the runs in a folder, with the buttons that act on the selected one, each enabled
-only where it works on that run (and saying why not)."""
+only where it works on that run (and saying why not, as the panel's model tells)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
-from mlm_studio.core.runs.history import nothing_left, same_run
-from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.ui.widgets.elided_label import ElidedLabel
 from mlm_studio.ui.widgets.runs_table import RunsTable
 from mlm_studio.ui.workspace import Workspace
@@ -52,7 +50,6 @@ class RunsPage(QWidget):
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(self.table, 1)
         layout.addLayout(buttons)
-        self.enable(idle=True, exporting=False)
 
     @property
     def root(self) -> Path:
@@ -73,10 +70,9 @@ class RunsPage(QWidget):
         if folder:
             self.workspace.set_runs_root(Path(folder))  # every panel's lists follow
 
-    def enable(self, idle: bool, exporting: bool) -> None:
-        """The buttons that need a selected run, as that run, the trainer (`idle`) and the exporter allow; a
-        disabled button's tooltip says why."""
-        why = self._why_not(self.selected(), idle, exporting)
+    def enable(self, why_not: dict[str, str]) -> None:
+        """Each button that acts on the selected run enabled where `why_not` (the panel's model's, by button) says
+        nothing; a disabled button's tooltip says why."""
         for key, button in (
             ("open", self.open_button),
             ("overlay", self.overlay_button),
@@ -84,25 +80,5 @@ class RunsPage(QWidget):
             ("export", self.export_button),
             ("branch", self.branch_button),
         ):
-            button.setEnabled(not why[key])
-            button.setToolTip(why[key] or TIPS[key])
-
-    def _why_not(self, path: Path | None, idle: bool, exporting: bool) -> dict[str, str]:
-        """By button, why it cannot act on `path` ("" where it can)."""
-        if path is None:
-            return dict.fromkeys(TIPS, "Select a run first")
-        summary, name = self.table.summary(path), path.name
-        no_checkpoint = f"{name} has no checkpoint yet" if summary is None or summary.checkpoint_step == 0 else ""
-        if not idle:
-            resume = "A training is running: one at a time"
-        elif summary is not None and (path / "config.toml").is_file() and nothing_left(RunDir(path), summary):
-            resume = f"{name} is at the end of its training: nothing is left to train"
-        else:
-            resume = no_checkpoint
-        return {
-            "open": "",
-            "overlay": f"{name} is the run shown" if same_run(path, self.workspace.shown_run) else "",
-            "resume": resume,
-            "export": "An export is running" if exporting else no_checkpoint,
-            "branch": no_checkpoint if idle else "A training is running: one at a time",
-        }
+            button.setEnabled(not why_not[key])
+            button.setToolTip(why_not[key] or TIPS[key])

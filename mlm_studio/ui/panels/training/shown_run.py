@@ -11,23 +11,12 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject
 
-from mlm_studio.core.durations import Eta
-from mlm_studio.core.errors import UserError
 from mlm_studio.core.runs.history import same_run, summarize
-from mlm_studio.core.runs.records import (
-    EvalRecord,
-    FinishedRecord,
-    PausedRecord,
-    StartedRecord,
-    StepRecord,
-    WarningRecord,
-)
+from mlm_studio.core.runs.records import StartedRecord, StepRecord
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.checkpoint import CheckpointError
-from mlm_studio.core.training.probes import load_probes
-from mlm_studio.ui.panels.run_header import RunHeader
-from mlm_studio.ui.panels.training_texts import finished_message, hints
-from mlm_studio.ui.trainer_thread import PAUSED, STOPPING, TrainingController
+from mlm_studio.ui.panels.training.model import TrainingModel
+from mlm_studio.ui.panels.training.run_header import RunHeader
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.runs_table import RunsTable
@@ -35,29 +24,21 @@ from mlm_studio.ui.workspace import Workspace
 
 
 class ShownRun(QObject):
-    """Keeps the views of the shown run true; the panel hands it the training's signals and the runs to show."""
+    """Keeps the views of the shown run true; the panel hands it the training's signals, which it applies to the
+    `model`, and the runs to show."""
 
     def __init__(
         self,
         workspace: Workspace,
-        controller: TrainingController,
+        model: TrainingModel,
         views: tuple[RunHeader, LivePlots, MessageBar, RunsTable],
         probes_set: Callable[[], int],
+        parent: QObject,
     ) -> None:
         """`probes_set`: how many probes the Probes tab holds, said while no run is shown."""
-        super().__init__(controller)
-        self.workspace, self.controller, self.probes_set = workspace, controller, probes_set
+        super().__init__(parent)
+        self.workspace, self.model, self.probes_set = workspace, model, probes_set
         self.header, self.plots, self.message_bar, self.table = views
-        self.training: Path | None = None  # the run being prepared or trained
-        self.started: StartedRecord | None = None
-        self.eta: Eta | None = None
-        self._launched = ""  # what its launch said ("Starting …")
-        self._preparation: tuple[int, int, str] | None = None  # how far its preparation got
-        self._records: list[dict] = []  # its records, to draw again when it is shown again
-        self._probes = 0  # how many cloze probes it scores
-        self._live_step = 0
-        self._last_step: StepRecord | None = None  # for the status line
-        self._last_eval: EvalRecord | None = None  # for its finishing message
         self._curves_of: Path | None = None  # the run whose curves the plots hold
         self._message_run: Path | None = None  # the run the message bar speaks of, if any
         workspace.shown_run_changed.connect(self._on_shown_run)
@@ -67,37 +48,59 @@ class ShownRun(QObject):
     # --- what is shown ------------------------------------------------------------------------------
     def launch(self, path: Path, said: str, probes: int) -> None:
         """Train `path`, shown from now on: its curves start empty, its progress is its preparation's."""
-        self.training, self._launched, self._probes = path, said, probes
-        self._preparation = self.started = self._last_step = self._last_eval = None
-        self._records = []
+        self.model.launch(path, said, probes)
         self.tell("", "info", None)
         self.plots.clear()
         self._curves_of = path
         self._show(path)
 
-    def open(self, path: Path, records: list[dict]) -> None:
-        """Show `path` with its `records`' curves and its outcome from its files."""
+    def open(self, path: Path) -> int | None:
+        """Show `path` with its curves and its outcome from its files (the run being trained, live); returns how
+        many records were read, None where none were (the run being trained, or records that cannot be read: said
+        in the message bar)."""
+        if self.model.is_training(path):
+            self.show_training()
+            return None
+        try:
+            records = RunDir(path).read_metrics()
+        except CheckpointError as exc:
+            self.message_bar.show_message(str(exc), "error")
+            return None
         self.plots.load(records)
         self._curves_of = path
         self._show(path)
+        return len(records)
+
+    def overlay(self, path: Path | None) -> None:
+        """Draw `path`'s curves over the shown ones; a run that can no longer be read is said, and the runs folder
+        read again."""
+        if path is None:
+            return
+        try:
+            if not path.is_dir():
+                raise CheckpointError("the folder no longer exists")
+            records = RunDir(path).read_metrics()
+        except (CheckpointError, OSError) as exc:
+            self.message_bar.show_message(f"Cannot overlay {path.name}: {exc}", "error")
+            self.workspace.runs_updated()
+            return
+        self.plots.overlay(path.name, records)
 
     def show_training(self) -> None:
         """Show the run being trained again: its curves as far as they go, its progress live."""
-        if self.training is not None:
-            self.plots.load(self._records)
-            self._curves_of = self.training
-            self._show(self.training)
+        training = self.model.training
+        if training is not None:
+            self.plots.load(self.model.records)
+            self._curves_of = training
+            self._show(training)
 
     def _on_current_run(self, path: Path | None) -> None:
         """The current run (one remembered from the last session) is shown while no other run is."""
-        if path is not None and self.workspace.shown_run is None and self.training is None:
+        if path is not None and self.workspace.shown_run is None and self.model.training is None:
             self._show(path)
 
-    def is_training(self, path: Path | None) -> bool:
-        return same_run(path, self.training)
-
     def _showing_training(self) -> bool:
-        return same_run(self.workspace.shown_run, self.training)
+        return self.model.is_training(self.workspace.shown_run)
 
     def _show(self, path: Path | None) -> None:
         """Make `path` the shown run; the header, hints and messages follow it (again if it already was)."""
@@ -111,7 +114,7 @@ class ShownRun(QObject):
         """Another run is shown: its curves (where they are not in the plots yet), header and hints; a message
         about another run goes."""
         if not same_run(path, self._curves_of):
-            if path is not None and self.is_training(path):
+            if path is not None and self.model.is_training(path):
                 self.show_training()
                 return
             try:
@@ -142,7 +145,7 @@ class ShownRun(QObject):
             self.header.show_elsewhere("")
             self._draw_live()
             return
-        self.header.show_elsewhere(self._training_said())
+        self.header.show_elsewhere(self.model.elsewhere())
         if shown is None:
             self.header.show_nothing()
         elif not (shown / "config.toml").is_file():
@@ -152,71 +155,44 @@ class ShownRun(QObject):
 
     def update_hints(self) -> None:
         """What the empty plots say: no run yet, or the shown run's probes (to come, never scored, or none)."""
-        shown = self.workspace.shown_run
-        if shown is None:
-            probes = self.probes_set()
-        elif self._showing_training():
-            probes = self._probes
-        else:
-            try:
-                probes = len(load_probes(shown))
-            except (UserError, OSError):
-                probes = 0
-        for plot, text in hints(shown, self._showing_training(), probes).items():
+        for plot, text in self.model.hints(self.workspace.shown_run, self.probes_set()).items():
             self.plots.set_hint(plot, text)
 
     def _draw_live(self) -> None:
-        if self.started is None:
-            self.header.show_preparing(self._launched)
-            if self._preparation is not None:
-                self.header.show_prepare_progress(*self._preparation)
+        model = self.model
+        if model.started is None:
+            self.header.show_preparing(model.launched)
+            if model.preparation is not None:
+                self.header.show_prepare_progress(*model.preparation)
         else:
-            self.header.show_started(self.started)
+            self.header.show_started(model.started)
             self._say_progress()
-        if self.controller.state == STOPPING:
+        if model.stopping:
             self.header.show_stopping()
-
-    def _training_said(self) -> str:
-        """How far the training is and which run it is, said while another run is shown ("" when none trains): the
-        progress first, where a narrow header still shows it."""
-        if self.training is None:
-            return ""
-        if self.started is None:
-            return f"Training: preparing · {self.training.name}"
-        step = self._last_step.step if self._last_step is not None else self.started.step
-        total = f" of {self.started.total_steps:,}" if self.started.time_budget <= 0 else ""
-        return f"Training: {self.controller.state}, step {step:,}{total} · {self.training.name}"
 
     def _say_progress(self) -> None:
         """The status line: the last step's loss, pace and time left; while paused, no countdown."""
-        record = self._last_step
-        if record is None:
-            return
-        left = self.eta.seconds_left(record.step, record.elapsed) if self.eta else 0.0
-        seconds = self.started is not None and self.started.time_budget > 0  # the bar counts the budget's seconds
-        self.header.show_step(record, seconds, self.controller.state == PAUSED, left)
+        model = self.model
+        if model.last_step is not None:
+            self.header.show_step(model.last_step, model.counts_seconds, model.paused, model.seconds_left())
 
     # --- the training's signals ---------------------------------------------------------------------
     def prepare_progress(self, done: int, total: int, message: str) -> None:
-        self._preparation = (done, total, message)
+        self.model.preparing(done, total, message)
         if self._showing_training():
             self.header.show_prepare_progress(done, total, message)
 
     def prepared(self, started: StartedRecord) -> Path:
         """The run began at `started.step`: its earlier curves (a resumed run's) come back. Returns its folder."""
-        self.started = started
-        run = Path(started.run_dir)
         shown = self._showing_training()
-        self.training = run
+        run = Path(started.run_dir)
         earlier = [r for r in RunDir(run).read_metrics() if r["step"] <= started.step] if started.step else []
-        self._records = list(earlier)
+        self.model.prepared(started, earlier)
         if shown:
             if earlier:
                 self.plots.load(earlier)
             self._curves_of = run
-        first_elapsed = max((r.get("elapsed", 0.0) for r in earlier), default=0.0)
-        self.eta = Eta(started.step, started.total_steps, started.time_budget, first_elapsed)
-        self.show_live(started.step)
+        self._show_live()
         if shown:
             self.workspace.show_run(run)  # as the trainer names it
         self.update_header()
@@ -224,36 +200,33 @@ class ShownRun(QObject):
 
     def record(self, record) -> None:
         """Keep the training's `record`; draw it where its run is shown, else say how far the training is."""
-        data = record.to_dict()
-        self._records.append(data)
-        if self._showing_training():
-            self.plots.add(record.kind, data)
+        model, shown = self.model, self._showing_training()
+        model.record(record)
+        if shown:
+            self.plots.add(record.kind, model.records[-1])
         if isinstance(record, StepRecord):
-            self._last_step = record
-            self.show_live(record.step)
-            if self._showing_training():
+            self._show_live()
+            if shown:
                 self._say_progress()
             else:
-                self.header.show_elsewhere(self._training_said())
-        elif isinstance(record, EvalRecord):
-            self._last_eval = record
-        elif isinstance(record, (PausedRecord, WarningRecord)):
-            said = record.message if self._showing_training() else f"{self.training.name}: {record.message}"
-            self.tell(said, "warning", self.training)
-        elif isinstance(record, FinishedRecord):
-            self.tell(finished_message(record, self.training.name, self._last_eval), "info", self.training)
+                self.header.show_elsewhere(model.elsewhere())
+        said, level = model.said_of(record, shown)
+        if said:
+            self.tell(said, level, model.training)
+
+    def failed(self, message: str) -> None:
+        self.tell(message, "error", self.model.training)
 
     def state_changed(self) -> None:
-        if self.started is not None:
-            self.show_live(self._live_step)
-        if self.training is not None:
+        if self.model.started is not None:
+            self._show_live()
+        if self.model.training is not None:
             self.update_header()
 
     def finished(self) -> None:
         """The training ended: the header tells the shown run's outcome from its files (no run, where it failed
         before its folder was made)."""
-        training, self.training = self.training, None
-        self.started = self._last_step = self._preparation = None
+        training = self.model.finished()
         self.table.set_live(None)
         if same_run(self.workspace.shown_run, training) and not (training / "config.toml").is_file():
             self._message_run = None  # why it was never made stays said
@@ -262,9 +235,6 @@ class ShownRun(QObject):
             self.update_header()
             self.update_hints()
 
-    def show_live(self, step: int) -> None:
+    def _show_live(self) -> None:
         """The Runs table's row of the run being trained says its state and step as they are now."""
-        self._live_step = step
-        last = self._last_step if self._last_step is not None and self._last_step.step == step else None
-        tokens, elapsed = (last.tokens_seen, last.elapsed) if last is not None else (None, None)
-        self.table.set_live(Path(self.started.run_dir), self.controller.state, step, tokens, elapsed)
+        self.table.set_live(*self.model.live_row())

@@ -1,0 +1,1 @@
+"""The Training panel (panel.py), a thin view over its Qt-free model (model.py), and its parts."""
