@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 
 from mlm_studio.core.evaluation.diagnosis import Diagnosis, Share
 from mlm_studio.core.runs.run_folder import RunDir
-from mlm_studio.ui.panels.evaluation import EvaluationPanel
+from mlm_studio.ui.panels.evaluation.panel import EvaluationPanel
 from mlm_studio.ui.widgets.diagnosis_views import FailuresView
 from mlm_studio.ui.widgets.model_choice import NO_MODEL
 from mlm_studio.ui.widgets.token_view import TokenView
@@ -43,7 +43,7 @@ def test_another_model_or_checkpoint_clears_every_tab_and_the_line_above_says_wh
 ):
     choose(panel.model_combo, str(trained_runs / "late"))
     evaluate(qtbot, panel)
-    title = panel.subject.title
+    title = panel.results.subject.title
     assert panel.subject_label.text() == f"Shown: {title}." and panel.samples_view.views
     failures = panel.failures_view
     assert failures.frequency_table.rowCount() > 0 and "masked positions" in failures.summary.text()
@@ -54,13 +54,13 @@ def test_another_model_or_checkpoint_clears_every_tab_and_the_line_above_says_wh
     assert failures.summary.text() == "" and failures.frequency_table.rowCount() == 0
     assert failures.kind_table.rowCount() == failures.confusion_table.rowCount() == 0
     assert failures.calibration.getPlotItem().listDataItems() == []
-    assert panel.message_bar.text == "" and panel.subject is None
+    assert panel.message_bar.text == "" and panel.results.subject is None
     assert not panel.task_view.probe_button.isEnabled()  # nothing evaluated: nothing to probe
 
     choose(panel.model_combo, str(trained_runs / "late"))
     evaluate(qtbot, panel)
     panel.checkpoint_combo.setCurrentIndex(1)  # the latest checkpoint by its name: the same model, its results stay
-    assert panel.subject.title == title and panel.samples_view.views
+    assert panel.results.subject.title == title and panel.samples_view.views
     panel.checkpoint_combo.setCurrentIndex(2)  # another checkpoint of the same run
     step = panel.checkpoint_combo.currentText()
     assert panel.subject_label.text() == f"Results of {title} cleared — press Evaluate for late, {step}."
@@ -72,12 +72,12 @@ def test_the_comparison_changed_drops_the_compared_model_and_keeps_the_evaluated
     choose(panel.model_combo, str(run.path))
     choose(panel.compare_combo, str(run.checkpoints()[0]))
     evaluate(qtbot, panel)
-    assert panel.subject_label.text() == f"Shown: {panel.subject.title} beside {panel.other.title}."
+    assert panel.subject_label.text() == f"Shown: {panel.results.subject.title} beside {panel.results.other.title}."
     choose(panel.compare_combo, str(trained_runs / "early"))  # another model compared: the one before leaves
-    assert panel.other is None and panel.failures_view.kind_table.columnCount() == 3
+    assert panel.results.other is None and panel.failures_view.kind_table.columnCount() == 3
     assert panel.samples_view.compared_views == [] and panel.samples_view.views
     assert panel.subject_label.text() == (
-        f"Shown: {panel.subject.title} alone — press Evaluate to compare it with early."
+        f"Shown: {panel.results.subject.title} alone — press Evaluate to compare it with early."
     )
 
 
@@ -110,10 +110,10 @@ def test_the_masked_samples_show_the_compared_model_beside_the_evaluated_one(qtb
     choose(panel.compare_combo, str(run.checkpoints()[0]))
     evaluate(qtbot, panel)
     samples = panel.samples_view
-    assert len(samples.compared_views) == len(samples.views) == len(panel.diagnosis.samples)
+    assert len(samples.compared_views) == len(samples.views) == len(panel.results.diagnosis.samples)
     coloured = [c for view in samples.compared_views for c in view.cells if c.background is not None]
-    assert len(coloured) == sum(len(s.answers) for s in panel.other_diagnosis.samples) > 0
-    assert samples.caption.isVisible() and panel.other.title in samples.caption.text()
+    assert len(coloured) == sum(len(s.answers) for s in panel.results.other_diagnosis.samples) > 0
+    assert samples.caption.isVisible() and panel.results.other.title in samples.caption.text()
     assert "on the same held-out blocks" in samples.caption.text()  # two checkpoints of one run share them
     samples.filter_combo.setCurrentIndex(samples.filter_combo.findData("wrong"))
     assert len(samples.compared_views) == len(samples.views)
