@@ -5,6 +5,7 @@ and a model picked by hand stays picked (that showing a result keeps the window 
 alone: tests/ui/alone/test_evaluate_gui_time.py)."""
 
 import shutil
+import threading
 from dataclasses import replace
 
 import pytest
@@ -17,6 +18,7 @@ from mlm_studio.ui.widgets.diagnosis_views import FailuresView
 from mlm_studio.ui.widgets.model_choice import NO_MODEL
 from mlm_studio.ui.widgets.token_view import TokenView
 from mlm_studio.ui.workspace import Workspace
+from tests.core.test_diagnostics import _labelled
 
 TIMEOUT_MS = 120_000
 
@@ -102,6 +104,33 @@ def test_an_error_about_one_model_leaves_when_another_is_chosen(qtbot, trained_r
     choose(panel.model_combo, str(root / "early"))
     assert panel.message_bar.text == "" and not panel.message_bar.isVisible()
     assert panel.subject_label.text() == "Nothing evaluated yet: press Evaluate to score early, latest checkpoint."
+
+
+def test_a_probe_done_for_the_model_before_is_never_shown_for_the_one_chosen_since(
+    qtbot, panel, trained_runs, tmp_path, monkeypatch
+):
+    """The probe ends, its result on its way to the window, and another model is chosen before it arrives: it is
+    not shown (no rows, no word), nor is its end said."""
+    from mlm_studio.ui.panels.evaluation import work
+
+    choose(panel.model_combo, str(trained_runs / "late"))
+    evaluate(qtbot, panel)
+    done, probe_task = threading.Event(), work.probe_task
+
+    def probed(*args, **options):
+        result = probe_task(*args, **options)
+        done.set()
+        return result
+
+    monkeypatch.setattr(work, "probe_task", probed)
+    panel.task_view.path_edit.setText(str(_labelled(tmp_path / "topics.csv")))
+    panel.probe()
+    assert done.wait(TIMEOUT_MS / 1000)  # the window has not yet taken the result: its thread is this test's
+    choose(panel.model_combo, str(trained_runs / "early"))
+    with qtbot.assertNotEmitted(panel.probed), qtbot.waitSignal(panel.prober.finished, timeout=TIMEOUT_MS):
+        pass
+    assert panel.results.task_results == [] and panel.task_view.table.rowCount() == 0
+    assert panel.message_bar.text == "" and panel.cancel_button.isHidden() and panel.evaluate_button.isEnabled()
 
 
 def test_the_masked_samples_show_the_compared_model_beside_the_evaluated_one(qtbot, panel, trained_runs):
