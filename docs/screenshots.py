@@ -111,7 +111,7 @@ def evaluate(app, panel, folder: Path) -> Path:
     task = folder / "packages.csv"
     with task.open("w", encoding="utf-8", newline="") as f:
         csv.writer(f).writerows([("text", "label"), *zip(texts, labels)])
-    panel.refresh_models()
+    panel.choice.refresh()
     panel.task_view.path_edit.setText(str(task))
     panel.track()
     wait(app, panel.tracked)

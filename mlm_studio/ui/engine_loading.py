@@ -13,7 +13,7 @@ from pathlib import Path
 
 # PyTorch's own libraries in the order they depend on one another; the largest takes a second to load
 TORCH_LIBRARIES = ("libc10", "libtorch_cpu", "libtorch", "libtorch_python")
-PANELS = ("corpus", "masking", "config", "training", "playground", "evaluation")  # modules in ui/panels/
+PANELS = ("corpus", "masking", "config", "training", "playground", "evaluation.panel")  # modules in ui/panels/
 ENGINE_MODULES = (
     "mlm_studio.core.training.runs",
     "mlm_studio.core.evaluation.predict",

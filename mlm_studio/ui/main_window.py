@@ -126,7 +126,7 @@ class MainWindow(QMainWindow):
         engine is imported)."""
         from mlm_studio.ui.panels.config import ConfigPanel
         from mlm_studio.ui.panels.corpus import CorpusPanel
-        from mlm_studio.ui.panels.evaluation import EvaluationPanel
+        from mlm_studio.ui.panels.evaluation.panel import EvaluationPanel
         from mlm_studio.ui.panels.finetune.panel import FinetunePanel
         from mlm_studio.ui.panels.masking import MaskingPanel
         from mlm_studio.ui.panels.playground import PlaygroundPanel

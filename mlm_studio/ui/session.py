@@ -26,7 +26,7 @@ from mlm_studio.core.training.probes import Probe
 
 if TYPE_CHECKING:
     from mlm_studio.ui.panels.corpus import CorpusPanel
-    from mlm_studio.ui.panels.evaluation import EvaluationPanel
+    from mlm_studio.ui.panels.evaluation.panel import EvaluationPanel
     from mlm_studio.ui.panels.finetune.panel import FinetunePanel
     from mlm_studio.ui.panels.playground import PlaygroundPanel
     from mlm_studio.ui.panels.training.panel import TrainingPanel

@@ -98,7 +98,7 @@ def finetune_panel(qtbot, trained_runs, tmp_path):
 @pytest.fixture
 def evaluation_panel(qtbot, trained_runs, small_corpus):
     """The Evaluation panel on the two trained runs, the small corpus loaded."""
-    from mlm_studio.ui.panels.evaluation import EvaluationPanel
+    from mlm_studio.ui.panels.evaluation.panel import EvaluationPanel
     from mlm_studio.ui.workspace import Workspace
 
     workspace = Workspace()

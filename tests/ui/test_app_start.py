@@ -102,7 +102,7 @@ def test_the_panels_are_built_one_per_turn_of_the_event_loop(qtbot, tmp_path):
 
 
 def test_an_evaluation_panel_shown_before_its_tabs_are_built_builds_them_then(qtbot, tmp_path):
-    from mlm_studio.ui.panels.evaluation import EvaluationPanel
+    from mlm_studio.ui.panels.evaluation.panel import EvaluationPanel
     from mlm_studio.ui.workspace import Workspace
 
     panel = EvaluationPanel(Workspace(runs_root=tmp_path), sliced=True)

@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QScrollArea
 
 from mlm_studio.core.runs.run_folder import RunDir
-from mlm_studio.ui.panels.evaluation import EvaluationPanel
+from mlm_studio.ui.panels.evaluation.panel import EvaluationPanel
 from mlm_studio.ui.widgets.diagnosis_views import SERIES_HEIGHT
 from mlm_studio.ui.widgets.diagnosis_views import _fill as fill
 from mlm_studio.ui.widgets.model_choice import NO_MODEL
@@ -34,11 +34,11 @@ def test_evaluate_a_checkpoint_read_its_answers_and_failures_then_probe_a_task(q
     panel.checkpoint_combo.setCurrentIndex(2)
     with qtbot.waitSignal(panel.evaluated, timeout=TIMEOUT_MS):
         qtbot.mouseClick(panel.evaluate_button, Qt.MouseButton.LeftButton)
-    diagnosis = panel.diagnosis
+    diagnosis = panel.results.diagnosis
     evals = {r["step"]: r for r in RunDir(trained_runs / "late").read_metrics() if r.get("type") == "eval"}
     step = int(panel.checkpoint_combo.currentText().split("-")[1])
     assert diagnosis.accuracy == pytest.approx(evals[step]["accuracy"])
-    assert panel.subject.title.endswith(panel.checkpoint_combo.currentText())
+    assert panel.results.subject.title.endswith(panel.checkpoint_combo.currentText())
     assert f"{diagnosis.accuracy:.1%}" in panel.message_bar.text
 
     samples = panel.samples_view
@@ -64,7 +64,7 @@ def test_evaluate_a_checkpoint_read_its_answers_and_failures_then_probe_a_task(q
     for table in (failures.frequency_table, failures.kind_table):
         assert table.rowCount() >= 3 and all_rows_shown(table)
     assert panel.minimumSizeHint().height() <= 560  # the view scrolls: the panel still fits a 1280 x 720 window
-    assert legend_beside_the_data(failures.calibration) == ["perfectly calibrated", panel.subject.title]
+    assert legend_beside_the_data(failures.calibration) == ["perfectly calibrated", panel.results.subject.title]
 
     panel.tabs.setCurrentIndex(3)
     assert not panel.task_view.probe_button.isEnabled()  # evaluated, but no file yet
@@ -72,8 +72,8 @@ def test_evaluate_a_checkpoint_read_its_answers_and_failures_then_probe_a_task(q
     assert panel.task_view.probe_button.isEnabled()
     with qtbot.waitSignal(panel.probed, timeout=TIMEOUT_MS):
         qtbot.mouseClick(panel.task_view.probe_button, Qt.MouseButton.LeftButton)
-    assert panel.task_results[0][1].accuracy >= 0.9 and panel.task_view.table.item(1, 1).text() == "50.0%"
-    probed, table = panel.task_results[0][1], panel.task_view.table
+    assert panel.results.task_results[0][1].accuracy >= 0.9 and panel.task_view.table.item(1, 1).text() == "50.0%"
+    probed, table = panel.results.task_results[0][1], panel.task_view.table
     assert [table.item(0, c).text() for c in (3, 4, 5)] == [
         f"{probed.recall_at_1:.1%}", f"{probed.recall_at_5:.1%}", f"{probed.mrr:.3f}"
     ]  # fmt: skip
@@ -92,7 +92,7 @@ def test_an_imported_model_is_scored_on_the_workspace_corpus_and_a_bad_task_file
     assert panel.model_combo.currentText() == "Hugging Face: exported" and not panel.checkpoint_combo.isEnabled()
     with qtbot.waitSignal(panel.evaluated, timeout=TIMEOUT_MS):
         panel.evaluate()
-    assert panel.subject.title == "exported (Hugging Face)" and panel.diagnosis.predicted > 0
+    assert panel.results.subject.title == "exported (Hugging Face)" and panel.results.diagnosis.predicted > 0
     assert panel.samples_view.views and panel.failures_view.kind_table.rowCount() == 5
     panel.context_view.word_edit.setText("the")
     with qtbot.waitSignal(panel.mapped, timeout=TIMEOUT_MS):
@@ -102,7 +102,7 @@ def test_an_imported_model_is_scored_on_the_workspace_corpus_and_a_bad_task_file
     panel.task_view.layer_spin.setValue(1)
     with qtbot.waitSignal(panel.probed, timeout=TIMEOUT_MS):
         panel.probe()
-    assert panel.task_results[0][1].accuracy > panel.task_results[0][1].majority_accuracy
+    assert panel.results.task_results[0][1].accuracy > panel.results.task_results[0][1].majority_accuracy
     assert panel.task_view.table.item(0, 0).text().startswith("exported (Hugging Face)")
     assert (panel.message_bar.level, panel.message_bar.text) == ("info", "Probed 240 labelled texts of topics.csv.")
 
@@ -119,7 +119,7 @@ def test_an_imported_model_is_scored_on_the_workspace_corpus_and_a_bad_task_file
     panel.task_view.path_edit.setText(str(tmp_path / "gapped.csv.gz"))
     with qtbot.waitSignal(panel.probed, timeout=TIMEOUT_MS):
         panel.probe()
-    assert panel.task_results[0][1].examples == 239 and panel.message_bar.level == "warning"
+    assert panel.results.task_results[0][1].examples == 239 and panel.message_bar.level == "warning"
     assert panel.message_bar.text.splitlines() == [
         "Probed 239 labelled texts of gapped.csv.gz.",
         "1 problem line(s) not used:",
@@ -133,7 +133,7 @@ def test_a_words_contexts_are_mapped_clicked_and_a_sentence_placed(qtbot, panel,
         panel.evaluate()
     view = panel.context_view
     panel.tabs.setCurrentWidget(view)
-    assert view.layer_spin.maximum() == view.layer_spin.value() == panel.subject.config.model.num_hidden_layers
+    assert view.layer_spin.maximum() == view.layer_spin.value() == panel.results.subject.config.model.num_hidden_layers
     view.word_edit.setText("the")
     with qtbot.waitSignal(panel.mapped, timeout=TIMEOUT_MS):
         qtbot.keyClick(view.word_edit, Qt.Key.Key_Return)  # Enter shows the word's contexts
@@ -157,13 +157,15 @@ def test_every_checkpoint_becomes_curves_of_the_breakdowns_and_the_task(qtbot, p
     with qtbot.waitSignal(panel.tracked, timeout=TIMEOUT_MS):
         qtbot.mouseClick(panel.every_button, Qt.MouseButton.LeftButton)
     steps = [int(c.name.split("-")[1]) for c in run.checkpoints()]
-    assert [s.step for s in panel.scores] == steps
+    assert [s.step for s in panel.results.scores] == steps
     evals = {r["step"]: r for r in run.read_metrics() if r.get("type") == "eval"}
     assert all(
-        s.diagnosis.accuracy == pytest.approx(evals[s.step]["accuracy"]) for s in panel.scores if s.step in evals
+        s.diagnosis.accuracy == pytest.approx(evals[s.step]["accuracy"])
+        for s in panel.results.scores
+        if s.step in evals
     )
     curves = panel.failures_view.series.getPlotItem().listDataItems()
-    assert len(curves) == 1 + len(panel.scores[0].diagnosis.by_frequency)
+    assert len(curves) == 1 + len(panel.results.scores[0].diagnosis.by_frequency)
     assert list(curves[0].getData()[0]) == steps
     by = panel.failures_view.series_by
     by.setCurrentIndex(by.findData("by_kind"))
@@ -172,8 +174,8 @@ def test_every_checkpoint_becomes_curves_of_the_breakdowns_and_the_task(qtbot, p
     task_curves = panel.task_view.series.getPlotItem().listDataItems()
     task_names = ["linear probe", "majority class", "bag of words", "same-label neighbour (recall@1)"]
     assert [c.name() for c in task_curves] == task_names
-    assert list(task_curves[3].getData()[1]) == [s.task.recall_at_1 for s in panel.scores]
-    assert all(s.task.majority_accuracy == pytest.approx(0.5) for s in panel.scores)
+    assert list(task_curves[3].getData()[1]) == [s.task.recall_at_1 for s in panel.results.scores]
+    assert all(s.task.majority_accuracy == pytest.approx(0.5) for s in panel.results.scores)
     assert legend_beside_the_data(panel.failures_view.series) == names
     assert legend_beside_the_data(panel.task_view.series) == task_names
     panel.tabs.setCurrentIndex(1)
@@ -190,10 +192,13 @@ def test_two_checkpoints_side_by_side_in_every_view(qtbot, panel, trained_runs, 
     compare.setCurrentIndex(compare.findData(str(earliest)))
     with qtbot.waitSignal(panel.evaluated, timeout=TIMEOUT_MS):
         panel.evaluate()
-    assert panel.other.title.endswith(earliest.name) and panel.other_diagnosis.predicted == panel.diagnosis.predicted
+    assert (
+        panel.results.other.title.endswith(earliest.name)
+        and panel.results.other_diagnosis.predicted == panel.results.diagnosis.predicted
+    )
     kinds = panel.failures_view.kind_table
     assert kinds.columnCount() == 4 and kinds.horizontalHeaderItem(3).text() == "accuracy, compared"
-    assert kinds.item(0, 3).text() == f"{panel.other_diagnosis.by_kind[0].accuracy:.1%}"
+    assert kinds.item(0, 3).text() == f"{panel.results.other_diagnosis.by_kind[0].accuracy:.1%}"
     assert "compared:" in panel.failures_view.summary.text()
 
     panel.tabs.setCurrentWidget(panel.context_view)
@@ -208,24 +213,30 @@ def test_two_checkpoints_side_by_side_in_every_view(qtbot, panel, trained_runs, 
     with qtbot.waitSignal(panel.probed, timeout=TIMEOUT_MS):
         panel.probe()
     table = panel.task_view.table
-    assert table.rowCount() == 4 and table.item(1, 0).text().startswith(panel.other.title)
+    assert table.rowCount() == 4 and table.item(1, 0).text().startswith(panel.results.other.title)
     panel.grab().save(str(tmp_path / "compared.png"))
 
     calibration = panel.failures_view.calibration
-    assert legend_beside_the_data(calibration) == ["perfectly calibrated", panel.subject.title, panel.other.title]
+    assert legend_beside_the_data(calibration) == [
+        "perfectly calibrated",
+        panel.results.subject.title,
+        panel.results.other.title,
+    ]
 
     compare.setCurrentIndex(0)  # back to one model: the compared one leaves every view at once
-    assert panel.other is None and kinds.columnCount() == 3
+    assert panel.results.other is None and kinds.columnCount() == 3
     assert "compared" not in panel.failures_view.summary.text()
-    assert legend_beside_the_data(calibration) == ["perfectly calibrated", panel.subject.title]
+    assert legend_beside_the_data(calibration) == ["perfectly calibrated", panel.results.subject.title]
     assert len(calibration.getPlotItem().listDataItems()) == 2
     assert panel.context_view.other_plot.isHidden() and not panel.context_view.scatter.points().size  # stale
     assert panel.task_view.table.rowCount() == 0
     with qtbot.waitSignal(panel.evaluated, timeout=TIMEOUT_MS):
         panel.evaluate()
-    assert panel.other is None and kinds.columnCount() == 3 and len(calibration.getPlotItem().listDataItems()) == 2
+    assert (
+        panel.results.other is None and kinds.columnCount() == 3 and len(calibration.getPlotItem().listDataItems()) == 2
+    )
     compare.setCurrentIndex(compare.findData(str(earliest)))  # chosen again: compared once evaluated
-    assert panel.other is None and panel.message_bar.text == "Evaluate to compare the two models."
+    assert panel.results.other is None and panel.message_bar.text == "Evaluate to compare the two models."
 
 
 def test_the_panel_opens_on_the_current_run_and_follows_it(qtbot, trained_runs, small_corpus):

@@ -5,6 +5,7 @@ and a model picked by hand stays picked (that showing a result keeps the window 
 alone: tests/ui/alone/test_evaluate_gui_time.py)."""
 
 import shutil
+import threading
 from dataclasses import replace
 
 import pytest
@@ -12,11 +13,12 @@ from PySide6.QtCore import Qt
 
 from mlm_studio.core.evaluation.diagnosis import Diagnosis, Share
 from mlm_studio.core.runs.run_folder import RunDir
-from mlm_studio.ui.panels.evaluation import EvaluationPanel
+from mlm_studio.ui.panels.evaluation.panel import EvaluationPanel
 from mlm_studio.ui.widgets.diagnosis_views import FailuresView
 from mlm_studio.ui.widgets.model_choice import NO_MODEL
 from mlm_studio.ui.widgets.token_view import TokenView
 from mlm_studio.ui.workspace import Workspace
+from tests.core.test_diagnostics import _labelled
 
 TIMEOUT_MS = 120_000
 
@@ -43,7 +45,7 @@ def test_another_model_or_checkpoint_clears_every_tab_and_the_line_above_says_wh
 ):
     choose(panel.model_combo, str(trained_runs / "late"))
     evaluate(qtbot, panel)
-    title = panel.subject.title
+    title = panel.results.subject.title
     assert panel.subject_label.text() == f"Shown: {title}." and panel.samples_view.views
     failures = panel.failures_view
     assert failures.frequency_table.rowCount() > 0 and "masked positions" in failures.summary.text()
@@ -54,13 +56,13 @@ def test_another_model_or_checkpoint_clears_every_tab_and_the_line_above_says_wh
     assert failures.summary.text() == "" and failures.frequency_table.rowCount() == 0
     assert failures.kind_table.rowCount() == failures.confusion_table.rowCount() == 0
     assert failures.calibration.getPlotItem().listDataItems() == []
-    assert panel.message_bar.text == "" and panel.subject is None
+    assert panel.message_bar.text == "" and panel.results.subject is None
     assert not panel.task_view.probe_button.isEnabled()  # nothing evaluated: nothing to probe
 
     choose(panel.model_combo, str(trained_runs / "late"))
     evaluate(qtbot, panel)
     panel.checkpoint_combo.setCurrentIndex(1)  # the latest checkpoint by its name: the same model, its results stay
-    assert panel.subject.title == title and panel.samples_view.views
+    assert panel.results.subject.title == title and panel.samples_view.views
     panel.checkpoint_combo.setCurrentIndex(2)  # another checkpoint of the same run
     step = panel.checkpoint_combo.currentText()
     assert panel.subject_label.text() == f"Results of {title} cleared — press Evaluate for late, {step}."
@@ -72,12 +74,12 @@ def test_the_comparison_changed_drops_the_compared_model_and_keeps_the_evaluated
     choose(panel.model_combo, str(run.path))
     choose(panel.compare_combo, str(run.checkpoints()[0]))
     evaluate(qtbot, panel)
-    assert panel.subject_label.text() == f"Shown: {panel.subject.title} beside {panel.other.title}."
+    assert panel.subject_label.text() == f"Shown: {panel.results.subject.title} beside {panel.results.other.title}."
     choose(panel.compare_combo, str(trained_runs / "early"))  # another model compared: the one before leaves
-    assert panel.other is None and panel.failures_view.kind_table.columnCount() == 3
+    assert panel.results.other is None and panel.failures_view.kind_table.columnCount() == 3
     assert panel.samples_view.compared_views == [] and panel.samples_view.views
     assert panel.subject_label.text() == (
-        f"Shown: {panel.subject.title} alone — press Evaluate to compare it with early."
+        f"Shown: {panel.results.subject.title} alone — press Evaluate to compare it with early."
     )
 
 
@@ -104,16 +106,43 @@ def test_an_error_about_one_model_leaves_when_another_is_chosen(qtbot, trained_r
     assert panel.subject_label.text() == "Nothing evaluated yet: press Evaluate to score early, latest checkpoint."
 
 
+def test_a_probe_done_for_the_model_before_is_never_shown_for_the_one_chosen_since(
+    qtbot, panel, trained_runs, tmp_path, monkeypatch
+):
+    """The probe ends, its result on its way to the window, and another model is chosen before it arrives: it is
+    not shown (no rows, no word), nor is its end said."""
+    from mlm_studio.ui.panels.evaluation import work
+
+    choose(panel.model_combo, str(trained_runs / "late"))
+    evaluate(qtbot, panel)
+    done, probe_task = threading.Event(), work.probe_task
+
+    def probed(*args, **options):
+        result = probe_task(*args, **options)
+        done.set()
+        return result
+
+    monkeypatch.setattr(work, "probe_task", probed)
+    panel.task_view.path_edit.setText(str(_labelled(tmp_path / "topics.csv")))
+    panel.probe()
+    assert done.wait(TIMEOUT_MS / 1000)  # the window has not yet taken the result: its thread is this test's
+    choose(panel.model_combo, str(trained_runs / "early"))
+    with qtbot.assertNotEmitted(panel.probed), qtbot.waitSignal(panel.prober.finished, timeout=TIMEOUT_MS):
+        pass
+    assert panel.results.task_results == [] and panel.task_view.table.rowCount() == 0
+    assert panel.message_bar.text == "" and panel.cancel_button.isHidden() and panel.evaluate_button.isEnabled()
+
+
 def test_the_masked_samples_show_the_compared_model_beside_the_evaluated_one(qtbot, panel, trained_runs):
     run = RunDir(trained_runs / "late")
     choose(panel.model_combo, str(run.path))
     choose(panel.compare_combo, str(run.checkpoints()[0]))
     evaluate(qtbot, panel)
     samples = panel.samples_view
-    assert len(samples.compared_views) == len(samples.views) == len(panel.diagnosis.samples)
+    assert len(samples.compared_views) == len(samples.views) == len(panel.results.diagnosis.samples)
     coloured = [c for view in samples.compared_views for c in view.cells if c.background is not None]
-    assert len(coloured) == sum(len(s.answers) for s in panel.other_diagnosis.samples) > 0
-    assert samples.caption.isVisible() and panel.other.title in samples.caption.text()
+    assert len(coloured) == sum(len(s.answers) for s in panel.results.other_diagnosis.samples) > 0
+    assert samples.caption.isVisible() and panel.results.other.title in samples.caption.text()
     assert "on the same held-out blocks" in samples.caption.text()  # two checkpoints of one run share them
     samples.filter_combo.setCurrentIndex(samples.filter_combo.findData("wrong"))
     assert len(samples.compared_views) == len(samples.views)

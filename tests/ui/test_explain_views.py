@@ -15,7 +15,7 @@ from mlm_studio.core.evaluation.explain.attention import AttentionMaps
 from mlm_studio.core.evaluation.explain.attributions import Attribution, Explainer
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.runs.run_folder import RunDir
-from mlm_studio.ui.panels.explained_samples import MASKING_DID, where_answered
+from mlm_studio.ui.panels.evaluation.explained_samples import MASKING_DID, where_answered
 from mlm_studio.ui.panels.playground import EXPLAINED_IS_GONE, PlaygroundPanel
 from mlm_studio.ui.theme import apply_scheme
 from mlm_studio.ui.widgets.attention_view import AttentionView
@@ -232,7 +232,9 @@ def test_clicking_an_answer_in_the_masked_samples_explains_it(qtbot, evaluation_
     attribution = done.args[0].attribution
     assert attribution.candidate_id == wrong.top[0]
     assert attribution.probability == pytest.approx(wrong.probabilities[0], abs=1e-5)
-    expected = Explainer(panel.subject.model, panel.subject.tokenizer).explain_pieces(sample.shown, wrong.position)
+    expected = Explainer(panel.results.subject.model, panel.results.subject.tokenizer).explain_pieces(
+        sample.shown, wrong.position
+    )
     assert attribution.scores == pytest.approx(expected.scores, abs=1e-6)
     assert explanation.attention_view.maps.maps.shape[-1] == len(explanation.attention_view.maps.pieces)
     caption = explanation.attribution_view.caption.text()

@@ -7,7 +7,8 @@ import sys
 import pytest
 from PySide6.QtGui import QImage
 
-PANELS = ("corpus", "tokenizer_section", "masking", "config", "training", "playground", "finetune", "finetune.try_it")
+PANELS = ("corpus", "tokenizer_section", "masking", "config", "training", "playground", "evaluation", "finetune",
+          "finetune.try_it")  # fmt: skip
 SCRIPT = """
 import os, runpy, sys
 for name in sys.argv[1:]:
@@ -16,7 +17,7 @@ for name in sys.argv[1:]:
 """
 
 
-@pytest.mark.slow  # a fresh interpreter shows eight panels
+@pytest.mark.slow  # a fresh interpreter shows nine panels
 def test_every_panel_has_a_preview_that_shows_it(tmp_path):
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, *PANELS],

@@ -6,7 +6,7 @@ import threading
 import pytest
 from PySide6.QtCore import Qt
 
-from mlm_studio.ui.panels.evaluation import EvaluationPanel
+from mlm_studio.ui.panels.evaluation.panel import EvaluationPanel
 from mlm_studio.ui.workspace import Workspace
 
 TIMEOUT_MS = 120_000
@@ -42,8 +42,8 @@ def test_embed_type_a_query_press_enter_and_see_ranked_documents(qtbot, panel, t
     distinct = {" ".join(d.split()) for d in documents}
     assert len(view.index.texts) == len(distinct) == 355 and len(documents) == 400  # 45 repeat another's text
     assert view.message_bar.text == (
-        f"Embedded 400 documents with {panel.subject.title}. 45 of them repeat another's text: 355 distinct texts "
-        "are searched."
+        f"Embedded 400 documents with {panel.results.subject.title}. 45 of them repeat another's text: 355 distinct "
+        "texts are searched."
     )
     assert view.query_edit.isEnabled() and view.embed_button.isEnabled() and view.progress_bar.isHidden()
 
@@ -69,7 +69,7 @@ def test_embed_type_a_query_press_enter_and_see_ranked_documents(qtbot, panel, t
 def test_embedding_can_be_cancelled(qtbot, panel, trained_runs, monkeypatch):
     """Cancel pressed while the documents are read: the engine's next check stops it (held until then, so the
     embedding cannot end first)."""
-    from mlm_studio.ui.panels import search_view
+    from mlm_studio.ui.panels.evaluation import search_view
 
     panel.model_combo.setCurrentIndex(panel.model_combo.findData(str(trained_runs / "late")))
     with qtbot.waitSignal(panel.evaluated, timeout=TIMEOUT_MS):

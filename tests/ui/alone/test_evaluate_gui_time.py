@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from mlm_studio.core.runs.run_folder import RunDir
-from mlm_studio.ui.panels.evaluation import EvaluationPanel
+from mlm_studio.ui.panels.evaluation.panel import EvaluationPanel
 from mlm_studio.ui.workspace import Workspace
 from tests.ui.test_evaluation_truth import TIMEOUT_MS, choose
 

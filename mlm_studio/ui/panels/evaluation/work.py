@@ -15,7 +15,7 @@ from mlm_studio.core.evaluation.task_probe import probe_task, read_task
 from mlm_studio.core.models.encoder import layer_count
 from mlm_studio.core.models.hf_folder import is_hf_folder
 from mlm_studio.core.progress import Progress
-from mlm_studio.ui.panels.evaluation_choice import Choice
+from mlm_studio.ui.panels.evaluation.results import Choice
 from mlm_studio.ui.widgets.diagnosis_views import answered_blocks
 
 Work = Callable[[Progress], object]

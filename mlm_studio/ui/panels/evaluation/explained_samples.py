@@ -13,8 +13,7 @@ from mlm_studio.core.data.masking import MaskKind
 from mlm_studio.core.evaluation.diagnosis import Answer
 from mlm_studio.core.evaluation.explain.attributions import Explainer
 from mlm_studio.core.evaluation.subject import Subject
-from mlm_studio.core.models.hf_folder import is_hf_folder
-from mlm_studio.ui.panels.evaluation_choice import Choice
+from mlm_studio.ui.panels.evaluation.results import Choice
 from mlm_studio.ui.widgets.diagnosis_views import SamplesView
 from mlm_studio.ui.widgets.explanation import ExplanationView, Question
 
@@ -81,4 +80,4 @@ class ExplainedSamples(QSplitter):
     def _run(self) -> str:
         """The folder of the run the samples were scored with ("" for a Hugging Face model: no checkpoints)."""
         shown = self.shown()
-        return "" if shown is None or shown.path is None or is_hf_folder(shown.path) else str(shown.path)
+        return "" if shown is None or shown.path is None or shown.imported else str(shown.path)

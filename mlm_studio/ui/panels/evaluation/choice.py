@@ -1,11 +1,10 @@
 """The Evaluation panel's choosers: which model (the current run, another run, a folder, a cached Hub model), which
-of its checkpoints, and which model to compare it with. What they choose is one value, a `Choice`, that the panel
-binds its results to. The model chooser follows the workspace's current run until the user picks another model;
-a subject is never offered as its own comparison."""
+of its checkpoints, and which model to compare it with. What they choose is one value, a `Choice` (results.py),
+that the panel binds its results to. The model chooser follows the workspace's current run until the user picks
+another model; a subject is never offered as its own comparison."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -23,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.models.hf_folder import is_hf_folder
 from mlm_studio.core.runs.run_folder import RunDir, checkpoint_step
+from mlm_studio.ui.panels.evaluation.results import Choice
 from mlm_studio.ui.widgets.model_choice import NO_MODEL, model_entries, refill
 from mlm_studio.ui.workspace import Workspace
 
@@ -35,23 +35,6 @@ COMPARE_TIP = (
     "another run, another checkpoint of this one, or an imported model (each scored on its own held-out blocks; two "
     "checkpoints of one run share theirs)"
 )
-
-
-@dataclass(frozen=True)
-class Choice:
-    """What Evaluate scores: a model, its checkpoint (None: the latest) and the model compared (None: none), with
-    the names the choosers show them by."""
-
-    path: str | None
-    step: int | None
-    other: str | None
-    name: str = field(default="", compare=False)
-    other_name: str = field(default="", compare=False)
-
-    @property
-    def model(self) -> tuple[str | None, int | None]:
-        """The model and its checkpoint, without the comparison."""
-        return self.path, self.step
 
 
 class ElidedCombo(QComboBox):
@@ -141,7 +124,8 @@ class EvaluationChoice(QWidget):
         name = self.model_combo.currentText().removeprefix("Current run: ")
         if path is not None and self.checkpoint_combo.isEnabled():
             name += f", {self.checkpoint_combo.currentText()}"
-        return Choice(path, None if step == LATEST else step, other, name, other_name)
+        imported = path is not None and is_hf_folder(path)
+        return Choice(path, None if step == LATEST else step, other, name, other_name, imported)
 
     # --- what is offered ----------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -228,6 +212,12 @@ class EvaluationChoice(QWidget):
             self._update_model_tip()
         elif self.following:
             self.choose(folder)
+
+    def offer_imported(self, imported) -> None:
+        """New runs start from an imported model: it is offered, chosen only while the chooser follows the current
+        run."""
+        if imported is not None:
+            self.add_folder(str(imported.folder), picked=False)
 
     def _update_model_tip(self) -> None:
         run = self.workspace.run
