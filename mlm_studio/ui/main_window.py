@@ -124,12 +124,12 @@ class MainWindow(QMainWindow):
         fields per step, the Training panel one live plot per step, the Evaluation panel one tab per step, the
         Fine-tune panel one live plot per step), then their menus and the last session's state (deferred until the
         engine is imported)."""
-        from mlm_studio.ui.panels.config import ConfigPanel
-        from mlm_studio.ui.panels.corpus import CorpusPanel
+        from mlm_studio.ui.panels.config.panel import ConfigPanel
+        from mlm_studio.ui.panels.corpus.panel import CorpusPanel
         from mlm_studio.ui.panels.evaluation import EvaluationPanel
         from mlm_studio.ui.panels.finetune.panel import FinetunePanel
-        from mlm_studio.ui.panels.masking import MaskingPanel
-        from mlm_studio.ui.panels.playground import PlaygroundPanel
+        from mlm_studio.ui.panels.masking.panel import MaskingPanel
+        from mlm_studio.ui.panels.playground.panel import PlaygroundPanel
         from mlm_studio.ui.panels.training import TrainingPanel
 
         self.corpus_panel = CorpusPanel(self.workspace)

@@ -6,7 +6,7 @@ from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QFileDialog
 
-from mlm_studio.ui.panels.corpus import BUILTIN_LABEL, CorpusPanel
+from mlm_studio.ui.panels.corpus.panel import BUILTIN_LABEL, CorpusPanel
 from mlm_studio.ui.workspace import Workspace
 from tests.core.hub_layout import add_snapshot, point_main_at, use_cache
 

@@ -7,7 +7,7 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QFileDialog
 
 from mlm_studio.ui.main_window import TITLE_BAR_ALLOWANCE, MainWindow
-from mlm_studio.ui.panels.corpus import BUILTIN_LABEL
+from mlm_studio.ui.panels.corpus.panel import BUILTIN_LABEL
 
 LOAD_TIMEOUT_MS = 60_000
 

@@ -7,7 +7,16 @@ import sys
 import pytest
 from PySide6.QtGui import QImage
 
-PANELS = ("corpus", "tokenizer_section", "masking", "config", "training", "playground", "finetune", "finetune.try_it")
+PANELS = (
+    "corpus",
+    "corpus.tokenizer_section",
+    "masking",
+    "config",
+    "training",
+    "playground",
+    "finetune",
+    "finetune.try_it",
+)
 SCRIPT = """
 import os, runpy, sys
 for name in sys.argv[1:]:

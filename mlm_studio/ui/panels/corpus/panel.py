@@ -36,7 +36,7 @@ from mlm_studio.core.data.corpus import Corpus, ReadOptions, SourceReport, load_
 from mlm_studio.core.data.formats import SUFFIXES
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.hub_cache import PREFIX as HUB_PREFIX
-from mlm_studio.ui.panels.tokenizer_section import TokenizerSection
+from mlm_studio.ui.panels.corpus.tokenizer_section import TokenizerSection
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.message_bar import MessageBar
 from mlm_studio.ui.widgets.plots import ThemedPlot, accent_colour
@@ -397,9 +397,3 @@ def _short(report: SourceReport) -> str:
 
 def _tooltip(report: SourceReport) -> str:
     return "\n".join(report.describe(ISSUES_SHOWN))
-
-
-if __name__ == "__main__":
-    from mlm_studio.ui.preview import preview
-
-    preview(CorpusPanel, loaded=False, size=(1000, 700))
