@@ -4,7 +4,6 @@ from the weights being trained."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from PySide6.QtCore import QTimer, Signal
@@ -23,7 +22,8 @@ from PySide6.QtWidgets import (
 )
 
 from mlm_studio.core.evaluation.predict import Candidate
-from mlm_studio.ui.panels.playground.prediction import MASK, Prediction, predict
+from mlm_studio.ui.panels.playground.masked_text import with_candidate, with_mask, word_at
+from mlm_studio.ui.panels.playground.prediction import Prediction, predict
 from mlm_studio.ui.panels.playground.results_view import ResultsView
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.explanation import ExplanationView, Question
@@ -184,27 +184,20 @@ class PlaygroundPanel(QWidget):
     def mask_selection(self) -> None:
         """Replace the selected text (or the word at the cursor) with [MASK]."""
         edit = self.text_edit
-        text = edit.text()
         if edit.hasSelectedText():
-            start, length = edit.selectionStart(), len(edit.selectedText())
+            span = edit.selectionStart(), len(edit.selectedText())
         else:
-            cursor = edit.cursorPosition()
-            match = next((m for m in re.finditer(r"[\w'-]+", text) if m.start() <= cursor <= m.end()), None)
-            if match is None:
-                return
-            start, length = match.start(), match.end() - match.start()
-        edit.setText(text[:start] + MASK + text[start + length :])
-        edit.setCursorPosition(start + len(MASK))
+            span = word_at(edit.text(), edit.cursorPosition())
+        if span is not None:
+            text, cursor = with_mask(edit.text(), *span)
+            edit.setText(text)
+            edit.setCursorPosition(cursor)
 
     def fill_mask(self, number: int, candidate: Candidate) -> None:
-        """Put `candidate` in place of the mask number `number` (counting from 0); a piece that continues a
-        word joins the word before it."""
-        parts = self.text_edit.text().split(MASK)
-        if number + 1 >= len(parts):
-            return
-        before = MASK.join(parts[: number + 1])
-        before = before.rstrip(" ") if candidate.continues else before
-        self.text_edit.setText(before + candidate.text + MASK.join(parts[number + 1 :]))
+        """Put `candidate` in place of the mask number `number` (counting from 0)."""
+        text = with_candidate(self.text_edit.text(), number, candidate)
+        if text is not None:
+            self.text_edit.setText(text)
 
     def explain(self, view: ResultsView, number: int, candidate: Candidate) -> None:
         if view.subject is not None and view.prediction is not None:

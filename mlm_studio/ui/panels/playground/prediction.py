@@ -7,8 +7,7 @@ import time
 from dataclasses import dataclass
 
 from mlm_studio.core.evaluation.predict import Candidate, Filled, FillMask, PredictError
-
-MASK = "[MASK]"
+from mlm_studio.ui.panels.playground.masked_text import MASK
 
 
 @dataclass(frozen=True)
