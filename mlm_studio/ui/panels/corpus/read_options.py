@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QWidget
 
 from mlm_studio.core.data.corpus import ReadOptions
 
-DEFAULT_FIELD = "text"
+DEFAULTS = ReadOptions()
 NAME_WIDTH = 120
 MISSING_NAME = "QLineEdit { border: 1px solid #c0392b; }"
 
@@ -26,9 +26,9 @@ class ReadOptionsRow(QWidget):
         self.unit_combo.setToolTip(
             "How .txt and .md files are split into documents: at blank lines (paragraphs) or at every line"
         )
-        self.field_edit = QLineEdit(DEFAULT_FIELD)
+        self.field_edit = QLineEdit(DEFAULTS.jsonl_field)
         self.field_edit.setToolTip("The JSON field that holds the text in .jsonl files")
-        self.column_edit = QLineEdit(DEFAULT_FIELD)
+        self.column_edit = QLineEdit(DEFAULTS.table_column)
         self.column_edit.setToolTip("The column that holds the text in .csv, .tsv, .parquet and .arrow files")
         self.unit_combo.currentIndexChanged.connect(lambda _index: self.edited.emit())
         for edit in (self.field_edit, self.column_edit):
@@ -53,8 +53,8 @@ class ReadOptionsRow(QWidget):
         """The options as chosen, an emptied name read as the default one."""
         return ReadOptions(
             text_unit=self.unit_combo.currentData(),
-            jsonl_field=self.field_edit.text().strip() or DEFAULT_FIELD,
-            table_column=self.column_edit.text().strip() or DEFAULT_FIELD,
+            jsonl_field=self.field_edit.text().strip() or DEFAULTS.jsonl_field,
+            table_column=self.column_edit.text().strip() or DEFAULTS.table_column,
         )
 
     def set_options(self, options: ReadOptions) -> None:
