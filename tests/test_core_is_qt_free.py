@@ -40,3 +40,24 @@ def test_the_configuration_imports_without_torch_or_tokenizers():
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+WINDOW_RULES = (
+    "mlm_studio.ui.panels.corpus.report",
+    "mlm_studio.ui.panels.playground.masked_text",
+    "mlm_studio.ui.panels.playground.prediction",
+    "mlm_studio.ui.widgets.status_lines",
+)
+
+
+def test_the_rules_the_window_shows_import_without_qt():
+    """What the Corpus panel says of a corpus, how the Playground predicts and edits its sentence, and what the
+    status bar says are kept apart from their widgets, and are tested without a window."""
+    script = (
+        "import importlib, sys\n"
+        "for name in sys.argv[1:]: importlib.import_module(name)\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'PySide6', 'shiboken6', 'pyqtgraph'}))"
+    )
+    result = subprocess.run([sys.executable, "-c", script, *WINDOW_RULES], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

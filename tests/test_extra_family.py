@@ -60,7 +60,7 @@ def test_set_trains_the_family_and_the_export_imports_with_the_same_logits(scale
 
 
 def test_the_form_offers_the_family_and_its_own_field(scaled_bert, qtbot):
-    from mlm_studio.ui.panels.config import ConfigPanel
+    from mlm_studio.ui.panels.config.panel import ConfigPanel
     from mlm_studio.ui.workspace import Workspace
 
     panel = ConfigPanel(Workspace())

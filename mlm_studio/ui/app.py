@@ -85,7 +85,7 @@ def _screenshot(app, window, path: Path) -> int:
         panel = window.training_panel
         if not outcome["started"]:
             ready = window.workspace.tokenizer is not None and not window.corpus_panel.runner.running
-            if ready and not window.device_label.text().endswith("detecting…"):
+            if ready and not window.status.device_label.text().endswith("detecting…"):
                 window.show_panel(panel)
                 panel.start()
                 outcome["started"] = True

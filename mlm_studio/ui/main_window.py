@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,17 +23,16 @@ from PySide6.QtWidgets import (
 
 from mlm_studio import __version__
 from mlm_studio.core.runs.control import IDLE, PAUSED, STOPPING
-from mlm_studio.core.runs.device import available_devices
 from mlm_studio.core.storage.user_folders import default_runs_dir
 from mlm_studio.ui import session
 from mlm_studio.ui.engine_loading import import_engine
 from mlm_studio.ui.tasks import TaskRunner, stop_all_tasks, user_message
 from mlm_studio.ui.theme import PALETTE_CHANGES, SCHEMES, app_icon, apply_scheme
 from mlm_studio.ui.widgets.panel_icons import panel_icon
+from mlm_studio.ui.widgets.status_bar import StatusBar
 from mlm_studio.ui.workspace import Workspace
 
 log = logging.getLogger(__name__)
-MEMORY_REFRESH_MS = 2000
 FIRST_SIZE = (1280, 800)
 TITLE_BAR_ALLOWANCE = 40  # pixels above the window that its frame takes, not known before it is shown
 
@@ -83,7 +80,9 @@ class MainWindow(QMainWindow):
         self.workspace = Workspace(self, runs_root or default_runs_dir())
         self._devices: list | None = None
         self._quit_when_done = False
-        self._build_status_bar()
+        self.status = StatusBar()
+        self.status.devices_found.connect(self._on_devices)
+        self.setStatusBar(self.status)
         self._fit_first_window()
         if settings is not None and restore and isinstance(settings.value("window/geometry"), QByteArray):
             self.restoreGeometry(settings.value("window/geometry"))
@@ -93,11 +92,11 @@ class MainWindow(QMainWindow):
             self.stack.addWidget(self.loading)
             self._engine_loader = TaskRunner(self)
             self._engine_loader.succeeded.connect(lambda _: self._build_in_slices(self._build_panels(restore)))
-            self._engine_loader.succeeded.connect(self._probe_devices)  # it imports PyTorch too: not side by side
+            self._engine_loader.succeeded.connect(self.status.probe_devices)  # it imports PyTorch too: not side by side
             self._engine_loader.failed.connect(self.loading.setText)
             self._engine_loader.start(lambda progress: import_engine())
         else:
-            self._probe_devices()
+            self.status.probe_devices()
             for _ in self._build_panels(restore):
                 pass
 
@@ -124,12 +123,12 @@ class MainWindow(QMainWindow):
         fields per step, the Training panel one live plot per step, the Evaluation panel one tab per step, the
         Fine-tune panel one live plot per step), then their menus and the last session's state (deferred until the
         engine is imported)."""
-        from mlm_studio.ui.panels.config import ConfigPanel
-        from mlm_studio.ui.panels.corpus import CorpusPanel
+        from mlm_studio.ui.panels.config.panel import ConfigPanel
+        from mlm_studio.ui.panels.corpus.panel import CorpusPanel
         from mlm_studio.ui.panels.evaluation.panel import EvaluationPanel
         from mlm_studio.ui.panels.finetune.panel import FinetunePanel
-        from mlm_studio.ui.panels.masking import MaskingPanel
-        from mlm_studio.ui.panels.playground import PlaygroundPanel
+        from mlm_studio.ui.panels.masking.panel import MaskingPanel
+        from mlm_studio.ui.panels.playground.panel import PlaygroundPanel
         from mlm_studio.ui.panels.training.panel import TrainingPanel
 
         self.corpus_panel = CorpusPanel(self.workspace)
@@ -167,13 +166,13 @@ class MainWindow(QMainWindow):
         self.training_panel.controller.state_changed.connect(self._update_run_status)
         self.workspace.run_changed.connect(lambda _: self._update_run_status())
         self.training_panel.training_run_changed.connect(lambda _: self._update_run_status())
-        self.workspace.corpus_changed.connect(self._update_corpus_status)
+        self.workspace.corpus_changed.connect(self.status.show_corpus)
         self._build_menus()
         self._update_run_status()
         if self._devices is not None:
             self.config_panel.set_devices([d.name for d in self._devices])
         if restore:
-            self._restore()
+            session.restore(self, self.settings)
         self.ready = True
         self.panels_ready.emit()
 
@@ -264,54 +263,16 @@ class MainWindow(QMainWindow):
             self.training_panel.open_run(path)
             self.show_panel(self.training_panel)
 
-    def _build_status_bar(self) -> None:
-        self.device_label = QLabel("Device: detecting…")
-        self.corpus_label = QLabel("No corpus")
-        self.run_label = QLabel()
-        self.run_label.setToolTip(
-            "The run this window trains or last trained: the model the other panels offer first. Opening a run only "
-            "shows it"
-        )
-        self.memory_label = QLabel()
-        bar = self.statusBar()
-        bar.addWidget(self.corpus_label, 1)
-        bar.addWidget(self.run_label, 1)
-        bar.addPermanentWidget(self.device_label)
-        bar.addPermanentWidget(self.memory_label)
-        self._device_probe = TaskRunner(self)
-        self._device_probe.succeeded.connect(self._on_devices)
-        self._device_probe.failed.connect(lambda message: self.device_label.setText(f"Device: unknown ({message})"))
-        self._memory_timer = QTimer(self)
-        self._memory_timer.timeout.connect(self._update_memory)
-        self._memory_timer.start(MEMORY_REFRESH_MS)
-        self._update_memory()
-
-    def _probe_devices(self, *_) -> None:
-        self._device_probe.start(lambda progress: available_devices())
-
     def _on_devices(self, devices) -> None:
         self._devices = devices
-        self.device_label.setText(f"Device: {devices[0].label}")
-        self.device_label.setToolTip("\n".join(d.label for d in devices))
         if self.ready:
             self.config_panel.set_devices([d.name for d in devices])
-
-    def _update_corpus_status(self, corpus) -> None:
-        if corpus is None:
-            self.corpus_label.setText("No corpus")
-        else:
-            self.corpus_label.setText(f"Corpus: {corpus.documents:,} documents, {corpus.words:,} words")
 
     def _update_run_status(self, *_) -> None:
         run = self.training_panel.training_run or self.workspace.run  # one being prepared is named already
         state = self.training_panel.controller.state
-        name = run.name if run is not None else "none"
-        self.run_label.setText(f"Current run: {name}" + ("" if state == IDLE else f" ({state})"))
+        self.status.show_run(run.name if run is not None else None, "" if state == IDLE else state)
         self.pause_action.setText("&Resume" if state == PAUSED else "&Pause")
-
-    def _update_memory(self) -> None:
-        rss = _resident_memory_bytes()
-        self.memory_label.setText(f"Memory: {rss / 2**20:,.0f} MiB" if rss else "")
 
     def _about(self) -> None:
         QMessageBox.about(
@@ -322,20 +283,13 @@ class MainWindow(QMainWindow):
         )
 
     # --- settings and looks -----------------------------------------------------------------------
-    def _restore(self) -> None:
-        session.restore(self, self.settings)
-
-    def _save(self) -> None:
-        if not self._forget_settings:
-            session.save(self, self.settings)
-
     def reset_settings(self) -> None:
         """Forget everything remembered: the next start opens as the first one did."""
         if self.settings is not None:
             self.settings.clear()
             self.settings.sync()
         self._forget_settings = True
-        self.statusBar().showMessage("Settings reset: MLM Studio starts with its defaults next time.")
+        self.status.showMessage("Settings reset: MLM Studio starts with its defaults next time.")
 
     def set_scheme(self, scheme: str) -> None:
         """Light, dark, or the system's scheme (followed as it changes)."""
@@ -372,25 +326,26 @@ class MainWindow(QMainWindow):
                 choice = self._ask_about_training()
                 self._quit_when_done = choice != "cancel"
                 if choice == "cancel":
-                    self.statusBar().clearMessage()
+                    self.status.clearMessage()
                     return
                 if choice == "keep":
-                    self.statusBar().showMessage("MLM Studio will close when the training finishes.")
+                    self.status.showMessage("MLM Studio will close when the training finishes.")
                     return
                 controller.stop()
             else:
                 self._quit_when_done = True
-            self.statusBar().showMessage("Saving a checkpoint; MLM Studio closes when it is written.")
+            self.status.showMessage("Saving a checkpoint; MLM Studio closes when it is written.")
             return
         tuning = self.finetune_panel.controller
         if tuning.busy:  # stopped at once: what it learned so far is scored and kept
             event.ignore()
             tuning.stop()
             self._quit_when_done = True
-            self.statusBar().showMessage("Stopping the fine-tuning; MLM Studio closes once it is scored.")
+            self.status.showMessage("Stopping the fine-tuning; MLM Studio closes once it is scored.")
             return
-        self._save()
-        self._memory_timer.stop()
+        if not self._forget_settings:
+            session.save(self, self.settings)
+        self.status.memory_timer.stop()
         self.workspace.close()
         stop_all_tasks()
         event.accept()
@@ -410,18 +365,3 @@ class MainWindow(QMainWindow):
     def _on_run_finished(self) -> None:
         if self._quit_when_done:
             self.close()
-
-
-def _resident_memory_bytes() -> int:
-    """The process's resident memory, where the platform tells it cheaply; 0 otherwise."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError, AttributeError):
-        pass
-    if sys.platform != "win32":
-        import resource
-
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return peak if sys.platform == "darwin" else peak * 1024
-    return 0

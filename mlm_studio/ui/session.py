@@ -25,10 +25,10 @@ from mlm_studio.core.data.corpus import ReadOptions
 from mlm_studio.core.training.probes import Probe
 
 if TYPE_CHECKING:
-    from mlm_studio.ui.panels.corpus import CorpusPanel
+    from mlm_studio.ui.panels.corpus.panel import CorpusPanel
     from mlm_studio.ui.panels.evaluation.panel import EvaluationPanel
     from mlm_studio.ui.panels.finetune.panel import FinetunePanel
-    from mlm_studio.ui.panels.playground import PlaygroundPanel
+    from mlm_studio.ui.panels.playground.panel import PlaygroundPanel
     from mlm_studio.ui.panels.training.panel import TrainingPanel
     from mlm_studio.ui.workspace import Workspace
 

@@ -138,6 +138,13 @@ class TrainingController(QObject):
             self.control.resume()
             self._set_state(RUNNING)
 
+    def toggle_pause(self) -> None:
+        """Pause a running training, resume a paused one."""
+        if self._state == RUNNING:
+            self.pause()
+        elif self._state == PAUSED:
+            self.resume()
+
     def stop(self) -> None:
         """Ask the trainer to stop after the current step; it saves a checkpoint and finishes."""
         if self.busy and self._state != STOPPING:

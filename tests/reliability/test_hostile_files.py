@@ -138,7 +138,7 @@ def test_a_damaged_tokenizer_is_named(run_copy):
 
 # --- the window stays alive and keeps what it had ---------------------------------------------------------
 def test_the_playground_survives_damaged_models_and_keeps_working(qtbot, finished_run, run_copy, tmp_path):
-    from mlm_studio.ui.panels.playground import PlaygroundPanel
+    from mlm_studio.ui.panels.playground.panel import PlaygroundPanel
     from mlm_studio.ui.workspace import Workspace
 
     truncate(RunDir(run_copy).latest_checkpoint() / "model.safetensors")
@@ -164,7 +164,7 @@ def test_the_playground_survives_damaged_models_and_keeps_working(qtbot, finishe
 
 
 def test_a_failed_import_keeps_the_model_imported_before(qtbot, finished_run, tmp_path, small_tokenizer):
-    from mlm_studio.ui.panels.config import ConfigPanel
+    from mlm_studio.ui.panels.config.panel import ConfigPanel
     from mlm_studio.ui.workspace import Workspace
 
     good = export_model(finished_run, tmp_path / "good")

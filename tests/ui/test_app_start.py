@@ -127,7 +127,7 @@ def test_a_masking_panel_shown_before_it_is_built_builds_it_then_with_the_worksp
     """What the workspace got while the panel was half built is what it shows once whole."""
     from dataclasses import replace
 
-    from mlm_studio.ui.panels.masking import MaskingPanel
+    from mlm_studio.ui.panels.masking.panel import MaskingPanel
     from mlm_studio.ui.workspace import Workspace
 
     workspace = Workspace()
@@ -152,8 +152,8 @@ def test_a_masking_panel_shown_before_it_is_built_builds_it_then_with_the_worksp
 
 def test_a_configuration_panel_shown_before_its_fields_are_built_builds_them_then(qtbot):
     from mlm_studio.core.config.presets import preset
-    from mlm_studio.ui.panels.config import ConfigPanel
-    from mlm_studio.ui.panels.config_fields import form_fields
+    from mlm_studio.ui.panels.config.fields import form_fields
+    from mlm_studio.ui.panels.config.panel import ConfigPanel
     from mlm_studio.ui.workspace import Workspace
 
     workspace = Workspace()

@@ -9,7 +9,7 @@ from mlm_studio.core.data.builtin_tasks import builtin_task
 from mlm_studio.core.finetune.predict import fine_tuned_at
 from mlm_studio.core.runs.control import IDLE
 from mlm_studio.ui.main_window import MainWindow
-from mlm_studio.ui.panels.corpus import BUILTIN_LABEL
+from mlm_studio.ui.panels.corpus.report import BUILTIN_LABEL
 from tests.core.helpers import small_config
 from tests.ui.finetune_driving import run_to_the_end
 

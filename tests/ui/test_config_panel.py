@@ -6,8 +6,8 @@ from PySide6.QtWidgets import QFileDialog
 
 from mlm_studio.core.config.presets import preset
 from mlm_studio.core.config.run_config import RunConfig
-from mlm_studio.ui.panels.config import INVALID, ConfigPanel
-from mlm_studio.ui.panels.config_fields import field_names
+from mlm_studio.ui.panels.config.fields import field_names
+from mlm_studio.ui.panels.config.panel import INVALID, ConfigPanel
 from mlm_studio.ui.workspace import Workspace
 
 
@@ -122,7 +122,7 @@ def test_a_broken_toml_is_refused_with_its_reason(qtbot, panel, tmp_path):
 
 
 def test_the_masking_panel_and_the_form_share_one_configuration(qtbot, panel):
-    from mlm_studio.ui.panels.masking import MaskingPanel
+    from mlm_studio.ui.panels.masking.panel import MaskingPanel
 
     masking = MaskingPanel(panel.workspace)
     qtbot.addWidget(masking)

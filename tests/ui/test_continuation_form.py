@@ -6,7 +6,7 @@ from itertools import islice
 import pytest
 from PySide6.QtCore import Qt
 
-from mlm_studio.ui.panels.config import ConfigPanel
+from mlm_studio.ui.panels.config.panel import ConfigPanel
 from mlm_studio.ui.workspace import Workspace
 from tests.core.family_folders import make_folder
 

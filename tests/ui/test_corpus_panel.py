@@ -6,7 +6,8 @@ from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QFileDialog
 
-from mlm_studio.ui.panels.corpus import BUILTIN_LABEL, CorpusPanel
+from mlm_studio.ui.panels.corpus.panel import CorpusPanel
+from mlm_studio.ui.panels.corpus.report import BUILTIN_LABEL
 from mlm_studio.ui.workspace import Workspace
 from tests.core.hub_layout import add_snapshot, point_main_at, use_cache
 
@@ -45,9 +46,9 @@ def test_add_files_through_the_dialog(qtbot, panel, tmp_path, monkeypatch):
     assert column(panel, 2) == ["loaded", "loaded"]
     assert column(panel, 3) == ["2", "1"]
     assert panel.workspace.corpus.documents == 3
-    assert "<b>3</b> documents" in panel.totals.text() and "<b>6</b> words" in panel.totals.text()
+    assert "<b>3</b> documents" in panel.statistics.totals.text() and "<b>6</b> words" in panel.statistics.totals.text()
     assert panel.message_bar.text == ""
-    assert "delta epsilon zeta" in panel.samples.toPlainText()
+    assert "delta epsilon zeta" in panel.statistics.samples.toPlainText()
 
 
 def test_add_folder_through_the_dialog(qtbot, panel, tmp_path, monkeypatch):
@@ -82,10 +83,10 @@ def test_nothing_usable_shows_an_error_and_keeps_the_previous_corpus(qtbot, pane
     with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
         panel.add_paths([f])
     before = panel.workspace.corpus
-    panel.field_edit.clear()
-    qtbot.keyClicks(panel.field_edit, "missing")
+    panel.options_row.field_edit.clear()
+    qtbot.keyClicks(panel.options_row.field_edit, "missing")
     with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
-        qtbot.keyClick(panel.field_edit, Qt.Key.Key_Return)
+        qtbot.keyClick(panel.options_row.field_edit, Qt.Key.Key_Return)
     assert panel.workspace.corpus is before
     assert panel.message_bar.level == "error"
     assert "No usable text" in panel.message_bar.text and "d.jsonl: no usable text" in panel.message_bar.text
@@ -114,14 +115,14 @@ def test_removing_the_last_source_clears_the_corpus(qtbot, panel, tmp_path):
     with qtbot.waitSignal(panel.workspace.corpus_changed):
         qtbot.mouseClick(panel.remove_button, Qt.MouseButton.LeftButton)
     assert panel.workspace.corpus is None and panel.table.rowCount() == 0
-    assert panel.totals.text() == "No corpus loaded"
+    assert panel.statistics.totals.text() == "No corpus loaded"
 
 
 def test_use_builtin_corpus(qtbot, panel):
     click_and_wait(qtbot, panel, panel.builtin_button)
     assert column(panel, 0) == [BUILTIN_LABEL]
     assert panel.workspace.corpus.documents > 5_000
-    _x, y = panel.histogram_curve.getData()
+    _x, y = panel.statistics.histogram_curve.getData()
     assert y.sum() == panel.workspace.corpus.documents
 
 
@@ -143,7 +144,7 @@ def test_changing_the_text_unit_rereads(qtbot, panel, tmp_path):
         panel.add_paths([f])
     assert panel.workspace.corpus.documents == 2
     with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
-        panel.unit_combo.setCurrentIndex(panel.unit_combo.findData("line"))
+        panel.options_row.unit_combo.setCurrentIndex(panel.options_row.unit_combo.findData("line"))
     assert panel.workspace.corpus.documents == 3
 
 
@@ -152,12 +153,12 @@ def test_typing_a_jsonl_field_rereads(qtbot, panel, tmp_path):
     with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
         panel.add_paths([f])
     assert list(panel.workspace.corpus.iter_documents()) == ["t"]
-    panel.field_edit.clear()
-    assert "border" in panel.field_edit.styleSheet()  # an empty name is marked as typed
-    qtbot.keyClicks(panel.field_edit, "body")
-    assert panel.field_edit.styleSheet() == ""
+    panel.options_row.field_edit.clear()
+    assert "border" in panel.options_row.field_edit.styleSheet()  # an empty name is marked as typed
+    qtbot.keyClicks(panel.options_row.field_edit, "body")
+    assert panel.options_row.field_edit.styleSheet() == ""
     with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
-        qtbot.keyClick(panel.field_edit, Qt.Key.Key_Return)
+        qtbot.keyClick(panel.options_row.field_edit, Qt.Key.Key_Return)
     assert list(panel.workspace.corpus.iter_documents()) == ["in the body"]
 
 
@@ -170,9 +171,9 @@ def test_cancel_keeps_the_previous_corpus(qtbot, panel, tmp_path):
     with open(big, "w") as out:
         for _ in range(300_000):
             out.write("many words on many lines\n")
-    panel.unit_combo.blockSignals(True)
-    panel.unit_combo.setCurrentIndex(panel.unit_combo.findData("line"))
-    panel.unit_combo.blockSignals(False)
+    panel.options_row.unit_combo.blockSignals(True)
+    panel.options_row.unit_combo.setCurrentIndex(panel.options_row.unit_combo.findData("line"))
+    panel.options_row.unit_combo.blockSignals(False)
     with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
         panel.add_paths([big])
         assert panel.progress_row.isVisibleTo(panel) and not panel.add_files_button.isEnabled()
@@ -221,7 +222,7 @@ def test_a_hub_dataset_in_the_local_cache_is_added_by_its_name(qtbot, panel, tmp
 
 
 def test_an_empty_histogram_counts_from_zero(qtbot, panel):
-    (low, high) = panel.histogram.getViewBox().viewRange()[1]
+    (low, high) = panel.statistics.histogram.getViewBox().viewRange()[1]
     assert low >= 0 and high > 0
 
 
@@ -229,14 +230,14 @@ def test_the_histograms_last_bar_says_it_holds_the_longest_documents(qtbot, pane
     """Lengths past the 99th percentile are counted in the last bar: its axis says from where."""
     with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
         panel.add_paths([write(tmp_path / "even.txt", "\n\n".join(["one two three"] * 100))])
-    assert panel.histogram.getAxis("bottom").labelText == "words per document"
+    assert panel.statistics.histogram.getAxis("bottom").labelText == "words per document"
     with qtbot.waitSignal(panel.loading_finished, timeout=LOAD_TIMEOUT_MS):
         panel.add_paths([write(tmp_path / "long.txt", " ".join(["word"] * 50))])
-    assert panel.histogram.getAxis("bottom").labelText == "words per document (the last bar: 3 or more)"
-    axis = panel.histogram.getAxis("bottom")
+    assert panel.statistics.histogram.getAxis("bottom").labelText == "words per document (the last bar: 3 or more)"
+    axis = panel.statistics.histogram.getAxis("bottom")
     middle = axis.label.pos().x() + axis.label.boundingRect().width() / 2
     assert abs(middle - axis.width() / 2) <= 1  # the longer title is centred under the axis, as the short one was
-    _x, y = panel.histogram_curve.getData()
+    _x, y = panel.statistics.histogram_curve.getData()
     assert y.sum() == 101
 
 

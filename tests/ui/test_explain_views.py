@@ -16,7 +16,7 @@ from mlm_studio.core.evaluation.explain.attributions import Attribution, Explain
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.ui.panels.evaluation.explained_samples import MASKING_DID, where_answered
-from mlm_studio.ui.panels.playground import EXPLAINED_IS_GONE, PlaygroundPanel
+from mlm_studio.ui.panels.playground.panel import EXPLAINED_IS_GONE, PlaygroundPanel
 from mlm_studio.ui.theme import apply_scheme
 from mlm_studio.ui.widgets.attention_view import AttentionView
 from mlm_studio.ui.widgets.attribution_view import OPPOSES, SUPPORTS, AttributionView, diverging

@@ -14,10 +14,13 @@ import pytest
 from mlm_studio.core.finetune.compare import SCRATCH_LABEL, YOURS
 from mlm_studio.core.finetune.recipe.search import SearchPlan
 from mlm_studio.core.finetune.recipe.searched import PLAN
+from mlm_studio.core.finetune.scores import MACRO_F1
 from mlm_studio.core.runs.control import TrainingControl
-from mlm_studio.core.runs.records import FinishedRecord, StartedRecord, StepRecord
-from mlm_studio.ui.panels.finetune.modes import ComparisonRun, OneRun, ReopenError, SearchRun
+from mlm_studio.core.runs.records import FinishedRecord, StartedRecord, StepRecord, ValidationRecord, WarningRecord
+from mlm_studio.ui.panels.finetune.modes import ComparisonRun, OneRun, ReopenError, Said, SearchRun
 from tests.core.test_finetune import options, write_task
+
+KINDS_SAID = (StepRecord, ValidationRecord, FinishedRecord)
 
 
 def follow(mode):
@@ -59,6 +62,17 @@ def test_one_run_says_its_steps_of_its_total_and_its_end(trained_run, task, tmp_
     assert run.progress == (run.step, run.total_steps) and run.step == run.total_steps > 0
     assert run.step_line(paused=True) == f"Paused after step {run.step:,} of {run.total_steps:,}"
     assert not any(run.refreshes(record) for record in records)  # no table to read again
+    step, validation, finished = (next(r for r in records if isinstance(r, kind)) for kind in KINDS_SAID)
+    assert run.said(step, step, paused=True, test=None) == Said(run.step_line(paused=True))
+    assert run.said(finished, finished, paused=False, test=None) == Said(said[1])
+    on_validation = run.said(validation, validation, paused=False, test=None)
+    assert on_validation.line.startswith(f"validation {MACRO_F1} ") and on_validation.line.endswith(
+        f"% at step {validation.step:,}"
+    )
+    assert on_validation.detail == validation.describe() and not on_validation.warning  # its loss and every score
+    warning = WarningRecord(step=3, message="Could not save the checkpoint")
+    assert run.said(warning, warning, paused=False, test=None) == Said(warning="Could not save the checkpoint")
+    assert run.said(records[0], records[0], paused=False, test=None) == Said()  # a start: its own line, elsewhere
 
 
 def test_a_comparison_counts_its_runs_from_the_records_and_reads_its_outcome_back(trained_run, task, tmp_path):

@@ -7,7 +7,7 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QFileDialog
 
 from mlm_studio.ui.main_window import TITLE_BAR_ALLOWANCE, MainWindow
-from mlm_studio.ui.panels.corpus import BUILTIN_LABEL
+from mlm_studio.ui.panels.corpus.report import BUILTIN_LABEL
 
 LOAD_TIMEOUT_MS = 60_000
 
@@ -28,12 +28,12 @@ def open_window(qtbot, settings, runs_root=None):
 def test_first_start_opens_on_the_builtin_corpus(qtbot, settings):
     window = open_window(qtbot, settings)
     assert window.corpus_panel.table.item(0, 0).text() == BUILTIN_LABEL
-    assert window.corpus_label.text().startswith("Corpus: ") and "documents" in window.corpus_label.text()
-    qtbot.waitUntil(lambda: "detecting" not in window.device_label.text(), timeout=LOAD_TIMEOUT_MS)
-    assert window.device_label.text().startswith("Device: ") and "CPU" in window.device_label.toolTip()
+    assert window.status.corpus_label.text().startswith("Corpus: ") and "documents" in window.status.corpus_label.text()
+    qtbot.waitUntil(lambda: "detecting" not in window.status.device_label.text(), timeout=LOAD_TIMEOUT_MS)
+    assert window.status.device_label.text().startswith("Device: ") and "CPU" in window.status.device_label.toolTip()
     titles = [window.navigation.item(i).text() for i in range(window.navigation.count())]
     assert titles == ["Corpus", "Masking preview", "Configuration", "Training", "Playground", "Evaluation", "Fine-tune"]
-    assert window.memory_label.text().startswith("Memory: ")
+    assert window.status.memory_label.text().startswith("Memory: ")
 
 
 def test_sources_and_options_are_remembered_between_starts(qtbot, settings, tmp_path, monkeypatch):
@@ -42,9 +42,9 @@ def test_sources_and_options_are_remembered_between_starts(qtbot, settings, tmp_
     window = open_window(qtbot, settings)
     monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *args, **kw: ([str(f)], ""))
     panel = window.corpus_panel
-    panel.unit_combo.blockSignals(True)
-    panel.unit_combo.setCurrentIndex(panel.unit_combo.findData("line"))
-    panel.unit_combo.blockSignals(False)
+    panel.options_row.unit_combo.blockSignals(True)
+    panel.options_row.unit_combo.setCurrentIndex(panel.options_row.unit_combo.findData("line"))
+    panel.options_row.unit_combo.blockSignals(False)
     panel.builtin_button.click()
     qtbot.waitUntil(lambda: not panel.runner.running, timeout=LOAD_TIMEOUT_MS)
     panel.table.selectRow(0)

@@ -6,8 +6,8 @@ from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QMainWindow
 
 from mlm_studio.core.data.masking import MaskKind
-from mlm_studio.ui.panels.masked_samples import KIND_COLOURS
-from mlm_studio.ui.panels.masking import MaskingPanel
+from mlm_studio.ui.panels.masking.masked_samples import KIND_COLOURS
+from mlm_studio.ui.panels.masking.panel import MaskingPanel
 from mlm_studio.ui.theme import apply_scheme, tone
 from mlm_studio.ui.workspace import Workspace
 

@@ -3,7 +3,7 @@ from PySide6.QtCore import QSettings, Qt
 
 from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.ui.main_window import MainWindow
-from mlm_studio.ui.panels.playground import PlaygroundPanel
+from mlm_studio.ui.panels.playground.panel import PlaygroundPanel
 from mlm_studio.ui.widgets.model_choice import NO_MODEL
 from mlm_studio.ui.workspace import Workspace
 
@@ -133,7 +133,8 @@ def test_byte_level_pieces_read_as_the_text_they_stand_for(qtbot):
     from tokenizers import decoders
 
     from mlm_studio.core.evaluation.predict import Candidate
-    from mlm_studio.ui.panels.playground import Prediction, ResultsView
+    from mlm_studio.ui.panels.playground.prediction import Prediction
+    from mlm_studio.ui.panels.playground.results_view import ResultsView
 
     decoder = decoders.ByteLevel()
     pieces = ("Ġcopy", "âĢ", "Ċ", "ing")  # " copy", the first two bytes of "…", a new line, a word's end
@@ -154,7 +155,8 @@ def test_byte_level_pieces_read_as_the_text_they_stand_for(qtbot):
 def test_detector_chips_follow_a_live_scheme_switch(qtbot):
     from PySide6.QtGui import QColor, QPalette
 
-    from mlm_studio.ui.panels.playground import Prediction, ResultsView
+    from mlm_studio.ui.panels.playground.prediction import Prediction
+    from mlm_studio.ui.panels.playground.results_view import ResultsView
 
     view = ResultsView("Model A")
     qtbot.addWidget(view)
@@ -179,7 +181,8 @@ def test_with_no_model_to_choose_the_chooser_says_so(qtbot, tmp_path):
 
 def test_probability_bars_keep_a_bounded_width_with_the_share_beside_them(qtbot):
     from mlm_studio.core.evaluation.predict import Candidate
-    from mlm_studio.ui.panels.playground import BAR_WIDTH, Prediction, ResultsView
+    from mlm_studio.ui.panels.playground.prediction import Prediction
+    from mlm_studio.ui.panels.playground.results_view import BAR_WIDTH, ResultsView
 
     view = ResultsView("Model A")
     qtbot.addWidget(view)
@@ -198,7 +201,7 @@ def test_probability_bars_keep_a_bounded_width_with_the_share_beside_them(qtbot)
 def test_comparing_with_a_single_model_says_to_add_a_second(qtbot, trained_runs, tmp_path):
     import shutil
 
-    from mlm_studio.ui.panels.playground import NO_SECOND_MODEL
+    from mlm_studio.ui.panels.playground.panel import NO_SECOND_MODEL
 
     shutil.copytree(trained_runs / "late", tmp_path / "runs" / "late")
     widget = PlaygroundPanel(Workspace(runs_root=tmp_path / "runs"))
@@ -241,7 +244,7 @@ def test_the_choice_of_exact_weights_is_remembered(qtbot, tmp_path):
 
 def test_model_b_never_repeats_model_a(qtbot, panel):
     """B starts on another model than A; chosen as A's, it says so instead of showing the same candidates twice."""
-    from mlm_studio.ui.panels.playground import SAME_MODEL
+    from mlm_studio.ui.panels.playground.panel import SAME_MODEL
 
     choose(panel, "early")
     with qtbot.waitSignals([panel.predicted, panel.predicted], timeout=TIMEOUT_MS):

@@ -7,8 +7,17 @@ import sys
 import pytest
 from PySide6.QtGui import QImage
 
-PANELS = ("corpus", "tokenizer_section", "masking", "config", "training", "playground", "evaluation", "finetune",
-          "finetune.try_it")  # fmt: skip
+PANELS = (
+    "corpus",
+    "corpus.tokenizer_section",
+    "masking",
+    "config",
+    "training",
+    "playground",
+    "evaluation",
+    "finetune",
+    "finetune.try_it",
+)
 SCRIPT = """
 import os, runpy, sys
 for name in sys.argv[1:]:

@@ -6,8 +6,8 @@ from PySide6.QtGui import QIcon, QPalette
 from PySide6.QtWidgets import QApplication
 
 from mlm_studio.ui.main_window import MainWindow
-from mlm_studio.ui.panels.masked_samples import KIND_COLOURS
-from mlm_studio.ui.panels.tokenizer_section import PIECE_TINTS, UNKNOWN_TINT
+from mlm_studio.ui.panels.corpus.tokenizer_section import PIECE_TINTS, UNKNOWN_TINT
+from mlm_studio.ui.panels.masking.masked_samples import KIND_COLOURS
 from mlm_studio.ui.theme import TONES, app_icon, apply_scheme, blended, contrast, palette_for, readable_on, tone
 
 ROLES = (QPalette.ColorRole.Window, QPalette.ColorRole.Base)
@@ -119,7 +119,7 @@ def test_after_a_live_switch_to_dark_messages_and_disabled_controls_read(qtbot, 
 def test_the_tokenizer_pieces_are_dark_chips_in_the_dark_scheme(qtbot, small_tokenizer, restore_palette):
     """Seen on the window: light chips in a dark panel. The chips painted in each scheme take its background's
     lightness (a pixel of each chip's corner, away from its text)."""
-    from mlm_studio.ui.panels.tokenizer_section import TokenizerSection
+    from mlm_studio.ui.panels.corpus.tokenizer_section import TokenizerSection
     from mlm_studio.ui.workspace import Workspace
 
     workspace = Workspace()

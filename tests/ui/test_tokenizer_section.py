@@ -3,7 +3,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
 from mlm_studio.core.data.tokenizer import MLMTokenizer
-from mlm_studio.ui.panels.tokenizer_section import TokenizerSection
+from mlm_studio.ui.panels.corpus.tokenizer_section import TokenizerSection
 from mlm_studio.ui.workspace import Workspace
 
 TIMEOUT_MS = 60_000

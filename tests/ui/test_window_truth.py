@@ -81,7 +81,7 @@ def test_opening_a_run_only_looks_at_it(window, mixed_runs):
     window.open_run(mixed_runs / "early")
     assert window.stack.currentWidget() is window.training_panel
     assert window.training_panel.plots.series["step_loss"].size == 4
-    assert window.run_label.text() == "Current run: none"
+    assert window.status.run_label.text() == "Current run: none"
     assert (playground.views[0].model_combo.currentData(), evaluation.model_combo.currentData()) == before
 
 
@@ -162,7 +162,7 @@ def restarted_on_late(qtbot, mixed_runs, settings_path):
 
 def test_the_current_run_is_remembered_across_a_restart(qtbot, mixed_runs, tmp_path):
     again = restarted_on_late(qtbot, mixed_runs, tmp_path / "settings.ini")
-    assert again.workspace.run == mixed_runs / "late" and again.run_label.text() == "Current run: late"
+    assert again.workspace.run == mixed_runs / "late" and again.status.run_label.text() == "Current run: late"
     assert again.playground_panel.views[0].model_combo.currentText() == "Current run: late"
     qtbot.waitUntil(lambda: again.workspace.corpus is not None, timeout=TIMEOUT_MS)
 
@@ -170,7 +170,7 @@ def test_the_current_run_is_remembered_across_a_restart(qtbot, mixed_runs, tmp_p
 def test_after_a_restart_the_training_panel_shows_the_current_run_the_status_bar_names(qtbot, mixed_runs, tmp_path):
     again = restarted_on_late(qtbot, mixed_runs, tmp_path / "settings.ini")
     training = again.training_panel
-    assert again.run_label.text() == "Current run: late"
+    assert again.status.run_label.text() == "Current run: late"
     assert again.workspace.shown_run == mixed_runs / "late"
     assert "late" in training.status_label.text() and "No run" not in training.status_label.text()
     assert "step_loss" in training.plots.series  # its curves, not empty plots

@@ -7,7 +7,8 @@ import pytest
 from PySide6.QtCore import QTimer
 
 from mlm_studio.core.runs.control import PAUSED, RUNNING
-from mlm_studio.ui.main_window import MainWindow, _resident_memory_bytes
+from mlm_studio.ui.main_window import MainWindow
+from mlm_studio.ui.widgets.status_lines import resident_memory_bytes
 from tests.core.helpers import small_config
 
 SOAK_S = 20
@@ -57,13 +58,13 @@ def test_training_pausing_and_predicting_for_a_while_stays_within_bounds(
     with qtbot.waitSignal(training.checkpoint_written, timeout=120_000):
         training.start_button.click()
     qtbot.wait(1000)  # warm-up: first plots, first prediction, allocator settled
-    baseline, gaps[:] = _resident_memory_bytes(), []
+    baseline, gaps[:] = resident_memory_bytes(), []
     pauser.start(400)
     asker.start(300)
     qtbot.wait(SOAK_S * 1000)
     pauser.stop()
     asker.stop()
-    grown = _resident_memory_bytes() - baseline
+    grown = resident_memory_bytes() - baseline
     if controller.state == PAUSED:
         training.toggle_pause()
     with qtbot.waitSignal(training.run_finished, timeout=120_000):

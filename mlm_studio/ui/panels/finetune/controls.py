@@ -39,9 +39,16 @@ class ControlRow(QHBoxLayout):
         self.addWidget(self.progress_bar, 1)
         self.addWidget(self.status_label, 2)
 
-    def say(self, text: str) -> None:
-        """The status line; its whole text also as its tooltip, for when the window is too narrow for it."""
+    def say(self, text: str, detail: str = "") -> None:
+        """The status line; its whole text (or `detail`) also as its tooltip, for when the window is too narrow."""
         self.status_label.setText(text)
+        if detail:
+            self.status_label.setToolTip(detail)
+
+    def say_progress(self, done: int, total: int, message: str) -> None:
+        """Where the work before a run (or a validation's scoring) has come, and what it is doing."""
+        self.show_progress(done, total)
+        self.say(message)
 
     def show_progress(self, done: int, total: int) -> None:
         self.progress_bar.setRange(0, max(total, 1))

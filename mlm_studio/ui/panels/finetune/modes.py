@@ -6,6 +6,7 @@ says. No Qt here: the rules are tested without a window."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,8 +17,17 @@ from mlm_studio.core.finetune.comparisons import Comparison, read_comparison
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.recipe.result import RecipeSearch, read_search
 from mlm_studio.core.finetune.recipe.search import SearchPlan, search
+from mlm_studio.core.finetune.scores import main_score, score_field
 from mlm_studio.core.finetune.setup import prepare_finetuner
-from mlm_studio.core.runs.records import FinishedRecord, Record, TestRecord
+from mlm_studio.core.runs.records import (
+    FinishedRecord,
+    PausedRecord,
+    Record,
+    StepRecord,
+    TestRecord,
+    ValidationRecord,
+    WarningRecord,
+)
 from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.ui.panels.finetune.subjects import contender_subject, finished_line, run_subject, trial_subject
@@ -27,6 +37,16 @@ UNREADABLE = (CheckpointError, OSError, TypeError, ValueError, KeyError)  # a da
 
 class ReopenError(UserError):
     """A comparison's or search's folder that cannot be read back (damaged, or no longer one)."""
+
+
+@dataclass(frozen=True)
+class Said:
+    """What a record says: a status `line` (`detail`: all of it, for the line's tooltip), or a `warning` for the
+    message bar; nothing for a record the status line passes over."""
+
+    line: str = ""
+    detail: str = ""
+    warning: str = ""
 
 
 class OneRun:
@@ -76,6 +96,20 @@ class OneRun:
 
     def finished_line(self, item, finished: FinishedRecord, test: TestRecord | None) -> str:
         return self.who(item) + finished_line(finished, self.total_steps, test)
+
+    def said(self, item, record: Record, paused: bool, test: TestRecord | None) -> Said:
+        """What `record` (of `item`) says, whose it is first; `paused`: the run waits; `test`: its test scores."""
+        who = self.who(item)
+        if isinstance(record, StepRecord):
+            return Said(self.step_line(paused, who))
+        if isinstance(record, ValidationRecord):
+            line = f"{who}validation {score_field(record)[1]} {main_score(record):.1%} at step {record.step:,}"
+            return Said(line, detail=record.describe())  # with its loss and every score
+        if isinstance(record, (WarningRecord, PausedRecord)):
+            return Said(warning=f"{who}{record.message}")
+        if isinstance(record, FinishedRecord):
+            return Said(self.finished_line(item, record, test))
+        return Said()
 
     def refreshes(self, record: Record) -> bool:
         """Whether the series' table is read again after `record` (never, for one run)."""

@@ -21,18 +21,9 @@ from mlm_studio.core.finetune.mistakes import wrong_test_examples
 from mlm_studio.core.finetune.options import FinetuneOptions
 from mlm_studio.core.finetune.recipe.search import SearchPlan, plan_of
 from mlm_studio.core.finetune.runs import before_latest_start, last_test
-from mlm_studio.core.finetune.scores import main_score, score_field
 from mlm_studio.core.finetune.tasks import SEARCH_MAX_EPOCHS, SEARCH_RATES, SEARCH_SEEDS
-from mlm_studio.core.runs.control import IDLE, PAUSED, PREPARING, RUNNING
-from mlm_studio.core.runs.records import (
-    CheckpointRecord,
-    FinishedRecord,
-    PausedRecord,
-    StepRecord,
-    TestRecord,
-    ValidationRecord,
-    WarningRecord,
-)
+from mlm_studio.core.runs.control import IDLE, PAUSED, PREPARING
+from mlm_studio.core.runs.records import CheckpointRecord, FinishedRecord, StepRecord, TestRecord, ValidationRecord
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.storage.json_text import json_object
 from mlm_studio.core.training.runs import new_run_path
@@ -78,7 +69,6 @@ class FinetunePanel(QWidget):
         self.search_grid = (SEARCH_RATES, SEARCH_MAX_EPOCHS, SEARCH_SEEDS)  # its learning rates, epochs and seeds
         self.controller = TrainingController(self)
         self.controller.state_changed.connect(self._update_controls)
-        self.controller.progress.connect(self._on_preparing)
         self.controller.record.connect(self._on_record)
         self.controller.failed.connect(self._on_failed)
         self.controller.finished.connect(self._on_finished)
@@ -118,6 +108,7 @@ class FinetunePanel(QWidget):
             SearchRun: (self.recipe, self.recipe.show_search),
         }
         self.row = row = ControlRow()
+        self.controller.progress.connect(row.say_progress)
         self.start_button, self.compare_button, self.seeds = row.start_button, row.compare_button, row.seeds
         self.pause_button, self.stop_button, self.export_button = row.pause_button, row.stop_button, row.export_button
         self.progress_bar, self.status_label = row.progress_bar, row.status_label
@@ -125,7 +116,7 @@ class FinetunePanel(QWidget):
         self.start_button.clicked.connect(self.start)
         self.compare_button.clicked.connect(self.start_comparison)
         self.search_button.clicked.connect(self.start_search)
-        self.pause_button.clicked.connect(self.toggle_pause)
+        self.pause_button.clicked.connect(self.controller.toggle_pause)
         self.stop_button.clicked.connect(self.controller.stop)
         self.export_button.clicked.connect(lambda: self.exporter.ask(self.run_path, self.runs_root))
         layout = QVBoxLayout(self)
@@ -302,16 +293,6 @@ class FinetunePanel(QWidget):
             self.row.say(self.mode.line(found))
 
     # --- following ----------------------------------------------------------------------------------
-    def toggle_pause(self) -> None:
-        if self.controller.state == RUNNING:
-            self.controller.pause()
-        elif self.controller.state == PAUSED:
-            self.controller.resume()
-
-    def _on_preparing(self, done: int, total: int, message: str) -> None:
-        self.row.show_progress(done, total)
-        self.row.say(message)
-
     def _on_record(self, item) -> None:
         mode, record = self.mode, self.mode.record_of(item)
         if self.curves.currentWidget() is self.hint:
@@ -320,7 +301,7 @@ class FinetunePanel(QWidget):
             self._on_started(item, record)
         self.plots.add(record.kind, record.to_dict())
         if isinstance(record, (StepRecord, ValidationRecord, FinishedRecord)):
-            mode.reached(record.step)  # a validation's: the bar showed the scoring's progress (`_on_preparing`)
+            mode.reached(record.step)  # a validation's: the bar showed the scoring's progress (`say_progress`)
             self.row.show_progress(*mode.progress)
         if isinstance(record, TestRecord):
             self.test = record
@@ -330,25 +311,15 @@ class FinetunePanel(QWidget):
         elif isinstance(record, CheckpointRecord):
             self.form.refresh_models()
             self.try_it.refresh()  # the run's best weights may be these
-        self._say_record(item, record)
+        said = mode.said(item, record, self.controller.state == PAUSED, self.test)
+        if said.warning:
+            self.message_bar.show_message(said.warning, "warning")
+        elif said.line:
+            self.row.say(said.line, said.detail)
         found = mode.now() if mode.refreshes(record) else None
         if found is not None:  # the series' table with the runs finished so far
             self.series_views[type(mode)][1](found)
             self._mark_recipe_stale()
-
-    def _say_record(self, item, record) -> None:
-        """The status line (or the message bar) on a record: whose it is, and what it says."""
-        who = self.mode.who(item)
-        if isinstance(record, StepRecord):
-            self.row.say(self.mode.step_line(self.controller.state == PAUSED, who))
-        elif isinstance(record, ValidationRecord):
-            name = score_field(record)[1]
-            self.row.say(f"{who}validation {name} {main_score(record):.1%} at step {record.step:,}")
-            self.status_label.setToolTip(record.describe())  # with its loss and every score
-        elif isinstance(record, (WarningRecord, PausedRecord)):
-            self.message_bar.show_message(f"{who}{record.message}", "warning")
-        elif isinstance(record, FinishedRecord):
-            self.row.say(self.mode.finished_line(item, record, self.test))
 
     def _on_started(self, item, record) -> None:
         """A run began (a comparison's next contender or seed): the single-run tabs are its from now on."""

@@ -17,7 +17,7 @@ from mlm_studio.core.storage.checkpoint import CheckpointError
 from mlm_studio.core.storage.step_file import StepLosses, read_steps
 from mlm_studio.core.training.replay import Replay, ReplayedToken, replay_blocks, replay_step
 from mlm_studio.core.training.spikes import spike_steps
-from mlm_studio.ui.panels.masked_samples import legend, token_cell
+from mlm_studio.ui.panels.masking.masked_samples import legend, token_cell
 from mlm_studio.ui.tasks import TaskRunner, show_progress
 from mlm_studio.ui.widgets.live_plots import LivePlots
 from mlm_studio.ui.widgets.token_view import TokenCell, TokenView

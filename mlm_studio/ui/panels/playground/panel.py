@@ -4,226 +4,41 @@ from the weights being trained."""
 
 from __future__ import annotations
 
-import re
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QKeySequence, QPalette, QShortcut
+from PySide6.QtCore import QTimer, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFileDialog,
-    QGridLayout,
-    QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QProgressBar,
     QPushButton,
-    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
-from mlm_studio.core.evaluation.predict import Candidate, Filled, FillMask, PredictError
+from mlm_studio.core.evaluation.predict import Candidate
+from mlm_studio.ui.panels.playground.masked_text import with_candidate, with_mask, word_at
+from mlm_studio.ui.panels.playground.prediction import Prediction, predict
+from mlm_studio.ui.panels.playground.results_view import ResultsView
 from mlm_studio.ui.tasks import TaskRunner
-from mlm_studio.ui.theme import PALETTE_CHANGES, blended
-from mlm_studio.ui.widgets.candidate_label import written_form
-from mlm_studio.ui.widgets.explanation import ExplanationView, Question, why_button
+from mlm_studio.ui.widgets.explanation import ExplanationView, Question
 from mlm_studio.ui.widgets.message_bar import MessageBar
-from mlm_studio.ui.widgets.model_choice import model_combo, model_entries, refill
-from mlm_studio.ui.widgets.token_view import TokenCell, TokenView
+from mlm_studio.ui.widgets.model_choice import model_entries, refill
 from mlm_studio.ui.workspace import Workspace
 
-MASK = "[MASK]"
 DEBOUNCE_MS = 250
-CURRENT_RUN = "current"
 DEFAULT_TEXT = "Return a [MASK] of the list."
-REPLACED_COLOUR = "#d62728"
-BAR_WIDTH = 160  # a candidate's probability bar: long enough to compare, short enough to read its share beside it
 NO_SECOND_MODEL = "Train or import a second model to compare (Model folder… adds one from disk)."
 EXPLAINED_IS_GONE = (
     "The candidates explained are gone (another sentence or model predicted): click “why?” beside a candidate to "
     "see which words carried it."
 )
 SAME_MODEL = "Model B is the same model as Model A: choose another one to compare them."
-WEIGHTS_TOOLTIP = {
-    True: "Int8 weights, for speed: on 399 masks in text a trained model had not seen, the first candidate was the "
-    "exact weights' in 99% of them, probabilities within 2.6 points (tick Exact weights for the exported model's "
-    "numbers).",
-    False: "Exact weights: the same candidates and probabilities as the CLI and the exported model.",
-}
-
-
-@dataclass(frozen=True)
-class Context:
-    """What one mask's candidates were predicted from in iterative mode: the pieces, the masks filled before it
-    holding their first candidate, and the mask's position among them."""
-
-    pieces: tuple[int, ...]
-    position: int
-    filled_before: tuple[int, ...]  # the masks (0: the first) filled before this one, in the order filled
-
-
-@dataclass(frozen=True)
-class Prediction:
-    source: str
-    masks: tuple[tuple[Candidate, ...], ...]
-    filled: str | None  # the text with every mask filled (iterative mode)
-    milliseconds: float
-    replaced: tuple[tuple[str, float], ...] = ()  # an ELECTRA model's: each token, P(replaced)
-    int8: bool = False  # scored with int8 weights, not the exact ones
-    contexts: tuple[Context, ...] = ()  # iterative mode: per mask, what its candidates were predicted from
-    text: str = ""  # the text predicted from
-
-
-def predict(path: str, text: str, top_k: int, iterative: bool, int8: bool = False) -> Prediction:
-    """Load (cached) and score, timing the scoring alone; with `int8`, int8 weights where the device runs them. An
-    ELECTRA model also says, of each token, how likely its discriminator finds it replaced (with or without a
-    [MASK] in the text)."""
-    model = FillMask.from_path(path, int8=int8)
-    if MASK not in text and model.detector is None:
-        raise PredictError("Write [MASK] where a word is missing (or select a word and press Ctrl+M).")
-    start = time.perf_counter()
-    replaced = tuple(model.replaced(text)) if model.detector is not None else ()
-    contexts: tuple[Context, ...] = ()
-    if MASK not in text:
-        masks, filled_text = (), None
-    elif iterative:
-        filled = model.fill(text, top_k)
-        masks, contexts, filled_text = filled.candidates, contexts_of(model, text, filled), filled.text
-    else:
-        masks, filled_text = tuple(model.predict(text, top_k)), None
-    milliseconds = (time.perf_counter() - start) * 1000
-    return Prediction(model.source, masks, filled_text, milliseconds, replaced, model.int8, contexts, text)
-
-
-def contexts_of(model: FillMask, text: str, filled: Filled) -> tuple[Context, ...]:
-    """Per mask of `text` (in its order), the pieces `filled`'s candidates there were predicted from."""
-    pieces = model.encode(model.tokenizer.with_mask_token(text))[0].tolist()
-    positions = [position for position, piece in enumerate(pieces) if piece == model.tokenizer.mask_id]
-    contexts = []
-    for number, position in enumerate(positions):
-        before = filled.order[: filled.order.index(number)]
-        context = list(pieces)
-        for earlier in before:
-            context[positions[earlier]] = filled.candidates[earlier][0].token_id
-        contexts.append(Context(tuple(context), position, before))
-    return tuple(contexts)
-
-
-class ResultsView(QGroupBox):
-    """One model's candidates: per mask, buttons with probability bars."""
-
-    candidate_clicked = Signal(int, object)  # mask number, Candidate
-    why_clicked = Signal(int, object)  # mask number, Candidate: explain it
-
-    def __init__(self, title: str) -> None:
-        super().__init__(title)
-        self.default_title = title
-        self.subject: str | None = None  # the model whose candidates are shown, None while none are
-        self.prediction: Prediction | None = None  # the candidates shown, None while none are
-        self._replaced: tuple[tuple[str, float], ...] = ()
-        self.model_combo = model_combo("The model: the current run's latest checkpoint, a saved run, or a folder")
-        self.latency = QLabel()
-        self.body = QWidget()
-        self.grid = QGridLayout(self.body)
-        self.grid.setAlignment(Qt.AlignmentFlag.AlignTop)
-        self.grid.setColumnStretch(4, 1)  # the candidates keep to the left; the space left over stays empty
-        self.filled = QLabel()
-        self.filled.setWordWrap(True)
-        self.detector_label = QLabel("<b>Replaced?</b> the discriminator's view of each token (darker: more likely "
-                                     "replaced; hover for the probability)")  # fmt: skip
-        self.detector_label.setWordWrap(True)
-        self.detector = TokenView()
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setWidget(self.body)
-        header = QHBoxLayout()
-        header.addWidget(self.model_combo, 1)
-        header.addWidget(self.latency)
-        layout = QVBoxLayout(self)
-        layout.addLayout(header)
-        layout.addWidget(self.filled)
-        layout.addWidget(self.detector_label)
-        layout.addWidget(self.detector)
-        layout.addWidget(scroll, 1)
-        self._show_detector(())
-        self.buttons: list[list[QPushButton]] = []
-
-    def show_prediction(self, prediction: Prediction, subject: str) -> None:
-        """`prediction`'s candidates, made by the model at `subject`."""
-        self._clear()
-        self.subject, self.prediction = subject, prediction
-        self.latency.setText(f"{prediction.milliseconds:.1f} ms · {'int8' if prediction.int8 else 'exact'} weights")
-        self.latency.setToolTip(WEIGHTS_TOOLTIP[prediction.int8])
-        self.filled.setText(f"Filled: <b>{prediction.filled}</b>" if prediction.filled else "")
-        self.filled.setVisible(bool(prediction.filled))
-        self._show_detector(prediction.replaced)
-        row = 0
-        for number, candidates in enumerate(prediction.masks):
-            self.grid.addWidget(QLabel(f"<b>[MASK] {number + 1}</b>"), row, 0, 1, 3)
-            row += 1
-            buttons = []
-            for candidate in candidates:
-                label, tooltip, writable = written_form(candidate)
-                button = QPushButton(label)
-                button.setFlat(True)
-                button.setToolTip(tooltip.replace("the mask", f"[MASK] {number + 1}"))
-                button.setEnabled(writable)
-                button.clicked.connect(lambda _=False, n=number, c=candidate: self.candidate_clicked.emit(n, c))
-                bar = QProgressBar()
-                bar.setRange(0, 1000)
-                bar.setValue(round(candidate.score * 1000))
-                bar.setTextVisible(False)  # the share is read beside the bar, not over its fill
-                bar.setFixedSize(BAR_WIDTH, 12)
-                share = QLabel(f"{candidate.score:.1%}")
-                self.grid.addWidget(button, row, 0)
-                self.grid.addWidget(bar, row, 1)
-                self.grid.addWidget(share, row, 2)
-                self.grid.addWidget(why_button(lambda n=number, c=candidate: self.why_clicked.emit(n, c)), row, 3)
-                buttons.append(button)
-                row += 1
-            self.buttons.append(buttons)
-
-    def _show_detector(self, replaced: tuple[tuple[str, float], ...]) -> None:
-        """Each token shaded by the probability that it was replaced (an ELECTRA model's detector)."""
-        self._replaced = replaced
-        cells, base, red = [], self.palette().color(QPalette.ColorRole.Base), QColor(REPLACED_COLOUR)
-        for piece, probability in replaced:
-            colour = blended(red, 0.08 + 0.92 * probability, base)  # so that the text colour can follow it
-            cells.append(TokenCell(piece, colour, f"{piece}: replaced with probability {probability:.1%}"))
-        self.detector.set_cells(cells)
-        self.detector.setVisible(bool(cells))
-        self.detector_label.setVisible(bool(cells))
-
-    def changeEvent(self, event: QEvent) -> None:
-        """The chips are blended over the background: a new colour scheme blends them again."""
-        super().changeEvent(event)
-        if event.type() in PALETTE_CHANGES:
-            self._show_detector(self._replaced)
-
-    def show_message(self, text: str) -> None:
-        """`text` instead of candidates, under the view's own title (no model answered)."""
-        self._clear()
-        self.subject, self.prediction = None, None
-        self.setTitle(self.default_title)
-        self._show_detector(())
-        self.latency.setText("")
-        self.filled.setVisible(False)
-        label = QLabel(text)
-        label.setWordWrap(True)
-        self.grid.addWidget(label, 0, 0, 1, 4)
-
-    def _clear(self) -> None:
-        self.buttons = []
-        while self.grid.count():
-            widget = self.grid.takeAt(0).widget()
-            if widget is not None:
-                widget.deleteLater()
 
 
 class PlaygroundPanel(QWidget):
@@ -369,27 +184,20 @@ class PlaygroundPanel(QWidget):
     def mask_selection(self) -> None:
         """Replace the selected text (or the word at the cursor) with [MASK]."""
         edit = self.text_edit
-        text = edit.text()
         if edit.hasSelectedText():
-            start, length = edit.selectionStart(), len(edit.selectedText())
+            span = edit.selectionStart(), len(edit.selectedText())
         else:
-            cursor = edit.cursorPosition()
-            match = next((m for m in re.finditer(r"[\w'-]+", text) if m.start() <= cursor <= m.end()), None)
-            if match is None:
-                return
-            start, length = match.start(), match.end() - match.start()
-        edit.setText(text[:start] + MASK + text[start + length :])
-        edit.setCursorPosition(start + len(MASK))
+            span = word_at(edit.text(), edit.cursorPosition())
+        if span is not None:
+            text, cursor = with_mask(edit.text(), *span)
+            edit.setText(text)
+            edit.setCursorPosition(cursor)
 
     def fill_mask(self, number: int, candidate: Candidate) -> None:
-        """Put `candidate` in place of the mask number `number` (counting from 0); a piece that continues a
-        word joins the word before it."""
-        parts = self.text_edit.text().split(MASK)
-        if number + 1 >= len(parts):
-            return
-        before = MASK.join(parts[: number + 1])
-        before = before.rstrip(" ") if candidate.continues else before
-        self.text_edit.setText(before + candidate.text + MASK.join(parts[number + 1 :]))
+        """Put `candidate` in place of the mask number `number` (counting from 0)."""
+        text = with_candidate(self.text_edit.text(), number, candidate)
+        if text is not None:
+            self.text_edit.setText(text)
 
     def explain(self, view: ResultsView, number: int, candidate: Candidate) -> None:
         if view.subject is not None and view.prediction is not None:
@@ -471,9 +279,3 @@ class PlaygroundPanel(QWidget):
     def _on_failed(self, view: ResultsView, message: str) -> None:
         view.show_message(message)
         self._put_away_what_is_gone()
-
-
-if __name__ == "__main__":
-    from mlm_studio.ui.preview import preview
-
-    preview(PlaygroundPanel, loaded=False)

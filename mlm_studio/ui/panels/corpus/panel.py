@@ -2,52 +2,43 @@
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
-import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QComboBox,
     QFileDialog,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
     QInputDialog,
     QLabel,
-    QLineEdit,
     QProgressBar,
     QPushButton,
     QSplitter,
     QStyle,
     QTableWidget,
     QTableWidgetItem,
-    QTabWidget,
-    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
 
-from mlm_studio.core.data.builtin_corpus import builtin_corpus_location, ensure_builtin_corpus
-from mlm_studio.core.data.corpus import Corpus, ReadOptions, SourceReport, load_corpus
+from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
+from mlm_studio.core.data.corpus import Corpus, ReadOptions, load_corpus
 from mlm_studio.core.data.formats import SUFFIXES
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.storage.hub_cache import PREFIX as HUB_PREFIX
-from mlm_studio.ui.panels.tokenizer_section import TokenizerSection
+from mlm_studio.ui.panels.corpus.read_options import ReadOptionsRow
+from mlm_studio.ui.panels.corpus.report import COLUMNS, NUMBER_COLUMNS, loading_warning, source_details, source_row
+from mlm_studio.ui.panels.corpus.statistics import CorpusStatistics
+from mlm_studio.ui.panels.corpus.tokenizer_section import TokenizerSection
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.widgets.message_bar import MessageBar
-from mlm_studio.ui.widgets.plots import ThemedPlot, accent_colour
 from mlm_studio.ui.widgets.reflow_splitter import ReflowSplitter
 from mlm_studio.ui.workspace import Workspace
 
-BUILTIN_LABEL = "Python documentation (built-in)"
-COLUMNS = ("Source", "Type", "Status", "Documents", "Words", "Encoding", "Problems")
 FILE_FILTER = f"Corpora ({' '.join('*' + ext for ext in SUFFIXES)});;All files (*)"
-ISSUES_SHOWN = 20
-LENGTHS_AXIS = "words per document"
 STATISTICS_WIDTH = 340  # the totals and histogram read whole from this width; narrower, they go above the tokenizer
 
 
@@ -96,33 +87,8 @@ class CorpusPanel(QWidget):
         buttons.addStretch(1)
         buttons.addWidget(self.builtin_button)
 
-        self.unit_combo = QComboBox()
-        self.unit_combo.addItem("one per paragraph", "paragraph")
-        self.unit_combo.addItem("one per line", "line")
-        self.unit_combo.setToolTip(
-            "How .txt and .md files are split into documents: at blank lines (paragraphs) or at every line"
-        )
-        self.field_edit = QLineEdit("text")
-        self.field_edit.setToolTip("The JSON field that holds the text in .jsonl files")
-        self.column_edit = QLineEdit("text")
-        self.column_edit.setToolTip("The column that holds the text in .csv, .tsv, .parquet and .arrow files")
-        self.unit_combo.currentIndexChanged.connect(self._on_options_edited)
-        for edit in (self.field_edit, self.column_edit):
-            edit.setMaximumWidth(120)
-            edit.textChanged.connect(self._validate_options)
-            edit.editingFinished.connect(self._on_options_edited)
-        options = QHBoxLayout()
-        options.addWidget(QLabel("Text files: documents"))
-        options.addWidget(self.unit_combo)
-        options.addSpacing(16)
-        options.addWidget(QLabel("JSONL field"))
-        options.addWidget(self.field_edit)
-        options.addSpacing(16)
-        column_label = QLabel("Table column")
-        column_label.setToolTip(self.column_edit.toolTip())
-        options.addWidget(column_label)
-        options.addWidget(self.column_edit)
-        options.addStretch(1)
+        self.options_row = ReadOptionsRow()
+        self.options_row.edited.connect(self._on_options_edited)
 
         self.progress_bar = QProgressBar()
         self.progress_label = QLabel()
@@ -162,7 +128,8 @@ class CorpusPanel(QWidget):
         self.tokenizer_section = TokenizerSection(self.workspace)
         lower = ReflowSplitter(STATISTICS_WIDTH)  # the statistics above the tokenizer when narrow
         lower.setObjectName("corpus-statistics-tokenizer")
-        lower.addWidget(self._build_statistics())
+        self.statistics = CorpusStatistics()
+        lower.addWidget(self.statistics)
         lower.addWidget(self.tokenizer_section)
         lower.setSizes([520, 480])
         splitter = QSplitter(Qt.Orientation.Vertical)
@@ -173,30 +140,10 @@ class CorpusPanel(QWidget):
 
         layout = QVBoxLayout(self)
         layout.addLayout(buttons)
-        layout.addLayout(options)
+        layout.addWidget(self.options_row)
         layout.addWidget(self.progress_row)
         layout.addWidget(self.message_bar)
         layout.addWidget(splitter, 1)
-
-    def _build_statistics(self) -> QTabWidget:
-        """The corpus's totals and length histogram, and a few sample documents, as tabs."""
-        self.totals = QLabel("No corpus loaded")
-        self.totals.setWordWrap(True)
-        self.histogram = ThemedPlot(LENGTHS_AXIS, "documents")
-        self.histogram_curve = self.histogram.plot(
-            [0, 1], [0], stepMode="center", fillLevel=0, brush=accent_colour(), pen=pg.mkPen(accent_colour())
-        )
-        self.histogram.setLimits(yMin=0)  # counts: an empty corpus shows 0 to 1, not -0.5 to 0.5
-        stats_page = QWidget()
-        stats_layout = QVBoxLayout(stats_page)
-        stats_layout.addWidget(self.totals)
-        stats_layout.addWidget(self.histogram, 1)
-        self.samples = QTextBrowser()
-        self.samples.setOpenLinks(False)
-        self.tabs = QTabWidget()
-        self.tabs.addTab(stats_page, "Statistics")
-        self.tabs.addTab(self.samples, "Sample documents")
-        return self.tabs
 
     # --- actions ------------------------------------------------------------------------------------
     def add_files_dialog(self) -> None:
@@ -227,7 +174,7 @@ class CorpusPanel(QWidget):
 
     def use_builtin(self) -> None:
         """Replace the sources with the built-in corpus (built and cached on first use)."""
-        options = self._options()
+        options = self.options_row.options()
 
         def build_and_load(progress: Progress) -> Corpus:
             path = ensure_builtin_corpus(progress)
@@ -244,7 +191,7 @@ class CorpusPanel(QWidget):
             self._show_corpus(None)
             self.workspace.set_corpus(None)
             return
-        options = self._options()
+        options = self.options_row.options()
         self._start(lambda progress: load_corpus(paths, options, progress), "Reading")
 
     def _start(self, fn, label: str) -> None:
@@ -254,13 +201,6 @@ class CorpusPanel(QWidget):
         self.progress_row.show()
         self.runner.start(fn)
         self._update_buttons()
-
-    def _options(self) -> ReadOptions:
-        return ReadOptions(
-            text_unit=self.unit_combo.currentData(),
-            jsonl_field=self.field_edit.text().strip() or "text",
-            table_column=self.column_edit.text().strip() or "text",
-        )
 
     # --- outcomes -----------------------------------------------------------------------------------
     def _on_progress(self, done: int, total: int, message: str) -> None:
@@ -272,15 +212,9 @@ class CorpusPanel(QWidget):
     def _on_loaded(self, corpus: Corpus) -> None:
         self.paths = [report.path for report in corpus.sources]
         self._show_corpus(corpus)
-        skipped = [s for s in corpus.sources if not s.loaded]
-        problems = sum(s.issue_count for s in corpus.sources)
-        if skipped or problems:
-            parts = []
-            if skipped:
-                parts.append(f"{len(skipped)} source(s) skipped: " + "; ".join(_short(s) for s in skipped[:3]))
-            if problems:
-                parts.append(f"{problems} problem line(s) were not used — select a source to see which")
-            self.message_bar.show_message(". ".join(parts) + ".", "warning")
+        warning = loading_warning(corpus)
+        if warning:
+            self.message_bar.show_message(warning, "warning")
         self.workspace.set_corpus(corpus)
 
     def _on_failed(self, message: str) -> None:
@@ -303,49 +237,15 @@ class CorpusPanel(QWidget):
         ok = self.style().standardIcon(QStyle.StandardPixmap.SP_DialogApplyButton)
         warn = self.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)
         for row, report in enumerate(reports):
-            encoding = report.encoding + (" (fallback)" if report.encoding_note else "")
-            values = (
-                self._display_name(report.path),
-                report.kind,
-                report.status,
-                f"{report.documents:,}",
-                f"{report.words:,}",
-                encoding,
-                f"{report.issue_count:,}" if report.issue_count else "",
-            )
-            for column, value in enumerate(values):
+            for column, value in enumerate(source_row(report)):
                 item = QTableWidgetItem(value)
-                item.setToolTip(_tooltip(report))
-                if column in (3, 4, 6):
+                item.setToolTip(source_details(report))
+                if column in NUMBER_COLUMNS:
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(row, column, item)
             self.table.item(row, 2).setIcon(ok if report.loaded and not report.issue_count else warn)
         self.details.setText("")
-        if corpus is None:
-            self.totals.setText("No corpus loaded")
-            self.histogram_curve.setData([0, 1], [0])
-            self._label_lengths(LENGTHS_AXIS)
-            self.samples.clear()
-            return
-        self.totals.setText(
-            f"<b>{corpus.documents:,}</b> documents · <b>{corpus.words:,}</b> words · "
-            f"<b>{corpus.characters:,}</b> characters from <b>{len(corpus.loaded_sources)}</b> source(s)"
-        )
-        lengths = corpus.doc_words
-        upper = max(1, int(np.percentile(lengths, 99))) if len(lengths) else 1
-        counts, edges = np.histogram(np.minimum(lengths, upper), bins=min(40, upper))
-        self.histogram_curve.setData(edges, counts)
-        longer = len(lengths) > 0 and lengths.max() > upper  # the last bar holds the longest 1%: its axis says so
-        self._label_lengths(f"{LENGTHS_AXIS} (the last bar: {upper:,} or more)" if longer else LENGTHS_AXIS)
-        self.samples.setHtml("".join(f"<p>{html.escape(s[:600])}</p><hr>" for s in corpus.samples))
-
-    def _label_lengths(self, text: str) -> None:
-        axis = self.histogram.getAxis("bottom")
-        axis.setLabel(text)
-        axis.resizeEvent()  # pyqtgraph centres an axis title only on a resize: a longer one would sit off-centre
-
-    def _display_name(self, path: Path) -> str:
-        return BUILTIN_LABEL if path == builtin_corpus_location() else path.name
+        self.statistics.show_corpus(corpus)
 
     def _on_selection(self) -> None:
         rows = self.table.selectionModel().selectedRows()
@@ -353,7 +253,7 @@ class CorpusPanel(QWidget):
         if len(rows) != 1 or corpus is None or rows[0].row() >= len(corpus.sources):
             self.details.setText("")
         else:
-            self.details.setText(_tooltip(corpus.sources[rows[0].row()]))
+            self.details.setText(source_details(corpus.sources[rows[0].row()]))
             self.details.parentWidget().layout().activate()  # the details take their room from the table now
             self.table.scrollTo(self.table.model().index(rows[0].row(), 0))  # and the clicked row stays in view
         self._update_buttons()
@@ -366,18 +266,12 @@ class CorpusPanel(QWidget):
         self.hub_button.setEnabled(not busy)
         self.builtin_button.setEnabled(not busy)
 
-    def _validate_options(self) -> None:
-        for edit in (self.field_edit, self.column_edit):
-            edit.setStyleSheet("" if edit.text().strip() else "QLineEdit { border: 1px solid #c0392b; }")
-
     def _on_options_edited(self) -> None:
-        if self.paths and not self.runner.running and self._options() != self.workspace.read_options:
+        if self.paths and not self.runner.running and self.options_row.options() != self.workspace.read_options:
             self.reload()
 
     def set_options(self, options: ReadOptions) -> None:
-        self.unit_combo.setCurrentIndex(max(0, self.unit_combo.findData(options.text_unit)))
-        self.field_edit.setText(options.jsonl_field)
-        self.column_edit.setText(options.table_column)
+        self.options_row.set_options(options)
 
     # --- drag & drop --------------------------------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
@@ -389,17 +283,3 @@ class CorpusPanel(QWidget):
         if paths:
             event.acceptProposedAction()
             self.add_paths(paths)
-
-
-def _short(report: SourceReport) -> str:
-    return f"{report.name} ({report.reason})"
-
-
-def _tooltip(report: SourceReport) -> str:
-    return "\n".join(report.describe(ISSUES_SHOWN))
-
-
-if __name__ == "__main__":
-    from mlm_studio.ui.preview import preview
-
-    preview(CorpusPanel, loaded=False, size=(1000, 700))

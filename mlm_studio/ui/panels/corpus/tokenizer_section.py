@@ -281,7 +281,7 @@ class TokenizerSection(QGroupBox):
         self.save_button.setEnabled(not busy and self.workspace.tokenizer is not None)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # the section alone: python -m mlm_studio.ui.panels.corpus.tokenizer_section
     from mlm_studio.ui.preview import preview
 
     preview(TokenizerSection, size=(520, 640))

@@ -36,8 +36,8 @@ from mlm_studio.core.durations import format_duration, parse_duration
 from mlm_studio.core.models.hf_folder import ImportedModel, import_model
 from mlm_studio.core.shown import shown
 from mlm_studio.ui.construction import Construction
-from mlm_studio.ui.panels.config_fields import GROUPS, KEPT_ACROSS_PRESETS, OBJECTIVE_FIELDS, form_fields
-from mlm_studio.ui.panels.config_form import GroupColumns, field_defaults, field_editor
+from mlm_studio.ui.panels.config.fields import GROUPS, KEPT_ACROSS_PRESETS, OBJECTIVE_FIELDS, form_fields
+from mlm_studio.ui.panels.config.form import GroupColumns, field_defaults, field_editor
 from mlm_studio.ui.tasks import TaskRunner
 from mlm_studio.ui.theme import ToneLabel
 from mlm_studio.ui.widgets.message_bar import MessageBar
@@ -412,9 +412,3 @@ class ConfigPanel(QWidget):
             self.message_bar.show_message(f"Not saved: {exc}", "error")
         else:
             self.message_bar.show_message(f"Saved {target}.", "info")
-
-
-if __name__ == "__main__":
-    from mlm_studio.ui.preview import preview
-
-    preview(ConfigPanel)

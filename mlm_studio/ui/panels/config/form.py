@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QGridLayout, QGroupBox, QLin
 from mlm_studio.core.config.families import FAMILIES
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import ModelConfig
-from mlm_studio.ui.panels.config_fields import CHOICE_TITLES, GROUPS, choices_of
+from mlm_studio.ui.panels.config.fields import CHOICE_TITLES, GROUPS, choices_of
 
 ARRANGEMENTS = {  # columns: each group's (row, column, rows spanned)
     3: {

@@ -26,8 +26,8 @@ from mlm_studio.core.evaluation.predict import FillMask
 from mlm_studio.core.progress import Progress
 from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.ui.construction import Construction
-from mlm_studio.ui.panels.masked_samples import MaskedSamples
-from mlm_studio.ui.panels.masking_form import MaskingForm
+from mlm_studio.ui.panels.masking.form import MaskingForm
+from mlm_studio.ui.panels.masking.masked_samples import MaskedSamples
 from mlm_studio.ui.tasks import TaskRunner, show_progress
 from mlm_studio.ui.theme import ToneLabel
 from mlm_studio.ui.widgets.measured_rates import MeasuredRates
@@ -263,9 +263,3 @@ def _has_generator(run) -> bool:
         return folder.latest_checkpoint() is not None and folder.config.training.objective == "electra"
     except (OSError, UserError):
         return False
-
-
-if __name__ == "__main__":
-    from mlm_studio.ui.preview import preview
-
-    preview(MaskingPanel)

@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (
 
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.sections import ConfigError, DataConfig, MaskingConfig
-from mlm_studio.ui.panels.config_fields import form_fields
-from mlm_studio.ui.panels.masked_samples import legend, legend_cells
+from mlm_studio.ui.panels.config.fields import form_fields
+from mlm_studio.ui.panels.masking.masked_samples import legend, legend_cells
 from mlm_studio.ui.theme import PALETTE_CHANGES, ToneLabel, blended, tone
 
 INVALID_TINT = 0.22  # how much of the error tone an invalid field's background takes

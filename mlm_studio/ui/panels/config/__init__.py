@@ -1,0 +1,1 @@
+"""The Configuration panel (panel.py), the form's words (fields.py) and its editors and columns (form.py)."""

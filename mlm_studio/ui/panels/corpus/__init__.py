@@ -1,0 +1,1 @@
+"""The Corpus panel (panel.py) and the tokenizer trained on its corpus (tokenizer_section.py)."""
