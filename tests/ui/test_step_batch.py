@@ -9,10 +9,12 @@ from PySide6.QtCore import QPointF, Qt
 
 from mlm_studio.core.data.masking import MaskKind
 from mlm_studio.core.storage.step_file import HEADER, STEPS_FILE, read_steps, step_lines
+from mlm_studio.core.training.spikes import spike_steps
 from mlm_studio.ui.panels.step_batch import replayed_cell
 from mlm_studio.ui.panels.training import TrainingPanel
 from mlm_studio.ui.widgets.token_view import TokenView
 from mlm_studio.ui.workspace import Workspace
+from tests.core.helpers import small_config
 
 TIMEOUT_MS = 60_000
 
@@ -77,3 +79,33 @@ def test_a_step_without_a_checkpoint_before_it_says_why(qtbot, panel):
     qtbot.waitUntil(lambda: "keeps no checkpoint" in view.summary.text(), timeout=TIMEOUT_MS)
     assert view.replay is None
     assert view.summary.text().startswith("late keeps no checkpoint at or before step 2 to score it with")
+
+
+def test_a_spike_in_a_run_being_trained_is_marked_while_it_trains(qtbot, small_corpus, small_tokenizer, tmp_path):
+    """A learning rate warmed up to far too high a value blows the loss up part way through: its first spikes are
+    marked on the live loss plot as their steps arrive, well before the run ends."""
+    workspace = Workspace()
+    workspace.set_corpus(small_corpus)
+    workspace.set_tokenizer(small_tokenizer)
+    too_fast = dict(learning_rate=0.9, warmup_steps=30, schedule="constant", max_grad_norm=0.0)
+    workspace.set_config(
+        small_config(max_steps=40, log_interval=2, eval_interval=40, checkpoint_interval=40, **too_fast)
+    )
+    workspace.set_runs_root(tmp_path / "runs")
+    widget = TrainingPanel(workspace)
+    qtbot.addWidget(widget)
+    widget.resize(1200, 760)
+    widget.show()
+    picker = widget.step_batches.picker
+    seen = []  # (step, spikes marked then) at each step record, after the panel has drawn it
+    widget.controller.record.connect(
+        lambda record: seen.append((record.step, picker.spikes.tolist())) if record.kind == "step" else None
+    )
+    with qtbot.waitSignal(widget.run_finished, timeout=120_000):
+        qtbot.mouseClick(widget.start_button, Qt.MouseButton.LeftButton)
+    spikes = spike_steps(read_steps(workspace.run, workspace.run.name)).tolist()
+    first = next(step for step, marked in seen if marked)
+    assert spikes and seen[-1][0] == 40 and first < 36  # marked while steps were still to come
+    assert all(marked == spikes[: len(marked)] for _, marked in seen)  # marked as they were written, never taken back
+    x, _ = picker.marks.getData()
+    assert x.tolist() == spikes and picker.marks in widget.plots.plots["loss"].items
