@@ -84,6 +84,9 @@ def click_times(run: Path, clicks: int) -> tuple[float, list[float]]:
     panel.resize(1200, 760)
     panel.show()
     panel.refresh_runs()
+    while panel.workspace.reading_runs:  # the folder read off the GUI thread
+        app.processEvents()
+        time.sleep(0.001)
     panel.open_run(run)
     batches = panel.step_batches.view
 
