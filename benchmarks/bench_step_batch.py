@@ -7,7 +7,8 @@ click replays a step with its own weights, as the test in tests/ui/alone does). 
 training run's spikes live: the GUI thread's time per step record as its steps.tsv grows to --steps steps.
 
 Run: python benchmarks/bench_step_batch.py [--clicks 8] [--steps 5000]
-(PYTHONPATH at another tree measures that tree's window alike)
+(PYTHONPATH at another tree measures that tree's window alike; --steps 0 leaves out the live marks, which a tree
+from before them lacks)
 """
 
 from __future__ import annotations
@@ -151,29 +152,32 @@ def main() -> None:
     parser.add_argument("--clicks", type=int, default=8)
     parser.add_argument("--steps", type=int, default=5000, help="steps of the run whose spikes are followed")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
-        followed, whole = live_mark_costs(Path(folder), args.steps, 10)
-        run = trained_run(Path(folder))
-        from mlm_studio.core.training.replay import Replayer
+    from mlm_studio.core.training import replay
     from mlm_studio.ui.panels.step_batch import StepBatchView
 
     replays, draws = [], []
-    timed(Replayer, "replay", replays)
+    if hasattr(replay, "Replayer"):  # a tree from before it replays otherwise: its clicks are timed whole
+        timed(replay.Replayer, "replay", replays)
     timed(StepBatchView, "_show", draws)
-    first, later = click_times(run, args.clicks)
+    with tempfile.TemporaryDirectory() as folder:
+        followed, whole = live_mark_costs(Path(folder), args.steps, 10) if args.steps else ([], [])
+        run = trained_run(Path(folder))
+        first, later = click_times(run, args.clicks)
     ms = [s * 1000 for s in later]
     print(f"default preset, {machine()}, load average {os.getloadavg()[0]:.2f} (1 min) after the clicks")
     print(f"first click (the run's blocks read): {first * 1000:.0f} ms")
     print(f"{len(ms)} later clicks: median {statistics.median(ms):.0f} ms, max {max(ms):.0f} ms, min {min(ms):.0f} ms")
     for said, seconds in (("the replay (its task's thread)", replays[1:]), ("drawing the batch", draws[1:])):
         part = [s * 1000 for s in seconds]
-        print(f"  of which {said}: median {statistics.median(part):.0f} ms, max {max(part):.0f} ms")
-    print(
-        f"spikes of a run being trained, {args.steps} steps, 10 a record: the GUI thread per record "
-        f"{statistics.median(followed) * 1000:.2f} ms median, {max(followed) * 1000:.2f} ms max, "
-        f"{statistics.median(followed[-50:]) * 1000:.2f} ms over the last 50 records; the whole file read again "
-        f"{whole[-1] * 1000:.1f} ms at {args.steps} steps"
-    )
+        if part:
+            print(f"  of which {said}: median {statistics.median(part):.0f} ms, max {max(part):.0f} ms")
+    if followed:
+        print(
+            f"spikes of a run being trained, {args.steps} steps, 10 a record: the GUI thread per record "
+            f"{statistics.median(followed) * 1000:.2f} ms median, {max(followed) * 1000:.2f} ms max, "
+            f"{statistics.median(followed[-50:]) * 1000:.2f} ms over the last 50 records; the whole file read again "
+            f"{whole[-1] * 1000:.1f} ms at {args.steps} steps"
+        )
 
 
 if __name__ == "__main__":
