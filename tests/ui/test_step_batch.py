@@ -109,3 +109,13 @@ def test_a_spike_in_a_run_being_trained_is_marked_while_it_trains(qtbot, small_c
     assert all(marked == spikes[: len(marked)] for _, marked in seen)  # marked as they were written, never taken back
     x, _ = picker.marks.getData()
     assert x.tolist() == spikes and picker.marks in widget.plots.plots["loss"].items
+
+
+def test_a_steps_file_damaged_while_followed_leaves_the_marks_and_one_damaged_from_the_start_marks_none(panel):
+    picker, run = panel.step_batches.picker, panel.workspace.shown_run
+    with open(run / STEPS_FILE, "a", encoding="utf-8") as file:
+        file.write("41\tnot a loss\t1.0\n")
+    panel.plots.stepped.emit()  # a step record of the run
+    assert picker.spikes.tolist() == [30] and picker.marks.getData()[0].tolist() == [30.0]
+    panel.step_batches.mark(run)  # the run opened again
+    assert picker.spikes.tolist() == [] and len(picker.marks.getData()[0]) == 0
