@@ -119,3 +119,23 @@ def test_a_steps_file_damaged_while_followed_leaves_the_marks_and_one_damaged_fr
     assert picker.spikes.tolist() == [30] and picker.marks.getData()[0].tolist() == [30.0]
     panel.step_batches.mark(run)  # the run opened again
     assert picker.spikes.tolist() == [] and len(picker.marks.getData()[0]) == 0
+
+
+@pytest.mark.qt_log_ignore("This plugin does not support raise")  # the offscreen platform's own limitation
+def test_a_second_click_reuses_the_runs_replayer_until_its_config_changes_or_the_run_is_gone(qtbot, panel, tmp_path):
+    view, run = panel.step_batches.view, panel.workspace.shown_run
+    click_point(qtbot, panel, "loss", 37)
+    qtbot.waitUntil(lambda: view.replay is not None and view.replay.step == 37, timeout=TIMEOUT_MS)
+    kept = view._replayer
+    click_point(qtbot, panel, "accuracy", 38)
+    qtbot.waitUntil(lambda: view.replay is not None and view.replay.step == 38, timeout=TIMEOUT_MS)
+    assert view._replayer is kept and view.replay.checkpoint == "step-0000036"
+    config = run / "config.toml"
+    config.write_text(config.read_text(encoding="utf-8"), encoding="utf-8")  # written anew, as a resume writes it
+    click_point(qtbot, panel, "loss", 37)
+    qtbot.waitUntil(lambda: view.replay is not None and view.replay.step == 37, timeout=TIMEOUT_MS)
+    assert view._replayer is not kept
+    shutil.move(run, tmp_path / "elsewhere")
+    click_point(qtbot, panel, "loss", 38)
+    qtbot.waitUntil(lambda: "does not exist" in view.summary.text(), timeout=TIMEOUT_MS)
+    assert view.replay is None

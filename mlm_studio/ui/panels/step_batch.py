@@ -69,19 +69,25 @@ class StepBatchView(QWidget):
         self.title.setText(f"<b>Step {step}</b> of {run.name}")
         self.summary.setText("Rebuilding the step's batch and scoring it…")
         self._clear()
-        replayer = self._replayer
-        if replayer is None or replayer.run.path != run or not replayer.current():
-            replayer = self._replayer = Replayer(run)
+        kept = self._replayer
+        if kept is not None and (kept.run.path != run or not kept.current()):
+            kept = None
+
+        def work(progress):
+            replayer = kept or Replayer(run)  # a run folder gone is refused in its sentence
+            return replayer, replayer.replay(step, progress)
+
         self.progress.setRange(0, 0)
         self.progress.show()
-        self.runner.start(lambda progress: replayer.replay(step, progress))
+        self.runner.start(work)
         if self.isVisible():
             self.raise_()  # open behind the main window: in front again
         else:
             self.show()
 
-    def _show(self, replay: Replay) -> None:
-        self.replay = replay
+    def _show(self, result: tuple[Replayer, Replay]) -> None:
+        self._replayer, self.replay = result
+        replay = self.replay
         self.summary.setText(
             f"Scored with {replay.checkpoint_said()}. Loss {replay.loss:.4f} over {replay.predicted} masked tokens; "
             f"its {len(replay.sequences)} blocks by their share of it, largest first (hover a masked token for the "
