@@ -97,10 +97,15 @@ def test_a_spike_in_a_run_being_trained_is_marked_while_it_trains(qtbot, small_c
     widget.resize(1200, 760)
     widget.show()
     picker = widget.step_batches.picker
-    seen = []  # (step, spikes marked then) at each step record, after the panel has drawn it
-    widget.controller.record.connect(
-        lambda record: seen.append((record.step, picker.spikes.tolist())) if record.kind == "step" else None
-    )
+    seen, followers = [], set()  # (step, spikes marked then) at each step record, after the panel drew it
+    batches = widget.step_batches
+
+    def on_record(record):
+        if record.kind == "step":
+            seen.append((record.step, picker.spikes.tolist()))
+            followers.add(id(batches.live))
+
+    widget.controller.record.connect(on_record)
     with qtbot.waitSignal(widget.run_finished, timeout=120_000):
         qtbot.mouseClick(widget.start_button, Qt.MouseButton.LeftButton)
     spikes = spike_steps(read_steps(workspace.run, workspace.run.name)).tolist()
@@ -109,6 +114,8 @@ def test_a_spike_in_a_run_being_trained_is_marked_while_it_trains(qtbot, small_c
     assert all(marked == spikes[: len(marked)] for _, marked in seen)  # marked as they were written, never taken back
     x, _ = picker.marks.getData()
     assert x.tolist() == spikes and picker.marks in widget.plots.plots["loss"].items
+    # one reading of the file, followed from its first line to its last: never read whole again
+    assert len(followers) == 1 and batches.live.tail.offset == (workspace.run / STEPS_FILE).stat().st_size
 
 
 def test_a_steps_file_damaged_while_followed_leaves_the_marks_and_one_damaged_from_the_start_marks_none(panel):
