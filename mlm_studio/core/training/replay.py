@@ -243,14 +243,14 @@ class _Scorer:
             out = self.model(masked.input_ids, attention, masked.labels)  # with gradients, as trained
         self.loss_sum += float(out.masked_lm_loss.detach().float()) * len(out.labels)
         self.predicted += len(out.labels)
-        logits = out.logits.detach().float()
-        token_loss = torch.logsumexp(logits, -1) - logits.gather(1, out.labels[:, None]).squeeze(1)
-        best = logits.softmax(-1).topk(min(CANDIDATES, logits.shape[-1]), dim=-1)
+        log_chances = out.logits.detach().float().log_softmax(-1)  # one pass over the vocabulary for both
+        token_loss = -log_chances.gather(1, out.labels[:, None]).squeeze(1)
+        best = log_chances.topk(min(CANDIDATES, log_chances.shape[-1]), dim=-1)
         rows, columns = (masked.labels != IGNORE_INDEX).nonzero(as_tuple=True)  # the order of the logits' rows
         corrupted = getattr(out, "corrupted", None)
         shown_ids, kinds = masked.input_ids.cpu().numpy(), masked.kinds.cpu().numpy()
         generated = corrupted.cpu().numpy() if corrupted is not None else None
-        scores = _per_position(rows.cpu(), columns.cpu(), token_loss.cpu(), best.indices.cpu(), best.values.cpu())
+        scores = _per_position(rows.cpu(), columns.cpu(), token_loss.cpu(), best.indices.cpu(), best.values.exp().cpu())
         sequences = []
         for row, block in enumerate(indices.tolist()):
             shown = preview_row(
