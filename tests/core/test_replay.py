@@ -10,7 +10,7 @@ from mlm_studio.core.config.sections import MaskingConfig
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.data.masking import MaskKind
 from mlm_studio.core.storage.step_file import read_steps
-from mlm_studio.core.training.replay import ReplayRefused, replay_step
+from mlm_studio.core.training.replay import Replayer, ReplayRefused, replay_step
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config
@@ -145,3 +145,22 @@ def test_a_run_whose_corpus_changed_is_refused(tmp_path, corpus_file, small_toke
         match=r"cannot replay run: its corpus changed since the run started \(.*corpus.txt has other contents",
     ):
         replay_step(run.path, 2)
+
+
+def test_one_replayer_replays_every_step_as_a_fresh_replay_does_and_sees_weights_written_anew(
+    tmp_path, small_corpus, small_tokenizer
+):
+    run = trained(tmp_path / "run", replay_config(), small_corpus, small_tokenizer)
+    replayer, logged = Replayer(run.path), logged_losses(run)
+    for step in [4, 2, 3, 2, 4]:  # checkpoints in any order, one again
+        kept = replayer.replay(step)
+        assert kept == replay_step(run.path, step) and kept.loss == pytest.approx(logged[step], rel=1e-4)
+    older = run.path / "checkpoints" / "step-0000001" / "model.safetensors"
+    newer = run.path / "checkpoints" / "step-0000002" / "model.safetensors"
+    older.unlink()
+    shutil.copyfile(newer, older)  # step 1's weights written anew: step 2 now reads step 2's
+    assert replayer.replay(2) == replay_step(run.path, 2) and replayer.replay(2).loss != pytest.approx(logged[2])
+    assert replayer.current()
+    config = run.path / "config.toml"
+    config.write_text(config.read_text(encoding="utf-8").replace("max_steps = 4", "max_steps = 5"), encoding="utf-8")
+    assert not replayer.current()  # a resume that changed a setting: the window makes a new one

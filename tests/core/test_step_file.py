@@ -9,7 +9,14 @@ import torch
 
 from mlm_studio.core.runs.distributed import SINGLE
 from mlm_studio.core.runs.step_sums import StepLog
-from mlm_studio.core.storage.step_file import STEPS_FILE, StepFileDamaged, read_steps, truncate_steps_after
+from mlm_studio.core.storage.step_file import (
+    STEPS_FILE,
+    StepFileDamaged,
+    StepTail,
+    append_steps,
+    read_steps,
+    truncate_steps_after,
+)
 from mlm_studio.core.training.runs import start_run, training_blocks
 from mlm_studio.core.training.trainer import Trainer
 from tests.core.helpers import small_config
@@ -87,3 +94,39 @@ def test_steps_a_full_disk_refused_are_written_with_the_next_ones(tmp_path, tmpf
     assert steps.steps.tolist() == list(range(1, 403))
     assert steps.loss[[0, 1, 401]].tolist() == [5.5, 4.5, 2.0]
     assert steps.grad_norm[[0, 3, 401]].tolist() == [3.0, 1.5, 1.5] and np.isnan(steps.grad_norm[[1, 2]]).all()
+
+
+def test_a_growing_file_is_followed_a_few_lines_at_a_time(tmp_path):
+    tail = StepTail(tmp_path, "run")
+    assert len(tail.read()) == 0 and not tail.begun_again  # no file yet
+    append_steps(tmp_path, [(step, 6.0 - step / 1000, 1.0) for step in range(1, 3001)])
+    assert tail.read().steps.tolist() == list(range(1, 3001))
+    with open(tmp_path / STEPS_FILE, "a", encoding="utf-8") as file:
+        file.write("3001\t3.0\t1.0\n3002\t2.9")  # the second line still being written
+    assert tail.read().steps.tolist() == [3001]
+    with open(tmp_path / STEPS_FILE, "a", encoding="utf-8") as file:
+        file.write("\t0.5\n")
+    newest = tail.read()
+    assert newest.steps.tolist() == [3002] and newest.at(3002) == (2.9, 0.5)
+    assert tail.offset == (tmp_path / STEPS_FILE).stat().st_size  # every byte read once
+    assert len(tail.read()) == 0 and not tail.begun_again
+
+
+def test_a_file_cut_back_by_a_resume_is_read_again_from_its_start(tmp_path):
+    append_steps(tmp_path, [(step, 5.0, 1.0) for step in range(1, 21)])
+    tail = StepTail(tmp_path, "run")
+    assert len(tail.read()) == 20
+    truncate_steps_after(tmp_path, 12)
+    append_steps(tmp_path, [(13, 4.0, 1.0)])
+    again = tail.read()
+    assert tail.begun_again and again.steps.tolist() == list(range(1, 14)) and again.at(13) == (4.0, 1.0)
+
+
+def test_damage_in_the_lines_appended_is_said_with_its_line_number(tmp_path):
+    append_steps(tmp_path, [(1, 5.0, 1.0), (2, 5.0, 1.0)])
+    tail = StepTail(tmp_path, "run")
+    tail.read()
+    with open(tmp_path / STEPS_FILE, "a", encoding="utf-8") as file:
+        file.write("3\t5.0\t1.0\n2\t5.0\t1.0\n")
+    with pytest.raises(StepFileDamaged, match=r"damaged at line 5 \(step 2 after step 3\)"):
+        tail.read()

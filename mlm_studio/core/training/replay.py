@@ -10,17 +10,20 @@ that checkpoint's, said as such.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.data.builtin_corpus import restore_builtin_corpus
 from mlm_studio.core.data.corpus import load_corpus
 from mlm_studio.core.data.dataset import BlockSet, split_blocks, tokenize_corpus
 from mlm_studio.core.data.masking import IGNORE_INDEX, Masker
 from mlm_studio.core.data.masking_preview import PreviewToken, preview_row
+from mlm_studio.core.data.tokenizer import MLMTokenizer
 from mlm_studio.core.errors import UserError
 from mlm_studio.core.models.build import build_trained
 from mlm_studio.core.progress import Progress
@@ -99,36 +102,85 @@ def replay_step(
 ) -> Replay:
     """Replay step `step` of the run in `path` (see the module's description); `device` overrides the run's, and
     `blocks`, the run's training blocks from `replay_blocks`, save reading its corpus again."""
-    run = RunDir(path)
-    if run.task is not None:
-        raise ReplayRefused(f"{run.name} is a fine-tuning run; replay reads pre-training runs")
-    trained = trained_steps(run)
-    if not 1 <= step <= trained:
-        raise ReplayRefused(
-            f"step {step} is not a step of {run.name}, which has trained {trained} step(s)"
-            + (f"; give a step from 1 to {trained}" if trained else "")
-        )
-    name, weights_step, folder = chosen_weights(run, step)
-    train = blocks if blocks is not None else replay_blocks(run, progress)
-    config, t = run.config, run.config.training
-    torch_device = resolve_device(device or t.device)
-    model = build_trained(config)
-    load_weights(folder, model)
-    model.to(torch_device).train()
-    world_size = int(read_state(folder).get("world_size") or 1) if name != "init" else 1
-    scorer = _Scorer(run, train, model, torch_device)
-    sequences = []
-    for rank in range(world_size):
-        order = training_order(run, len(train), rank, world_size)
-        torch.manual_seed(dropout_seed(t.seed, step - 1))
-        for micro in range(t.grad_accumulation):
-            index = (step - 1) * t.grad_accumulation + micro
-            seed = masking_seed(t.seed, index, rank, world_size)
-            sequences += scorer.micro_batch(order(index), seed, rank, micro)
-    loss_sum, predicted = scorer.loss_sum, scorer.predicted
-    worst_first = sorted(sequences, key=lambda s: -s.loss_sum)
-    loss = loss_sum / predicted if predicted else float("nan")
-    return Replay(step, name, weights_step, loss, predicted, tuple(worst_first))
+    return Replayer(path, device, blocks).replay(step, progress)
+
+
+class Replayer:
+    """Replays steps of one run, keeping between them what they share: the run's training blocks, tokenizer and
+    model, and the weights last loaded (read again only from another checkpoint, or one written anew). Once the
+    run's config.toml has changed (a resume that changes a setting), `current` is false: replay with a new one.
+    One replay at a time: a second waits for the first."""
+
+    def __init__(self, path: str | Path, device: str | None = None, blocks: BlockSet | None = None) -> None:
+        self.run = RunDir(path)
+        self.device = device
+        self.blocks = blocks
+        self._config_stamp = _stamp(self.run.path / "config.toml")
+        self._tokenizer: MLMTokenizer | None = None
+        self._model: torch.nn.Module | None = None
+        self._weights: tuple[Path, tuple[int, int, int] | None] | None = None  # the folder loaded, and its file's stamp
+        self._lock = threading.Lock()
+
+    def current(self) -> bool:
+        """Whether the run's configuration is still the one this replayer read."""
+        return _stamp(self.run.path / "config.toml") == self._config_stamp
+
+    def replay(self, step: int, progress: Progress | None = None) -> Replay:
+        """Step `step` replayed; refused (ReplayRefused) as `replay_step` refuses it."""
+        with self._lock:
+            return self._replay(step, progress)
+
+    def _replay(self, step: int, progress: Progress | None) -> Replay:
+        run = self.run
+        if run.task is not None:
+            raise ReplayRefused(f"{run.name} is a fine-tuning run; replay reads pre-training runs")
+        trained = trained_steps(run)
+        if not 1 <= step <= trained:
+            raise ReplayRefused(
+                f"step {step} is not a step of {run.name}, which has trained {trained} step(s)"
+                + (f"; give a step from 1 to {trained}" if trained else "")
+            )
+        name, weights_step, folder = chosen_weights(run, step)
+        if self.blocks is None:
+            self.blocks = replay_blocks(run, progress)
+        t = run.config.training
+        model, torch_device = self._loaded(folder)
+        world_size = int(read_state(folder).get("world_size") or 1) if name != "init" else 1
+        scorer = _Scorer(run.config, self._tokenizer, self.blocks, model, torch_device)
+        sequences = []
+        for rank in range(world_size):
+            order = training_order(run, len(self.blocks), rank, world_size)
+            torch.manual_seed(dropout_seed(t.seed, step - 1))
+            for micro in range(t.grad_accumulation):
+                index = (step - 1) * t.grad_accumulation + micro
+                seed = masking_seed(t.seed, index, rank, world_size)
+                sequences += scorer.micro_batch(order(index), seed, rank, micro)
+        loss_sum, predicted = scorer.loss_sum, scorer.predicted
+        worst_first = sorted(sequences, key=lambda s: -s.loss_sum)
+        loss = loss_sum / predicted if predicted else float("nan")
+        return Replay(step, name, weights_step, loss, predicted, tuple(worst_first))
+
+    def _loaded(self, folder: Path) -> tuple[torch.nn.Module, torch.device]:
+        """The run's model (built once) holding the weights of `folder`, in training mode, and its device."""
+        torch_device = resolve_device(self.device or self.run.config.training.device)
+        if self._model is None:
+            self._tokenizer = self.run.tokenizer
+            self._model = build_trained(self.run.config).to(torch_device)
+        weights = (folder, _stamp(folder / "model.safetensors"))
+        if weights != self._weights:
+            self._weights = None  # until loaded whole
+            load_weights(folder, self._model)
+            self._weights = weights
+        return self._model.train(), torch_device
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """What tells a file from one written anew in its place: its inode, size and time; None when absent."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def trained_steps(run: RunDir) -> int:
@@ -175,10 +227,11 @@ def replay_blocks(run: RunDir, progress: Progress | None = None) -> BlockSet:
 class _Scorer:
     """Runs the trainer's forward on micro-batches and turns each block's scores into a `ReplayedSequence`."""
 
-    def __init__(self, run: RunDir, train: BlockSet, model: torch.nn.Module, device: torch.device) -> None:
-        config = run.config
+    def __init__(
+        self, config: RunConfig, tokenizer: MLMTokenizer, train: BlockSet, model: torch.nn.Module, device: torch.device
+    ) -> None:
         self.train, self.model, self.device = train, model, device
-        self.tokenizer = run.tokenizer
+        self.tokenizer = tokenizer
         self.masker = Masker.for_tokenizer(config.masking, self.tokenizer, device)
         self.generator = torch.Generator(device=device)
         self.autocast = autocast_dtype(config.training.precision, device)
@@ -190,14 +243,14 @@ class _Scorer:
             out = self.model(masked.input_ids, attention, masked.labels)  # with gradients, as trained
         self.loss_sum += float(out.masked_lm_loss.detach().float()) * len(out.labels)
         self.predicted += len(out.labels)
-        logits = out.logits.detach().float()
-        token_loss = torch.logsumexp(logits, -1) - logits.gather(1, out.labels[:, None]).squeeze(1)
-        best = logits.softmax(-1).topk(min(CANDIDATES, logits.shape[-1]), dim=-1)
+        log_chances = out.logits.detach().float().log_softmax(-1)  # one pass over the vocabulary for both
+        token_loss = -log_chances.gather(1, out.labels[:, None]).squeeze(1)
+        best = log_chances.topk(min(CANDIDATES, log_chances.shape[-1]), dim=-1)
         rows, columns = (masked.labels != IGNORE_INDEX).nonzero(as_tuple=True)  # the order of the logits' rows
         corrupted = getattr(out, "corrupted", None)
         shown_ids, kinds = masked.input_ids.cpu().numpy(), masked.kinds.cpu().numpy()
         generated = corrupted.cpu().numpy() if corrupted is not None else None
-        scores = _per_position(rows.cpu(), columns.cpu(), token_loss.cpu(), best.indices.cpu(), best.values.cpu())
+        scores = _per_position(rows.cpu(), columns.cpu(), token_loss.cpu(), best.indices.cpu(), best.values.exp().cpu())
         sequences = []
         for row, block in enumerate(indices.tolist()):
             shown = preview_row(

@@ -3,7 +3,7 @@ smoothed as TensorBoard smooths, thinned for drawing) and the ranges they need."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,6 +125,30 @@ def thinned(x: np.ndarray, y: np.ndarray, limit: int = MAX_POINTS) -> tuple[np.n
     keep = np.sort(np.concatenate([base + block.argmin(1), base + block.argmax(1), np.arange(rows * stride, n)]))
     keep = np.unique(keep)
     return x[keep], y[keep]
+
+
+def x_span(curves: Iterable[Series], axis: str) -> tuple[float, float] | None:
+    """The x range of all `curves` (a curve's x only grows), so that plots drawn against it agree; None without
+    values."""
+    ends = [(series.x(axis)[0], series.x(axis)[-1]) for series in curves if series.size]
+    if not ends:
+        return None
+    return sensible_range(float(min(low for low, _ in ends)), float(max(high for _, high in ends)))
+
+
+def nearest_x(curves: Iterable[Series], x: float, axis: str) -> float | None:
+    """The recorded x nearest to `x` among `curves`, if they have any."""
+    xs = [series.x(axis) for series in curves if series.size]
+    if not xs:
+        return None
+    every = np.concatenate(xs)
+    return float(every[np.abs(every - x).argmin()])
+
+
+def shown_plots(plots: Iterable[str], plotted: Iterable[str]) -> list[str]:
+    """The `plots` laid out: all but an optional one (ELECTRA's detection) that no curve is `plotted` in."""
+    drawn = set(plotted)
+    return [name for name in plots if name not in OPTIONAL_PLOTS or name in drawn]
 
 
 def finite(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -22,7 +22,7 @@ from typing import ClassVar
 import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.exporters
-from PySide6.QtCore import QEvent, QPointF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QPointF, QSignalBlocker, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QFrame, QScrollArea, QVBoxLayout, QWidget
 
@@ -38,10 +38,12 @@ from mlm_studio.ui.widgets.curve_data import (
     SHORT_SERIES,
     Series,
     finite,
+    nearest_x,
     one_value,
     plotted,
-    sensible_range,
+    shown_plots,
     thinned,
+    x_span,
 )
 from mlm_studio.ui.widgets.legend import HeaderLegend, distinct_names, legend_above
 from mlm_studio.ui.widgets.plots import (
@@ -72,6 +74,7 @@ class LivePlots(QWidget):
 
     hovered = Signal(str)  # the values under the mouse, or "" when it leaves the plots
     loaded = Signal()  # a run's records replaced the curves
+    stepped = Signal()  # a training step's record was added, one at a time (not those a run's records load)
 
     PLOTS: ClassVar[dict[str, tuple[str, bool]]] = {
         "loss": ("loss", False),
@@ -196,6 +199,8 @@ class LivePlots(QWidget):
                 key, metric.plot, label, curve.colour, metric.unit, 2 if wide else 1, None, curve.symbol, metric.smooth
             )
             series.append(*point, value)
+        if kind == "step":
+            self.stepped.emit()
 
     def set_hint(self, plot: str, text: str) -> None:
         """What `plot` says while it has no curve ("" for nothing)."""
@@ -207,8 +212,9 @@ class LivePlots(QWidget):
     def load(self, records: list[dict]) -> None:
         """Replace the curves with a run's recorded metrics."""
         self.clear()
-        for record in records:
-            self.add(record.get("type", ""), record)
+        with QSignalBlocker(self):
+            for record in records:
+                self.add(record.get("type", ""), record)
         self.redraw(everything=True)
         self.loaded.emit()
 
@@ -297,7 +303,7 @@ class LivePlots(QWidget):
         if not (everything or self.isVisible()):
             return
         names = list(self._dirty)
-        shared = self._x_span()
+        shared = x_span(self.series.values(), self.axis)
         for name in names if everything else names[:1]:
             del self._dirty[name]
             values = []
@@ -314,13 +320,6 @@ class LivePlots(QWidget):
         for span in self.spans.values():
             span.set_bounds(shared, span.y)
         self._fit_height()  # legends wrap as curves come and widths change
-
-    def _x_span(self) -> tuple[float, float] | None:
-        """The x range of every curve in every plot (a curve's x only grows), so the plots' x axes agree."""
-        ends = [(s.x(self.axis)[0], s.x(self.axis)[-1]) for s in self.series.values() if s.size]
-        if not ends:
-            return None
-        return sensible_range(float(min(low for low, _ in ends)), float(max(high for _, high in ends)))
 
     def reset_zoom(self) -> None:
         """Let every plot find its range again from its data (after a zoom, or the x-axis or the curves changed)."""
@@ -348,7 +347,7 @@ class LivePlots(QWidget):
     def _reflow(self, columns: int) -> None:
         """Lay the plots out in `columns` columns, each at least PLOT_HEIGHT tall (the grid scrolls when the
         window is lower); a plot only some runs have values for (ELECTRA's detection) only when it has curves."""
-        shown = self._shown_plots()
+        shown = shown_plots(self.plots, self._plot_of.values())
         if (columns, len(shown)) != (self.columns, self._shown):
             self.columns, self._shown = columns, len(shown)
             self.view.ci.clear()
@@ -356,13 +355,10 @@ class LivePlots(QWidget):
                 self.view.ci.addItem(self.cells[name], row=index // columns, col=index % columns)
         self._fit_height()
 
-    def _shown_plots(self) -> list[str]:
-        return [name for name in self.plots if name not in OPTIONAL_PLOTS or name in self._plot_of.values()]
-
     def _fit_height(self) -> None:
         """The grid's least height: each row PLOT_HEIGHT tall, and taller by the lines its legends wrapped onto,
         so a plot keeps its data area however many curves it names."""
-        shown, columns = self._shown_plots(), max(self.columns, 1)
+        shown, columns = shown_plots(self.plots, self._plot_of.values()), max(self.columns, 1)
         line = min(legend.minimumHeight() for legend in self.legends.values())
         rows = [shown[i : i + columns] for i in range(0, len(shown), columns)]
         height = sum(PLOT_HEIGHT + max(self.legends[name].minimumHeight() for name in row) - line for row in rows)
@@ -395,7 +391,8 @@ class LivePlots(QWidget):
         that x in the plot."""
         for name, plot in self.plots.items():
             if plot.vb.sceneBoundingRect().contains(position) and plot.isVisible():
-                x = self.nearest_x(name, plot.vb.mapSceneToView(position).x())
+                curves = [series for key, series in self.series.items() if self._plot_of[key] == name]
+                x = nearest_x(curves, plot.vb.mapSceneToView(position).x(), self.axis)
                 for other, cursor in self.cursors.items():
                     cursor.setVisible(other == name and x is not None)
                 if x is not None:
@@ -403,14 +400,6 @@ class LivePlots(QWidget):
                 self.hovered.emit(self.readout(name, plot.vb.mapSceneToView(position).x()))
                 return
         self._leave()
-
-    def nearest_x(self, plot: str, x: float) -> float | None:
-        """The recorded x nearest to `x` among `plot`'s curves, if it has any."""
-        xs = [series.x(self.axis) for key, series in self.series.items() if self._plot_of[key] == plot and series.size]
-        if not xs:
-            return None
-        every = np.concatenate(xs)
-        return float(every[np.abs(every - x).argmin()])
 
     def readout(self, plot: str, x: float) -> str:
         """`plot`'s curves at the recorded point nearest to `x`, as a line of text: "loss: training 2.31 nats at

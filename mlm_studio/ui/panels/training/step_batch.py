@@ -1,6 +1,7 @@
-"""A step's batch from the Training panel's curves: the shown run's loss spikes marked on its loss plot, and a click
-on a point of the loss, accuracy or gradient-norm curves opening that step's batch, replayed off the GUI thread and
-drawn as the masking preview draws blocks, each masked token with its loss and the model's candidates."""
+"""A step's batch from the Training panel's curves: the shown run's loss spikes marked on its loss plot (as its steps
+arrive, while it trains), and a click on a point of the loss, accuracy or gradient-norm curves opening that step's
+batch, replayed off the GUI thread and drawn as the masking preview draws blocks, each masked token with its loss
+and the model's candidates."""
 
 from __future__ import annotations
 
@@ -11,12 +12,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import QObject, QPointF, Qt, Signal
 from PySide6.QtWidgets import QLabel, QProgressBar, QScrollArea, QVBoxLayout, QWidget
 
-from mlm_studio.core.data.dataset import BlockSet
-from mlm_studio.core.runs.run_folder import RunDir
-from mlm_studio.core.storage.checkpoint import CheckpointError
-from mlm_studio.core.storage.step_file import StepLosses, read_steps
-from mlm_studio.core.training.replay import Replay, ReplayedToken, replay_blocks, replay_step
-from mlm_studio.core.training.spikes import spike_steps
+from mlm_studio.core.storage.step_file import StepFileDamaged
+from mlm_studio.core.training.replay import Replay, ReplayedToken, Replayer
+from mlm_studio.core.training.spikes import LiveSpikes
 from mlm_studio.ui.panels.masking.masked_samples import legend, token_cell
 from mlm_studio.ui.tasks import TaskRunner, show_progress
 from mlm_studio.ui.widgets.live_plots import LivePlots
@@ -64,18 +62,20 @@ class StepBatchView(QWidget):
         self.runner.failed.connect(self._refused)
         self.runner.finished.connect(self.progress.hide)
         self.replay: Replay | None = None
-        self._blocks: dict[Path, BlockSet] = {}  # each run's training blocks, read once
+        self._replayer: Replayer | None = None  # the last run's: its blocks, model and weights kept between clicks
 
     def show_step(self, run: Path, step: int) -> None:
         """Replay `step` of `run` in the background and show it when scored."""
         self.title.setText(f"<b>Step {step}</b> of {run.name}")
         self.summary.setText("Rebuilding the step's batch and scoring it…")
         self._clear()
-        blocks = self._blocks.get(run)
+        kept = self._replayer
+        if kept is not None and (kept.run.path != run or not kept.current()):
+            kept = None
 
         def work(progress):
-            read = blocks if blocks is not None else replay_blocks(RunDir(run), progress)
-            return run, read, replay_step(run, step, progress, blocks=read)
+            replayer = kept or Replayer(run)  # a run folder gone is refused in its sentence
+            return replayer, replayer.replay(step, progress)
 
         self.progress.setRange(0, 0)
         self.progress.show()
@@ -85,10 +85,9 @@ class StepBatchView(QWidget):
         else:
             self.show()
 
-    def _show(self, result: tuple[Path, BlockSet, Replay]) -> None:
-        run, blocks, replay = result
-        self._blocks = {run: blocks}
-        self.replay = replay
+    def _show(self, result: tuple[Replayer, Replay]) -> None:
+        self._replayer, self.replay = result
+        replay = self.replay
         self.summary.setText(
             f"Scored with {replay.checkpoint_said()}. Loss {replay.loss:.4f} over {replay.predicted} masked tokens; "
             f"its {len(replay.sequences)} blocks by their share of it, largest first (hover a masked token for the "
@@ -127,19 +126,27 @@ class StepPicker(QObject):
         super().__init__(plots)
         self.plots = plots
         self.spikes = np.zeros(0, dtype=np.int64)
+        self.spike_loss = np.zeros(0)
         self.marks = pg.ScatterPlotItem(symbol="t1", size=10, brush=pg.mkBrush(SPIKE_COLOUR), pen=None)
         plots.view.scene().sigMouseClicked.connect(self._on_click)
 
-    def mark(self, steps: StepLosses) -> None:
-        """Mark the spikes of `steps` at their own loss (and remember them, for picking)."""
+    def mark(self, spikes: np.ndarray, loss: np.ndarray, again: bool) -> None:
+        """Mark the steps `spikes` at their `loss` (a loss that is not a number at the top of the plot), besides
+        those marked before unless `again` (and remember them, for picking)."""
         self.plots.construction.finish()
-        self.spikes = spike_steps(steps)
-        where = np.searchsorted(steps.steps, self.spikes)
-        loss = np.nan_to_num(steps.loss[where], nan=float(np.nanmax(steps.loss, initial=0.0)))
+        if again:
+            self.spikes, self.spike_loss = spikes, loss
+        elif len(spikes):
+            self.spikes = np.concatenate([self.spikes, spikes])
+            self.spike_loss = np.concatenate([self.spike_loss, loss])
+        elif self.marks in self.plots.plots["loss"].items:
+            return  # nothing new
+        series = self.plots.series.get("step_loss")
+        top = float(np.nanmax(series.y, initial=0.0)) if series is not None else 0.0
         plot = self.plots.plots["loss"]
         if self.marks not in plot.items:  # a cleared plot lost it
             plot.addItem(self.marks)
-        self.marks.setData(self._x_of(self.spikes), loss)
+        self.marks.setData(self._x_of(self.spikes), np.nan_to_num(self.spike_loss, nan=top, posinf=top))
         self.marks.setToolTip(f"{len(self.spikes)} loss spike(s): click one to see its batch")
 
     def _x_of(self, steps: np.ndarray) -> np.ndarray:
@@ -170,24 +177,40 @@ class StepPicker(QObject):
 
 
 class StepBatches(QObject):
-    """The Training panel's step batches: spikes marked for each run shown, a picked step's batch in its window."""
+    """The Training panel's step batches: spikes marked for each run shown, and as its steps arrive for the run
+    being trained, a picked step's batch in its window."""
 
     def __init__(self, plots: LivePlots, workspace) -> None:
         super().__init__(plots)
         self.workspace = workspace
         self.picker = StepPicker(plots)
         self.view = StepBatchView(plots)
+        self.live: LiveSpikes | None = None  # the shown run's steps.tsv, followed as it grows
         self.picker.picked.connect(self.open_step)
         workspace.shown_run_changed.connect(self.mark)
         plots.loaded.connect(lambda: self.mark(workspace.shown_run))
+        plots.stepped.connect(self.mark_new)
 
     def mark(self, run: Path | None) -> None:
-        """Mark `run`'s spikes (none for a run without steps.tsv, or with one damaged: replay still works)."""
-        try:
-            steps = read_steps(run, run.name) if run is not None else None
-        except (CheckpointError, ValueError, OSError):
-            steps = None
-        self.picker.mark(steps if steps is not None else StepLosses(*(np.zeros(0),) * 3))
+        """Mark `run`'s spikes, read from its whole steps.tsv (none for a run without one, or with one damaged:
+        replay still works)."""
+        self.live = LiveSpikes(Path(run), Path(run).name) if run is not None else None
+        self._update(again=True)
+
+    def mark_new(self) -> None:
+        """Mark the spikes among the steps written since the last look: only those lines are read."""
+        if self.live is not None:
+            self._update(again=False)
+
+    def _update(self, again: bool) -> None:
+        found = np.zeros(0, dtype=np.int64), np.zeros(0), again
+        if self.live is not None:
+            try:
+                found = self.live.update()
+            except StepFileDamaged:
+                self.live = None
+        spikes, loss, begun_again = found
+        self.picker.mark(spikes, loss, again or begun_again)
 
     def open_step(self, step: int) -> None:
         run = self.workspace.shown_run
