@@ -77,7 +77,7 @@ def click_times(run: Path, clicks: int) -> tuple[float, list[float]]:
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
 
-    from mlm_studio.ui.panels.training import TrainingPanel
+    from mlm_studio.ui.panels.training.panel import TrainingPanel
     from mlm_studio.ui.workspace import Workspace
 
     app = QApplication.instance() or QApplication([])

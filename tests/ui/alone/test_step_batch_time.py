@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPointF, Qt
 
-from mlm_studio.ui.panels.training import TrainingPanel
+from mlm_studio.ui.panels.training.panel import TrainingPanel
 from mlm_studio.ui.workspace import Workspace
 
 STEPS = 5
