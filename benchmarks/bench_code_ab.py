@@ -8,7 +8,7 @@ two versions' numerics learn).
 The other version is a checkout of another commit (`git worktree add ../before COMMIT`); the tokenizer is trained
 once and shared, so both train on the same pieces.
 
-Run: python benchmarks/bench_code_ab.py --other ../before [--preset modern] [--repeats 5] [--steps 25]
+Run: python benchmarks/bench_code_ab.py --other ../before [--preset modern] [--repeats 5] [--steps 25] [--seed 0]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parents[1]
 FROM = 5
 
 
-def one_run(tokenizer: str, preset_name: str, steps: int) -> dict:
+def one_run(tokenizer: str, preset_name: str, steps: int, seed: int) -> dict:
     """This interpreter's version trains `preset_name` for `steps` steps: ms per step after FROM, tokens/s, and
     the held-out accuracy after the last step."""
     from mlm_studio.core.config.presets import preset
@@ -40,8 +40,8 @@ def one_run(tokenizer: str, preset_name: str, steps: int) -> dict:
 
     corpus = load_corpus([ensure_builtin_corpus()])
     config = preset(preset_name).with_values(
-        {"training.max_steps": steps, "training.log_interval": 1, "training.eval_interval": steps,
-         "training.checkpoint_interval": 1000, "training.device": "cpu"}
+        {"training.max_steps": steps, "training.seed": seed, "training.log_interval": 1,
+         "training.eval_interval": steps, "training.checkpoint_interval": 1000, "training.device": "cpu"}
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as folder:
         trainer = prepare_trainer(
@@ -63,10 +63,11 @@ def main() -> None:
     parser.add_argument("--preset", default="modern")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=25, help=f"steps a run (more than {FROM})")
+    parser.add_argument("--seed", type=int, default=0, help="the runs' training seed")
     parser.add_argument("--side", nargs=2, metavar=("TOKENIZER", "PRESET"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.side:
-        print(json.dumps(one_run(*args.side, args.steps)))
+        print(json.dumps(one_run(*args.side, args.steps, args.seed)))
         return
     from mlm_studio.core.config.presets import preset
     from mlm_studio.core.data.builtin_corpus import ensure_builtin_corpus
@@ -82,7 +83,16 @@ def main() -> None:
         for _ in range(args.repeats):
             for name, tree in versions.items():
                 env = {**os.environ, "PYTHONPATH": str(tree)}
-                command = [sys.executable, __file__, "--other", str(args.other), "--steps", str(args.steps)]
+                command = [
+                    sys.executable,
+                    __file__,
+                    "--other",
+                    str(args.other),
+                    "--steps",
+                    str(args.steps),
+                    "--seed",
+                    str(args.seed),
+                ]
                 command += ["--side", path, args.preset]
                 done = subprocess.run(command, capture_output=True, text=True, env=env, check=True, cwd=folder)
                 results[name].append(json.loads(done.stdout.splitlines()[-1]))

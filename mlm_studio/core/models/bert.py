@@ -46,8 +46,7 @@ class BertEmbeddings(nn.Module):
         """Without segment ids, every token is of segment A."""
         table = self.token_type_embeddings
         types = table.weight[0] if token_type_ids is None else table(token_type_ids)
-        words = self.word_embeddings(input_ids)
-        x = words + types + self.positions(input_ids).to(words.dtype)  # summed in transformers' order
+        x = self.word_embeddings(input_ids) + types + self.positions(input_ids)  # summed in transformers' order
         return self.dropout(self.LayerNorm(x))
 
 

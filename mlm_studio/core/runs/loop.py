@@ -33,7 +33,7 @@ import torch
 from mlm_studio.core.config.run_config import RunConfig
 from mlm_studio.core.config.schedule import learning_rate
 from mlm_studio.core.runs.control import TrainingControl
-from mlm_studio.core.runs.device import resolve_device
+from mlm_studio.core.runs.device import autocast_dtype, resolve_device
 from mlm_studio.core.runs.distributed import SINGLE, Distributed, any_rank, no_sync_unless, summed
 from mlm_studio.core.runs.failures import (
     OOM_MESSAGE,
@@ -44,7 +44,6 @@ from mlm_studio.core.runs.failures import (
     refuse_nonfinite_resume,
     save_error_message,
 )
-from mlm_studio.core.runs.precision import step_forward
 from mlm_studio.core.runs.records import (
     CheckpointRecord,
     FailedRecord,
@@ -109,6 +108,7 @@ class Loop:
         self.pause_on_save_error = pause_on_save_error
         t = self.config.training
         self.device = device or resolve_device(t.device)
+        self.autocast = autocast_dtype(t.precision, self.device)  # None: fp32
         self.eval_interval = t.eval_interval
         self.step, self.tokens_seen, self.elapsed = 0, 0, 0.0
         self.warmup_ended_at: float | None = None  # training time when warm-up ended (the decay starts there)
@@ -126,13 +126,13 @@ class Loop:
             self.run_dir.remove_leftovers()
         self._resume()
         self.last_saved = self.step
-        self.forward, self.autocast = step_forward(self.model, t.precision, self.device)  # autocast None: none
+        self.forward = self.model
         if self.dist.world_size > 1:
             from torch.nn.parallel import DistributedDataParallel
 
             ids = [self.device.index] if self.device.type == "cuda" else None
             self.forward = DistributedDataParallel(
-                self.forward, device_ids=ids, find_unused_parameters=self.find_unused_parameters
+                self.model, device_ids=ids, find_unused_parameters=self.find_unused_parameters
             )
         if t.compile:
             self.forward = torch.compile(self.forward)

@@ -24,9 +24,8 @@ from mlm_studio.core.data.masking_preview import PreviewToken, preview_row
 from mlm_studio.core.errors import UserError
 from mlm_studio.core.models.build import build_trained
 from mlm_studio.core.progress import Progress
-from mlm_studio.core.runs.device import resolve_device
+from mlm_studio.core.runs.device import autocast_dtype, resolve_device
 from mlm_studio.core.runs.loop import dropout_seed
-from mlm_studio.core.runs.precision import step_forward
 from mlm_studio.core.runs.run_folder import RunDir, checkpoint_step
 from mlm_studio.core.storage.checkpoint import load_weights, read_state
 from mlm_studio.core.training.held_out import mask_blocks
@@ -178,17 +177,17 @@ class _Scorer:
 
     def __init__(self, run: RunDir, train: BlockSet, model: torch.nn.Module, device: torch.device) -> None:
         config = run.config
-        self.train, self.device = train, device
+        self.train, self.model, self.device = train, model, device
         self.tokenizer = run.tokenizer
         self.masker = Masker.for_tokenizer(config.masking, self.tokenizer, device)
         self.generator = torch.Generator(device=device)
-        self.forward, self.autocast = step_forward(model, config.training.precision, device)
+        self.autocast = autocast_dtype(config.training.precision, device)
         self.loss_sum, self.predicted = 0.0, 0
 
     def micro_batch(self, indices: np.ndarray, seed: int, rank: int, micro: int) -> list[ReplayedSequence]:
         masked, attention, _, batch = mask_blocks(self.train, indices, seed, self.masker, self.generator, self.device)
         with torch.autocast(self.device.type, dtype=self.autocast, enabled=self.autocast is not None):
-            out = self.forward(masked.input_ids, attention, masked.labels)  # with gradients, as trained
+            out = self.model(masked.input_ids, attention, masked.labels)  # with gradients, as trained
         self.loss_sum += float(out.masked_lm_loss.detach().float()) * len(out.labels)
         self.predicted += len(out.labels)
         logits = out.logits.detach().float()
