@@ -383,7 +383,7 @@ def test_long_run_names_keep_their_end_and_say_it_whole_in_a_tooltip(qtbot, trai
     shutil.copytree(trained_runs / "late", tmp_path / name)
     table = RunsTable()
     qtbot.addWidget(table)
-    table.show_runs(RunsFolder().read(tmp_path).pretraining.found)
+    table.show_runs(RunsFolder().read(tmp_path))
     assert table.textElideMode() == Qt.TextElideMode.ElideMiddle
     assert table.item(0, 0).toolTip().splitlines()[0] == name
     assert table.item(0, 1).text() == "completed"

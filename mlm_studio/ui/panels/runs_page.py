@@ -59,8 +59,9 @@ class RunsPage(QWidget):
         return self.workspace.runs_root
 
     def refresh(self) -> None:
+        runs = self.workspace.runs
         self.label.setText(f"Runs in {self.root}")
-        self.table.show_runs(self.workspace.runs.pretraining.found)
+        self.table.show_runs(runs)
         table = self.table
         rows = VISIBLE_ROWS * table.verticalHeader().defaultSectionSize()
         table.setMinimumHeight(table.horizontalHeader().sizeHint().height() + rows + 2 * table.frameWidth())

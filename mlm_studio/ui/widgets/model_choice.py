@@ -42,12 +42,14 @@ def model_entries(current_run: Path | None, runs: RunsSnapshot, folders: list[st
     return entries
 
 
-def refill(combo: QComboBox, entries: list[tuple[str, str]], keep: str | None) -> None:
-    """Put `entries` in `combo`, choosing `keep` if it is among them (else the first), without signalling."""
+def refill(combo: QComboBox, entries: list[tuple[str, str | None]], keep: str | None) -> None:
+    """Put `entries` in `combo` (left as they are when it offers them already), choosing `keep` if it is among them
+    (else the first), without signalling."""
     combo.blockSignals(True)
-    combo.clear()
-    for label, path in entries:
-        combo.addItem(label, path)
+    if [(combo.itemText(i), combo.itemData(i)) for i in range(combo.count())] != entries:
+        combo.clear()
+        for label, path in entries:
+            combo.addItem(label, path)
     index = combo.findData(keep)
     combo.setCurrentIndex(index if index >= 0 else 0)
     combo.blockSignals(False)

@@ -1,6 +1,7 @@
 """A checkpoint in a runs folder of 200 runs, timed by the GUI thread's own processor time: every list of runs
-(the Runs table as a tree of branches, the model choosers, the Fine-tune panel's runs) shows it for under 30 ms of
-that thread's time (measured 17–25 ms; it was seconds when each list read the folder itself), and
+(the Runs table as a tree of branches, the model choosers, the Fine-tune panel's runs) shows it for under 20 ms of
+that thread's time (measured 5–7 ms: only the changed run's row is rewritten; it was seconds when each list read the
+folder itself), and
 the event loop never waits 100 ms meanwhile. Runs alone (a test beside it on the same core inflates that time)."""
 
 import json
@@ -15,7 +16,7 @@ from mlm_studio.ui.main_window import MainWindow
 from mlm_studio.ui.tasks import tasks_running
 
 RUNS = 200
-GUI_BUDGET_MS = 30
+GUI_BUDGET_MS = 20
 STALL_BUDGET_MS = 100
 
 
@@ -39,11 +40,13 @@ def write_checkpoint(run, step):
 
 
 @pytest.mark.alone  # the GUI thread's processor time grows when another test shares its core
-def test_a_checkpoint_among_200_runs_costs_the_gui_thread_under_30_ms(qtbot, many_runs):
+def test_a_checkpoint_among_200_runs_costs_the_gui_thread_under_20_ms(qtbot, many_runs):
     window = MainWindow(None, restore=False, runs_root=many_runs)
     qtbot.addWidget(window)
     window.show()
     window.show_panel(window.training_panel)
+    qtbot.waitExposed(window)
+    qtbot.waitUntil(lambda: not tasks_running())  # settled: the stalls measured are the checkpoints', not the build's
     panel = window.training_panel
     assert panel.runs.table.rowCount() == RUNS
     gaps, clock, probe = [], QElapsedTimer(), QTimer()

@@ -227,8 +227,8 @@ class FinetuneForm(QWidget):
         return self.workspace.runs_root
 
     def refresh_models(self) -> None:
-        entries = model_entries(self.workspace.run, self.workspace.runs, self.folders)
-        entries = [(label, path) for label, path in entries if not (Path(path) / TASK).is_file()]  # a folder added
+        folders = [folder for folder in self.folders if not (Path(folder) / TASK).is_file()]  # a fine-tuned run
+        entries = model_entries(self.workspace.run, self.workspace.runs, folders)
         refill(self.model_combo, entries, self.model_combo.currentData())
         self.models_changed.emit()
 

@@ -74,16 +74,21 @@ class FinetuneRunsList(QWidget):
         self._comparisons: dict[str, Comparison] = {}
         self._searches: dict[str, RecipeSearch] = {}
         self._idle = True
+        self._listed: tuple = ()  # the folder and what it listed, as the table shows them
 
     @property
     def root(self) -> Path:
         return self.workspace.runs_root
 
     def refresh(self) -> None:
-        """List the runs, comparisons and searches again, keeping the selection."""
-        selected = self.selected()
+        """List the runs, comparisons and searches again, keeping the selection (left as they are when the folder
+        lists the same)."""
         runs = self.workspace.runs  # read off the GUI thread, for every panel
         listed = runs.finetuning, runs.comparisons, runs.searches
+        if (runs.root, *listed) == self._listed:
+            return
+        self._listed = (runs.root, *listed)
+        selected = self.selected()
         (runs, compared, searched), left_out = (x.found for x in listed), [y for x in listed for y in x.left_out]
         self._runs = {str(run.path): run for run in runs}
         self._comparisons = {str(c.path): c for c in compared}
