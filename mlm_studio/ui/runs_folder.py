@@ -24,7 +24,8 @@ from mlm_studio.core.training.branch_record import Branch, branch_of
 class RunsSnapshot:
     """What the runs folder `root` held when read: its pre-training runs, fine-tuning runs, comparisons and searches,
     each newest first with those left out, and the cached Hub models of a family MLM Studio has, as (name, snapshot
-    folder), and the branch each pre-training run that is one is (by its folder)."""
+    folder), and the branch each pre-training run that is one is (by its folder). Not `read`: the folder's first
+    reading has not arrived yet, and nothing is listed."""
 
     root: Path
     pretraining: Listed[RunSummary]
@@ -33,6 +34,12 @@ class RunsSnapshot:
     searches: Listed[RecipeSearch]
     hub_models: tuple[tuple[str, Path], ...]
     branches: Mapping[Path, Branch] = field(default_factory=dict)
+    read: bool = True
+
+    @classmethod
+    def being_read(cls, root: Path) -> RunsSnapshot:
+        """What a folder read for the first time lists until its reading arrives: nothing yet."""
+        return cls(root, Listed(()), Listed(()), Listed(()), Listed(()), (), read=False)
 
     def with_checkpoint(self) -> tuple[RunSummary, ...]:
         """The pre-training runs that have a checkpoint: the models a chooser offers."""

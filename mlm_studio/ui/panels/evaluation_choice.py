@@ -147,7 +147,7 @@ class EvaluationChoice(QWidget):
     def refresh(self) -> None:
         """Every model offered again (a run was added, the runs folder changed), the choices kept where they can."""
         entries = model_entries(self.workspace.run, self.workspace.runs, self.folders)
-        refill(self.model_combo, entries, self.model_combo.currentData())
+        refill(self.model_combo, entries, self.model_combo.currentData(), self.workspace.runs)
         self.entries = entries
         self._list_checkpoints()
         self._update_model_tip()

@@ -60,7 +60,7 @@ class RunsPage(QWidget):
 
     def refresh(self) -> None:
         runs = self.workspace.runs
-        self.label.setText(f"Runs in {self.root}")
+        self.label.setText(f"Runs in {self.root}" if runs.read else f"Reading the runs folder {self.root}…")
         self.table.show_runs(runs)
         table = self.table
         rows = VISIBLE_ROWS * table.verticalHeader().defaultSectionSize()

@@ -9,7 +9,7 @@ import os
 import time
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
 from mlm_studio.core.durations import format_duration
@@ -25,6 +25,7 @@ HEADER_TIPS = {
     "Val step": "The step of the last evaluation: the validation figures are from it, not from the run's last step",
 }
 PATH_ROLE = Qt.ItemDataRole.UserRole
+ADDED_PER_TURN = 50  # rows added in one turn of the event loop: a folder of hundreds fills without a stall
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
@@ -79,6 +80,10 @@ class RunsTable(QTableWidget):
         self._cells: dict[str, list[TreeItem]] = {}
         self._lineages: dict[str, list[RunSummary]] = {}
         self._branches: dict[str, Branch] = {}
+        self._listing: RunsSnapshot | None = None
+        self._more = QTimer(self)  # the next turn's rows of a listing of many new runs
+        self._more.setSingleShot(True)
+        self._more.timeout.connect(lambda: self._listing is not None and self.show_runs(self._listing))
         self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.setHorizontalHeaderLabels(COLUMNS)
         for column, name in enumerate(COLUMNS):
@@ -98,7 +103,9 @@ class RunsTable(QTableWidget):
         """List the pre-training runs of `listing` (fine-tuning runs are the Fine-tune panel's) as a tree, keeping the
         selection. Only the rows of runs added, gone or changed (or whose parent changed) are touched: a changed
         row is rewritten in place and moves to its sorted place alone; the table is sorted whole, and its columns
-        fitted, only when runs are added or gone."""
+        fitted, only when runs are added or gone. Runs added are listed `ADDED_PER_TURN` in each turn of the event
+        loop."""
+        self._listing = listing
         selected = self.selected_run()
         wanted = {_key(summary.path): summary for summary in listing.pretraining.found}
         self._branches = {_key(path): branch for path, branch in listing.branches.items()}
@@ -111,7 +118,10 @@ class RunsTable(QTableWidget):
             if key in self._cells and lineage != self._lineages[key]:
                 self._fill(key, lineage)
                 self._widen(self._cells[key])
-        added = [key for key in lineages if key not in self._cells]
+        waiting = [key for key in lineages if key not in self._cells]
+        added = waiting[:ADDED_PER_TURN]
+        if waiting[ADDED_PER_TURN:]:
+            self._more.start(0)
         if added:
             self.setSortingEnabled(False)
             first = self.rowCount()

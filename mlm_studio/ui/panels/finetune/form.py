@@ -229,7 +229,7 @@ class FinetuneForm(QWidget):
     def refresh_models(self) -> None:
         folders = [folder for folder in self.folders if not (Path(folder) / TASK).is_file()]  # a fine-tuned run
         entries = model_entries(self.workspace.run, self.workspace.runs, folders)
-        refill(self.model_combo, entries, self.model_combo.currentData())
+        refill(self.model_combo, entries, self.model_combo.currentData(), self.workspace.runs)
         self.models_changed.emit()
 
     def _on_run_changed(self, run: Path | None) -> None:
