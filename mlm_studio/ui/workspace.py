@@ -1,8 +1,8 @@
 """The one state of the workspace that every panel reads and listens to: corpus, reading options, tokenizer, run
 configuration, an imported model that new runs continue pre-training, the runs folder and what it lists (read once
-for every panel, and again off the GUI thread when a run changes), the current run (the one this window trains or
-last trained: the model the other panels default to) and the run the Training panel shows. Showing a run is looking
-at it; it never changes what another panel has chosen."""
+for every panel, off the GUI thread: at first, when another folder is chosen and when a run changes), the current
+run (the one this window trains or last trained: the model the other panels default to) and the run the Training
+panel shows. Showing a run is looking at it; it never changes what another panel has chosen."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ class Workspace(QObject):
         self._scratch = self._config.training  # the training settings before an import, restored after it
         self.read_options = ReadOptions()
         self._folder: RunsFolder | None = None  # made when first read: it imports the engine
-        self._runs: RunsSnapshot | None = None  # None: not read since the folder was chosen
+        self._runs: RunsSnapshot | None = None  # None: no listing of this folder has arrived since it was chosen
         self._reader = TaskRunner(self)
         self._reader.succeeded.connect(self._on_runs_read)
         self._reader.finished.connect(self._read_again)
@@ -143,18 +143,29 @@ class Workspace(QObject):
         if root != self._runs_root:
             self._runs_root = root
             self._runs = None
+            self._again = self._reader.running  # a reading of the folder before: this one's follows it
             self.runs_changed.emit()
 
     @property
     def runs(self) -> RunsSnapshot:
-        """What the runs folder holds, as last read; the first time after the folder is chosen, read here."""
+        """What the runs folder holds, as last read. The first asking after the folder is chosen starts its reading
+        off the GUI thread and gets an empty listing that is not `read`; `runs_changed` says when the listing
+        arrives."""
         if self._runs is None:
-            self._runs = self._runs_folder().read(self._runs_root)
+            from mlm_studio.ui.runs_folder import RunsSnapshot
+
+            if not self._reader.running:  # one running reads this folder, or one more follows it
+                self.runs_updated()
+            return RunsSnapshot.being_read(self._runs_root)
         return self._runs
 
     def read_runs(self) -> None:
         """Read the runs folder again now, on this thread (only the runs whose files changed): a run this window
-        starts is listed before its first record arrives."""
+        starts is listed before its first record arrives. Before the folder's first listing has arrived, that
+        reading (every run) goes on off the GUI thread instead, and one more follows it."""
+        if self._runs is None:
+            self.runs_updated()
+            return
         self._on_runs_read(self._runs_folder().read(self._runs_root))
 
     def runs_updated(self) -> None:

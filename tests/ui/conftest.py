@@ -96,7 +96,7 @@ def finetune_panel(qtbot, trained_runs, tmp_path):
 
 
 @pytest.fixture
-def evaluation_panel(qtbot, trained_runs, small_corpus):
+def evaluation_panel(qtbot, trained_runs, small_corpus, listed):
     """The Evaluation panel on the two trained runs, the small corpus loaded."""
     from mlm_studio.ui.panels.evaluation.panel import EvaluationPanel
     from mlm_studio.ui.workspace import Workspace
@@ -108,4 +108,16 @@ def evaluation_panel(qtbot, trained_runs, small_corpus):
     qtbot.addWidget(widget)
     widget.resize(1200, 800)
     widget.show()
+    listed(workspace)
     return widget
+
+
+@pytest.fixture
+def listed(qtbot):
+    """Waits until a workspace's listing of its runs folder has arrived: read off the GUI thread, it comes after the
+    panels are built and after another folder is chosen."""
+
+    def wait(workspace) -> None:
+        qtbot.waitUntil(lambda: workspace.runs.read and not workspace.reading_runs, timeout=60_000)
+
+    return wait

@@ -96,7 +96,7 @@ def test_the_runs_table_lists_each_branch_under_its_parent_in_either_order(qtbot
     os.utime(runs / "early", (newest, newest))  # the newest run: the branches, newer than it, still under `late`
     table = RunsTable()
     qtbot.addWidget(table)
-    table.show_runs(RunsFolder().read(runs).pretraining.found)
+    table.show_runs(RunsFolder().read(runs))
     assert names(table) == ["early", "late", "↳ first", "   ↳ second"]  # newest first, a branch under its parent
     table.sortByColumn(2, Qt.SortOrder.DescendingOrder)  # by step: late's 40 first, then its branches at 36
     assert names(table) == ["late", "↳ first", "   ↳ second", "early"]
@@ -110,5 +110,5 @@ def test_the_runs_table_lists_each_branch_under_its_parent_in_either_order(qtbot
     table.sortByColumn(0, Qt.SortOrder.DescendingOrder)
     newer = newest + 60
     os.utime(runs / "late", (newer, newer))  # a new reading in which the parent changed: its branches follow it
-    table.show_runs(RunsFolder().read(runs).pretraining.found)
+    table.show_runs(RunsFolder().read(runs))
     assert names(table) == ["late", "↳ first", "   ↳ second", "early"]

@@ -37,9 +37,10 @@ def damaged_runs(trained_runs, tmp_path_factory):
     return root
 
 
-def test_the_window_builds_over_damaged_files_and_says_what_it_left_out(qtbot, damaged_runs):
+def test_the_window_builds_over_damaged_files_and_says_what_it_left_out(qtbot, damaged_runs, listed):
     window = MainWindow(None, restore=False, runs_root=damaged_runs)
     qtbot.addWidget(window)
+    listed(window.workspace)
     runs = window.finetune_panel.runs
     assert [runs.table.item(r, 0).text() for r in range(runs.table.rowCount())] == ["ft"]
     pre_training = window.training_panel.runs.table

@@ -239,12 +239,13 @@ def test_two_checkpoints_side_by_side_in_every_view(qtbot, panel, trained_runs, 
     assert panel.results.other is None and panel.message_bar.text == "Evaluate to compare the two models."
 
 
-def test_the_panel_opens_on_the_current_run_and_follows_it(qtbot, trained_runs, small_corpus):
+def test_the_panel_opens_on_the_current_run_and_follows_it(qtbot, trained_runs, small_corpus, listed):
     workspace = Workspace()
     workspace.set_run(trained_runs / "early")
     workspace.set_runs_root(trained_runs)
     panel = EvaluationPanel(workspace)
     qtbot.addWidget(panel)
+    listed(workspace)
     assert panel.model_combo.currentData() == str(trained_runs / "early")
     assert panel.model_combo.currentText() == "Current run: early"
     workspace.set_run(trained_runs / "late")  # a run trained or opened
@@ -267,20 +268,24 @@ def legend_beside_the_data(plot):
     return item.legend.names
 
 
-def test_with_no_model_to_choose_the_chooser_says_so(qtbot, tmp_path):
+def test_with_no_model_to_choose_the_chooser_says_so(qtbot, tmp_path, listed):
     widget = EvaluationPanel(Workspace(runs_root=tmp_path))
     qtbot.addWidget(widget)
+    listed(widget.workspace)
     combo = widget.model_combo
     assert combo.count() == 0 and combo.currentIndex() == -1 and combo.placeholderText() == NO_MODEL
     for button in (widget.evaluate_button, widget.every_button):  # nothing to press them for, and they say why
         assert not button.isEnabled() and button.toolTip().startswith("No model chosen yet: train a run")
 
 
-def test_evaluate_is_offered_once_a_model_is_chosen_and_every_checkpoint_only_for_a_run(qtbot, trained_runs, tmp_path):
+def test_evaluate_is_offered_once_a_model_is_chosen_and_every_checkpoint_only_for_a_run(
+    qtbot, trained_runs, tmp_path, listed
+):
     from mlm_studio.core.interop.export import export_model
 
     widget = EvaluationPanel(Workspace(runs_root=trained_runs))
     qtbot.addWidget(widget)
+    listed(widget.workspace)
     widget.model_combo.setCurrentIndex(widget.model_combo.findData(str(trained_runs / "late")))
     assert widget.evaluate_button.isEnabled() and widget.every_button.isEnabled()
     assert widget.evaluate_button.toolTip().startswith("Score the chosen model")

@@ -83,7 +83,7 @@ def test_the_comparison_changed_drops_the_compared_model_and_keeps_the_evaluated
     )
 
 
-def test_an_error_about_one_model_leaves_when_another_is_chosen(qtbot, trained_runs, small_corpus, tmp_path):
+def test_an_error_about_one_model_leaves_when_another_is_chosen(qtbot, trained_runs, small_corpus, tmp_path, listed):
     root = tmp_path / "runs"
     shutil.copytree(trained_runs / "late", root / "broken")
     shutil.copytree(trained_runs / "early", root / "early")
@@ -94,6 +94,7 @@ def test_an_error_about_one_model_leaves_when_another_is_chosen(qtbot, trained_r
     panel = EvaluationPanel(workspace)
     qtbot.addWidget(panel)
     panel.show()
+    listed(workspace)
     choose(panel.model_combo, str(root / "broken"))
     with qtbot.waitSignal(panel.evaluator.finished, timeout=TIMEOUT_MS):
         panel.evaluate()
@@ -268,11 +269,12 @@ def test_a_model_picked_by_hand_stays_picked_when_a_run_starts(qtbot, panel, tra
     assert panel.model_combo.currentText() == "Current run: late"
 
 
-def test_a_long_choice_is_cut_with_an_ellipsis_and_whole_in_its_tooltip(qtbot, tmp_path):
+def test_a_long_choice_is_cut_with_an_ellipsis_and_whole_in_its_tooltip(qtbot, tmp_path, listed):
     panel = EvaluationPanel(Workspace(runs_root=tmp_path))
     qtbot.addWidget(panel)
     panel.resize(700, 500)
     panel.show()
+    listed(panel.workspace)
     combo = panel.model_combo
     qtbot.waitUntil(lambda: combo.shown_text() != "")
     assert combo.shown_text().endswith("…") and NO_MODEL.startswith(combo.shown_text()[:-1])

@@ -90,7 +90,9 @@ def test_train_it_trains_the_chosen_recipe_as_the_search_did_to_the_validation_s
     assert abs(best - found.trial(chosen.learning_rate, 0).validation) <= 0.01
 
 
-def test_a_search_is_listed_reopened_in_a_new_panel_and_resumed_when_unfinished_its_curves_drawn_whole(searched, qtbot):
+def test_a_search_is_listed_reopened_in_a_new_panel_and_resumed_when_unfinished_its_curves_drawn_whole(
+    searched, qtbot, listed
+):
     from mlm_studio.core.finetune.recipe.search import plan_of, search
     from mlm_studio.core.finetune.recipe.trials import trial_folder
     from mlm_studio.core.runs.control import TrainingControl
@@ -110,6 +112,7 @@ def test_a_search_is_listed_reopened_in_a_new_panel_and_resumed_when_unfinished_
             control.stop()
     reopened = FinetunePanel(Workspace(runs_root=panel.runs_root))  # the window after a restart
     qtbot.addWidget(reopened)
+    listed(reopened.workspace)
     rows = {row[0]: row for row in cells(reopened.runs.table)}
     assert list(rows).index(unfinished.name) < list(rows).index(root.name)  # newest first
     assert rows[root.name][1].startswith("recipe search: complete, chose lr ")

@@ -11,13 +11,14 @@ TIMEOUT_MS = 60_000
 
 
 @pytest.fixture
-def panel(qtbot, trained_runs):
+def panel(qtbot, trained_runs, listed):
     workspace = Workspace()
     workspace.set_runs_root(trained_runs)
     widget = PlaygroundPanel(workspace)
     qtbot.addWidget(widget)
     widget.resize(1100, 700)
     widget.show()
+    listed(workspace)
     return widget
 
 
@@ -113,14 +114,14 @@ def test_a_view_on_the_current_run_follows_the_next_run(panel, trained_runs):
     assert panel.views[0].model_combo.currentText() == "early"
 
 
-def test_a_view_without_models_names_none_in_its_title(qtbot, panel, tmp_path):
+def test_a_view_without_models_names_none_in_its_title(qtbot, panel, tmp_path, listed):
     choose(panel, "late")
     with qtbot.waitSignals([panel.predicted, panel.predicted], timeout=TIMEOUT_MS):
         panel.compare_check.setChecked(True)
         choose(panel, "early", view=1)
     assert panel.views[1].title() == "early / step-0000004"
     panel.workspace.set_runs_root(tmp_path)  # no run there: both lists empty
-    panel.refresh_models()
+    listed(panel.workspace)
     panel.predict_now()
     for view, title in zip(panel.views, ("Model A", "Model B")):
         assert view.model_combo.count() == 0 and view.title() == title
@@ -172,10 +173,12 @@ def test_detector_chips_follow_a_live_scheme_switch(qtbot):
     assert before.lightness() > 200 and after.lightness() < 80
 
 
-def test_with_no_model_to_choose_the_chooser_says_so(qtbot, tmp_path):
+def test_with_no_model_to_choose_the_chooser_says_so(qtbot, tmp_path, listed):
     widget = PlaygroundPanel(Workspace(runs_root=tmp_path))
     qtbot.addWidget(widget)
     combo = widget.views[0].model_combo
+    assert combo.placeholderText() == "Reading the runs folder…"  # until the listing arrives
+    listed(widget.workspace)
     assert combo.count() == 0 and combo.currentIndex() == -1 and combo.placeholderText() == NO_MODEL
 
 
@@ -270,10 +273,11 @@ def test_candidates_never_stand_under_another_models_name(qtbot, panel):
     assert view.subject.endswith("early")
 
 
-def test_looking_at_a_run_in_training_leaves_the_playground_models_as_chosen(qtbot, trained_runs, tmp_path):
+def test_looking_at_a_run_in_training_leaves_the_playground_models_as_chosen(qtbot, trained_runs, tmp_path, listed):
     """Opening a run in the Training panel is looking at it: Model A and Model B keep what the user chose."""
     window = MainWindow(None, restore=False, runs_root=trained_runs)
     qtbot.addWidget(window)
+    listed(window.workspace)
     playground = window.playground_panel
     choose(playground, "late")
     playground.compare_check.setChecked(True)

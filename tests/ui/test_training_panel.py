@@ -210,9 +210,9 @@ def test_a_bad_probe_is_refused_before_starting(qtbot, panel):
     assert "probe 1: a probe needs exactly one [MASK]" in panel.message_bar.text
 
 
-def test_runs_open_overlay_resume_and_export(qtbot, panel, trained_runs, tmp_path, monkeypatch):
+def test_runs_open_overlay_resume_and_export(qtbot, panel, trained_runs, tmp_path, monkeypatch, listed):
     panel.workspace.set_runs_root(trained_runs)
-    panel.refresh_runs()
+    listed(panel.workspace)
     names = [panel.runs.table.item(i, 0).text() for i in range(panel.runs.table.rowCount())]
     assert sorted(names) == ["early", "late"]
     panel.runs.table.select_run(trained_runs / "late")
@@ -242,7 +242,7 @@ def test_runs_open_overlay_resume_and_export(qtbot, panel, trained_runs, tmp_pat
         **{**config.__dict__, "training": config.training.__class__(**{**config.training.__dict__, "max_steps": 8})}
     ).save(copy / "early" / "config.toml")
     panel.workspace.set_runs_root(copy)
-    panel.refresh_runs()
+    listed(panel.workspace)
     panel.runs.table.selectRow(0)
     with qtbot.waitSignal(panel.run_finished, timeout=TIMEOUT_MS):
         click(qtbot, panel.runs.resume_button)
@@ -255,7 +255,7 @@ def test_runs_open_overlay_resume_and_export(qtbot, panel, trained_runs, tmp_pat
 
 
 def test_the_csv_export_of_an_electra_run_holds_its_detection_columns(
-    qtbot, panel, small_corpus, small_tokenizer, tmp_path, monkeypatch
+    qtbot, panel, small_corpus, small_tokenizer, tmp_path, monkeypatch, listed
 ):
     from mlm_studio.core.training.runs import start_run, training_blocks
     from mlm_studio.core.training.trainer import Trainer
@@ -264,7 +264,7 @@ def test_the_csv_export_of_an_electra_run_holds_its_detection_columns(
     run = start_run(tmp_path / "electra-runs" / "electra", config, small_corpus, small_tokenizer)
     list(Trainer(run, *training_blocks(run, small_corpus)).run())
     panel.workspace.set_runs_root(run.path.parent)
-    panel.refresh_runs()
+    listed(panel.workspace)
     panel.runs.table.select_run(run.path)
     click(qtbot, panel.runs.open_button)
     assert {"step_detection_accuracy", "eval_detection_auc"} <= set(panel.plots.series)
@@ -313,12 +313,12 @@ def test_the_reason_start_is_disabled_is_shown_on_the_panel(qtbot, small_corpus,
     assert panel.start_button.isEnabled() and not panel.reason_label.isVisible()
 
 
-def test_overlaying_a_run_deleted_meanwhile_says_so_and_drops_it(qtbot, panel, trained_runs, tmp_path):
+def test_overlaying_a_run_deleted_meanwhile_says_so_and_drops_it(qtbot, panel, trained_runs, tmp_path, listed):
     import shutil
 
     shutil.copytree(trained_runs, tmp_path / "copied")
     panel.workspace.set_runs_root(tmp_path / "copied")
-    panel.refresh_runs()
+    listed(panel.workspace)
     panel.runs.table.select_run(tmp_path / "copied" / "early")
     shutil.rmtree(tmp_path / "copied" / "early")
     click(qtbot, panel.runs.overlay_button)
@@ -382,7 +382,7 @@ def test_long_run_names_keep_their_end_and_say_it_whole_in_a_tooltip(qtbot, trai
     shutil.copytree(trained_runs / "late", tmp_path / name)
     table = RunsTable()
     qtbot.addWidget(table)
-    table.show_runs(RunsFolder().read(tmp_path).pretraining.found)
+    table.show_runs(RunsFolder().read(tmp_path))
     assert table.textElideMode() == Qt.TextElideMode.ElideMiddle
     assert table.item(0, 0).toolTip().splitlines()[0] == name
     assert table.item(0, 1).text() == "completed"

@@ -243,8 +243,28 @@ def test_the_runs_table_lists_the_newest_run_first_until_another_column_is_chose
 
     table = RunsTable()
     qtbot.addWidget(table)
-    table.show_runs(RunsFolder().read(trained_runs).pretraining.found)
+    table.show_runs(RunsFolder().read(trained_runs))
     assert [table.item(row, 0).text() for row in range(table.rowCount())] == ["late", "early"]  # trained in turn
     table.sortByColumn(2, Qt.SortOrder.AscendingOrder)  # by step: the user's choice holds on the next refresh
-    table.show_runs(RunsFolder().read(trained_runs).pretraining.found)
+    table.show_runs(RunsFolder().read(trained_runs))
     assert [table.item(row, 0).text() for row in range(table.rowCount())] == ["early", "late"]
+
+
+def test_a_checkpoint_rewrites_its_runs_row_alone_and_moves_it_to_its_sorted_place(qtbot, trained_runs, tmp_path):
+    from mlm_studio.ui.runs_folder import RunsFolder
+    from mlm_studio.ui.widgets.runs_table import RunsTable
+
+    for name in ("early", "late"):
+        shutil.copytree(trained_runs / name, tmp_path / name, ignore=shutil.ignore_patterns("*.safetensors"))
+    folder, table = RunsFolder(), RunsTable()
+    qtbot.addWidget(table)
+    table.show_runs(folder.read(tmp_path))
+    table.sortByColumn(2, Qt.SortOrder.AscendingOrder)  # by the latest checkpoint's step
+    names = lambda: [table.item(row, 0).text() for row in range(table.rowCount())]  # noqa: E731
+    assert names() == ["early", "late"]
+    late = [table.item(1, column) for column in range(table.columnCount())]
+    checkpoints = tmp_path / "early" / "checkpoints"
+    shutil.copytree(sorted(checkpoints.iterdir())[-1], checkpoints / "step-0000050")
+    table.show_runs(folder.read(tmp_path))
+    assert names() == ["late", "early"] and table.item(1, 2).text() == "50"
+    assert all(table.item(0, column) is cell for column, cell in enumerate(late))  # the other row left as it was

@@ -85,10 +85,11 @@ def test_opening_a_run_only_looks_at_it(window, mixed_runs):
     assert (playground.views[0].model_combo.currentData(), evaluation.model_combo.currentData()) == before
 
 
-def test_another_runs_folder_is_every_panels_folder(window, mixed_runs, tmp_path):
+def test_another_runs_folder_is_every_panels_folder(window, mixed_runs, tmp_path, listed):
     """The folder chosen in the Training panel's Runs tab is the one every panel lists and writes into."""
     shutil.copytree(mixed_runs / "early", tmp_path / "only-early")
     window.workspace.set_runs_root(tmp_path)
+    listed(window.workspace)
     table = window.training_panel.runs.table
     assert [table.item(r, 0).text() for r in range(table.rowCount())] == ["only-early"]
     assert combo_paths(window.evaluation_panel.model_combo)[:1] == [str(tmp_path / "only-early")]

@@ -13,6 +13,7 @@ from mlm_studio.core.models.hf_folder import is_hf_folder
 from mlm_studio.ui.runs_folder import RunsSnapshot
 
 NO_MODEL = "No trained model yet: train one, or choose a model folder"
+READING = "Reading the runs folder…"
 
 
 def model_combo(tooltip: str) -> QComboBox:
@@ -42,12 +43,19 @@ def model_entries(current_run: Path | None, runs: RunsSnapshot, folders: list[st
     return entries
 
 
-def refill(combo: QComboBox, entries: list[tuple[str, str]], keep: str | None) -> None:
-    """Put `entries` in `combo`, choosing `keep` if it is among them (else the first), without signalling."""
+def refill(
+    combo: QComboBox, entries: list[tuple[str, str | None]], keep: str | None, runs: RunsSnapshot | None = None
+) -> None:
+    """Put `entries` in `combo` (left as they are when it offers them already), choosing `keep` if it is among them
+    (else the first), without signalling. A chooser of models listed from `runs` says, while it is empty, that the
+    runs folder is being read or that it has no model."""
+    if runs is not None:
+        combo.setPlaceholderText(NO_MODEL if runs.read else READING)
     combo.blockSignals(True)
-    combo.clear()
-    for label, path in entries:
-        combo.addItem(label, path)
+    if [(combo.itemText(i), combo.itemData(i)) for i in range(combo.count())] != entries:
+        combo.clear()
+        for label, path in entries:
+            combo.addItem(label, path)
     index = combo.findData(keep)
     combo.setCurrentIndex(index if index >= 0 else 0)
     combo.blockSignals(False)

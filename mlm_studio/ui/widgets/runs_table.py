@@ -5,17 +5,17 @@ it branched from (its name indented), whichever column sorts them, its siblings 
 from __future__ import annotations
 
 import functools
+import os
 import time
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
 from mlm_studio.core.durations import format_duration
 from mlm_studio.core.runs.history import RunSummary, outcome
-from mlm_studio.core.runs.run_folder import RunDir
-from mlm_studio.core.storage.checkpoint import CheckpointError
-from mlm_studio.core.training.branch_record import Branch, branch_of
+from mlm_studio.core.training.branch_record import Branch
+from mlm_studio.ui.runs_folder import RunsSnapshot
 
 COLUMNS = ("Run", "State", "Step", "Val loss", "Val acc", "Val step", "Tokens", "Time")
 HEADER_TIPS = {
@@ -25,13 +25,14 @@ HEADER_TIPS = {
     "Val step": "The step of the last evaluation: the validation figures are from it, not from the run's last step",
 }
 PATH_ROLE = Qt.ItemDataRole.UserRole
+ADDED_PER_TURN = 50  # rows added in one turn of the event loop: a folder of hundreds fills without a stall
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
 class SortedItem(QTableWidgetItem):
     """A cell that sorts by its value, not its text."""
 
-    def __init__(self, text: str, value: object) -> None:
+    def __init__(self, text: str = "", value: object = ()) -> None:
         super().__init__(text)
         self.setData(SORT_ROLE, value)
         self.setFlags(self.flags() & ~Qt.ItemFlag.ItemIsEditable)
@@ -74,11 +75,15 @@ class RunsTable(QTableWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(0, len(COLUMNS), parent)
         self._live: tuple[Path, str, int] | None = None
-        # by resolved folder: what the table read of each run, its lineage (the runs it branched from, oldest first,
-        # then itself) and the branch it is (read once: a branch's record is written when it is made)
-        self._summaries: dict[str, RunSummary] = {}
+        # by folder (its parent resolved): its row's cells (wherever sorting puts them), its lineage (the runs it
+        # branched from, oldest first, then itself: what its row shows) and the branch it is, if one
+        self._cells: dict[str, list[TreeItem]] = {}
         self._lineages: dict[str, list[RunSummary]] = {}
-        self._branches: dict[str, Branch | None] = {}
+        self._branches: dict[str, Branch] = {}
+        self._listing: RunsSnapshot | None = None
+        self._more = QTimer(self)  # the next turn's rows of a listing of many new runs
+        self._more.setSingleShot(True)
+        self._more.timeout.connect(lambda: self._listing is not None and self.show_runs(self._listing))
         self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.setHorizontalHeaderLabels(COLUMNS)
         for column, name in enumerate(COLUMNS):
@@ -89,29 +94,43 @@ class RunsTable(QTableWidget):
         self.verticalHeader().hide()
         newest_first(self)
         self.setWordWrap(False)
-        header = self.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        # the columns fit their contents when runs are added, and widen for a changed cell alone: a header that
+        # resizes to its contents measures every row on every change
+        self.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self._fit_columns()
 
-    def show_runs(self, runs: tuple[RunSummary, ...]) -> None:
-        """List `runs` (the pre-training runs: fine-tuning runs are the Fine-tune panel's) as a tree, keeping the
-        selection: the rows of runs gone or changed (or whose parent changed) are replaced, the others left as they
-        are."""
+    def show_runs(self, listing: RunsSnapshot) -> None:
+        """List the pre-training runs of `listing` (fine-tuning runs are the Fine-tune panel's) as a tree, keeping the
+        selection. Only the rows of runs added, gone or changed (or whose parent changed) are touched: a changed
+        row is rewritten in place and moves to its sorted place alone; the table is sorted whole, and its columns
+        fitted, only when runs are added or gone. Runs added are listed `ADDED_PER_TURN` in each turn of the event
+        loop."""
+        self._listing = listing
         selected = self.selected_run()
-        wanted = {_key(summary.path): summary for summary in runs}
-        for key in wanted.keys() - self._branches.keys():
-            self._branches[key] = _branch(Path(key))
+        wanted = {_key(summary.path): summary for summary in listing.pretraining.found}
+        self._branches = {_key(path): branch for path, branch in listing.branches.items()}
         lineages = {key: _lineage(key, self._branches, wanted) for key in wanted}
-        self.setSortingEnabled(False)
-        for row in reversed(range(self.rowCount())):
-            key = _key(self.item(row, 0).data(PATH_ROLE))
-            if lineages.get(key) != self._lineages.get(key):
-                self.removeRow(row)
-                del self._summaries[key], self._lineages[key]
+        gone = self._cells.keys() - lineages.keys()
+        for key in gone:
+            self.removeRow(self._cells.pop(key)[0].row())
+            del self._lineages[key]
         for key, lineage in lineages.items():
-            if key not in self._summaries:
-                self._add(lineage, self._branches[key])
-        self.setSortingEnabled(True)
+            if key in self._cells and lineage != self._lineages[key]:
+                self._fill(key, lineage)
+                self._widen(self._cells[key])
+        waiting = [key for key in lineages if key not in self._cells]
+        added = waiting[:ADDED_PER_TURN]
+        if waiting[ADDED_PER_TURN:]:
+            self._more.start(0)
+        if added:
+            self.setSortingEnabled(False)
+            first = self.rowCount()
+            self.setRowCount(first + len(added))
+            for row, key in enumerate(added, start=first):
+                self._add(row, key, lineages[key])
+            self.setSortingEnabled(True)
+        if added or gone:
+            self._fit_columns()
         if selected is not None:
             self.select_run(selected)
         self._show_live()
@@ -125,45 +144,64 @@ class RunsTable(QTableWidget):
         told again)."""
         ended = self._live[0] if self._live is not None and path is None else None
         self._live = (Path(path), state, step, tokens, elapsed) if path is not None else None
-        row = self._row_of(ended) if ended is not None else None
-        if row is not None:  # its cells as its files tell again
-            key = _key(self.item(row, 0).data(PATH_ROLE))
-            self.setSortingEnabled(False)
-            self.removeRow(row)
-            self._add(self._lineages[key], self._branches[key])
-            self.setSortingEnabled(True)
+        key = _key(ended) if ended is not None else None
+        if key in self._cells:  # its cells as its files tell again
+            self._fill(key, self._lineages[key])
+            self._widen(self._cells[key])
         self._show_live()
 
     def _show_live(self) -> None:
         if self._live is None:
             return
         path, state, step, tokens, elapsed = self._live
-        row = self._row_of(path)
-        if row is None:
+        key = _key(path)
+        if key not in self._cells:
             return
-        state_cell, step_cell = self.item(row, 1), self.item(row, 2)  # before an edit re-sorts the rows
-        tokens_cell, time_cell = self.item(row, 6), self.item(row, 7)
+        _, state_cell, step_cell, *_, tokens_cell, time_cell = self._cells[key]  # held: an edit may move the row
         if tokens is not None:
             _set_own(tokens_cell, _tokens(tokens), tokens)
         if elapsed is not None:
             _set_own(time_cell, format_duration(elapsed), elapsed)
-        checkpoint = step_cell.data(SORT_ROLE)[-1]
+        checkpoint = self._lineages[key][-1].checkpoint_step
         _set_own(state_cell, state, state)
         _set_own(step_cell, f"{step:,}", step)
         step_cell.setToolTip(f"Step {step:,} trained; the latest checkpoint is step {checkpoint:,}")
+        self._widen(self._cells[key])
 
-    def _add(self, lineage: list[RunSummary], branch: Branch | None) -> None:
-        """A row for the last run of `lineage` (the runs it branched from, in this folder, oldest first, then itself),
-        which places it in the tree."""
-        summary = lineage[-1]
-        row = self.rowCount()
-        self.insertRow(row)
-        self._summaries[_key(summary.path)] = summary
-        self._lineages[_key(summary.path)] = lineage
+    def _fit_columns(self) -> None:
+        """Every column but the first (which stretches) as wide as its widest cell or its header."""
+        for column in range(1, len(COLUMNS)):
+            self.resizeColumnToContents(column)
+
+    def _widen(self, cells: list[TreeItem]) -> None:
+        """Widen the columns (but the first, which stretches) that `cells`, one row's, no longer fit in."""
+        header = self.horizontalHeader()
+        for column, cell in enumerate(cells[1:], start=1):
+            width = self.sizeHintForIndex(self.indexFromItem(cell)).width()
+            if width > header.sectionSize(column):
+                header.resizeSection(column, width)
+
+    def _add(self, row: int, key: str, lineage: list[RunSummary]) -> None:
+        """Row `row` (empty) for the run `key`, the last of `lineage` (the runs it branched from, in this folder,
+        oldest first, then itself), which places it in the tree."""
+        cells = [TreeItem() for _ in COLUMNS]
+        self._cells[key] = cells
+        self._fill(key, lineage)
+        for column, cell in enumerate(cells):
+            if column > 1:
+                cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            self.setItem(row, column, cell)
+
+    def _fill(self, key: str, lineage: list[RunSummary]) -> None:
+        """Write what the run `key` (the last of `lineage`) is into its row's cells, where they are."""
+        summary, branch, cells = lineage[-1], self._branches.get(key), self._cells[key]
+        self._lineages[key] = lineage
         texts = _texts(summary)
         texts[0] = "   " * (len(lineage) - 2) + "↳ " + texts[0] if len(lineage) > 1 else texts[0]
         values = [_values(each) for each in lineage]
-        cells = [TreeItem(text, tuple(each[column] for each in values)) for column, text in enumerate(texts)]
+        for column, (cell, text) in enumerate(zip(cells, texts)):
+            cell.setText(text)
+            cell.setData(SORT_ROLE, tuple(each[column] for each in values))
         cells[0].setData(PATH_ROLE, str(summary.path))
         changed = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.modified))
         origin = f"\n{branch.said()[:1].upper()}{branch.said()[1:]}" if branch is not None else ""
@@ -175,14 +213,11 @@ class RunsTable(QTableWidget):
         said = said[:1].upper() + said[1:]
         for cell in cells[3:6]:
             cell.setToolTip(said)
-        for column, cell in enumerate(cells):
-            if column > 1:
-                cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-            self.setItem(row, column, cell)
 
     def summary(self, path: Path) -> RunSummary | None:
         """What the table read of `path` (None for a run it does not list)."""
-        return self._summaries.get(_key(path))
+        lineage = self._lineages.get(_key(path))
+        return lineage[-1] if lineage is not None else None
 
     def selected_run(self) -> Path | None:
         rows = self.selectionModel().selectedRows()
@@ -194,11 +229,8 @@ class RunsTable(QTableWidget):
             self.selectRow(row)
 
     def _row_of(self, path: Path) -> int | None:
-        wanted = _key(path)
-        for row in range(self.rowCount()):
-            if _key(self.item(row, 0).data(PATH_ROLE)) == wanted:
-                return row
-        return None
+        cells = self._cells.get(_key(path))
+        return cells[0].row() if cells is not None else None
 
 
 def _set_own(cell: QTableWidgetItem, text: str, value: object) -> None:
@@ -237,23 +269,19 @@ def _values(summary: RunSummary) -> list[object]:
     ]
 
 
-@functools.lru_cache(maxsize=4096)
 def _key(path: str | Path) -> str:
-    """A run's folder as the table knows it: resolved, so that a branch's record names its parent alike (each path
-    resolved once: every reading and every live update asks again for every row)."""
-    return str(Path(path).resolve())
+    """A run's folder as the table knows it: its parent folder resolved, so that a branch's record names its parent
+    alike (each parent resolved once: a folder's runs share one)."""
+    path = Path(path)
+    return os.path.join(_resolved(path.parent), path.name)
 
 
-def _branch(path: Path) -> Branch | None:
-    """The branch the run in `path` is; None for a run of its own, and for one whose record cannot be read (listed
-    as a root)."""
-    try:
-        return branch_of(RunDir(path))
-    except CheckpointError:
-        return None
+@functools.lru_cache(maxsize=256)
+def _resolved(folder: Path) -> str:
+    return str(folder.resolve())
 
 
-def _lineage(key: str, branches: dict[str, Branch | None], summaries: dict[str, RunSummary]) -> list[RunSummary]:
+def _lineage(key: str, branches: dict[str, Branch], summaries: dict[str, RunSummary]) -> list[RunSummary]:
     """The runs `key` branched from that the folder lists, oldest first, then itself."""
     chain = [key]
     while (branch := branches.get(chain[0])) is not None and (parent := _key(branch.parent)) in summaries:

@@ -131,7 +131,7 @@ class EvaluationChoice(QWidget):
     def refresh(self) -> None:
         """Every model offered again (a run was added, the runs folder changed), the choices kept where they can."""
         entries = model_entries(self.workspace.run, self.workspace.runs, self.folders)
-        refill(self.model_combo, entries, self.model_combo.currentData())
+        refill(self.model_combo, entries, self.model_combo.currentData(), self.workspace.runs)
         self.entries = entries
         self._list_checkpoints()
         self._update_model_tip()
@@ -156,15 +156,9 @@ class EvaluationChoice(QWidget):
         chosen = self.compare_combo.currentData()
         checkpoints = list(reversed(RunDir(path).checkpoints())) if self.checkpoint_combo.isEnabled() else []
         itself = next((c for c in checkpoints if checkpoint_step(c) == step), checkpoints[0] if checkpoints else None)
-        offered = [(f"compare with {c.name}", str(c)) for c in checkpoints if c != itself]
+        offered = [("no comparison", None), *((f"compare with {c.name}", str(c)) for c in checkpoints if c != itself)]
         offered += [(f"compare with {label}", other) for label, other in self.entries if other != path]
-        self.compare_combo.blockSignals(True)
-        self.compare_combo.clear()
-        self.compare_combo.addItem("no comparison", None)
-        for label, other in offered:
-            self.compare_combo.addItem(label, other)
-        self.compare_combo.setCurrentIndex(max(0, self.compare_combo.findData(chosen)))
-        self.compare_combo.blockSignals(False)
+        refill(self.compare_combo, offered, chosen)
 
     # --- the user's choices and the workspace's news ------------------------------------------------
     def _on_model_chosen(self) -> None:

@@ -227,9 +227,9 @@ class FinetuneForm(QWidget):
         return self.workspace.runs_root
 
     def refresh_models(self) -> None:
-        entries = model_entries(self.workspace.run, self.workspace.runs, self.folders)
-        entries = [(label, path) for label, path in entries if not (Path(path) / TASK).is_file()]  # a folder added
-        refill(self.model_combo, entries, self.model_combo.currentData())
+        folders = [folder for folder in self.folders if not (Path(folder) / TASK).is_file()]  # a fine-tuned run
+        entries = model_entries(self.workspace.run, self.workspace.runs, folders)
+        refill(self.model_combo, entries, self.model_combo.currentData(), self.workspace.runs)
         self.models_changed.emit()
 
     def _on_run_changed(self, run: Path | None) -> None:

@@ -74,16 +74,21 @@ class FinetuneRunsList(QWidget):
         self._comparisons: dict[str, Comparison] = {}
         self._searches: dict[str, RecipeSearch] = {}
         self._idle = True
+        self._listed: tuple = ()  # the folder and what it listed, as the table shows them
 
     @property
     def root(self) -> Path:
         return self.workspace.runs_root
 
     def refresh(self) -> None:
-        """List the runs, comparisons and searches again, keeping the selection."""
-        selected = self.selected()
+        """List the runs, comparisons and searches again, keeping the selection (left as they are when the folder
+        lists the same)."""
         runs = self.workspace.runs  # read off the GUI thread, for every panel
         listed = runs.finetuning, runs.comparisons, runs.searches
+        if (runs.root, runs.read, *listed) == self._listed:
+            return
+        self._listed = (runs.root, runs.read, *listed)
+        selected, read = self.selected(), runs.read
         (runs, compared, searched), left_out = (x.found for x in listed), [y for x in listed for y in x.left_out]
         self._runs = {str(run.path): run for run in runs}
         self._comparisons = {str(c.path): c for c in compared}
@@ -107,6 +112,7 @@ class FinetuneRunsList(QWidget):
         kinds = ["comparisons"] * bool(compared) + ["recipe searches"] * bool(searched)
         what = f"Fine-tuning runs and {' and '.join(kinds)}" if kinds else "Fine-tuning runs"
         said = f"{what} in {self.root}" if rows else f"No fine-tuning runs in {self.root} yet."
+        said = said if read else f"Reading the runs folder {self.root}…"
         if left_out:  # the label's tooltip says it whole
             said += f"; left out, as they cannot be read: {'; '.join(left.said() for left in left_out)}"
         self.label.setText(said)

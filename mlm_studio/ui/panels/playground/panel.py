@@ -139,7 +139,8 @@ class PlaygroundPanel(QWidget):
         run = str(self.workspace.run) if self.workspace.run is not None else None
         entries = model_entries(self.workspace.run, self.workspace.runs, self.folders)
         for view in self.views:
-            refill(view.model_combo, entries, self._chosen.get(id(view)) or run or view.model_combo.currentData())
+            keep = self._chosen.get(id(view)) or run or view.model_combo.currentData()
+            refill(view.model_combo, entries, keep, self.workspace.runs)
         self.views[1].model_combo.setEnabled(len(entries) > 1)  # with one model, B has nothing of its own to choose
         self._current_run = run
         self._schedule()

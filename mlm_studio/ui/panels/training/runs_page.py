@@ -56,8 +56,9 @@ class RunsPage(QWidget):
         return self.workspace.runs_root
 
     def refresh(self) -> None:
-        self.label.setText(f"Runs in {self.root}")
-        self.table.show_runs(self.workspace.runs.pretraining.found)
+        runs = self.workspace.runs
+        self.label.setText(f"Runs in {self.root}" if runs.read else f"Reading the runs folder {self.root}…")
+        self.table.show_runs(runs)
         table = self.table
         rows = VISIBLE_ROWS * table.verticalHeader().defaultSectionSize()
         table.setMinimumHeight(table.horizontalHeader().sizeHint().height() + rows + 2 * table.frameWidth())
