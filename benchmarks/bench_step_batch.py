@@ -115,11 +115,11 @@ def live_mark_costs(root: Path, steps: int, window: int) -> tuple[list[float], l
     `window` steps a record to `steps` steps: following the file (the lines appended since the last record), and
     marking again from the whole file (as on opening a run), each at every record."""
     import numpy as np
-    from mlm_studio.ui.panels.training.step_batch import StepBatches
     from PySide6.QtCore import QSignalBlocker
     from PySide6.QtWidgets import QApplication
 
     from mlm_studio.core.storage.step_file import append_steps
+    from mlm_studio.ui.panels.training.step_batch import StepBatches
     from mlm_studio.ui.widgets.live_plots import LivePlots
     from mlm_studio.ui.workspace import Workspace
 
@@ -152,9 +152,8 @@ def main() -> None:
     parser.add_argument("--clicks", type=int, default=8)
     parser.add_argument("--steps", type=int, default=5000, help="steps of the run whose spikes are followed")
     args = parser.parse_args()
-    from mlm_studio.ui.panels.training.step_batch import StepBatchView
-
     from mlm_studio.core.training import replay
+    from mlm_studio.ui.panels.training.step_batch import StepBatchView
 
     replays, draws = [], []
     if hasattr(replay, "Replayer"):  # a tree from before it replays otherwise: its clicks are timed whole
