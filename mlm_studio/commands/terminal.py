@@ -61,7 +61,7 @@ def interrupts_stop(control, say: bool = True):
 
 def strict_json(value) -> str:
     """Strict JSON: every NaN or infinity (an empty group's accuracy) as null, which JSON has instead."""
-    from mlm_studio.core.runs.run_folder import finite_or_none  # imported here: the parser starts without torch
+    from mlm_studio.core.storage.metric_lines import finite_or_none  # imported here: the parser starts without torch
 
     return json.dumps(finite_or_none(value), ensure_ascii=False, allow_nan=False)
 

@@ -28,8 +28,9 @@ from mlm_studio.core.runs.records import (
     fits_type,
     kind_of,
 )
-from mlm_studio.core.runs.run_folder import TASK, RunDir, checkpoint_step, metric_records
+from mlm_studio.core.runs.run_folder import TASK, RunDir, checkpoint_step
 from mlm_studio.core.storage.checkpoint import CHECKPOINTS, CheckpointError
+from mlm_studio.core.storage.metric_lines import metric_records
 
 TAIL_BYTES = 256 * 1024  # the end of metrics.jsonl that holds a run's latest records
 T = TypeVar("T")

@@ -52,13 +52,14 @@ from mlm_studio.core.runs.records import (
     StartedRecord,
     WarningRecord,
 )
-from mlm_studio.core.runs.run_folder import RunDir, finite_or_none
+from mlm_studio.core.runs.run_folder import RunDir
 from mlm_studio.core.runs.settings import flat_settings
 from mlm_studio.core.runs.sinks import Sinks
 from mlm_studio.core.runs.step_sums import StepLog, StepSums, Window
 from mlm_studio.core.runs.threads import governor_for
 from mlm_studio.core.storage.checkpoint import load_optimizer, load_weights, read_state, weights_finite
 from mlm_studio.core.storage.crash_report import bug_said
+from mlm_studio.core.storage.metric_lines import finite_or_none
 
 log = logging.getLogger(__name__)
 

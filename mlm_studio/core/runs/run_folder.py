@@ -12,8 +12,6 @@ checkpoint, one without all of them whole (an empty one included) is damaged and
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import shutil
 from collections.abc import Callable
@@ -53,6 +51,7 @@ from mlm_studio.core.storage.files import (
 )
 from mlm_studio.core.storage.json_record import read_record, record_error
 from mlm_studio.core.storage.json_text import read_json
+from mlm_studio.core.storage.metric_lines import json_lines, metric_records
 from mlm_studio.core.storage.step_file import truncate_steps_after
 
 TOKENIZER_PRINT = "tokenizer_sha256"  # in corpus.json: the SHA-256 of the run's tokenizer.json as it started
@@ -249,7 +248,7 @@ class RunDir:
 
     def append_metrics(self, records: list[dict[str, Any]]) -> None:
         """Append whole lines; if the disk refuses part of them, the file is cut back to where it was."""
-        append_whole(self.metrics_path, _json_lines(records))
+        append_whole(self.metrics_path, json_lines(records))
 
     def read_metrics(self) -> list[dict[str, Any]]:
         """Every complete record; a line cut short by a crash, a stray line or a damaged byte is left out."""
@@ -269,7 +268,7 @@ class RunDir:
     def truncate_metrics_after(self, step: int) -> None:
         """Drop records past `step` (written after the checkpoint a resume starts from), and steps.tsv's lines."""
         kept = [r for r in self.read_metrics() if r.get("step", 0) <= step]
-        atomic_write_text(self.metrics_path, _json_lines(kept))
+        atomic_write_text(self.metrics_path, json_lines(kept))
         truncate_steps_after(self.path, step)
 
     # --- checkpoints --------------------------------------------------------------------------------
@@ -395,36 +394,6 @@ def _write_start(
 def _file_stamp(path: Path) -> tuple[int, int]:
     stat = path.stat()
     return stat.st_size, stat.st_mtime_ns
-
-
-def _json_lines(records: list[dict[str, Any]]) -> str:
-    """Records as strict JSON lines: a value that is not a finite number is written as null (missing)."""
-    return "".join(json.dumps(finite_or_none(record), allow_nan=False) + "\n" for record in records)
-
-
-def finite_or_none(value: Any) -> Any:
-    """`value` (a record, a list, a number) with each float that is not a finite number replaced by None."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: finite_or_none(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite_or_none(item) for item in value]
-    return value
-
-
-def metric_records(lines: list[str]) -> list[dict[str, Any]]:
-    """The records among lines of `metrics.jsonl`; a line cut short, a stray line or a damaged byte is left out.
-    A NaN or infinity (files written before values were strict JSON) reads as null: missing, as written now."""
-    records = []
-    for line in lines:
-        try:
-            record = read_json(line, parse_constant=lambda _: None)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and isinstance(record.get("type"), str) and isinstance(record.get("step"), int):
-            records.append(record)
-    return records
 
 
 def checkpoint_step(checkpoint: Path) -> int:
