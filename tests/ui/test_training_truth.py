@@ -229,7 +229,7 @@ def test_at_1280_by_720_both_rows_of_plots_keep_their_axes_and_the_table_shows_f
             rect = plots.view.mapFromScene(axis.sceneBoundingRect()).boundingRect()
             top_left = plots.view.mapTo(viewport, rect.topLeft())
             bottom = plots.view.mapTo(viewport, rect.bottomLeft()).y()
-            assert axis.height() > 0 and plots.plots[name].vb.height() >= 100, (name, message)
+            assert axis.height() > 0 and plots.plots[name].vb.height() >= 96, (name, message)
             assert 0 <= top_left.y() and bottom <= viewport.height(), (name, message)  # the x axis is in sight
         table = panel.runs.table
         assert table.rowCount() == 7
