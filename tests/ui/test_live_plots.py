@@ -122,7 +122,10 @@ def test_a_curve_the_shown_run_begins_beside_an_overlaid_run_carries_its_name(qt
     plots.resize(1075, 343)  # the plots' room in a 1280 x 720 window
     qtbot.wait_until(lambda: plots.view.minimumHeight() > 2 * PLOT_HEIGHT)  # the loss legend's second line
     QApplication.processEvents()  # the scroll area laid out again
-    assert not plots.scroll.verticalScrollBar().isVisible()  # both rows whole
+    assert not plots.scroll.verticalScrollBar().isVisible()
+    for name in SIX:  # both rows whole, their x axes in sight
+        axis = plots.view.mapFromScene(plots.plots[name].getAxis("bottom").sceneBoundingRect()).boundingRect()
+        assert axis.bottom() <= plots.scroll.viewport().height(), name
 
 
 def test_an_overlay_never_wears_a_colour_of_the_shown_runs_curves(plots):

@@ -112,6 +112,8 @@ class LivePlots(QWidget):
         self.columns = self._shown = 0
         self.view = pg.GraphicsLayoutWidget()
         self.view.setBackground(QApplication.palette().color(QPalette.ColorRole.Base))
+        self.view.ci.layout.setContentsMargins(9, 0, 9, 0)  # each cell's own top margin parts the rows: a row's
+        self.view.ci.layout.setVerticalSpacing(0)  # height is all its plot's, as `_fit_height` counts it
         self.scroll = QScrollArea()
         self.scroll.setWidgetResizable(True)
         self.scroll.setFrameShape(QFrame.Shape.NoFrame)
