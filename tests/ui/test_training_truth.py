@@ -161,9 +161,9 @@ def test_the_stop_message_and_the_runs_table_say_the_step_of_the_evaluation_they
 
 def test_the_probe_plot_says_what_is_true_before_and_during_a_run(qtbot, panel, runs):
     hint = panel.plots.hints["probes"]
-    assert hint.isVisible() and hint.toPlainText().startswith("No run yet. The 3 cloze probes on the Probes tab")
+    assert hint.isVisible() and hint.toPlainText().startswith("No run shown. The 3 cloze probes on the Probes tab")
     panel.set_probes([])
-    assert hint.toPlainText().startswith("No run yet, and no cloze probes")
+    assert hint.toPlainText().startswith("No run shown, and no cloze probes")
     panel.set_probes([Probe("Return the [MASK] of the list.", "value"), Probe("A [MASK] of it.", "copy")])
     panel.workspace.set_config(small_config(max_steps=100_000, eval_interval=10_000, checkpoint_interval=10_000))
     click(qtbot, panel.start_button)
