@@ -14,6 +14,7 @@ from mlm_studio.ui.widgets.diagnosis_views import _fill as fill
 from mlm_studio.ui.widgets.model_choice import NO_MODEL
 from mlm_studio.ui.workspace import Workspace
 from tests.core.test_diagnostics import _labelled
+from tests.ui.test_live_plots import painted_labels
 
 TIMEOUT_MS = 120_000
 
@@ -133,12 +134,15 @@ def test_a_words_contexts_are_mapped_clicked_and_a_sentence_placed(qtbot, panel,
         panel.evaluate()
     view = panel.context_view
     panel.tabs.setCurrentWidget(view)
+    axis = view.plot.getPlotItem().getAxis("bottom")
+    assert painted_labels(axis) == ([], [])  # no map yet: no numbers on its axes
     assert view.layer_spin.maximum() == view.layer_spin.value() == panel.results.subject.config.model.num_hidden_layers
     view.word_edit.setText("the")
     with qtbot.waitSignal(panel.mapped, timeout=TIMEOUT_MS):
         qtbot.keyClick(view.word_edit, Qt.Key.Key_Return)  # Enter shows the word's contexts
     points = view.scatter.points()
     assert len(points) == len(view.context.snippets) >= 3 and "occurrences of <b>the</b>" in view.caption.text()
+    assert painted_labels(axis)[1]  # the map's values marked
     view._on_click(view.scatter, [points[0]])
     assert view.nearest.count() == 6 and view.nearest.item(0).text().startswith("▶")
     view.sentence_edit.setText("Return the length of the list.")

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from contextlib import ExitStack
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -123,3 +124,14 @@ def test_a_folder_that_is_no_longer_a_comparison_or_search_is_said_in_a_sentence
     with pytest.raises(ReopenError, match=r"^Could not read the recipe search damaged: "):
         SearchRun(damaged).read_back()
     assert SearchRun(damaged).now() is None  # while running: read again at the next run, nothing said
+
+
+def test_a_series_ends_saying_its_runs_notes_each_once_without_whose_they_were(tmp_path):
+    search = SearchRun(tmp_path / "search")
+    assert search.closing_note() == ""  # its runs noted nothing: the message bar has nothing to say
+    item = SimpleNamespace(learning_rate=1e-4, seed=0, run=1, runs=6)
+    for step, note in enumerate(["rows left out: 1", "rows left out: 1", "stopped early", "cut", "slow", "odd"]):
+        said = search.said(item, WarningRecord(step, note), paused=False, test=None)
+        assert said.warning == f"[lr 0.0001, seed 0, run 1 of 6] {note}"  # while it trains: whose it is
+    notes = "rows left out: 1; stopped early; cut; and 2 more"
+    assert search.closing_note() == f"The recipe search search: its runs noted {notes}"

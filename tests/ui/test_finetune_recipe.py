@@ -26,6 +26,8 @@ def searched(finetune_panel, trained_run, qtbot, tmp_path):
     panel = finetune_panel
     panel.form.add_folder(str(trained_run.path))
     task = write_task(tmp_path / "task.csv", rows=100)
+    with task.open("a", encoding="utf-8") as file:
+        file.write(",errors\n")  # a row without its text: each run of the search notes it left it out
     fill(panel, task)
     panel.search_grid = GRID
     panel._update_plan()
@@ -33,9 +35,33 @@ def searched(finetune_panel, trained_run, qtbot, tmp_path):
     assert " 3 runs, " in panel.search_button.toolTip()
     panel.results.setCurrentWidget(panel.recipe)  # where Search recipe is
     assert panel.search_button.isVisible() and panel.recipe.verdict.text().startswith("Search recipe fine-tunes")
+    notes = []  # what the message bar said while the search ran
+    show = panel.message_bar.show_message
+    panel.message_bar.show_message = lambda text, level="error": (notes.append(text), show(text, level))
     qtbot.mouseClick(panel.search_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: panel.controller.state == IDLE, timeout=TIMEOUT_MS)
+    panel.search_notes = notes
     return panel, task
+
+
+def test_search_recipe_sits_beside_start_and_the_panel_stays_narrow(finetune_panel):
+    panel = finetune_panel
+    panel.layout().activate()
+    start, search = panel.start_button.geometry(), panel.search_button.geometry()
+    assert search.top() == start.top() and 0 < search.left() - start.right() <= 12  # the next button on its line
+    assert search.bottom() < panel.progress_bar.geometry().top()  # the bar and the status line on a line below
+    assert panel.minimumSizeHint().width() <= 637  # as narrow as without it: the window's minimum stays 825 px
+
+
+def test_after_a_search_the_message_bar_says_the_search_s_notes_not_its_last_run_s(searched):
+    """A run's note is said, by whom, while that run trains; once the search ends, the panel speaks for the search:
+    the notes of its runs, each once, under the search's name."""
+    panel, _ = searched
+    (root,) = [p for p in (panel.runs_root).iterdir() if p.name.endswith("search")]
+    note = "task.csv: rows left out: 1 problem lines, first: line 102: an empty text"
+    assert f"[lr 0.02, seed 1, run 3 of 3] {note}" in panel.search_notes  # the last run's, while it trained
+    assert panel.message_bar.text == f"The recipe search {root.name}: its runs noted {note}"
+    assert panel.status_label.text().startswith(f"Recipe search {root.name}: complete")
 
 
 def test_a_search_from_the_form_shows_its_table_and_chosen_recipe_bound_to_its_model_and_task(searched):

@@ -216,7 +216,7 @@ def test_the_runs_tab_buttons_say_why_not_for_the_selected_run(tmp_path):
 def test_the_empty_plots_say_whose_probes_they_wait_for(tmp_path):
     model = TrainingModel()
     nothing = model.hints(None, probes_set=2)
-    assert nothing["probes"].startswith("No run yet. The 2 cloze probes on the Probes tab are scored")
+    assert nothing["probes"].startswith("No run shown. The 2 cloze probes on the Probes tab are scored")
     assert nothing["loss"] == "No run shown: Start trains one, Open on the Runs tab shows one."
     assert "no cloze probes: add sentences with [MASK]" in model.hints(None, probes_set=0)["probes"]
 

@@ -161,9 +161,9 @@ def test_the_stop_message_and_the_runs_table_say_the_step_of_the_evaluation_they
 
 def test_the_probe_plot_says_what_is_true_before_and_during_a_run(qtbot, panel, runs):
     hint = panel.plots.hints["probes"]
-    assert hint.isVisible() and hint.toPlainText().startswith("No run yet. The 3 cloze probes on the Probes tab")
+    assert hint.isVisible() and hint.toPlainText().startswith("No run shown. The 3 cloze probes on the Probes tab")
     panel.set_probes([])
-    assert hint.toPlainText().startswith("No run yet, and no cloze probes")
+    assert hint.toPlainText().startswith("No run shown, and no cloze probes")
     panel.set_probes([Probe("Return the [MASK] of the list.", "value"), Probe("A [MASK] of it.", "copy")])
     panel.workspace.set_config(small_config(max_steps=100_000, eval_interval=10_000, checkpoint_interval=10_000))
     click(qtbot, panel.start_button)
@@ -229,7 +229,7 @@ def test_at_1280_by_720_both_rows_of_plots_keep_their_axes_and_the_table_shows_f
             rect = plots.view.mapFromScene(axis.sceneBoundingRect()).boundingRect()
             top_left = plots.view.mapTo(viewport, rect.topLeft())
             bottom = plots.view.mapTo(viewport, rect.bottomLeft()).y()
-            assert axis.height() > 0 and plots.plots[name].vb.height() >= 100, (name, message)
+            assert axis.height() > 0 and plots.plots[name].vb.height() >= 96, (name, message)
             assert 0 <= top_left.y() and bottom <= viewport.height(), (name, message)  # the x axis is in sight
         table = panel.runs.table
         assert table.rowCount() == 7

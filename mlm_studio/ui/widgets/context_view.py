@@ -9,7 +9,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QListWidget, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
 from mlm_studio.core.evaluation.contexts import ContextMap
-from mlm_studio.ui.widgets.plots import ThemedPlot
+from mlm_studio.ui.widgets.plots import ThemedPlot, show_ticks
 
 CLUSTER_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
@@ -40,6 +40,8 @@ class ContextView(QWidget):
         self.other_scatter = pg.ScatterPlotItem(size=9, hoverable=True, tip=lambda x, y, data: data)
         self.other_plot.addItem(self.other_scatter)
         self.other_plot.hide()
+        for plot in (self.plot, self.other_plot):
+            show_ticks(plot.getPlotItem(), False)  # until a map is drawn: an empty plot has no values to mark
         self.scatter = pg.ScatterPlotItem(size=9, hoverable=True, tip=lambda x, y, data: data)
         self.scatter.sigClicked.connect(self._on_click)
         self.plot.addItem(self.scatter)
@@ -83,6 +85,8 @@ class ContextView(QWidget):
         self.other_plot.setVisible(bool(others))
         for _, other in others:
             _draw(self.other_scatter, other)
+        show_ticks(self.plot.getPlotItem(), True)
+        show_ticks(self.other_plot.getPlotItem(), bool(others))
         self.star.setData([])
         self.nearest.clear()
         groups = len(set(context.clusters.tolist()))
@@ -99,6 +103,8 @@ class ContextView(QWidget):
         for scatter in (self.scatter, self.other_scatter, self.star):
             scatter.setData([])
         self.other_plot.hide()
+        for plot in (self.plot, self.other_plot):
+            show_ticks(plot.getPlotItem(), False)
         self.nearest.clear()
         self.caption.setText("Type a word and show its contexts: each point is one occurrence in the corpus.")
 

@@ -31,8 +31,9 @@ class HeaderLegend(pg.GraphicsWidget):
         self._fit()
 
     # --- the entries --------------------------------------------------------------------------------
-    def add(self, item: pg.PlotDataItem, name: str) -> None:
-        self.items.append((item, name))
+    def add(self, item: pg.PlotDataItem, name: str, at: int | None = None) -> None:
+        """`item` named `name`, last or at place `at`."""
+        self.items.insert(len(self.items) if at is None else at, (item, name))
         self._fit()
 
     def remove(self, item: pg.PlotDataItem) -> None:

@@ -61,7 +61,7 @@ from mlm_studio.ui.widgets.readout import at, reading
 REDRAW_MS = 66
 X_AXES = {"step": "step", "tokens": "tokens seen", "time": "seconds"}
 PLOT_WIDTH = 290  # the narrowest a plot gets: the grid has as many columns as fit, up to three
-PLOT_HEIGHT = 164  # the lowest a plot gets (legend, 100 px of data, axis): below it the grid scrolls
+PLOT_HEIGHT = 160  # the lowest a plot gets (legend, 96 px of data, axis; a row of two-line legends fits 720 px)
 HINTS = {  # what would fill a plot, said in it while it has no curve (the panel says what is true of its run)
     PROBE_RANK.plot: "Each cloze probe's expected word is ranked here at every evaluation (probes are set on the "
     "Probes tab before a run starts)."
@@ -112,6 +112,8 @@ class LivePlots(QWidget):
         self.columns = self._shown = 0
         self.view = pg.GraphicsLayoutWidget()
         self.view.setBackground(QApplication.palette().color(QPalette.ColorRole.Base))
+        self.view.ci.layout.setContentsMargins(9, 0, 9, 0)  # each cell's own top margin parts the rows: a row's
+        self.view.ci.layout.setVerticalSpacing(0)  # height is all its plot's, as `_fit_height` counts it
         self.scroll = QScrollArea()
         self.scroll.setWidgetResizable(True)
         self.scroll.setFrameShape(QFrame.Shape.NoFrame)
@@ -181,6 +183,8 @@ class LivePlots(QWidget):
             self._plot_of[key] = plot
             self._labels[key] = label
             self._units[key] = unit
+            if self.overlays and not key.startswith("overlay:"):
+                self._name_overlays()  # a curve of the shown run's that began beside overlaid runs
             self.hints[plot].hide()
             show_ticks(self.plots[plot], True)
             if plot in OPTIONAL_PLOTS:
@@ -270,17 +274,26 @@ class LivePlots(QWidget):
         return self.series[key]
 
     def _name_overlays(self) -> None:
-        """The legend entries, once runs are overlaid, each with its run's name (the run's own too), shortened so
-        that each still tells its run from the others."""
+        """The legend entries, once runs are overlaid, each with its run's name (the run's own too, first, in every
+        plot an overlaid run is drawn in), shortened so that each still tells its run from the others; in a plot of
+        one series a run's name alone, the plot's axis naming the series."""
         runs = [self.own_name, *self.overlays] if self.own_name else self.overlays
         short = dict(zip(runs, distinct_names(runs)))
+
+        def entry(plot: str, run: str, series: str) -> str:
+            return f"{short[run]} ({series})" if plot in NAMED_PLOTS else short[run]
+
         for key, (run, series) in self._overlaid.items():
-            self.legends[self._plot_of[key]].rename(self.curves[key], f"{short[run]} ({series})")
-        if self.own_name:
-            for key, curve in self.curves.items():
-                if key not in self._overlaid and curve.name() is not None:  # an own curve with a legend entry
-                    label = SHORT_SERIES.get(self._labels[key], self._labels[key])
-                    self.legends[self._plot_of[key]].rename(curve, f"{short[self.own_name]} ({label})")
+            self.legends[self._plot_of[key]].rename(self.curves[key], entry(self._plot_of[key], run, series))
+        if not self.own_name:
+            return
+        beside = {self._plot_of[key] for key in self._overlaid}
+        own = [key for key in self.curves if key not in self._overlaid and self._plot_of[key] in beside]
+        for place, key in enumerate(own):
+            legend, curve = self.legends[self._plot_of[key]], self.curves[key]
+            name = entry(self._plot_of[key], self.own_name, SHORT_SERIES.get(self._labels[key], self._labels[key]))
+            legend.remove(curve)  # an entry of its own made after an overlay's is put back before it
+            legend.add(curve, name, at=sum(self._plot_of[k] == self._plot_of[key] for k in own[:place]))
 
     # --- drawing ------------------------------------------------------------------------------------
     def set_axis(self, axis: str) -> None:

@@ -1,9 +1,9 @@
-"""The Fine-tune panel's row under the form: Start, Compare and its seeds, Pause, Stop, Export…, the bar and the
-status line, each enabled as the trainer's state allows."""
+"""The Fine-tune panel's controls under the form: Start, Search recipe, Compare and its seeds, Pause, Stop, Export…
+on one line, the bar and the status line on the next, each enabled as the trainer's state allows."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QSpinBox
+from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QSpinBox, QVBoxLayout
 
 from mlm_studio.core.runs.control import IDLE, PAUSED, RUNNING
 from mlm_studio.ui.widgets.elided_label import ElidedLabel
@@ -11,12 +11,14 @@ from mlm_studio.ui.widgets.elided_label import ElidedLabel
 SEEDS = 3  # a comparison's seeds by default: the fewest that give a spread
 
 
-class ControlRow(QHBoxLayout):
-    """The buttons, the bar and the status line; the panel connects the buttons."""
+class ControlRow(QVBoxLayout):
+    """The buttons, then the bar and the status line (a line of their own keeps the panel narrow); the panel
+    connects the buttons."""
 
     def __init__(self) -> None:
         super().__init__()
         self.start_button = QPushButton("Start")
+        self.search_button = QPushButton("Search recipe")  # beside Start: its results fill the Recipe tab
         self.compare_button = QPushButton("Compare")
         self.seeds = QSpinBox()
         self.seeds.setRange(SEEDS, 20)
@@ -33,11 +35,16 @@ class ControlRow(QHBoxLayout):
         keep_room.setRetainSizeWhenHidden(True)  # shown once a run starts, it never widens the panel
         self.progress_bar.setSizePolicy(keep_room)
         self.status_label = ElidedLabel()  # never widens the panel: cut with "…", the whole line its tooltip
-        for button in (self.start_button, self.compare_button, self.seeds, self.pause_button, self.stop_button):
-            self.addWidget(button)
-        self.addWidget(self.export_button)
-        self.addWidget(self.progress_bar, 1)
-        self.addWidget(self.status_label, 2)
+        buttons, progress = QHBoxLayout(), QHBoxLayout()
+        for button in (self.start_button, self.search_button, self.compare_button, self.seeds, self.pause_button):
+            buttons.addWidget(button)
+        buttons.addWidget(self.stop_button)
+        buttons.addWidget(self.export_button)
+        buttons.addStretch(1)
+        progress.addWidget(self.progress_bar, 1)
+        progress.addWidget(self.status_label, 2)
+        self.addLayout(buttons)
+        self.addLayout(progress)
 
     def say(self, text: str, detail: str = "") -> None:
         """The status line; its whole text (or `detail`) also as its tooltip, for when the window is too narrow."""
@@ -59,6 +66,7 @@ class ControlRow(QHBoxLayout):
         idle = state == IDLE
         self.start_button.setEnabled(idle and can_start)
         self.compare_button.setEnabled(idle and can_start)
+        self.search_button.setEnabled(idle and can_start)
         self.seeds.setEnabled(idle)
         self.pause_button.setEnabled(state in (RUNNING, PAUSED))
         self.pause_button.setText("Resume" if state == PAUSED else "Pause")

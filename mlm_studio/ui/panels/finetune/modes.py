@@ -33,6 +33,7 @@ from mlm_studio.core.storage.lock import RunLock
 from mlm_studio.ui.panels.finetune.subjects import contender_subject, finished_line, run_subject, trial_subject
 
 UNREADABLE = (CheckpointError, OSError, TypeError, ValueError, KeyError)  # a damaged or half-written folder
+NOTES_SAID = 3  # a series' notes said when it ends, the rest counted
 
 
 class ReopenError(UserError):
@@ -126,9 +127,24 @@ class Series(OneRun):
     def __init__(self, root: Path) -> None:
         super().__init__(root)
         self.begun = 0  # its runs begun, counted from the records that arrived
+        self.notes: dict[str, None] = {}  # what its runs noted, each note once, in the order they came
 
     def record_of(self, item) -> Record:
         return item.record
+
+    def said(self, item, record: Record, paused: bool, test: TestRecord | None) -> Said:
+        if isinstance(record, WarningRecord):
+            self.notes.setdefault(record.message)
+        return super().said(item, record, paused, test)
+
+    def closing_note(self) -> str:
+        """What the message bar says once the series has ended: the notes of its runs, each once and whoever made
+        it (a run's note with its name would read as the series' own); "" when they noted nothing."""
+        if not self.notes:
+            return ""
+        notes = list(self.notes)
+        more = f"; and {len(notes) - NOTES_SAID:,} more" if len(notes) > NOTES_SAID else ""
+        return f"The {self.what} {self.root.name}: its runs noted {'; '.join(notes[:NOTES_SAID])}{more}"
 
     def started(self, item, path: Path, step: int, total_steps: int) -> str:
         self.begun += 1

@@ -112,7 +112,7 @@ class FinetunePanel(QWidget):
         self.start_button, self.compare_button, self.seeds = row.start_button, row.compare_button, row.seeds
         self.pause_button, self.stop_button, self.export_button = row.pause_button, row.stop_button, row.export_button
         self.progress_bar, self.status_label = row.progress_bar, row.status_label
-        self.search_button = self.recipe.search_button  # on the Recipe tab: the row keeps the panel narrow
+        self.search_button = row.search_button
         self.start_button.clicked.connect(self.start)
         self.compare_button.clicked.connect(self.start_comparison)
         self.search_button.clicked.connect(self.start_search)
@@ -346,6 +346,9 @@ class FinetunePanel(QWidget):
         if self.mode.series:
             self.test = None  # the series' runs are many: Export is for one run's
             self._show_outcome()
+            if self.message_bar.level != "error":  # a failure stays said; its runs' notes become the series'
+                note = self.mode.closing_note()
+                self.message_bar.show_message(note, "warning") if note else self.message_bar.clear()
         else:
             self.row.show_progress(*self.mode.progress)  # where it ended: a stopped run's bar is not full
             if shown is not None:
@@ -358,7 +361,6 @@ class FinetunePanel(QWidget):
     def _update_controls(self, state: str) -> None:
         idle, can_start = state == IDLE, self.form.model_combo.count() > 0
         self.row.set_state(state, can_start, self.test is not None)
-        self.search_button.setEnabled(idle and can_start)
         self.recipe.setEnabled(idle)
         self.runs.set_idle(idle)
         self.form.setEnabled(idle)

@@ -21,7 +21,7 @@ CURVES_HINT = (
     "The curves of a fine-tuning appear here while it trains: the training loss and accuracy, the validation score "
     "after each epoch, the learning rate, the gradient norm and the speed.\n\nChoose a model and a labelled task "
     "file above, then Start, or Compare to see whether pre-training helps: your model against the same architecture "
-    "from scratch, over several seeds; Search recipe, on the Recipe tab, finds the learning rate and epochs."
+    "from scratch, over several seeds; Search recipe finds the learning rate and epochs (on the Recipe tab)."
 )
 
 

@@ -1,11 +1,11 @@
 """A recipe search as the Fine-tune panel shows it, live or when it ends: its name, state, model and task, the chosen
 recipe in a sentence, and one table of the candidates (learning rate, the epoch each of its runs was best at, or
 that none beat the majority class, the validation score's mean and spread over its seeds, the test score, each
-seed's scores), the chosen row in bold. *Search recipe* starts one with the form's model, task and recipe; *Train
-it* fine-tunes the searched model on the searched task with the chosen recipe, as the search's runs trained (its
-schedule, early stopping and best weights, its first seed); *Use in the form* puts the learning rate and the
-schedule's epochs in the form. Bound to its search: where the
-form names another model or task, the view says so."""
+seed's scores), the chosen row in bold. *Search recipe*, beside Start, starts one with the form's model, task and
+recipe; *Train it* fine-tunes the searched model on the searched task with the chosen recipe, as the search's runs
+trained (its schedule, early stopping and best weights, its first seed); *Use in the form* puts the learning rate
+and the schedule's epochs in the form. Bound to its search: where the form names another model or task, the view
+says so."""
 
 from __future__ import annotations
 
@@ -60,7 +60,6 @@ class RecipeSearchView(QWidget):
         self.table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.search_button = QPushButton("Search recipe")  # the panel starts the search
         self.train_button = QPushButton("Train it")
         self.train_button.setToolTip(
             "Fine-tune the searched model on the searched task with the chosen recipe, as the search's runs trained: "
@@ -71,7 +70,6 @@ class RecipeSearchView(QWidget):
         self.use_button.setToolTip("Put the chosen learning rate and the schedule's epochs in the form's recipe")
         self.use_button.clicked.connect(self._use)
         buttons = QHBoxLayout()
-        buttons.addWidget(self.search_button)
         buttons.addWidget(self.train_button)
         buttons.addWidget(self.use_button)
         buttons.addStretch(1)

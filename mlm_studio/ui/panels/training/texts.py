@@ -36,10 +36,10 @@ def hints(shown: Path | None, live: bool, probes: int) -> dict[str, str]:
     if shown is None:
         loss = "No run shown: Start trains one, Open on the Runs tab shows one."
         probe = (
-            f"No run yet. The {words} on the Probes tab {are} scored at each evaluation of the next run: each expected "
-            "word's rank is drawn here."
+            f"No run shown. The {words} on the Probes tab {are} scored at each evaluation of the next run: each "
+            "expected word's rank is drawn here."
             if probes
-            else "No run yet, and no cloze probes: add sentences with [MASK] and their expected word on the Probes "
+            else "No run shown, and no cloze probes: add sentences with [MASK] and their expected word on the Probes "
             "tab before starting a run; each word's rank is drawn here at every evaluation."
         )
     elif live:
