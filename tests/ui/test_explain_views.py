@@ -28,11 +28,12 @@ TEXT = "Return the [MASK] of the [MASK]."
 
 
 @pytest.fixture
-def panel(qtbot, trained_runs):
+def panel(qtbot, trained_runs, listed):
     widget = PlaygroundPanel(Workspace(runs_root=trained_runs))
     qtbot.addWidget(widget)
     widget.resize(1100, 800)
     widget.show()
+    listed(widget.workspace)
     combo = widget.views[0].model_combo
     combo.setCurrentIndex(next(i for i in range(combo.count()) if combo.itemText(i) == "late"))
     with qtbot.waitSignal(widget.predicted, timeout=TIMEOUT_MS):

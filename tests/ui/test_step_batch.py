@@ -20,7 +20,7 @@ TIMEOUT_MS = 60_000
 
 
 @pytest.fixture
-def panel(qtbot, trained_runs, tmp_path):
+def panel(qtbot, trained_runs, tmp_path, listed):
     """The panel showing a copy of the 40-step run, whose steps.tsv says step 30 spiked."""
     run = shutil.copytree(trained_runs / "late", tmp_path / "runs" / "late")
     steps = read_steps(run, "late")
@@ -33,6 +33,7 @@ def panel(qtbot, trained_runs, tmp_path):
     widget.resize(1200, 760)
     widget.show()
     widget.refresh_runs()
+    listed(widget.workspace)
     widget.runs.table.select_run(run)
     qtbot.mouseClick(widget.runs.open_button, Qt.MouseButton.LeftButton)
     return widget
