@@ -43,7 +43,7 @@ def gui_time(action) -> float:
 
 @pytest.mark.alone  # the GUI thread's processor time grows when another test shares its core
 def test_evaluate_and_showing_its_result_keep_the_gui_thread_under_a_tenth_of_a_second(
-    qtbot, builtin_run, builtin_corpus
+    qtbot, builtin_run, builtin_corpus, listed
 ):
     """Evaluate's click, the slot showing its result (32 blocks of 128 tokens, beside a second checkpoint's) and
     the layout and painting that follow each take the GUI thread under 100 ms of its own time."""
@@ -54,6 +54,7 @@ def test_evaluate_and_showing_its_result_keep_the_gui_thread_under_a_tenth_of_a_
     qtbot.addWidget(panel)
     panel.resize(1200, 800)
     panel.show()
+    listed(workspace)
     choose(panel.compare_combo, str(RunDir(builtin_run).checkpoints()[0]))
     panel.evaluator.succeeded.disconnect(panel._on_diagnosis)
     timings = {}

@@ -59,10 +59,15 @@ def test_a_click_on_the_loss_curve_shows_its_steps_batch_within_300_ms(qtbot, de
         series = panel.plots.series["step_loss"]
         index = int(np.flatnonzero(series.x("step") == step)[0])
         panel.plots.redraw(everything=True)
-        scene = panel.plots.plots["loss"].vb.mapViewToScene(QPointF(step, series.y[index]))
         plots = panel.plots.view
+
+        def where():  # the point where the user sees it, once the plot is laid out around it
+            scene = panel.plots.plots["loss"].vb.mapViewToScene(QPointF(step, series.y[index]))
+            return plots.mapFromScene(scene)
+
+        qtbot.waitUntil(lambda: plots.viewport().rect().contains(where()), timeout=TIMEOUT_MS)
         count, start = len(shown), time.perf_counter()
-        qtbot.mouseClick(plots.viewport(), Qt.MouseButton.LeftButton, pos=plots.mapFromScene(scene))
+        qtbot.mouseClick(plots.viewport(), Qt.MouseButton.LeftButton, pos=where())
         qtbot.waitUntil(lambda: len(shown) > count, timeout=TIMEOUT_MS)
         assert shown[-1][0] == step and view.replay.step == step and view.replay.exact
         return shown[-1][1] - start
