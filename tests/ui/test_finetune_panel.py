@@ -279,3 +279,16 @@ def test_accumulated_micro_batches_and_where_it_reports_are_the_runs_and_its_ste
     assert config.training.report_to == "none" and not (panel.run_path / "tensorboard").exists()
     started = next(r for r in RunDir(panel.run_path).read_metrics() if r["type"] == "started")
     assert started["total_steps"] == panel.progress_bar.maximum() == math.ceil(started["train_blocks"] / 16)
+
+
+def test_the_task_kind_cut_by_a_narrow_panel_ends_in_an_ellipsis_and_shows_whole_when_it_fits(qtbot, panel):
+    combo = panel.form.kind_combo
+    combo.setCurrentIndex(combo.findData("classification"))
+    whole = combo.currentText()
+    panel.resize(panel.minimumSizeHint().width(), 700)
+    panel.show()
+    qtbot.waitUntil(lambda: combo.width() < combo.fontMetrics().horizontalAdvance(whole))
+    shown = combo.shown_text()
+    assert shown.endswith("…") and whole.startswith(shown[:-1]) and len(shown) < len(whole)
+    combo.resize(combo.fontMetrics().horizontalAdvance(whole) + 80, combo.height())
+    assert combo.shown_text() == whole

@@ -1,10 +1,19 @@
 """A one-line label that never wraps or widens its row: a text too long for its width ends in "…"; its tooltip
-says it whole."""
+says it whole. And a combo box whose chosen entry, too long for the box, ends in "…" the same way."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
+from PySide6.QtGui import QPaintEvent
+from PySide6.QtWidgets import (
+    QComboBox,
+    QLabel,
+    QSizePolicy,
+    QStyle,
+    QStyleOptionComboBox,
+    QStylePainter,
+    QWidget,
+)
 
 ELLIPSIS = "…"
 
@@ -53,3 +62,25 @@ class ElidedLabel(QLabel):
             shown = kept.rstrip(" ,;:·") + ELLIPSIS
         super().setText(shown)
         self.setToolTip(self._whole)
+
+
+class ElidedComboBox(QComboBox):
+    """A combo box that shows its chosen entry as much as the box holds, ending in "…" where it is cut (a plain one
+    cuts it mid-word with no sign); its list shows every entry whole."""
+
+    def shown_text(self) -> str:
+        """What the box shows of its chosen entry: the whole text, or its beginning and "…"."""
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        field = self.style().subControlRect(
+            QStyle.ComplexControl.CC_ComboBox, option, QStyle.SubControl.SC_ComboBoxEditField, self
+        )
+        return self.fontMetrics().elidedText(self.currentText(), Qt.TextElideMode.ElideRight, field.width())
+
+    def paintEvent(self, _event: QPaintEvent) -> None:
+        painter = QStylePainter(self)
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, option)
+        option.currentText = self.shown_text()
+        painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, option)

@@ -33,6 +33,7 @@ from mlm_studio.core.finetune.request import StartingModel
 from mlm_studio.core.finetune.tasks import TASKS
 from mlm_studio.core.runs.run_folder import TASK
 from mlm_studio.ui.tasks import TaskRunner
+from mlm_studio.ui.widgets.elided_label import ElidedComboBox
 from mlm_studio.ui.widgets.model_choice import model_combo, model_entries, refill
 from mlm_studio.ui.workspace import Workspace
 
@@ -121,7 +122,7 @@ class FinetuneForm(QWidget):
         self.examples = TaskRunner(self)  # writes an example's files the first time it is chosen
         self.examples.succeeded.connect(self._on_example_ready)
         self.examples.failed.connect(self.example_failed)
-        self.kind_combo = QComboBox()
+        self.kind_combo = ElidedComboBox()
         self.kind_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.kind_combo.setMinimumContentsLength(KIND_CHARS)  # the whole label shows in its list
         self.kind_combo.setToolTip("What to predict; a classification file with a second text column makes pairs")
