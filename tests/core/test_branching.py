@@ -232,3 +232,14 @@ def test_a_branch_that_skipped_batches_replays_its_steps_exactly(parent, tmp_pat
     logged = losses(records)
     for step in (6, 9):
         assert replay_step(run.path, step).loss == pytest.approx(logged[step], rel=1e-4)
+
+
+def test_a_run_prepared_in_the_folder_named_when_it_was_asked_for_is_made_there(parent, tmp_path):
+    """The window names a new run's folder when Start is clicked (by date and time) and shows it at once: the run
+    must be made in that folder, not in one named again a second later."""
+    request = TrainingRequest(branch=parent.path, from_step=8, runs_root=tmp_path / "runs")
+    asked = tmp_path / "runs" / "named-when-asked"
+    with ExitStack() as held:
+        prepare(request, held=held, path=asked)
+    assert (asked / "config.toml").is_file()
+    assert [folder.name for folder in (tmp_path / "runs").iterdir()] == ["named-when-asked"]

@@ -253,12 +253,14 @@ def prepare(
     *,
     say: Callable[[Note], None] = lambda note: None,
     resolved: Callable[[ResolvedTraining], None] = lambda resolved: None,
+    path: Path | None = None,
     **options: Any,
 ) -> Trainer:
-    """The trainer for `request`: its folder locked (with `held`, as `prepare_trainer`), the request resolved and
-    its notes said (`say`) before anything is written, then the run created or resumed. `resolved` sees the
-    resolution once its notes are said; `options` go to `prepare_trainer` (held, progress, ready) and on to
-    `Trainer`."""
+    """The trainer for `request`, in `path` when `run_folder` gave it already (a new run's name holds the time it
+    was asked for: asked again a second later, it would name another folder): its folder locked (with `held`, as
+    `prepare_trainer`), the request resolved and its notes said (`say`) before anything is written, then the run
+    created or resumed. `resolved` sees the resolution once its notes are said; `options` go to `prepare_trainer`
+    (held, progress, ready) and on to `Trainer`."""
     progress = options.get("progress")
 
     def resolution() -> ResolvedTraining:
@@ -268,7 +270,7 @@ def prepare(
         resolved(answer)
         return answer
 
-    path = run_folder(request)
+    path = path or run_folder(request)
     if request.resume is None:  # a new run or a branch
         return prepare_trainer(path, begin=lambda: resolution().new, **options)
     return prepare_trainer(path, check=lambda run: apply_resume(run, resolution().config), **options)

@@ -178,7 +178,13 @@ class TrainingPanel(QWidget):
 
         def prepare_request(progress, control, held) -> Trainer:
             return prepare(
-                request, say=notes.append, held=held, progress=progress, control=control, pause_on_save_error=True
+                request,
+                say=notes.append,
+                path=path,
+                held=held,
+                progress=progress,
+                control=control,
+                pause_on_save_error=True,
             )
 
         self.controller.start(prepare_request)

@@ -199,7 +199,10 @@ class ShownRun(QObject):
         return run
 
     def record(self, record) -> None:
-        """Keep the training's `record`; draw it where its run is shown, else say how far the training is."""
+        """Keep the training's `record`; draw it where its run is shown, else say how far the training is. A record
+        still on its way when its training ended (the controller stopped and waited for) belongs to no training now."""
+        if self.model.training is None:
+            return
         model, shown = self.model, self._showing_training()
         model.record(record)
         if shown:
